@@ -1,0 +1,173 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+)
+
+type certifyFlags struct {
+	backend, mutant, workdir  string
+	jsonOut, junitOut, html   string
+	bugs, points, kinds, only []string
+	parallel                  int
+	seed                      int64
+	leaseTTL                  time.Duration
+	keep, quiet               bool
+}
+
+func certifyCmd() *cobra.Command {
+	var f certifyFlags
+	cmd := &cobra.Command{
+		Use:   "certify",
+		Short: "Run the crash matrix: every window x fault kind, with real process kills",
+		Long: `certify runs, for every crash window in the failpoint catalogue and every fault
+kind that applies there, a fresh case: worker processes run the reference service
+over the backend; one is killed (SIGKILL) exactly at the window; new workers recover;
+then, with faults off, the invariants I1-I8 are checked against the stores' contents
+and the recorded history.
+
+Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undecided.`,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runCertify(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.backend, "backend", "sqlite", "store backend: sqlite (embedded default), memory")
+	fl.StringVar(&f.mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint)
+	fl.StringSliceVar(&f.bugs, "bug", nil, "service mutant(s): "+bugNames())
+	fl.StringSliceVar(&f.points, "point", nil, "only these windows (failpoint names)")
+	fl.StringSliceVar(&f.kinds, "kind", nil, "only these fault kinds")
+	fl.StringSliceVar(&f.only, "class", nil, "only these case classes")
+	fl.StringVar(&f.workdir, "workdir", "", "where case data and histories go (default: a temporary directory, removed on success)")
+	fl.StringVar(&f.jsonOut, "json", "", "write the JSON report here")
+	fl.StringVar(&f.junitOut, "junit", "", "write JUnit XML here")
+	fl.StringVar(&f.html, "html", "", "write the self-contained HTML report here")
+	fl.IntVar(&f.parallel, "parallel", 8, "cases run at once")
+	fl.Int64Var(&f.seed, "seed", 1, "seed for retry jitter")
+	fl.DurationVar(&f.leaseTTL, "lease-ttl", 150*time.Millisecond, "document lease TTL in workers (a killed worker blocks its document this long)")
+	fl.BoolVar(&f.keep, "keep", false, "keep the workdir even when certified")
+	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+	return cmd
+}
+
+func bugNames() string {
+	var s []string
+	for _, b := range reference.Bugs {
+		s = append(s, string(b))
+	}
+	return strings.Join(s, ", ")
+}
+
+func runCertify(cmd *cobra.Command, f certifyFlags) error {
+	out := cmd.OutOrStdout()
+	var points []faults.Point
+	for _, p := range f.points {
+		pp, err := faults.ParsePoint(p)
+		if err != nil {
+			return fmt.Errorf("--point: %w", err)
+		}
+		points = append(points, pp)
+	}
+	var kinds []faults.Kind
+	for _, k := range f.kinds {
+		kk, err := faults.ParseKind(k)
+		if err != nil {
+			return fmt.Errorf("--kind: %w", err)
+		}
+		kinds = append(kinds, kk)
+	}
+	var bugs []reference.Bug
+	for _, b := range f.bugs {
+		ok := false
+		for _, x := range reference.Bugs {
+			if string(x) == b {
+				ok = true
+			}
+		}
+		if !ok {
+			return fmt.Errorf("--bug %q: unknown (known: %s)", b, bugNames())
+		}
+		bugs = append(bugs, reference.Bug(b))
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	workdir, tmp := f.workdir, false
+	if workdir == "" {
+		if workdir, err = os.MkdirTemp("", "crashmatrix-"); err != nil {
+			return err
+		}
+		tmp = true
+	}
+	runner, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: f.backend}, Launcher: sim.BinaryLauncher{Path: self},
+		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed})
+	if err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
+		return exitError{2}
+	}
+	cases := sim.Filter(sim.Matrix(f.leaseTTL.Milliseconds()), points, kinds, f.only)
+	if len(cases) == 0 {
+		return fmt.Errorf("no case matches --point %v --kind %v --class %v", f.points, f.kinds, f.only)
+	}
+	var progress func(sim.CaseResult)
+	var bar *mpb.Bar
+	var pb *mpb.Progress
+	if !f.quiet && isatty.IsTerminal(os.Stderr.Fd()) {
+		pb = mpb.New(mpb.WithOutput(os.Stderr), mpb.WithWidth(40))
+		bar = pb.AddBar(int64(len(cases)), mpb.PrependDecorators(decor.Name("certify "+f.backend+" "), decor.CountersNoUnit("%d/%d")),
+			mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_GO)))
+		progress = func(sim.CaseResult) { bar.Increment() }
+	}
+	rep := runner.RunAll(cmd.Context(), cases, f.parallel, progress)
+	if pb != nil {
+		pb.Wait()
+	}
+	sim.WriteMatrix(out, rep)
+	for _, w := range []struct {
+		path  string
+		write func(io.Writer, sim.Report) error
+	}{{f.jsonOut, sim.WriteJSON}, {f.junitOut, sim.WriteJUnit}, {f.html, sim.WriteHTML}} {
+		if w.path == "" {
+			continue
+		}
+		if err := writeFile(w.path, func(wr io.Writer) error { return w.write(wr, rep) }); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "wrote %s\n", w.path)
+	}
+	if tmp && rep.ExitCode == 0 && !f.keep {
+		_ = os.RemoveAll(workdir)
+	} else {
+		fmt.Fprintf(out, "case data and histories: %s\n", workdir)
+	}
+	if rep.ExitCode != 0 {
+		return exitError{rep.ExitCode}
+	}
+	return nil
+}
+
+func writeFile(path string, fn func(io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}

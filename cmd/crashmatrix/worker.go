@@ -1,0 +1,37 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/spf13/cobra"
+)
+
+func workerCmd() *cobra.Command {
+	var specPath string
+	cmd := &cobra.Command{
+		Use:    "worker --spec FILE",
+		Short:  "Run one simulated worker process (started by the supervisor)",
+		Hidden: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := os.ReadFile(specPath)
+			if err != nil {
+				return err
+			}
+			var spec sim.WorkerSpec
+			if err := json.Unmarshal(b, &spec); err != nil {
+				return fmt.Errorf("%s: %w", specPath, err)
+			}
+			backend, err := sim.ResolveBackend(spec.Backend)
+			if err != nil {
+				return err
+			}
+			return sim.RunWorker(cmd.Context(), spec, backend, sim.ProcessWorkerOptions())
+		},
+	}
+	cmd.Flags().StringVar(&specPath, "spec", "", "worker spec (JSON)")
+	_ = cmd.MarkFlagRequired("spec")
+	return cmd
+}

@@ -1,0 +1,165 @@
+// Package faults holds the catalogue of crash windows of the ingestion protocol
+// and the fault actions crashmatrix can inject at each of them.
+//
+// Every window is a named failpoint placed immediately before one step of the
+// protocol. A fault at a window acts on the step that follows it:
+//
+//   - crash:     the process dies (SIGKILL) before the step runs;
+//   - error:     the step fails with a transient (retryable) error;
+//   - permanent: the step fails with a permanent error (dead letter);
+//   - unknown:   the step runs and commits, then the process dies before it
+//     learns the outcome (the "unknown commit" window);
+//   - pause:     the process stalls past its lease before the step, so another
+//     worker takes over; when it wakes up it must be refused;
+//   - recrash:   a crash, and the first recovery crashes at the same window
+//     again (a crash during recovery).
+//
+// The names are pingcap/failpoint paths, so they can be armed with
+// failpoint.Enable or the GO_FAILPOINTS environment variable without any code
+// rewriting.
+package faults
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Point names one crash window (one failpoint).
+type Point string
+
+// Kind is a kind of fault injected at a Point.
+type Kind string
+
+// The fault kinds.
+const (
+	Crash     Kind = "crash"
+	Transient Kind = "error"
+	Permanent Kind = "permanent"
+	Unknown   Kind = "unknown"
+	Pause     Kind = "pause"
+	// Recrash crashes at the window, then crashes the first recovery
+	// attempt at the same window again (a crash during recovery).
+	Recrash Kind = "recrash"
+)
+
+// Kinds lists every fault kind in a stable order.
+var Kinds = []Kind{Crash, Transient, Permanent, Unknown, Pause, Recrash}
+
+// ParseKind parses a fault kind name.
+func ParseKind(s string) (Kind, error) {
+	for _, k := range Kinds {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	return "", fmt.Errorf("unknown fault kind %q (want one of crash, error, permanent, unknown, pause, recrash)", s)
+}
+
+// The crash windows of System A (ingestion) and System B (plan save).
+const (
+	BeforeExtract            Point = "beforeExtract"
+	BeforePrepare            Point = "beforePrepare"
+	BeforeGraphWrite         Point = "beforeGraphWrite"
+	BetweenGraphBatches      Point = "betweenGraphBatches"
+	BeforeGraphApplied       Point = "beforeGraphApplied"
+	BeforeRegistrySave       Point = "beforeRegistrySave"
+	BeforeStateCommit        Point = "beforeStateCommit"
+	BeforeRecordVersion      Point = "beforeRecordVersion"
+	BeforeStateCommitted     Point = "beforeStateCommitted"
+	BeforeCompleted          Point = "beforeCompleted"
+	BeforeMarkFailed         Point = "beforeMarkFailed"
+	BeforeRetryPrepared      Point = "beforeRetryPrepared"
+	BeforeLeaseCheck         Point = "beforeLeaseCheck"
+	RecoveryBeforeClaim      Point = "recoveryBeforeClaim"
+	RecoveryBeforeResume     Point = "recoveryBeforeResume"
+	ConflictBeforeAbandon    Point = "conflictBeforeAbandon"
+	ConflictBeforeReplan     Point = "conflictBeforeReplan"
+	PlanSaveBeforeApprove    Point = "planSaveBeforeApprove"
+	PlanSaveBeforeBusiness   Point = "planSaveBeforeBusinessCommit"
+	PlanSaveBeforeCheckpoint Point = "planSaveBeforeCheckpoint"
+)
+
+// System says which protocol a window belongs to.
+type System string
+
+// The two systems under test.
+const (
+	Ingestion System = "ingestion" // System A
+	PlanSave  System = "plansave"  // System B
+)
+
+// Spec describes one crash window.
+type Spec struct {
+	Point  Point
+	System System
+	// Step is the protocol step that follows the window.
+	Step string
+	// Window is the crash window of protocol.md this point realises.
+	Window string
+	// Recovery is what recovery must do after a crash here.
+	Recovery string
+	// Kinds are the fault kinds that make sense at this window.
+	Kinds []Kind
+	// InRecovery marks windows that only recovery code passes through.
+	InRecovery bool
+}
+
+var all = []Kind{Crash, Transient, Permanent, Unknown, Pause, Recrash}
+
+// Catalogue lists every failpoint of the reference implementation. A test
+// checks that the code and this list agree.
+var Catalogue = []Spec{
+	{BeforeExtract, Ingestion, "call the model", "before PREPARED (no model answer yet)", "nothing to resume; the caller resubmits", []Kind{Crash, Transient, Permanent}, false},
+	{BeforePrepare, Ingestion, "persist operation + plan (createIfAbsent)", "before PREPARED (model answered, nothing durable)", "nothing to resume; the caller resubmits and a new plan is made", []Kind{Crash, Transient, Permanent, Unknown, Pause}, false},
+	{BeforeGraphWrite, Ingestion, "apply the mutation's first batch", "after PREPARED, before the graph write", "re-run the writer from the persisted plan", all, false},
+	{BetweenGraphBatches, Ingestion, "apply the next mutation batch", "during the graph write (partial batches)", "re-run; upserts and deletes must be repeatable", all, false},
+	{BeforeGraphApplied, Ingestion, "stage PREPARED -> GRAPH_APPLIED", "graph write succeeded, stage not advanced (the unknown window)", "re-apply the mutation idempotently and reconcile", all, false},
+	{BeforeRegistrySave, Ingestion, "entity registry saveAll", "after GRAPH_APPLIED", "skip the writer; continue with registry and state commit", all, false},
+	{BeforeStateCommit, Ingestion, "document revision compare-and-set", "after the registry write, before the state commit", "continue; registry writes are idempotent", all, false},
+	{BeforeRecordVersion, Ingestion, "record the version history", "after the state commit, before the history", "see the state by operationId; fill in the history; advance stages only", all, false},
+	{BeforeStateCommitted, Ingestion, "stage GRAPH_APPLIED -> STATE_COMMITTED", "after the state commit, before STATE_COMMITTED", "see the state by operationId; advance stages only", all, false},
+	{BeforeCompleted, Ingestion, "stage STATE_COMMITTED -> COMPLETED", "after STATE_COMMITTED, before COMPLETED", "advance the stage only", all, false},
+	{BeforeMarkFailed, Ingestion, "stage PREPARED -> FAILED after a writer error", "writer failed, failure not yet recorded", "retry from PREPARED with the same plan", []Kind{Crash, Unknown}, false},
+	{BeforeRetryPrepared, Ingestion, "stage FAILED -> PREPARED on retry", "FAILED recorded, retry not started", "retry with the same plan", []Kind{Crash, Transient, Unknown}, true},
+	{BeforeLeaseCheck, Ingestion, "check the document lease before the state commit", "holding a lease that may have expired", "a stale holder is refused; the new holder finishes", []Kind{Crash, Pause}, false},
+	{RecoveryBeforeClaim, Ingestion, "claim an unfinished operation for recovery", "recovery found work, not yet claimed", "another round claims it", []Kind{Crash, Transient, Unknown}, true},
+	{RecoveryBeforeResume, Ingestion, "resume a claimed operation", "claimed, not yet resumed", "the claim expires; another instance resumes", []Kind{Crash, Transient, Pause}, true},
+	{ConflictBeforeAbandon, Ingestion, "abandon an operation that lost its revision race", "revision conflict detected, old plan not yet abandoned", "re-detect the conflict; abandon; plan anew", []Kind{Crash, Unknown}, false},
+	{ConflictBeforeReplan, Ingestion, "plan anew against the latest revision", "old plan abandoned, new plan not yet made", "plan anew from the latest state; reconcile stale edges", []Kind{Crash, Unknown}, false},
+	{PlanSaveBeforeApprove, PlanSave, "write the approval checkpoint", "approval given, not checkpointed", "ask again; nothing saved yet", []Kind{Crash, Unknown}, false},
+	{PlanSaveBeforeBusiness, PlanSave, "save the plan row (business commit)", "approved, plan row not yet saved", "run save with the same operation_id", []Kind{Crash, Transient, Unknown}, false},
+	{PlanSaveBeforeCheckpoint, PlanSave, "record save as done in the checkpoint", "business commit done, checkpoint not written", "run save again; the unique key returns the first row id", []Kind{Crash, Transient, Unknown}, false},
+}
+
+// Lookup returns the spec of a point.
+func Lookup(p Point) (Spec, bool) {
+	for _, s := range Catalogue {
+		if s.Point == p {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}
+
+// ParsePoint validates a point name against the catalogue.
+func ParsePoint(s string) (Point, error) {
+	if _, ok := Lookup(Point(s)); ok {
+		return Point(s), nil
+	}
+	names := make([]string, 0, len(Catalogue))
+	for _, c := range Catalogue {
+		names = append(names, string(c.Point))
+	}
+	sort.Strings(names)
+	return "", fmt.Errorf("unknown failpoint %q (known: %v)", s, names)
+}
+
+// Applies reports whether kind k is meaningful at this window.
+func (s Spec) Applies(k Kind) bool {
+	for _, x := range s.Kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}

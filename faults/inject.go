@@ -1,0 +1,254 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pingcap/failpoint"
+)
+
+// PathPrefix is the pingcap/failpoint path prefix of every Point.
+const PathPrefix = "github.com/crashmatrix/crashmatrix/faults/"
+
+// Path returns the pingcap/failpoint path of p, as used by failpoint.Enable
+// and GO_FAILPOINTS.
+func Path(p Point) string { return PathPrefix + string(p) }
+
+// Action is an armed fault: what to do, and at which hit of the point.
+type Action struct {
+	Kind Kind
+	// Hit is the 1-based hit of the point at which the fault fires; 0 means
+	// every hit.
+	Hit int
+	// PauseFor is how long a Pause stalls.
+	PauseFor time.Duration
+}
+
+// String renders the action in the form ParseAction reads: kind[:pauseMillis][@hit].
+func (a Action) String() string {
+	s := string(a.Kind)
+	if a.Kind == Pause {
+		s += ":" + strconv.FormatInt(a.PauseFor.Milliseconds(), 10)
+	}
+	if a.Hit > 0 {
+		s += "@" + strconv.Itoa(a.Hit)
+	}
+	return s
+}
+
+// ParseAction parses "crash", "crash@2", "pause:1500@1" and the like.
+func ParseAction(s string) (Action, error) {
+	var a Action
+	body := s
+	if i := strings.LastIndexByte(body, '@'); i >= 0 {
+		n, err := strconv.Atoi(body[i+1:])
+		if err != nil || n < 1 {
+			return a, fmt.Errorf("fault action %q: hit after '@' must be a positive integer", s)
+		}
+		a.Hit = n
+		body = body[:i]
+	}
+	kind, arg, hasArg := strings.Cut(body, ":")
+	k, err := ParseKind(kind)
+	if err != nil {
+		return a, fmt.Errorf("fault action %q: %w", s, err)
+	}
+	a.Kind = k
+	if k == Pause {
+		ms := int64(1000)
+		if hasArg {
+			ms, err = strconv.ParseInt(arg, 10, 64)
+			if err != nil || ms < 0 {
+				return a, fmt.Errorf("fault action %q: pause takes milliseconds, got %q", s, arg)
+			}
+		}
+		a.PauseFor = time.Duration(ms) * time.Millisecond
+	} else if hasArg {
+		return a, fmt.Errorf("fault action %q: kind %s takes no argument", s, k)
+	}
+	return a, nil
+}
+
+// Injector decides whether a fault fires when execution reaches a point.
+// Implementations count hits themselves.
+type Injector interface {
+	Eval(p Point) (Action, bool)
+}
+
+// Failpoints is the Injector backed by pingcap/failpoint's process-wide
+// registry: arm a point with failpoint.Enable(Path(p), `return("crash@1")`)
+// or the GO_FAILPOINTS environment variable. No code rewriting is needed.
+type Failpoints struct {
+	mu   sync.Mutex
+	hits map[Point]int
+}
+
+// Eval implements Injector.
+func (f *Failpoints) Eval(p Point) (Action, bool) {
+	v, err := failpoint.Eval(Path(p))
+	if err != nil {
+		return Action{}, false
+	}
+	s, ok := v.(string)
+	if !ok {
+		s = fmt.Sprint(v)
+	}
+	a, err := ParseAction(s)
+	if err != nil {
+		// A malformed arming is a harness bug: fail loudly at the point.
+		panic(fmt.Sprintf("failpoint %s: %v", p, err))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hits == nil {
+		f.hits = map[Point]int{}
+	}
+	f.hits[p]++
+	if a.Hit != 0 && f.hits[p] != a.Hit {
+		return Action{}, false
+	}
+	return a, true
+}
+
+// EnvValue renders an arming for GO_FAILPOINTS: "path=return(\"crash@1\")".
+func EnvValue(arms map[Point]Action) string {
+	parts := make([]string, 0, len(arms))
+	for p, a := range arms {
+		parts = append(parts, fmt.Sprintf("%s=return(%q)", Path(p), a.String()))
+	}
+	return strings.Join(parts, ";")
+}
+
+// Schedule is an in-process Injector: a fixed set of armed points, with hit
+// counting local to the schedule (no global state), so many simulated runs
+// can proceed in one process at once.
+type Schedule struct {
+	mu   sync.Mutex
+	arms map[Point][]Action
+	hits map[Point]int
+}
+
+// NewSchedule returns a Schedule with the given armings.
+func NewSchedule() *Schedule {
+	return &Schedule{arms: map[Point][]Action{}, hits: map[Point]int{}}
+}
+
+// Arm adds an action at p.
+func (s *Schedule) Arm(p Point, a Action) {
+	s.mu.Lock()
+	s.arms[p] = append(s.arms[p], a)
+	s.mu.Unlock()
+}
+
+// Disarm removes every arming (faults stop).
+func (s *Schedule) Disarm() { s.mu.Lock(); s.arms = map[Point][]Action{}; s.mu.Unlock() }
+
+// Eval implements Injector.
+func (s *Schedule) Eval(p Point) (Action, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	acts := s.arms[p]
+	if len(acts) == 0 {
+		return Action{}, false
+	}
+	s.hits[p]++
+	n := s.hits[p]
+	for _, a := range acts {
+		if a.Hit == 0 || a.Hit == n {
+			return a, true
+		}
+	}
+	return Action{}, false
+}
+
+// Hit is one fault that fired.
+type Hit struct {
+	Point  Point
+	Action Action
+}
+
+// Runtime executes protocol steps under fault injection. The zero value
+// (and a nil *Runtime) injects nothing.
+type Runtime struct {
+	// Injector decides which faults fire; nil injects nothing.
+	Injector Injector
+	// OnHit is called when a fault fires, before it acts (so a worker can
+	// durably report the hit before it dies).
+	OnHit func(Hit)
+	// Crash ends the process (or the simulated process). It must not return.
+	Crash func(Hit)
+	// Sleep stalls for a Pause; time.Sleep when nil.
+	Sleep func(context.Context, time.Duration)
+}
+
+// InjectedError is the error a Transient or Permanent fault returns.
+type InjectedError struct {
+	Point     Point
+	Retryable bool
+}
+
+func (e *InjectedError) Error() string {
+	if e.Retryable {
+		return fmt.Sprintf("injected transient fault at %s", e.Point)
+	}
+	return fmt.Sprintf("injected permanent fault at %s", e.Point)
+}
+
+// IsInjected reports whether err carries an injected fault.
+func IsInjected(err error) bool {
+	var ie *InjectedError
+	return errors.As(err, &ie)
+}
+
+// At runs step, the protocol step that follows point p, under whatever fault
+// is armed at p.
+func (r *Runtime) At(ctx context.Context, p Point, step func() error) error {
+	if r == nil || r.Injector == nil {
+		return step()
+	}
+	a, ok := r.Injector.Eval(p)
+	if !ok {
+		return step()
+	}
+	h := Hit{Point: p, Action: a}
+	if r.OnHit != nil {
+		r.OnHit(h)
+	}
+	switch a.Kind {
+	case Crash, Recrash:
+		r.crash(h)
+	case Transient:
+		return &InjectedError{Point: p, Retryable: true}
+	case Permanent:
+		return &InjectedError{Point: p, Retryable: false}
+	case Unknown:
+		_ = step()
+		r.crash(h)
+	case Pause:
+		if r.Sleep != nil {
+			r.Sleep(ctx, a.PauseFor)
+		} else {
+			t := time.NewTimer(a.PauseFor)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+		}
+		return step()
+	}
+	return step()
+}
+
+func (r *Runtime) crash(h Hit) {
+	if r.Crash == nil {
+		panic(fmt.Sprintf("fault %s fired at %s but no Crash handler is set", h.Action, h.Point))
+	}
+	r.Crash(h)
+	panic("faults: Crash handler returned")
+}

@@ -1,0 +1,140 @@
+package reference
+
+import (
+	"context"
+	"io"
+)
+
+// OperationStore keeps operations and their frozen plans. Every method is
+// safe for concurrent use, also from several processes sharing the store.
+//
+// Requirements (protocol.md, "Operation store requirements"): operationId is
+// globally unique; the operation and its plan are created in one storage
+// transaction, first write wins; the stage change is an atomic
+// compare-and-set; plans round-trip completely; unfinished operations scan in
+// a stable order; failure reason, update time and attempts are kept; one
+// recovery claim per operation across instances.
+type OperationStore interface {
+	// CreateIfAbsent stores op (stage PREPARED) and its plan in one
+	// transaction. It returns false, changing nothing, if the operationId
+	// exists already (whatever its plan). It rejects an invalid pair (see
+	// CheckNewOperation) with an error.
+	CreateIfAbsent(ctx context.Context, op Operation, plan Plan) (bool, error)
+	// Get returns the operation, or an error wrapping ErrNotFound.
+	Get(ctx context.Context, operationID string) (Operation, error)
+	// GetPlan returns the stored plan, checked against the stored
+	// fingerprint (DecodePlan); ErrNotFound if there is none.
+	GetPlan(ctx context.Context, operationID string) (Plan, error)
+	// CompareAndSet replaces the mutable fields (Stage, UpdatedAt,
+	// FailureReason, Attempts, Disposition, SupersededBy) with next's, if
+	// and only if the stored record has expected's identity
+	// (Operation.SameIdentity), stage, attempts and disposition. It returns
+	// false when the stored record differs, and an error (changing nothing)
+	// when next is not a legal successor (ValidateUpdate).
+	CompareAndSet(ctx context.Context, expected, next Operation) (bool, error)
+	// ListRecoverable returns at most limit unfinished operations (stage
+	// not COMPLETED, no disposition) ordered by UpdatedAt, then
+	// OperationID. limit must be positive. The result is a fresh slice the
+	// caller may keep.
+	ListRecoverable(ctx context.Context, limit int) ([]Operation, error)
+	// List returns every operation (finished or not) ordered by
+	// OperationID, for checking invariants.
+	List(ctx context.Context) ([]Operation, error)
+	// Claim gives holder the recovery claim on an operation until
+	// now+ttlMillis, if nobody else holds an unexpired claim (a holder may
+	// renew its own). It returns false if another holder's claim is live.
+	Claim(ctx context.Context, operationID, holder string, now, ttlMillis int64) (bool, error)
+	// ReleaseClaim drops holder's claim; it returns false if holder does
+	// not hold it.
+	ReleaseClaim(ctx context.Context, operationID, holder string) (bool, error)
+}
+
+// DocumentStateStore keeps the committed state of each document, guarded by
+// a revision compare-and-set, and its version history.
+type DocumentStateStore interface {
+	// FindCurrent returns the current state; ok is false if absent.
+	FindCurrent(ctx context.Context, space, documentID string) (DocumentState, bool, error)
+	// FindByOperationID returns the state committed by operationID, current
+	// or in the history.
+	FindByOperationID(ctx context.Context, space, documentID, operationID string) (DocumentState, bool, error)
+	// CompareAndSet commits next if the current revision equals expected (0
+	// means absent). next.Revision must be expected+1 and expected must not
+	// be negative: otherwise an error wrapping ErrInvalidRevision. It returns
+	// false when the current revision is not expected.
+	CompareAndSet(ctx context.Context, expected int64, next DocumentState) (bool, error)
+	// Remove deletes the current state if its revision is revision.
+	Remove(ctx context.Context, space, documentID string, revision int64) (bool, error)
+	// RecordVersion adds a state to the version history; recording the
+	// same (space, documentId, revision) again is a no-op.
+	RecordVersion(ctx context.Context, state DocumentState) error
+	// Versions returns the history of a document in ascending revision.
+	Versions(ctx context.Context, space, documentID string) ([]DocumentState, error)
+	// List returns the current states of a space ordered by documentId.
+	List(ctx context.Context, space string) ([]DocumentState, error)
+	// IsReferencedByOtherDocument reports whether an ACTIVE current state of
+	// another document in the same space supports edge.
+	IsReferencedByOtherDocument(ctx context.Context, space, documentID string, edge EdgeKey) (bool, error)
+}
+
+// EntityRegistry binds entity names to node ids, unique on (space,
+// normalised type, normalised name).
+type EntityRegistry interface {
+	// FindMatches returns the registered entities of type entityType
+	// bound to any of names (normalised before matching).
+	FindMatches(ctx context.Context, space, entityType string, names []string) ([]RegisteredEntity, error)
+	// SaveAll stores every registration or none. A name already bound to
+	// another node id (in the store or within the batch) is an error
+	// wrapping ErrRegistryConflict. Saving the same registrations again is
+	// a no-op; aliases of the same node are merged.
+	SaveAll(ctx context.Context, space string, regs []EntityRegistration) error
+	// List returns every registered entity of a space ordered by NodeID.
+	List(ctx context.Context, space string) ([]RegisteredEntity, error)
+}
+
+// GraphWriter applies mutations to a graph.
+type GraphWriter interface {
+	// Apply applies m to space atomically and idempotently: applying it
+	// twice equals applying it once; deleting what is absent is no error;
+	// an edge whose endpoint does not exist is an error wrapping
+	// ErrMissingEndpoint and nothing of m is applied.
+	Apply(ctx context.Context, space string, m Mutation) error
+	// ReadGraph returns the whole graph of a space.
+	ReadGraph(ctx context.Context, space string) (Graph, error)
+}
+
+// LockProvider hands out per-document leases with fencing tokens. Time is
+// passed in (unix milliseconds) so expiry is testable.
+type LockProvider interface {
+	// TryAcquire gives holder the lease on (space, documentID) until
+	// now+ttlMillis if it is free or expired; the token is greater than any
+	// token issued before for that document. It returns ok=false with the
+	// current lease if another holder's lease is live. A holder that holds
+	// it already gets it renewed with the same token.
+	TryAcquire(ctx context.Context, space, documentID, holder string, now, ttlMillis int64) (Lease, bool, error)
+	// Renew extends a lease; ErrLeaseLost if it expired or another holder
+	// (or another token) holds it now.
+	Renew(ctx context.Context, l Lease, now, ttlMillis int64) (Lease, error)
+	// Release frees the lease; only its holder with its token may;
+	// ErrLeaseLost otherwise. Releasing twice is ErrLeaseLost the second
+	// time.
+	Release(ctx context.Context, l Lease) error
+}
+
+// Stores bundles the stores one backend provides.
+type Stores struct {
+	Ops      OperationStore
+	States   DocumentStateStore
+	Registry EntityRegistry
+	Writer   GraphWriter
+	Locks    LockProvider
+	// Closer releases the backend's resources (may be nil).
+	Closer io.Closer
+}
+
+// Close closes the backend, if it has anything to close.
+func (s Stores) Close() error {
+	if s.Closer == nil {
+		return nil
+	}
+	return s.Closer.Close()
+}

@@ -1,0 +1,136 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/crashmatrix/crashmatrix/adapters/memory"
+	"github.com/crashmatrix/crashmatrix/adapters/sqlite"
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/reference/plansave"
+)
+
+// Backend-level mutants a Backend honours through CaseEnv.Mutant.
+const (
+	// MutantCreateNotMerge makes the graph writer CREATE on every upsert.
+	MutantCreateNotMerge = "create-instead-of-merge"
+	// MutantNoUniqueConstraint drops UNIQUE(owner, operation_id) from the
+	// plan table of System B.
+	MutantNoUniqueConstraint = "no-unique-constraint"
+)
+
+// CaseEnv locates one case's data in a backend. Every process of a case
+// opens the backend with the same CaseEnv and must reach the same data.
+type CaseEnv struct {
+	// Dir is a directory private to the case (embedded backends keep their
+	// files here).
+	Dir string `json:"dir"`
+	// Namespace is unique per case; server backends scope keys by it.
+	Namespace string `json:"namespace"`
+	// Mutant names a backend-level mutant, or is empty.
+	Mutant string `json:"mutant,omitempty"`
+}
+
+// PlanSaveStores are the two stores of System B.
+type PlanSaveStores struct {
+	Checkpoints plansave.CheckpointStore
+	Plans       plansave.PlanStore
+	Closer      io.Closer
+}
+
+// Backend opens the stores the reference service runs on.
+type Backend struct {
+	// Name is what reports call the backend.
+	Name string
+	// Open opens System A's stores for a case.
+	Open func(ctx context.Context, env CaseEnv) (reference.Stores, error)
+	// OpenPlanSave opens System B's stores for a case; nil means the
+	// backend does not certify System B.
+	OpenPlanSave func(ctx context.Context, env CaseEnv) (PlanSaveStores, error)
+	// Close releases what the backend holds across cases (may be nil).
+	Close func() error
+}
+
+// BackendSpec names a backend so that a worker process can open it.
+type BackendSpec struct {
+	Name string            `json:"name"`
+	Args map[string]string `json:"args,omitempty"`
+}
+
+// BackendFactory builds a backend from its spec.
+type BackendFactory func(spec BackendSpec) (Backend, error)
+
+var (
+	backendsMu sync.Mutex
+	backends   = map[string]BackendFactory{
+		"sqlite": func(BackendSpec) (Backend, error) { return SQLiteBackend(), nil },
+		"memory": func(BackendSpec) (Backend, error) { return MemoryBackend(), nil },
+	}
+)
+
+// RegisterBackend makes a named backend available to workers and the CLI.
+func RegisterBackend(name string, f BackendFactory) {
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	backends[name] = f
+}
+
+// ResolveBackend builds the named backend.
+func ResolveBackend(spec BackendSpec) (Backend, error) {
+	backendsMu.Lock()
+	f, ok := backends[spec.Name]
+	names := make([]string, 0, len(backends))
+	for n := range backends {
+		names = append(names, n)
+	}
+	backendsMu.Unlock()
+	if !ok {
+		sort.Strings(names)
+		return Backend{}, fmt.Errorf("unknown backend %q (known: %v)", spec.Name, names)
+	}
+	return f(spec)
+}
+
+// SQLiteBackend is the embedded default: one SQLite file per case, durable
+// across a process kill.
+func SQLiteBackend() Backend {
+	return Backend{
+		Name: "sqlite",
+		Open: func(_ context.Context, env CaseEnv) (reference.Stores, error) {
+			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
+				return reference.Stores{}, err
+			}
+			return sqlite.Open(filepath.Join(env.Dir, "crashmatrix.db"), sqlite.Options{CreateInsteadOfMerge: env.Mutant == MutantCreateNotMerge})
+		},
+		OpenPlanSave: func(_ context.Context, env CaseEnv) (PlanSaveStores, error) {
+			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
+				return PlanSaveStores{}, err
+			}
+			s, err := plansave.OpenSQLite(env.Dir, env.Mutant != MutantNoUniqueConstraint)
+			if err != nil {
+				return PlanSaveStores{}, err
+			}
+			return PlanSaveStores{Checkpoints: s, Plans: s, Closer: s}, nil
+		},
+	}
+}
+
+// MemoryBackend keeps everything in the opening process's memory: a
+// restarted worker finds nothing. It is expected to fail certification.
+func MemoryBackend() Backend {
+	return Backend{
+		Name: "memory",
+		Open: func(context.Context, CaseEnv) (reference.Stores, error) {
+			return memory.New(memory.Options{}), nil
+		},
+		OpenPlanSave: func(context.Context, CaseEnv) (PlanSaveStores, error) {
+			m := plansave.NewMemory()
+			return PlanSaveStores{Checkpoints: m, Plans: m}, nil
+		},
+	}
+}

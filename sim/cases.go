@@ -1,0 +1,227 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+)
+
+// Step is one worker process of a case.
+type Step struct {
+	// Worker names the process in the history ("fault", "recover", ...).
+	Worker  string   `json:"worker" yaml:"worker"`
+	Actions []Action `json:"actions" yaml:"actions"`
+	// Arms are the faults armed in this worker: point -> action
+	// (faults.ParseAction syntax, e.g. "crash@1", "pause:300@1").
+	Arms map[faults.Point]string `json:"arms,omitempty" yaml:"arms,omitempty"`
+	// Background starts the worker and moves on to the next step as soon
+	// as it reports its first failpoint hit (or exits); the case waits for
+	// it at the end. This is how a paused worker overlaps another.
+	Background bool `json:"background,omitempty" yaml:"background,omitempty"`
+	// Resubmit prepends the unfinished actions of the named earlier
+	// workers (what their callers would resubmit) to this step's actions.
+	Resubmit []string `json:"resubmit,omitempty" yaml:"resubmit,omitempty"`
+	// ExpectHit lists points that must fire in this worker for the case to
+	// count as exercised.
+	ExpectHit []faults.Point `json:"expectHit,omitempty" yaml:"expectHit,omitempty"`
+	// ContinueOnError keeps the worker going after a failed action.
+	ContinueOnError bool `json:"continueOnError,omitempty" yaml:"continueOnError,omitempty"`
+}
+
+// Case is one cell of the crash matrix, or one named scenario.
+type Case struct {
+	// ID is unique within a run and names the case's namespace.
+	ID     string        `json:"id"`
+	System faults.System `json:"system"`
+	// Point and Kind locate the case in the matrix (Point is empty for a
+	// case class).
+	Point faults.Point `json:"point,omitempty"`
+	Kind  faults.Kind  `json:"kind,omitempty"`
+	// Class names a case class (duplicate-delivery, ...), for rows beside
+	// the windows.
+	Class       string `json:"class,omitempty"`
+	Description string `json:"description"`
+	Steps       []Step `json:"steps"`
+}
+
+// Label is the case's row x column in the matrix.
+func (c Case) Label() string {
+	if c.Class != "" {
+		return c.Class
+	}
+	return string(c.Point) + " x " + string(c.Kind)
+}
+
+// The standard corpus: four documents' worth of changes that pass every
+// window of System A (three graph batches, a shared entity, a shared edge, a
+// stale edge, a retraction).
+const (
+	DocD1v1 = "Person:Alice {role=author}\nPerson:Alice -KNOWS-> Person:Bob\nPerson:Bob -WORKS_AT-> Org:Acme\n"
+	DocD2   = "Person:Bob -WORKS_AT-> Org:Acme\nPerson:Carol -KNOWS-> Person:Bob\n"
+	DocD1v2 = "Person:Alice {role=editor}\nPerson:Alice -KNOWS-> Person:Carol\n"
+	DocD3a  = "Person:Dan -KNOWS-> Person:Eve\nPerson:Eve -WORKS_AT-> Org:Initech\n"
+	DocD3b  = "Person:Dan -LIKES-> Person:Eve\n"
+)
+
+// StandardScript is what the fault worker of a window case does.
+func StandardScript() []Action {
+	return []Action{
+		{Do: "ingest", Doc: "d1", Content: DocD1v1},
+		{Do: "ingest", Doc: "d2", Content: DocD2},
+		{Do: "ingest", Doc: "d1", Content: DocD1v2},
+		{Do: "retract", Doc: "d2"},
+	}
+}
+
+// PlanSaveScript is what the fault worker of a System B case does.
+func PlanSaveScript() []Action {
+	return []Action{
+		{Do: "plansave-start", Thread: "t1", Owner: "alice", Question: "Which route to Bergen?", Minutes: 30},
+		{Do: "plansave-invoke", Thread: "t1", Approve: true},
+	}
+}
+
+func recoverStep(name string, arms map[faults.Point]string) Step {
+	return Step{Worker: name, Actions: []Action{{Do: "recover", Rounds: 10}}, Arms: arms, ContinueOnError: true}
+}
+
+func quiesceStep(system faults.System, resubmit ...string) Step {
+	acts := []Action{{Do: "recover", Rounds: 10}}
+	if system == faults.PlanSave {
+		acts = []Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}, {Do: "plansave-conflict", Thread: "t1"}}
+	}
+	return Step{Worker: "quiesce", Actions: acts, Resubmit: resubmit, ContinueOnError: true}
+}
+
+// WindowCase builds the case for one window and fault kind; ok is false
+// when the kind does not apply at the window.
+func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool) {
+	spec, found := faults.Lookup(p)
+	if !found || !spec.Applies(k) {
+		return Case{}, false
+	}
+	arm := string(k) + "@1"
+	if k == faults.Pause {
+		arm = fmt.Sprintf("pause:%d@1", 2*leaseTTLMillis+100)
+	}
+	if k == faults.Recrash {
+		arm = "crash@1"
+	}
+	c := Case{ID: caseID(string(p), string(k)), System: spec.System, Point: p, Kind: k,
+		Description: fmt.Sprintf("%s at %q (%s); recovery must: %s", k, spec.Step, spec.Window, spec.Recovery)}
+	fault := Step{Worker: "fault", Arms: map[faults.Point]string{}, ExpectHit: []faults.Point{p}}
+	var recovery []Step
+	switch {
+	case spec.System == faults.PlanSave:
+		fault.Actions = PlanSaveScript()
+		recovery = append(recovery, Step{Worker: "recover", Actions: []Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}}, ContinueOnError: true})
+	case p == faults.BeforeMarkFailed:
+		fault.Actions = StandardScript()
+		fault.Arms[faults.BeforeGraphWrite] = "error@1"
+	case p == faults.BeforeRetryPrepared || p == faults.RecoveryBeforeClaim || p == faults.RecoveryBeforeResume:
+		// Leave work for recovery, then fault inside recovery.
+		setup := "error@1"
+		if p != faults.BeforeRetryPrepared {
+			setup = "crash@1"
+		}
+		c.Steps = append(c.Steps, Step{Worker: "setup", Actions: StandardScript(), Arms: map[faults.Point]string{faults.BeforeGraphWrite: setup}, ExpectHit: []faults.Point{faults.BeforeGraphWrite}})
+		fault.Actions = []Action{{Do: "recover", Rounds: 3}}
+		fault.ContinueOnError = true
+	case p == faults.ConflictBeforeReplan || p == faults.ConflictBeforeAbandon:
+		// A plan for d3 is persisted and written, then a competing
+		// revision of d3 commits first; recovery finds the conflict.
+		c.Steps = append(c.Steps,
+			Step{Worker: "setup", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3a}}, Arms: map[faults.Point]string{faults.BeforeGraphApplied: "crash@1"}, ExpectHit: []faults.Point{faults.BeforeGraphApplied}},
+			Step{Worker: "competitor", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3b}}})
+		fault.Actions = []Action{{Do: "recover", Rounds: 3}}
+		fault.ContinueOnError = true
+	default:
+		fault.Actions = StandardScript()
+	}
+	fault.Arms[p] = arm
+	if k == faults.Pause {
+		fault.Background = true
+	}
+	c.Steps = append(c.Steps, fault)
+	if k == faults.Recrash {
+		again := recoverStep("recover-crash", map[faults.Point]string{p: "crash@1"})
+		again.ExpectHit = []faults.Point{p}
+		if spec.System == faults.PlanSave {
+			again.Actions = []Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}}
+		}
+		c.Steps = append(c.Steps, again)
+	}
+	if len(recovery) == 0 {
+		recovery = append(recovery, recoverStep("recover", nil))
+	}
+	c.Steps = append(c.Steps, recovery...)
+	resub := []string{"fault"}
+	if c.Steps[0].Worker == "setup" {
+		resub = []string{"setup", "fault"}
+	}
+	c.Steps = append(c.Steps, quiesceStep(spec.System, resub...))
+	return c, true
+}
+
+// ClassCases are the case classes beside the windows.
+func ClassCases(leaseTTLMillis int64) []Case {
+	long := fmt.Sprintf("pause:%d@1", 2*leaseTTLMillis+100)
+	short := fmt.Sprintf("pause:%d@1", leaseTTLMillis/2)
+	return []Case{
+		{ID: "class-duplicate-delivery", System: faults.Ingestion, Class: "duplicate-delivery",
+			Description: "one operationId delivered three times: after a crash mid-write, two workers resubmit it at once",
+			Steps: []Step{
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "dup-op", Content: DocD1v1}}, Arms: map[faults.Point]string{faults.BetweenGraphBatches: "crash@1"}, ExpectHit: []faults.Point{faults.BetweenGraphBatches}},
+				{Worker: "dup-a", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "dup-op", Content: DocD1v1}}, Background: true, ContinueOnError: true},
+				{Worker: "dup-b", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "dup-op", Content: DocD1v1}}, ContinueOnError: true},
+				quiesceStep(faults.Ingestion),
+			}},
+		{ID: "class-model-differs", System: faults.Ingestion, Class: "model-differs",
+			Description: "the model would answer differently on a second call under a used operationId; the resubmission must use the frozen plan",
+			Steps: []Step{
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "model-op", Content: DocD1v1}}, Arms: map[faults.Point]string{faults.BeforeGraphWrite: "crash@1"}, ExpectHit: []faults.Point{faults.BeforeGraphWrite}},
+				{Worker: "resubmit", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "model-op", Content: DocD1v1}, {Do: "resume", Op: "model-op"}}, ContinueOnError: true},
+				quiesceStep(faults.Ingestion),
+			}},
+		{ID: "class-entity-race", System: faults.Ingestion, Class: "entity-race",
+			Description: "two documents register the same entity and support the same edge at once; one worker dies before its state commit",
+			Steps: []Step{
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, Arms: map[faults.Point]string{faults.BeforeStateCommit: short}, Background: true, ExpectHit: []faults.Point{faults.BeforeStateCommit}},
+				{Worker: "other", Actions: []Action{{Do: "ingest", Doc: "d2", Content: DocD2}}, Arms: map[faults.Point]string{faults.BeforeStateCommit: "crash@1"}, ExpectHit: []faults.Point{faults.BeforeStateCommit}},
+				quiesceStep(faults.Ingestion, "fault", "other"),
+			}},
+		{ID: "class-competing-revision", System: faults.Ingestion, Class: "competing-revision",
+			Description: "two versions of one document race; the loser pauses past its lease before its state commit and must be refused, then planned anew",
+			Steps: []Step{
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3a}}, Arms: map[faults.Point]string{faults.BeforeLeaseCheck: long}, Background: true, ExpectHit: []faults.Point{faults.BeforeLeaseCheck}},
+				{Worker: "competitor", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3b}}, ContinueOnError: true},
+				quiesceStep(faults.Ingestion, "fault"),
+			}},
+		{ID: "class-retraction-shared-edge", System: faults.Ingestion, Class: "retraction-shared-edge",
+			Description: "a document is retracted while another still supports one of its edges; the retraction crashes mid-way",
+			Steps: []Step{
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}, {Do: "ingest", Doc: "d2", Content: DocD2}, {Do: "retract", Doc: "d1"}},
+					Arms: map[faults.Point]string{faults.BeforeStateCommit: "crash@3"}, ExpectHit: []faults.Point{faults.BeforeStateCommit}},
+				recoverStep("recover", nil),
+				quiesceStep(faults.Ingestion, "fault"),
+			}},
+	}
+}
+
+// Matrix returns every window x applicable kind, then the case classes.
+func Matrix(leaseTTLMillis int64) []Case {
+	var out []Case
+	for _, s := range faults.Catalogue {
+		for _, k := range faults.Kinds {
+			if c, ok := WindowCase(s.Point, k, leaseTTLMillis); ok {
+				out = append(out, c)
+			}
+		}
+	}
+	return append(out, ClassCases(leaseTTLMillis)...)
+}
+
+func caseID(parts ...string) string {
+	return strings.ToLower(strings.Join(parts, "-"))
+}

@@ -1,0 +1,139 @@
+package sim
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+)
+
+// Report is the outcome of a whole run.
+type Report struct {
+	Backend  string          `json:"backend"`
+	Mutant   string          `json:"mutant,omitempty"`
+	Bugs     []string        `json:"bugs,omitempty"`
+	Seed     int64           `json:"seed"`
+	Started  time.Time       `json:"started"`
+	Took     time.Duration   `json:"took"`
+	Results  []CaseResult    `json:"results"`
+	Counts   map[Verdict]int `json:"counts"`
+	Verdict  Verdict         `json:"verdict"`
+	ExitCode int             `json:"exitCode"`
+}
+
+// RunAll runs cases on parallel workers slots and reports each result as it
+// lands (for a progress bar).
+func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progress func(CaseResult)) Report {
+	if parallel <= 0 {
+		parallel = 4
+	}
+	rep := Report{Backend: r.backend.Name, Mutant: r.cfg.Mutant, Seed: r.cfg.Seed, Started: time.Now(), Counts: map[Verdict]int{}}
+	for _, b := range r.cfg.Bugs {
+		rep.Bugs = append(rep.Bugs, string(b))
+	}
+	results := make([]CaseResult, len(cases))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for w := 0; w < parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				res := r.RunCase(ctx, cases[i])
+				results[i] = res
+				if progress != nil {
+					mu.Lock()
+					progress(res)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range cases {
+		if ctx.Err() != nil {
+			results[i] = CaseResult{Case: cases[i], Verdict: Undecided, Notes: []string{"interrupted"}}
+			continue
+		}
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	rep.Results = results
+	rep.Took = time.Since(rep.Started)
+	rep.finish()
+	return rep
+}
+
+// finish computes counts, the overall verdict and the exit code (0
+// certified, 1 an invariant broke or a case was not exercised, 2
+// undecided).
+func (rep *Report) finish() {
+	rep.Counts = map[Verdict]int{}
+	for _, r := range rep.Results {
+		rep.Counts[r.Verdict]++
+	}
+	switch {
+	case rep.Counts[Fail] > 0 || rep.Counts[NotExercised] > 0:
+		rep.Verdict, rep.ExitCode = Fail, 1
+	case rep.Counts[Undecided] > 0 || len(rep.Results) == 0:
+		rep.Verdict, rep.ExitCode = Undecided, 2
+	default:
+		rep.Verdict, rep.ExitCode = Pass, 0
+	}
+}
+
+// Broken lists the invariants (short names) broken anywhere in the run.
+func (rep Report) Broken() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range rep.Results {
+		for _, b := range r.Broken() {
+			if !seen[b] {
+				seen[b] = true
+				out = append(out, b)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Filter selects cases by window points, kinds and classes (empty = all).
+func Filter(cases []Case, points []faults.Point, kinds []faults.Kind, classes []string) []Case {
+	in := func(n int, f func(int) bool) bool {
+		if n == 0 {
+			return true
+		}
+		for i := 0; i < n; i++ {
+			if f(i) {
+				return true
+			}
+		}
+		return false
+	}
+	var out []Case
+	for _, c := range cases {
+		if c.Class != "" {
+			if len(points) > 0 || len(kinds) > 0 {
+				if len(classes) == 0 {
+					continue
+				}
+			}
+			if !in(len(classes), func(i int) bool { return classes[i] == c.Class }) {
+				continue
+			}
+			out = append(out, c)
+			continue
+		}
+		if len(classes) > 0 && len(points) == 0 && len(kinds) == 0 {
+			continue
+		}
+		if in(len(points), func(i int) bool { return points[i] == c.Point }) && in(len(kinds), func(i int) bool { return kinds[i] == c.Kind }) {
+			out = append(out, c)
+		}
+	}
+	return out
+}

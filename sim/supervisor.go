@@ -1,0 +1,545 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/properties/check"
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// Verdict is a case's outcome.
+type Verdict string
+
+// The verdicts. Only Pass certifies.
+const (
+	Pass         Verdict = "pass"
+	Fail         Verdict = "FAIL"
+	NotExercised Verdict = "not exercised"
+	Undecided    Verdict = "undecided"
+)
+
+// Launcher starts worker processes.
+type Launcher interface {
+	// Command returns the command that runs one worker from a spec file.
+	Command(ctx context.Context, specPath string) *exec.Cmd
+}
+
+// BinaryLauncher runs `<Path> worker --spec FILE` (the crashmatrix binary).
+type BinaryLauncher struct{ Path string }
+
+// Command implements Launcher.
+func (b BinaryLauncher) Command(ctx context.Context, spec string) *exec.Cmd {
+	return exec.Command(b.Path, "worker", "--spec", spec)
+}
+
+// WorkerSpecEnv is the environment variable through which a re-executed
+// binary learns it is a worker (and where its spec is).
+const WorkerSpecEnv = "CRASHMATRIX_WORKER_SPEC"
+
+// ReexecLauncher re-executes a Go test binary running only the named test;
+// the test sees WorkerSpecEnv and acts as a worker.
+type ReexecLauncher struct {
+	Binary string
+	Test   string
+}
+
+// Command implements Launcher.
+func (r ReexecLauncher) Command(ctx context.Context, spec string) *exec.Cmd {
+	cmd := exec.Command(r.Binary, "-test.run=^"+r.Test+"$", "-test.count=1", "-test.timeout=5m")
+	cmd.Env = append(os.Environ(), WorkerSpecEnv+"="+spec)
+	return cmd
+}
+
+// Config configures a Runner.
+type Config struct {
+	Backend  BackendSpec
+	Launcher Launcher
+	// WorkDir holds one folder per case (history, specs, embedded data).
+	WorkDir string
+	// LeaseTTL and ClaimTTL (defaults 150ms and 200ms) bound how long a
+	// killed worker blocks its document and claims.
+	LeaseTTL, ClaimTTL time.Duration
+	// BatchSize of graph writes (default 2: the standard corpus then
+	// writes in three batches).
+	BatchSize int
+	// ProcessTimeout kills a hung worker (default 30s).
+	ProcessTimeout time.Duration
+	// Bugs are service mutants; Mutant a backend mutant.
+	Bugs   []reference.Bug
+	Mutant string
+	// Seed decides jitter and (for exploration) the schedule.
+	Seed int64
+	// Namespace prefixes every case's namespace (unique per run).
+	Namespace string
+}
+
+// Runner runs cases with real worker processes.
+type Runner struct {
+	cfg     Config
+	backend Backend
+	procs   sync.Map // *exec.Cmd -> struct{}
+}
+
+// NewRunner resolves the backend and fills in defaults.
+func NewRunner(cfg Config) (*Runner, error) {
+	b, err := ResolveBackend(cfg.Backend)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 150 * time.Millisecond
+	}
+	if cfg.ClaimTTL <= 0 {
+		cfg.ClaimTTL = cfg.LeaseTTL + 50*time.Millisecond
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 2
+	}
+	if cfg.ProcessTimeout <= 0 {
+		cfg.ProcessTimeout = 30 * time.Second
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = fmt.Sprintf("r%x", time.Now().UnixNano()&0xffffffff)
+	}
+	return &Runner{cfg: cfg, backend: b}, nil
+}
+
+// Backend returns the resolved backend.
+func (r *Runner) Backend() Backend { return r.backend }
+
+// Config returns the effective configuration.
+func (r *Runner) Config() Config { return r.cfg }
+
+// KillAll kills every worker process still running (Ctrl-C).
+func (r *Runner) KillAll() {
+	r.procs.Range(func(k, _ any) bool {
+		if c := k.(*exec.Cmd); c.Process != nil {
+			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		}
+		return true
+	})
+}
+
+// WorkerResult is what became of one worker process.
+type WorkerResult struct {
+	Worker string        `json:"worker"`
+	PID    int           `json:"pid"`
+	Exit   string        `json:"exit"` // "ok", "killed at <point>", "timeout", "error: ..."
+	Hits   []string      `json:"hits,omitempty"`
+	Took   time.Duration `json:"took"`
+}
+
+// CaseResult is the outcome of one case.
+type CaseResult struct {
+	Case       Case              `json:"case"`
+	Verdict    Verdict           `json:"verdict"`
+	Hits       map[string]int    `json:"hits"`
+	Violations []check.Violation `json:"violations,omitempty"`
+	Notes      []string          `json:"notes,omitempty"`
+	Workers    []WorkerResult    `json:"workers"`
+	Completed  int               `json:"completed"`
+	Took       time.Duration     `json:"took"`
+	Dir        string            `json:"dir"`
+	// Timeline is the case's history, for reports.
+	Timeline []Record `json:"timeline,omitempty"`
+}
+
+// Broken returns the short names of the invariants the case broke.
+func (cr CaseResult) Broken() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range cr.Violations {
+		if s := v.Invariant.Short(); !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// RunCase runs one case: its worker processes in order, then the checks.
+func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
+	start := time.Now()
+	dir := filepath.Join(r.cfg.WorkDir, c.ID)
+	res := CaseResult{Case: c, Hits: map[string]int{}, Dir: dir}
+	fail := func(v Verdict, note string) CaseResult {
+		res.Verdict = v
+		res.Notes = append(res.Notes, note)
+		res.Took = time.Since(start)
+		return res
+	}
+	_ = os.RemoveAll(dir)
+	if err := os.MkdirAll(filepath.Join(dir, "calls"), 0o755); err != nil {
+		return fail(Undecided, err.Error())
+	}
+	space := r.cfg.Namespace + "-" + c.ID
+	env := CaseEnv{Dir: filepath.Join(dir, "data"), Namespace: space, Mutant: r.cfg.Mutant}
+	histPath := filepath.Join(dir, "history.jsonl")
+	type running struct {
+		step Step
+		cmd  *exec.Cmd
+		done chan WorkerResult
+	}
+	var background []running
+	for i, st := range c.Steps {
+		if err := ctx.Err(); err != nil {
+			return fail(Undecided, "interrupted: "+err.Error())
+		}
+		acts := st.Actions
+		if len(st.Resubmit) > 0 {
+			h, err := ReadHistory(histPath)
+			if err != nil {
+				return fail(Undecided, err.Error())
+			}
+			var re []Action
+			for _, w := range st.Resubmit {
+				re = append(re, unfinished(h, w, stepActions(c, w))...)
+			}
+			acts = append(re, acts...)
+		}
+		spec := WorkerSpec{Case: c.ID, Worker: st.Worker, Phase: i, Space: space, Backend: r.cfg.Backend, Env: env,
+			History: histPath, CallDir: filepath.Join(dir, "calls"), Actions: acts, Arms: st.Arms, Bugs: r.cfg.Bugs,
+			LeaseTTLMillis: r.cfg.LeaseTTL.Milliseconds(), ClaimTTLMillis: r.cfg.ClaimTTL.Milliseconds(),
+			BatchSize: r.cfg.BatchSize, Seed: r.cfg.Seed, ContinueOnError: st.ContinueOnError}
+		cmd, done, err := r.start(ctx, dir, spec)
+		if err != nil {
+			return fail(Undecided, fmt.Sprintf("start worker %s: %v", st.Worker, err))
+		}
+		if st.Background {
+			// Move on once the worker reports a hit (it is now paused
+			// or dead) or exits.
+			waitForHit(ctx, histPath, st.Worker, done, r.cfg.ProcessTimeout)
+			background = append(background, running{st, cmd, done})
+			continue
+		}
+		wr := <-done
+		res.Workers = append(res.Workers, wr)
+	}
+	for _, b := range background {
+		res.Workers = append(res.Workers, <-b.done)
+	}
+	h, err := ReadHistory(histPath)
+	if err != nil {
+		return fail(Undecided, err.Error())
+	}
+	res.Timeline = h
+	for i := range res.Workers {
+		w := &res.Workers[i]
+		for _, rec := range h {
+			if rec.Type == "hit" && rec.Worker == w.Worker {
+				w.Hits = append(w.Hits, string(rec.Point)+"="+rec.Action)
+			}
+		}
+		if w.Exit == "timeout" {
+			res.Notes = append(res.Notes, fmt.Sprintf("worker %s (pid %d) hung and was killed after %s", w.Worker, w.PID, r.cfg.ProcessTimeout))
+		}
+	}
+	for _, rec := range h {
+		if rec.Type == "hit" {
+			res.Hits[string(rec.Point)]++
+		}
+	}
+	// Was every expected fault exercised, and did each armed crash end its
+	// worker by the kill?
+	exercised := true
+	for _, st := range c.Steps {
+		for _, p := range st.ExpectHit {
+			if !hitBy(h, st.Worker, p) {
+				exercised = false
+				res.Notes = append(res.Notes, fmt.Sprintf("failpoint %s never fired in worker %s", p, st.Worker))
+			}
+		}
+		for p, a := range st.Arms {
+			act, _ := faults.ParseAction(a)
+			if (act.Kind == faults.Crash || act.Kind == faults.Unknown || act.Kind == faults.Recrash) && hitBy(h, st.Worker, p) {
+				if wr := findWorker(res.Workers, st.Worker); wr != nil && !strings.HasPrefix(wr.Exit, "killed") {
+					res.Notes = append(res.Notes, fmt.Sprintf("worker %s hit %s (%s) but exited %q instead of dying by SIGKILL", st.Worker, p, a, wr.Exit))
+					exercised = false
+				}
+			}
+		}
+	}
+	for _, w := range res.Workers {
+		if w.Exit == "timeout" || strings.HasPrefix(w.Exit, "error") {
+			return fail(Undecided, fmt.Sprintf("worker %s: %s", w.Worker, w.Exit))
+		}
+	}
+	// Check the invariants against the stores' real contents.
+	snap, obs, err := r.snapshot(ctx, c, env, space, h)
+	if err != nil {
+		return fail(Undecided, "snapshot: "+err.Error())
+	}
+	res.Violations = check.Check(snap, obs)
+	for _, op := range snap.Ops {
+		if op.Stage == reference.Completed {
+			res.Completed++
+		}
+	}
+	for _, cp := range snap.Checkpoints {
+		if cp.Status == "saved" {
+			res.Completed++
+		}
+	}
+	res.Took = time.Since(start)
+	switch {
+	case len(res.Violations) > 0:
+		res.Verdict = Fail
+	case !exercised:
+		res.Verdict = NotExercised
+	case res.Completed == 0:
+		res.Verdict = NotExercised
+		res.Notes = append(res.Notes, "too little happened: no operation reached COMPLETED after recovery")
+	default:
+		res.Verdict = Pass
+	}
+	return res
+}
+
+func findWorker(ws []WorkerResult, name string) *WorkerResult {
+	for i := range ws {
+		if ws[i].Worker == name {
+			return &ws[i]
+		}
+	}
+	return nil
+}
+
+func hitBy(h History, worker string, p faults.Point) bool {
+	for _, r := range h {
+		if r.Type == "hit" && r.Worker == worker && r.Point == p {
+			return true
+		}
+	}
+	return false
+}
+
+func stepActions(c Case, worker string) []Action {
+	for _, s := range c.Steps {
+		if s.Worker == worker {
+			return s.Actions
+		}
+	}
+	return nil
+}
+
+// unfinished returns the actions of worker that never returned successfully
+// (what its caller would resubmit), in order.
+func unfinished(h History, worker string, acts []Action) []Action {
+	ok := map[int]bool{}
+	for _, r := range h {
+		if r.Worker == worker && r.Type == "result" && r.Err == "" {
+			var i int
+			if _, err := fmt.Sscanf(r.Detail, "#%d", &i); err == nil {
+				ok[i] = true
+			}
+		}
+	}
+	var out []Action
+	for i, a := range acts {
+		if !ok[i] && a.Do != "recover" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func waitForHit(ctx context.Context, hist, worker string, done chan WorkerResult, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if h, err := ReadHistory(hist); err == nil {
+			for _, r := range h {
+				if r.Worker == worker && (r.Type == "hit" || r.Type == "exit") {
+					return
+				}
+			}
+		}
+		select {
+		case wr := <-done:
+			// Put it back for the final wait.
+			go func() { done <- wr }()
+			return
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// start launches a worker with its failpoints armed through GO_FAILPOINTS
+// and a deadline; the returned channel yields its result.
+func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec) (*exec.Cmd, chan WorkerResult, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	specPath := filepath.Join(dir, fmt.Sprintf("worker-%d-%s.json", spec.Phase, spec.Worker))
+	if err := os.WriteFile(specPath, b, 0o644); err != nil {
+		return nil, nil, err
+	}
+	cmd := r.cfg.Launcher.Command(ctx, specPath)
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	arms := map[faults.Point]faults.Action{}
+	for p, a := range spec.Arms {
+		act, err := faults.ParseAction(a)
+		if err != nil {
+			return nil, nil, fmt.Errorf("case %s worker %s: arm %s: %w", spec.Case, spec.Worker, p, err)
+		}
+		arms[p] = act
+	}
+	cmd.Env = append(filterEnv(cmd.Env, "GO_FAILPOINTS"), "GO_FAILPOINTS="+faults.EnvValue(arms))
+	var stderr strings.Builder
+	cmd.Stderr = &limitedWriter{w: &stderr, n: 8192}
+	cmd.Stdout = &limitedWriter{w: &stderr, n: 8192}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	r.procs.Store(cmd, struct{}{})
+	done := make(chan WorkerResult, 1)
+	go func() {
+		timer := time.AfterFunc(r.cfg.ProcessTimeout, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+		stop := context.AfterFunc(ctx, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+		err := cmd.Wait()
+		timedOut := !timer.Stop()
+		stop()
+		r.procs.Delete(cmd)
+		wr := WorkerResult{Worker: spec.Worker, PID: cmd.Process.Pid, Took: time.Since(t0)}
+		var ee *exec.ExitError
+		switch {
+		case timedOut:
+			wr.Exit = "timeout"
+		case err == nil:
+			wr.Exit = "ok"
+		case errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL:
+			wr.Exit = "killed (SIGKILL)"
+		default:
+			wr.Exit = fmt.Sprintf("error: %v: %s", err, strings.TrimSpace(stderr.String()))
+		}
+		done <- wr
+	}()
+	return cmd, done, nil
+}
+
+func filterEnv(env []string, key string) []string {
+	out := env[:0:0]
+	for _, e := range env {
+		if !strings.HasPrefix(e, key+"=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+type limitedWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+	n  int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if room := l.n - l.w.Len(); room > 0 {
+		if len(p) > room {
+			l.w.Write(p[:room])
+		} else {
+			l.w.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+// snapshot opens the backend afresh (as a new process would) and reads the
+// stores, and distils the history.
+func (r *Runner) snapshot(ctx context.Context, c Case, env CaseEnv, space string, h History) (check.Snapshot, check.Observed, error) {
+	obs := Observe(h, c)
+	st, err := r.backend.Open(ctx, env)
+	if err != nil {
+		return check.Snapshot{}, obs, err
+	}
+	defer st.Close()
+	var ps PlanSaveStores
+	if c.System == faults.PlanSave && r.backend.OpenPlanSave != nil {
+		if ps, err = r.backend.OpenPlanSave(ctx, env); err != nil {
+			return check.Snapshot{}, obs, err
+		}
+		if ps.Closer != nil {
+			defer ps.Closer.Close()
+		}
+	}
+	snap, err := check.Take(ctx, st, space, ps.Checkpoints, ps.Plans, obs.Threads)
+	return snap, obs, err
+}
+
+// Observe distils a case's history into what the checkers need.
+func Observe(h History, c Case) check.Observed {
+	obs := check.Observed{ModelCalls: h.ModelCalls(), Prepared: map[string][]string{}, Quiet: true}
+	obs.Events = h.Events()
+	for _, e := range obs.Events {
+		if e.Kind == reference.EvPrepared {
+			obs.Prepared[e.OperationID] = append(obs.Prepared[e.OperationID], e.Detail)
+		}
+	}
+	threads := map[string]*check.PlanSaveThread{}
+	var order []string
+	for _, st := range c.Steps {
+		for _, a := range st.Actions {
+			if a.Thread != "" && a.Owner != "" && threads[a.Thread] == nil {
+				threads[a.Thread] = &check.PlanSaveThread{Thread: a.Thread, Owner: a.Owner}
+				order = append(order, a.Thread)
+			}
+		}
+	}
+	lastQuiesce := -1
+	for i, rec := range h {
+		if rec.Type == "result" && rec.Action == "recover" && rec.Worker == "quiesce" {
+			lastQuiesce = i
+		}
+	}
+	if lastQuiesce >= 0 {
+		rec := h[lastQuiesce]
+		obs.Quiet = rec.Err == ""
+		fmt.Sscanf(strings.TrimPrefix(rec.Detail[strings.Index(rec.Detail, " ")+1:], ""), "rounds=%d", &obs.Rounds)
+	}
+	for _, rec := range h {
+		if rec.Type != "result" {
+			continue
+		}
+		switch rec.Action {
+		case "plansave-invoke":
+			var op, status string
+			var id int64
+			if rec.Err == "" {
+				if _, err := fmt.Sscanf(rec.Detail[strings.Index(rec.Detail, " ")+1:], "%s %s plan=%d", &op, &status, &id); err == nil && status == "saved" {
+					for _, t := range threads {
+						if strings.HasSuffix(op, "-"+t.Thread) {
+							t.ReturnedIDs = append(t.ReturnedIDs, id)
+						}
+					}
+				}
+			}
+		case "plansave-conflict":
+			if rec.Err != "" && strings.Contains(rec.Err, "was accepted") {
+				obs.ConflictAccepted = append(obs.ConflictAccepted, rec.Err)
+			}
+		}
+	}
+	for _, t := range order {
+		obs.Threads = append(obs.Threads, *threads[t])
+	}
+	return obs
+}
