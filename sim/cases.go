@@ -62,11 +62,15 @@ const (
 	DocD1v2 = "Person:Alice {role=editor}\nPerson:Alice -KNOWS-> Person:Carol\n"
 	DocD3a  = "Person:Dan -KNOWS-> Person:Eve\nPerson:Eve -WORKS_AT-> Org:Initech\n"
 	DocD3b  = "Person:Dan -LIKES-> Person:Eve\n"
+	DocD4   = "Person:Frank {team=graph} -MANAGES-> Person:Grace\nPerson:Grace -WORKS_AT-> Org:Globex\n"
 )
 
-// StandardScript is what the fault worker of a window case does.
+// StandardScript is what the fault worker of a window case does. The
+// first document (d4) is never changed again, so whatever a fault did to it
+// is still visible when the invariants are checked.
 func StandardScript() []Action {
 	return []Action{
+		{Do: "ingest", Doc: "d4", Content: DocD4},
 		{Do: "ingest", Doc: "d1", Content: DocD1v1},
 		{Do: "ingest", Doc: "d2", Content: DocD2},
 		{Do: "ingest", Doc: "d1", Content: DocD1v2},

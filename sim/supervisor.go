@@ -48,7 +48,8 @@ func (b BinaryLauncher) Command(ctx context.Context, spec string) *exec.Cmd {
 // binary learns it is a worker (and where its spec is).
 const WorkerSpecEnv = "CRASHMATRIX_WORKER_SPEC"
 
-// ReexecLauncher re-executes a Go test binary running only the named test;
+// ReexecLauncher re-executes a Go test binary running only the tests Test
+// (a -test.run pattern) matches;
 // the test sees WorkerSpecEnv and acts as a worker.
 type ReexecLauncher struct {
 	Binary string
@@ -57,14 +58,19 @@ type ReexecLauncher struct {
 
 // Command implements Launcher.
 func (r ReexecLauncher) Command(ctx context.Context, spec string) *exec.Cmd {
-	cmd := exec.Command(r.Binary, "-test.run=^"+r.Test+"$", "-test.count=1", "-test.timeout=5m")
+	cmd := exec.Command(r.Binary, "-test.run="+r.Test, "-test.count=1", "-test.timeout=5m")
 	cmd.Env = append(os.Environ(), WorkerSpecEnv+"="+spec)
 	return cmd
 }
 
 // Config configures a Runner.
 type Config struct {
-	Backend  BackendSpec
+	// Backend names the backend; workers resolve it by name.
+	Backend BackendSpec
+	// Use, when set, is the backend itself (a user's stores certified from
+	// their own test binary, whose re-executed workers hold the same
+	// value); Backend is then only its name.
+	Use      *Backend
 	Launcher Launcher
 	// WorkDir holds one folder per case (history, specs, embedded data).
 	WorkDir string
@@ -94,9 +100,17 @@ type Runner struct {
 
 // NewRunner resolves the backend and fills in defaults.
 func NewRunner(cfg Config) (*Runner, error) {
-	b, err := ResolveBackend(cfg.Backend)
-	if err != nil {
-		return nil, err
+	var b Backend
+	if cfg.Use != nil {
+		b = *cfg.Use
+		if cfg.Backend.Name == "" {
+			cfg.Backend.Name = b.Name
+		}
+	} else {
+		var err error
+		if b, err = ResolveBackend(cfg.Backend); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = 150 * time.Millisecond

@@ -1,0 +1,1232 @@
+// Package sqlite implements the reference store interfaces on one SQLite
+// database file (modernc.org/sqlite, no cgo). The file survives a SIGKILL
+// (WAL journal, synchronous=FULL) and may be shared by several OS processes:
+// every write runs in a BEGIN IMMEDIATE transaction, and a busy database is
+// waited for (busy_timeout) and retried.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"strings"
+	"time"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/crashmatrix/crashmatrix/adapters/memory"
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// Options configures the SQLite stores.
+type Options struct {
+	// CreateInsteadOfMerge makes the graph writer INSERT a new node or edge
+	// row on every upsert instead of merging into the existing one: a
+	// mutant that produces duplicates.
+	CreateInsteadOfMerge bool
+}
+
+// DuplicateReporter is implemented by graph writers that can report node ids
+// or edge keys stored more than once.
+type DuplicateReporter = memory.DuplicateReporter
+
+// SchemaVersion is the version of the schema Open creates.
+const SchemaVersion = 1
+
+// BusyTimeoutMillis is how long one statement waits for a lock held by
+// another connection or process before SQLITE_BUSY.
+const BusyTimeoutMillis = 10000
+
+// db is the shared handle of one Open call.
+type db struct {
+	sql  *sql.DB
+	opts Options
+}
+
+// closer closes the database handle of one Open call.
+type closer struct{ d *db }
+
+// Close closes the database handle.
+func (c *closer) Close() error { return c.d.sql.Close() }
+
+var (
+	_ reference.OperationStore     = (*OperationStore)(nil)
+	_ reference.DocumentStateStore = (*StateStore)(nil)
+	_ reference.EntityRegistry     = (*Registry)(nil)
+	_ reference.GraphWriter        = (*Writer)(nil)
+	_ reference.LockProvider       = (*Locks)(nil)
+	_ DuplicateReporter            = (*Writer)(nil)
+)
+
+// DSN returns the data source name Open uses for path: WAL journal,
+// synchronous=FULL, a busy timeout, foreign keys on, and BEGIN IMMEDIATE
+// for every transaction started with BeginTx.
+func DSN(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeoutMillis))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	return path + "?" + q.Encode()
+}
+
+// Open opens (creating if needed) the database file at path and returns
+// every store on it. Close the result's Closer when done.
+func Open(path string, opts Options) (reference.Stores, error) {
+	if strings.TrimSpace(path) == "" || strings.ContainsRune(path, '?') {
+		return reference.Stores{}, fmt.Errorf("%w: sqlite path %q", reference.ErrInvalidArgument, path)
+	}
+	sdb, err := sql.Open("sqlite", DSN(path))
+	if err != nil {
+		return reference.Stores{}, err
+	}
+	d := &db{sql: sdb, opts: opts}
+	ctx := context.Background()
+	if err := d.retry(ctx, func() error { return sdb.PingContext(ctx) }); err != nil {
+		sdb.Close()
+		return reference.Stores{}, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := d.migrate(ctx); err != nil {
+		sdb.Close()
+		return reference.Stores{}, fmt.Errorf("open %s: %w", path, err)
+	}
+	return reference.Stores{
+		Ops:      &OperationStore{d},
+		States:   &StateStore{d},
+		Registry: &Registry{d},
+		Writer:   &Writer{d},
+		Locks:    &Locks{d},
+		Closer:   &closer{d},
+	}, nil
+}
+
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS schema_version (
+		version INTEGER NOT NULL PRIMARY KEY
+	)`,
+	`CREATE TABLE IF NOT EXISTS operations (
+		operation_id      TEXT    NOT NULL PRIMARY KEY,
+		space             TEXT    NOT NULL,
+		document_id       TEXT    NOT NULL,
+		expected_revision INTEGER NOT NULL,
+		plan_fingerprint  TEXT    NOT NULL,
+		stage             TEXT    NOT NULL,
+		updated_at        INTEGER NOT NULL,
+		failure_reason    TEXT    NOT NULL DEFAULT '',
+		attempts          INTEGER NOT NULL DEFAULT 0,
+		disposition       TEXT    NOT NULL DEFAULT '',
+		superseded_by     TEXT    NOT NULL DEFAULT '',
+		claim_holder      TEXT    NOT NULL DEFAULT '',
+		claim_expires_at  INTEGER NOT NULL DEFAULT 0,
+		plan              BLOB    NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS operations_recovery_idx
+		ON operations (updated_at, operation_id)
+		WHERE stage <> 'COMPLETED' AND disposition = ''`,
+	`CREATE TABLE IF NOT EXISTS document_states (
+		space        TEXT    NOT NULL,
+		document_id  TEXT    NOT NULL,
+		revision     INTEGER NOT NULL,
+		operation_id TEXT    NOT NULL,
+		status       TEXT    NOT NULL,
+		payload      BLOB    NOT NULL,
+		PRIMARY KEY (space, document_id)
+	)`,
+	`CREATE TABLE IF NOT EXISTS document_versions (
+		space        TEXT    NOT NULL,
+		document_id  TEXT    NOT NULL,
+		revision     INTEGER NOT NULL,
+		operation_id TEXT    NOT NULL,
+		payload      BLOB    NOT NULL,
+		PRIMARY KEY (space, document_id, revision)
+	)`,
+	`CREATE INDEX IF NOT EXISTS document_operation_idx
+		ON document_versions (space, document_id, operation_id)`,
+	`CREATE TABLE IF NOT EXISTS entities (
+		space           TEXT NOT NULL,
+		node_id         TEXT NOT NULL,
+		entity_type     TEXT NOT NULL,
+		canonical_name  TEXT NOT NULL,
+		properties_json TEXT NOT NULL DEFAULT '{}',
+		PRIMARY KEY (space, node_id)
+	)`,
+	`CREATE TABLE IF NOT EXISTS entity_names (
+		space           TEXT NOT NULL,
+		entity_type     TEXT NOT NULL,
+		normalized_name TEXT NOT NULL,
+		node_id         TEXT NOT NULL,
+		PRIMARY KEY (space, entity_type, normalized_name),
+		FOREIGN KEY (space, node_id) REFERENCES entities (space, node_id)
+	)`,
+	`CREATE INDEX IF NOT EXISTS entity_names_node_idx ON entity_names (space, node_id)`,
+	// No unique constraint on the node and edge identities: the
+	// CreateInsteadOfMerge mutant must be able to store duplicates.
+	`CREATE TABLE IF NOT EXISTS graph_nodes (
+		seq             INTEGER PRIMARY KEY,
+		space           TEXT NOT NULL,
+		node_id         TEXT NOT NULL,
+		label           TEXT NOT NULL,
+		properties_json TEXT NOT NULL DEFAULT '{}'
+	)`,
+	`CREATE INDEX IF NOT EXISTS graph_nodes_id_idx ON graph_nodes (space, node_id)`,
+	`CREATE TABLE IF NOT EXISTS graph_edges (
+		seq             INTEGER PRIMARY KEY,
+		space           TEXT    NOT NULL,
+		source          TEXT    NOT NULL,
+		type            TEXT    NOT NULL,
+		target          TEXT    NOT NULL,
+		rank            INTEGER NOT NULL,
+		properties_json TEXT    NOT NULL DEFAULT '{}'
+	)`,
+	`CREATE INDEX IF NOT EXISTS graph_edges_key_idx ON graph_edges (space, source, type, target, rank)`,
+	`CREATE INDEX IF NOT EXISTS graph_edges_target_idx ON graph_edges (space, target)`,
+	`CREATE TABLE IF NOT EXISTS leases (
+		space       TEXT    NOT NULL,
+		document_id TEXT    NOT NULL,
+		holder      TEXT    NOT NULL,
+		token       INTEGER NOT NULL,
+		expires_at  INTEGER NOT NULL,
+		PRIMARY KEY (space, document_id)
+	)`,
+	// The last token issued per document; it survives releases so fencing
+	// tokens strictly increase.
+	`CREATE TABLE IF NOT EXISTS lease_tokens (
+		space       TEXT    NOT NULL,
+		document_id TEXT    NOT NULL,
+		last_token  INTEGER NOT NULL,
+		PRIMARY KEY (space, document_id)
+	)`,
+}
+
+func (d *db) migrate(ctx context.Context) error {
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		var v sql.NullInt64
+		// The table may not exist yet; create everything first.
+		for _, stmt := range schema {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("schema: %w", err)
+			}
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT max(version) FROM schema_version`).Scan(&v); err != nil {
+			return err
+		}
+		switch {
+		case !v.Valid:
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, SchemaVersion)
+			return err
+		case v.Int64 > SchemaVersion:
+			return fmt.Errorf("database schema version %d is newer than %d", v.Int64, SchemaVersion)
+		}
+		return nil
+	})
+}
+
+// IsBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED (any extended
+// code).
+func IsBusy(err error) bool {
+	var se *msqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return true
+		}
+	}
+	return false
+}
+
+const maxAttempts = 50
+
+// retry runs f until it does not fail with a busy database, up to
+// maxAttempts times with a growing pause.
+func (d *db) retry(ctx context.Context, f func() error) error {
+	var err error
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		if err = f(); err == nil || !IsBusy(err) {
+			return err
+		}
+		pause := time.Duration(attempt+1) * 2 * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(min(pause, 50*time.Millisecond)):
+		}
+	}
+	return err
+}
+
+// tx runs f in a BEGIN IMMEDIATE transaction (the DSN's _txlock), committing
+// if f returns nil and rolling back otherwise; it retries the whole
+// transaction on SQLITE_BUSY, so f must be safe to run again.
+func (d *db) tx(ctx context.Context, f func(tx *sql.Tx) error) error {
+	return d.retry(ctx, func() error {
+		tx, err := d.sql.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if err := f(tx); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	})
+}
+
+func blank(s string) bool { return strings.TrimSpace(s) == "" }
+
+func encodeProps(m map[string]string) (string, error) {
+	if m == nil {
+		m = map[string]string{}
+	}
+	b, err := json.Marshal(m)
+	return string(b), err
+}
+
+func decodeProps(s string) (map[string]string, error) {
+	m := map[string]string{}
+	if s == "" {
+		return m, nil
+	}
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fmt.Errorf("properties %q: %w", s, err)
+	}
+	if m == nil {
+		m = map[string]string{}
+	}
+	return m, nil
+}
+
+// ---------------------------------------------------------------------------
+// Operation store
+
+// OperationStore is a reference.OperationStore on SQLite.
+type OperationStore struct{ d *db }
+
+const opColumns = `operation_id, space, document_id, expected_revision, plan_fingerprint, stage,
+	updated_at, failure_reason, attempts, disposition, superseded_by, claim_holder, claim_expires_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanOp(r scanner) (reference.Operation, error) {
+	var o reference.Operation
+	var stage, disp string
+	err := r.Scan(&o.OperationID, &o.Space, &o.DocumentID, &o.ExpectedRevision, &o.PlanFingerprint, &stage,
+		&o.UpdatedAt, &o.FailureReason, &o.Attempts, &disp, &o.SupersededBy, &o.ClaimHolder, &o.ClaimExpiresAt)
+	o.Stage, o.Disposition = reference.Stage(stage), reference.Disposition(disp)
+	return o, err
+}
+
+func notFound(id string) error { return fmt.Errorf("operation %s: %w", id, reference.ErrNotFound) }
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func getOp(ctx context.Context, q queryer, id string) (reference.Operation, error) {
+	o, err := scanOp(q.QueryRowContext(ctx, `SELECT `+opColumns+` FROM operations WHERE operation_id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return reference.Operation{}, notFound(id)
+	}
+	return o, err
+}
+
+// CreateIfAbsent implements reference.OperationStore.
+func (s *OperationStore) CreateIfAbsent(ctx context.Context, op reference.Operation, plan reference.Plan) (bool, error) {
+	if err := memory.CheckCreate(op, plan); err != nil {
+		return false, err
+	}
+	payload, err := reference.EncodePlan(plan)
+	if err != nil {
+		return false, err
+	}
+	var created bool
+	err = s.d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO operations (`+opColumns+`, plan)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (operation_id) DO NOTHING`,
+			op.OperationID, op.Space, op.DocumentID, op.ExpectedRevision, op.PlanFingerprint, string(op.Stage),
+			op.UpdatedAt, op.FailureReason, op.Attempts, string(op.Disposition), op.SupersededBy,
+			op.ClaimHolder, op.ClaimExpiresAt, payload)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		created = n == 1
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("create operation %s: %w", op.OperationID, err)
+	}
+	return created, nil
+}
+
+// Get implements reference.OperationStore.
+func (s *OperationStore) Get(ctx context.Context, operationID string) (reference.Operation, error) {
+	var o reference.Operation
+	err := s.d.retry(ctx, func() error {
+		var err error
+		o, err = getOp(ctx, s.d.sql, operationID)
+		return err
+	})
+	return o, err
+}
+
+// GetPlan implements reference.OperationStore: the payload is decoded and
+// checked against the stored fingerprint (reference.DecodePlan).
+func (s *OperationStore) GetPlan(ctx context.Context, operationID string) (reference.Plan, error) {
+	var payload []byte
+	var fp string
+	err := s.d.retry(ctx, func() error {
+		return s.d.sql.QueryRowContext(ctx, `SELECT plan, plan_fingerprint FROM operations WHERE operation_id = ?`, operationID).Scan(&payload, &fp)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return reference.Plan{}, notFound(operationID)
+	}
+	if err != nil {
+		return reference.Plan{}, fmt.Errorf("operation %s: %w", operationID, err)
+	}
+	if len(payload) == 0 {
+		return reference.Plan{}, fmt.Errorf("operation %s: %w", operationID, reference.ErrNoPersistedPlan)
+	}
+	p, err := reference.DecodePlan(payload, fp)
+	if err != nil {
+		return reference.Plan{}, fmt.Errorf("operation %s: %w", operationID, err)
+	}
+	return p, nil
+}
+
+// CompareAndSet implements reference.OperationStore with the semantics of
+// memory.OperationStore.CompareAndSet, in one IMMEDIATE transaction.
+func (s *OperationStore) CompareAndSet(ctx context.Context, expected, next reference.Operation) (bool, error) {
+	if err := reference.ValidateUpdate(expected, next); err != nil {
+		return false, err
+	}
+	var ok bool
+	err := s.d.tx(ctx, func(tx *sql.Tx) error {
+		ok = false
+		stored, err := getOp(ctx, tx, expected.OperationID)
+		if err != nil {
+			return err
+		}
+		if !memory.MatchesExpected(stored, expected) {
+			return nil
+		}
+		if err := reference.ValidateUpdate(stored, next); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE operations SET stage = ?, updated_at = ?, failure_reason = ?,
+			attempts = ?, disposition = ?, superseded_by = ? WHERE operation_id = ?`,
+			string(next.Stage), next.UpdatedAt, next.FailureReason, next.Attempts, string(next.Disposition),
+			next.SupersededBy, stored.OperationID)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		ok = n == 1
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	return ok, nil
+}
+
+func (s *OperationStore) query(ctx context.Context, q string, args ...any) ([]reference.Operation, error) {
+	var out []reference.Operation
+	err := s.d.retry(ctx, func() error {
+		out = make([]reference.Operation, 0)
+		rows, err := s.d.sql.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			o, err := scanOp(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, o)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// ListRecoverable implements reference.OperationStore.
+func (s *OperationStore) ListRecoverable(ctx context.Context, limit int) ([]reference.Operation, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("%w: limit %d must be positive", reference.ErrInvalidArgument, limit)
+	}
+	return s.query(ctx, `SELECT `+opColumns+` FROM operations
+		WHERE stage <> 'COMPLETED' AND disposition = ''
+		ORDER BY updated_at, operation_id LIMIT ?`, limit)
+}
+
+// List implements reference.OperationStore.
+func (s *OperationStore) List(ctx context.Context) ([]reference.Operation, error) {
+	return s.query(ctx, `SELECT `+opColumns+` FROM operations ORDER BY operation_id`)
+}
+
+// Claim implements reference.OperationStore.
+func (s *OperationStore) Claim(ctx context.Context, operationID, holder string, now, ttlMillis int64) (bool, error) {
+	if err := memory.CheckClaim(holder, ttlMillis); err != nil {
+		return false, err
+	}
+	var ok bool
+	err := s.d.tx(ctx, func(tx *sql.Tx) error {
+		ok = false
+		var cur string
+		var exp int64
+		err := tx.QueryRowContext(ctx, `SELECT claim_holder, claim_expires_at FROM operations WHERE operation_id = ?`, operationID).Scan(&cur, &exp)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound(operationID)
+		}
+		if err != nil {
+			return err
+		}
+		if cur != "" && cur != holder && exp > now {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE operations SET claim_holder = ?, claim_expires_at = ? WHERE operation_id = ?`,
+			holder, now+ttlMillis, operationID); err != nil {
+			return err
+		}
+		ok = true
+		return nil
+	})
+	return ok, err
+}
+
+// ReleaseClaim implements reference.OperationStore.
+func (s *OperationStore) ReleaseClaim(ctx context.Context, operationID, holder string) (bool, error) {
+	var ok bool
+	err := s.d.tx(ctx, func(tx *sql.Tx) error {
+		ok = false
+		if _, err := getOp(ctx, tx, operationID); err != nil {
+			return err
+		}
+		if blank(holder) {
+			return nil
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE operations SET claim_holder = '', claim_expires_at = 0
+			WHERE operation_id = ? AND claim_holder = ?`, operationID, holder)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		ok = n == 1
+		return err
+	})
+	return ok, err
+}
+
+// ---------------------------------------------------------------------------
+// Document state store
+
+// StateStore is a reference.DocumentStateStore on SQLite. States are stored
+// as reference.EncodeState payloads, with the key columns beside them.
+type StateStore struct{ d *db }
+
+func (s *StateStore) one(ctx context.Context, q string, args ...any) (reference.DocumentState, bool, error) {
+	var payload []byte
+	err := s.d.retry(ctx, func() error { return s.d.sql.QueryRowContext(ctx, q, args...).Scan(&payload) })
+	if errors.Is(err, sql.ErrNoRows) {
+		return reference.DocumentState{}, false, nil
+	}
+	if err != nil {
+		return reference.DocumentState{}, false, err
+	}
+	st, err := reference.DecodeState(payload)
+	if err != nil {
+		return reference.DocumentState{}, false, err
+	}
+	return st, true, nil
+}
+
+func (s *StateStore) many(ctx context.Context, q string, args ...any) ([]reference.DocumentState, error) {
+	var out []reference.DocumentState
+	err := s.d.retry(ctx, func() error {
+		out = make([]reference.DocumentState, 0)
+		rows, err := s.d.sql.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var payload []byte
+			if err := rows.Scan(&payload); err != nil {
+				return err
+			}
+			st, err := reference.DecodeState(payload)
+			if err != nil {
+				return err
+			}
+			out = append(out, st)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// FindCurrent implements reference.DocumentStateStore.
+func (s *StateStore) FindCurrent(ctx context.Context, space, documentID string) (reference.DocumentState, bool, error) {
+	if err := reference.CheckKey(space, documentID); err != nil {
+		return reference.DocumentState{}, false, err
+	}
+	return s.one(ctx, `SELECT payload FROM document_states WHERE space = ? AND document_id = ?`, space, documentID)
+}
+
+// FindByOperationID implements reference.DocumentStateStore: the current
+// state first, then the highest recorded version committed by operationID.
+func (s *StateStore) FindByOperationID(ctx context.Context, space, documentID, operationID string) (reference.DocumentState, bool, error) {
+	if err := reference.CheckKey(space, documentID); err != nil {
+		return reference.DocumentState{}, false, err
+	}
+	if blank(operationID) {
+		return reference.DocumentState{}, false, fmt.Errorf("%w: operationId is blank", reference.ErrInvalidArgument)
+	}
+	st, ok, err := s.one(ctx, `SELECT payload FROM document_states WHERE space = ? AND document_id = ? AND operation_id = ?`,
+		space, documentID, operationID)
+	if err != nil || ok {
+		return st, ok, err
+	}
+	return s.one(ctx, `SELECT payload FROM document_versions WHERE space = ? AND document_id = ? AND operation_id = ?
+		ORDER BY revision DESC LIMIT 1`, space, documentID, operationID)
+}
+
+// CompareAndSet implements reference.DocumentStateStore in one IMMEDIATE
+// transaction.
+func (s *StateStore) CompareAndSet(ctx context.Context, expected int64, next reference.DocumentState) (bool, error) {
+	if err := memory.CheckStateCAS(expected, next); err != nil {
+		return false, err
+	}
+	payload, err := reference.EncodeState(next)
+	if err != nil {
+		return false, err
+	}
+	var ok bool
+	err = s.d.tx(ctx, func(tx *sql.Tx) error {
+		var res sql.Result
+		var err error
+		if expected == 0 {
+			res, err = tx.ExecContext(ctx, `INSERT INTO document_states (space, document_id, revision, operation_id, status, payload)
+				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (space, document_id) DO NOTHING`,
+				next.Space, next.DocumentID, next.Revision, next.OperationID, string(next.Status), payload)
+		} else {
+			res, err = tx.ExecContext(ctx, `UPDATE document_states SET revision = ?, operation_id = ?, status = ?, payload = ?
+				WHERE space = ? AND document_id = ? AND revision = ?`,
+				next.Revision, next.OperationID, string(next.Status), payload, next.Space, next.DocumentID, expected)
+		}
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		ok = n == 1
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("document %s/%s: %w", next.Space, next.DocumentID, err)
+	}
+	return ok, nil
+}
+
+// Remove implements reference.DocumentStateStore.
+func (s *StateStore) Remove(ctx context.Context, space, documentID string, revision int64) (bool, error) {
+	if err := reference.CheckKey(space, documentID); err != nil {
+		return false, err
+	}
+	var ok bool
+	err := s.d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM document_states WHERE space = ? AND document_id = ? AND revision = ?`,
+			space, documentID, revision)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		ok = n == 1
+		return err
+	})
+	return ok, err
+}
+
+// RecordVersion implements reference.DocumentStateStore.
+func (s *StateStore) RecordVersion(ctx context.Context, state reference.DocumentState) error {
+	if err := reference.CheckKey(state.Space, state.DocumentID); err != nil {
+		return err
+	}
+	if state.Revision <= 0 {
+		return fmt.Errorf("document %s/%s: %w: version revision %d must be positive", state.Space, state.DocumentID, reference.ErrInvalidRevision, state.Revision)
+	}
+	payload, err := reference.EncodeState(state)
+	if err != nil {
+		return err
+	}
+	return s.d.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO document_versions (space, document_id, revision, operation_id, payload)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (space, document_id, revision) DO NOTHING`,
+			state.Space, state.DocumentID, state.Revision, state.OperationID, payload)
+		return err
+	})
+}
+
+// Versions implements reference.DocumentStateStore.
+func (s *StateStore) Versions(ctx context.Context, space, documentID string) ([]reference.DocumentState, error) {
+	if err := reference.CheckKey(space, documentID); err != nil {
+		return nil, err
+	}
+	return s.many(ctx, `SELECT payload FROM document_versions WHERE space = ? AND document_id = ? ORDER BY revision`, space, documentID)
+}
+
+// List implements reference.DocumentStateStore.
+func (s *StateStore) List(ctx context.Context, space string) ([]reference.DocumentState, error) {
+	if blank(space) {
+		return nil, fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	}
+	return s.many(ctx, `SELECT payload FROM document_states WHERE space = ? ORDER BY document_id`, space)
+}
+
+// IsReferencedByOtherDocument implements reference.DocumentStateStore. An
+// empty documentID excludes no document.
+func (s *StateStore) IsReferencedByOtherDocument(ctx context.Context, space, documentID string, edge reference.EdgeKey) (bool, error) {
+	if blank(space) {
+		return false, fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	}
+	states, err := s.many(ctx, `SELECT payload FROM document_states WHERE space = ? AND status = ? AND document_id <> ?
+		ORDER BY document_id`, space, string(reference.DocActive), documentID)
+	if err != nil {
+		return false, err
+	}
+	for _, st := range states {
+		if st.Status == reference.DocActive && st.Supports(edge) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// ---------------------------------------------------------------------------
+// Entity registry
+
+// Registry is a reference.EntityRegistry on SQLite: entity_names is unique
+// on (space, normalised type, normalised name).
+type Registry struct{ d *db }
+
+type rowQueryer interface {
+	queryer
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func (g *Registry) view(ctx context.Context, q rowQueryer, space, nodeID string) (reference.RegisteredEntity, error) {
+	re := reference.RegisteredEntity{Space: space, NodeID: nodeID}
+	var props string
+	err := q.QueryRowContext(ctx, `SELECT entity_type, canonical_name, properties_json FROM entities WHERE space = ? AND node_id = ?`,
+		space, nodeID).Scan(&re.Type, &re.CanonicalName, &props)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return re, err
+	}
+	if p, err := decodeProps(props); err != nil {
+		return re, err
+	} else if len(p) > 0 {
+		re.Properties = p
+	}
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT normalized_name FROM entity_names WHERE space = ? AND node_id = ?
+		ORDER BY normalized_name`, space, nodeID)
+	if err != nil {
+		return re, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return re, err
+		}
+		re.Names = append(re.Names, n)
+	}
+	return re, rows.Err()
+}
+
+func (g *Registry) views(ctx context.Context, space string, idsQuery string, args ...any) ([]reference.RegisteredEntity, error) {
+	var out []reference.RegisteredEntity
+	// A read transaction so the entities and their names are one snapshot.
+	err := g.d.retry(ctx, func() error {
+		out = make([]reference.RegisteredEntity, 0)
+		tx, err := g.d.sql.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		rows, err := tx.QueryContext(ctx, idsQuery, args...)
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			re, err := g.view(ctx, tx, space, id)
+			if err != nil {
+				return err
+			}
+			out = append(out, re)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// FindMatches implements reference.EntityRegistry. The result is ordered by
+// NodeID.
+func (g *Registry) FindMatches(ctx context.Context, space, entityType string, names []string) ([]reference.RegisteredEntity, error) {
+	if blank(space) {
+		return nil, fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	}
+	var norm []any
+	seen := map[string]bool{}
+	for _, n := range names {
+		if nn := reference.Normalize(n); nn != "" && !seen[nn] {
+			seen[nn] = true
+			norm = append(norm, nn)
+		}
+	}
+	if len(norm) == 0 {
+		return []reference.RegisteredEntity{}, nil
+	}
+	q := `SELECT DISTINCT node_id FROM entity_names WHERE space = ? AND entity_type = ? AND normalized_name IN (?` +
+		strings.Repeat(", ?", len(norm)-1) + `) ORDER BY node_id`
+	return g.views(ctx, space, q, append([]any{space, reference.Normalize(entityType)}, norm...)...)
+}
+
+// SaveAll implements reference.EntityRegistry in one IMMEDIATE transaction.
+func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.EntityRegistration) error {
+	if blank(space) {
+		return fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	}
+	type bound struct{ typ, name string }
+	batch := map[bound]string{}
+	for _, r := range regs {
+		if err := memory.CheckRegistration(space, r); err != nil {
+			return err
+		}
+		typ := reference.Normalize(r.Type)
+		for _, n := range memory.NormalizedNames(r) {
+			k := bound{typ, n}
+			if id, ok := batch[k]; ok && id != r.NodeID {
+				return fmt.Errorf("name %q (type %s) is bound to %s and %s in one batch: %w", n, typ, id, r.NodeID, reference.ErrRegistryConflict)
+			}
+			batch[k] = r.NodeID
+		}
+	}
+	if len(regs) == 0 {
+		return nil
+	}
+	return g.d.tx(ctx, func(tx *sql.Tx) error {
+		for k, id := range batch {
+			var cur string
+			err := tx.QueryRowContext(ctx, `SELECT node_id FROM entity_names WHERE space = ? AND entity_type = ? AND normalized_name = ?`,
+				space, k.typ, k.name).Scan(&cur)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if cur != id {
+				return fmt.Errorf("name %q (type %s) is bound to %s, not %s: %w", k.name, k.typ, cur, id, reference.ErrRegistryConflict)
+			}
+		}
+		for _, r := range regs {
+			var props string
+			err := tx.QueryRowContext(ctx, `SELECT properties_json FROM entities WHERE space = ? AND node_id = ?`, space, r.NodeID).Scan(&props)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				p, err := encodeProps(r.Properties)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `INSERT INTO entities (space, node_id, entity_type, canonical_name, properties_json)
+					VALUES (?, ?, ?, ?, ?)`, space, r.NodeID, strings.TrimSpace(r.Type), strings.TrimSpace(r.CanonicalName), p); err != nil {
+					return err
+				}
+			case err != nil:
+				return err
+			default:
+				if len(r.Properties) > 0 {
+					m, err := decodeProps(props)
+					if err != nil {
+						return err
+					}
+					maps.Copy(m, r.Properties)
+					p, err := encodeProps(m)
+					if err != nil {
+						return err
+					}
+					if _, err := tx.ExecContext(ctx, `UPDATE entities SET properties_json = ? WHERE space = ? AND node_id = ?`,
+						p, space, r.NodeID); err != nil {
+						return err
+					}
+				}
+			}
+			typ := reference.Normalize(r.Type)
+			for _, n := range memory.NormalizedNames(r) {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO entity_names (space, entity_type, normalized_name, node_id)
+					VALUES (?, ?, ?, ?) ON CONFLICT (space, entity_type, normalized_name) DO NOTHING`, space, typ, n, r.NodeID); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// List implements reference.EntityRegistry.
+func (g *Registry) List(ctx context.Context, space string) ([]reference.RegisteredEntity, error) {
+	return g.views(ctx, space, `SELECT node_id FROM entities WHERE space = ? ORDER BY node_id`, space)
+}
+
+// ---------------------------------------------------------------------------
+// Graph writer
+
+// Writer is a reference.GraphWriter on SQLite. MERGE is an UPDATE of every
+// row with the identity (patching the JSON properties) followed by an
+// INSERT if none was updated, in one IMMEDIATE transaction; with
+// Options.CreateInsteadOfMerge it always INSERTs.
+type Writer struct{ d *db }
+
+func (w *Writer) patch(ctx context.Context, tx *sql.Tx, sel, upd string, props map[string]string, selArgs ...any) (int, error) {
+	rows, err := tx.QueryContext(ctx, sel, selArgs...)
+	if err != nil {
+		return 0, err
+	}
+	type row struct {
+		seq   int64
+		props string
+	}
+	var found []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.seq, &r.props); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		found = append(found, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if len(props) == 0 {
+		return len(found), nil
+	}
+	for _, r := range found {
+		m, err := decodeProps(r.props)
+		if err != nil {
+			return 0, err
+		}
+		maps.Copy(m, props)
+		p, err := encodeProps(m)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := tx.ExecContext(ctx, upd, p, r.seq); err != nil {
+			return 0, err
+		}
+	}
+	return len(found), nil
+}
+
+func nodeExists(ctx context.Context, tx *sql.Tx, space, id string) (bool, error) {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM graph_nodes WHERE space = ? AND node_id = ? LIMIT 1`, space, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Apply implements reference.GraphWriter in one IMMEDIATE transaction: an
+// edge with a missing endpoint rolls back all of m.
+func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) error {
+	if err := memory.CheckMutation(space, m); err != nil {
+		return err
+	}
+	create := w.d.opts.CreateInsteadOfMerge
+	return w.d.tx(ctx, func(tx *sql.Tx) error {
+		for _, id := range m.DeleteNodes {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM graph_edges WHERE space = ? AND (source = ? OR target = ?)`, space, id, id); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM graph_nodes WHERE space = ? AND node_id = ?`, space, id); err != nil {
+				return err
+			}
+		}
+		for _, k := range m.DeleteEdges {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM graph_edges WHERE space = ? AND source = ? AND type = ? AND target = ? AND rank = ?`,
+				space, k.Source, k.Type, k.Target, k.Rank); err != nil {
+				return err
+			}
+		}
+		for _, n := range m.UpsertNodes {
+			found := 0
+			if !create {
+				var err error
+				found, err = w.patch(ctx, tx, `SELECT seq, properties_json FROM graph_nodes WHERE space = ? AND node_id = ? ORDER BY seq`,
+					`UPDATE graph_nodes SET properties_json = ? WHERE seq = ?`, n.Properties, space, n.ID)
+				if err != nil {
+					return err
+				}
+			}
+			if found == 0 {
+				p, err := encodeProps(n.Properties)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `INSERT INTO graph_nodes (space, node_id, label, properties_json) VALUES (?, ?, ?, ?)`,
+					space, n.ID, n.Label, p); err != nil {
+					return err
+				}
+			}
+		}
+		for _, e := range m.UpsertEdges {
+			for _, id := range []string{e.Key.Source, e.Key.Target} {
+				ok, err := nodeExists(ctx, tx, space, id)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("space %s: edge %s: %w", space, e.Key, reference.ErrMissingEndpoint)
+				}
+			}
+		}
+		for _, e := range m.UpsertEdges {
+			k := e.Key
+			found := 0
+			if !create {
+				var err error
+				found, err = w.patch(ctx, tx, `SELECT seq, properties_json FROM graph_edges
+					WHERE space = ? AND source = ? AND type = ? AND target = ? AND rank = ? ORDER BY seq`,
+					`UPDATE graph_edges SET properties_json = ? WHERE seq = ?`, e.Properties, space, k.Source, k.Type, k.Target, k.Rank)
+				if err != nil {
+					return err
+				}
+			}
+			if found == 0 {
+				p, err := encodeProps(e.Properties)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `INSERT INTO graph_edges (space, source, type, target, rank, properties_json)
+					VALUES (?, ?, ?, ?, ?, ?)`, space, k.Source, k.Type, k.Target, k.Rank, p); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// scan reads every node and edge row of a space, in insertion order, in one
+// read transaction; reset is called before each (re)try.
+func (w *Writer) scan(ctx context.Context, space string, reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error {
+	return w.d.retry(ctx, func() error {
+		reset()
+		tx, err := w.d.sql.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		rows, err := tx.QueryContext(ctx, `SELECT node_id, label, properties_json FROM graph_nodes WHERE space = ? ORDER BY seq`, space)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id, label, props string
+			if err := rows.Scan(&id, &label, &props); err != nil {
+				rows.Close()
+				return err
+			}
+			if err := node(id, label, props); err != nil {
+				rows.Close()
+				return err
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows, err = tx.QueryContext(ctx, `SELECT source, type, target, rank, properties_json FROM graph_edges WHERE space = ? ORDER BY seq`, space)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k reference.EdgeKey
+			var props string
+			if err := rows.Scan(&k.Source, &k.Type, &k.Target, &k.Rank, &props); err != nil {
+				return err
+			}
+			if err := edge(k, props); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+}
+
+// ReadGraph implements reference.GraphWriter. Duplicates are folded, the
+// last stored row winning; Properties maps are never nil.
+func (w *Writer) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
+	var g reference.Graph
+	err := w.scan(ctx, space, func() { g = reference.NewGraph() }, func(id, label, props string) error {
+		p, err := decodeProps(props)
+		g.Nodes[id] = reference.Node{ID: id, Label: label, Properties: p}
+		return err
+	}, func(k reference.EdgeKey, props string) error {
+		p, err := decodeProps(props)
+		g.Edges[k] = reference.Edge{Key: k, Properties: p}
+		return err
+	})
+	if err != nil {
+		return reference.Graph{}, err
+	}
+	return g, nil
+}
+
+// Duplicates implements DuplicateReporter: entries like "node person:abc x2"
+// and "edge (a)-[KNOWS#0]->(b) x3", nodes first, each group sorted.
+func (w *Writer) Duplicates(ctx context.Context, space string) ([]string, error) {
+	var nodes map[string]int
+	var edges map[reference.EdgeKey]int
+	err := w.scan(ctx, space, func() {
+		nodes, edges = map[string]int{}, map[reference.EdgeKey]int{}
+	}, func(id, _, _ string) error {
+		nodes[id]++
+		return nil
+	}, func(k reference.EdgeKey, _ string) error {
+		edges[k]++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return memory.FormatDuplicates(nodes, edges), nil
+}
+
+// ---------------------------------------------------------------------------
+// Lock provider
+
+// Locks is a reference.LockProvider on SQLite; lease_tokens keeps the last
+// fencing token per document across releases.
+type Locks struct{ d *db }
+
+// TryAcquire implements reference.LockProvider in one IMMEDIATE transaction.
+func (p *Locks) TryAcquire(ctx context.Context, space, documentID, holder string, now, ttlMillis int64) (reference.Lease, bool, error) {
+	if err := memory.CheckLease(space, documentID, holder, ttlMillis); err != nil {
+		return reference.Lease{}, false, err
+	}
+	var out reference.Lease
+	var ok bool
+	err := p.d.tx(ctx, func(tx *sql.Tx) error {
+		cur := reference.Lease{Space: space, DocumentID: documentID}
+		err := tx.QueryRowContext(ctx, `SELECT holder, token, expires_at FROM leases WHERE space = ? AND document_id = ?`,
+			space, documentID).Scan(&cur.Holder, &cur.Token, &cur.ExpiresAt)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if err == nil && cur.ExpiresAt > now {
+			if cur.Holder != holder {
+				out, ok = cur, false
+				return nil
+			}
+			cur.ExpiresAt = now + ttlMillis
+			if _, err := tx.ExecContext(ctx, `UPDATE leases SET expires_at = ? WHERE space = ? AND document_id = ?`,
+				cur.ExpiresAt, space, documentID); err != nil {
+				return err
+			}
+			out, ok = cur, true
+			return nil
+		}
+		var token int64
+		if err := tx.QueryRowContext(ctx, `INSERT INTO lease_tokens (space, document_id, last_token) VALUES (?, ?, 1)
+			ON CONFLICT (space, document_id) DO UPDATE SET last_token = last_token + 1
+			RETURNING last_token`, space, documentID).Scan(&token); err != nil {
+			return err
+		}
+		l := reference.Lease{Space: space, DocumentID: documentID, Holder: holder, Token: token, ExpiresAt: now + ttlMillis}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO leases (space, document_id, holder, token, expires_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (space, document_id) DO UPDATE SET holder = excluded.holder, token = excluded.token, expires_at = excluded.expires_at`,
+			space, documentID, holder, token, l.ExpiresAt); err != nil {
+			return err
+		}
+		out, ok = l, true
+		return nil
+	})
+	if err != nil {
+		return reference.Lease{}, false, err
+	}
+	return out, ok, nil
+}
+
+// Renew implements reference.LockProvider with one conditional UPDATE.
+func (p *Locks) Renew(ctx context.Context, l reference.Lease, now, ttlMillis int64) (reference.Lease, error) {
+	if err := memory.CheckLease(l.Space, l.DocumentID, l.Holder, ttlMillis); err != nil {
+		return reference.Lease{}, err
+	}
+	var n int64
+	err := p.d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE leases SET expires_at = ?
+			WHERE space = ? AND document_id = ? AND holder = ? AND token = ? AND expires_at > ?`,
+			now+ttlMillis, l.Space, l.DocumentID, l.Holder, l.Token, now)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return reference.Lease{}, err
+	}
+	if n != 1 {
+		return reference.Lease{}, memory.LeaseLost(l, fmt.Sprintf("not held live at %d", now))
+	}
+	l.ExpiresAt = now + ttlMillis
+	return l, nil
+}
+
+// Release implements reference.LockProvider with one conditional DELETE.
+func (p *Locks) Release(ctx context.Context, l reference.Lease) error {
+	if err := reference.CheckKey(l.Space, l.DocumentID); err != nil {
+		return err
+	}
+	var n int64
+	err := p.d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM leases WHERE space = ? AND document_id = ? AND holder = ? AND token = ?`,
+			l.Space, l.DocumentID, l.Holder, l.Token)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return memory.LeaseLost(l, "not held")
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+package properties
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+// CrashOptions narrow or adjust a crash-matrix run from a test.
+type CrashOptions struct {
+	// Points, Kinds and Classes select cases (empty: the whole matrix).
+	Points  []faults.Point
+	Kinds   []faults.Kind
+	Classes []string
+	// LeaseTTL of the workers' document leases (default 150ms).
+	LeaseTTL time.Duration
+	// Parallel cases at once (default 8).
+	Parallel int
+	// Bugs and Mutant run the reference service or the backend as a
+	// deliberate mutant (to prove a checker bites).
+	Bugs   []reference.Bug
+	Mutant string
+	// ReportDir receives report.html, report.json and junit.xml when the
+	// run does not certify (default: a fresh temporary directory, named in
+	// the failure).
+	ReportDir string
+}
+
+// CertifyCrashSafety runs the full crash matrix against a store backend
+// from a plain `go test`: every window of the failpoint catalogue x every
+// fault kind, with worker processes that are re-executions of the test
+// binary, killed with SIGKILL at the window; then recovery, then the
+// invariants I1–I8 against the stores' contents. No code rewriting, no extra
+// build step, no server for an embedded backend.
+//
+// Call it from a top-level test function; the re-executed workers run that
+// same test, find their spec in the environment and act as workers. The
+// backend's Open must reach the same data from every process of a case
+// (CaseEnv names a private directory and a unique namespace).
+func CertifyCrashSafety(t *testing.T, backend sim.Backend, opts ...CrashOptions) {
+	t.Helper()
+	rep := RunCrashMatrix(t, backend, opts...)
+	if rep.ExitCode != 0 {
+		var b strings.Builder
+		sim.WriteMatrix(&b, rep)
+		t.Fatalf("crash certification of backend %s: %s (exit %d)\n%s", backend.Name, rep.Verdict, rep.ExitCode, b.String())
+	}
+}
+
+// RunCrashMatrix runs the crash matrix like CertifyCrashSafety and returns
+// the report without judging it (for tests that expect a failure). In a
+// re-executed worker process it runs the worker and exits.
+func RunCrashMatrix(t *testing.T, backend sim.Backend, opts ...CrashOptions) sim.Report {
+	t.Helper()
+	if spec := os.Getenv(sim.WorkerSpecEnv); spec != "" {
+		os.Exit(runWorkerFromEnv(spec, backend))
+	}
+	var o CrashOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 150 * time.Millisecond
+	}
+	work, err := os.MkdirTemp("", "crashmatrix-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := backend
+	runner, err := sim.NewRunner(sim.Config{Use: &b, Backend: sim.BackendSpec{Name: backend.Name},
+		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: runPattern(t.Name())},
+		WorkDir:  work, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: 1})
+	if err != nil {
+		t.Fatalf("crash matrix: %v", err)
+	}
+	cases := sim.Filter(sim.Matrix(o.LeaseTTL.Milliseconds()), o.Points, o.Kinds, o.Classes)
+	if len(cases) == 0 {
+		t.Fatalf("crash matrix: no case matches points %v kinds %v classes %v", o.Points, o.Kinds, o.Classes)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if d, ok := t.Deadline(); ok {
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-5*time.Second))
+		defer cancel()
+	}
+	rep := runner.RunAll(ctx, cases, o.Parallel, nil)
+	if rep.ExitCode == 0 {
+		_ = os.RemoveAll(work)
+		return rep
+	}
+	dir := o.ReportDir
+	if dir == "" {
+		dir = work
+	}
+	if err := writeReports(dir, rep); err != nil {
+		t.Logf("crash matrix: writing reports: %v", err)
+	} else {
+		t.Logf("crash matrix reports and histories: %s (open report.html)", dir)
+	}
+	return rep
+}
+
+func writeReports(dir string, rep sim.Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, w := range map[string]func(*os.File) error{
+		"report.html": func(f *os.File) error { return sim.WriteHTML(f, rep) },
+		"report.json": func(f *os.File) error { return sim.WriteJSON(f, rep) },
+		"junit.xml":   func(f *os.File) error { return sim.WriteJUnit(f, rep) },
+	} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		err = w(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runPattern turns a test name into a -test.run pattern that matches it
+// exactly (each subtest level anchored).
+func runPattern(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexpQuote(p) + "$"
+	}
+	return strings.Join(parts, "/")
+}
+
+func regexpQuote(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`\.+*?()|[]{}^$`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func runWorkerFromEnv(specPath string, backend sim.Backend) int {
+	b, err := os.ReadFile(specPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crashmatrix worker:", err)
+		return 3
+	}
+	var spec sim.WorkerSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		fmt.Fprintf(os.Stderr, "crashmatrix worker: %s: %v\n", specPath, err)
+		return 3
+	}
+	if err := sim.RunWorker(context.Background(), spec, backend, sim.ProcessWorkerOptions()); err != nil {
+		fmt.Fprintln(os.Stderr, "crashmatrix worker:", err)
+		return 3
+	}
+	return 0
+}
