@@ -21,7 +21,7 @@ type CrashOptions struct {
 	Points  []faults.Point
 	Kinds   []faults.Kind
 	Classes []string
-	// LeaseTTL of the workers' document leases (default 150ms).
+	// LeaseTTL of the workers' document leases (default 250ms).
 	LeaseTTL time.Duration
 	// Parallel cases at once (default 8).
 	Parallel int
@@ -69,7 +69,7 @@ func RunCrashMatrix(t *testing.T, backend sim.Backend, opts ...CrashOptions) sim
 		o = opts[0]
 	}
 	if o.LeaseTTL <= 0 {
-		o.LeaseTTL = 150 * time.Millisecond
+		o.LeaseTTL = 250 * time.Millisecond
 	}
 	work, err := os.MkdirTemp("", "crashmatrix-test-")
 	if err != nil {

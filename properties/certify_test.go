@@ -72,9 +72,9 @@ func TestMutantSkipRevisionCheckBreaksI2(t *testing.T) {
 		Points: []faults.Point{faults.ConflictBeforeReplan}, Kinds: []faults.Kind{faults.Crash}}, check.I2)
 }
 
-func TestMutantAdvanceBeforeGraphWriteBreaksI3(t *testing.T) {
+func TestMutantAdvanceBeforeGraphWriteBreaksI4(t *testing.T) {
 	expectCaught(t, properties.CrashOptions{Bugs: []reference.Bug{reference.BugAdvanceBeforeGraphWrite},
-		Points: []faults.Point{faults.BeforeGraphWrite}, Kinds: []faults.Kind{faults.Crash}}, check.I3)
+		Points: []faults.Point{faults.BeforeGraphWrite}, Kinds: []faults.Kind{faults.Crash}}, check.I4)
 }
 
 func TestMutantPlanSaveWithoutUniqueConstraintBreaksI8(t *testing.T) {

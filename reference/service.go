@@ -55,6 +55,7 @@ const (
 	EvModelCall    = "model-call"    // the model was called (Detail: call ordinal)
 	EvPrepared     = "prepared"      // createIfAbsent stored a new operation
 	EvStage        = "stage"         // a stage CAS succeeded (From -> To)
+	EvGraphWritten = "graph-written" // the writer confirmed the whole mutation (Detail: batches)
 	EvStateCommit  = "state-commit"  // a revision CAS succeeded (Expected -> Revision)
 	EvLeaseAcquire = "lease-acquire" // a lease was granted
 	EvLeaseRenew   = "lease-renew"   // a lease was extended (ExpiresAt)
@@ -287,7 +288,7 @@ func (s *Service) Plan(ctx context.Context, req IngestRequest) (Plan, error) {
 	var ex Extraction
 	err = s.at(ctx, faults.BeforeExtract, func() error {
 		var e error
-		ex, e = s.Extractor.Extract(ctx, ExtractRequest{Space: req.Space, DocumentID: req.DocumentID, OperationID: req.OperationID, Content: req.Content})
+		ex, e = s.Extractor.Extract(ctx, ExtractRequest(req))
 		return e
 	})
 	if err != nil {
@@ -576,7 +577,7 @@ func (s *Service) execute(ctx context.Context, op Operation, plan Plan, lease *L
 			return Result{}, fmt.Errorf("execute %s: %w", op.OperationID, err)
 		}
 		if ok {
-			return s.finishCommitted(ctx, op, plan, st)
+			return s.finishCommitted(ctx, op, plan, st, lease)
 		}
 	}
 	expected := plan.ExpectedRevision()
@@ -601,6 +602,7 @@ func (s *Service) execute(ctx context.Context, op Operation, plan Plan, lease *L
 		if err != nil {
 			return Result{}, s.fail(ctx, op, err)
 		}
+		s.emit(Event{Kind: EvGraphWritten, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, Detail: fmt.Sprint(n)})
 		if op.Stage == Prepared {
 			if err := s.advance(ctx, &op, GraphApplied, faults.BeforeGraphApplied); err != nil {
 				return Result{}, err
@@ -657,11 +659,11 @@ func (s *Service) execute(ctx context.Context, op Operation, plan Plan, lease *L
 		} else {
 			s.emit(Event{Kind: EvStateCommit, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, Expected: exp, Revision: next.Revision})
 		}
-		res, err := s.finishCommitted(ctx, op, plan, next)
+		res, err := s.finishCommitted(ctx, op, plan, next, lease)
 		res.Writes = writes
 		return res, err
 	}
-	return s.finishCommitted(ctx, op, plan, *plan.NextState)
+	return s.finishCommitted(ctx, op, plan, *plan.NextState, lease)
 }
 
 // renew extends the document lease; a holder whose lease expired or was
@@ -681,12 +683,17 @@ func (s *Service) renew(ctx context.Context, op Operation, lease *Lease) error {
 
 // finishCommitted completes an operation whose state is committed: history,
 // then the remaining stages.
-func (s *Service) finishCommitted(ctx context.Context, op Operation, plan Plan, st DocumentState) (Result, error) {
+func (s *Service) finishCommitted(ctx context.Context, op Operation, plan Plan, st DocumentState, lease *Lease) (Result, error) {
 	if plan.NextState != nil && (st.ContentHash != plan.NextState.ContentHash || st.Status != plan.NextState.Status) {
 		return Result{}, fmt.Errorf("operation %s: committed state does not match its plan: %w", op.OperationID, ErrPlanConflict)
 	}
 	if err := s.at(ctx, faults.BeforeRecordVersion, func() error { return s.States.RecordVersion(ctx, st) }); err != nil {
 		return Result{}, s.fail(ctx, op, fmt.Errorf("history %s: %w", op.OperationID, err))
+	}
+	if op.Stage.Rank() < StateCommitted.Rank() {
+		if err := s.cleanupStale(ctx, op, plan, lease); err != nil {
+			return Result{}, fmt.Errorf("stale edges of %s: %w", op.OperationID, err)
+		}
 	}
 	for _, step := range []struct {
 		to Stage
@@ -712,15 +719,9 @@ func (s *Service) finishCommitted(ctx context.Context, op Operation, plan Plan, 
 func (s *Service) writeGraph(ctx context.Context, op Operation, plan Plan, lease *Lease) (int, error) {
 	m := plan.Mutation
 	if len(m.DeleteEdges) > 0 {
-		var keep []EdgeKey
-		for _, k := range m.DeleteEdges {
-			ref, err := s.States.IsReferencedByOtherDocument(ctx, op.Space, op.DocumentID, k)
-			if err != nil {
-				return 0, fmt.Errorf("graph write %s: %w", op.OperationID, err)
-			}
-			if !ref {
-				keep = append(keep, k)
-			}
+		keep, err := s.unsupported(ctx, op, op.DocumentID, m.DeleteEdges)
+		if err != nil {
+			return 0, fmt.Errorf("graph write %s: %w", op.OperationID, err)
 		}
 		m.DeleteEdges = keep
 	}
@@ -919,18 +920,84 @@ func (s *Service) conflict(ctx context.Context, op Operation, plan Plan, lease *
 // reconcileAbandoned deletes edges an abandoned plan may have written that
 // no ACTIVE document (this one included) supports.
 func (s *Service) reconcileAbandoned(ctx context.Context, op Operation, plan Plan) error {
-	var del []EdgeKey
+	keys := make([]EdgeKey, 0, len(plan.Mutation.UpsertEdges))
 	for _, e := range plan.Mutation.UpsertEdges {
-		ref, err := s.States.IsReferencedByOtherDocument(ctx, op.Space, "", e.Key)
+		keys = append(keys, e.Key)
+	}
+	del, err := s.unsupported(ctx, op, "", keys)
+	if err != nil || len(del) == 0 {
+		return err
+	}
+	return s.Writer.Apply(ctx, op.Space, Mutation{OperationID: op.OperationID, DeleteEdges: del})
+}
+
+// unsupported returns the edges of keys that nothing supports: no ACTIVE
+// committed state (of a document other than excludeDoc; "" excludes
+// nothing) and no other unfinished operation whose plan will commit them.
+// Counting pending plans closes the race where one document's stale edge
+// is deleted between another's graph write and its state commit.
+func (s *Service) unsupported(ctx context.Context, op Operation, excludeDoc string, keys []EdgeKey) ([]EdgeKey, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	var pending []Plan
+	loaded := false
+	var out []EdgeKey
+	for _, k := range keys {
+		ref, err := s.States.IsReferencedByOtherDocument(ctx, op.Space, excludeDoc, k)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if !ref {
-			del = append(del, e.Key)
+		if ref {
+			continue
+		}
+		if !loaded {
+			loaded = true
+			ops, err := s.Ops.ListRecoverable(ctx, 10000)
+			if err != nil {
+				return nil, err
+			}
+			for _, o := range ops {
+				if o.Space != op.Space || o.OperationID == op.OperationID {
+					continue
+				}
+				p, err := s.Ops.GetPlan(ctx, o.OperationID)
+				if err != nil {
+					continue // I5 will speak of an unloadable plan
+				}
+				if p.NextState != nil && p.NextState.Status == DocActive {
+					pending = append(pending, p)
+				}
+			}
+		}
+		held := false
+		for _, p := range pending {
+			if p.NextState.Supports(k) {
+				held = true
+				break
+			}
+		}
+		if !held {
+			out = append(out, k)
 		}
 	}
-	if len(del) == 0 {
-		return nil
+	return out, nil
+}
+
+// cleanupStale deletes, after this operation's state commit, the edges its
+// plan made stale that nothing supports any more. The write-time check may
+// have kept an edge for a document whose support has since gone (it was
+// retracted or re-ingested meanwhile); idempotent, so recovery repeats it.
+func (s *Service) cleanupStale(ctx context.Context, op Operation, plan Plan, lease *Lease) error {
+	cand := append(append([]EdgeKey(nil), plan.StaleEdges...), plan.Mutation.DeleteEdges...)
+	del, err := s.unsupported(ctx, op, "", cand)
+	if err != nil || len(del) == 0 {
+		return err
+	}
+	if lease != nil {
+		if err := s.renew(ctx, op, lease); err != nil {
+			return err
+		}
 	}
 	return s.Writer.Apply(ctx, op.Space, Mutation{OperationID: op.OperationID, DeleteEdges: del})
 }

@@ -8,6 +8,11 @@ import (
 // OperationStore keeps operations and their frozen plans. Every method is
 // safe for concurrent use, also from several processes sharing the store.
 //
+// Conventions shared by every store in this file: a blank space,
+// documentId, operationId or holder is an error wrapping ErrInvalidArgument;
+// an unknown operationId is an error wrapping ErrNotFound; a claim or lease
+// stamped to expire at E is live while now < E and free from now >= E.
+//
 // Requirements (protocol.md, "Operation store requirements"): operationId is
 // globally unique; the operation and its plan are created in one storage
 // transaction, first write wins; the stage change is an atomic
@@ -28,9 +33,12 @@ type OperationStore interface {
 	// CompareAndSet replaces the mutable fields (Stage, UpdatedAt,
 	// FailureReason, Attempts, Disposition, SupersededBy) with next's, if
 	// and only if the stored record has expected's identity
-	// (Operation.SameIdentity), stage, attempts and disposition. It returns
-	// false when the stored record differs, and an error (changing nothing)
-	// when next is not a legal successor (ValidateUpdate).
+	// (Operation.SameIdentity), stage, attempts and disposition. Checks in
+	// this order: ValidateUpdate(expected, next) (the caller's own step is
+	// illegal: error); unknown id (ErrNotFound); stored record differs from
+	// expected (false, nil: someone else moved it); ValidateUpdate(stored,
+	// next) (e.g. time backwards against the stored record: error). Nothing
+	// changes unless it returns true.
 	CompareAndSet(ctx context.Context, expected, next Operation) (bool, error)
 	// ListRecoverable returns at most limit unfinished operations (stage
 	// not COMPLETED, no disposition) ordered by UpdatedAt, then

@@ -2,7 +2,9 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +45,14 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 			defer wg.Done()
 			for i := range jobs {
 				res := r.RunCase(ctx, cases[i])
+				// A fault that did not fire (the worker lost its lease to a
+				// stall before reaching the window, say) is retried from
+				// scratch; it never counts as a pass.
+				for attempt := 2; res.Verdict == NotExercised && attempt <= 3 && ctx.Err() == nil; attempt++ {
+					prev := res.Notes
+					res = r.RunCase(ctx, cases[i])
+					res.Notes = append(res.Notes, fmt.Sprintf("attempt %d; attempt %d was not exercised: %s", attempt, attempt-1, strings.Join(prev, "; ")))
+				}
 				results[i] = res
 				if progress != nil {
 					mu.Lock()

@@ -74,7 +74,7 @@ type Config struct {
 	Launcher Launcher
 	// WorkDir holds one folder per case (history, specs, embedded data).
 	WorkDir string
-	// LeaseTTL and ClaimTTL (defaults 150ms and 200ms) bound how long a
+	// LeaseTTL and ClaimTTL (defaults 250ms and 300ms) bound how long a
 	// killed worker blocks its document and claims.
 	LeaseTTL, ClaimTTL time.Duration
 	// BatchSize of graph writes (default 2: the standard corpus then
@@ -113,7 +113,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		}
 	}
 	if cfg.LeaseTTL <= 0 {
-		cfg.LeaseTTL = 150 * time.Millisecond
+		cfg.LeaseTTL = 250 * time.Millisecond
 	}
 	if cfg.ClaimTTL <= 0 {
 		cfg.ClaimTTL = cfg.LeaseTTL + 50*time.Millisecond

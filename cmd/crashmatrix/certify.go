@@ -52,9 +52,9 @@ Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undeci
 	fl.StringVar(&f.jsonOut, "json", "", "write the JSON report here")
 	fl.StringVar(&f.junitOut, "junit", "", "write JUnit XML here")
 	fl.StringVar(&f.html, "html", "", "write the self-contained HTML report here")
-	fl.IntVar(&f.parallel, "parallel", 8, "cases run at once")
+	fl.IntVar(&f.parallel, "parallel", 12, "cases run at once")
 	fl.Int64Var(&f.seed, "seed", 1, "seed for retry jitter")
-	fl.DurationVar(&f.leaseTTL, "lease-ttl", 150*time.Millisecond, "document lease TTL in workers (a killed worker blocks its document this long)")
+	fl.DurationVar(&f.leaseTTL, "lease-ttl", 250*time.Millisecond, "document lease TTL in workers (a killed worker blocks its document this long)")
 	fl.BoolVar(&f.keep, "keep", false, "keep the workdir even when certified")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	return cmd

@@ -26,7 +26,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(certifyCmd(), workerCmd(), demoCmd())
+	root.AddCommand(certifyCmd(), workerCmd(), demoCmd(), benchCmd())
 	err := root.ExecuteContext(ctx)
 	stop()
 	if err != nil {

@@ -369,14 +369,24 @@ func CheckI3(s Snapshot, _ Observed) []Violation {
 }
 
 // CheckI4: legal stages. Every stage change the history observed is a legal
-// transition, and each operation's observed stages chain (allowing for
-// events lost to a kill between a commit and its report).
+// transition, GRAPH_APPLIED follows a confirmed graph write, and each
+// operation's observed stages chain (allowing for events lost to a kill
+// between a commit and its report).
 func CheckI4(s Snapshot, o Observed) []Violation {
 	var out []Violation
 	last := map[string]reference.Stage{}
+	written := map[string]bool{}
 	for _, e := range o.Events {
+		if e.Kind == reference.EvGraphWritten {
+			written[e.OperationID] = true
+		}
 		if e.Kind != reference.EvStage {
 			continue
+		}
+		if e.From == reference.Prepared && e.To == reference.GraphApplied && !written[e.OperationID] {
+			out = append(out, Violation{Invariant: I4, Operation: e.OperationID, Document: e.DocumentID,
+				Message:  "stage advanced to GRAPH_APPLIED before the graph writer confirmed the mutation",
+				Evidence: []string{"holder " + e.Holder + " moved PREPARED -> GRAPH_APPLIED; no graph-written event for this operation precedes it"}})
 		}
 		if !e.From.CanTransition(e.To) {
 			out = append(out, Violation{Invariant: I4, Operation: e.OperationID, Document: e.DocumentID,

@@ -1,0 +1,259 @@
+package properties
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/leanovate/gopter"
+
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// ConformanceSeedEnv names the environment variable that fixes the gopter
+// seed of the model-based subtests, to replay a reported failure.
+const ConformanceSeedEnv = "CRASHMATRIX_CONFORMANCE_SEED"
+
+// confNow is the deterministic base time of every suite (unix ms).
+const confNow int64 = 1_000_000
+
+// confWorkers is how many goroutines race in the concurrency subtests.
+const confWorkers = 16
+
+var confCtx = context.Background()
+
+// confCanon returns a deep copy of v with every empty slice and map made nil,
+// so that stores that decode an empty list as nil (or the reverse) compare
+// equal.
+func confCanon[V any](v V) V {
+	rv := reflect.ValueOf(&v).Elem()
+	out := reflect.New(rv.Type()).Elem()
+	out.Set(confCanonValue(rv))
+	return out.Interface().(V)
+}
+
+func confCanonValue(v reflect.Value) reflect.Value {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return v
+		}
+		n := reflect.New(v.Type().Elem())
+		n.Elem().Set(confCanonValue(v.Elem()))
+		return n
+	case reflect.Struct:
+		n := reflect.New(v.Type()).Elem()
+		for i := 0; i < v.NumField(); i++ {
+			if n.Field(i).CanSet() {
+				n.Field(i).Set(confCanonValue(v.Field(i)))
+			}
+		}
+		return n
+	case reflect.Slice:
+		if v.Len() == 0 {
+			return reflect.Zero(v.Type())
+		}
+		n := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		for i := 0; i < v.Len(); i++ {
+			n.Index(i).Set(confCanonValue(v.Index(i)))
+		}
+		return n
+	case reflect.Map:
+		if v.Len() == 0 {
+			return reflect.Zero(v.Type())
+		}
+		n := reflect.MakeMapWithSize(v.Type(), v.Len())
+		it := v.MapRange()
+		for it.Next() {
+			n.SetMapIndex(it.Key(), confCanonValue(it.Value()))
+		}
+		return n
+	case reflect.Interface:
+		if v.IsNil() {
+			return v
+		}
+		n := reflect.New(v.Type()).Elem()
+		n.Set(confCanonValue(v.Elem()))
+		return n
+	default:
+		return v
+	}
+}
+
+// confEqual compares after confCanon.
+func confEqual[V any](a, b V) bool { return reflect.DeepEqual(confCanon(a), confCanon(b)) }
+
+// confDiff names the fields (of a struct, or the whole value) that differ,
+// with both values, for failure messages.
+func confDiff[V any](want, got V) string {
+	w, g := reflect.ValueOf(confCanon(want)), reflect.ValueOf(confCanon(got))
+	for w.Kind() == reflect.Pointer && g.Kind() == reflect.Pointer && !w.IsNil() && !g.IsNil() {
+		w, g = w.Elem(), g.Elem()
+	}
+	if w.Kind() != reflect.Struct {
+		return fmt.Sprintf("want %s\n got %s", confShow(w.Interface()), confShow(g.Interface()))
+	}
+	var b bytes.Buffer
+	for i := 0; i < w.NumField(); i++ {
+		if !reflect.DeepEqual(w.Field(i).Interface(), g.Field(i).Interface()) {
+			fmt.Fprintf(&b, "\n  field %s: want %s\n  %*s  got %s", w.Type().Field(i).Name,
+				confShow(w.Field(i).Interface()), len(w.Type().Field(i).Name)+7, "", confShow(g.Field(i).Interface()))
+		}
+	}
+	if b.Len() == 0 {
+		return "(no field differs)"
+	}
+	return b.String()
+}
+
+// confShow renders a value compactly (JSON when possible).
+func confShow(v any) string {
+	if b, err := json.Marshal(v); err == nil {
+		return string(b)
+	}
+	return fmt.Sprintf("%+v", v)
+}
+
+// confRace runs f(i) for i in [0, n) on n goroutines released together, and
+// returns the results in index order.
+func confRace[R any](n int, f func(i int) R) []R {
+	out := make([]R, n)
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	ready.Add(n)
+	done.Add(n)
+	for i := 0; i < n; i++ {
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			out[i] = f(i)
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+	return out
+}
+
+// confPlan builds a minimal valid INGESTION plan for a document at an
+// expected revision.
+func confPlan(opID, space, doc string, expected int64) reference.Plan {
+	p := reference.Plan{
+		Kind:        reference.Ingestion,
+		OperationID: opID,
+		Space:       space,
+		DocumentID:  doc,
+		Options:     reference.GraphOptions{Space: space},
+		Mutation:    reference.Mutation{OperationID: opID},
+		NextState: &reference.DocumentState{
+			Space: space, DocumentID: doc, Revision: expected + 1, OperationID: opID,
+			ContentHash: reference.ContentHash(doc + opID), Status: reference.DocActive,
+		},
+		Content: "content of " + doc,
+	}
+	if expected > 0 {
+		p.PreviousState = &reference.DocumentState{
+			Space: space, DocumentID: doc, Revision: expected, OperationID: "previous-" + opID,
+			Status: reference.DocActive,
+		}
+	}
+	return p
+}
+
+// confFullPlan builds a plan that uses every field, to prove the round trip.
+func confFullPlan(opID, space, doc string) reference.Plan {
+	alice := reference.NodeID("Person", "Alice Smith")
+	acme := reference.NodeID("Organization", "Acme")
+	old := reference.NodeID("Person", "Old Name")
+	works := reference.EdgeKey{Source: alice, Type: "WORKS_AT", Target: acme}
+	knows := reference.EdgeKey{Source: alice, Type: "KNOWS", Target: old, Rank: 2}
+	return reference.Plan{
+		Kind:        reference.Ingestion,
+		OperationID: opID,
+		Space:       space,
+		DocumentID:  doc,
+		Options: reference.GraphOptions{Space: space, ReadOnly: false,
+			Attributes: map[string]string{"tenant": "t-1", "schema": "v3", "connection": "neo4j-main"}},
+		Mutation: reference.Mutation{
+			OperationID: opID,
+			DeleteNodes: []string{old, "legacy:1"},
+			DeleteEdges: []reference.EdgeKey{knows, {Source: "x", Type: "T", Target: "y", Rank: 7}},
+			UpsertNodes: []reference.NodeUpsert{
+				{ID: alice, Label: "Person", Properties: map[string]string{"name": "Alice Smith", "age": "41"}},
+				{ID: acme, Label: "Organization", Properties: map[string]string{"name": "Acme"}},
+				{ID: "bare:1", Label: "Thing"},
+			},
+			UpsertEdges: []reference.EdgeUpsert{
+				{Key: works, Properties: map[string]string{"since": "2020", "chapter": "1"}},
+				{Key: reference.EdgeKey{Source: acme, Type: "OWNS", Target: "bare:1", Rank: 1}},
+			},
+		},
+		PreviousState: &reference.DocumentState{
+			Space: space, DocumentID: doc, Revision: 4, OperationID: "op-previous",
+			ContentHash: "hash-4", ExtractionFingerprint: "xf-4", Status: reference.DocActive,
+			FactSources: []reference.EdgeKey{knows}, NodeIDs: []string{alice, old}, CommittedAt: 444,
+		},
+		NextState: &reference.DocumentState{
+			Space: space, DocumentID: doc, Revision: 5, OperationID: opID,
+			ContentHash: "hash-5", ExtractionFingerprint: "xf-5", Status: reference.DocActive,
+			FactSources: []reference.EdgeKey{works, {Source: acme, Type: "OWNS", Target: "bare:1", Rank: 1}},
+			NodeIDs:     []string{alice, acme, "bare:1"}, CommittedAt: 555,
+		},
+		StaleEdges: []reference.EdgeKey{knows},
+		Registrations: []reference.EntityRegistration{
+			{NodeID: alice, Type: "Person", CanonicalName: "Alice Smith", Aliases: []string{"Alice", "A. Smith"},
+				Properties: map[string]string{"role": "engineer"}},
+			{NodeID: acme, Type: "Organization", CanonicalName: "Acme"},
+		},
+		Content:        "Alice Smith works at Acme.\n林默 加入 青云会。",
+		ExtractionCall: 1,
+	}
+}
+
+// confOp is the PREPARED operation of p at time at.
+func confOp(p reference.Plan, at int64) reference.Operation { return reference.NewOperation(p, at) }
+
+// confMutable strips the claim fields, which CompareAndSet does not own.
+func confMutable(o reference.Operation) reference.Operation {
+	o.ClaimHolder, o.ClaimExpiresAt = "", 0
+	return o
+}
+
+// confSeed returns the gopter seed: ConformanceSeedEnv if set, else the
+// clock.
+func confSeed(t T) int64 {
+	if s := os.Getenv(ConformanceSeedEnv); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q is not an integer seed: %v", ConformanceSeedEnv, s, err)
+		}
+		return n
+	}
+	return time.Now().UnixNano()
+}
+
+// confCheckProp runs a gopter property and fails t with gopter's report,
+// the seed and the command line that replays it.
+func confCheckProp(t T, name string, prop gopter.Prop, minTests, maxSize int) {
+	t.Helper()
+	seed := confSeed(t)
+	params := gopter.DefaultTestParametersWithSeed(seed)
+	params.MinSuccessfulTests = minTests
+	params.MaxSize = maxSize
+	params.MaxShrinkCount = 200
+	res := prop.Check(params)
+	if res.Passed() {
+		return
+	}
+	var buf bytes.Buffer
+	gopter.NewFormatedReporter(true, 160, &buf).ReportTestResult(name, res)
+	t.Errorf("model-based property %q failed with gopter seed %d (status %s):\n%s\nreplay: %s=%d go test -run '%s'",
+		name, seed, res.Status, buf.String(), ConformanceSeedEnv, seed, confRunPattern(t.Name()))
+}

@@ -1,0 +1,261 @@
+package properties
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// T is the part of testing.TB the conformance suites use; it exists so a
+// suite can run into a Recorder (to prove it fails for a broken store) as
+// well as into a real *testing.T.
+type T interface {
+	// Helper marks the caller as a helper, as testing.TB.Helper.
+	Helper()
+	// Name is the full name of the (sub)test, used in reproduce lines.
+	Name() string
+	// Errorf records a failure and continues.
+	Errorf(format string, args ...any)
+	// Fatalf records a failure and ends the (sub)test goroutine.
+	Fatalf(format string, args ...any)
+	// Logf records a note shown with failures.
+	Logf(format string, args ...any)
+	// Failed reports whether the (sub)test failed so far.
+	Failed() bool
+	// Cleanup registers a function to run when the (sub)test ends.
+	Cleanup(func())
+	// TempDir returns a directory removed when the (sub)test ends.
+	TempDir() string
+	// Run runs f as a subtest named name and reports whether it passed.
+	Run(name string, f func(T)) bool
+}
+
+// WrapT adapts a *testing.T to T, so the Run* suite cores can be called from
+// an ordinary test.
+func WrapT(t *testing.T) T { return confTB{t} }
+
+// UnwrapT returns the *testing.T behind a T made by WrapT, or nil; it exists
+// so factories written for *testing.T can be reached from a T.
+func UnwrapT(t T) *testing.T {
+	if w, ok := t.(confTB); ok {
+		return w.T
+	}
+	return nil
+}
+
+type confTB struct{ *testing.T }
+
+// Run runs f as a *testing.T subtest, handing it a T.
+func (c confTB) Run(name string, f func(T)) bool {
+	return c.T.Run(name, func(t *testing.T) { f(confTB{t}) })
+}
+
+// confLift turns a *testing.T factory into a T factory. A T that is not a
+// wrapped *testing.T (a Recorder) cannot be passed to such a factory, so the
+// suite fails loudly instead.
+func confLift[S any](newStore func(t *testing.T) S) func(T) S {
+	return func(t T) S {
+		tt := UnwrapT(t)
+		if tt == nil {
+			t.Fatalf("factory needs a *testing.T; use the Run* form of the suite with a T factory")
+		}
+		return newStore(tt)
+	}
+}
+
+// Failure is one failure a Recorder collected: the full subtest name and the
+// message.
+type Failure struct {
+	// Test is the full subtest name, e.g. "Mutant/PlanRoundTrip/Full".
+	Test string
+	// Message is the failure text.
+	Message string
+	// Fatal is true for Fatalf (the subtest stopped there).
+	Fatal bool
+}
+
+// String renders the failure like the testing package does.
+func (f Failure) String() string { return f.Test + ": " + f.Message }
+
+// Recorder is a T that collects failures instead of failing the calling
+// test. Mutation tests run a suite against a deliberately broken store into
+// a Recorder and assert that the suite failed, and where.
+type Recorder struct {
+	name   string
+	root   *confRecorderLog
+	mu     sync.Mutex
+	failed bool
+	clean  []func()
+}
+
+type confRecorderLog struct {
+	mu       sync.Mutex
+	failures []Failure
+	logs     []string
+}
+
+// NewRecorder returns a Recorder whose tests are named under name.
+func NewRecorder(name string) *Recorder {
+	return &Recorder{name: name, root: &confRecorderLog{}}
+}
+
+// Helper does nothing; it exists to satisfy T.
+func (r *Recorder) Helper() {}
+
+// Name returns the full name of the (sub)test.
+func (r *Recorder) Name() string { return r.name }
+
+func (r *Recorder) fail(fatal bool, format string, args ...any) {
+	r.mu.Lock()
+	r.failed = true
+	r.mu.Unlock()
+	r.root.mu.Lock()
+	r.root.failures = append(r.root.failures, Failure{Test: r.name, Message: fmt.Sprintf(format, args...), Fatal: fatal})
+	r.root.mu.Unlock()
+}
+
+// Errorf records a failure and continues.
+func (r *Recorder) Errorf(format string, args ...any) { r.fail(false, format, args...) }
+
+// Fatalf records a failure and stops the (sub)test goroutine, as
+// testing.T.Fatalf does.
+func (r *Recorder) Fatalf(format string, args ...any) {
+	r.fail(true, format, args...)
+	runtime.Goexit()
+}
+
+// Logf keeps a log line (see Logs).
+func (r *Recorder) Logf(format string, args ...any) {
+	r.root.mu.Lock()
+	r.root.logs = append(r.root.logs, r.name+": "+fmt.Sprintf(format, args...))
+	r.root.mu.Unlock()
+}
+
+// Failed reports whether this (sub)test or one of its subtests failed.
+func (r *Recorder) Failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
+
+// Cleanup registers f to run when the (sub)test ends, last registered first.
+func (r *Recorder) Cleanup(f func()) {
+	r.mu.Lock()
+	r.clean = append(r.clean, f)
+	r.mu.Unlock()
+}
+
+// TempDir returns a fresh directory removed when the (sub)test ends.
+func (r *Recorder) TempDir() string {
+	dir, err := os.MkdirTemp("", "conformance-")
+	if err != nil {
+		r.Fatalf("TempDir: %v", err)
+	}
+	r.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// Run runs f as a subtest in its own goroutine (so Fatalf can stop it),
+// waits for it, runs its cleanups and reports whether it passed.
+func (r *Recorder) Run(name string, f func(T)) bool {
+	child := &Recorder{name: r.name + "/" + name, root: r.root}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer child.runCleanups()
+		defer func() {
+			if p := recover(); p != nil {
+				child.fail(true, "panic: %v\n%s", p, debug.Stack())
+			}
+		}()
+		f(child)
+	}()
+	<-done
+	if child.Failed() {
+		r.mu.Lock()
+		r.failed = true
+		r.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+// Close runs the cleanups registered on the top-level recorder.
+func (r *Recorder) Close() { r.runCleanups() }
+
+func (r *Recorder) runCleanups() {
+	for {
+		r.mu.Lock()
+		if len(r.clean) == 0 {
+			r.mu.Unlock()
+			return
+		}
+		f := r.clean[len(r.clean)-1]
+		r.clean = r.clean[:len(r.clean)-1]
+		r.mu.Unlock()
+		f()
+	}
+}
+
+// Failures returns every failure recorded so far, in order.
+func (r *Recorder) Failures() []Failure {
+	r.root.mu.Lock()
+	defer r.root.mu.Unlock()
+	return append([]Failure(nil), r.root.failures...)
+}
+
+// FailuresIn returns the failures of the subtest whose full name is test or
+// starts with test + "/".
+func (r *Recorder) FailuresIn(test string) []Failure {
+	var out []Failure
+	for _, f := range r.Failures() {
+		if f.Test == test || strings.HasPrefix(f.Test, test+"/") {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Logs returns every log line recorded so far.
+func (r *Recorder) Logs() []string {
+	r.root.mu.Lock()
+	defer r.root.mu.Unlock()
+	return append([]string(nil), r.root.logs...)
+}
+
+// confCase is one named subtest of a suite; run receives a factory bound to
+// the subtest, so each call gives a fresh store.
+type confCase[S any] struct {
+	name string
+	run  func(t T, fresh func() S)
+}
+
+// confRun runs every case as a subtest on fresh stores; a failing subtest
+// logs the go test -run pattern that reproduces it.
+func confRun[S any](t T, newStore func(T) S, cases []confCase[S]) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t T) {
+			defer func() {
+				if t.Failed() {
+					t.Logf("reproduce: go test -run '%s'", confRunPattern(t.Name()))
+				}
+			}()
+			c.run(t, func() S { return newStore(t) })
+		})
+	}
+}
+
+// confRunPattern turns a test name into an anchored -run pattern.
+func confRunPattern(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return strings.Join(parts, "/")
+}
