@@ -17,6 +17,9 @@ import (
 // recorded on the operation.
 type Recovery struct {
 	Service *Service
+	// Space, when set, limits recovery to one space (many tenants, or many
+	// simulated cases, sharing one store).
+	Space string
 	// Limit bounds one scan (default 100).
 	Limit int
 	// ClaimTTL is how long a claim keeps other instances off (default 5s).
@@ -80,7 +83,7 @@ func (r *Recovery) RunOnce(ctx context.Context) (RoundReport, error) {
 	s := r.Service
 	limit, maxAttempts, ttl, _, _ := r.defaults()
 	var rep RoundReport
-	ops, err := s.Ops.ListRecoverable(ctx, limit)
+	ops, err := r.scan(ctx, limit)
 	if err != nil {
 		return rep, fmt.Errorf("recovery scan: %w", err)
 	}
@@ -174,6 +177,24 @@ func (r *Recovery) recoverOne(ctx context.Context, op Operation, maxAttempts int
 	}
 }
 
+// scan lists up to limit unfinished operations (of Space, if set).
+func (r *Recovery) scan(ctx context.Context, limit int) ([]Operation, error) {
+	if r.Space == "" {
+		return r.Service.Ops.ListRecoverable(ctx, limit)
+	}
+	ops, err := r.Service.Ops.ListRecoverable(ctx, max(limit, 10000))
+	if err != nil {
+		return nil, err
+	}
+	out := ops[:0]
+	for _, op := range ops {
+		if op.Space == r.Space && len(out) < limit {
+			out = append(out, op)
+		}
+	}
+	return out, nil
+}
+
 // RunUntilQuiet runs rounds until a round finds nothing unfinished, or
 // maxRounds rounds have run; it returns the rounds run and whether the
 // store is quiet.
@@ -187,7 +208,7 @@ func (r *Recovery) RunUntilQuiet(ctx context.Context, maxRounds int) (int, bool,
 			return round, true, nil
 		}
 	}
-	ops, err := r.Service.Ops.ListRecoverable(ctx, 1)
+	ops, err := r.scan(ctx, 1)
 	if err != nil {
 		return maxRounds, false, err
 	}

@@ -119,6 +119,8 @@ type Service struct {
 	Observer Observer
 	// Now returns unix milliseconds (time.Now when nil).
 	Now func() int64
+	// Sleep waits d (a timer when nil); a simulated clock advances instead.
+	Sleep func(ctx context.Context, d time.Duration) error
 	// Holder identifies this instance in leases and claims.
 	Holder string
 	// LeaseTTL is the document lease's time to live (default 2s).
@@ -149,6 +151,20 @@ func (s *Service) now() int64 {
 		return s.Now()
 	}
 	return time.Now().UnixMilli()
+}
+
+func (s *Service) sleep(ctx context.Context, d time.Duration) error {
+	if s.Sleep != nil {
+		return s.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 func (s *Service) emit(e Event) {
@@ -475,7 +491,7 @@ func (s *Service) withLease(ctx context.Context, space, documentID string, fn fu
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
-	deadline := time.Now().Add(timeout)
+	deadline := s.now() + timeout.Milliseconds()
 	backoff := 2 * time.Millisecond
 	var lease Lease
 	for {
@@ -487,15 +503,11 @@ func (s *Service) withLease(ctx context.Context, space, documentID string, fn fu
 			lease = l
 			break
 		}
-		if time.Now().After(deadline) {
+		if s.now() > deadline {
 			return fmt.Errorf("lease %s/%s held by %s (token %d): %w after %s", space, documentID, l.Holder, l.Token, ErrLockTimeout, timeout)
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := s.sleep(ctx, backoff); err != nil {
+			return err
 		}
 		if backoff < 50*time.Millisecond {
 			backoff *= 2

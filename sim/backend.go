@@ -54,6 +54,12 @@ type Backend struct {
 	OpenPlanSave func(ctx context.Context, env CaseEnv) (PlanSaveStores, error)
 	// Close releases what the backend holds across cases (may be nil).
 	Close func() error
+	// Volatile backends lose everything a process held when it dies: in
+	// the in-process mode each worker opens them afresh. Every other
+	// backend keeps what it committed, so in-process workers share one
+	// open handle (a crash happens between steps, never inside a
+	// transaction, so nothing uncommitted is shared).
+	Volatile bool
 }
 
 // BackendSpec names a backend so that a worker process can open it.
@@ -124,7 +130,8 @@ func SQLiteBackend() Backend {
 // restarted worker finds nothing. It is expected to fail certification.
 func MemoryBackend() Backend {
 	return Backend{
-		Name: "memory",
+		Name:     "memory",
+		Volatile: true,
 		Open: func(context.Context, CaseEnv) (reference.Stores, error) {
 			return memory.New(memory.Options{}), nil
 		},

@@ -41,8 +41,29 @@ type Record struct {
 type HistoryWriter struct {
 	mu     sync.Mutex
 	f      *os.File
+	dead   bool
+	mem    *MemHistory
 	worker string
 	phase  int
+}
+
+// MemHistory is an in-memory history shared by the workers of one
+// in-process case.
+type MemHistory struct {
+	mu   sync.Mutex
+	recs History
+}
+
+// Writer returns a writer appending to h as worker.
+func (h *MemHistory) Writer(worker string, phase int) *HistoryWriter {
+	return &HistoryWriter{mem: h, worker: worker, phase: phase}
+}
+
+// Snapshot returns a copy of the records so far.
+func (h *MemHistory) Snapshot() History {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append(History(nil), h.recs...)
 }
 
 // OpenHistory opens path for appending as worker.
@@ -60,6 +81,22 @@ func (h *HistoryWriter) Append(r Record) {
 		return
 	}
 	r.Worker, r.Phase = h.worker, h.phase
+	if h.mem != nil {
+		h.mu.Lock()
+		dead := h.dead
+		h.mu.Unlock()
+		if dead {
+			return
+		}
+		if r.Event != nil {
+			e := *r.Event
+			r.Event = &e
+		}
+		h.mem.mu.Lock()
+		h.mem.recs = append(h.mem.recs, r)
+		h.mem.mu.Unlock()
+		return
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		panic(fmt.Sprintf("history: %v", err))
@@ -72,9 +109,14 @@ func (h *HistoryWriter) Append(r Record) {
 	}
 }
 
+// kill drops every later record: the in-process mode's simulated process
+// died, and what its unwinding goroutine would still report never
+// happened.
+func (h *HistoryWriter) kill() { h.mu.Lock(); h.dead = true; h.mu.Unlock() }
+
 // Close closes the file.
 func (h *HistoryWriter) Close() error {
-	if h == nil {
+	if h == nil || h.f == nil {
 		return nil
 	}
 	return h.f.Close()
@@ -151,6 +193,21 @@ func (h History) ModelCalls() map[string]int {
 type fileCallLog struct {
 	dir  string
 	hist *HistoryWriter
+}
+
+// memCallLog is the in-process CallLog: shared by the workers of a case,
+// it survives their simulated crashes as the harness's file log does.
+type memCallLog struct {
+	log  *reference.MemoryCallLog
+	hist *HistoryWriter
+}
+
+func (l *memCallLog) Record(op string) (int, error) {
+	n, err := l.log.Record(op)
+	if err == nil {
+		l.hist.Append(Record{Type: "model", Op: op, Call: n})
+	}
+	return n, err
 }
 
 func (l *fileCallLog) Record(op string) (int, error) {

@@ -45,4 +45,6 @@ type WorkerSpec struct {
 	// ContinueOnError keeps going after a failed action (recovery and
 	// quiesce workers); fault workers stop, like a caller whose job failed.
 	ContinueOnError bool `json:"continueOnError,omitempty"`
+	// ReleaseFile: a paused worker continues once this file exists.
+	ReleaseFile string `json:"releaseFile,omitempty"`
 }

@@ -2,8 +2,6 @@ package sim
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -89,13 +88,21 @@ type Config struct {
 	Seed int64
 	// Namespace prefixes every case's namespace (unique per run).
 	Namespace string
+	// InProcess runs workers as goroutines: a crash abandons the worker
+	// (its goroutine parks forever, nothing deferred runs) and the stores
+	// are reopened as the backend's durability provides; time is
+	// simulated. Fast, and deterministic.
+	InProcess bool
 }
 
 // Runner runs cases with real worker processes.
 type Runner struct {
-	cfg     Config
-	backend Backend
-	procs   sync.Map // *exec.Cmd -> struct{}
+	cfg        Config
+	backend    Backend
+	procs      sync.Map // *exec.Cmd -> struct{}
+	sharedOnce sync.Once
+	sharedSt   *sharedStores
+	runs       atomic.Int64
 }
 
 // NewRunner resolves the backend and fills in defaults.
@@ -184,7 +191,8 @@ func (cr CaseResult) Broken() []string {
 	return out
 }
 
-// RunCase runs one case: its worker processes in order, then the checks.
+// RunCase runs one case: its workers in order (processes, or goroutines in
+// the in-process mode), then the checks.
 func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 	start := time.Now()
 	dir := filepath.Join(r.cfg.WorkDir, c.ID)
@@ -195,26 +203,37 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 		res.Took = time.Since(start)
 		return res
 	}
-	_ = os.RemoveAll(dir)
-	if err := os.MkdirAll(filepath.Join(dir, "calls"), 0o755); err != nil {
+	// Every run of a case gets a fresh space: stores shared between cases
+	// (a server, or the in-process mode's one handle) keep earlier runs.
+	space := fmt.Sprintf("%s-%s-%d", r.cfg.Namespace, c.ID, r.runs.Add(1))
+	env := CaseEnv{Dir: filepath.Join(dir, "data"), Namespace: space, Mutant: r.cfg.Mutant}
+	var cx caseExec
+	var err error
+	if r.cfg.InProcess {
+		res.Dir = ""
+		cx, err = r.newInProcessCase(ctx, c, env)
+	} else {
+		cx, err = r.newProcessCase(dir, env)
+	}
+	if err != nil {
 		return fail(Undecided, err.Error())
 	}
-	space := r.cfg.Namespace + "-" + c.ID
-	env := CaseEnv{Dir: filepath.Join(dir, "data"), Namespace: space, Mutant: r.cfg.Mutant}
-	histPath := filepath.Join(dir, "history.jsonl")
-	type running struct {
-		step Step
-		cmd  *exec.Cmd
-		done chan WorkerResult
+	defer cx.close()
+	var paused []runningWorker
+	releasePaused := func() {
+		for _, w := range paused {
+			w.release()
+			res.Workers = append(res.Workers, w.wait())
+		}
+		paused = nil
 	}
-	var background []running
 	for i, st := range c.Steps {
 		if err := ctx.Err(); err != nil {
 			return fail(Undecided, "interrupted: "+err.Error())
 		}
 		acts := st.Actions
 		if len(st.Resubmit) > 0 {
-			h, err := ReadHistory(histPath)
+			h, err := cx.history()
 			if err != nil {
 				return fail(Undecided, err.Error())
 			}
@@ -225,27 +244,28 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 			acts = append(re, acts...)
 		}
 		spec := WorkerSpec{Case: c.ID, Worker: st.Worker, Phase: i, Space: space, Backend: r.cfg.Backend, Env: env,
-			History: histPath, CallDir: filepath.Join(dir, "calls"), Actions: acts, Arms: st.Arms, Bugs: r.cfg.Bugs,
+			History: filepath.Join(dir, "history.jsonl"), CallDir: filepath.Join(dir, "calls"), Actions: acts, Arms: st.Arms, Bugs: r.cfg.Bugs,
 			LeaseTTLMillis: r.cfg.LeaseTTL.Milliseconds(), ClaimTTLMillis: r.cfg.ClaimTTL.Milliseconds(),
-			BatchSize: r.cfg.BatchSize, Seed: r.cfg.Seed, ContinueOnError: st.ContinueOnError}
-		cmd, done, err := r.start(ctx, dir, spec)
+			BatchSize: r.cfg.BatchSize, Seed: r.cfg.Seed, ContinueOnError: st.ContinueOnError,
+			ReleaseFile: filepath.Join(dir, fmt.Sprintf("release-%d", i))}
+		w, err := cx.start(ctx, spec)
 		if err != nil {
 			return fail(Undecided, fmt.Sprintf("start worker %s: %v", st.Worker, err))
 		}
 		if st.Background {
-			// Move on once the worker reports a hit (it is now paused
-			// or dead) or exits.
-			waitForHit(ctx, histPath, st.Worker, done, r.cfg.ProcessTimeout)
-			background = append(background, running{st, cmd, done})
+			// Move on once the worker reports a hit (it is now paused or
+			// dead) or exits; a paused worker resumes when the next
+			// foreground worker is done, so the interleaving is the same
+			// on every run.
+			w.waitHitOrExit(ctx, r.cfg.ProcessTimeout)
+			paused = append(paused, w)
 			continue
 		}
-		wr := <-done
-		res.Workers = append(res.Workers, wr)
+		res.Workers = append(res.Workers, w.wait())
+		releasePaused()
 	}
-	for _, b := range background {
-		res.Workers = append(res.Workers, <-b.done)
-	}
-	h, err := ReadHistory(histPath)
+	releasePaused()
+	h, err := cx.history()
 	if err != nil {
 		return fail(Undecided, err.Error())
 	}
@@ -292,7 +312,7 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 		}
 	}
 	// Check the invariants against the stores' real contents.
-	snap, obs, err := r.snapshot(ctx, c, env, space, h)
+	snap, obs, err := cx.snapshot(ctx, c, env, space, h)
 	if err != nil {
 		return fail(Undecided, "snapshot: "+err.Error())
 	}
@@ -370,84 +390,6 @@ func unfinished(h History, worker string, acts []Action) []Action {
 	return out
 }
 
-func waitForHit(ctx context.Context, hist, worker string, done chan WorkerResult, limit time.Duration) {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if h, err := ReadHistory(hist); err == nil {
-			for _, r := range h {
-				if r.Worker == worker && (r.Type == "hit" || r.Type == "exit") {
-					return
-				}
-			}
-		}
-		select {
-		case wr := <-done:
-			// Put it back for the final wait.
-			go func() { done <- wr }()
-			return
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
-}
-
-// start launches a worker with its failpoints armed through GO_FAILPOINTS
-// and a deadline; the returned channel yields its result.
-func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec) (*exec.Cmd, chan WorkerResult, error) {
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return nil, nil, err
-	}
-	specPath := filepath.Join(dir, fmt.Sprintf("worker-%d-%s.json", spec.Phase, spec.Worker))
-	if err := os.WriteFile(specPath, b, 0o644); err != nil {
-		return nil, nil, err
-	}
-	cmd := r.cfg.Launcher.Command(ctx, specPath)
-	if cmd.Env == nil {
-		cmd.Env = os.Environ()
-	}
-	arms := map[faults.Point]faults.Action{}
-	for p, a := range spec.Arms {
-		act, err := faults.ParseAction(a)
-		if err != nil {
-			return nil, nil, fmt.Errorf("case %s worker %s: arm %s: %w", spec.Case, spec.Worker, p, err)
-		}
-		arms[p] = act
-	}
-	cmd.Env = append(filterEnv(cmd.Env, "GO_FAILPOINTS"), "GO_FAILPOINTS="+faults.EnvValue(arms))
-	var stderr strings.Builder
-	cmd.Stderr = &limitedWriter{w: &stderr, n: 8192}
-	cmd.Stdout = &limitedWriter{w: &stderr, n: 8192}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, nil, err
-	}
-	r.procs.Store(cmd, struct{}{})
-	done := make(chan WorkerResult, 1)
-	go func() {
-		timer := time.AfterFunc(r.cfg.ProcessTimeout, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-		stop := context.AfterFunc(ctx, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-		err := cmd.Wait()
-		timedOut := !timer.Stop()
-		stop()
-		r.procs.Delete(cmd)
-		wr := WorkerResult{Worker: spec.Worker, PID: cmd.Process.Pid, Took: time.Since(t0)}
-		var ee *exec.ExitError
-		switch {
-		case timedOut:
-			wr.Exit = "timeout"
-		case err == nil:
-			wr.Exit = "ok"
-		case errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL:
-			wr.Exit = "killed (SIGKILL)"
-		default:
-			wr.Exit = fmt.Sprintf("error: %v: %s", err, strings.TrimSpace(stderr.String()))
-		}
-		done <- wr
-	}()
-	return cmd, done, nil
-}
-
 func filterEnv(env []string, key string) []string {
 	out := env[:0:0]
 	for _, e := range env {
@@ -477,30 +419,8 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// snapshot opens the backend afresh (as a new process would) and reads the
-// stores, and distils the history.
-func (r *Runner) snapshot(ctx context.Context, c Case, env CaseEnv, space string, h History) (check.Snapshot, check.Observed, error) {
-	obs := Observe(h, c)
-	st, err := r.backend.Open(ctx, env)
-	if err != nil {
-		return check.Snapshot{}, obs, err
-	}
-	defer st.Close()
-	var ps PlanSaveStores
-	if c.System == faults.PlanSave && r.backend.OpenPlanSave != nil {
-		if ps, err = r.backend.OpenPlanSave(ctx, env); err != nil {
-			return check.Snapshot{}, obs, err
-		}
-		if ps.Closer != nil {
-			defer ps.Closer.Close()
-		}
-	}
-	snap, err := check.Take(ctx, st, space, ps.Checkpoints, ps.Plans, obs.Threads)
-	return snap, obs, err
-}
-
 // Observe distils a case's history into what the checkers need.
-func Observe(h History, c Case) check.Observed {
+func Observe(h History, c Case, space string) check.Observed {
 	obs := check.Observed{ModelCalls: h.ModelCalls(), Prepared: map[string][]string{}, Quiet: true}
 	obs.Events = h.Events()
 	for _, e := range obs.Events {
@@ -513,7 +433,7 @@ func Observe(h History, c Case) check.Observed {
 	for _, st := range c.Steps {
 		for _, a := range st.Actions {
 			if a.Thread != "" && a.Owner != "" && threads[a.Thread] == nil {
-				threads[a.Thread] = &check.PlanSaveThread{Thread: a.Thread, Owner: a.Owner}
+				threads[a.Thread] = &check.PlanSaveThread{Thread: ThreadID(space, a.Thread), Owner: a.Owner}
 				order = append(order, a.Thread)
 			}
 		}
@@ -540,7 +460,7 @@ func Observe(h History, c Case) check.Observed {
 			if rec.Err == "" {
 				if _, err := fmt.Sscanf(rec.Detail[strings.Index(rec.Detail, " ")+1:], "%s %s plan=%d", &op, &status, &id); err == nil && status == "saved" {
 					for _, t := range threads {
-						if strings.HasSuffix(op, "-"+t.Thread) {
+						if op == "op-"+t.Thread {
 							t.ReturnedIDs = append(t.ReturnedIDs, id)
 						}
 					}

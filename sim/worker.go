@@ -14,13 +14,24 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference/plansave"
 )
 
-// WorkerOptions say how a worker injects and dies.
+// WorkerOptions say how a worker injects and dies, and (in the in-process
+// mode) what it shares with the other workers of its case.
 type WorkerOptions struct {
 	// Injector decides which faults fire (pingcap/failpoint's registry,
 	// armed by GO_FAILPOINTS, in a worker process).
 	Injector faults.Injector
 	// Crash ends the worker; in a process it is SIGKILL.
 	Crash func(faults.Hit)
+
+	// In-process overrides; zero in a worker process.
+	History  *HistoryWriter
+	Stores   *reference.Stores // shared; the worker does not close them
+	PlanSave *PlanSaveStores   // shared; the worker does not close them
+	CallLog  reference.CallLog
+	Now      func() int64
+	Sleep    func(context.Context, time.Duration) error
+	Pause    func(context.Context, time.Duration)
+	PID      int
 }
 
 // KillSelf is the Crash of a worker process: SIGKILL, so no deferred
@@ -38,20 +49,36 @@ func ProcessWorkerOptions() WorkerOptions {
 // RunWorker runs one worker's actions against the backend, recording
 // everything in the case's history.
 func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOptions) error {
-	hist, err := OpenHistory(spec.History, spec.Worker, spec.Phase)
-	if err != nil {
-		return err
+	hist := opt.History
+	pid := opt.PID
+	if hist == nil {
+		var err error
+		if hist, err = OpenHistory(spec.History, spec.Worker, spec.Phase); err != nil {
+			return err
+		}
+		defer hist.Close()
+		pid = os.Getpid()
 	}
-	defer hist.Close()
-	hist.Append(Record{Type: "start", PID: os.Getpid(), Detail: fmt.Sprintf("%d actions", len(spec.Actions))})
+	hist.Append(Record{Type: "start", PID: pid, Detail: fmt.Sprintf("%d actions", len(spec.Actions))})
+	pause := opt.Pause
+	if pause == nil {
+		pause = func(ctx context.Context, d time.Duration) { waitRelease(ctx, spec.ReleaseFile, d) }
+	}
 	rt := &faults.Runtime{
 		Injector: opt.Injector,
 		OnHit: func(h faults.Hit) {
-			hist.Append(Record{Type: "hit", Point: h.Point, Action: h.Action.String(), PID: os.Getpid()})
+			hist.Append(Record{Type: "hit", Point: h.Point, Action: h.Action.String(), PID: pid})
 		},
 		Crash: opt.Crash,
+		Sleep: pause,
 	}
-	w := &worker{spec: spec, hist: hist, rt: rt, backend: b}
+	w := &worker{spec: spec, hist: hist, rt: rt, backend: b, opt: opt, pid: pid}
+	if opt.Stores != nil {
+		w.stores, w.sharedStores = opt.Stores, true
+	}
+	if opt.PlanSave != nil {
+		w.ps, w.sharedPS = opt.PlanSave, true
+	}
 	defer w.close()
 	for i, a := range spec.Actions {
 		if err := ctx.Err(); err != nil {
@@ -73,6 +100,14 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 	return nil
 }
 
+// OpID scopes an operationId a scenario names to a case's space (an
+// operationId is globally unique; many cases share one store).
+func OpID(space, op string) string { return space + "/" + op }
+
+// ThreadID scopes a System B thread id to a case's space, so that many
+// cases can share one plan-save database.
+func ThreadID(space, thread string) string { return space + "/" + thread }
+
 func firstNonEmpty(a, b string) string {
 	if a != "" {
 		return a
@@ -81,19 +116,22 @@ func firstNonEmpty(a, b string) string {
 }
 
 type worker struct {
-	spec    WorkerSpec
-	hist    *HistoryWriter
-	rt      *faults.Runtime
-	backend Backend
-	stores  *reference.Stores
-	ps      *PlanSaveStores
+	spec                   WorkerSpec
+	hist                   *HistoryWriter
+	rt                     *faults.Runtime
+	backend                Backend
+	opt                    WorkerOptions
+	pid                    int
+	stores                 *reference.Stores
+	ps                     *PlanSaveStores
+	sharedStores, sharedPS bool
 }
 
 func (w *worker) close() {
-	if w.stores != nil {
+	if w.stores != nil && !w.sharedStores {
 		_ = w.stores.Close()
 	}
-	if w.ps != nil && w.ps.Closer != nil {
+	if w.ps != nil && w.ps.Closer != nil && !w.sharedPS {
 		_ = w.ps.Closer.Close()
 	}
 }
@@ -106,12 +144,18 @@ func (w *worker) service(ctx context.Context) (*reference.Service, error) {
 		}
 		w.stores = &st
 	}
+	var calls reference.CallLog = &fileCallLog{dir: w.spec.CallDir, hist: w.hist}
+	if w.opt.CallLog != nil {
+		calls = w.opt.CallLog
+	}
 	return &reference.Service{
 		Stores:         *w.stores,
-		Extractor:      &reference.FakeExtractor{Log: &fileCallLog{dir: w.spec.CallDir, hist: w.hist}},
+		Extractor:      &reference.FakeExtractor{Log: calls},
 		Faults:         w.rt,
 		Observer:       reference.ObserverFunc(func(e reference.Event) { w.hist.Append(Record{Type: "event", Event: &e}) }),
-		Holder:         fmt.Sprintf("%s/%d", w.spec.Worker, os.Getpid()),
+		Now:            w.opt.Now,
+		Sleep:          w.opt.Sleep,
+		Holder:         fmt.Sprintf("%s/%d", w.spec.Worker, w.pid),
 		LeaseTTL:       time.Duration(w.spec.LeaseTTLMillis) * time.Millisecond,
 		AcquireTimeout: time.Duration(4*w.spec.LeaseTTLMillis+500) * time.Millisecond,
 		BatchSize:      w.spec.BatchSize,
@@ -131,7 +175,7 @@ func (w *worker) workflow(ctx context.Context) (*plansave.Workflow, error) {
 		w.ps = &ps
 	}
 	return &plansave.Workflow{Checkpoints: w.ps.Checkpoints, Plans: w.ps.Plans, Faults: w.rt,
-		NewOperationID: func(thread string) string { return "op-" + w.spec.Env.Namespace + "-" + thread }}, nil
+		NewOperationID: func(thread string) string { return "op-" + thread }}, nil
 }
 
 func (w *worker) run(ctx context.Context, a Action) (string, error) {
@@ -140,6 +184,9 @@ func (w *worker) run(ctx context.Context, a Action) (string, error) {
 		s, err := w.service(ctx)
 		if err != nil {
 			return "", err
+		}
+		if a.Op != "" {
+			a.Op = OpID(w.spec.Space, a.Op)
 		}
 		switch a.Do {
 		case "ingest":
@@ -156,9 +203,12 @@ func (w *worker) run(ctx context.Context, a Action) (string, error) {
 			if rounds <= 0 {
 				rounds = 10
 			}
-			rec := &reference.Recovery{Service: s, ClaimTTL: time.Duration(w.spec.ClaimTTLMillis) * time.Millisecond,
+			rec := &reference.Recovery{Service: s, Space: w.spec.Space, ClaimTTL: time.Duration(w.spec.ClaimTTLMillis) * time.Millisecond,
 				MaxAttempts: 4, BaseBackoff: 2 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
 				Rand: rand.New(rand.NewPCG(uint64(w.spec.Seed), uint64(w.spec.Phase)))}
+			if w.opt.Sleep != nil {
+				rec.Sleep = func(ctx context.Context, d time.Duration) { _ = w.opt.Sleep(ctx, d) }
+			}
 			n, quiet, err := rec.RunUntilQuiet(ctx, rounds)
 			if err == nil && !quiet {
 				err = fmt.Errorf("recovery not quiet after %d rounds", n)
@@ -166,6 +216,7 @@ func (w *worker) run(ctx context.Context, a Action) (string, error) {
 			return fmt.Sprintf("rounds=%d quiet=%v", n, quiet), err
 		}
 	case "plansave-start", "plansave-invoke", "plansave-conflict":
+		a.Thread = ThreadID(w.spec.Space, a.Thread)
 		wf, err := w.workflow(ctx)
 		if err != nil {
 			return "", err

@@ -24,7 +24,7 @@ type certifyFlags struct {
 	parallel                  int
 	seed                      int64
 	leaseTTL                  time.Duration
-	keep, quiet               bool
+	keep, quiet, inProcess    bool
 }
 
 func certifyCmd() *cobra.Command {
@@ -57,6 +57,7 @@ Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undeci
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 250*time.Millisecond, "document lease TTL in workers (a killed worker blocks its document this long)")
 	fl.BoolVar(&f.keep, "keep", false, "keep the workdir even when certified")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+	fl.BoolVar(&f.inProcess, "in-process", false, "simulate crashes in-process (workers are goroutines, time is simulated) instead of killing processes")
 	return cmd
 }
 
@@ -111,7 +112,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		tmp = true
 	}
 	runner, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: f.backend}, Launcher: sim.BinaryLauncher{Path: self},
-		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed})
+		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess})
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 		return exitError{2}
@@ -130,6 +131,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		progress = func(sim.CaseResult) { bar.Increment() }
 	}
 	rep := runner.RunAll(cmd.Context(), cases, f.parallel, progress)
+	runner.CloseShared()
 	if pb != nil {
 		pb.Wait()
 	}

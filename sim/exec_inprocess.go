@@ -1,0 +1,212 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/properties/check"
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// simClock is the in-process mode's time: sleeping advances it, so lease
+// expiry and backoff cost nothing and the same case runs the same way
+// every time.
+type simClock struct {
+	mu  sync.Mutex
+	now int64
+}
+
+func (c *simClock) Now() int64 { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *simClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.now += max(d.Milliseconds(), 1)
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *simClock) advanceTo(t int64) {
+	c.mu.Lock()
+	if t > c.now {
+		c.now = t
+	}
+	c.mu.Unlock()
+}
+
+// sharedStores are the in-process mode's handles on a durable backend,
+// opened once per Runner.
+type sharedStores struct {
+	once sync.Once
+	st   reference.Stores
+	ps   *PlanSaveStores
+	err  error
+}
+
+func (r *Runner) shared(ctx context.Context, env CaseEnv) (*sharedStores, error) {
+	r.sharedOnce.Do(func() { r.sharedSt = &sharedStores{} })
+	s := r.sharedSt
+	s.once.Do(func() {
+		e := env
+		e.Dir = r.cfg.WorkDir + "/shared"
+		if s.st, s.err = r.backend.Open(ctx, e); s.err != nil {
+			return
+		}
+		if r.backend.OpenPlanSave != nil {
+			ps, err := r.backend.OpenPlanSave(ctx, e)
+			if err != nil {
+				s.err = err
+				return
+			}
+			s.ps = &ps
+		}
+	})
+	return s, s.err
+}
+
+// CloseShared closes the in-process mode's shared handles.
+func (r *Runner) CloseShared() {
+	if r.sharedSt != nil && r.sharedSt.err == nil {
+		_ = r.sharedSt.st.Close()
+		if r.sharedSt.ps != nil && r.sharedSt.ps.Closer != nil {
+			_ = r.sharedSt.ps.Closer.Close()
+		}
+	}
+}
+
+type inprocCase struct {
+	r      *Runner
+	env    CaseEnv
+	hist   *MemHistory
+	clock  *simClock
+	calls  *reference.MemoryCallLog
+	shared *sharedStores
+	pid    int
+}
+
+func (r *Runner) newInProcessCase(ctx context.Context, c Case, env CaseEnv) (*inprocCase, error) {
+	x := &inprocCase{r: r, env: env, hist: &MemHistory{}, clock: &simClock{now: 1_800_000_000_000}, calls: &reference.MemoryCallLog{}, pid: 100}
+	if !r.backend.Volatile {
+		s, err := r.shared(ctx, env)
+		if err != nil {
+			return nil, fmt.Errorf("open backend %s: %w", r.backend.Name, err)
+		}
+		x.shared = s
+	}
+	return x, nil
+}
+
+func (x *inprocCase) history() (History, error) { return x.hist.Snapshot(), nil }
+
+func (x *inprocCase) close() {}
+
+func (x *inprocCase) snapshot(ctx context.Context, c Case, env CaseEnv, space string, h History) (check.Snapshot, check.Observed, error) {
+	obs := Observe(h, c, space)
+	if x.shared != nil {
+		var ps PlanSaveStores
+		if x.shared.ps != nil {
+			ps = *x.shared.ps
+		}
+		snap, err := check.Take(ctx, x.shared.st, space, ps.Checkpoints, ps.Plans, obs.Threads)
+		return snap, obs, err
+	}
+	return x.r.snapshot(ctx, c, env, space, h)
+}
+
+type inprocWorker struct {
+	spec   WorkerSpec
+	hist   *MemHistory
+	parked chan struct{}
+	done   chan WorkerResult
+	relCh  chan struct{}
+	res    *WorkerResult
+}
+
+func (x *inprocCase) start(ctx context.Context, spec WorkerSpec) (runningWorker, error) {
+	x.pid++
+	w := &inprocWorker{spec: spec, hist: x.hist, parked: make(chan struct{}, 1), done: make(chan WorkerResult, 1), relCh: make(chan struct{})}
+	hw := x.hist.Writer(spec.Worker, spec.Phase)
+	sched := faults.NewSchedule()
+	for p, a := range spec.Arms {
+		act, err := faults.ParseAction(a)
+		if err != nil {
+			return nil, fmt.Errorf("worker %s: arm %s: %w", spec.Worker, p, err)
+		}
+		sched.Arm(p, act)
+	}
+	crashed := false
+	opt := WorkerOptions{
+		Injector: sched,
+		History:  hw,
+		CallLog:  &memCallLog{log: x.calls, hist: hw},
+		Now:      x.clock.Now,
+		Sleep:    x.clock.Sleep,
+		PID:      x.pid,
+		Crash: func(faults.Hit) {
+			// The simulated process dies here: nothing it would still do
+			// reaches the stores or the history.
+			crashed = true
+			hw.kill()
+			runtime.Goexit()
+		},
+		Pause: func(ctx context.Context, d time.Duration) {
+			start := x.clock.Now()
+			w.parked <- struct{}{}
+			select {
+			case <-w.relCh:
+			case <-ctx.Done():
+			}
+			x.clock.advanceTo(start + d.Milliseconds())
+		},
+	}
+	if x.shared != nil {
+		opt.Stores = &x.shared.st
+		opt.PlanSave = x.shared.ps
+	}
+	t0 := time.Now()
+	go func() {
+		var err error
+		defer func() {
+			wr := WorkerResult{Worker: spec.Worker, PID: opt.PID, Took: time.Since(t0), Exit: "ok"}
+			if crashed {
+				wr.Exit = "killed (simulated)"
+			} else if err != nil {
+				wr.Exit = "error: " + err.Error()
+			}
+			w.done <- wr
+		}()
+		err = RunWorker(ctx, spec, x.r.backend, opt)
+	}()
+	return w, nil
+}
+
+func (w *inprocWorker) waitHitOrExit(ctx context.Context, _ time.Duration) {
+	select {
+	case <-w.parked:
+	case r := <-w.done:
+		w.res = &r
+	case <-ctx.Done():
+	}
+}
+
+func (w *inprocWorker) release() {
+	select {
+	case <-w.relCh:
+	default:
+		close(w.relCh)
+	}
+}
+
+func (w *inprocWorker) wait() WorkerResult {
+	if w.res == nil {
+		r := <-w.done
+		w.res = &r
+	}
+	return *w.res
+}

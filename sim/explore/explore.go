@@ -1,0 +1,431 @@
+// Package explore searches for invariant violations with random fault
+// schedules (gopter generators), shrinks a violating schedule to a minimal
+// one, and hands it back as a case that replays the violation.
+//
+// One seed decides everything: the i-th schedule of seed S is the same on
+// every machine, so `--shard i/n` splits the search without overlap and a
+// reported seed and index reproduce the schedule.
+package explore
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/leanovate/gopter"
+)
+
+// corpus is what generated schedules ingest: versions of documents that
+// share entities and edges, so that registrations race, edges go stale and
+// retractions meet shared support.
+var corpus = []sim.Action{
+	{Do: "ingest", Doc: "d1", Content: sim.DocD1v1},
+	{Do: "ingest", Doc: "d1", Content: sim.DocD1v2},
+	{Do: "ingest", Doc: "d2", Content: sim.DocD2},
+	{Do: "ingest", Doc: "d3", Content: sim.DocD3a},
+	{Do: "ingest", Doc: "d3", Content: sim.DocD3b},
+	{Do: "ingest", Doc: "d4", Content: sim.DocD4},
+	{Do: "retract", Doc: "d1"},
+	{Do: "retract", Doc: "d2"},
+}
+
+// Shape bounds the generated schedules.
+type Shape struct {
+	MaxClients, MaxActions, MaxFaults int
+	// PlanSave is the share (0..1) of System B schedules.
+	PlanSave float64
+	// LeaseTTL scales pause faults.
+	LeaseTTLMillis int64
+}
+
+// DefaultShape is small enough to shrink fast and rich enough to find the
+// mutants.
+var DefaultShape = Shape{MaxClients: 3, MaxActions: 3, MaxFaults: 2, PlanSave: 0.1, LeaseTTLMillis: 250}
+
+// Gen is the gopter generator of fault schedules of the given shape.
+func Gen(shape Shape) gopter.Gen {
+	return func(p *gopter.GenParameters) *gopter.GenResult {
+		return gopter.NewGenResult(build(p.Rng, shape), gopter.NoShrinker)
+	}
+}
+
+// Schedule returns the index-th schedule of a seed (deterministic).
+func Schedule(seed int64, index int, shape Shape) sim.Case {
+	p := gopter.DefaultGenParameters().CloneWithSeed(seed*1_000_003 + int64(index))
+	v, _ := Gen(shape)(p).Retrieve()
+	c := v.(sim.Case)
+	c.ID = fmt.Sprintf("s%d-%d", seed, index)
+	return c
+}
+
+func pick[T any](r *rand.Rand, xs []T) T { return xs[r.Intn(len(xs))] }
+
+func ingestionPoints(recovery bool) []faults.Spec {
+	var out []faults.Spec
+	for _, s := range faults.Catalogue {
+		if s.System == faults.Ingestion && s.InRecovery == recovery {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func arm(r *rand.Rand, spec faults.Spec, shape Shape) string {
+	k := pick(r, spec.Kinds)
+	hit := 1 + r.Intn(2)
+	switch k {
+	case faults.Pause:
+		return faults.Action{Kind: faults.Pause, Hit: hit, PauseFor: time.Duration(2*shape.LeaseTTLMillis+100) * time.Millisecond}.String()
+	case faults.Recrash:
+		k = faults.Crash
+	}
+	return faults.Action{Kind: k, Hit: hit}.String()
+}
+
+func build(r *rand.Rand, shape Shape) sim.Case {
+	if r.Float64() < shape.PlanSave {
+		return buildPlanSave(r)
+	}
+	c := sim.Case{System: faults.Ingestion, Class: "explored", Description: "a generated fault schedule"}
+	clients := 1 + r.Intn(shape.MaxClients)
+	var names []string
+	for i := 0; i < clients; i++ {
+		st := sim.Step{Worker: fmt.Sprintf("w%d", i+1), Arms: map[faults.Point]string{}}
+		for n := 1 + r.Intn(shape.MaxActions); n > 0; n-- {
+			st.Actions = append(st.Actions, pick(r, corpus))
+		}
+		for n := r.Intn(shape.MaxFaults + 1); n > 0; n-- {
+			spec := pick(r, ingestionPoints(false))
+			if spec.Point == faults.BeforeMarkFailed {
+				st.Arms[faults.BeforeGraphWrite] = "error@1"
+			}
+			a := arm(r, spec, shape)
+			st.Arms[spec.Point] = a
+			if strings.HasPrefix(a, "pause") {
+				st.Background = true
+			}
+		}
+		if len(st.Arms) == 0 {
+			st.Arms = nil
+		}
+		names = append(names, st.Worker)
+		c.Steps = append(c.Steps, st)
+	}
+	if r.Intn(2) == 0 {
+		rec := sim.Step{Worker: "r1", Actions: []sim.Action{{Do: "recover", Rounds: 3}}, ContinueOnError: true}
+		if r.Intn(2) == 0 {
+			spec := pick(r, append(ingestionPoints(true), ingestionPoints(false)...))
+			a := arm(r, spec, shape)
+			if !strings.HasPrefix(a, "pause") {
+				rec.Arms = map[faults.Point]string{spec.Point: a}
+			}
+		}
+		c.Steps = append(c.Steps, rec)
+	}
+	c.Steps = append(c.Steps, sim.Step{Worker: "quiesce", Actions: []sim.Action{{Do: "recover", Rounds: 10}}, Resubmit: names, ContinueOnError: true})
+	return c
+}
+
+func buildPlanSave(r *rand.Rand) sim.Case {
+	c := sim.Case{System: faults.PlanSave, Class: "explored", Description: "a generated plan-save schedule"}
+	var points []faults.Spec
+	for _, s := range faults.Catalogue {
+		if s.System == faults.PlanSave {
+			points = append(points, s)
+		}
+	}
+	st := sim.Step{Worker: "w1", Actions: sim.PlanSaveScript(), Arms: map[faults.Point]string{}}
+	spec := pick(r, points)
+	st.Arms[spec.Point] = faults.Action{Kind: pick(r, spec.Kinds), Hit: 1}.String()
+	c.Steps = []sim.Step{st,
+		{Worker: "r1", Actions: []sim.Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}}, ContinueOnError: true},
+		{Worker: "quiesce", Actions: []sim.Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}, {Do: "plansave-conflict", Thread: "t1"}}, ContinueOnError: true}}
+	return c
+}
+
+// Size counts what a person reads in a schedule: every action and fault
+// outside the final quiesce worker.
+func Size(c sim.Case) int {
+	n := 0
+	for _, st := range c.Steps {
+		if st.Worker == "quiesce" {
+			continue
+		}
+		n += len(st.Actions) + len(st.Arms)
+	}
+	return n
+}
+
+// Options configure an exploration.
+type Options struct {
+	Seed   int64
+	Budget time.Duration
+	// MaxSchedules stops after this many schedules (0: budget only).
+	MaxSchedules int
+	// Shard i of n: only schedules whose index % n == i.
+	ShardIndex, ShardCount int
+	Shape                  Shape
+	// Confirm is how many re-runs a shrink candidate must fail in, every
+	// time, to be kept (a flaky shrink is rejected).
+	Confirm int
+	// Parallel schedules at once.
+	Parallel int
+	// Progress is called with the schedules run so far (may be nil).
+	Progress func(run int)
+	// Target, when set ("I2"), hunts for that invariant only: other
+	// violations are counted but not reported.
+	Target string
+}
+
+// Finding is a violation and its shrunk reproduction.
+type Finding struct {
+	Seed      int64
+	Index     int
+	Invariant string
+	Original  sim.Case
+	Shrunk    sim.Case
+	Result    sim.CaseResult
+	// Reproduced counts the confirmation re-runs of the shrunk case that
+	// broke the invariant again.
+	Reproduced, Reruns int
+	FoundAfter         time.Duration
+	ShrunkAfter        time.Duration
+	ShrinkSteps        int
+}
+
+// Result is what an exploration did.
+type Result struct {
+	Schedules int
+	Took      time.Duration
+	Finding   *Finding
+	// Skipped counts schedules whose run was undecided (a harness error).
+	Skipped int
+	// Other counts schedules that broke an invariant other than Target.
+	Other int
+}
+
+// Rate is schedules per second.
+func (r Result) Rate() float64 { return float64(r.Schedules) / r.Took.Seconds() }
+
+// Run explores until a violation is found (then shrinks it), the budget
+// runs out or MaxSchedules have run.
+func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
+	if o.ShardCount <= 0 {
+		o.ShardCount = 1
+	}
+	if o.Confirm <= 0 {
+		o.Confirm = 3
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 2
+	}
+	if o.Shape.MaxClients == 0 {
+		o.Shape = DefaultShape
+	}
+	start := time.Now()
+	deadline := start.Add(o.Budget)
+	var res Result
+	type out struct {
+		index int
+		cr    sim.CaseResult
+	}
+	idx := o.ShardIndex
+	next := func() int { i := idx; idx += o.ShardCount; return i }
+	for ctx.Err() == nil && (o.Budget <= 0 || time.Now().Before(deadline)) && (o.MaxSchedules <= 0 || res.Schedules < o.MaxSchedules) {
+		batch := o.Parallel
+		if o.MaxSchedules > 0 {
+			batch = min(batch, o.MaxSchedules-res.Schedules)
+		}
+		ch := make(chan out, batch)
+		for b := 0; b < batch; b++ {
+			i := next()
+			go func() { ch <- out{i, runner.RunCase(ctx, Schedule(o.Seed, i, o.Shape))} }()
+		}
+		var found []out
+		for b := 0; b < batch; b++ {
+			x := <-ch
+			res.Schedules++
+			switch x.cr.Verdict {
+			case sim.Fail:
+				if o.Target == "" || slices.Contains(x.cr.Broken(), o.Target) {
+					found = append(found, x)
+				} else {
+					res.Other++
+				}
+			case sim.Undecided:
+				res.Skipped++
+			}
+		}
+		if o.Progress != nil {
+			o.Progress(res.Schedules)
+		}
+		if len(found) > 0 {
+			sort.Slice(found, func(i, j int) bool { return found[i].index < found[j].index })
+			f := found[0]
+			inv := f.cr.Broken()[0]
+			if o.Target != "" {
+				inv = o.Target
+			}
+			fd := &Finding{Seed: o.Seed, Index: f.index, Invariant: inv, Original: f.cr.Case, Result: f.cr, FoundAfter: time.Since(start)}
+			fd.Shrunk, fd.ShrinkSteps = Shrink(ctx, runner, f.cr.Case, inv, o.Confirm)
+			fd.Reruns = 10
+			for i := 0; i < fd.Reruns; i++ {
+				if slices.Contains(runner.RunCase(ctx, fd.Shrunk).Broken(), inv) {
+					fd.Reproduced++
+				}
+			}
+			fd.ShrunkAfter = time.Since(start)
+			res.Finding = fd
+			break
+		}
+	}
+	res.Took = time.Since(start)
+	return res
+}
+
+// Shrink makes a violating case smaller while it still breaks invariant in
+// every one of confirm re-runs: it drops client workers, the recovery
+// worker, actions and faults, and simplifies faults, until nothing more can
+// go. It returns the smallest case and how many reductions it kept.
+func Shrink(ctx context.Context, runner *sim.Runner, c sim.Case, invariant string, confirm int) (sim.Case, int) {
+	breaks := func(cand sim.Case) bool {
+		for i := 0; i < confirm; i++ {
+			if ctx.Err() != nil || !slices.Contains(runner.RunCase(ctx, cand).Broken(), invariant) {
+				return false
+			}
+		}
+		return true
+	}
+	kept := 0
+	for progress := true; progress && ctx.Err() == nil; {
+		progress = false
+		for _, cand := range candidates(c) {
+			if Size(cand) >= Size(c) && !simpler(cand, c) {
+				continue
+			}
+			if breaks(cand) {
+				c, progress = cand, true
+				kept++
+				break
+			}
+		}
+	}
+	c.Description = fmt.Sprintf("shrunk from a generated schedule; breaks %s", invariant)
+	return c, kept
+}
+
+// simpler reports whether a has fewer or plainer faults than b at the same
+// size (hit 1, crash).
+func simpler(a, b sim.Case) bool {
+	score := func(c sim.Case) int {
+		n := 0
+		for _, st := range c.Steps {
+			for _, v := range st.Arms {
+				act, _ := faults.ParseAction(v)
+				if act.Hit > 1 {
+					n++
+				}
+				if act.Kind != faults.Crash {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	return score(a) < score(b)
+}
+
+func clone(c sim.Case) sim.Case {
+	out := c
+	out.Steps = make([]sim.Step, len(c.Steps))
+	for i, st := range c.Steps {
+		st.Actions = append([]sim.Action(nil), st.Actions...)
+		st.Resubmit = append([]string(nil), st.Resubmit...)
+		st.ExpectHit = append([]faults.Point(nil), st.ExpectHit...)
+		if st.Arms != nil {
+			m := make(map[faults.Point]string, len(st.Arms))
+			for k, v := range st.Arms {
+				m[k] = v
+			}
+			st.Arms = m
+		}
+		out.Steps[i] = st
+	}
+	return out
+}
+
+func sortedPoints(m map[faults.Point]string) []faults.Point {
+	out := make([]faults.Point, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// candidates lists one-step reductions of c, biggest first.
+func candidates(c sim.Case) []sim.Case {
+	var out []sim.Case
+	for i, st := range c.Steps {
+		if st.Worker == "quiesce" {
+			continue
+		}
+		// drop a whole worker
+		d := clone(c)
+		d.Steps = append(d.Steps[:i:i], d.Steps[i+1:]...)
+		for j := range d.Steps {
+			d.Steps[j].Resubmit = slices.DeleteFunc(d.Steps[j].Resubmit, func(w string) bool { return w == st.Worker })
+		}
+		out = append(out, d)
+	}
+	for i, st := range c.Steps {
+		if st.Worker == "quiesce" {
+			continue
+		}
+		for j := range st.Actions {
+			if len(st.Actions) == 1 {
+				break
+			}
+			d := clone(c)
+			d.Steps[i].Actions = slices.Delete(d.Steps[i].Actions, j, j+1)
+			out = append(out, d)
+		}
+		for _, p := range sortedPoints(st.Arms) {
+			d := clone(c)
+			delete(d.Steps[i].Arms, p)
+			if len(d.Steps[i].Arms) == 0 {
+				d.Steps[i].Arms = nil
+			}
+			d.Steps[i].Background = false
+			for _, v := range d.Steps[i].Arms {
+				if strings.HasPrefix(v, "pause") {
+					d.Steps[i].Background = true
+				}
+			}
+			out = append(out, d)
+			act, _ := faults.ParseAction(st.Arms[p])
+			if act.Hit > 1 {
+				d := clone(c)
+				act2 := act
+				act2.Hit = 1
+				d.Steps[i].Arms[p] = act2.String()
+				out = append(out, d)
+			}
+			if act.Kind != faults.Crash {
+				if spec, ok := faults.Lookup(p); ok && spec.Applies(faults.Crash) {
+					d := clone(c)
+					d.Steps[i].Arms[p] = faults.Action{Kind: faults.Crash, Hit: act.Hit}.String()
+					d.Steps[i].Background = false
+					out = append(out, d)
+				}
+			}
+		}
+	}
+	return out
+}
