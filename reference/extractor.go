@@ -195,6 +195,9 @@ func ParseFakeDocument(content string) (Extraction, error) {
 		if i := strings.Index(line, " -"); i >= 0 && strings.Contains(line[i:], "-> ") {
 			rest := line[i+2:]
 			j := strings.Index(rest, "-> ")
+			if j < 0 {
+				return ex, fmt.Errorf("line %d: relation without a type (want Type:A -REL-> Type:B)", n+1)
+			}
 			relType := strings.TrimSpace(rest[:j])
 			if relType == "" {
 				return ex, fmt.Errorf("line %d: relation without a type", n+1)

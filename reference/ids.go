@@ -52,9 +52,11 @@ func hashParts(parts ...string) string {
 }
 
 // IngestOperationID derives the default operationId of an ingestion request
-// from the business intent: space, document and content hash.
-func IngestOperationID(space, documentID, contentHash string) string {
-	return "ingest-" + hashParts(space, documentID, contentHash)[:32]
+// from the business intent: space, document, content hash and the revision
+// it builds on (so re-ingesting the same content after a retraction is a new
+// intent, while a resubmission after a crash finds its operation again).
+func IngestOperationID(space, documentID, contentHash string, baseRevision int64) string {
+	return "ingest-" + hashParts(space, documentID, contentHash, strconv.FormatInt(baseRevision, 10))[:32]
 }
 
 // RetractOperationID derives the operationId of a retraction of the given

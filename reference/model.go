@@ -73,12 +73,12 @@ func ValidateUpdate(cur, next Operation) error {
 		return fmt.Errorf("operation %s: %w: %d before %d", cur.OperationID, ErrTimeBackwards, next.UpdatedAt, cur.UpdatedAt)
 	}
 	if next.Attempts < cur.Attempts {
-		return fmt.Errorf("operation %s: attempts went down from %d to %d", cur.OperationID, cur.Attempts, next.Attempts)
+		return fmt.Errorf("operation %s: %w: attempts went down from %d to %d", cur.OperationID, ErrIllegalTransition, cur.Attempts, next.Attempts)
 	}
 	switch next.Disposition {
 	case Active, DeadLetter, Abandoned:
 	default:
-		return fmt.Errorf("operation %s: unknown disposition %q", cur.OperationID, next.Disposition)
+		return fmt.Errorf("operation %s: %w: unknown disposition %q", cur.OperationID, ErrIllegalTransition, next.Disposition)
 	}
 	return nil
 }

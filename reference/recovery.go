@@ -207,6 +207,14 @@ func (r *Recovery) RunUntilQuiet(ctx context.Context, maxRounds int) (int, bool,
 		if !rep.Busy() {
 			return round, true, nil
 		}
+		if rep.Skipped+rep.Failed > 0 {
+			// Work is held by another instance's claim or lease (perhaps
+			// a dead one): give it time to expire before the next round.
+			_, _, ttl, _, _ := r.defaults()
+			if err := r.Service.sleep(ctx, ttl/4); err != nil {
+				return round, false, err
+			}
+		}
 	}
 	ops, err := r.scan(ctx, 1)
 	if err != nil {

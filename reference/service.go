@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
@@ -135,6 +136,8 @@ type Service struct {
 	Model string
 	// Bugs switches on deliberate defects (mutants) for the harness.
 	Bugs []Bug
+
+	calls atomic.Int64
 }
 
 func (s *Service) has(b Bug) bool {
@@ -204,7 +207,15 @@ func (s *Service) Ingest(ctx context.Context, req IngestRequest) (res Result, er
 		return Result{}, err
 	}
 	if req.OperationID == "" {
-		req.OperationID = IngestOperationID(req.Space, req.DocumentID, ContentHash(req.Content))
+		cur, ok, err := s.States.FindCurrent(ctx, req.Space, req.DocumentID)
+		if err != nil {
+			return Result{}, fmt.Errorf("ingest %s/%s: %w", req.Space, req.DocumentID, err)
+		}
+		base := int64(0)
+		if ok {
+			base = cur.Revision
+		}
+		req.OperationID = IngestOperationID(req.Space, req.DocumentID, ContentHash(req.Content), base)
 	}
 	s.emit(Event{Kind: EvInvoke, OperationID: req.OperationID, Space: req.Space, DocumentID: req.DocumentID, Detail: "ingest"})
 	defer s.report(req.OperationID, &res, &err)
@@ -494,8 +505,11 @@ func (s *Service) withLease(ctx context.Context, space, documentID string, fn fu
 	deadline := s.now() + timeout.Milliseconds()
 	backoff := 2 * time.Millisecond
 	var lease Lease
+	// Each call holds the lease under its own identity, so two calls on one
+	// Service exclude each other as two instances do.
+	holder := fmt.Sprintf("%s#%d", firstNonEmpty(s.Holder, "service"), s.calls.Add(1))
 	for {
-		l, ok, err := s.Locks.TryAcquire(ctx, space, documentID, s.Holder, s.now(), s.leaseTTL())
+		l, ok, err := s.Locks.TryAcquire(ctx, space, documentID, holder, s.now(), s.leaseTTL())
 		if err != nil {
 			return fmt.Errorf("lease %s/%s: %w", space, documentID, err)
 		}
@@ -665,11 +679,20 @@ func (s *Service) execute(ctx context.Context, op Operation, plan Plan, lease *L
 				return Result{}, fmt.Errorf("state commit %s: %w", op.OperationID, err)
 			}
 			if !mine {
+				cur, ok, err := s.States.FindCurrent(ctx, op.Space, op.DocumentID)
+				if err != nil {
+					return Result{}, fmt.Errorf("state commit %s: %w", op.OperationID, err)
+				}
+				if ok && cur.Revision == exp || !ok && exp == 0 {
+					// Refused, yet no competing revision won: an
+					// ambiguous store answer. Retry the same plan later.
+					return Result{}, fmt.Errorf("state commit %s: refused at revision %d with no competing revision: %w", op.OperationID, exp, ErrRevisionConflict)
+				}
 				return s.conflict(ctx, op, plan, lease)
 			}
 			next = st
 		} else {
-			s.emit(Event{Kind: EvStateCommit, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, Expected: exp, Revision: next.Revision})
+			s.emit(Event{Kind: EvStateCommit, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, Expected: exp, Revision: next.Revision, Holder: lease.Holder})
 		}
 		res, err := s.finishCommitted(ctx, op, plan, next, lease)
 		res.Writes = writes
@@ -1030,7 +1053,7 @@ func IsRetryable(err error) bool {
 		return false
 	}
 	for _, perm := range []error{ErrMissingEndpoint, ErrRegistryConflict, ErrInvalidPlan, ErrCorruptPlan, ErrFingerprint,
-		ErrPlanConflict, ErrInvalidArgument, ErrIdentityMismatch, ErrNoPersistedPlan, ErrIllegalTransition, ErrUnknownStage} {
+		ErrPlanConflict, ErrInvalidArgument, ErrIdentityMismatch, ErrNoPersistedPlan, ErrIllegalTransition, ErrUnknownStage, ErrInvalidRevision} {
 		if errors.Is(err, perm) {
 			return false
 		}

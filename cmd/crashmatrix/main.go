@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	_ "github.com/crashmatrix/crashmatrix/sim/servers" // the postgres backend
 	"github.com/spf13/cobra"
 )
 

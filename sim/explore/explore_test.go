@@ -2,7 +2,6 @@ package explore_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"reflect"
 	"testing"
@@ -89,7 +88,7 @@ func TestExploreCatchesAndShrinksMutants(t *testing.T) {
 			if f.Reproduced != f.Reruns {
 				t.Errorf("shrunk schedule reproduced %d/%d", f.Reproduced, f.Reruns)
 			}
-			t.Log(fmt.Sprintf("%s: found %s after %d schedules (%s), shrunk to %d steps in %s", m.name, f.Invariant, res.Schedules, f.FoundAfter.Round(time.Millisecond), explore.Size(f.Shrunk), (f.ShrunkAfter - f.FoundAfter).Round(time.Millisecond)))
+			t.Logf("%s: found %s after %d schedules (%s), shrunk to %d steps in %s", m.name, f.Invariant, res.Schedules, f.FoundAfter.Round(time.Millisecond), explore.Size(f.Shrunk), (f.ShrunkAfter - f.FoundAfter).Round(time.Millisecond))
 		})
 	}
 }
