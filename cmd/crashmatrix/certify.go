@@ -25,6 +25,7 @@ type certifyFlags struct {
 	seed                      int64
 	leaseTTL                  time.Duration
 	keep, quiet, inProcess    bool
+	server                    serverFlags
 }
 
 func certifyCmd() *cobra.Command {
@@ -42,7 +43,7 @@ Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undeci
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCertify(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.backend, "backend", "sqlite", "store backend: sqlite (embedded default), memory")
+	fl.StringVar(&f.backend, "backend", "sqlite", "store backend: sqlite (embedded default), memory, postgres (with --postgres-dsn, optionally --neo4j-uri), containers (starts PostgreSQL and Neo4j with testcontainers-go)")
 	fl.StringVar(&f.mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint)
 	fl.StringSliceVar(&f.bugs, "bug", nil, "service mutant(s): "+bugNames())
 	fl.StringSliceVar(&f.points, "point", nil, "only these windows (failpoint names)")
@@ -57,6 +58,7 @@ Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undeci
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 250*time.Millisecond, "document lease TTL in workers (a killed worker blocks its document this long)")
 	fl.BoolVar(&f.keep, "keep", false, "keep the workdir even when certified")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+	f.server.register(fl)
 	fl.BoolVar(&f.inProcess, "in-process", false, "simulate crashes in-process (workers are goroutines, time is simulated) instead of killing processes")
 	return cmd
 }
@@ -104,6 +106,12 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if err != nil {
 		return err
 	}
+	backend, cleanup, err := f.server.prepare(cmd.Context(), cmd.ErrOrStderr(), f.backend)
+	if err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
+		return exitError{2}
+	}
+	defer cleanup()
 	workdir, tmp := f.workdir, false
 	if workdir == "" {
 		if workdir, err = os.MkdirTemp("", "crashmatrix-"); err != nil {
@@ -111,7 +119,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		}
 		tmp = true
 	}
-	runner, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: f.backend}, Launcher: sim.BinaryLauncher{Path: self},
+	runner, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
 		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess})
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
