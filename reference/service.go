@@ -960,10 +960,72 @@ func (s *Service) reconcileAbandoned(ctx context.Context, op Operation, plan Pla
 		keys = append(keys, e.Key)
 	}
 	del, err := s.unsupported(ctx, op, "", keys)
-	if err != nil || len(del) == 0 {
+	if err != nil {
 		return err
 	}
-	return s.Writer.Apply(ctx, op.Space, Mutation{OperationID: op.OperationID, DeleteEdges: del})
+	if len(del) > 0 {
+		if err := s.Writer.Apply(ctx, op.Space, Mutation{OperationID: op.OperationID, DeleteEdges: del}); err != nil {
+			return err
+		}
+	}
+	// The plan may also have deleted edges (stale for it) that a committed
+	// ACTIVE state still supports: put them back as that state's plan wrote
+	// them.
+	return s.restoreSupported(ctx, op, append(append([]EdgeKey(nil), plan.Mutation.DeleteEdges...), plan.StaleEdges...))
+}
+
+// restoreSupported re-applies, from the plans that committed them, the
+// edges among keys that an ACTIVE state supports but the graph lacks.
+func (s *Service) restoreSupported(ctx context.Context, op Operation, keys []EdgeKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	g, err := s.Writer.ReadGraph(ctx, op.Space)
+	if err != nil {
+		return err
+	}
+	states, err := s.States.List(ctx, op.Space)
+	if err != nil {
+		return err
+	}
+	m := Mutation{OperationID: op.OperationID}
+	nodes := map[string]bool{}
+	done := map[EdgeKey]bool{}
+	for _, k := range keys {
+		if _, ok := g.Edges[k]; ok || done[k] {
+			continue
+		}
+		for _, st := range states {
+			if st.Status != DocActive || !st.Supports(k) {
+				continue
+			}
+			p, err := s.Ops.GetPlan(ctx, st.OperationID)
+			if err != nil {
+				return fmt.Errorf("restore %s: plan of %s: %w", k, st.OperationID, err)
+			}
+			for _, e := range p.Mutation.UpsertEdges {
+				if e.Key == k {
+					m.UpsertEdges = append(m.UpsertEdges, e)
+					done[k] = true
+				}
+			}
+			for _, n := range p.Mutation.UpsertNodes {
+				if done[k] && (n.ID == k.Source || n.ID == k.Target) && !nodes[n.ID] {
+					if _, ok := g.Nodes[n.ID]; !ok {
+						m.UpsertNodes = append(m.UpsertNodes, n)
+						nodes[n.ID] = true
+					}
+				}
+			}
+			if done[k] {
+				break
+			}
+		}
+	}
+	if m.Empty() {
+		return nil
+	}
+	return s.Writer.Apply(ctx, op.Space, m)
 }
 
 // unsupported returns the edges of keys that nothing supports: no ACTIVE
@@ -1000,9 +1062,20 @@ func (s *Service) unsupported(ctx context.Context, op Operation, excludeDoc stri
 				if err != nil {
 					continue // I5 will speak of an unloadable plan
 				}
-				if p.NextState != nil && p.NextState.Status == DocActive {
-					pending = append(pending, p)
+				if p.NextState == nil || p.NextState.Status != DocActive {
+					continue
 				}
+				// A plan whose revision is committed (or overtaken) no
+				// longer stands for future support: its document's
+				// current state speaks for it.
+				cur, ok, err := s.States.FindCurrent(ctx, o.Space, o.DocumentID)
+				if err != nil {
+					return nil, err
+				}
+				if ok && cur.Revision >= p.NextState.Revision {
+					continue
+				}
+				pending = append(pending, p)
 			}
 		}
 		held := false

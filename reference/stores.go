@@ -57,6 +57,13 @@ type OperationStore interface {
 	ReleaseClaim(ctx context.Context, operationID, holder string) (bool, error)
 }
 
+// SpaceLister is an optional OperationStore method: the operations of one
+// space ordered by operationId, without reading the others (checkers and
+// tools use it when a store offers it).
+type SpaceLister interface {
+	ListSpace(ctx context.Context, space string) ([]Operation, error)
+}
+
 // DocumentStateStore keeps the committed state of each document, guarded by
 // a revision compare-and-set, and its version history.
 type DocumentStateStore interface {

@@ -40,44 +40,65 @@ func (c *simClock) advanceTo(t int64) {
 	c.mu.Unlock()
 }
 
-// sharedStores are the in-process mode's handles on a durable backend,
-// opened once per Runner.
+// sharedStores are the in-process mode's handles on a durable backend. A
+// case borrows one for its whole run; cases running at once use different
+// ones (separate databases for embedded backends), so they do not queue on
+// one writer lock.
 type sharedStores struct {
-	once sync.Once
-	st   reference.Stores
-	ps   *PlanSaveStores
-	err  error
+	st reference.Stores
+	ps *PlanSaveStores
 }
 
-func (r *Runner) shared(ctx context.Context, env CaseEnv) (*sharedStores, error) {
-	r.sharedOnce.Do(func() { r.sharedSt = &sharedStores{} })
-	s := r.sharedSt
-	s.once.Do(func() {
-		e := env
-		e.Dir = r.cfg.WorkDir + "/shared"
-		if s.st, s.err = r.backend.Open(ctx, e); s.err != nil {
-			return
+// borrow takes a free shared handle, opening a new one when none is free.
+func (r *Runner) borrow(ctx context.Context, env CaseEnv) (*sharedStores, error) {
+	r.poolMu.Lock()
+	if n := len(r.pool); n > 0 {
+		s := r.pool[n-1]
+		r.pool = r.pool[:n-1]
+		r.poolMu.Unlock()
+		return s, nil
+	}
+	r.opened++
+	slot := r.opened
+	r.poolMu.Unlock()
+	e := env
+	e.Dir = fmt.Sprintf("%s/shared-%d", r.cfg.WorkDir, slot)
+	s := &sharedStores{}
+	var err error
+	if s.st, err = r.backend.Open(ctx, e); err != nil {
+		return nil, err
+	}
+	if r.backend.OpenPlanSave != nil {
+		ps, err := r.backend.OpenPlanSave(ctx, e)
+		if err != nil {
+			s.st.Close()
+			return nil, err
 		}
-		if r.backend.OpenPlanSave != nil {
-			ps, err := r.backend.OpenPlanSave(ctx, e)
-			if err != nil {
-				s.err = err
-				return
-			}
-			s.ps = &ps
-		}
-	})
-	return s, s.err
+		s.ps = &ps
+	}
+	r.poolMu.Lock()
+	r.all = append(r.all, s)
+	r.poolMu.Unlock()
+	return s, nil
+}
+
+func (r *Runner) giveBack(s *sharedStores) {
+	r.poolMu.Lock()
+	r.pool = append(r.pool, s)
+	r.poolMu.Unlock()
 }
 
 // CloseShared closes the in-process mode's shared handles.
 func (r *Runner) CloseShared() {
-	if r.sharedSt != nil && r.sharedSt.err == nil {
-		_ = r.sharedSt.st.Close()
-		if r.sharedSt.ps != nil && r.sharedSt.ps.Closer != nil {
-			_ = r.sharedSt.ps.Closer.Close()
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	for _, s := range r.all {
+		_ = s.st.Close()
+		if s.ps != nil && s.ps.Closer != nil {
+			_ = s.ps.Closer.Close()
 		}
 	}
+	r.all, r.pool = nil, nil
 }
 
 type inprocCase struct {
@@ -93,7 +114,7 @@ type inprocCase struct {
 func (r *Runner) newInProcessCase(ctx context.Context, c Case, env CaseEnv) (*inprocCase, error) {
 	x := &inprocCase{r: r, env: env, hist: &MemHistory{}, clock: &simClock{now: 1_800_000_000_000}, calls: &reference.MemoryCallLog{}, pid: 100}
 	if !r.backend.Volatile {
-		s, err := r.shared(ctx, env)
+		s, err := r.borrow(ctx, env)
 		if err != nil {
 			return nil, fmt.Errorf("open backend %s: %w", r.backend.Name, err)
 		}
@@ -104,7 +125,11 @@ func (r *Runner) newInProcessCase(ctx context.Context, c Case, env CaseEnv) (*in
 
 func (x *inprocCase) history() (History, error) { return x.hist.Snapshot(), nil }
 
-func (x *inprocCase) close() {}
+func (x *inprocCase) close() {
+	if x.shared != nil {
+		x.r.giveBack(x.shared)
+	}
+}
 
 func (x *inprocCase) snapshot(ctx context.Context, c Case, env CaseEnv, space string, h History) (check.Snapshot, check.Observed, error) {
 	obs := Observe(h, c, space)

@@ -228,3 +228,49 @@ func (l *fileCallLog) Record(op string) (int, error) {
 	l.hist.Append(Record{Type: "model", Op: op, Call: n})
 	return n, nil
 }
+
+// Trace renders a history without what legitimately differs between two
+// replays of one case (times, process ids, the run's space): two
+// deterministic runs have equal traces.
+func Trace(h History) []string {
+	out := make([]string, 0, len(h))
+	for _, r := range h {
+		s := r.Worker + " " + r.Type + " " + string(r.Point) + " " + r.Action
+		switch r.Type {
+		case "event":
+			e := r.Event
+			if e.Kind == reference.EvLeaseRenew {
+				continue // how often a lease is renewed depends on timing
+			}
+			s += fmt.Sprintf(" %s %s %s %s>%s rev=%d exp=%d tok=%d", e.Kind, e.DocumentID, opShape(e.OperationID), e.From, e.To, e.Revision, e.Expected, e.Token)
+		case "model":
+			s += fmt.Sprintf(" %s #%d", opShape(r.Op), r.Call)
+		case "result":
+			s += " " + opShape(r.Detail) + " err=" + boolStr(r.Err != "")
+		case "start":
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// opShape keeps an id's kind but not its space-derived hash.
+func opShape(s string) string {
+	for _, p := range []string{"ingest-", "retract-", "replan-"} {
+		if i := strings.Index(s, p); i >= 0 {
+			return s[:i] + p + "…"
+		}
+	}
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+func boolStr(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -97,12 +97,14 @@ type Config struct {
 
 // Runner runs cases with real worker processes.
 type Runner struct {
-	cfg        Config
-	backend    Backend
-	procs      sync.Map // *exec.Cmd -> struct{}
-	sharedOnce sync.Once
-	sharedSt   *sharedStores
-	runs       atomic.Int64
+	cfg     Config
+	backend Backend
+	procs   sync.Map // *exec.Cmd -> struct{}
+	poolMu  sync.Mutex
+	pool    []*sharedStores // free in-process handles
+	all     []*sharedStores
+	opened  int
+	runs    atomic.Int64
 }
 
 // NewRunner resolves the backend and fills in defaults.

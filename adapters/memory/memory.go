@@ -270,6 +270,22 @@ func (s *OperationStore) List(ctx context.Context) ([]reference.Operation, error
 	return out, nil
 }
 
+// ListSpace returns the operations of one space ordered by operationId
+// (reference.SpaceLister).
+func (s *OperationStore) ListSpace(ctx context.Context, space string) ([]reference.Operation, error) {
+	all, err := s.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, op := range all {
+		if op.Space == space {
+			out = append(out, op)
+		}
+	}
+	return out, nil
+}
+
 // CheckClaim validates claim arguments: a non-blank holder and a positive
 // ttl.
 func CheckClaim(holder string, ttlMillis int64) error {

@@ -504,6 +504,12 @@ func (s *OperationStore) List(ctx context.Context) ([]reference.Operation, error
 	return s.query(ctx, "operations.list", `SELECT `+opColumns+` FROM crashmatrix_operations ORDER BY operation_id`)
 }
 
+// ListSpace returns the operations of one space ordered by operationId
+// (reference.SpaceLister).
+func (s *OperationStore) ListSpace(ctx context.Context, space string) ([]reference.Operation, error) {
+	return s.query(ctx, "operations.list", `SELECT `+opColumns+` FROM crashmatrix_operations WHERE space = $1 ORDER BY operation_id`, space)
+}
+
 // Claim implements reference.OperationStore with one conditional UPDATE:
 // two processes can never both win an unexpired claim.
 func (s *OperationStore) Claim(ctx context.Context, operationID, holder string, now, ttlMillis int64) (bool, error) {

@@ -72,6 +72,7 @@ func DSN(path string) string {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "cache_size(-32768)") // 32 MiB of page cache per connection
 	q.Set("_txlock", "immediate")
 	return path + "?" + q.Encode()
 }
@@ -129,6 +130,7 @@ var schema = []string{
 	`CREATE INDEX IF NOT EXISTS operations_recovery_idx
 		ON operations (updated_at, operation_id)
 		WHERE stage <> 'COMPLETED' AND disposition = ''`,
+	`CREATE INDEX IF NOT EXISTS operations_space_idx ON operations (space, operation_id)`,
 	`CREATE TABLE IF NOT EXISTS document_states (
 		space        TEXT    NOT NULL,
 		document_id  TEXT    NOT NULL,
@@ -470,6 +472,12 @@ func (s *OperationStore) ListRecoverable(ctx context.Context, limit int) ([]refe
 // List implements reference.OperationStore.
 func (s *OperationStore) List(ctx context.Context) ([]reference.Operation, error) {
 	return s.query(ctx, `SELECT `+opColumns+` FROM operations ORDER BY operation_id`)
+}
+
+// ListSpace returns the operations of one space ordered by operationId
+// (reference.SpaceLister).
+func (s *OperationStore) ListSpace(ctx context.Context, space string) ([]reference.Operation, error) {
+	return s.query(ctx, `SELECT `+opColumns+` FROM operations WHERE space = ? ORDER BY operation_id`, space)
 }
 
 // Claim implements reference.OperationStore.

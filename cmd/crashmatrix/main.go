@@ -27,7 +27,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(certifyCmd(), workerCmd(), demoCmd(), benchCmd())
+	root.AddCommand(certifyCmd(), workerCmd(), demoCmd(), benchCmd(), runCmd(), exploreCmd())
 	err := root.ExecuteContext(ctx)
 	stop()
 	if err != nil {

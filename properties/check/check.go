@@ -89,7 +89,13 @@ type DuplicateReporter interface {
 func Take(ctx context.Context, st reference.Stores, space string, cps plansave.CheckpointStore, plans plansave.PlanStore, threads []PlanSaveThread) (Snapshot, error) {
 	s := Snapshot{Space: space, Plans: map[string]reference.Plan{}, PlanErrors: map[string]string{}, Versions: map[string][]reference.DocumentState{}, Checkpoints: map[string]plansave.Checkpoint{}}
 	if st.Ops != nil {
-		ops, err := st.Ops.List(ctx)
+		var ops []reference.Operation
+		var err error
+		if sl, ok := st.Ops.(reference.SpaceLister); ok {
+			ops, err = sl.ListSpace(ctx, space)
+		} else {
+			ops, err = st.Ops.List(ctx)
+		}
 		if err != nil {
 			return s, fmt.Errorf("snapshot: operations: %w", err)
 		}

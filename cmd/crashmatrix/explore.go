@@ -1,0 +1,166 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/properties/check"
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/scenarios"
+	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/explore"
+	"github.com/spf13/cobra"
+)
+
+func exploreCmd() *cobra.Command {
+	var (
+		seed                       int64
+		budget                     time.Duration
+		max, parallel, confirm     int
+		shard, backendName, outDir string
+		target, mutant, workdir    string
+		bugs                       []string
+		processes                  bool
+		server                     serverFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "explore --seed N --budget 5m",
+		Short: "Search random fault schedules for invariant violations, shrink the first one, write it as a scenario",
+		Long: `explore generates fault schedules (gopter generators: several workers and
+documents, repeated crashes, crashes during recovery, pauses past the lease,
+retractions racing ingestions), runs each and checks I1-I8. On a violation it
+shrinks the schedule (fewer workers, actions and faults; each candidate re-run
+--confirm times so a flaky shrink is rejected), writes the minimal scenario file
+and prints the replay command. One seed decides the run and is always printed;
+--shard i/n runs every n-th schedule from i, so n machines split one seed.
+
+Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 2 error.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			si, sn := 0, 1
+			if shard != "" {
+				a, b, ok := strings.Cut(shard, "/")
+				i, e1 := strconv.Atoi(a)
+				n, e2 := strconv.Atoi(b)
+				if !ok || e1 != nil || e2 != nil || n < 1 || i < 0 || i >= n {
+					return fmt.Errorf("--shard %q: want i/n with 0 <= i < n", shard)
+				}
+				si, sn = i, n
+			}
+			if target != "" {
+				inv, err := check.ParseInvariant(target)
+				if err != nil {
+					return fmt.Errorf("--invariant: %w", err)
+				}
+				target = inv.Short()
+			}
+			var bs []reference.Bug
+			for _, b := range bugs {
+				bs = append(bs, reference.Bug(b))
+			}
+			backend, cleanup, err := server.prepare(cmd.Context(), cmd.ErrOrStderr(), backendName)
+			if err != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
+				return exitError{2}
+			}
+			defer cleanup()
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			if workdir == "" {
+				base := ""
+				if !processes {
+					if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+						base = "/dev/shm"
+					}
+				}
+				if workdir, err = os.MkdirTemp(base, "crashmatrix-explore-"); err != nil {
+					return err
+				}
+				defer os.RemoveAll(workdir)
+			}
+			runner, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
+				WorkDir: workdir, InProcess: !processes, Seed: seed, Bugs: bs, Mutant: mutant})
+			if err != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
+				return exitError{2}
+			}
+			defer runner.CloseShared()
+			mode := "in-process"
+			if processes {
+				mode = "process kills"
+			}
+			fmt.Fprintf(out, "exploring: seed %d, shard %d/%d, budget %s, backend %s, %s\n", seed, si, sn, budget, backend, mode)
+			last := time.Now()
+			res := explore.Run(cmd.Context(), runner, explore.Options{Seed: seed, Budget: budget, MaxSchedules: max, ShardIndex: si, ShardCount: sn,
+				Confirm: confirm, Parallel: parallel, Target: target, Progress: func(n int) {
+					if time.Since(last) > 5*time.Second {
+						last = time.Now()
+						fmt.Fprintf(cmd.ErrOrStderr(), "  %d schedules…\n", n)
+					}
+				}})
+			fmt.Fprintf(out, "%d schedules in %s (%.0f/s)", res.Schedules, res.Took.Round(time.Millisecond), res.Rate())
+			if res.Other > 0 {
+				fmt.Fprintf(out, ", %d broke other invariants than %s", res.Other, target)
+			}
+			fmt.Fprintln(out)
+			f := res.Finding
+			if f == nil {
+				fmt.Fprintf(out, "no violation found (seed %d)\n", seed)
+				return nil
+			}
+			f.Shrunk.ID = fmt.Sprintf("explored-s%d-%d-%s", seed, f.Index, strings.ToLower(f.Invariant))
+			sc, err := scenarios.FromCase(f.Shrunk)
+			if err != nil {
+				return fmt.Errorf("writing the shrunk schedule: %w", err)
+			}
+			sc.Bugs, sc.Mutant, sc.Seed = bs, mutant, seed
+			inv, _ := check.ParseInvariant(f.Invariant)
+			sc.Expect = scenarios.Expect{Verdict: "fail", Breaks: []check.Invariant{inv}}
+			sc.Description = fmt.Sprintf("Found by crashmatrix explore --seed %d (schedule %d, %s) and shrunk from %d to %d steps; breaks %s.",
+				seed, f.Index, mode, explore.Size(f.Original), explore.Size(f.Shrunk), inv)
+			b, err := sc.Marshal()
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(outDir, 0o755); err != nil {
+				return err
+			}
+			path := filepath.Join(outDir, sc.Name+".yaml")
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "VIOLATION %s in schedule %d of seed %d, found after %s\n", inv, f.Index, seed, f.FoundAfter.Round(time.Millisecond))
+			for _, v := range f.Result.Violations {
+				fmt.Fprintf(out, "  %s\n", v)
+			}
+			fmt.Fprintf(out, "shrunk from %d to %d steps in %s (%d reductions); reproduced %d/%d\n", explore.Size(f.Original), explore.Size(f.Shrunk),
+				(f.ShrunkAfter - f.FoundAfter).Round(time.Millisecond), f.ShrinkSteps, f.Reproduced, f.Reruns)
+			fmt.Fprintf(out, "scenario: %s\nreplay:   crashmatrix run %s --repeat 10%s\n", path, path, map[bool]string{true: " --in-process", false: ""}[!processes])
+			return exitError{1}
+		},
+	}
+	fl := cmd.Flags()
+	fl.Int64Var(&seed, "seed", 1, "the seed that decides the run")
+	fl.DurationVar(&budget, "budget", time.Minute, "how long to search")
+	fl.IntVar(&max, "max", 0, "stop after this many schedules (0: budget only)")
+	fl.StringVar(&shard, "shard", "", "i/n: run schedules i, i+n, i+2n, … of the seed")
+	fl.StringVar(&backendName, "backend", "sqlite", "backend")
+	fl.BoolVar(&processes, "processes", false, "kill real worker processes instead of the in-process mode")
+	fl.IntVar(&parallel, "parallel", 2, "schedules at once")
+	fl.IntVar(&confirm, "confirm", 3, "re-runs a shrink candidate must fail in")
+	fl.StringVar(&target, "invariant", "", "hunt for this invariant only (I1..I8)")
+	fl.StringSliceVar(&bugs, "bug", nil, "run the reference as a mutant: "+bugNames())
+	fl.StringVar(&mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint)
+	fl.StringVar(&outDir, "out", "crashmatrix-findings", "where the shrunk scenario is written")
+	fl.StringVar(&workdir, "workdir", "", "scratch directory (default: a temporary one)")
+	server.register(fl)
+	_ = faults.Crash
+	return cmd
+}

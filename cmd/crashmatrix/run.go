@@ -1,0 +1,162 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/scenarios"
+	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/spf13/cobra"
+)
+
+func runCmd() *cobra.Command {
+	var backendName, workdir, html string
+	var inProcess, library bool
+	var repeat int
+	var server serverFlags
+	cmd := &cobra.Command{
+		Use:   "run FILE...",
+		Short: "Replay scenario files and judge each against its expected verdict",
+		Long: `run loads scenario files (YAML, see scenarios/SCHEMA.md), replays each one
+deterministically and compares the outcome with the scenario's expect block.
+--library runs the built-in scenario library. --repeat N replays each scenario
+N times and requires the same verdict and the same history every time.
+
+Exit code: 0 every scenario met its expectation, 1 one did not, 2 a file did
+not load or a run was undecided.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			var scs []*scenarios.Scenario
+			var loadErrs []error
+			if library {
+				lib, err := scenarios.Library()
+				if err != nil {
+					return err
+				}
+				scs = append(scs, lib...)
+			}
+			for _, a := range args {
+				s, err := scenarios.Load(a)
+				if err != nil {
+					loadErrs = append(loadErrs, err)
+					continue
+				}
+				scs = append(scs, s)
+			}
+			if len(loadErrs) > 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), errors.Join(loadErrs...))
+				return exitError{2}
+			}
+			if len(scs) == 0 {
+				return fmt.Errorf("no scenario given (pass files or --library)")
+			}
+			backend, cleanup, err := server.prepare(cmd.Context(), cmd.ErrOrStderr(), backendName)
+			if err != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
+				return exitError{2}
+			}
+			defer cleanup()
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			if workdir == "" {
+				if workdir, err = os.MkdirTemp("", "crashmatrix-run-"); err != nil {
+					return err
+				}
+			}
+			mode := "process kills"
+			if inProcess {
+				mode = "in-process"
+			}
+			var all []sim.CaseResult
+			code := 0
+			for _, s := range scs {
+				if err := s.CheckBackend(backendName); err != nil && s.Backend != "" {
+					fmt.Fprintf(out, "SKIP  %-45s %v\n", s.Name, err)
+					continue
+				}
+				cfg := s.Apply(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
+					WorkDir: filepath.Join(workdir, s.Name), InProcess: inProcess, Seed: 1})
+				runner, err := sim.NewRunner(cfg)
+				if err != nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
+					return exitError{2}
+				}
+				var first sim.CaseResult
+				var firstTrace []string
+				verdict := "ok"
+				for i := 0; i < max(repeat, 1); i++ {
+					res := runner.RunCase(cmd.Context(), s.Case())
+					if i == 0 {
+						first, firstTrace = res, sim.Trace(res.Timeline)
+						all = append(all, res)
+						continue
+					}
+					if res.Verdict != first.Verdict || !slices.Equal(res.Broken(), first.Broken()) {
+						verdict = fmt.Sprintf("run %d gave %s %v, run 1 gave %s %v", i+1, res.Verdict, res.Broken(), first.Verdict, first.Broken())
+						break
+					}
+					if tr := sim.Trace(res.Timeline); !slices.Equal(tr, firstTrace) {
+						verdict = fmt.Sprintf("run %d's history differs from run 1's at record %d", i+1, firstDiff(tr, firstTrace))
+						break
+					}
+				}
+				runner.CloseShared()
+				jerr := s.JudgeResult(first)
+				switch {
+				case first.Verdict == sim.Undecided:
+					fmt.Fprintf(out, "UNDEC %-45s %s\n", s.Name, strings.Join(first.Notes, "; "))
+					code = max(code, 2)
+				case jerr != nil:
+					fmt.Fprintf(out, "FAIL  %-45s %v\n", s.Name, jerr)
+					code = max(code, 1)
+				case verdict != "ok":
+					fmt.Fprintf(out, "FAIL  %-45s not deterministic: %s\n", s.Name, verdict)
+					code = max(code, 1)
+				default:
+					broke := "all invariants held"
+					if b := first.Broken(); len(b) > 0 {
+						broke = "broke " + strings.Join(b, ",") + " as expected"
+					}
+					fmt.Fprintf(out, "ok    %-45s %s %s (%s, %dx %s)\n", s.Name, first.Verdict, broke, first.Took.Round(time.Millisecond), max(repeat, 1), mode)
+				}
+			}
+			if html != "" {
+				rep := sim.Report{Backend: backend, Results: all}
+				if err := writeFile(html, func(w io.Writer) error { return sim.WriteHTML(w, rep) }); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(out, "histories: %s\n", workdir)
+			if code != 0 {
+				return exitError{code}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&backendName, "backend", "sqlite", "backend (a scenario naming another backend is skipped)")
+	fl.BoolVar(&inProcess, "in-process", false, "simulate crashes in-process instead of killing processes")
+	fl.BoolVar(&library, "library", false, "run the built-in scenario library")
+	fl.IntVar(&repeat, "repeat", 1, "replay each scenario N times; all must agree")
+	fl.StringVar(&workdir, "workdir", "", "where histories go")
+	fl.StringVar(&html, "html", "", "write an HTML report")
+	server.register(fl)
+	return cmd
+}
+
+func firstDiff(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i + 1
+		}
+	}
+	return min(len(a), len(b)) + 1
+}

@@ -1,0 +1,148 @@
+package scenarios
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/properties/check"
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+var updateLibrary = flag.Bool("update-library", false, "rewrite scenarios/library from the simulator's cases")
+
+// libraryLeaseTTL is the lease TTL the library's pause durations assume.
+const libraryLeaseTTL = 250 * time.Millisecond
+
+// mirror says which simulator case a library scenario mirrors, and what
+// is added on top.
+type mirror struct {
+	name, lead string
+	point      faults.Point
+	kind       faults.Kind
+	class      string // a sim.ClassCases class instead of a window
+	bugs       []reference.Bug
+	mutant     string
+	backend    string
+	breaks     []check.Invariant
+}
+
+func (m mirror) simCase(t testing.TB) sim.Case {
+	if m.class != "" {
+		for _, c := range sim.ClassCases(libraryLeaseTTL.Milliseconds()) {
+			if c.Class == m.class {
+				return c
+			}
+		}
+		t.Fatalf("%s: no class case %q", m.name, m.class)
+	}
+	c, ok := sim.WindowCase(m.point, m.kind, libraryLeaseTTL.Milliseconds())
+	if !ok {
+		t.Fatalf("%s: kind %s does not apply at %s", m.name, m.kind, m.point)
+	}
+	return c
+}
+
+// libraryMirrors lists every scenario of the library that mirrors a
+// simulator case.
+var libraryMirrors = []mirror{
+	{name: "window-before-extract", point: faults.BeforeExtract, kind: faults.Crash},
+	{name: "window-before-prepare", point: faults.BeforePrepare, kind: faults.Crash},
+	{name: "window-before-graph-write", point: faults.BeforeGraphWrite, kind: faults.Crash},
+	{name: "window-between-graph-batches", point: faults.BetweenGraphBatches, kind: faults.Crash},
+	{name: "window-before-graph-applied", point: faults.BeforeGraphApplied, kind: faults.Crash},
+	{name: "window-before-registry-save", point: faults.BeforeRegistrySave, kind: faults.Crash},
+	{name: "window-before-state-commit", point: faults.BeforeStateCommit, kind: faults.Crash},
+	{name: "window-before-record-version", point: faults.BeforeRecordVersion, kind: faults.Crash},
+	{name: "window-before-state-committed", point: faults.BeforeStateCommitted, kind: faults.Crash},
+	{name: "window-before-completed", point: faults.BeforeCompleted, kind: faults.Crash},
+	{name: "window-before-mark-failed", point: faults.BeforeMarkFailed, kind: faults.Crash},
+	{name: "window-before-retry-prepared", point: faults.BeforeRetryPrepared, kind: faults.Crash},
+	{name: "window-before-lease-check", point: faults.BeforeLeaseCheck, kind: faults.Crash},
+	{name: "window-recovery-before-claim", point: faults.RecoveryBeforeClaim, kind: faults.Crash},
+	{name: "window-recovery-before-resume", point: faults.RecoveryBeforeResume, kind: faults.Crash},
+	{name: "window-conflict-before-abandon", point: faults.ConflictBeforeAbandon, kind: faults.Crash},
+	{name: "window-conflict-before-replan", point: faults.ConflictBeforeReplan, kind: faults.Crash},
+	{name: "window-plansave-before-approve", point: faults.PlanSaveBeforeApprove, kind: faults.Crash},
+	{name: "window-plansave-before-business-commit", point: faults.PlanSaveBeforeBusiness, kind: faults.Crash},
+	{name: "window-plansave-before-checkpoint", point: faults.PlanSaveBeforeCheckpoint, kind: faults.Transient},
+
+	{name: "class-unknown-window", point: faults.BeforeGraphApplied, kind: faults.Unknown,
+		lead: "The unknown window: the graph write commits, the process dies before it learns so; recovery re-applies the same mutation, which must be idempotent."},
+	{name: "class-lease-expiry-stale-writer", point: faults.BeforeLeaseCheck, kind: faults.Pause,
+		lead: "A writer stalls past its lease before the state commit while recovery takes the document over; when the stale writer wakes up, its commit must be refused."},
+	{name: "class-competing-revision", class: "competing-revision"},
+	{name: "class-duplicate-delivery", class: "duplicate-delivery"},
+	{name: "class-model-differs", class: "model-differs"},
+	{name: "class-entity-race", class: "entity-race"},
+	{name: "class-retraction-shared-edge", class: "retraction-shared-edge"},
+	{name: "class-crash-during-recovery", point: faults.BeforeStateCommit, kind: faults.Recrash,
+		lead: "A crash, then the first recovery crashes at the same window again; the second recovery must still finish with the persisted plan."},
+	{name: "class-plansave-retry", point: faults.PlanSaveBeforeCheckpoint, kind: faults.Crash,
+		lead: "System B: the plan row is committed, the checkpoint is not; the resumed workflow runs save again with the same operation_id and must get the first row id back."},
+
+	{name: "mutant-recall-model-on-resume", point: faults.BeforeGraphWrite, kind: faults.Crash,
+		bugs: []reference.Bug{reference.BugRecallModelOnResume}, breaks: []check.Invariant{check.I1},
+		lead: "Pins bug recall-model-on-resume: resuming re-asks the model, whose second answer differs; I1 must catch the second plan under one operationId."},
+	{name: "mutant-create-instead-of-merge", point: faults.BeforeGraphApplied, kind: faults.Unknown,
+		mutant: sim.MutantCreateNotMerge, backend: "sqlite", breaks: []check.Invariant{check.I3},
+		lead: "Pins mutant create-instead-of-merge: re-applying the mutation after the unknown window creates duplicate nodes and edges; I3 must catch them."},
+	{name: "mutant-skip-revision-check", point: faults.ConflictBeforeReplan, kind: faults.Crash,
+		bugs: []reference.Bug{reference.BugSkipRevisionCheck}, breaks: []check.Invariant{check.I2},
+		lead: "Pins bug skip-revision-check: the old plan of d3 commits over the competitor's newer revision; I2 must catch the stale-revision commit."},
+	{name: "mutant-advance-before-graph-write", point: faults.BeforeGraphWrite, kind: faults.Crash,
+		bugs: []reference.Bug{reference.BugAdvanceBeforeGraphWrite}, breaks: []check.Invariant{check.I4},
+		lead: "Pins bug advance-before-graph-write: the stage reaches GRAPH_APPLIED before the graph write is confirmed; I4 must catch the illegal stage order."},
+	{name: "mutant-no-unique-constraint", point: faults.PlanSaveBeforeCheckpoint, kind: faults.Crash,
+		mutant: sim.MutantNoUniqueConstraint, backend: "sqlite", breaks: []check.Invariant{check.I8},
+		lead: "Pins mutant no-unique-constraint: without UNIQUE(owner, operation_id) the repeated save inserts a second plan row; I8 must catch it."},
+}
+
+func (m mirror) scenario(t testing.TB) *Scenario {
+	c := m.simCase(t)
+	s, err := FromCase(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Name = m.name
+	if m.lead != "" {
+		s.Description = m.lead + " (" + c.Description + ")"
+	} else if m.class == "" {
+		s.Description = fmt.Sprintf("Crash window %s. %s", m.point, c.Description)
+	}
+	s.Bugs, s.Mutant, s.Backend = m.bugs, m.mutant, m.backend
+	for _, st := range s.Steps {
+		for _, f := range st.Faults {
+			if f.Kind == faults.Pause {
+				s.LeaseTTL = libraryLeaseTTL
+			}
+		}
+	}
+	if len(m.breaks) > 0 {
+		s.Expect = Expect{Verdict: ExpectFail, Breaks: m.breaks}
+	} else {
+		s.Expect = Expect{Verdict: ExpectPass, Holds: append([]check.Invariant(nil), check.All...)}
+	}
+	return s
+}
+
+// TestGenerateLibrary rewrites the library with -update-library.
+func TestGenerateLibrary(t *testing.T) {
+	if !*updateLibrary {
+		t.Skip("run with -update-library to rewrite scenarios/library")
+	}
+	for _, m := range libraryMirrors {
+		b, err := m.scenario(t).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join("library", m.name+".yaml"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,111 @@
+package scenarios
+
+import (
+	"embed"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+//go:embed library/*.yaml
+var library embed.FS
+
+// Library loads the scenario library embedded in the binary (the files of
+// scenarios/library at build time).
+func Library() ([]*Scenario, error) {
+	return loadFS(library, "library", "scenarios/library")
+}
+
+// StandardDocuments names the texts of the standard corpus (sim.DocD1v1
+// and the rest) as the library's documents sections do.
+var StandardDocuments = map[string]string{
+	"d1v1": sim.DocD1v1,
+	"d1v2": sim.DocD1v2,
+	"d2":   sim.DocD2,
+	"d3a":  sim.DocD3a,
+	"d3b":  sim.DocD3b,
+	"d4":   sim.DocD4,
+}
+
+// FromCase turns a simulator case into a scenario (the explorer writes
+// shrunk cases this way): contents become documents (the standard corpus
+// under its names, others after their documentId), arms become faults.
+// The caller sets Expect and the run settings before Marshal.
+func FromCase(c sim.Case) (*Scenario, error) {
+	s := &Scenario{Name: c.ID, Description: c.Description, System: c.System}
+	if s.System == "" {
+		s.System = faults.Ingestion
+	}
+	byContent := map[string]string{}
+	for name, text := range StandardDocuments {
+		byContent[text] = name
+	}
+	docName := func(a sim.Action) string {
+		if n, ok := byContent[a.Content]; ok {
+			if s.Documents == nil {
+				s.Documents = map[string]string{}
+			}
+			s.Documents[n] = a.Content
+			return n
+		}
+		base := a.Doc
+		if base == "" {
+			base = "doc"
+		}
+		n := base
+		for i := 2; ; i++ {
+			if _, used := s.Documents[n]; !used {
+				break
+			}
+			n = fmt.Sprintf("%s-%d", base, i)
+		}
+		if s.Documents == nil {
+			s.Documents = map[string]string{}
+		}
+		s.Documents[n] = a.Content
+		byContent[a.Content] = n
+		return n
+	}
+	for _, st := range c.Steps {
+		out := Step{Worker: st.Worker, Background: st.Background, ContinueOnError: st.ContinueOnError, Resubmit: slices.Clone(st.Resubmit)}
+		for _, a := range st.Actions {
+			x := Action{Do: a.Do, Doc: a.Doc, Op: a.Op, Rounds: a.Rounds, Thread: a.Thread, Owner: a.Owner, Question: a.Question, Minutes: a.Minutes, Approve: a.Approve}
+			if a.Do == "ingest" {
+				x.Document = docName(a)
+			}
+			if x.Do == "recover" && x.Rounds == 0 {
+				x.Rounds = DefaultRounds
+			}
+			out.Actions = append(out.Actions, x)
+		}
+		points := make([]faults.Point, 0, len(st.Arms))
+		for p := range st.Arms {
+			points = append(points, p)
+		}
+		sort.Slice(points, func(i, j int) bool { return catalogueIndex(points[i]) < catalogueIndex(points[j]) })
+		for _, p := range points {
+			act, err := faults.ParseAction(st.Arms[p])
+			if err != nil {
+				return nil, fmt.Errorf("scenario from case %s: worker %s: %w", c.ID, st.Worker, err)
+			}
+			out.Faults = append(out.Faults, Fault{Point: p, Kind: act.Kind, Hit: act.Hit, Pause: act.PauseFor})
+		}
+		if !slices.Equal(st.ExpectHit, out.ExpectedHits()) {
+			out.ExpectHit = append([]faults.Point{}, st.ExpectHit...)
+		}
+		s.Steps = append(s.Steps, out)
+	}
+	return s, nil
+}
+
+func catalogueIndex(p faults.Point) int {
+	for i, s := range faults.Catalogue {
+		if s.Point == p {
+			return i
+		}
+	}
+	return len(faults.Catalogue)
+}
