@@ -39,8 +39,10 @@ func runWorker(path string) int {
 	return 0
 }
 
-// Every library scenario, run for real on the embedded SQLite backend with
-// killed worker processes, gives the outcome it expects.
+// Every library scenario gives the outcome it expects in both execution
+// modes — worker processes killed with SIGKILL, and the in-process mode
+// (goroutine workers abandoned at the crash, simulated time) — and the two
+// modes agree on the verdict and on the invariants broken.
 func TestLibraryRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real worker processes")
@@ -49,9 +51,7 @@ func TestLibraryRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Four cases at once, like sim.Runner.RunAll: the windows' timing
-	// (lease and claim TTLs against recovery rounds) assumes an unloaded
-	// machine.
+	// Four cases at once, like sim.Runner.RunAll.
 	slots := make(chan struct{}, 4)
 	for _, s := range lib {
 		t.Run(s.Name, func(t *testing.T) {
@@ -61,28 +61,97 @@ func TestLibraryRuns(t *testing.T) {
 			if err := s.CheckBackend("sqlite"); err != nil {
 				t.Skip(err)
 			}
-			cfg := s.Apply(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), Seed: 1,
-				Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}})
-			r, err := sim.NewRunner(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			res := r.RunCase(ctx, s.Case())
-			if res.Verdict == sim.NotExercised {
-				// The runner retries a case whose faults did not fire.
-				res = r.RunCase(ctx, s.Case())
-			}
-			if err := s.JudgeResult(res); err != nil {
-				var v []string
-				for _, x := range res.Violations {
-					v = append(v, x.String())
+			var verdicts []string
+			for _, inProcess := range []bool{false, true} {
+				mode := map[bool]string{false: "process kills", true: "in-process"}[inProcess]
+				cfg := s.Apply(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), Seed: 1, InProcess: inProcess,
+					Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}})
+				r, err := sim.NewRunner(cfg)
+				if err != nil {
+					t.Fatal(err)
 				}
-				t.Fatalf("%v\nnotes: %s\nviolations: %s", err, strings.Join(res.Notes, "; "), strings.Join(v, "; "))
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				res := r.RunCase(ctx, s.Case())
+				if res.Verdict == sim.NotExercised {
+					// The runner retries a case whose faults did not fire.
+					res = r.RunCase(ctx, s.Case())
+				}
+				cancel()
+				r.CloseShared()
+				if err := s.JudgeResult(res); err != nil {
+					var v []string
+					for _, x := range res.Violations {
+						v = append(v, x.String())
+					}
+					t.Fatalf("%s: %v\nnotes: %s\nviolations: %s", mode, err, strings.Join(res.Notes, "; "), strings.Join(v, "; "))
+				}
+				verdicts = append(verdicts, fmt.Sprintf("%s %v", res.Verdict, res.Broken()))
+			}
+			if verdicts[0] != verdicts[1] {
+				t.Fatalf("the modes disagree: process kills gave %s, in-process gave %s", verdicts[0], verdicts[1])
 			}
 		})
 	}
+}
+
+// A scenario replays deterministically: ten runs give the same verdict and
+// the same history (times, pids and spaces aside), in both modes; pauses
+// included.
+func TestReplayIsDeterministic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real worker processes")
+	}
+	for _, name := range []string{"class-unknown-window", "class-lease-expiry-stale-writer", "class-competing-revision", "mutant-skip-revision-check"} {
+		s, err := Load("library/" + name + ".yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, inProcess := range []bool{true, false} {
+			r, err := sim.NewRunner(s.Apply(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), Seed: 1, InProcess: inProcess,
+				Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var first []string
+			var firstVerdict string
+			for i := 0; i < 10; i++ {
+				res := r.RunCase(context.Background(), s.Case())
+				tr, v := sim.Trace(res.Timeline), fmt.Sprintf("%s %v", res.Verdict, res.Broken())
+				if i == 0 {
+					first, firstVerdict = tr, v
+					continue
+				}
+				if v != firstVerdict {
+					t.Fatalf("%s (in-process %v): run %d gave %s, run 1 gave %s", name, inProcess, i+1, v, firstVerdict)
+				}
+				if !slicesEqual(tr, first) {
+					t.Fatalf("%s (in-process %v): run %d's history differs from run 1's:\n%s", name, inProcess, i+1, diff(first, tr))
+				}
+			}
+			r.CloseShared()
+		}
+	}
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func diff(a, b []string) string {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			return fmt.Sprintf("record %d: %q vs %q", i+1, a[i], b[i])
+		}
+	}
+	return fmt.Sprintf("lengths %d vs %d", len(a), len(b))
 }
 
 // Judge bites: the skip-revision-check scenario run without its bug holds
