@@ -125,6 +125,7 @@ type worker struct {
 	stores                 *reference.Stores
 	ps                     *PlanSaveStores
 	sharedStores, sharedPS bool
+	svc                    *reference.Service
 }
 
 func (w *worker) close() {
@@ -137,6 +138,9 @@ func (w *worker) close() {
 }
 
 func (w *worker) service(ctx context.Context) (*reference.Service, error) {
+	if w.svc != nil {
+		return w.svc, nil
+	}
 	if w.stores == nil {
 		st, err := w.backend.Open(ctx, w.spec.Env)
 		if err != nil {
@@ -148,7 +152,7 @@ func (w *worker) service(ctx context.Context) (*reference.Service, error) {
 	if w.opt.CallLog != nil {
 		calls = w.opt.CallLog
 	}
-	return &reference.Service{
+	w.svc = &reference.Service{
 		Stores:         *w.stores,
 		Extractor:      &reference.FakeExtractor{Log: calls},
 		Faults:         w.rt,
@@ -160,7 +164,8 @@ func (w *worker) service(ctx context.Context) (*reference.Service, error) {
 		AcquireTimeout: time.Duration(4*w.spec.LeaseTTLMillis+500) * time.Millisecond,
 		BatchSize:      w.spec.BatchSize,
 		Bugs:           w.spec.Bugs,
-	}, nil
+	}
+	return w.svc, nil
 }
 
 func (w *worker) workflow(ctx context.Context) (*plansave.Workflow, error) {

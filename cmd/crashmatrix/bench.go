@@ -7,14 +7,18 @@ import (
 	"sort"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/explore"
+	"github.com/crashmatrix/crashmatrix/sim/servers"
 	"github.com/spf13/cobra"
 )
 
 func benchCmd() *cobra.Command {
 	var rounds, cycles, parallel, cycleParallel int
-	var leaseTTL, cycleTTL time.Duration
+	var leaseTTL, cycleTTL, exploreFor time.Duration
 	var backend string
+	var server serverFlags
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the full crash matrix's wall time and kill-restart-recover cycles per second",
@@ -25,7 +29,18 @@ func benchCmd() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			fmt.Fprintf(out, "crashmatrix bench: backend %s, %d cores, %s/%s\n", backend, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+			name := backend
+			backend, cleanup, err := server.prepare(ctx, cmd.ErrOrStderr(), backend)
+			if err != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
+				return exitError{2}
+			}
+			defer cleanup()
+			fmt.Fprintf(out, "crashmatrix bench: backend %s, %d cores, %s/%s\n", name, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+			if name == "containers" {
+				fmt.Fprintf(out, "containers: PostgreSQL answered its first query %s after Run, Neo4j %s after Run\n",
+					servers.LastTimings.Postgres.Round(time.Millisecond), servers.LastTimings.Neo4j.Round(time.Millisecond))
+			}
 			var walls []time.Duration
 			for i := 0; i < rounds; i++ {
 				work, err := os.MkdirTemp("", "crashmatrix-bench-")
@@ -45,12 +60,19 @@ func benchCmd() *cobra.Command {
 				}
 				os.RemoveAll(work)
 				walls = append(walls, rep.Took)
+				_ = i
 				fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %s\n", i+1, len(cases), rep.Took.Round(time.Millisecond))
 			}
+			if len(walls) == 0 {
+				return fmt.Errorf("--rounds must be at least 1")
+			}
 			sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
-			fmt.Fprintf(out, "full matrix wall time: median %s, min %s, max %s over %d rounds (target <= 5s)\n",
+			fmt.Fprintf(out, "full matrix wall time: median %s, min %s, max %s over %d rounds (target <= 5s on the embedded default, <= 60s on PostgreSQL + Neo4j)\n",
 				walls[len(walls)/2].Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond), len(walls))
 
+			if cycles <= 0 {
+				return nil
+			}
 			work, err := os.MkdirTemp("", "crashmatrix-bench-")
 			if err != nil {
 				return err
@@ -68,16 +90,84 @@ func benchCmd() *cobra.Command {
 			os.RemoveAll(work)
 			fmt.Fprintf(out, "kill-restart-recover cycles: %d in %s = %.1f cycles/s (%d at once, lease TTL %s; each cycle: a worker killed by SIGKILL after its graph write, a new worker recovers, invariants checked) (target >= 50/s)\n",
 				cycles, rep.Took.Round(time.Millisecond), float64(cycles)/rep.Took.Seconds(), cycleParallel, cycleTTL)
+			if exploreFor > 0 {
+				return benchExplore(cmd, self, exploreFor)
+			}
 			return nil
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&backend, "backend", "sqlite", "backend")
+	fl.StringVar(&backend, "backend", "sqlite", "backend (containers: starts PostgreSQL and Neo4j first; the figures exclude start-up)")
+	server.register(fl)
 	fl.IntVar(&rounds, "rounds", 3, "full-matrix rounds")
 	fl.IntVar(&parallel, "parallel", 12, "cases at once in the full matrix")
 	fl.DurationVar(&leaseTTL, "lease-ttl", 250*time.Millisecond, "lease TTL for the full matrix")
 	fl.IntVar(&cycles, "cycles", 300, "kill-restart-recover cycles")
 	fl.IntVar(&cycleParallel, "cycle-parallel", 16, "cycles at once")
 	fl.DurationVar(&cycleTTL, "cycle-lease-ttl", 50*time.Millisecond, "lease TTL for the cycles (a killed worker blocks its document this long)")
+	fl.DurationVar(&exploreFor, "explore", 10*time.Second, "how long each exploration rate is measured (0 skips the exploration figures)")
 	return cmd
+}
+
+// benchExplore prints the exploration figures: schedules per second in
+// both modes, and for each reference mutant the time to the first violation
+// and to the shrunk scenario.
+func benchExplore(cmd *cobra.Command, self string, d time.Duration) error {
+	out := cmd.OutOrStdout()
+	ctx := cmd.Context()
+	newRunner := func(inProcess bool, bugs []reference.Bug, mutant string) (*sim.Runner, string, error) {
+		base := ""
+		if inProcess {
+			if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+				base = "/dev/shm"
+			}
+		}
+		work, err := os.MkdirTemp(base, "crashmatrix-bench-explore-")
+		if err != nil {
+			return nil, "", err
+		}
+		r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work, InProcess: inProcess, Seed: 1, Bugs: bugs, Mutant: mutant})
+		return r, work, err
+	}
+	for _, inProcess := range []bool{true, false} {
+		r, work, err := newRunner(inProcess, nil, "")
+		if err != nil {
+			return err
+		}
+		res := explore.Run(ctx, r, explore.Options{Seed: 11, Budget: d, Parallel: map[bool]int{true: 2, false: 8}[inProcess]})
+		r.CloseShared()
+		os.RemoveAll(work)
+		if res.Finding != nil {
+			return fmt.Errorf("exploring the reference found %s (seed 11, schedule %d): the rate would be meaningless", res.Finding.Invariant, res.Finding.Index)
+		}
+		mode := map[bool]string{true: "in-process", false: "process kills"}[inProcess]
+		fmt.Fprintf(out, "exploration, %s: %d schedules in %s = %.0f schedules/s (reference, seed 11, no violation)\n", mode, res.Schedules, res.Took.Round(time.Millisecond), res.Rate())
+	}
+	for _, m := range []struct {
+		name   string
+		bugs   []reference.Bug
+		mutant string
+		want   string
+	}{
+		{string(reference.BugRecallModelOnResume), []reference.Bug{reference.BugRecallModelOnResume}, "", "I1"},
+		{string(reference.BugSkipRevisionCheck), []reference.Bug{reference.BugSkipRevisionCheck}, "", "I2"},
+		{string(reference.BugAdvanceBeforeGraphWrite), []reference.Bug{reference.BugAdvanceBeforeGraphWrite}, "", "I4"},
+		{sim.MutantCreateNotMerge, nil, sim.MutantCreateNotMerge, "I3"},
+		{sim.MutantNoUniqueConstraint, nil, sim.MutantNoUniqueConstraint, "I8"},
+	} {
+		r, work, err := newRunner(true, m.bugs, m.mutant)
+		if err != nil {
+			return err
+		}
+		res := explore.Run(ctx, r, explore.Options{Seed: 1, Budget: time.Minute, Parallel: 2, Target: m.want})
+		r.CloseShared()
+		os.RemoveAll(work)
+		f := res.Finding
+		if f == nil {
+			return fmt.Errorf("mutant %s: no %s violation within a minute", m.name, m.want)
+		}
+		fmt.Fprintf(out, "mutant %-28s %s after %3d schedules: first violation %6s, shrunk file %6s (%d steps, reproduced %d/%d)\n",
+			m.name, f.Invariant, res.Schedules, f.FoundAfter.Round(time.Millisecond), f.ShrunkAfter.Round(time.Millisecond), explore.Size(f.Shrunk), f.Reproduced, f.Reruns)
+	}
+	return nil
 }

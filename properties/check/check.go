@@ -521,6 +521,11 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 				}
 			}
 			cur[doc] = &grant{e.Holder, e.Token, e.ExpiresAt}
+			for k := range lost {
+				if strings.HasPrefix(k, e.Holder+"\x00") {
+					delete(lost, k) // a new lease: a new epoch for this holder
+				}
+			}
 		case reference.EvLeaseRenew:
 			if g := cur[doc]; g != nil && g.holder == e.Holder && g.token == e.Token {
 				g.expiresAt = e.ExpiresAt

@@ -1,0 +1,430 @@
+// Package neo4j is a reference.GraphWriter on Neo4j 5 (Community or
+// Enterprise), through the official Go driver (v5).
+//
+// Data model. Every node of every space is one node
+//
+//	(:CMNode {space, id, label, p_<key>: <value>, ...})
+//
+// whose user properties are stored as separate properties named with the
+// prefix "p_" (PropertyPrefix), so an upsert patches them with a plain
+// `SET n += $props` and they read back exactly, even when a user key is
+// "space", "id" or "label". Every edge is one relationship
+//
+//	(a)-[:CM_EDGE {space, type, rank, p_<key>: <value>, ...}]->(b)
+//
+// with the edge type as a property: plain Cypher cannot parameterise a
+// relationship type, and APOC is not assumed. A node uniqueness constraint
+// on (space, id) (ConstraintName, created by Open, idempotently) makes the
+// node MERGE safe under concurrency; relationship MERGE between two bound
+// nodes locks both endpoints.
+//
+// Apply runs a whole mutation in one managed write transaction
+// (ExecuteWrite, which retries transient errors), in the Agents-Flex order:
+// detach-delete nodes, delete edges, merge nodes, check that every edge's
+// endpoints exist (ErrMissingEndpoint rolls everything back), merge edges.
+package neo4j
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	driver "github.com/neo4j/neo4j-go-driver/v5/neo4j"
+
+	"github.com/crashmatrix/crashmatrix/adapters/memory"
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// NodeLabel is the label of every node the writer stores (unless
+// Options.Label names another).
+const NodeLabel = "CMNode"
+
+// EdgeType is the relationship type of every edge the writer stores; the
+// edge's own type is its "type" property.
+const EdgeType = "CM_EDGE"
+
+// ConstraintName names the uniqueness constraint on (space, id) of
+// NodeLabel nodes that Open creates.
+const ConstraintName = "cm_node_key"
+
+// PropertyPrefix prefixes the stored name of every user property of a node
+// or an edge.
+const PropertyPrefix = "p_"
+
+// Options configures a Writer.
+type Options struct {
+	// CreateInsteadOfMerge makes the writer CREATE a new node or edge on
+	// every upsert instead of merging into the existing one: a mutant that
+	// produces duplicates. Open then creates no uniqueness constraint. On a
+	// database where the constraint of the label exists already the mutant
+	// fails with a constraint violation instead; give it its own Label.
+	CreateInsteadOfMerge bool
+	// Database is the database to use; empty means the server's default.
+	Database string
+	// Label is the node label; empty means NodeLabel. It must be a plain
+	// identifier (letters, digits, underscore). Writers with different
+	// labels see separate graphs.
+	Label string
+}
+
+// DuplicateReporter is implemented by graph writers that can report node ids
+// or edge keys stored more than once.
+type DuplicateReporter = memory.DuplicateReporter
+
+var (
+	_ reference.GraphWriter = (*Writer)(nil)
+	_ DuplicateReporter     = (*Writer)(nil)
+)
+
+// Writer is a reference.GraphWriter on Neo4j. It is safe for concurrent use.
+type Writer struct {
+	drv      driver.DriverWithContext
+	opts     Options
+	label    string // validated, used verbatim in Cypher
+	secret   string // the password, redacted from error messages
+	database string
+	q        queries
+}
+
+// queries are the Cypher statements of one label and mode.
+type queries struct {
+	deleteNodes, deleteEdges, upsertNodes, missing, upsertEdges, readNodes, readEdges string
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// constraintName is the name of the uniqueness constraint of label.
+func constraintName(label string) string {
+	if label == NodeLabel {
+		return ConstraintName
+	}
+	return ConstraintName + "_" + strings.ToLower(label)
+}
+
+func buildQueries(label string, create bool) queries {
+	n := func(v, id string) string { return "(" + v + ":" + label + " {space: $space, id: " + id + "})" }
+	q := queries{
+		deleteNodes: "UNWIND $ids AS id MATCH " + n("n", "id") + " DETACH DELETE n",
+		deleteEdges: "UNWIND $edges AS e MATCH " + n("a", "e.source") +
+			"-[r:" + EdgeType + " {space: $space, type: e.type, rank: e.rank}]->" + n("b", "e.target") + " DELETE r",
+		missing: "UNWIND $ids AS id OPTIONAL MATCH " + n("n", "id") +
+			" WITH id, count(n) AS c WHERE c = 0 RETURN id",
+		readNodes: "MATCH (n:" + label + " {space: $space}) RETURN n.id AS id, n.label AS label, properties(n) AS props ORDER BY elementId(n)",
+		readEdges: "MATCH (a:" + label + " {space: $space})-[r:" + EdgeType + " {space: $space}]->(b:" + label + ") " +
+			"RETURN a.id AS source, r.type AS type, b.id AS target, r.rank AS rank, properties(r) AS props ORDER BY elementId(r)",
+	}
+	if create {
+		q.upsertNodes = "UNWIND $nodes AS x CREATE (n:" + label + " {space: $space, id: x.id, label: x.label}) SET n += x.props"
+		q.upsertEdges = "UNWIND $edges AS e MATCH " + n("a", "e.source") + " MATCH " + n("b", "e.target") +
+			" CREATE (a)-[r:" + EdgeType + " {space: $space, type: e.type, rank: e.rank}]->(b) SET r += e.props"
+	} else {
+		q.upsertNodes = "UNWIND $nodes AS x MERGE " + n("n", "x.id") + " ON CREATE SET n.label = x.label SET n += x.props"
+		q.upsertEdges = "UNWIND $edges AS e MATCH " + n("a", "e.source") + " MATCH " + n("b", "e.target") +
+			" MERGE (a)-[r:" + EdgeType + " {space: $space, type: e.type, rank: e.rank}]->(b) SET r += e.props"
+	}
+	return q
+}
+
+// Open connects to the Neo4j server at uri (bolt://, neo4j://, ...) with
+// basic authentication, verifies connectivity and credentials, and creates
+// the schema idempotently: the uniqueness constraint on (space, id) of the
+// node label (not for the CreateInsteadOfMerge mutant) and an index on
+// space. Errors are *Error values that never contain the password. Close
+// the writer when done.
+func Open(ctx context.Context, uri, user, password string, opts Options) (*Writer, error) {
+	label := opts.Label
+	if label == "" {
+		label = NodeLabel
+	}
+	if !identRE.MatchString(label) {
+		return nil, &Error{Op: "open", Err: fmt.Errorf("%w: label %q is not a plain identifier", reference.ErrInvalidArgument, label)}
+	}
+	w := &Writer{opts: opts, label: label, secret: password, database: opts.Database,
+		q: buildQueries(label, opts.CreateInsteadOfMerge)}
+	drv, err := driver.NewDriverWithContext(uri, driver.BasicAuth(user, password, ""))
+	if err != nil {
+		return nil, w.wrap("open", err)
+	}
+	w.drv = drv
+	if err := drv.VerifyConnectivity(ctx); err != nil {
+		_ = drv.Close(ctx)
+		return nil, w.wrap("open: verify connectivity to "+redactURI(uri), err)
+	}
+	if err := w.ensureSchema(ctx); err != nil {
+		_ = drv.Close(ctx)
+		return nil, err
+	}
+	return w, nil
+}
+
+// ensureSchema creates the constraint and index, each in its own schema
+// transaction. Two processes racing to create the same schema rule can
+// make one fail; the statement is then retried once and is a no-op.
+func (w *Writer) ensureSchema(ctx context.Context) error {
+	stmts := []string{
+		"CREATE INDEX " + constraintName(w.label) + "_space IF NOT EXISTS FOR (n:" + w.label + ") ON (n.space)",
+	}
+	if !w.opts.CreateInsteadOfMerge {
+		stmts = append([]string{"CREATE CONSTRAINT " + constraintName(w.label) + " IF NOT EXISTS FOR (n:" + w.label +
+			") REQUIRE (n.space, n.id) IS UNIQUE"}, stmts...)
+	}
+	for _, s := range stmts {
+		var err error
+		for attempt := 0; attempt < 2; attempt++ {
+			if err = w.exec(ctx, s, nil); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			return w.wrap("create schema", err)
+		}
+	}
+	return nil
+}
+
+// exec runs one statement in a managed write transaction.
+func (w *Writer) exec(ctx context.Context, cypher string, params map[string]any) error {
+	s := w.session(ctx, driver.AccessModeWrite)
+	defer s.Close(ctx)
+	_, err := s.ExecuteWrite(ctx, func(tx driver.ManagedTransaction) (any, error) {
+		res, err := tx.Run(ctx, cypher, params)
+		if err != nil {
+			return nil, err
+		}
+		_, err = res.Consume(ctx)
+		return nil, err
+	})
+	return err
+}
+
+func (w *Writer) session(ctx context.Context, mode driver.AccessMode) driver.SessionWithContext {
+	return w.drv.NewSession(ctx, driver.SessionConfig{AccessMode: mode, DatabaseName: w.database})
+}
+
+// Close closes the driver and its connections.
+func (w *Writer) Close(ctx context.Context) error {
+	if err := w.drv.Close(ctx); err != nil {
+		return w.wrap("close", err)
+	}
+	return nil
+}
+
+// Options returns the options the writer was opened with.
+func (w *Writer) Options() Options { return w.opts }
+
+func userProps(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[PropertyPrefix+k] = v
+	}
+	return out
+}
+
+// Apply implements reference.GraphWriter in one write transaction: an edge
+// with a missing endpoint rolls back all of m and returns an error wrapping
+// reference.ErrMissingEndpoint.
+func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) error {
+	if err := memory.CheckMutation(space, m); err != nil {
+		return err
+	}
+	if m.Empty() {
+		return nil
+	}
+	type stmt struct {
+		cypher string
+		params map[string]any
+	}
+	var before, after []stmt
+	if len(m.DeleteNodes) > 0 {
+		before = append(before, stmt{w.q.deleteNodes, map[string]any{"space": space, "ids": slices.Clone(m.DeleteNodes)}})
+	}
+	if len(m.DeleteEdges) > 0 {
+		edges := make([]any, len(m.DeleteEdges))
+		for i, k := range m.DeleteEdges {
+			edges[i] = map[string]any{"source": k.Source, "type": k.Type, "target": k.Target, "rank": k.Rank}
+		}
+		before = append(before, stmt{w.q.deleteEdges, map[string]any{"space": space, "edges": edges}})
+	}
+	if len(m.UpsertNodes) > 0 {
+		nodes := make([]any, len(m.UpsertNodes))
+		for i, n := range m.UpsertNodes {
+			nodes[i] = map[string]any{"id": n.ID, "label": n.Label, "props": userProps(n.Properties)}
+		}
+		before = append(before, stmt{w.q.upsertNodes, map[string]any{"space": space, "nodes": nodes}})
+	}
+	var endpoints []any
+	if len(m.UpsertEdges) > 0 {
+		seen := map[string]bool{}
+		edges := make([]any, len(m.UpsertEdges))
+		for i, e := range m.UpsertEdges {
+			k := e.Key
+			edges[i] = map[string]any{"source": k.Source, "type": k.Type, "target": k.Target, "rank": k.Rank, "props": userProps(e.Properties)}
+			for _, id := range []string{k.Source, k.Target} {
+				if !seen[id] {
+					seen[id] = true
+					endpoints = append(endpoints, id)
+				}
+			}
+		}
+		after = append(after, stmt{w.q.upsertEdges, map[string]any{"space": space, "edges": edges}})
+	}
+	s := w.session(ctx, driver.AccessModeWrite)
+	defer s.Close(ctx)
+	_, err := s.ExecuteWrite(ctx, func(tx driver.ManagedTransaction) (any, error) {
+		run := func(st stmt) error {
+			res, err := tx.Run(ctx, st.cypher, st.params)
+			if err != nil {
+				return err
+			}
+			_, err = res.Consume(ctx)
+			return err
+		}
+		for _, st := range before {
+			if err := run(st); err != nil {
+				return nil, err
+			}
+		}
+		if len(endpoints) > 0 {
+			res, err := tx.Run(ctx, w.q.missing, map[string]any{"space": space, "ids": endpoints})
+			if err != nil {
+				return nil, err
+			}
+			recs, err := res.Collect(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if len(recs) > 0 {
+				missing := map[string]bool{}
+				for _, r := range recs {
+					id, _ := r.Values[0].(string)
+					missing[id] = true
+				}
+				for _, e := range m.UpsertEdges {
+					if missing[e.Key.Source] || missing[e.Key.Target] {
+						// Returning an error rolls the transaction back.
+						return nil, fmt.Errorf("space %s: edge %s: %w", space, e.Key, reference.ErrMissingEndpoint)
+					}
+				}
+			}
+		}
+		for _, st := range after {
+			if err := run(st); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	})
+	if err != nil {
+		if errors.Is(err, reference.ErrMissingEndpoint) {
+			return err
+		}
+		return w.wrap("apply to space "+space, err)
+	}
+	return nil
+}
+
+// scan reads every node and edge of a space in one read transaction; reset
+// is called before each (re)try of the transaction.
+func (w *Writer) scan(ctx context.Context, space string, reset func(),
+	node func(id, label string, props map[string]string), edge func(k reference.EdgeKey, props map[string]string)) error {
+	s := w.session(ctx, driver.AccessModeRead)
+	defer s.Close(ctx)
+	_, err := s.ExecuteRead(ctx, func(tx driver.ManagedTransaction) (any, error) {
+		reset()
+		p := map[string]any{"space": space}
+		res, err := tx.Run(ctx, w.q.readNodes, p)
+		if err != nil {
+			return nil, err
+		}
+		for res.Next(ctx) {
+			v := res.Record().Values
+			id, _ := v[0].(string)
+			label, _ := v[1].(string)
+			node(id, label, readProps(v[2]))
+		}
+		if err := res.Err(); err != nil {
+			return nil, err
+		}
+		res, err = tx.Run(ctx, w.q.readEdges, p)
+		if err != nil {
+			return nil, err
+		}
+		for res.Next(ctx) {
+			v := res.Record().Values
+			var k reference.EdgeKey
+			k.Source, _ = v[0].(string)
+			k.Type, _ = v[1].(string)
+			k.Target, _ = v[2].(string)
+			k.Rank, _ = v[3].(int64)
+			edge(k, readProps(v[4]))
+		}
+		return nil, res.Err()
+	})
+	if err != nil {
+		return w.wrap("read space "+space, err)
+	}
+	return nil
+}
+
+// readProps extracts the user properties (PropertyPrefix stripped) of a
+// stored property map; the result is never nil.
+func readProps(v any) map[string]string {
+	out := map[string]string{}
+	m, _ := v.(map[string]any)
+	for k, x := range m {
+		if name, ok := strings.CutPrefix(k, PropertyPrefix); ok {
+			if s, ok := x.(string); ok {
+				out[name] = s
+			} else {
+				out[name] = fmt.Sprint(x)
+			}
+		}
+	}
+	return out
+}
+
+// ReadGraph implements reference.GraphWriter. Duplicates (only the
+// CreateInsteadOfMerge mutant makes them) are folded, the properties of
+// later copies winning; Properties maps are never nil.
+func (w *Writer) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
+	var g reference.Graph
+	err := w.scan(ctx, space, func() { g = reference.NewGraph() }, func(id, label string, props map[string]string) {
+		if cur, ok := g.Nodes[id]; ok {
+			maps.Copy(cur.Properties, props)
+			return
+		}
+		g.Nodes[id] = reference.Node{ID: id, Label: label, Properties: props}
+	}, func(k reference.EdgeKey, props map[string]string) {
+		if cur, ok := g.Edges[k]; ok {
+			maps.Copy(cur.Properties, props)
+			return
+		}
+		g.Edges[k] = reference.Edge{Key: k, Properties: props}
+	})
+	if err != nil {
+		return reference.Graph{}, err
+	}
+	return g, nil
+}
+
+// Duplicates implements DuplicateReporter: entries like "node person:abc x2"
+// and "edge (a)-[KNOWS#0]->(b) x3", nodes first, each group sorted.
+func (w *Writer) Duplicates(ctx context.Context, space string) ([]string, error) {
+	var nodes map[string]int
+	var edges map[reference.EdgeKey]int
+	err := w.scan(ctx, space, func() {
+		nodes, edges = map[string]int{}, map[reference.EdgeKey]int{}
+	}, func(id, _ string, _ map[string]string) {
+		nodes[id]++
+	}, func(k reference.EdgeKey, _ map[string]string) {
+		edges[k]++
+	})
+	if err != nil {
+		return nil, err
+	}
+	return memory.FormatDuplicates(nodes, edges), nil
+}

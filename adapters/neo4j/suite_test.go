@@ -1,0 +1,45 @@
+package neo4j
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/crashmatrix/crashmatrix/properties"
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// prefixed maps every space of the conformance suite (which uses fixed
+// names such as "space_a" in every subtest) to a space of its own, so the
+// subtests and factory calls sharing the one server do not see each other.
+type prefixed struct {
+	w      *Writer
+	prefix string
+}
+
+func (p prefixed) Apply(ctx context.Context, space string, m reference.Mutation) error {
+	return p.w.Apply(ctx, p.prefix+space, m)
+}
+
+func (p prefixed) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
+	return p.w.ReadGraph(ctx, p.prefix+space)
+}
+
+func (p prefixed) Duplicates(ctx context.Context, space string) ([]string, error) {
+	return p.w.Duplicates(ctx, p.prefix+space)
+}
+
+func TestGraphWriterConformance(t *testing.T) {
+	properties.GraphWriter(t, func(t *testing.T) reference.GraphWriter {
+		return prefixed{w: openWriter(t, Options{}), prefix: testSpace(t) + "/"}
+	})
+}
+
+// TestGraphWriterConformanceSharedWriter runs the suite again on one
+// writer (one driver) shared by every factory call.
+func TestGraphWriterConformanceSharedWriter(t *testing.T) {
+	w := openWriter(t, Options{})
+	properties.GraphWriter(t, func(t *testing.T) reference.GraphWriter {
+		return prefixed{w: w, prefix: fmt.Sprintf("%s/", testSpace(t))}
+	})
+}

@@ -1,0 +1,130 @@
+package containertest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/adapters/neo4j"
+	"github.com/crashmatrix/crashmatrix/adapters/postgres"
+	"github.com/crashmatrix/crashmatrix/adapters/postgres/pgtest"
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/properties"
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/servers"
+)
+
+// TestMain starts PostgreSQL and Neo4j once for the package with
+// testcontainers-go; the re-executed worker processes inherit the
+// endpoints through the environment and start nothing.
+func TestMain(m *testing.M) {
+	if os.Getenv(sim.WorkerSpecEnv) != "" {
+		os.Exit(m.Run())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	env, stop, err := servers.StartContainers(ctx, os.Stderr, servers.ContainerOptions{})
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: the container tests need PostgreSQL and Neo4j containers: %v\n"+
+			"On a machine without Docker: ci/containers/setup-podman.sh, then ci/images/postgres/build.sh and ci/images/neo4j/build.sh, "+
+			"then source ci/containers/env.sh and set CRASHMATRIX_POSTGRES_IMAGE=localhost/crashmatrix/postgres:15 CRASHMATRIX_NEO4J_IMAGE=localhost/crashmatrix/neo4j:5.26 "+
+			"(make test does all of this).\n", err)
+		os.Exit(1)
+	}
+	for k, v := range env {
+		os.Setenv(k, v)
+	}
+	fmt.Fprintf(os.Stderr, "containers up: PostgreSQL first query after %s, Neo4j after %s\n", servers.LastTimings.Postgres.Round(time.Millisecond), servers.LastTimings.Neo4j.Round(time.Millisecond))
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+// Every conformance suite against the PostgreSQL stores, each factory call
+// on a fresh schema.
+func TestConformancePostgres(t *testing.T) {
+	dsn := os.Getenv(servers.EnvPostgresDSN)
+	properties.Stores(t, func(t *testing.T) reference.Stores {
+		st, err := postgres.Open(context.Background(), pgtest.Schema(t, dsn), postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	})
+}
+
+var spaces atomic.Int64
+
+// spaced maps every space the suite names to one of its own, so factory
+// calls sharing the one Neo4j database never see each other.
+type spaced struct {
+	reference.GraphWriter
+	prefix string
+}
+
+func (s spaced) Apply(ctx context.Context, space string, m reference.Mutation) error {
+	return s.GraphWriter.Apply(ctx, s.prefix+space, m)
+}
+
+func (s spaced) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
+	return s.GraphWriter.ReadGraph(ctx, s.prefix+space)
+}
+
+func (s spaced) Duplicates(ctx context.Context, space string) ([]string, error) {
+	return s.GraphWriter.(*neo4j.Writer).Duplicates(ctx, s.prefix+space)
+}
+
+// The GraphWriter conformance suite against the Neo4j writer.
+func TestConformanceNeo4jWriter(t *testing.T) {
+	properties.GraphWriter(t, func(t *testing.T) reference.GraphWriter {
+		w, err := neo4j.Open(context.Background(), os.Getenv(servers.EnvNeo4jURI), os.Getenv(servers.EnvNeo4jUser), os.Getenv(servers.EnvNeo4jPassword), neo4j.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { w.Close(context.Background()) })
+		return spaced{w, fmt.Sprintf("conf%d-", spaces.Add(1))}
+	})
+}
+
+func backend(t *testing.T) sim.Backend {
+	b, err := servers.PostgresBackend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Name != "postgres+neo4j" {
+		t.Fatalf("backend is %s, want postgres+neo4j (is %s set?)", b.Name, servers.EnvNeo4jURI)
+	}
+	return b
+}
+
+// The full crash matrix with PostgreSQL + Neo4j as the backend, with real
+// process kills.
+func TestCertifyPostgresNeo4j(t *testing.T) {
+	// A Neo4j write is slower than an embedded one: a longer lease keeps a
+	// slow but live worker from losing its document mid-write.
+	properties.CertifyCrashSafety(t, backend(t), properties.CrashOptions{LeaseTTL: 400 * time.Millisecond})
+}
+
+// The reference mutants are caught on these servers too.
+func TestContainersCatchMutants(t *testing.T) {
+	for _, m := range []struct {
+		opts properties.CrashOptions
+		want string
+	}{
+		{properties.CrashOptions{Bugs: []reference.Bug{reference.BugRecallModelOnResume}, Points: []faults.Point{faults.BeforeGraphWrite}, Kinds: []faults.Kind{faults.Crash}}, "I1"},
+		{properties.CrashOptions{Mutant: sim.MutantCreateNotMerge, Points: []faults.Point{faults.BeforeGraphApplied}, Kinds: []faults.Kind{faults.Unknown}}, "I3"},
+		{properties.CrashOptions{Bugs: []reference.Bug{reference.BugSkipRevisionCheck}, Points: []faults.Point{faults.ConflictBeforeReplan}, Kinds: []faults.Kind{faults.Crash}}, "I2"},
+		{properties.CrashOptions{Bugs: []reference.Bug{reference.BugAdvanceBeforeGraphWrite}, Points: []faults.Point{faults.BeforeGraphWrite}, Kinds: []faults.Kind{faults.Crash}}, "I4"},
+		{properties.CrashOptions{Mutant: sim.MutantNoUniqueConstraint, Points: []faults.Point{faults.PlanSaveBeforeCheckpoint}, Kinds: []faults.Kind{faults.Crash}}, "I8"},
+	} {
+		rep := properties.RunCrashMatrix(t, backend(t), m.opts)
+		if rep.ExitCode != 1 || !slices.Contains(rep.Broken(), m.want) {
+			t.Errorf("mutant %v%s on postgres+neo4j: exit %d, broke %v; want exit 1 and %s", m.opts.Bugs, m.opts.Mutant, rep.ExitCode, rep.Broken(), m.want)
+		}
+	}
+}
