@@ -9,5 +9,7 @@ export TESTCONTAINERS_RYUK_DISABLED=true
 # Without this testcontainers hands out the podman bridge gateway (10.x); tests may only
 # talk to loopback, through the mapped ports.
 export TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1
+# crashmatrix refuses container endpoints off loopback on these machines.
+export CRASHMATRIX_LOOPBACK_ONLY=1
 export CONTAINERS_CONF="${_cm_ci_dir}/containers.conf"
 unset _cm_ci_dir

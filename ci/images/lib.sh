@@ -9,8 +9,8 @@ export CONTAINERS_CONF="${CONTAINERS_CONF:-$CM_CONTAINERS_CONF}"
 
 cm_log() { echo "[$(date -u +%H:%M:%S)] ${CM_LOG_PREFIX:-build}: $*" >&2; }
 
-# cm_need_tools: installs podman/mmdebstrap (via ci/containers/setup-podman.sh's package
-# step would also start the service; the image build only needs the podman CLI).
+# cm_need_tools: installs podman, runc and mmdebstrap when missing (the image build needs
+# the podman CLI, not the API service of ci/containers/setup-podman.sh).
 cm_need_tools() {
   local p missing=()
   for p in podman runc mmdebstrap uidmap; do

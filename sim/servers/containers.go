@@ -108,7 +108,7 @@ func StartContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 	}
 	if err != nil {
 		stop()
-		return nil, stop, fmt.Errorf("start PostgreSQL (image %s): %w", o.PostgresImage, err)
+		return nil, stop, fmt.Errorf("start PostgreSQL (image %s%s): %w", o.PostgresImage, buildHint(o.PostgresImage, "postgres"), err)
 	}
 	dsn, err := pg.ConnectionString(ctx, "sslmode=disable")
 	if err != nil {
@@ -148,7 +148,7 @@ func StartContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 	}
 	if err != nil {
 		stop()
-		return nil, stop, fmt.Errorf("start Neo4j (image %s): %w", o.Neo4jImage, err)
+		return nil, stop, fmt.Errorf("start Neo4j (image %s%s): %w", o.Neo4jImage, buildHint(o.Neo4jImage, "neo4j"), err)
 	}
 	uri, err := n4.BoltUrl(ctx)
 	if err != nil {
@@ -191,10 +191,14 @@ func firstQuery(ctx context.Context, q func(context.Context) error) error {
 	return err
 }
 
-// loopback refuses an endpoint that is not on this machine's loopback:
-// tests here send traffic to 127.0.0.1 only (set
-// TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 with podman).
+// loopback refuses, when CRASHMATRIX_LOOPBACK_ONLY is set (ci/containers/
+// env.sh sets it), an endpoint that is not on this machine's loopback:
+// tests here send traffic to 127.0.0.1 only (with podman,
+// TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1).
 func loopback(endpoint string) error {
+	if os.Getenv("CRASHMATRIX_LOOPBACK_ONLY") == "" {
+		return nil // e.g. docker:dind in GitLab CI hands out the service host
+	}
 	u, err := url.Parse(endpoint)
 	if err != nil {
 		return err
@@ -215,4 +219,11 @@ func randomSecret() string {
 		f.Close()
 	}
 	return fmt.Sprintf("cm%x", b)
+}
+
+func buildHint(image, name string) string {
+	if strings.HasPrefix(image, "localhost/") {
+		return "; a local image: build it with ci/images/" + name + "/build.sh"
+	}
+	return ""
 }
