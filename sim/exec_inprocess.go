@@ -182,6 +182,10 @@ func (x *inprocCase) start(ctx context.Context, spec WorkerSpec) (runningWorker,
 		},
 		Pause: func(ctx context.Context, d time.Duration) {
 			start := x.clock.Now()
+			if !spec.Background {
+				x.clock.advanceTo(start + d.Milliseconds())
+				return
+			}
 			w.parked <- struct{}{}
 			select {
 			case <-w.relCh:

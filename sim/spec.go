@@ -45,6 +45,9 @@ type WorkerSpec struct {
 	// ContinueOnError keeps going after a failed action (recovery and
 	// quiesce workers); fault workers stop, like a caller whose job failed.
 	ContinueOnError bool `json:"continueOnError,omitempty"`
-	// ReleaseFile: a paused worker continues once this file exists.
+	// Background workers overlap the next step; their pauses last until
+	// the supervisor releases them (ReleaseFile). A foreground worker's
+	// pause just stalls.
+	Background  bool   `json:"background,omitempty"`
 	ReleaseFile string `json:"releaseFile,omitempty"`
 }

@@ -233,6 +233,11 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 		if err := ctx.Err(); err != nil {
 			return fail(Undecided, "interrupted: "+err.Error())
 		}
+		if i == len(c.Steps)-1 {
+			// Faults stop, and every worker is done, before the final
+			// recovery: nothing may act after it.
+			releasePaused()
+		}
 		acts := st.Actions
 		if len(st.Resubmit) > 0 {
 			h, err := cx.history()
@@ -249,7 +254,10 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 			History: filepath.Join(dir, "history.jsonl"), CallDir: filepath.Join(dir, "calls"), Actions: acts, Arms: st.Arms, Bugs: r.cfg.Bugs,
 			LeaseTTLMillis: r.cfg.LeaseTTL.Milliseconds(), ClaimTTLMillis: r.cfg.ClaimTTL.Milliseconds(),
 			BatchSize: r.cfg.BatchSize, Seed: r.cfg.Seed, ContinueOnError: st.ContinueOnError,
-			ReleaseFile: filepath.Join(dir, fmt.Sprintf("release-%d", i))}
+			Background: st.Background}
+		if st.Background {
+			spec.ReleaseFile = filepath.Join(dir, fmt.Sprintf("release-%d", i))
+		}
 		w, err := cx.start(ctx, spec)
 		if err != nil {
 			return fail(Undecided, fmt.Sprintf("start worker %s: %v", st.Worker, err))

@@ -402,12 +402,7 @@ func candidates(c sim.Case) []sim.Case {
 			if len(d.Steps[i].Arms) == 0 {
 				d.Steps[i].Arms = nil
 			}
-			d.Steps[i].Background = false
-			for _, v := range d.Steps[i].Arms {
-				if strings.HasPrefix(v, "pause") {
-					d.Steps[i].Background = true
-				}
-			}
+			fixBackground(&d.Steps[i])
 			out = append(out, d)
 			act, _ := faults.ParseAction(st.Arms[p])
 			if act.Hit > 1 {
@@ -421,11 +416,22 @@ func candidates(c sim.Case) []sim.Case {
 				if spec, ok := faults.Lookup(p); ok && spec.Applies(faults.Crash) {
 					d := clone(c)
 					d.Steps[i].Arms[p] = faults.Action{Kind: faults.Crash, Hit: act.Hit}.String()
-					d.Steps[i].Background = false
+					fixBackground(&d.Steps[i])
 					out = append(out, d)
 				}
 			}
 		}
 	}
 	return out
+}
+
+// fixBackground keeps a step in the background exactly when it has a pause
+// fault (a paused worker must overlap the next one).
+func fixBackground(st *sim.Step) {
+	st.Background = false
+	for _, v := range st.Arms {
+		if strings.HasPrefix(v, "pause") {
+			st.Background = true
+		}
+	}
 }
