@@ -259,7 +259,7 @@ func (s *Service) ingestLocked(ctx context.Context, req IngestRequest, lease *Le
 	if plan.Kind == NoOp {
 		return Result{OperationID: plan.OperationID, Outcome: OutcomeNoOp, Revision: plan.ExpectedRevision()}, nil
 	}
-	op, err := s.prepare(ctx, plan)
+	op, err := s.prepare(ctx, plan, lease)
 	if err != nil {
 		return Result{}, err
 	}
@@ -268,10 +268,16 @@ func (s *Service) ingestLocked(ctx context.Context, req IngestRequest, lease *Le
 
 // prepare stores the operation and its plan (first write wins) and returns
 // the stored operation; the same id with another plan is ErrPlanConflict.
-func (s *Service) prepare(ctx context.Context, plan Plan) (Operation, error) {
+func (s *Service) prepare(ctx context.Context, plan Plan, lease *Lease) (Operation, error) {
 	op := NewOperation(plan, s.now())
 	var created bool
 	err := s.at(ctx, faults.BeforePrepare, func() error {
+		// Fencing: a holder that stalled past its lease between the model
+		// call and here must not freeze its plan; the new holder may have
+		// asked the model again meanwhile.
+		if err := s.renew(ctx, op, lease); err != nil {
+			return err
+		}
 		var e error
 		created, e = s.Ops.CreateIfAbsent(ctx, op, plan)
 		return e
@@ -434,7 +440,7 @@ func (s *Service) Retract(ctx context.Context, space, documentID string) (res Re
 		plan := Plan{Kind: Retraction, OperationID: opID, Space: space, DocumentID: documentID,
 			Options: GraphOptions{Space: space}, Mutation: Mutation{OperationID: opID, DeleteEdges: append([]EdgeKey(nil), cur.FactSources...)},
 			PreviousState: &prev, NextState: next, StaleEdges: append([]EdgeKey(nil), cur.FactSources...)}
-		op, e := s.prepare(ctx, plan)
+		op, e := s.prepare(ctx, plan, lease)
 		if e != nil {
 			return e
 		}
@@ -898,7 +904,7 @@ func (s *Service) conflict(ctx context.Context, op Operation, plan Plan, lease *
 			if np.Kind == NoOp {
 				return nil
 			}
-			_, err = s.prepare(ctx, np)
+			_, err = s.prepare(ctx, np, lease)
 			return err
 		})
 		if err != nil {
