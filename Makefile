@@ -11,6 +11,7 @@ all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/crashmatrix
+	$(GO) build -o bin/crashmatrix-worker ./cmd/crashmatrix-worker
 
 # Container images for the server backends on machines without Docker or a
 # registry: podman from Debian, PostgreSQL from Debian packages, Neo4j 5.26

@@ -10,7 +10,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
-	"github.com/crashmatrix/crashmatrix/sim/servers"
+	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
 	"github.com/spf13/cobra"
 )
 
@@ -39,7 +39,7 @@ func benchCmd() *cobra.Command {
 			fmt.Fprintf(out, "crashmatrix bench: backend %s, %d cores, %s/%s\n", name, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 			if name == "containers" {
 				fmt.Fprintf(out, "containers: PostgreSQL answered its first query %s after Run, Neo4j %s after Run\n",
-					servers.LastTimings.Postgres.Round(time.Millisecond), servers.LastTimings.Neo4j.Round(time.Millisecond))
+					provision.LastTimings.Postgres.Round(time.Millisecond), provision.LastTimings.Neo4j.Round(time.Millisecond))
 			}
 			var walls []time.Duration
 			for i := 0; i < rounds; i++ {

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/crashmatrix/crashmatrix/sim/servers"
+	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
 	"github.com/spf13/pflag"
 )
 
@@ -22,8 +23,8 @@ func (s *serverFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&s.neo4jURI, "neo4j-uri", "", "Neo4j server for the graph (env "+servers.EnvNeo4jURI+", with "+servers.EnvNeo4jUser+" and "+servers.EnvNeo4jPassword+")")
 	fl.StringVar(&s.neo4jUser, "neo4j-user", "neo4j", "Neo4j user")
 	fl.StringVar(&s.neo4jPassword, "neo4j-password", "", "Neo4j password (prefer the environment variable)")
-	fl.StringVar(&s.postgresImage, "postgres-image", servers.DefaultPostgresImage, "image for --backend containers")
-	fl.StringVar(&s.neo4jImage, "neo4j-image", servers.DefaultNeo4jImage, "image for --backend containers")
+	fl.StringVar(&s.postgresImage, "postgres-image", provision.DefaultPostgresImage, "image for --backend containers")
+	fl.StringVar(&s.neo4jImage, "neo4j-image", provision.DefaultNeo4jImage, "image for --backend containers")
 	fl.BoolVar(&s.allowNondisposable, "allow-nondisposable", false, "use a server that does not look disposable (crashmatrix writes to it and kills clients mid-transaction)")
 }
 
@@ -47,7 +48,7 @@ func (s *serverFlags) prepare(ctx context.Context, log io.Writer, backend string
 	}
 	switch backend {
 	case "containers":
-		env, stop, err := servers.StartContainers(ctx, log, servers.ContainerOptions{PostgresImage: s.postgresImage, Neo4jImage: s.neo4jImage})
+		env, stop, err := provision.StartContainers(ctx, log, provision.ContainerOptions{PostgresImage: s.postgresImage, Neo4jImage: s.neo4jImage})
 		if err != nil {
 			return "", nothing, err
 		}

@@ -24,12 +24,18 @@ func init() {
 	}
 }
 
+// Neo4jPing runs RETURN 1 against a Neo4j server.
+var Neo4jPing func(ctx context.Context, uri, user, password string) error
+
 // openNeo4j opens the Neo4j GraphWriter named by CRASHMATRIX_NEO4J_URI.
 // The CREATE-instead-of-MERGE mutant gets a label of its own: the correct
 // writer's uniqueness constraint would refuse its duplicates.
 func openNeo4j(ctx context.Context, env sim.CaseEnv) (reference.GraphWriter, func() error, error) {
 	uri := os.Getenv(EnvNeo4jURI)
-	user := envOr(EnvNeo4jUser, "neo4j")
+	user := os.Getenv(EnvNeo4jUser)
+	if user == "" {
+		user = "neo4j"
+	}
 	opts := neo4j.Options{}
 	if env.Mutant == sim.MutantCreateNotMerge {
 		opts = neo4j.Options{CreateInsteadOfMerge: true, Label: "CMNodeMutant"}

@@ -17,6 +17,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/servers"
+	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
 )
 
 // TestMain starts PostgreSQL and Neo4j once for the package with
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	env, stop, err := servers.StartContainers(ctx, os.Stderr, servers.ContainerOptions{})
+	env, stop, err := provision.StartContainers(ctx, os.Stderr, provision.ContainerOptions{})
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: the container tests need PostgreSQL and Neo4j containers: %v\n"+
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 	for k, v := range env {
 		os.Setenv(k, v)
 	}
-	fmt.Fprintf(os.Stderr, "containers up: PostgreSQL first query after %s, Neo4j after %s\n", servers.LastTimings.Postgres.Round(time.Millisecond), servers.LastTimings.Neo4j.Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "containers up: PostgreSQL first query after %s, Neo4j after %s\n", provision.LastTimings.Postgres.Round(time.Millisecond), provision.LastTimings.Neo4j.Round(time.Millisecond))
 	code := m.Run()
 	stop()
 	os.Exit(code)

@@ -1,4 +1,8 @@
-package servers
+// Package provision starts the server backends' databases in containers
+// with testcontainers-go. It is kept apart from the backends themselves so
+// that worker processes, started thousands of times a run, do not pay for
+// the container libraries' initialisation.
+package provision
 
 import (
 	"context"
@@ -11,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/sim/servers"
 	"github.com/jackc/pgx/v5"
 	"github.com/testcontainers/testcontainers-go"
 	tcneo4j "github.com/testcontainers/testcontainers-go/modules/neo4j"
@@ -132,7 +137,7 @@ func StartContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 		return nil, stop, fmt.Errorf("PostgreSQL container does not answer: %w", err)
 	}
 	LastTimings.Postgres = time.Since(t0)
-	env[EnvPostgresDSN] = dsn
+	env[servers.EnvPostgresDSN] = dsn
 	fmt.Fprintf(log, "PostgreSQL %s up: first query %s after Run\n", o.PostgresImage, LastTimings.Postgres.Round(time.Millisecond))
 	if o.NoNeo4j {
 		return env, stop, nil
@@ -160,9 +165,9 @@ func StartContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 		stop()
 		return nil, stop, err
 	}
-	env[EnvNeo4jURI], env[EnvNeo4jUser], env[EnvNeo4jPassword] = uri, "neo4j", pw
-	if Neo4jPing != nil {
-		if err := firstQuery(ctx, func(ctx context.Context) error { return Neo4jPing(ctx, uri, "neo4j", pw) }); err != nil {
+	env[servers.EnvNeo4jURI], env[servers.EnvNeo4jUser], env[servers.EnvNeo4jPassword] = uri, "neo4j", pw
+	if servers.Neo4jPing != nil {
+		if err := firstQuery(ctx, func(ctx context.Context) error { return servers.Neo4jPing(ctx, uri, "neo4j", pw) }); err != nil {
 			stop()
 			return nil, stop, fmt.Errorf("Neo4j container does not answer: %w", err)
 		}
@@ -171,10 +176,6 @@ func StartContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 	fmt.Fprintf(log, "Neo4j %s up: first query %s after Run\n", o.Neo4jImage, LastTimings.Neo4j.Round(time.Millisecond))
 	return env, stop, nil
 }
-
-// Neo4jPing runs RETURN 1 against a Neo4j server (installed by the Neo4j
-// adapter's registration).
-var Neo4jPing func(ctx context.Context, uri, user, password string) error
 
 func firstQuery(ctx context.Context, q func(context.Context) error) error {
 	deadline := time.Now().Add(60 * time.Second)

@@ -1,0 +1,43 @@
+// Command crashmatrix-worker is the worker process the crashmatrix
+// supervisor starts, kills and restarts: one simulated instance of the
+// reference service. It is the `crashmatrix worker` subcommand without the
+// CLI, the report writers and the container provisioning, so that each of
+// the thousands of process starts of a run costs as little as possible.
+// The supervisor uses it when it lies next to the crashmatrix binary.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/crashmatrix/crashmatrix/sim"
+	_ "github.com/crashmatrix/crashmatrix/sim/servers" // the postgres backend
+)
+
+func main() {
+	if len(os.Args) != 3 || os.Args[1] != "--spec" {
+		fmt.Fprintln(os.Stderr, "usage: crashmatrix-worker --spec FILE (started by crashmatrix)")
+		os.Exit(2)
+	}
+	b, err := os.ReadFile(os.Args[2])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crashmatrix-worker:", err)
+		os.Exit(2)
+	}
+	var spec sim.WorkerSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		fmt.Fprintf(os.Stderr, "crashmatrix-worker: %s: %v\n", os.Args[2], err)
+		os.Exit(2)
+	}
+	backend, err := sim.ResolveBackend(spec.Backend)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crashmatrix-worker:", err)
+		os.Exit(2)
+	}
+	if err := sim.RunWorker(context.Background(), spec, backend, sim.ProcessWorkerOptions()); err != nil {
+		fmt.Fprintln(os.Stderr, "crashmatrix-worker:", err)
+		os.Exit(2)
+	}
+}
