@@ -671,11 +671,21 @@ func (s *Service) execute(ctx context.Context, op Operation, plan Plan, lease *L
 			next.Revision = exp + 1
 		}
 		var ok bool
+		refused := false
 		err := s.at(ctx, faults.BeforeStateCommit, func() error {
+			// Fencing again: the holder may have stalled since the lease
+			// check, and another instance may have settled the operation.
+			if e := s.renew(ctx, op, lease); e != nil {
+				refused = true
+				return e
+			}
 			var e error
 			ok, e = s.States.CompareAndSet(ctx, exp, next)
 			return e
 		})
+		if refused {
+			return Result{}, fmt.Errorf("state commit %s refused: %w", op.OperationID, err)
+		}
 		if err != nil {
 			return Result{}, s.fail(ctx, op, fmt.Errorf("state commit %s: %w", op.OperationID, err))
 		}

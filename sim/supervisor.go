@@ -36,15 +36,20 @@ type Launcher interface {
 }
 
 // BinaryLauncher runs `<Path> worker --spec FILE` (the crashmatrix binary).
-// When a crashmatrix-worker binary lies next to Path, it is started
-// instead: the same worker without the CLI and the container libraries,
-// cheaper to start thousands of times.
+// When a crashmatrix-worker binary built no earlier than Path lies next to
+// it (make build puts both in bin/), it is started instead: the same worker
+// without the CLI and the container libraries, cheaper to start thousands
+// of times.
 type BinaryLauncher struct{ Path string }
 
 // Command implements Launcher.
 func (b BinaryLauncher) Command(ctx context.Context, spec string) *exec.Cmd {
 	if w := filepath.Join(filepath.Dir(b.Path), "crashmatrix-worker"); w != b.Path {
-		if st, err := os.Stat(w); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		st, err := os.Stat(w)
+		self, serr := os.Stat(b.Path)
+		// Only a worker built with (after) this binary: a stale one would
+		// run yesterday's protocol.
+		if err == nil && serr == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 && !st.ModTime().Before(self.ModTime()) {
 			return exec.Command(w, "--spec", spec)
 		}
 	}
