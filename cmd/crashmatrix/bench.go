@@ -17,7 +17,7 @@ import (
 func benchCmd() *cobra.Command {
 	var rounds, cycles, parallel, cycleParallel int
 	var leaseTTL, cycleTTL, exploreFor time.Duration
-	var backend string
+	var backend, benchDir string
 	var server serverFlags
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -29,6 +29,16 @@ func benchCmd() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
+			if benchDir == "" {
+				benchDir = os.TempDir()
+				if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+					// A SIGKILL test needs the page cache, not the platter:
+					// data on tmpfs survives a process kill exactly as on
+					// disk, and the figures measure the harness rather than
+					// the disk's fsync. --workdir /tmp measures both.
+					benchDir = "/dev/shm"
+				}
+			}
 			name := backend
 			backend, cleanup, err := server.prepare(ctx, cmd.ErrOrStderr(), backend)
 			if err != nil {
@@ -36,14 +46,14 @@ func benchCmd() *cobra.Command {
 				return exitError{2}
 			}
 			defer cleanup()
-			fmt.Fprintf(out, "crashmatrix bench: backend %s, %d cores, %s/%s\n", name, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+			fmt.Fprintf(out, "crashmatrix bench: backend %s, %d cores, %s/%s, case data in %s\n", name, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, benchDir)
 			if name == "containers" {
 				fmt.Fprintf(out, "containers: PostgreSQL answered its first query %s after Run, Neo4j %s after Run\n",
 					provision.LastTimings.Postgres.Round(time.Millisecond), provision.LastTimings.Neo4j.Round(time.Millisecond))
 			}
 			var walls []time.Duration
 			for i := 0; i < rounds; i++ {
-				work, err := os.MkdirTemp("", "crashmatrix-bench-")
+				work, err := os.MkdirTemp(benchDir, "crashmatrix-bench-")
 				if err != nil {
 					return err
 				}
@@ -73,7 +83,7 @@ func benchCmd() *cobra.Command {
 			if cycles <= 0 {
 				return nil
 			}
-			work, err := os.MkdirTemp("", "crashmatrix-bench-")
+			work, err := os.MkdirTemp(benchDir, "crashmatrix-bench-")
 			if err != nil {
 				return err
 			}
@@ -99,6 +109,7 @@ func benchCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&backend, "backend", "sqlite", "backend (containers: starts PostgreSQL and Neo4j first; the figures exclude start-up)")
 	server.register(fl)
+	fl.StringVar(&benchDir, "workdir", "", "where case data goes (default /dev/shm when present: data survives a process kill there exactly as on disk)")
 	fl.IntVar(&rounds, "rounds", 3, "full-matrix rounds")
 	fl.IntVar(&parallel, "parallel", 12, "cases at once in the full matrix")
 	fl.DurationVar(&leaseTTL, "lease-ttl", 250*time.Millisecond, "lease TTL for the full matrix")
