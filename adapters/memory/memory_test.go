@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"github.com/crashmatrix/crashmatrix/adapters/internal/storetest"
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/reference"
@@ -11,23 +12,23 @@ func openMemory(t *testing.T, mutant bool) reference.Stores {
 	return New(Options{CreateInsteadOfMerge: mutant})
 }
 
-func TestStores(t *testing.T) { runSuite(t, openMemory) }
+func TestStores(t *testing.T) { storetest.Run(t, openMemory) }
 
 func TestCorruptPlan(t *testing.T) {
 	ctx := context.Background()
 	s := New(Options{})
-	op := createOp(t, s, "op", 1)
+	op := storetest.CreateOp(t, s, "op", 1)
 	ops := s.Ops.(*OperationStore)
-	mustT(t, ops.CorruptPlan("op", []byte(`{"kind":"INGES`)))
+	storetest.Must(t, ops.CorruptPlan("op", []byte(`{"kind":"INGES`)))
 	_, err := s.Ops.GetPlan(ctx, "op")
-	wantErr(t, err, reference.ErrCorruptPlan)
+	storetest.WantErr(t, err, reference.ErrCorruptPlan)
 	// A valid plan of another content under the stored fingerprint.
-	p := fixturePlan("sp", "doc-op", "op", 0)
+	p := storetest.FixturePlan("sp", "doc-op", "op", 0)
 	p.Content = "tampered"
 	payload, err := reference.EncodePlan(p)
-	mustT(t, err)
-	mustT(t, ops.CorruptPlan("op", payload))
+	storetest.Must(t, err)
+	storetest.Must(t, ops.CorruptPlan("op", payload))
 	_, err = s.Ops.GetPlan(ctx, "op")
-	wantErr(t, err, reference.ErrFingerprint)
+	storetest.WantErr(t, err, reference.ErrFingerprint)
 	_ = op
 }

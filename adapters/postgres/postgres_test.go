@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/crashmatrix/crashmatrix/adapters/internal/storetest"
 	"os"
 	"strings"
 	"sync"
@@ -91,14 +92,14 @@ func TestConformance(t *testing.T) {
 
 // TestStores runs the behaviour suite shared with adapters/memory and
 // adapters/sqlite.
-func TestStores(t *testing.T) { runSuite(t, openFresh) }
+func TestStores(t *testing.T) { storetest.Run(t, openFresh) }
 
 func migrationRows(t *testing.T, dsn string) []int {
 	t.Helper()
 	rows, err := rawConn(t, dsn).Query(context.Background(), `SELECT version FROM `+MigrationsTable+` ORDER BY version`)
-	mustT(t, err)
+	storetest.Must(t, err)
 	vs, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-	mustT(t, err)
+	storetest.Must(t, err)
 	out := make([]int, len(vs))
 	for i, v := range vs {
 		out[i] = int(v)
@@ -125,13 +126,13 @@ func wantMigrations(t *testing.T, dsn string) {
 func TestMigrationsIdempotent(t *testing.T) {
 	dsn := schemaDSN(t)
 	a := openDSN(t, dsn, false)
-	mustT(t, a.Close())
+	storetest.Must(t, a.Close())
 	b := openDSN(t, dsn, false)
 	wantMigrations(t, dsn)
 	// The second Open works on the tables the first one created.
-	op, plan := fixtureOp("sp", "d", "op-mig", 0, 1)
+	op, plan := storetest.FixtureOp("sp", "d", "op-mig", 0, 1)
 	ok, err := b.Ops.CreateIfAbsent(context.Background(), op, plan)
-	mustT(t, err)
+	storetest.Must(t, err)
 	if !ok {
 		t.Fatal("CreateIfAbsent on a fresh schema = false")
 	}
@@ -142,7 +143,7 @@ func TestMigrationsIdempotent(t *testing.T) {
 	wantMigrations(t, dsn)
 	// The partial recovery index exists.
 	var n int
-	mustT(t, rawConn(t, dsn).QueryRow(context.Background(), `SELECT count(*) FROM pg_indexes
+	storetest.Must(t, rawConn(t, dsn).QueryRow(context.Background(), `SELECT count(*) FROM pg_indexes
 		WHERE schemaname = current_schema() AND indexname = 'crashmatrix_operations_recovery_idx'
 		AND indexdef LIKE '%WHERE%'`).Scan(&n))
 	if n != 1 {
@@ -157,25 +158,25 @@ func TestRecoveryScanUsesIndex(t *testing.T) {
 	dsn := schemaDSN(t)
 	s := openDSN(t, dsn, false)
 	for i := range 50 {
-		createOp(t, s, fmt.Sprintf("op-idx-%02d", i), int64(100-i))
+		storetest.CreateOp(t, s, fmt.Sprintf("op-idx-%02d", i), int64(100-i))
 	}
 	raw := rawConn(t, dsn)
 	_, err := raw.Exec(ctx, `ANALYZE crashmatrix_operations`)
-	mustT(t, err)
+	storetest.Must(t, err)
 	_, err = raw.Exec(ctx, `SET enable_seqscan = off`)
-	mustT(t, err)
+	storetest.Must(t, err)
 	rows, err := raw.Query(ctx, `EXPLAIN SELECT `+opColumns+` FROM crashmatrix_operations
 		WHERE stage <> 'COMPLETED' AND disposition = ''
 		ORDER BY updated_at, operation_id LIMIT 10`)
-	mustT(t, err)
+	storetest.Must(t, err)
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	mustT(t, err)
+	storetest.Must(t, err)
 	plan := strings.Join(lines, "\n")
 	if !strings.Contains(plan, "Index Scan using crashmatrix_operations_recovery_idx") || strings.Contains(plan, "Sort") {
 		t.Fatalf("recovery scan is not an ordered scan of the partial index:\n%s", plan)
 	}
 	ops, err := s.Ops.ListRecoverable(ctx, 3)
-	mustT(t, err)
+	storetest.Must(t, err)
 	if len(ops) != 3 || ops[0].OperationID != "op-idx-49" || ops[2].OperationID != "op-idx-47" {
 		t.Fatalf("ListRecoverable = %v", ops)
 	}
@@ -185,7 +186,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 	dsn := schemaDSN(t)
 	openDSN(t, dsn, false)
 	_, err := rawConn(t, dsn).Exec(context.Background(), `INSERT INTO `+MigrationsTable+` (version, applied_at) VALUES ($1, now())`, SchemaVersion+1)
-	mustT(t, err)
+	storetest.Must(t, err)
 	_, err = Open(context.Background(), dsn, Options{})
 	if err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("Open on a newer schema: %v", err)
@@ -218,9 +219,9 @@ func TestConcurrentOpen(t *testing.T) {
 	}
 	wantMigrations(t, dsn)
 	// Every handle works on the same tables.
-	op, plan := fixtureOp("sp", "d", "op-conc", 0, 1)
+	op, plan := storetest.FixtureOp("sp", "d", "op-conc", 0, 1)
 	ok, err := stores[0].Ops.CreateIfAbsent(context.Background(), op, plan)
-	mustT(t, err)
+	storetest.Must(t, err)
 	if !ok {
 		t.Fatal("create = false")
 	}
@@ -273,13 +274,13 @@ func TestTwoPoolsRace(t *testing.T) {
 		id := fmt.Sprintf("op-race-%d", r)
 		doc := fmt.Sprintf("doc-%d", r)
 		if w := race(t, func(i int) (bool, error) {
-			op, plan := fixtureOp("sp", doc, id, 0, 10)
+			op, plan := storetest.FixtureOp("sp", doc, id, 0, 10)
 			return pools[i].Ops.CreateIfAbsent(ctx, op, plan)
 		}); w != 1 {
 			t.Fatalf("round %d: %d CreateIfAbsent winners", r, w)
 		}
 		cur, err := pools[0].Ops.Get(ctx, id)
-		mustT(t, err)
+		storetest.Must(t, err)
 		if w := race(t, func(i int) (bool, error) {
 			next := cur
 			next.Stage, next.UpdatedAt, next.FailureReason = reference.GraphApplied, 20+int64(i), fmt.Sprintf("pool %d", i)
@@ -334,28 +335,28 @@ func TestCorruptPlan(t *testing.T) {
 	raw := rawConn(t, dsn)
 	for i, payload := range [][]byte{[]byte("{not json"), []byte(`{"kind":"INGESTION"`), []byte(`{"kind":"INGESTION","bogus":1}`), {0xff, 0x00}} {
 		id := fmt.Sprintf("op-corrupt-%d", i)
-		createOp(t, s, id, 1)
+		storetest.CreateOp(t, s, id, 1)
 		if _, err := s.Ops.GetPlan(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 		_, err := raw.Exec(ctx, `UPDATE crashmatrix_operations SET plan = $1 WHERE operation_id = $2`, payload, id)
-		mustT(t, err)
+		storetest.Must(t, err)
 		_, err = s.Ops.GetPlan(ctx, id)
-		wantErr(t, err, reference.ErrCorruptPlan)
+		storetest.WantErr(t, err, reference.ErrCorruptPlan)
 		if reference.IsRetryable(err) {
 			t.Fatalf("a corrupt plan is retryable: %v", err)
 		}
 	}
 	// A well-formed plan that does not hash to the stored fingerprint.
-	createOp(t, s, "op-fp", 1)
-	_, other := fixtureOp("sp", "doc-op-fp", "op-fp", 0, 1)
+	storetest.CreateOp(t, s, "op-fp", 1)
+	_, other := storetest.FixtureOp("sp", "doc-op-fp", "op-fp", 0, 1)
 	other.Content = "changed"
 	payload, err := reference.EncodePlan(other)
-	mustT(t, err)
+	storetest.Must(t, err)
 	_, err = raw.Exec(ctx, `UPDATE crashmatrix_operations SET plan = $1 WHERE operation_id = 'op-fp'`, payload)
-	mustT(t, err)
+	storetest.Must(t, err)
 	_, err = s.Ops.GetPlan(ctx, "op-fp")
-	wantErr(t, err, reference.ErrFingerprint)
+	storetest.WantErr(t, err, reference.ErrFingerprint)
 }
 
 func TestCreateInsteadOfMergeDuplicates(t *testing.T) {
@@ -367,16 +368,16 @@ func TestCreateInsteadOfMergeDuplicates(t *testing.T) {
 	}
 	good := openDSN(t, dsn, false)
 	for range 3 {
-		mustT(t, good.Writer.Apply(ctx, "merge", m))
+		storetest.Must(t, good.Writer.Apply(ctx, "merge", m))
 	}
-	if d := duplicates(t, good, "merge"); len(d) != 0 {
+	if d := storetest.Duplicates(t, good, "merge"); len(d) != 0 {
 		t.Fatalf("MERGE writer stored duplicates: %v", d)
 	}
 	mutant := openDSN(t, dsn, true)
-	mustT(t, mutant.Writer.Apply(ctx, "create", m))
-	mustT(t, mutant.Writer.Apply(ctx, "create", m))
+	storetest.Must(t, mutant.Writer.Apply(ctx, "create", m))
+	storetest.Must(t, mutant.Writer.Apply(ctx, "create", m))
 	d, err := mutant.Writer.(DuplicateReporter).Duplicates(ctx, "create")
-	mustT(t, err)
+	storetest.Must(t, err)
 	want := []string{"node a x2", "node b x2", "edge (a)-[KNOWS#0]->(b) x2"}
 	if strings.Join(d, "|") != strings.Join(want, "|") {
 		t.Fatalf("mutant Duplicates = %q, want %q", d, want)
@@ -389,25 +390,25 @@ func TestLeaseSurvivesPoolClose(t *testing.T) {
 	ctx := context.Background()
 	dsn := schemaDSN(t)
 	a, err := Open(ctx, dsn, Options{})
-	mustT(t, err)
+	storetest.Must(t, err)
 	l, ok, err := a.Locks.TryAcquire(ctx, "sp", "doc", "proc-a", 1000, 500)
-	mustT(t, err)
+	storetest.Must(t, err)
 	if !ok || l.Token != 1 {
 		t.Fatalf("acquire = %+v %v", l, ok)
 	}
 	claimed, err := func() (bool, error) {
-		createOp(t, a, "op-lease", 1)
+		storetest.CreateOp(t, a, "op-lease", 1)
 		return a.Ops.Claim(ctx, "op-lease", "proc-a", 1000, 500)
 	}()
-	mustT(t, err)
+	storetest.Must(t, err)
 	if !claimed {
 		t.Fatal("claim = false")
 	}
-	mustT(t, a.Close())
+	storetest.Must(t, a.Close())
 
 	b := openDSN(t, dsn, false)
 	cur, ok, err := b.Locks.TryAcquire(ctx, "sp", "doc", "proc-b", 1200, 500)
-	mustT(t, err)
+	storetest.Must(t, err)
 	if ok || cur.Holder != "proc-a" || cur.Token != 1 {
 		t.Fatalf("lease freed by closing the pool: %+v %v", cur, ok)
 	}
@@ -416,7 +417,7 @@ func TestLeaseSurvivesPoolClose(t *testing.T) {
 	}
 	// Expiry ends it; the token increases.
 	l2, ok, err := b.Locks.TryAcquire(ctx, "sp", "doc", "proc-b", 1500, 500)
-	mustT(t, err)
+	storetest.Must(t, err)
 	if !ok || l2.Token != 2 || l2.Holder != "proc-b" {
 		t.Fatalf("after expiry: %+v %v", l2, ok)
 	}
@@ -430,9 +431,9 @@ func TestLeaseSurvivesPoolClose(t *testing.T) {
 		t.Fatalf("claim after expiry: %v %v", ok, err)
 	}
 	// The token counter survives release.
-	mustT(t, b.Locks.Release(ctx, l2))
+	storetest.Must(t, b.Locks.Release(ctx, l2))
 	l3, ok, err := b.Locks.TryAcquire(ctx, "sp", "doc", "proc-a", 1600, 500)
-	mustT(t, err)
+	storetest.Must(t, err)
 	if !ok || l3.Token != 3 {
 		t.Fatalf("after release: %+v %v", l3, ok)
 	}
@@ -444,9 +445,9 @@ func TestPermanentErrors(t *testing.T) {
 	ctx := context.Background()
 	dsn := schemaDSN(t)
 	s := openDSN(t, dsn, false)
-	createOp(t, s, "op-perm", 1)
+	storetest.CreateOp(t, s, "op-perm", 1)
 	_, err := rawConn(t, dsn).Exec(ctx, `ALTER TABLE crashmatrix_operations RENAME COLUMN attempts TO attempts_gone`)
-	mustT(t, err)
+	storetest.Must(t, err)
 	_, err = s.Ops.Get(ctx, "op-perm")
 	var pe *Error
 	if !errors.As(err, &pe) || !pe.Permanent() || pe.Code != "42703" {
@@ -460,7 +461,7 @@ func TestPermanentErrors(t *testing.T) {
 	}
 
 	bad, err := pgtest.WithParam(serverDSN, "database", "crashmatrix_no_such_db")
-	mustT(t, err)
+	storetest.Must(t, err)
 	if strings.HasPrefix(bad, "postgres") {
 		bad = strings.Replace(bad, "/postgres?", "/crashmatrix_no_such_db?", 1)
 	}
@@ -521,18 +522,18 @@ func TestPasswordRedaction(t *testing.T) {
 		IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '`+pgtest.AuthUser+`') THEN
 			CREATE ROLE `+pgtest.AuthUser+` LOGIN PASSWORD 'the-right-one';
 		END IF; END $$`)
-	mustT(t, err)
+	storetest.Must(t, err)
 	u, err := pgtest.WithParam(serverDSN, "user", pgtest.AuthUser)
-	mustT(t, err)
+	storetest.Must(t, err)
 	wrong, err := pgtest.WithParam(u, "password", secret)
-	mustT(t, err)
+	storetest.Must(t, err)
 	_, err = Open(ctx, wrong, Options{})
 	check("wrong password", err, true)
 	if SQLState(err) != "28P01" {
 		t.Fatalf("wrong password SQLSTATE %q: %v", SQLState(err), err)
 	}
 	right, err := pgtest.WithParam(u, "password", "the-right-one")
-	mustT(t, err)
+	storetest.Must(t, err)
 	s, err := Open(ctx, right, Options{})
 	if err == nil {
 		s.Close()

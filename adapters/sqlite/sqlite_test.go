@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/crashmatrix/crashmatrix/adapters/internal/storetest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,23 +42,23 @@ func openAt(t *testing.T, path string, mutant bool) reference.Stores {
 func rawDB(t *testing.T, path string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlite", DSN(path))
-	mustT(t, err)
+	storetest.Must(t, err)
 	t.Cleanup(func() { db.Close() })
 	return db
 }
 
-func TestStores(t *testing.T) { runSuite(t, openTemp) }
+func TestStores(t *testing.T) { storetest.Run(t, openTemp) }
 
 func TestPragmas(t *testing.T) {
 	s := openTemp(t, false)
 	db := s.Closer.(*closer).d.sql
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)
-	mustT(t, err)
+	storetest.Must(t, err)
 	defer conn.Close()
 	for pragma, want := range map[string]string{"journal_mode": "wal", "synchronous": "2", "foreign_keys": "1", "busy_timeout": strconv.Itoa(BusyTimeoutMillis)} {
 		var got string
-		mustT(t, conn.QueryRowContext(ctx, "PRAGMA "+pragma).Scan(&got))
+		storetest.Must(t, conn.QueryRowContext(ctx, "PRAGMA "+pragma).Scan(&got))
 		if got != want {
 			t.Errorf("PRAGMA %s = %s, want %s", pragma, got, want)
 		}
@@ -68,17 +69,17 @@ func TestSchemaVersion(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v.db")
 	for i := 0; i < 3; i++ {
 		s, err := Open(path, Options{})
-		mustT(t, err)
-		mustT(t, s.Close())
+		storetest.Must(t, err)
+		storetest.Must(t, s.Close())
 	}
 	db := rawDB(t, path)
 	var n, v int
-	mustT(t, db.QueryRow(`SELECT count(*), max(version) FROM schema_version`).Scan(&n, &v))
+	storetest.Must(t, db.QueryRow(`SELECT count(*), max(version) FROM schema_version`).Scan(&n, &v))
 	if n != 1 || v != SchemaVersion {
 		t.Fatalf("schema_version rows %d, version %d", n, v)
 	}
 	_, err := db.Exec(`INSERT INTO schema_version (version) VALUES (?)`, SchemaVersion+1)
-	mustT(t, err)
+	storetest.Must(t, err)
 	if s, err := Open(path, Options{}); err == nil {
 		s.Close()
 		t.Fatal("opened a database with a newer schema")
@@ -92,38 +93,38 @@ func TestCorruptPlan(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "c.db")
 	s := openAt(t, path, false)
-	createOp(t, s, "op", 1)
+	storetest.CreateOp(t, s, "op", 1)
 	db := rawDB(t, path)
 	set := func(col string, v any) {
 		t.Helper()
 		_, err := db.Exec(`UPDATE operations SET `+col+` = ? WHERE operation_id = 'op'`, v)
-		mustT(t, err)
+		storetest.Must(t, err)
 	}
 	good, err := s.Ops.GetPlan(ctx, "op")
-	mustT(t, err)
+	storetest.Must(t, err)
 	payload, err := reference.EncodePlan(good)
-	mustT(t, err)
+	storetest.Must(t, err)
 
 	set("plan", []byte("\x00\xffgarbage"))
 	_, err = s.Ops.GetPlan(ctx, "op")
-	wantErr(t, err, reference.ErrCorruptPlan)
+	storetest.WantErr(t, err, reference.ErrCorruptPlan)
 	set("plan", payload[:len(payload)/2]) // torn write
 	_, err = s.Ops.GetPlan(ctx, "op")
-	wantErr(t, err, reference.ErrCorruptPlan)
+	storetest.WantErr(t, err, reference.ErrCorruptPlan)
 	set("plan", append(slices.Clone(payload), []byte(`{}`)...))
 	_, err = s.Ops.GetPlan(ctx, "op")
-	wantErr(t, err, reference.ErrCorruptPlan)
+	storetest.WantErr(t, err, reference.ErrCorruptPlan)
 	set("plan", []byte{})
 	_, err = s.Ops.GetPlan(ctx, "op")
-	wantErr(t, err, reference.ErrNoPersistedPlan)
+	storetest.WantErr(t, err, reference.ErrNoPersistedPlan)
 
 	tampered := good
 	tampered.Content = "tampered"
 	tp, err := reference.EncodePlan(tampered)
-	mustT(t, err)
+	storetest.Must(t, err)
 	set("plan", tp)
 	_, err = s.Ops.GetPlan(ctx, "op")
-	wantErr(t, err, reference.ErrFingerprint)
+	storetest.WantErr(t, err, reference.ErrFingerprint)
 
 	set("plan", payload)
 	if p, err := s.Ops.GetPlan(ctx, "op"); err != nil || !reflect.DeepEqual(p, good) {
@@ -131,7 +132,7 @@ func TestCorruptPlan(t *testing.T) {
 	}
 	set("plan_fingerprint", strings.Repeat("0", 64))
 	_, err = s.Ops.GetPlan(ctx, "op")
-	wantErr(t, err, reference.ErrFingerprint)
+	storetest.WantErr(t, err, reference.ErrFingerprint)
 }
 
 // TestDurability writes through every store, closes, reopens and reads it
@@ -140,9 +141,9 @@ func TestDurability(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "d.db")
 	s, err := Open(path, Options{})
-	mustT(t, err)
-	op := createOp(t, s, "op", 10)
-	next := advance(t, op, reference.GraphApplied, 20)
+	storetest.Must(t, err)
+	op := storetest.CreateOp(t, s, "op", 10)
+	next := storetest.Advance(t, op, reference.GraphApplied, 20)
 	next.Attempts, next.FailureReason = 2, "flaky"
 	if ok, err := s.Ops.CompareAndSet(ctx, op, next); err != nil || !ok {
 		t.Fatal(ok, err)
@@ -151,27 +152,27 @@ func TestDurability(t *testing.T) {
 		t.Fatal(ok, err)
 	}
 	plan, err := s.Ops.GetPlan(ctx, "op")
-	mustT(t, err)
-	st := state("sp", "d", 1, "op", reference.EdgeKey{Source: "a", Type: "T", Target: "b", Rank: 3})
+	storetest.Must(t, err)
+	st := storetest.State("sp", "d", 1, "op", reference.EdgeKey{Source: "a", Type: "T", Target: "b", Rank: 3})
 	if ok, err := s.States.CompareAndSet(ctx, 0, st); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	mustT(t, s.States.RecordVersion(ctx, st))
-	mustT(t, s.Registry.SaveAll(ctx, "sp", plan.Registrations))
-	mustT(t, s.Writer.Apply(ctx, "sp", plan.Mutation))
+	storetest.Must(t, s.States.RecordVersion(ctx, st))
+	storetest.Must(t, s.Registry.SaveAll(ctx, "sp", plan.Registrations))
+	storetest.Must(t, s.Writer.Apply(ctx, "sp", plan.Mutation))
 	lease, ok, err := s.Locks.TryAcquire(ctx, "sp", "d", "inst", 0, 100)
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	mustT(t, s.Locks.Release(ctx, lease))
+	storetest.Must(t, s.Locks.Release(ctx, lease))
 	regs, err := s.Registry.List(ctx, "sp")
-	mustT(t, err)
-	graph := readGraph(t, s, "sp")
-	mustT(t, s.Close())
+	storetest.Must(t, err)
+	graph := storetest.ReadGraph(t, s, "sp")
+	storetest.Must(t, s.Close())
 
 	r := openAt(t, path, false)
 	gotOp, err := r.Ops.Get(ctx, "op")
-	mustT(t, err)
+	storetest.Must(t, err)
 	want := next
 	want.ClaimHolder, want.ClaimExpiresAt = "inst", 1020
 	if gotOp != want {
@@ -189,7 +190,7 @@ func TestDurability(t *testing.T) {
 	if got, err := r.Registry.List(ctx, "sp"); err != nil || !reflect.DeepEqual(got, regs) || len(got) != 1 {
 		t.Fatalf("registry after reopen = %+v %v", got, err)
 	}
-	if g := readGraph(t, r, "sp"); !reflect.DeepEqual(g, graph) || len(g.Nodes) != 1 {
+	if g := storetest.ReadGraph(t, r, "sp"); !reflect.DeepEqual(g, graph) || len(g.Nodes) != 1 {
 		t.Fatalf("graph after reopen = %+v", g)
 	}
 	l2, ok, err := r.Locks.TryAcquire(ctx, "sp", "d", "other", 0, 100)
@@ -232,7 +233,7 @@ func TestTwoHandles(t *testing.T) {
 	for round := 0; round < 3; round++ {
 		id := fmt.Sprint("op-", round)
 		one("CreateIfAbsent", run(func(s reference.Stores, i int) bool {
-			p := fixturePlan("sp", "d", id, 0)
+			p := storetest.FixturePlan("sp", "d", id, 0)
 			p.Content = fmt.Sprint("answer ", i)
 			ok, err := s.Ops.CreateIfAbsent(ctx, reference.NewOperation(p, 5), p)
 			if err != nil {
@@ -241,14 +242,14 @@ func TestTwoHandles(t *testing.T) {
 			return ok
 		}))
 		op, err := hs[1].Ops.Get(ctx, id)
-		mustT(t, err)
+		storetest.Must(t, err)
 		p, err := hs[0].Ops.GetPlan(ctx, id)
-		mustT(t, err)
+		storetest.Must(t, err)
 		if reference.Fingerprint(p) != op.PlanFingerprint {
 			t.Fatal("stored plan and fingerprint disagree")
 		}
 		one("Operation CAS", run(func(s reference.Stores, i int) bool {
-			ok, err := s.Ops.CompareAndSet(ctx, op, advance(t, op, reference.GraphApplied, 10+int64(i)))
+			ok, err := s.Ops.CompareAndSet(ctx, op, storetest.Advance(t, op, reference.GraphApplied, 10+int64(i)))
 			if err != nil {
 				t.Error(err)
 			}
@@ -263,14 +264,14 @@ func TestTwoHandles(t *testing.T) {
 		}))
 		doc := fmt.Sprint("doc-", round)
 		one("State CAS 0", run(func(s reference.Stores, i int) bool {
-			ok, err := s.States.CompareAndSet(ctx, 0, state("sp", doc, 1, fmt.Sprint("o", i)))
+			ok, err := s.States.CompareAndSet(ctx, 0, storetest.State("sp", doc, 1, fmt.Sprint("o", i)))
 			if err != nil {
 				t.Error(err)
 			}
 			return ok
 		}))
 		one("State CAS 1", run(func(s reference.Stores, i int) bool {
-			ok, err := s.States.CompareAndSet(ctx, 1, state("sp", doc, 2, fmt.Sprint("o", i)))
+			ok, err := s.States.CompareAndSet(ctx, 1, storetest.State("sp", doc, 2, fmt.Sprint("o", i)))
 			if err != nil {
 				t.Error(err)
 			}
@@ -288,7 +289,7 @@ func TestTwoHandles(t *testing.T) {
 			return ok
 		}))
 		one("SaveAll", run(func(s reference.Stores, i int) bool {
-			err := s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{reg(fmt.Sprint("n", i), "T", fmt.Sprint("Contested ", round))})
+			err := s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{storetest.Reg(fmt.Sprint("n", i), "T", fmt.Sprint("Contested ", round))})
 			if err != nil && !errors.Is(err, reference.ErrRegistryConflict) {
 				t.Error(err)
 			}
@@ -324,10 +325,10 @@ func TestTwoHandles(t *testing.T) {
 		}
 		return true
 	})
-	if d := duplicates(t, hs[0], "sp"); len(d) != 0 {
+	if d := storetest.Duplicates(t, hs[0], "sp"); len(d) != 0 {
 		t.Fatalf("duplicates: %v", d)
 	}
-	if g := readGraph(t, hs[1], "sp"); len(g.Nodes["shared"].Properties) != n {
+	if g := storetest.ReadGraph(t, hs[1], "sp"); len(g.Nodes["shared"].Properties) != n {
 		t.Fatalf("lost patches: %+v", g.Nodes["shared"])
 	}
 }
@@ -340,17 +341,17 @@ func TestWaitsForWriter(t *testing.T) {
 	s := openAt(t, path, false)
 	db := rawDB(t, path)
 	conn, err := db.Conn(ctx)
-	mustT(t, err)
+	storetest.Must(t, err)
 	defer conn.Close()
 	_, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE")
-	mustT(t, err)
+	storetest.Must(t, err)
 	const hold = 300 * time.Millisecond
 	go func() {
 		time.Sleep(hold)
 		conn.ExecContext(ctx, "COMMIT")
 	}()
 	start := time.Now()
-	createOp(t, s, "op", 1)
+	storetest.CreateOp(t, s, "op", 1)
 	if el := time.Since(start); el < hold-50*time.Millisecond {
 		t.Fatalf("write did not wait for the lock holder (%v)", el)
 	}
@@ -364,21 +365,21 @@ func TestMutantSharedFile(t *testing.T) {
 	bad, good := openAt(t, path, true), openAt(t, path, false)
 	m := reference.Mutation{UpsertNodes: []reference.NodeUpsert{{ID: "a", Label: "L"}, {ID: "b", Label: "L"}},
 		UpsertEdges: []reference.EdgeUpsert{{Key: reference.EdgeKey{Source: "a", Type: "R", Target: "b"}}}}
-	mustT(t, good.Writer.Apply(ctx, "sp", m))
-	mustT(t, good.Writer.Apply(ctx, "sp", m))
-	if d := duplicates(t, good, "sp"); len(d) != 0 {
+	storetest.Must(t, good.Writer.Apply(ctx, "sp", m))
+	storetest.Must(t, good.Writer.Apply(ctx, "sp", m))
+	if d := storetest.Duplicates(t, good, "sp"); len(d) != 0 {
 		t.Fatalf("duplicates from MERGE: %v", d)
 	}
-	mustT(t, bad.Writer.Apply(ctx, "sp", m))
+	storetest.Must(t, bad.Writer.Apply(ctx, "sp", m))
 	want := []string{"node a x2", "node b x2", "edge (a)-[R#0]->(b) x2"}
-	if d := duplicates(t, good, "sp"); !slices.Equal(d, want) {
+	if d := storetest.Duplicates(t, good, "sp"); !slices.Equal(d, want) {
 		t.Fatalf("Duplicates = %q, want %q", d, want)
 	}
 	// MERGE over duplicates patches every copy.
-	mustT(t, good.Writer.Apply(ctx, "sp", reference.Mutation{UpsertNodes: []reference.NodeUpsert{{ID: "a", Properties: map[string]string{"k": "v"}}}}))
+	storetest.Must(t, good.Writer.Apply(ctx, "sp", reference.Mutation{UpsertNodes: []reference.NodeUpsert{{ID: "a", Properties: map[string]string{"k": "v"}}}}))
 	db := rawDB(t, path)
 	var n int
-	mustT(t, db.QueryRow(`SELECT count(*) FROM graph_nodes WHERE node_id = 'a' AND properties_json = '{"k":"v"}'`).Scan(&n))
+	storetest.Must(t, db.QueryRow(`SELECT count(*) FROM graph_nodes WHERE node_id = 'a' AND properties_json = '{"k":"v"}'`).Scan(&n))
 	if n != 2 {
 		t.Fatalf("%d patched copies of a, want 2", n)
 	}
@@ -402,19 +403,19 @@ func TestHelperProcess(t *testing.T) {
 	}
 	switch mode {
 	case "race":
-		p := fixturePlan("sp", "d", "proc-op", 0)
+		p := storetest.FixturePlan("sp", "d", "proc-op", 0)
 		p.Content = "answer of " + me
 		ok, err := s.Ops.CreateIfAbsent(ctx, reference.NewOperation(p, 1), p)
 		fmt.Println("create", ok, err)
-		ok, err = s.States.CompareAndSet(ctx, 0, state("sp", "d", 1, me))
+		ok, err = s.States.CompareAndSet(ctx, 0, storetest.State("sp", "d", 1, me))
 		fmt.Println("state", ok, err)
 		l, ok, err := s.Locks.TryAcquire(ctx, "sp", "d", me, 0, 60000)
 		fmt.Println("lease", ok, l.Token, err)
 	case "hang":
-		op, p := fixtureOp("sp", "k", "killed-op", 0, 1)
+		op, p := storetest.FixtureOp("sp", "k", "killed-op", 0, 1)
 		ok, err := s.Ops.CreateIfAbsent(ctx, op, p)
-		ok2, err2 := s.Ops.CompareAndSet(ctx, op, advance(t, op, reference.GraphApplied, 2))
-		ok3, err3 := s.States.CompareAndSet(ctx, 0, state("sp", "k", 1, "killed-op"))
+		ok2, err2 := s.Ops.CompareAndSet(ctx, op, storetest.Advance(t, op, reference.GraphApplied, 2))
+		ok3, err3 := s.States.CompareAndSet(ctx, 0, storetest.State("sp", "k", 1, "killed-op"))
 		fmt.Println("written", ok, err, ok2, err2, ok3, err3)
 		time.Sleep(time.Minute)
 	}
@@ -437,8 +438,8 @@ func TestProcesses(t *testing.T) {
 	path := filepath.Join(dir, "p.db")
 	// Create the schema first so the children only race on data.
 	s0, err := Open(path, Options{})
-	mustT(t, err)
-	mustT(t, s0.Close())
+	storetest.Must(t, err)
+	storetest.Must(t, s0.Close())
 	const procs = 4
 	outs := make([]string, procs)
 	var wg sync.WaitGroup
@@ -467,20 +468,20 @@ func TestProcesses(t *testing.T) {
 	// SIGKILL after the writes returned: they are durable.
 	cmd := child(t, path, "hang", "victim")
 	stdout, err := cmd.StdoutPipe()
-	mustT(t, err)
-	mustT(t, cmd.Start())
+	storetest.Must(t, err)
+	storetest.Must(t, cmd.Start())
 	line, err := bufio.NewReader(stdout).ReadString('\n')
-	mustT(t, err)
+	storetest.Must(t, err)
 	if line != "written true <nil> true <nil> true <nil>\n" {
 		cmd.Process.Kill()
 		t.Fatalf("child said %q", line)
 	}
-	mustT(t, cmd.Process.Signal(syscall.SIGKILL))
+	storetest.Must(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 	r := openAt(t, path, false)
 	ctx := context.Background()
 	op, err := r.Ops.Get(ctx, "killed-op")
-	mustT(t, err)
+	storetest.Must(t, err)
 	if op.Stage != reference.GraphApplied {
 		t.Fatalf("stage after SIGKILL = %s", op.Stage)
 	}
@@ -499,21 +500,21 @@ func TestTxIsImmediate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "i.db")
 	s := openAt(t, path, false)
 	tx, err := s.Closer.(*closer).d.sql.BeginTx(ctx, nil)
-	mustT(t, err)
+	storetest.Must(t, err)
 	defer tx.Rollback()
 	other, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(0)")
-	mustT(t, err)
+	storetest.Must(t, err)
 	defer other.Close()
 	_, err = other.ExecContext(ctx, "BEGIN IMMEDIATE")
 	if !IsBusy(err) {
 		t.Fatalf("BEGIN IMMEDIATE beside a store transaction: %v, want SQLITE_BUSY", err)
 	}
-	mustT(t, tx.Rollback())
+	storetest.Must(t, tx.Rollback())
 	conn, err := other.Conn(ctx)
-	mustT(t, err)
+	storetest.Must(t, err)
 	defer conn.Close()
 	_, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE")
-	mustT(t, err)
+	storetest.Must(t, err)
 	_, err = conn.ExecContext(ctx, "ROLLBACK")
-	mustT(t, err)
+	storetest.Must(t, err)
 }
