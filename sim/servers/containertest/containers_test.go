@@ -2,6 +2,7 @@ package containertest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/properties"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/servers"
 	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
@@ -24,8 +26,8 @@ import (
 // testcontainers-go; the re-executed worker processes inherit the
 // endpoints through the environment and start nothing.
 func TestMain(m *testing.M) {
-	if os.Getenv(sim.WorkerSpecEnv) != "" {
-		os.Exit(m.Run())
+	if spec := os.Getenv(sim.WorkerSpecEnv); spec != "" {
+		os.Exit(runWorker(spec))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	env, stop, err := provision.StartContainers(ctx, os.Stderr, provision.ContainerOptions{})
@@ -44,6 +46,31 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	stop()
 	os.Exit(code)
+}
+
+// runWorker is a re-executed worker process of a case: it runs against the
+// servers the parent started (their endpoints are in the environment).
+func runWorker(specPath string) int {
+	b, err := os.ReadFile(specPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 3
+	}
+	var spec sim.WorkerSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 3
+	}
+	backend, err := servers.PostgresBackend()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 3
+	}
+	if err := sim.RunWorker(context.Background(), spec, backend, sim.ProcessWorkerOptions()); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 3
+	}
+	return 0
 }
 
 // Every conformance suite against the PostgreSQL stores, each factory call
@@ -126,6 +153,44 @@ func TestContainersCatchMutants(t *testing.T) {
 		rep := properties.RunCrashMatrix(t, backend(t), m.opts)
 		if rep.ExitCode != 1 || !slices.Contains(rep.Broken(), m.want) {
 			t.Errorf("mutant %v%s on postgres+neo4j: exit %d, broke %v; want exit 1 and %s", m.opts.Bugs, m.opts.Mutant, rep.ExitCode, rep.Broken(), m.want)
+		}
+	}
+}
+
+// A scenario replays deterministically on the servers too: ten runs, the
+// same verdict and the same history (times, pids and spaces aside).
+func TestReplayIsDeterministicOnContainers(t *testing.T) {
+	lib, err := scenarios.Library()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"class-unknown-window": true, "class-lease-expiry-stale-writer": true}
+	for _, s := range lib {
+		if !want[s.Name] {
+			continue
+		}
+		b := backend(t)
+		cfg := s.Apply(sim.Config{Use: &b, WorkDir: t.TempDir(), Seed: 1, LeaseTTL: 400 * time.Millisecond,
+			Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}})
+		r, err := sim.NewRunner(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var first []string
+		var firstVerdict string
+		for i := 0; i < 10; i++ {
+			res := r.RunCase(context.Background(), s.Case())
+			if err := s.JudgeResult(res); err != nil {
+				t.Fatalf("%s run %d: %v", s.Name, i+1, err)
+			}
+			tr, v := sim.Trace(res.Timeline), fmt.Sprintf("%s %v", res.Verdict, res.Broken())
+			if i == 0 {
+				first, firstVerdict = tr, v
+				continue
+			}
+			if v != firstVerdict || !slices.Equal(tr, first) {
+				t.Fatalf("%s: run %d differs from run 1 (%s vs %s, history equal: %v)", s.Name, i+1, v, firstVerdict, slices.Equal(tr, first))
+			}
 		}
 	}
 }
