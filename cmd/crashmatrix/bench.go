@@ -70,7 +70,6 @@ func benchCmd() *cobra.Command {
 				}
 				os.RemoveAll(work)
 				walls = append(walls, rep.Took)
-				_ = i
 				fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %s\n", i+1, len(cases), rep.Took.Round(time.Millisecond))
 			}
 			if len(walls) == 0 {

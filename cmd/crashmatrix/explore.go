@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/properties/check"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/scenarios"
@@ -161,6 +160,5 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.StringVar(&outDir, "out", "crashmatrix-findings", "where the shrunk scenario is written")
 	fl.StringVar(&workdir, "workdir", "", "scratch directory (default: a temporary one)")
 	server.register(fl)
-	_ = faults.Crash
 	return cmd
 }
