@@ -44,7 +44,7 @@ bench: build
 	$(MAKE) bench-containers
 
 bench-containers: build containers
-	$(PODMAN_ENV) && ./$(BIN) bench --backend containers --rounds 1 --cycles 0 --explore 0 --lease-ttl 400ms
+	$(PODMAN_ENV) && ./$(BIN) bench --backend containers --rounds 1 --cycles 0 --explore 0
 
 lint: vet staticcheck
 

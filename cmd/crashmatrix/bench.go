@@ -47,6 +47,7 @@ func benchCmd() *cobra.Command {
 			}
 			defer cleanup()
 			fmt.Fprintf(out, "crashmatrix bench: backend %s, %d cores, %s/%s, case data in %s\n", name, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, benchDir)
+			leaseTTL = defaultLeaseTTL(leaseTTL, backend)
 			if name == "containers" {
 				fmt.Fprintf(out, "containers: PostgreSQL answered its first query %s after Run, Neo4j %s after Run\n",
 					provision.LastTimings.Postgres.Round(time.Millisecond), provision.LastTimings.Neo4j.Round(time.Millisecond))
@@ -111,7 +112,7 @@ func benchCmd() *cobra.Command {
 	fl.StringVar(&benchDir, "workdir", "", "where case data goes (default /dev/shm when present: data survives a process kill there exactly as on disk)")
 	fl.IntVar(&rounds, "rounds", 3, "full-matrix rounds")
 	fl.IntVar(&parallel, "parallel", 12, "cases at once in the full matrix")
-	fl.DurationVar(&leaseTTL, "lease-ttl", 250*time.Millisecond, "lease TTL for the full matrix")
+	fl.DurationVar(&leaseTTL, "lease-ttl", 0, "lease TTL for the full matrix (default as for certify)")
 	fl.IntVar(&cycles, "cycles", 300, "kill-restart-recover cycles")
 	fl.IntVar(&cycleParallel, "cycle-parallel", 16, "cycles at once")
 	fl.DurationVar(&cycleTTL, "cycle-lease-ttl", 50*time.Millisecond, "lease TTL for the cycles (a killed worker blocks its document this long)")

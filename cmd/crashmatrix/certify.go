@@ -55,7 +55,7 @@ Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undeci
 	fl.StringVar(&f.html, "html", "", "write the self-contained HTML report here")
 	fl.IntVar(&f.parallel, "parallel", 12, "cases run at once")
 	fl.Int64Var(&f.seed, "seed", 1, "seed for retry jitter")
-	fl.DurationVar(&f.leaseTTL, "lease-ttl", 250*time.Millisecond, "document lease TTL in workers (a killed worker blocks its document this long)")
+	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "document lease TTL in workers; a killed worker blocks its document this long (default 250ms embedded, 600ms on servers)")
 	fl.BoolVar(&f.keep, "keep", false, "keep the workdir even when certified")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	f.server.register(fl)
@@ -112,6 +112,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		return exitError{2}
 	}
 	defer cleanup()
+	f.leaseTTL = defaultLeaseTTL(f.leaseTTL, backend)
 	workdir, tmp := f.workdir, false
 	if workdir == "" {
 		if workdir, err = os.MkdirTemp("", "crashmatrix-"); err != nil {
@@ -180,4 +181,20 @@ func writeFile(path string, fn func(io.Writer) error) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// defaultLeaseTTL picks the workers' lease TTL: short on the embedded
+// default, longer on servers, whose first writes in a fresh process (a new
+// driver, a new pool) can take a good part of a second; a live worker that
+// loses its lease to a slow write is refused and the fault case is not
+// exercised.
+func defaultLeaseTTL(flag time.Duration, backend string) time.Duration {
+	switch {
+	case flag > 0:
+		return flag
+	case backend == "sqlite" || backend == "memory":
+		return 250 * time.Millisecond
+	default:
+		return 600 * time.Millisecond
+	}
 }

@@ -135,7 +135,7 @@ func backend(t *testing.T) sim.Backend {
 func TestCertifyPostgresNeo4j(t *testing.T) {
 	// A Neo4j write is slower than an embedded one: a longer lease keeps a
 	// slow but live worker from losing its document mid-write.
-	properties.CertifyCrashSafety(t, backend(t), properties.CrashOptions{LeaseTTL: 400 * time.Millisecond})
+	properties.CertifyCrashSafety(t, backend(t), properties.CrashOptions{LeaseTTL: 600 * time.Millisecond})
 }
 
 // The reference mutants are caught on these servers too.
@@ -170,7 +170,7 @@ func TestReplayIsDeterministicOnContainers(t *testing.T) {
 			continue
 		}
 		b := backend(t)
-		cfg := s.Apply(sim.Config{Use: &b, WorkDir: t.TempDir(), Seed: 1, LeaseTTL: 400 * time.Millisecond,
+		cfg := s.Apply(sim.Config{Use: &b, WorkDir: t.TempDir(), Seed: 1, LeaseTTL: 600 * time.Millisecond,
 			Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}})
 		r, err := sim.NewRunner(cfg)
 		if err != nil {
