@@ -470,7 +470,10 @@ func Observe(h History, c Case, space string) check.Observed {
 	if lastQuiesce >= 0 {
 		rec := h[lastQuiesce]
 		obs.Quiet = rec.Err == ""
-		fmt.Sscanf(strings.TrimPrefix(rec.Detail[strings.Index(rec.Detail, " ")+1:], ""), "rounds=%d", &obs.Rounds)
+		// Detail is "#<i> rounds=<n> quiet=<bool>".
+		if _, after, ok := strings.Cut(rec.Detail, " "); ok {
+			fmt.Sscanf(after, "rounds=%d", &obs.Rounds)
+		}
 	}
 	for _, rec := range h {
 		if rec.Type != "result" {

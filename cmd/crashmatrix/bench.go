@@ -145,7 +145,7 @@ func benchExplore(cmd *cobra.Command, self string, d time.Duration) error {
 		if err != nil {
 			return err
 		}
-		res := explore.Run(ctx, r, explore.Options{Seed: 11, Budget: d, Parallel: map[bool]int{true: 2, false: 8}[inProcess]})
+		res := explore.Run(ctx, r, explore.Options{Seed: 11, Budget: d, Parallel: map[bool]int{true: 4, false: 8}[inProcess]})
 		r.CloseShared()
 		os.RemoveAll(work)
 		if res.Finding != nil {

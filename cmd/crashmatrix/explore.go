@@ -152,7 +152,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.StringVar(&shard, "shard", "", "i/n: run schedules i, i+n, i+2n, … of the seed")
 	fl.StringVar(&backendName, "backend", "sqlite", "backend")
 	fl.BoolVar(&processes, "processes", false, "kill real worker processes instead of the in-process mode")
-	fl.IntVar(&parallel, "parallel", 2, "schedules at once")
+	fl.IntVar(&parallel, "parallel", 4, "schedules at once")
 	fl.IntVar(&confirm, "confirm", 3, "re-runs a shrink candidate must fail in")
 	fl.StringVar(&target, "invariant", "", "hunt for this invariant only (I1..I8)")
 	fl.StringSliceVar(&bugs, "bug", nil, "run the reference as a mutant: "+bugNames())
