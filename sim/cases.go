@@ -174,10 +174,11 @@ func ClassCases(leaseTTLMillis int64) []Case {
 	short := fmt.Sprintf("pause:%d@1", leaseTTLMillis/2)
 	return []Case{
 		{ID: "class-duplicate-delivery", System: faults.Ingestion, Class: "duplicate-delivery",
-			Description: "one operationId delivered three times: after a crash mid-write, two workers resubmit it at once",
+			Description: "one operationId delivered three times: after a crash mid-write, two workers resubmit it at once (the first stalls mid-resume past its lease while the second takes over)",
 			Steps: []Step{
 				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "dup-op", Content: DocD1v1}}, Arms: map[faults.Point]string{faults.BetweenGraphBatches: "crash@1"}, ExpectHit: []faults.Point{faults.BetweenGraphBatches}},
-				{Worker: "dup-a", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "dup-op", Content: DocD1v1}}, Background: true, ContinueOnError: true},
+				{Worker: "dup-a", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "dup-op", Content: DocD1v1}}, Arms: map[faults.Point]string{faults.BeforeGraphWrite: long},
+					Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeGraphWrite}},
 				{Worker: "dup-b", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "dup-op", Content: DocD1v1}}, ContinueOnError: true},
 				quiesceStep(faults.Ingestion),
 			}},
