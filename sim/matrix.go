@@ -62,7 +62,15 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 			}
 		}()
 	}
-	for i := range cases {
+	// Longest cases first (more workers, a paused worker, a crash in
+	// recovery), so that the run does not end waiting for one slow case
+	// started last. Results keep the matrix order.
+	order := make([]int, len(cases))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return cost(cases[order[a]]) > cost(cases[order[b]]) })
+	for _, i := range order {
 		if ctx.Err() != nil {
 			results[i] = CaseResult{Case: cases[i], Verdict: Undecided, Notes: []string{"interrupted"}}
 			continue
@@ -75,6 +83,18 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 	rep.Took = time.Since(rep.Started)
 	rep.finish()
 	return rep
+}
+
+// cost estimates a case's duration for scheduling: each worker process,
+// and a paused (background) worker that waits out a lease, counts.
+func cost(c Case) int {
+	n := len(c.Steps)
+	for _, st := range c.Steps {
+		if st.Background {
+			n += 2
+		}
+	}
+	return n
 }
 
 // finish computes counts, the overall verdict and the exit code (0
