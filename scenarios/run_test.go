@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
 
@@ -174,5 +175,33 @@ func TestJudgeBitesOnARealRun(t *testing.T) {
 	err = s.JudgeResult(res)
 	if err == nil || !strings.Contains(err.Error(), "did not break I2") {
 		t.Fatalf("verdict %s broke %v; Judge said %v, want it to report that I2 held", res.Verdict, res.Broken(), err)
+	}
+}
+
+// A hung worker is killed at its deadline and reported; the case is
+// undecided, never a pass.
+func TestHungWorkerIsKilledAndReported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real worker processes")
+	}
+	r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), Seed: 1,
+		ProcessTimeout: 2 * time.Second, Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sim.Case{ID: "hung", System: "ingestion", Class: "hung", Steps: []sim.Step{
+		{Worker: "stuck", Actions: []sim.Action{{Do: "ingest", Doc: "d1", Content: sim.DocD1v1}}, Arms: map[faults.Point]string{faults.BeforeGraphWrite: "pause:600000@1"}},
+		{Worker: "quiesce", Actions: []sim.Action{{Do: "recover"}}, ContinueOnError: true},
+	}}
+	start := time.Now()
+	res := r.RunCase(context.Background(), c)
+	if took := time.Since(start); took > 30*time.Second {
+		t.Fatalf("the case took %s: the hung worker was waited on", took)
+	}
+	if res.Verdict != sim.Undecided {
+		t.Fatalf("verdict %s, want undecided; notes %v", res.Verdict, res.Notes)
+	}
+	if !strings.Contains(strings.Join(res.Notes, "; "), "hung and was killed") {
+		t.Fatalf("notes %v do not report the hung worker", res.Notes)
 	}
 }
