@@ -2,10 +2,10 @@ package properties
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -155,19 +155,47 @@ func regexpQuote(s string) string {
 }
 
 func runWorkerFromEnv(specPath string, backend sim.Backend) int {
-	b, err := os.ReadFile(specPath)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "crashmatrix worker:", err)
-		return 3
-	}
-	var spec sim.WorkerSpec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		fmt.Fprintf(os.Stderr, "crashmatrix worker: %s: %v\n", specPath, err)
-		return 3
-	}
-	if err := sim.RunWorker(context.Background(), spec, backend, sim.ProcessWorkerOptions()); err != nil {
+	if err := sim.RunWorkerFile(context.Background(), specPath, backend); err != nil {
 		fmt.Fprintln(os.Stderr, "crashmatrix worker:", err)
 		return 3
 	}
 	return 0
+}
+
+// MutantCase is a deliberate defect of the reference (or of the stores),
+// the slice of the matrix that exposes it, and the invariant that must
+// catch it: the proof that the certification bites.
+type MutantCase struct {
+	Name      string
+	Options   CrashOptions
+	Invariant string
+}
+
+// Mutants lists the reference mutants with the invariant that catches each.
+func Mutants() []MutantCase {
+	crash := []faults.Kind{faults.Crash}
+	return []MutantCase{
+		{string(reference.BugRecallModelOnResume), CrashOptions{Bugs: []reference.Bug{reference.BugRecallModelOnResume}, Points: []faults.Point{faults.BeforeGraphWrite}, Kinds: crash}, "I1"},
+		{sim.MutantCreateNotMerge, CrashOptions{Mutant: sim.MutantCreateNotMerge, Points: []faults.Point{faults.BeforeGraphApplied}, Kinds: []faults.Kind{faults.Unknown}}, "I3"},
+		{string(reference.BugSkipRevisionCheck), CrashOptions{Bugs: []reference.Bug{reference.BugSkipRevisionCheck}, Points: []faults.Point{faults.ConflictBeforeReplan}, Kinds: crash}, "I2"},
+		{string(reference.BugAdvanceBeforeGraphWrite), CrashOptions{Bugs: []reference.Bug{reference.BugAdvanceBeforeGraphWrite}, Points: []faults.Point{faults.BeforeGraphWrite}, Kinds: crash}, "I4"},
+		{sim.MutantNoUniqueConstraint, CrashOptions{Mutant: sim.MutantNoUniqueConstraint, Points: []faults.Point{faults.PlanSaveBeforeCheckpoint}, Kinds: crash}, "I8"},
+	}
+}
+
+// MutantsCaught runs every mutant against backend (a subtest each) and
+// fails unless each is caught by its invariant. Call it from a top-level
+// test, like CertifyCrashSafety.
+func MutantsCaught(t *testing.T, backend sim.Backend, base CrashOptions) {
+	t.Helper()
+	for _, m := range Mutants() {
+		t.Run(m.Name, func(t *testing.T) {
+			o := m.Options
+			o.LeaseTTL, o.Parallel, o.ReportDir = base.LeaseTTL, base.Parallel, base.ReportDir
+			rep := RunCrashMatrix(t, backend, o)
+			if rep.ExitCode != 1 || !slices.Contains(rep.Broken(), m.Invariant) {
+				t.Errorf("mutant %s on %s: exit %d, broke %v; want exit 1 and %s", m.Name, backend.Name, rep.ExitCode, rep.Broken(), m.Invariant)
+			}
+		})
+	}
 }

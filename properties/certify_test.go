@@ -8,7 +8,6 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/properties"
 	"github.com/crashmatrix/crashmatrix/properties/check"
-	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
 
@@ -44,40 +43,10 @@ func TestCrashMatrixMemoryFails(t *testing.T) {
 	}
 }
 
-// expectCaught runs a slice of the matrix with a mutant and checks that the
-// named invariant (and only invariants from want) caught it.
-func expectCaught(t *testing.T, opts properties.CrashOptions, want check.Invariant) {
-	t.Helper()
-	rep := properties.RunCrashMatrix(t, sim.SQLiteBackend(), opts)
-	if rep.ExitCode != 1 {
-		t.Fatalf("mutant %v%s: exit code %d, want 1; the mutant went unnoticed", opts.Bugs, opts.Mutant, rep.ExitCode)
-	}
-	if !slices.Contains(rep.Broken(), want.Short()) {
-		t.Fatalf("mutant %v%s broke %v, want %s", opts.Bugs, opts.Mutant, rep.Broken(), want)
-	}
-}
-
-func TestMutantRecallModelOnResumeBreaksI1(t *testing.T) {
-	expectCaught(t, properties.CrashOptions{Bugs: []reference.Bug{reference.BugRecallModelOnResume},
-		Points: []faults.Point{faults.BeforeGraphWrite}, Kinds: []faults.Kind{faults.Crash}}, check.I1)
-}
-
-func TestMutantCreateInsteadOfMergeBreaksI3(t *testing.T) {
-	expectCaught(t, properties.CrashOptions{Mutant: sim.MutantCreateNotMerge,
-		Points: []faults.Point{faults.BeforeGraphApplied}, Kinds: []faults.Kind{faults.Unknown}}, check.I3)
-}
-
-func TestMutantSkipRevisionCheckBreaksI2(t *testing.T) {
-	expectCaught(t, properties.CrashOptions{Bugs: []reference.Bug{reference.BugSkipRevisionCheck},
-		Points: []faults.Point{faults.ConflictBeforeReplan}, Kinds: []faults.Kind{faults.Crash}}, check.I2)
-}
-
-func TestMutantAdvanceBeforeGraphWriteBreaksI4(t *testing.T) {
-	expectCaught(t, properties.CrashOptions{Bugs: []reference.Bug{reference.BugAdvanceBeforeGraphWrite},
-		Points: []faults.Point{faults.BeforeGraphWrite}, Kinds: []faults.Kind{faults.Crash}}, check.I4)
-}
-
-func TestMutantPlanSaveWithoutUniqueConstraintBreaksI8(t *testing.T) {
-	expectCaught(t, properties.CrashOptions{Mutant: sim.MutantNoUniqueConstraint,
-		Points: []faults.Point{faults.PlanSaveBeforeCheckpoint}, Kinds: []faults.Kind{faults.Crash}}, check.I8)
+// Each reference mutant is caught by the invariant that names its defect:
+// recall-model-on-resume by I1, create-instead-of-merge by I3,
+// skip-revision-check by I2, advance-before-graph-write by I4, and System B
+// without its unique constraint by I8.
+func TestMutantsCaught(t *testing.T) {
+	properties.MutantsCaught(t, sim.SQLiteBackend(), properties.CrashOptions{})
 }

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -23,17 +22,7 @@ func TestMain(m *testing.M) {
 }
 
 func runWorker(path string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "worker:", err)
-		return 3
-	}
-	var spec sim.WorkerSpec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		fmt.Fprintln(os.Stderr, "worker:", err)
-		return 3
-	}
-	if err := sim.RunWorker(context.Background(), spec, sim.SQLiteBackend(), sim.ProcessWorkerOptions()); err != nil {
+	if err := sim.RunWorkerFile(context.Background(), path, sim.SQLiteBackend()); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 3
 	}

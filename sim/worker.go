@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -44,6 +45,30 @@ func KillSelf(faults.Hit) {
 // ProcessWorkerOptions are the options of a real worker process.
 func ProcessWorkerOptions() WorkerOptions {
 	return WorkerOptions{Injector: &faults.Failpoints{}, Crash: KillSelf}
+}
+
+// RunWorkerFile runs the worker whose spec the supervisor wrote at path, as
+// a worker process does (SIGKILL on a crash), against backend; the
+// binaries and re-executed test binaries that serve as workers call it.
+func RunWorkerFile(ctx context.Context, path string, backend Backend) error {
+	spec, err := ReadWorkerSpec(path)
+	if err != nil {
+		return err
+	}
+	return RunWorker(ctx, spec, backend, ProcessWorkerOptions())
+}
+
+// ReadWorkerSpec reads the spec the supervisor wrote for a worker.
+func ReadWorkerSpec(path string) (WorkerSpec, error) {
+	var spec WorkerSpec
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return spec, fmt.Errorf("worker spec: %w", err)
+	}
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return spec, fmt.Errorf("worker spec %s: %w", path, err)
+	}
+	return spec, nil
 }
 
 // RunWorker runs one worker's actions against the backend, recording

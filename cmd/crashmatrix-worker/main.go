@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 
@@ -21,14 +20,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: crashmatrix-worker --spec FILE (started by crashmatrix)")
 		os.Exit(2)
 	}
-	b, err := os.ReadFile(os.Args[2])
+	spec, err := sim.ReadWorkerSpec(os.Args[2])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crashmatrix-worker:", err)
-		os.Exit(2)
-	}
-	var spec sim.WorkerSpec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		fmt.Fprintf(os.Stderr, "crashmatrix-worker: %s: %v\n", os.Args[2], err)
 		os.Exit(2)
 	}
 	backend, err := sim.ResolveBackend(spec.Backend)

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
-
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/spf13/cobra"
 )
@@ -16,13 +12,9 @@ func workerCmd() *cobra.Command {
 		Short:  "Run one simulated worker process (started by the supervisor)",
 		Hidden: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := os.ReadFile(specPath)
+			spec, err := sim.ReadWorkerSpec(specPath)
 			if err != nil {
 				return err
-			}
-			var spec sim.WorkerSpec
-			if err := json.Unmarshal(b, &spec); err != nil {
-				return fmt.Errorf("%s: %w", specPath, err)
 			}
 			backend, err := sim.ResolveBackend(spec.Backend)
 			if err != nil {

@@ -3,14 +3,11 @@ package servers_test
 import (
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/adapters/postgres/pgtest"
-	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/properties"
-	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/servers"
 )
@@ -49,21 +46,7 @@ func TestCertifyPostgres(t *testing.T) {
 
 // The reference mutants are caught on PostgreSQL too.
 func TestPostgresCatchesMutants(t *testing.T) {
-	for _, m := range []struct {
-		opts properties.CrashOptions
-		want string
-	}{
-		{properties.CrashOptions{Bugs: []reference.Bug{reference.BugRecallModelOnResume}, Points: []faults.Point{faults.BeforeGraphWrite}, Kinds: []faults.Kind{faults.Crash}}, "I1"},
-		{properties.CrashOptions{Mutant: sim.MutantCreateNotMerge, Points: []faults.Point{faults.BeforeGraphApplied}, Kinds: []faults.Kind{faults.Unknown}}, "I3"},
-		{properties.CrashOptions{Bugs: []reference.Bug{reference.BugSkipRevisionCheck}, Points: []faults.Point{faults.ConflictBeforeReplan}, Kinds: []faults.Kind{faults.Crash}}, "I2"},
-		{properties.CrashOptions{Bugs: []reference.Bug{reference.BugAdvanceBeforeGraphWrite}, Points: []faults.Point{faults.BeforeGraphWrite}, Kinds: []faults.Kind{faults.Crash}}, "I4"},
-		{properties.CrashOptions{Mutant: sim.MutantNoUniqueConstraint, Points: []faults.Point{faults.PlanSaveBeforeCheckpoint}, Kinds: []faults.Kind{faults.Crash}}, "I8"},
-	} {
-		rep := properties.RunCrashMatrix(t, backend(t), m.opts)
-		if rep.ExitCode != 1 || !slices.Contains(rep.Broken(), m.want) {
-			t.Errorf("mutant %v%s on postgres: exit %d, broke %v; want exit 1 and %s", m.opts.Bugs, m.opts.Mutant, rep.ExitCode, rep.Broken(), m.want)
-		}
-	}
+	properties.MutantsCaught(t, backend(t), properties.CrashOptions{})
 }
 
 func TestCheckDisposable(t *testing.T) {

@@ -2,7 +2,6 @@ package containertest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -13,7 +12,6 @@ import (
 	"github.com/crashmatrix/crashmatrix/adapters/neo4j"
 	"github.com/crashmatrix/crashmatrix/adapters/postgres"
 	"github.com/crashmatrix/crashmatrix/adapters/postgres/pgtest"
-	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/properties"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/scenarios"
@@ -51,22 +49,11 @@ func TestMain(m *testing.M) {
 // runWorker is a re-executed worker process of a case: it runs against the
 // servers the parent started (their endpoints are in the environment).
 func runWorker(specPath string) int {
-	b, err := os.ReadFile(specPath)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "worker:", err)
-		return 3
-	}
-	var spec sim.WorkerSpec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		fmt.Fprintln(os.Stderr, "worker:", err)
-		return 3
-	}
 	backend, err := servers.PostgresBackend()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "worker:", err)
-		return 3
+	if err == nil {
+		err = sim.RunWorkerFile(context.Background(), specPath, backend)
 	}
-	if err := sim.RunWorker(context.Background(), spec, backend, sim.ProcessWorkerOptions()); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 3
 	}
@@ -140,21 +127,7 @@ func TestCertifyPostgresNeo4j(t *testing.T) {
 
 // The reference mutants are caught on these servers too.
 func TestContainersCatchMutants(t *testing.T) {
-	for _, m := range []struct {
-		opts properties.CrashOptions
-		want string
-	}{
-		{properties.CrashOptions{Bugs: []reference.Bug{reference.BugRecallModelOnResume}, Points: []faults.Point{faults.BeforeGraphWrite}, Kinds: []faults.Kind{faults.Crash}}, "I1"},
-		{properties.CrashOptions{Mutant: sim.MutantCreateNotMerge, Points: []faults.Point{faults.BeforeGraphApplied}, Kinds: []faults.Kind{faults.Unknown}}, "I3"},
-		{properties.CrashOptions{Bugs: []reference.Bug{reference.BugSkipRevisionCheck}, Points: []faults.Point{faults.ConflictBeforeReplan}, Kinds: []faults.Kind{faults.Crash}}, "I2"},
-		{properties.CrashOptions{Bugs: []reference.Bug{reference.BugAdvanceBeforeGraphWrite}, Points: []faults.Point{faults.BeforeGraphWrite}, Kinds: []faults.Kind{faults.Crash}}, "I4"},
-		{properties.CrashOptions{Mutant: sim.MutantNoUniqueConstraint, Points: []faults.Point{faults.PlanSaveBeforeCheckpoint}, Kinds: []faults.Kind{faults.Crash}}, "I8"},
-	} {
-		rep := properties.RunCrashMatrix(t, backend(t), m.opts)
-		if rep.ExitCode != 1 || !slices.Contains(rep.Broken(), m.want) {
-			t.Errorf("mutant %v%s on postgres+neo4j: exit %d, broke %v; want exit 1 and %s", m.opts.Bugs, m.opts.Mutant, rep.ExitCode, rep.Broken(), m.want)
-		}
-	}
+	properties.MutantsCaught(t, backend(t), properties.CrashOptions{LeaseTTL: 600 * time.Millisecond})
 }
 
 // A scenario replays deterministically on the servers too: ten runs, the
