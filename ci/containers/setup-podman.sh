@@ -77,12 +77,17 @@ stop_service() {
 
 need_start=1
 if pid=$(service_pid); then
-  if [[ $(service_conf "$pid") == "$conf" && -s $sumfile && $(<"$sumfile") == "$(confsum)" ]] && answering; then
+  # A service whose working directory was deleted (a removed checkout)
+  # cannot start containers: conmon fails with "Failed to get working
+  # directory" and the API answers "write child: broken pipe".
+  cwd_gone=0
+  if [[ $(readlink "/proc/$pid/cwd" 2>/dev/null) == *" (deleted)" ]] || ! [[ -d /proc/$pid/cwd/ ]]; then cwd_gone=1; fi
+  if ((cwd_gone == 0)) && [[ $(service_conf "$pid") == "$conf" && -s $sumfile && $(<"$sumfile") == "$(confsum)" ]] && answering; then
     need_start=0
     echo "$pid" >"$pidfile"
     log "podman service already running (pid $pid) with ${conf}"
   else
-    log "podman service (pid $pid) runs with other settings (CONTAINERS_CONF=$(service_conf "$pid"), or ${conf} changed since): restarting"
+    log "podman service (pid $pid) runs with other settings (CONTAINERS_CONF=$(service_conf "$pid"), ${conf} changed since, or its working directory is gone): restarting"
     stop_service "$pid"
   fi
 elif answering; then
@@ -94,8 +99,10 @@ if ((need_start)); then
   rm -f "$sock"
   mkdir -p "$(dirname "$logfile")"
   log "starting: CONTAINERS_CONF=${conf} podman system service --time=0 unix://${sock} (log: ${logfile})"
-  CONTAINERS_CONF="$conf" setsid nohup podman system service --time=0 "unix://${sock}" \
-    </dev/null >>"$logfile" 2>&1 &
+  # Run from / so that removing the checkout never pulls the service's
+  # working directory from under conmon.
+  (cd / && CONTAINERS_CONF="$conf" exec setsid nohup podman system service --time=0 "unix://${sock}" \
+    </dev/null >>"$logfile" 2>&1) &
   echo $! >"$pidfile"
   confsum >"$sumfile"
   for i in $(seq 1 150); do
