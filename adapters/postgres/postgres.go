@@ -14,7 +14,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -26,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlgraph"
 	"github.com/crashmatrix/crashmatrix/adapters/memory"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
@@ -324,28 +324,6 @@ type querier interface {
 }
 
 func blank(s string) bool { return strings.TrimSpace(s) == "" }
-
-func encodeProps(m map[string]string) (string, error) {
-	if m == nil {
-		m = map[string]string{}
-	}
-	b, err := json.Marshal(m)
-	return string(b), err
-}
-
-func decodeProps(s string) (map[string]string, error) {
-	m := map[string]string{}
-	if s == "" {
-		return m, nil
-	}
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		return nil, fmt.Errorf("properties %q: %w", s, err)
-	}
-	if m == nil {
-		m = map[string]string{}
-	}
-	return m, nil
-}
 
 // ---------------------------------------------------------------------------
 // Operation store
@@ -741,7 +719,7 @@ func (g *Registry) view(ctx context.Context, q querier, space, nodeID string) (r
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return re, err
 	}
-	if p, err := decodeProps(props); err != nil {
+	if p, err := sqlgraph.DecodeProps(props); err != nil {
 		return re, err
 	} else if len(p) > 0 {
 		re.Properties = p
@@ -871,7 +849,7 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 	err := g.d.tx(ctx, func(tx pgx.Tx) error {
 		for _, id := range nodeIDs {
 			e := ents[id]
-			p, err := encodeProps(e.props)
+			p, err := sqlgraph.EncodeProps(e.props)
 			if err != nil {
 				return err
 			}
@@ -883,12 +861,12 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 				return err
 			}
 			if len(e.props) > 0 && stored != p {
-				m, err := decodeProps(stored)
+				m, err := sqlgraph.DecodeProps(stored)
 				if err != nil {
 					return err
 				}
 				maps.Copy(m, e.props)
-				merged, err := encodeProps(m)
+				merged, err := sqlgraph.EncodeProps(m)
 				if err != nil {
 					return err
 				}
@@ -964,12 +942,12 @@ func (w *Writer) patch(ctx context.Context, tx pgx.Tx, sel, upd string, props ma
 		return len(found), nil
 	}
 	for _, r := range found {
-		m, err := decodeProps(r.props)
+		m, err := sqlgraph.DecodeProps(r.props)
 		if err != nil {
 			return 0, err
 		}
 		maps.Copy(m, props)
-		p, err := encodeProps(m)
+		p, err := sqlgraph.EncodeProps(m)
 		if err != nil {
 			return 0, err
 		}
@@ -1019,7 +997,7 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 				}
 			}
 			if found == 0 {
-				p, err := encodeProps(n.Properties)
+				p, err := sqlgraph.EncodeProps(n.Properties)
 				if err != nil {
 					return err
 				}
@@ -1054,7 +1032,7 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 				}
 			}
 			if found == 0 {
-				p, err := encodeProps(e.Properties)
+				p, err := sqlgraph.EncodeProps(e.Properties)
 				if err != nil {
 					return err
 				}
@@ -1116,41 +1094,21 @@ func (w *Writer) scan(ctx context.Context, space string, reset func(), node func
 // ReadGraph implements reference.GraphWriter. Duplicates are folded, the
 // last stored row winning; Properties maps are never nil.
 func (w *Writer) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
-	var g reference.Graph
-	err := w.scan(ctx, space, func() { g = reference.NewGraph() }, func(id, label, props string) error {
-		p, err := decodeProps(props)
-		g.Nodes[id] = reference.Node{ID: id, Label: label, Properties: p}
-		return err
-	}, func(k reference.EdgeKey, props string) error {
-		p, err := decodeProps(props)
-		g.Edges[k] = reference.Edge{Key: k, Properties: p}
-		return err
-	})
-	if err != nil {
-		return reference.Graph{}, err
-	}
-	return g, nil
+	return sqlgraph.Read(w.scanner(ctx, space))
 }
 
 // Duplicates implements DuplicateReporter: entries like "node person:abc x2"
 // and "edge (a)-[KNOWS#0]->(b) x3", nodes first, each group sorted
 // (memory.FormatDuplicates).
 func (w *Writer) Duplicates(ctx context.Context, space string) ([]string, error) {
-	var nodes map[string]int
-	var edges map[reference.EdgeKey]int
-	err := w.scan(ctx, space, func() {
-		nodes, edges = map[string]int{}, map[reference.EdgeKey]int{}
-	}, func(id, _, _ string) error {
-		nodes[id]++
-		return nil
-	}, func(k reference.EdgeKey, _ string) error {
-		edges[k]++
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	return sqlgraph.Duplicates(w.scanner(ctx, space))
+}
+
+// scanner binds scan to one space.
+func (w *Writer) scanner(ctx context.Context, space string) sqlgraph.Scan {
+	return func(reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error {
+		return w.scan(ctx, space, reset, node, edge)
 	}
-	return memory.FormatDuplicates(nodes, edges), nil
 }
 
 // ---------------------------------------------------------------------------

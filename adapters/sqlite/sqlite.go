@@ -8,7 +8,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -19,6 +18,7 @@ import (
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlgraph"
 	"github.com/crashmatrix/crashmatrix/adapters/memory"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
@@ -280,28 +280,6 @@ func (d *db) tx(ctx context.Context, f func(tx *sql.Tx) error) error {
 }
 
 func blank(s string) bool { return strings.TrimSpace(s) == "" }
-
-func encodeProps(m map[string]string) (string, error) {
-	if m == nil {
-		m = map[string]string{}
-	}
-	b, err := json.Marshal(m)
-	return string(b), err
-}
-
-func decodeProps(s string) (map[string]string, error) {
-	m := map[string]string{}
-	if s == "" {
-		return m, nil
-	}
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		return nil, fmt.Errorf("properties %q: %w", s, err)
-	}
-	if m == nil {
-		m = map[string]string{}
-	}
-	return m, nil
-}
 
 // ---------------------------------------------------------------------------
 // Operation store
@@ -737,7 +715,7 @@ func (g *Registry) view(ctx context.Context, q rowQueryer, space, nodeID string)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return re, err
 	}
-	if p, err := decodeProps(props); err != nil {
+	if p, err := sqlgraph.DecodeProps(props); err != nil {
 		return re, err
 	} else if len(p) > 0 {
 		re.Properties = p
@@ -862,7 +840,7 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 			err := tx.QueryRowContext(ctx, `SELECT properties_json FROM entities WHERE space = ? AND node_id = ?`, space, r.NodeID).Scan(&props)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
-				p, err := encodeProps(r.Properties)
+				p, err := sqlgraph.EncodeProps(r.Properties)
 				if err != nil {
 					return err
 				}
@@ -874,12 +852,12 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 				return err
 			default:
 				if len(r.Properties) > 0 {
-					m, err := decodeProps(props)
+					m, err := sqlgraph.DecodeProps(props)
 					if err != nil {
 						return err
 					}
 					maps.Copy(m, r.Properties)
-					p, err := encodeProps(m)
+					p, err := sqlgraph.EncodeProps(m)
 					if err != nil {
 						return err
 					}
@@ -941,12 +919,12 @@ func (w *Writer) patch(ctx context.Context, tx *sql.Tx, sel, upd string, props m
 		return len(found), nil
 	}
 	for _, r := range found {
-		m, err := decodeProps(r.props)
+		m, err := sqlgraph.DecodeProps(r.props)
 		if err != nil {
 			return 0, err
 		}
 		maps.Copy(m, props)
-		p, err := encodeProps(m)
+		p, err := sqlgraph.EncodeProps(m)
 		if err != nil {
 			return 0, err
 		}
@@ -999,7 +977,7 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 				}
 			}
 			if found == 0 {
-				p, err := encodeProps(n.Properties)
+				p, err := sqlgraph.EncodeProps(n.Properties)
 				if err != nil {
 					return err
 				}
@@ -1033,7 +1011,7 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 				}
 			}
 			if found == 0 {
-				p, err := encodeProps(e.Properties)
+				p, err := sqlgraph.EncodeProps(e.Properties)
 				if err != nil {
 					return err
 				}
@@ -1098,40 +1076,20 @@ func (w *Writer) scan(ctx context.Context, space string, reset func(), node func
 // ReadGraph implements reference.GraphWriter. Duplicates are folded, the
 // last stored row winning; Properties maps are never nil.
 func (w *Writer) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
-	var g reference.Graph
-	err := w.scan(ctx, space, func() { g = reference.NewGraph() }, func(id, label, props string) error {
-		p, err := decodeProps(props)
-		g.Nodes[id] = reference.Node{ID: id, Label: label, Properties: p}
-		return err
-	}, func(k reference.EdgeKey, props string) error {
-		p, err := decodeProps(props)
-		g.Edges[k] = reference.Edge{Key: k, Properties: p}
-		return err
-	})
-	if err != nil {
-		return reference.Graph{}, err
-	}
-	return g, nil
+	return sqlgraph.Read(w.scanner(ctx, space))
 }
 
 // Duplicates implements DuplicateReporter: entries like "node person:abc x2"
 // and "edge (a)-[KNOWS#0]->(b) x3", nodes first, each group sorted.
 func (w *Writer) Duplicates(ctx context.Context, space string) ([]string, error) {
-	var nodes map[string]int
-	var edges map[reference.EdgeKey]int
-	err := w.scan(ctx, space, func() {
-		nodes, edges = map[string]int{}, map[reference.EdgeKey]int{}
-	}, func(id, _, _ string) error {
-		nodes[id]++
-		return nil
-	}, func(k reference.EdgeKey, _ string) error {
-		edges[k]++
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	return sqlgraph.Duplicates(w.scanner(ctx, space))
+}
+
+// scanner binds scan to one space.
+func (w *Writer) scanner(ctx context.Context, space string) sqlgraph.Scan {
+	return func(reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error {
+		return w.scan(ctx, space, reset, node, edge)
 	}
-	return memory.FormatDuplicates(nodes, edges), nil
 }
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,82 @@
+// Package sqlgraph is what the SQL graph writers (SQLite, PostgreSQL)
+// share: the property encoding of their node and edge rows, and building a
+// graph or a duplicate report from a scan of those rows. Rows carry no
+// unique constraint on identity (so the CREATE-instead-of-MERGE mutant can
+// store duplicates); a scan reports them in insertion order.
+package sqlgraph
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/crashmatrix/crashmatrix/adapters/memory"
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// Scan visits every node row, then every edge row, of a space in one
+// consistent read; reset is called before each attempt (a retried read
+// starts over).
+type Scan func(reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error
+
+// EncodeProps renders properties as a JSON object ("{}" for none).
+func EncodeProps(m map[string]string) (string, error) {
+	if m == nil {
+		m = map[string]string{}
+	}
+	b, err := json.Marshal(m)
+	return string(b), err
+}
+
+// DecodeProps reads properties written by EncodeProps; never nil.
+func DecodeProps(s string) (map[string]string, error) {
+	m := map[string]string{}
+	if s == "" {
+		return m, nil
+	}
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fmt.Errorf("properties %q: %w", s, err)
+	}
+	if m == nil {
+		m = map[string]string{}
+	}
+	return m, nil
+}
+
+// Read builds the graph of a scan; a duplicated row folds into one, the
+// last stored winning.
+func Read(scan Scan) (reference.Graph, error) {
+	var g reference.Graph
+	err := scan(func() { g = reference.NewGraph() }, func(id, label, props string) error {
+		p, err := DecodeProps(props)
+		g.Nodes[id] = reference.Node{ID: id, Label: label, Properties: p}
+		return err
+	}, func(k reference.EdgeKey, props string) error {
+		p, err := DecodeProps(props)
+		g.Edges[k] = reference.Edge{Key: k, Properties: p}
+		return err
+	})
+	if err != nil {
+		return reference.Graph{}, err
+	}
+	return g, nil
+}
+
+// Duplicates reports the identities a scan saw more than once, formatted
+// as every writer reports them (memory.FormatDuplicates).
+func Duplicates(scan Scan) ([]string, error) {
+	var nodes map[string]int
+	var edges map[reference.EdgeKey]int
+	err := scan(func() {
+		nodes, edges = map[string]int{}, map[reference.EdgeKey]int{}
+	}, func(id, _, _ string) error {
+		nodes[id]++
+		return nil
+	}, func(k reference.EdgeKey, _ string) error {
+		edges[k]++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return memory.FormatDuplicates(nodes, edges), nil
+}
