@@ -66,3 +66,27 @@ cm_drop_old_images() {
     [[ -n $id && $id != "$new" ]] && podman rmi "$id" >/dev/null 2>&1 || true
   done
 }
+
+# cm_parse_build_args "$@": --force rebuilds the image, --refresh-rootfs also
+# re-creates the cached rootfs; sets CM_FORCE.
+cm_parse_build_args() {
+  CM_FORCE=0
+  local a
+  for a in "$@"; do
+    case "$a" in
+      --force) CM_FORCE=1 ;;
+      --refresh-rootfs) CM_FORCE=1; export CM_REFRESH_ROOTFS=1 ;;
+      -h|--help) echo "usage: $0 [--force] [--refresh-rootfs]"; exit 0 ;;
+      *) echo "unknown argument: $a" >&2; exit 2 ;;
+    esac
+  done
+}
+
+# cm_exit_if_built IMAGE: built once, reused: exit 0 when IMAGE exists and
+# no rebuild was asked for.
+cm_exit_if_built() {
+  if ((!CM_FORCE)) && cm_image_exists "$1"; then
+    cm_log "$1 already exists (use --force to rebuild)"
+    exit 0
+  fi
+}

@@ -13,21 +13,9 @@ CM_LOG_PREFIX=neo4j-image
 image="${CRASHMATRIX_NEO4J_IMAGE:-localhost/crashmatrix/neo4j:5.26}"
 base="localhost/crashmatrix/neo4j-base:5.26"
 version="${NEO4J_VERSION:-5.26.30}"
-force=0
-for a in "$@"; do
-  case "$a" in
-    --force) force=1 ;;
-    --refresh-rootfs) force=1; export CM_REFRESH_ROOTFS=1 ;;
-    -h|--help) echo "usage: $0 [--force] [--refresh-rootfs]"; exit 0 ;;
-    *) echo "unknown argument: $a" >&2; exit 2 ;;
-  esac
-done
-
+cm_parse_build_args "$@"
 cm_need_tools
-if ((!force)) && cm_image_exists "$image"; then
-  cm_log "${image} already exists (use --force to rebuild)"
-  exit 0
-fi
+cm_exit_if_built "$image"
 need=()
 command -v mvn >/dev/null || need+=(maven)
 command -v javac >/dev/null || need+=(openjdk-17-jdk-headless)

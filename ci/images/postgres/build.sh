@@ -10,21 +10,9 @@ CM_LOG_PREFIX=postgres-image
 
 image="${CRASHMATRIX_POSTGRES_IMAGE:-localhost/crashmatrix/postgres:15}"
 base="localhost/crashmatrix/postgres-base:15"
-force=0
-for a in "$@"; do
-  case "$a" in
-    --force) force=1 ;;
-    --refresh-rootfs) force=1; export CM_REFRESH_ROOTFS=1 ;;
-    -h|--help) echo "usage: $0 [--force] [--refresh-rootfs]"; exit 0 ;;
-    *) echo "unknown argument: $a" >&2; exit 2 ;;
-  esac
-done
-
+cm_parse_build_args "$@"
 cm_need_tools
-if ((!force)) && cm_image_exists "$image"; then
-  cm_log "${image} already exists (use --force to rebuild)"
-  exit 0
-fi
+cm_exit_if_built "$image"
 
 start=$(date +%s)
 old_ids=$(podman image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)
