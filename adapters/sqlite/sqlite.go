@@ -45,14 +45,19 @@ const BusyTimeoutMillis = 10000
 // db is the shared handle of one Open call.
 type db struct {
 	sql  *sql.DB
+	pin  *sql.Conn
 	opts Options
+}
+
+func (d *db) close() error {
+	return errors.Join(d.pin.Close(), d.sql.Close())
 }
 
 // closer closes the database handle of one Open call.
 type closer struct{ d *db }
 
 // Close closes the database handle.
-func (c *closer) Close() error { return c.d.sql.Close() }
+func (c *closer) Close() error { return c.d.close() }
 
 var (
 	_ reference.OperationStore     = (*OperationStore)(nil)
@@ -67,14 +72,29 @@ var (
 // synchronous=FULL, a busy timeout, foreign keys on, and BEGIN IMMEDIATE
 // for every transaction started with BeginTx.
 func DSN(path string) string {
-	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeoutMillis))
+	q := baseQuery()
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
-	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "cache_size(-32768)") // 32 MiB of page cache per connection
-	q.Set("_txlock", "immediate")
 	return path + "?" + q.Encode()
+}
+
+// memoryDSN is the data source name of OpenMemory: SQLite's memdb VFS,
+// shared by every connection of the process that names it.
+func memoryDSN(name string) string {
+	q := baseQuery()
+	q.Set("vfs", "memdb")
+	return "file:/" + name + "?" + q.Encode()
+}
+
+// baseQuery holds what every connection gets: a busy timeout, foreign keys,
+// BEGIN IMMEDIATE for every transaction started with BeginTx.
+func baseQuery() url.Values {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeoutMillis))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	return q
 }
 
 // Open opens (creating if needed) the database file at path and returns
@@ -83,19 +103,47 @@ func Open(path string, opts Options) (reference.Stores, error) {
 	if strings.TrimSpace(path) == "" || strings.ContainsRune(path, '?') {
 		return reference.Stores{}, fmt.Errorf("%w: sqlite path %q", reference.ErrInvalidArgument, path)
 	}
-	sdb, err := sql.Open("sqlite", DSN(path))
+	return open(path, DSN(path), opts)
+}
+
+// OpenMemory opens (creating if needed) a database that lives in this
+// process's memory under name (SQLite's memdb VFS: the same engine, schema,
+// statements and transactions as Open, without a file). Every handle of
+// the process that opens the same name shares the database until the last
+// one is closed. It keeps what it committed exactly as long as the process
+// lives: the in-process simulator, whose simulated crashes never end the
+// process, runs on it; a real process kill needs Open.
+func OpenMemory(name string, opts Options) (reference.Stores, error) {
+	if strings.TrimSpace(name) == "" || strings.ContainsAny(name, "?/#") {
+		return reference.Stores{}, fmt.Errorf("%w: sqlite memory database name %q (no '/', '?' or '#')", reference.ErrInvalidArgument, name)
+	}
+	return open("memory:"+name, memoryDSN(name), opts)
+}
+
+func open(what, dsn string, opts Options) (reference.Stores, error) {
+	conn, err := newCachingConnector(dsn)
 	if err != nil {
 		return reference.Stores{}, err
 	}
+	sdb := sql.OpenDB(conn)
 	d := &db{sql: sdb, opts: opts}
 	ctx := context.Background()
-	if err := d.retry(ctx, func() error { return sdb.PingContext(ctx) }); err != nil {
+	// One connection stays open for the life of the handle: a memory
+	// database ends with its last connection, and a file database keeps
+	// its page cache warm.
+	pin, err := sdb.Conn(ctx)
+	if err != nil {
 		sdb.Close()
-		return reference.Stores{}, fmt.Errorf("open %s: %w", path, err)
+		return reference.Stores{}, fmt.Errorf("open %s: %w", what, err)
+	}
+	d.pin = pin
+	if err := d.retry(ctx, func() error { return pin.PingContext(ctx) }); err != nil {
+		d.close()
+		return reference.Stores{}, fmt.Errorf("open %s: %w", what, err)
 	}
 	if err := d.migrate(ctx); err != nil {
-		sdb.Close()
-		return reference.Stores{}, fmt.Errorf("open %s: %w", path, err)
+		d.close()
+		return reference.Stores{}, fmt.Errorf("open %s: %w", what, err)
 	}
 	return reference.Stores{
 		Ops:      &OperationStore{d},

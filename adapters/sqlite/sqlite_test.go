@@ -202,9 +202,71 @@ func TestDurability(t *testing.T) {
 // TestTwoHandles races two independent Open handles on one file from many
 // goroutines: every contested write has exactly one winner.
 func TestTwoHandles(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "two.db")
-	hs := []reference.Stores{openAt(t, path, false), openAt(t, path, false)}
+	testTwoHandles(t, []reference.Stores{openAt(t, path, false), openAt(t, path, false)})
+}
+
+func TestMemoryTwoHandles(t *testing.T) {
+	name := memName(t)
+	testTwoHandles(t, []reference.Stores{openMem(t, name, false), openMem(t, name, false)})
+}
+
+var memSeq atomic.Int64
+
+func memName(t *testing.T) string {
+	return fmt.Sprintf("test-%d-%d", os.Getpid(), memSeq.Add(1))
+}
+
+func openMem(t *testing.T, name string, mutant bool) reference.Stores {
+	t.Helper()
+	s, err := OpenMemory(name, Options{CreateInsteadOfMerge: mutant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// The memory database passes the same behaviour suite as the file.
+func TestMemoryStores(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, mutant bool) reference.Stores { return openMem(t, memName(t), mutant) })
+}
+
+// Handles that name one memory database share it; it ends with the last
+// handle; another name is another database.
+func TestMemoryLifetime(t *testing.T) {
+	ctx := context.Background()
+	name := memName(t)
+	a, err := OpenMemory(name, Options{})
+	storetest.Must(t, err)
+	b, err := OpenMemory(name, Options{})
+	storetest.Must(t, err)
+	storetest.CreateOp(t, a, "op", 1)
+	if _, err := b.Ops.Get(ctx, "op"); err != nil {
+		t.Fatalf("a second handle on %s does not see the first one's commit: %v", name, err)
+	}
+	other := openMem(t, memName(t), false)
+	if _, err := other.Ops.Get(ctx, "op"); !errors.Is(err, reference.ErrNotFound) {
+		t.Fatalf("another memory database sees op: %v", err)
+	}
+	storetest.Must(t, a.Close())
+	if _, err := b.Ops.Get(ctx, "op"); err != nil {
+		t.Fatalf("closing one handle lost the data the other still holds: %v", err)
+	}
+	storetest.Must(t, b.Close())
+	c := openMem(t, name, false)
+	if _, err := c.Ops.Get(ctx, "op"); !errors.Is(err, reference.ErrNotFound) {
+		t.Fatalf("the database outlived its last handle: %v", err)
+	}
+	for _, bad := range []string{"", " ", "a/b", "a?b", "a#b"} {
+		if _, err := OpenMemory(bad, Options{}); !errors.Is(err, reference.ErrInvalidArgument) {
+			t.Errorf("OpenMemory(%q) = %v, want ErrInvalidArgument", bad, err)
+		}
+	}
+}
+
+func testTwoHandles(t *testing.T, hs []reference.Stores) {
+	ctx := context.Background()
 	const n = 24
 	run := func(f func(s reference.Stores, i int) bool) int {
 		var wins atomic.Int32
