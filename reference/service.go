@@ -717,10 +717,20 @@ func (s *Service) execute(ctx context.Context, op Operation, plan Plan, lease *L
 	return s.finishCommitted(ctx, op, plan, *plan.NextState, lease)
 }
 
-// renew extends the document lease; a holder whose lease expired or was
-// taken over is refused (ErrLeaseLost) and the refusal is recorded.
+// renew is the fencing check before each write: it extends the document
+// lease, and a holder whose lease expired or was taken over is refused
+// (ErrLeaseLost) and the refusal is recorded. While more than half of the
+// lease is left the check is local: nobody else can be granted the lease
+// before it expires (grants compare expiry with the same clock), so the
+// store round trip would only confirm what the holder already knows. A
+// holder that stalled (GC, pause) finds its lease short or gone and asks
+// the store, which refuses it if another holder took over.
 func (s *Service) renew(ctx context.Context, op Operation, lease *Lease) error {
-	l, err := s.Locks.Renew(ctx, *lease, s.now(), s.leaseTTL())
+	now, ttl := s.now(), s.leaseTTL()
+	if lease.ExpiresAt-now > ttl/2 && lease.ExpiresAt-now <= ttl {
+		return nil
+	}
+	l, err := s.Locks.Renew(ctx, *lease, now, ttl)
 	if err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			s.emit(Event{Kind: EvLeaseLost, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, Token: lease.Token, Holder: lease.Holder})
