@@ -10,6 +10,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"sync"
 )
 
 // Fingerprint is the planFingerprint of a plan: SHA-256 over a canonical,
@@ -17,7 +18,7 @@ import (
 // independent of map and set ordering and of runtime timestamps
 // (CommittedAt). 64 lowercase hex characters.
 func Fingerprint(p Plan) string {
-	var e fpEncoder
+	e := fpEncoder{buf: make([]byte, 0, 4096)}
 	e.str("kind", string(p.Kind))
 	e.str("operationId", p.OperationID)
 	e.str("space", p.Space)
@@ -60,24 +61,22 @@ func Fingerprint(p Plan) string {
 	}
 	e.str("content", p.Content)
 	e.count("extractionCall", p.ExtractionCall)
-	sum := e.h.Sum(nil)
-	return hex.EncodeToString(sum)
+	return e.sum()
 }
 
-type fpEncoder struct{ h hashWriter }
-
-type hashWriter interface {
-	io.Writer
-	Sum([]byte) []byte
-}
+// fpEncoder frames values into a buffer that is hashed once at the end.
+type fpEncoder struct{ buf []byte }
 
 func (e *fpEncoder) frame(s string) {
-	if e.h == nil {
-		e.h = sha256.New()
-	}
-	fmt.Fprintf(e.h, "%d:", len(s))
-	io.WriteString(e.h, s)
-	e.h.Write([]byte{0})
+	e.buf = strconv.AppendInt(e.buf, int64(len(s)), 10)
+	e.buf = append(e.buf, ':')
+	e.buf = append(e.buf, s...)
+	e.buf = append(e.buf, 0)
+}
+
+func (e *fpEncoder) sum() string {
+	sum := sha256.Sum256(e.buf)
+	return hex.EncodeToString(sum[:])
 }
 
 func (e *fpEncoder) str(name, v string) { e.frame(name); e.frame(v) }
@@ -147,7 +146,27 @@ func EncodePlan(p Plan) ([]byte, error) {
 // DecodePlan restores a stored plan and checks it against the fingerprint
 // stored with its operation. A truncated or corrupted payload gives
 // ErrCorruptPlan; a plan that does not hash to want gives ErrFingerprint.
+//
+// Decoding is a pure function of the payload, so recently decoded payloads
+// are remembered (decoded, validated and hashed once) and each caller gets
+// its own deep copy.
 func DecodePlan(payload []byte, want string) (Plan, error) {
+	p, fp, ok := planMemo.get(payload)
+	if !ok {
+		var err error
+		if p, err = decodePlan(payload); err != nil {
+			return Plan{}, err
+		}
+		fp = Fingerprint(p)
+		planMemo.put(payload, p, fp)
+	}
+	if want != "" && fp != want {
+		return Plan{}, fmt.Errorf("%w: operation %s stores %s, plan hashes to %s", ErrFingerprint, p.OperationID, want, fp)
+	}
+	return p.Clone(), nil
+}
+
+func decodePlan(payload []byte) (Plan, error) {
 	var p Plan
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.DisallowUnknownFields()
@@ -160,24 +179,60 @@ func DecodePlan(payload []byte, want string) (Plan, error) {
 	if err := p.Validate(); err != nil {
 		return Plan{}, fmt.Errorf("%w: %v", ErrCorruptPlan, err)
 	}
-	if got := Fingerprint(p); want != "" && got != want {
-		return Plan{}, fmt.Errorf("%w: operation %s stores %s, plan hashes to %s", ErrFingerprint, p.OperationID, want, got)
-	}
 	return p, nil
 }
 
 // EncodeState serialises a document state (JSON).
 func EncodeState(s DocumentState) ([]byte, error) { return json.Marshal(s) }
 
-// DecodeState restores a document state.
+// DecodeState restores a document state (remembered like DecodePlan).
 func DecodeState(b []byte) (DocumentState, error) {
+	if s, _, ok := stateMemo.get(b); ok {
+		return s.Clone(), nil
+	}
 	var s DocumentState
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
 		return s, fmt.Errorf("%w: document state: %v", ErrCorruptPlan, err)
 	}
-	return s, nil
+	stateMemo.put(b, s, "")
+	return s.Clone(), nil
+}
+
+// memo remembers decoded payloads. It holds at most memoEntries entries and
+// starts afresh when full: a run touches a few payloads many times.
+type memo[T any] struct {
+	mu sync.Mutex
+	m  map[string]memoEntry[T]
+}
+
+type memoEntry[T any] struct {
+	v  T
+	fp string
+}
+
+const memoEntries = 2048
+
+var (
+	planMemo  memo[Plan]
+	stateMemo memo[DocumentState]
+)
+
+func (c *memo[T]) get(payload []byte) (T, string, bool) {
+	c.mu.Lock()
+	e, ok := c.m[string(payload)]
+	c.mu.Unlock()
+	return e.v, e.fp, ok
+}
+
+func (c *memo[T]) put(payload []byte, v T, fp string) {
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= memoEntries {
+		c.m = make(map[string]memoEntry[T], memoEntries)
+	}
+	c.m[string(payload)] = memoEntry[T]{v, fp}
+	c.mu.Unlock()
 }
 
 // NewOperation builds the PREPARED operation record of a plan.
