@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/crashmatrix/crashmatrix/adapters/memory"
@@ -60,6 +61,14 @@ type Backend struct {
 	// open handle (a crash happens between steps, never inside a
 	// transaction, so nothing uncommitted is shared).
 	Volatile bool
+	// Embedded backends keep a case's data under CaseEnv.Dir: removing
+	// the directory removes the data.
+	Embedded bool
+	// OpenShared, when set, opens the handle the in-process mode shares
+	// between a case's simulated processes instead of Open: an embedded
+	// backend can keep it in memory, since a simulated crash never ends
+	// the process (Config.InProcessFiles keeps Open).
+	OpenShared func(ctx context.Context, env CaseEnv) (reference.Stores, error)
 }
 
 // BackendSpec names a backend so that a worker process can open it.
@@ -103,10 +112,18 @@ func ResolveBackend(spec BackendSpec) (Backend, error) {
 }
 
 // SQLiteBackend is the embedded default: one SQLite file per case, durable
-// across a process kill.
+// across a process kill. In the in-process mode the shared handle is a
+// SQLite memory database (sqlite.OpenMemory): the same engine, schema and
+// transactions, and, as a process kill leaves the file with every
+// committed transaction and nothing else, a simulated crash leaves the
+// memory database the same way.
 func SQLiteBackend() Backend {
 	return Backend{
-		Name: "sqlite",
+		Name:     "sqlite",
+		Embedded: true,
+		OpenShared: func(_ context.Context, env CaseEnv) (reference.Stores, error) {
+			return sqlite.OpenMemory(memoryName(env.Dir), sqlite.Options{CreateInsteadOfMerge: env.Mutant == MutantCreateNotMerge})
+		},
 		Open: func(_ context.Context, env CaseEnv) (reference.Stores, error) {
 			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
 				return reference.Stores{}, err
@@ -140,4 +157,10 @@ func MemoryBackend() Backend {
 			return PlanSaveStores{Checkpoints: m, Plans: m}, nil
 		},
 	}
+}
+
+// memoryName turns a case directory into a memory database name unique in
+// the process.
+func memoryName(dir string) string {
+	return strings.NewReplacer("/", "_", "?", "_", "#", "_").Replace(fmt.Sprintf("crashmatrix-%d%s", os.Getpid(), dir))
 }

@@ -3,7 +3,9 @@ package sim
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,9 +47,17 @@ func (c *simClock) advanceTo(t int64) {
 // ones (separate databases for embedded backends), so they do not queue on
 // one writer lock.
 type sharedStores struct {
-	st reference.Stores
-	ps *PlanSaveStores
+	st   reference.Stores
+	ps   *PlanSaveStores
+	dir  string
+	uses int
 }
+
+// rotateSharedAfter is how many cases an embedded backend's shared handle
+// serves before it is closed and its database removed: every case writes
+// into a space of its own, and a database that only grows makes every
+// statement of later cases walk deeper B-trees.
+const rotateSharedAfter = 64
 
 // borrow takes a free shared handle, opening a new one when none is free.
 func (r *Runner) borrow(ctx context.Context, env CaseEnv) (*sharedStores, error) {
@@ -63,9 +73,13 @@ func (r *Runner) borrow(ctx context.Context, env CaseEnv) (*sharedStores, error)
 	r.poolMu.Unlock()
 	e := env
 	e.Dir = fmt.Sprintf("%s/shared-%d", r.cfg.WorkDir, slot)
-	s := &sharedStores{}
+	s := &sharedStores{dir: e.Dir}
 	var err error
-	if s.st, err = r.backend.Open(ctx, e); err != nil {
+	open := r.backend.Open
+	if r.backend.OpenShared != nil && !r.cfg.InProcessFiles {
+		open = r.backend.OpenShared
+	}
+	if s.st, err = open(ctx, e); err != nil {
 		return nil, err
 	}
 	if r.backend.OpenPlanSave != nil {
@@ -83,9 +97,25 @@ func (r *Runner) borrow(ctx context.Context, env CaseEnv) (*sharedStores, error)
 }
 
 func (r *Runner) giveBack(s *sharedStores) {
+	s.uses++
+	if r.backend.Embedded && s.uses >= rotateSharedAfter {
+		r.poolMu.Lock()
+		r.all = slices.DeleteFunc(r.all, func(x *sharedStores) bool { return x == s })
+		r.poolMu.Unlock()
+		s.close()
+		_ = os.RemoveAll(s.dir)
+		return
+	}
 	r.poolMu.Lock()
 	r.pool = append(r.pool, s)
 	r.poolMu.Unlock()
+}
+
+func (s *sharedStores) close() {
+	_ = s.st.Close()
+	if s.ps != nil && s.ps.Closer != nil {
+		_ = s.ps.Closer.Close()
+	}
 }
 
 // CloseShared closes the in-process mode's shared handles.
@@ -93,10 +123,7 @@ func (r *Runner) CloseShared() {
 	r.poolMu.Lock()
 	defer r.poolMu.Unlock()
 	for _, s := range r.all {
-		_ = s.st.Close()
-		if s.ps != nil && s.ps.Closer != nil {
-			_ = s.ps.Closer.Close()
-		}
+		s.close()
 	}
 	r.all, r.pool = nil, nil
 }
@@ -239,3 +266,4 @@ func (w *inprocWorker) wait() WorkerResult {
 	}
 	return *w.res
 }
+

@@ -106,6 +106,9 @@ type Config struct {
 	// are reopened as the backend's durability provides; time is
 	// simulated. Fast, and deterministic.
 	InProcess bool
+	// InProcessFiles keeps an embedded backend's data in files in the
+	// in-process mode too (by default it lives in memory there).
+	InProcessFiles bool
 }
 
 // Runner runs cases with real worker processes.

@@ -126,7 +126,9 @@ func benchCmd() *cobra.Command {
 func benchExplore(cmd *cobra.Command, self string, d time.Duration) error {
 	out := cmd.OutOrStdout()
 	ctx := cmd.Context()
-	newRunner := func(inProcess bool, bugs []reference.Bug, mutant string) (*sim.Runner, string, error) {
+	restore := tuneGC(true)
+	defer restore()
+	newRunner := func(inProcess, files bool, bugs []reference.Bug, mutant string) (*sim.Runner, string, error) {
 		base := ""
 		if inProcess {
 			if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
@@ -137,22 +139,37 @@ func benchExplore(cmd *cobra.Command, self string, d time.Duration) error {
 		if err != nil {
 			return nil, "", err
 		}
-		r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work, InProcess: inProcess, Seed: 1, Bugs: bugs, Mutant: mutant})
+		r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work,
+			InProcess: inProcess, InProcessFiles: files, Seed: 1, Bugs: bugs, Mutant: mutant})
 		return r, work, err
 	}
-	for _, inProcess := range []bool{true, false} {
-		r, work, err := newRunner(inProcess, nil, "")
+	for _, mode := range []struct {
+		name             string
+		inProcess, files bool
+		parallel         int
+	}{
+		{"in-process, SQLite memory database", true, false, 4 * runtime.NumCPU()},
+		{"in-process, SQLite file on " + map[bool]string{true: "tmpfs", false: "disk"}[shmAvailable()], true, true, 4 * runtime.NumCPU()},
+		{"process kills, SQLite file", false, true, 4 * runtime.NumCPU()},
+	} {
+		r, work, err := newRunner(mode.inProcess, mode.files, nil, "")
 		if err != nil {
 			return err
 		}
-		res := explore.Run(ctx, r, explore.Options{Seed: 11, Budget: d, Parallel: map[bool]int{true: 4, false: 8}[inProcess]})
+		cpu0 := cpuTime()
+		res := explore.Run(ctx, r, explore.Options{Seed: 11, Budget: d, Parallel: mode.parallel})
+		cpu := cpuTime() - cpu0
 		r.CloseShared()
 		os.RemoveAll(work)
 		if res.Finding != nil {
 			return fmt.Errorf("exploring the reference found %s (seed 11, schedule %d): the rate would be meaningless", res.Finding.Invariant, res.Finding.Index)
 		}
-		mode := map[bool]string{true: "in-process", false: "process kills"}[inProcess]
-		fmt.Fprintf(out, "exploration, %s: %d schedules in %s = %.0f schedules/s (reference, seed 11, no violation)\n", mode, res.Schedules, res.Took.Round(time.Millisecond), res.Rate())
+		perSchedule := ""
+		if mode.inProcess && res.Schedules > 0 {
+			perSchedule = fmt.Sprintf(", %.2f ms of CPU each", float64(cpu.Microseconds())/1000/float64(res.Schedules))
+		}
+		fmt.Fprintf(out, "exploration, %s: %d schedules in %s = %.0f schedules/s%s (reference, seed 11, no violation)\n",
+			mode.name, res.Schedules, res.Took.Round(time.Millisecond), res.Rate(), perSchedule)
 	}
 	for _, m := range []struct {
 		name   string
@@ -166,7 +183,7 @@ func benchExplore(cmd *cobra.Command, self string, d time.Duration) error {
 		{sim.MutantCreateNotMerge, nil, sim.MutantCreateNotMerge, "I3"},
 		{sim.MutantNoUniqueConstraint, nil, sim.MutantNoUniqueConstraint, "I8"},
 	} {
-		r, work, err := newRunner(true, m.bugs, m.mutant)
+		r, work, err := newRunner(true, false, m.bugs, m.mutant)
 		if err != nil {
 			return err
 		}

@@ -25,6 +25,7 @@ type certifyFlags struct {
 	seed                      int64
 	leaseTTL                  time.Duration
 	keep, quiet, inProcess    bool
+	inProcessFiles            bool
 	server                    serverFlags
 }
 
@@ -60,6 +61,7 @@ Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undeci
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	f.server.register(fl)
 	fl.BoolVar(&f.inProcess, "in-process", false, "simulate crashes in-process (workers are goroutines, time is simulated) instead of killing processes")
+	fl.BoolVar(&f.inProcessFiles, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
 	return cmd
 }
 
@@ -121,7 +123,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		tmp = true
 	}
 	runner, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
-		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess})
+		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess, InProcessFiles: f.inProcessFiles})
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 		return exitError{2}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +25,7 @@ func exploreCmd() *cobra.Command {
 		shard, backendName, outDir string
 		target, mutant, workdir    string
 		bugs                       []string
-		processes                  bool
+		processes, files           bool
 		server                     serverFlags
 	)
 	cmd := &cobra.Command{
@@ -85,18 +86,22 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 				defer os.RemoveAll(workdir)
 			}
 			runner, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
-				WorkDir: workdir, InProcess: !processes, Seed: seed, Bugs: bs, Mutant: mutant})
+				WorkDir: workdir, InProcess: !processes, InProcessFiles: files, Seed: seed, Bugs: bs, Mutant: mutant})
 			if err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 				return exitError{2}
 			}
 			defer runner.CloseShared()
+			defer tuneGC(!processes)()
 			mode := "in-process"
 			if processes {
 				mode = "process kills"
 			}
 			fmt.Fprintf(out, "exploring: seed %d, shard %d/%d, budget %s, backend %s, %s\n", seed, si, sn, budget, backend, mode)
 			last := time.Now()
+			if parallel <= 0 {
+				parallel = 4 * runtime.NumCPU()
+			}
 			res := explore.Run(cmd.Context(), runner, explore.Options{Seed: seed, Budget: budget, MaxSchedules: max, ShardIndex: si, ShardCount: sn,
 				Confirm: confirm, Parallel: parallel, Target: target, Progress: func(n int) {
 					if time.Since(last) > 5*time.Second {
@@ -152,7 +157,8 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.StringVar(&shard, "shard", "", "i/n: run schedules i, i+n, i+2n, … of the seed")
 	fl.StringVar(&backendName, "backend", "sqlite", "backend")
 	fl.BoolVar(&processes, "processes", false, "kill real worker processes instead of the in-process mode")
-	fl.IntVar(&parallel, "parallel", 4, "schedules at once")
+	fl.BoolVar(&files, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
+	fl.IntVar(&parallel, "parallel", 0, "schedules at once (default 4 per core)")
 	fl.IntVar(&confirm, "confirm", 3, "re-runs a shrink candidate must fail in")
 	fl.StringVar(&target, "invariant", "", "hunt for this invariant only (I1..I8)")
 	fl.StringSliceVar(&bugs, "bug", nil, "run the reference as a mutant: "+bugNames())

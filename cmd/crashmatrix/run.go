@@ -17,7 +17,7 @@ import (
 
 func runCmd() *cobra.Command {
 	var backendName, workdir, html string
-	var inProcess, library bool
+	var inProcess, library, files bool
 	var repeat int
 	var server serverFlags
 	cmd := &cobra.Command{
@@ -83,7 +83,7 @@ not load or a run was undecided.`,
 					continue
 				}
 				cfg := s.Apply(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
-					WorkDir: filepath.Join(workdir, s.Name), InProcess: inProcess, Seed: 1})
+					WorkDir: filepath.Join(workdir, s.Name), InProcess: inProcess, InProcessFiles: files, Seed: 1})
 				runner, err := sim.NewRunner(cfg)
 				if err != nil {
 					fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
@@ -144,6 +144,7 @@ not load or a run was undecided.`,
 	fl := cmd.Flags()
 	fl.StringVar(&backendName, "backend", "sqlite", "backend (a scenario naming another backend is skipped)")
 	fl.BoolVar(&inProcess, "in-process", false, "simulate crashes in-process instead of killing processes")
+	fl.BoolVar(&files, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
 	fl.BoolVar(&library, "library", false, "run the built-in scenario library")
 	fl.IntVar(&repeat, "repeat", 1, "replay each scenario N times; all must agree")
 	fl.StringVar(&workdir, "workdir", "", "where histories go")

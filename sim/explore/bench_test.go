@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/sim/explore"
 )
@@ -14,8 +16,13 @@ import (
 func BenchmarkExploreInProcess(b *testing.B) {
 	r := inProcessRunner(b, nil, "")
 	b.ResetTimer()
+	var ru0, ru1 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	res := explore.Run(context.Background(), r, explore.Options{Seed: 3, MaxSchedules: b.N, Parallel: parallelFromEnv()})
 	b.ReportMetric(res.Rate(), "schedules/s")
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/schedule")
 	if res.Finding != nil {
 		b.Fatalf("reference violated %s", res.Finding.Invariant)
 	}

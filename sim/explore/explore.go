@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
@@ -235,55 +236,80 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 		index int
 		cr    sim.CaseResult
 	}
-	idx := o.ShardIndex
-	next := func() int { i := idx; idx += o.ShardCount; return i }
-	for ctx.Err() == nil && (o.Budget <= 0 || time.Now().Before(deadline)) && (o.MaxSchedules <= 0 || res.Schedules < o.MaxSchedules) {
-		batch := o.Parallel
-		if o.MaxSchedules > 0 {
-			batch = min(batch, o.MaxSchedules-res.Schedules)
+	// Parallel workers take schedule indices in order. Once a violation
+	// shows, no new index is handed out and the ones under way finish: as
+	// every index below the last one handed out has then run, the first
+	// violating index is the same whatever the timing.
+	var (
+		mu      sync.Mutex
+		idx     = o.ShardIndex
+		issued  int
+		stopped bool
+	)
+	take := func() (int, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped || ctx.Err() != nil || (o.Budget > 0 && !time.Now().Before(deadline)) || (o.MaxSchedules > 0 && issued >= o.MaxSchedules) {
+			return 0, false
 		}
-		ch := make(chan out, batch)
-		for b := 0; b < batch; b++ {
-			i := next()
-			go func() { ch <- out{i, runner.RunCase(ctx, Schedule(o.Seed, i, o.Shape))} }()
-		}
-		var found []out
-		for b := 0; b < batch; b++ {
-			x := <-ch
-			res.Schedules++
-			switch x.cr.Verdict {
-			case sim.Fail:
-				if o.Target == "" || slices.Contains(x.cr.Broken(), o.Target) {
-					found = append(found, x)
-				} else {
-					res.Other++
+		i := idx
+		idx += o.ShardCount
+		issued++
+		return i, true
+	}
+	ch := make(chan out, o.Parallel)
+	var wg sync.WaitGroup
+	for w := 0; w < o.Parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i, ok := take()
+				if !ok {
+					return
 				}
-			case sim.Undecided:
-				res.Skipped++
+				ch <- out{i, runner.RunCase(ctx, Schedule(o.Seed, i, o.Shape))}
 			}
+		}()
+	}
+	go func() { wg.Wait(); close(ch) }()
+	var found []out
+	for x := range ch {
+		res.Schedules++
+		switch x.cr.Verdict {
+		case sim.Fail:
+			if o.Target == "" || slices.Contains(x.cr.Broken(), o.Target) {
+				found = append(found, x)
+				mu.Lock()
+				stopped = true
+				mu.Unlock()
+			} else {
+				res.Other++
+			}
+		case sim.Undecided:
+			res.Skipped++
 		}
 		if o.Progress != nil {
 			o.Progress(res.Schedules)
 		}
-		if len(found) > 0 {
-			sort.Slice(found, func(i, j int) bool { return found[i].index < found[j].index })
-			f := found[0]
-			inv := f.cr.Broken()[0]
-			if o.Target != "" {
-				inv = o.Target
-			}
-			fd := &Finding{Seed: o.Seed, Index: f.index, Invariant: inv, Original: f.cr.Case, Result: f.cr, FoundAfter: time.Since(start)}
-			fd.Shrunk, fd.ShrinkSteps = Shrink(ctx, runner, f.cr.Case, inv, o.Confirm)
-			fd.Reruns = 10
-			for i := 0; i < fd.Reruns; i++ {
-				if slices.Contains(runner.RunCase(ctx, fd.Shrunk).Broken(), inv) {
-					fd.Reproduced++
-				}
-			}
-			fd.ShrunkAfter = time.Since(start)
-			res.Finding = fd
-			break
+	}
+	if len(found) > 0 {
+		sort.Slice(found, func(i, j int) bool { return found[i].index < found[j].index })
+		f := found[0]
+		inv := f.cr.Broken()[0]
+		if o.Target != "" {
+			inv = o.Target
 		}
+		fd := &Finding{Seed: o.Seed, Index: f.index, Invariant: inv, Original: f.cr.Case, Result: f.cr, FoundAfter: time.Since(start)}
+		fd.Shrunk, fd.ShrinkSteps = Shrink(ctx, runner, f.cr.Case, inv, o.Confirm)
+		fd.Reruns = 10
+		for i := 0; i < fd.Reruns; i++ {
+			if slices.Contains(runner.RunCase(ctx, fd.Shrunk).Broken(), inv) {
+				fd.Reproduced++
+			}
+		}
+		fd.ShrunkAfter = time.Since(start)
+		res.Finding = fd
 	}
 	res.Took = time.Since(start)
 	return res
