@@ -3,6 +3,7 @@ package properties
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand"
 	"slices"
 	"sort"
@@ -35,7 +36,7 @@ const (
 	RegConflictAllOrNone = "ConflictSavesNothing"          // a batch with a conflict saves nothing
 	RegConflictInBatch   = "ConflictWithinOneBatch"        // two node ids for one name within a batch conflict
 	RegSaveAgainNoOp     = "SaveAgainIsNoOp"               // saving the same registrations again changes nothing
-	RegAliasesMerged     = "AliasesAreMerged"              // aliases saved for one node accumulate
+	RegAliasesMerged     = "AliasesAreMerged"              // aliases and properties saved for one node accumulate
 	RegConcurrentUnique  = "ConcurrentSaveKeepsNameUnique" // racing saves of one name to different nodes: one wins
 	RegSpaceIsolation    = "SpaceIsolation"                // names are unique per space only
 	RegTypeInKey         = "TypeIsPartOfTheKey"            // names are unique per entity type only
@@ -226,8 +227,15 @@ func regSaveAgainNoOp(t T, fresh func() reference.EntityRegistry) {
 
 func regAliasesMerged(t T, fresh func() reference.EntityRegistry) {
 	s := fresh()
-	regSave(t, s, "space_a", regOf("n-rob", "Person", "Robert", "Bob"))
-	regSave(t, s, "space_a", regOf("n-rob", "Person", "Robert", "Bobby"))
+	withProps := func(r reference.EntityRegistration, kv ...string) reference.EntityRegistration {
+		r.Properties = map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			r.Properties[kv[i]] = kv[i+1]
+		}
+		return r
+	}
+	regSave(t, s, "space_a", withProps(regOf("n-rob", "Person", "Robert", "Bob"), "born", "1970", "city", "Leeds"))
+	regSave(t, s, "space_a", withProps(regOf("n-rob", "Person", "Robert", "Bobby"), "city", "York"))
 	regSave(t, s, "space_a", regOf("n-rob", "Person", "Rob"))
 	for _, n := range []string{"Robert", "Bob", "Bobby", "Rob"} {
 		regExpectFind(t, s, "space_a", "Person", []string{n}, []string{"n-rob"}, "every alias ever saved for the node still matches")
@@ -240,6 +248,12 @@ func regAliasesMerged(t T, fresh func() reference.EntityRegistry) {
 		if !slices.Contains(l[0].Names, n) {
 			t.Errorf("n-rob Names = %q; want merged names including %q", l[0].Names, n)
 		}
+	}
+	if want := map[string]string{"born": "1970", "city": "York"}; !maps.Equal(l[0].Properties, want) {
+		t.Errorf("n-rob Properties = %v; want %v (later saves add and overwrite keys, a save without properties keeps them)", l[0].Properties, want)
+	}
+	if l[0].CanonicalName != "Robert" || l[0].Type != "Person" {
+		t.Errorf("n-rob is %s %q; want the first registration's Person %q", l[0].Type, l[0].CanonicalName, "Robert")
 	}
 }
 

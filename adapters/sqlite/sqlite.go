@@ -6,12 +6,14 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -750,75 +752,47 @@ func (s *StateStore) IsReferencedByOtherDocument(ctx context.Context, space, doc
 // on (space, normalised type, normalised name).
 type Registry struct{ d *db }
 
-type rowQueryer interface {
-	queryer
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-func (g *Registry) view(ctx context.Context, q rowQueryer, space, nodeID string) (reference.RegisteredEntity, error) {
-	re := reference.RegisteredEntity{Space: space, NodeID: nodeID}
-	var props string
-	err := q.QueryRowContext(ctx, `SELECT entity_type, canonical_name, properties_json FROM entities WHERE space = ? AND node_id = ?`,
-		space, nodeID).Scan(&re.Type, &re.CanonicalName, &props)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return re, err
-	}
-	if p, err := sqlgraph.DecodeProps(props); err != nil {
-		return re, err
-	} else if len(p) > 0 {
-		re.Properties = p
-	}
-	rows, err := q.QueryContext(ctx, `SELECT DISTINCT normalized_name FROM entity_names WHERE space = ? AND node_id = ?
-		ORDER BY normalized_name`, space, nodeID)
-	if err != nil {
-		return re, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return re, err
-		}
-		re.Names = append(re.Names, n)
-	}
-	return re, rows.Err()
-}
-
+// views returns the registered entities whose ids idsQuery selects, each
+// with its names, ordered by node id: one statement, so one snapshot.
 func (g *Registry) views(ctx context.Context, space string, idsQuery string, args ...any) ([]reference.RegisteredEntity, error) {
+	q := `WITH ids(node_id) AS (` + idsQuery + `)
+		SELECT ids.node_id, coalesce(e.entity_type, ''), coalesce(e.canonical_name, ''), coalesce(e.properties_json, ''), n.normalized_name
+		FROM ids
+		LEFT JOIN entities e ON e.space = ? AND e.node_id = ids.node_id
+		LEFT JOIN entity_names n ON n.space = ? AND n.node_id = ids.node_id
+		ORDER BY ids.node_id, n.normalized_name`
+	args = append(args, space, space)
 	var out []reference.RegisteredEntity
-	// A read transaction so the entities and their names are one snapshot.
 	err := g.d.retry(ctx, func() error {
 		out = make([]reference.RegisteredEntity, 0)
-		tx, err := g.d.sql.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		rows, err := g.d.sql.QueryContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}
-		defer tx.Rollback()
-		rows, err := tx.QueryContext(ctx, idsQuery, args...)
-		if err != nil {
-			return err
-		}
-		var ids []string
+		defer rows.Close()
 		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
+			var id, typ, canonical, props string
+			var name sql.NullString
+			if err := rows.Scan(&id, &typ, &canonical, &props, &name); err != nil {
 				return err
 			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, id := range ids {
-			re, err := g.view(ctx, tx, space, id)
-			if err != nil {
-				return err
+			if len(out) == 0 || out[len(out)-1].NodeID != id {
+				re := reference.RegisteredEntity{Space: space, NodeID: id, Type: typ, CanonicalName: canonical}
+				p, err := sqlgraph.DecodeProps(props)
+				if err != nil {
+					return err
+				}
+				if len(p) > 0 {
+					re.Properties = p
+				}
+				out = append(out, re)
 			}
-			out = append(out, re)
+			re := &out[len(out)-1]
+			if name.Valid && (len(re.Names) == 0 || re.Names[len(re.Names)-1] != name.String) {
+				re.Names = append(re.Names, name.String)
+			}
 		}
-		return nil
+		return rows.Err()
 	})
 	return out, err
 }
@@ -868,63 +842,77 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 	if len(regs) == 0 {
 		return nil
 	}
+	keys := slices.SortedFunc(maps.Keys(batch), func(a, b bound) int { return cmp.Or(cmp.Compare(a.typ, b.typ), cmp.Compare(a.name, b.name)) })
 	return g.d.tx(ctx, func(tx *sql.Tx) error {
-		for k, id := range batch {
-			var cur string
-			err := tx.QueryRowContext(ctx, `SELECT node_id FROM entity_names WHERE space = ? AND entity_type = ? AND normalized_name = ?`,
-				space, k.typ, k.name).Scan(&cur)
-			if errors.Is(err, sql.ErrNoRows) {
-				continue
+		// Names already bound elsewhere refuse the whole batch.
+		for part := range slices.Chunk(keys, maxRowsPerStatement) {
+			args := []any{space}
+			for _, k := range part {
+				args = append(args, k.typ, k.name)
 			}
+			rows, err := tx.QueryContext(ctx, `SELECT entity_type, normalized_name, node_id FROM entity_names
+				WHERE space = ? AND (entity_type, normalized_name) IN (VALUES `+placeholders(len(part), 2)+`)
+				ORDER BY entity_type, normalized_name`, args...)
 			if err != nil {
 				return err
 			}
-			if cur != id {
-				return fmt.Errorf("name %q (type %s) is bound to %s, not %s: %w", k.name, k.typ, cur, id, reference.ErrRegistryConflict)
+			var conflict error
+			for rows.Next() && conflict == nil {
+				var k bound
+				var cur string
+				if err := rows.Scan(&k.typ, &k.name, &cur); err != nil {
+					rows.Close()
+					return err
+				}
+				if id := batch[k]; cur != id {
+					conflict = fmt.Errorf("name %q (type %s) is bound to %s, not %s: %w", k.name, k.typ, cur, id, reference.ErrRegistryConflict)
+				}
+			}
+			rows.Close()
+			if err := cmp.Or(conflict, rows.Err()); err != nil {
+				return err
 			}
 		}
-		for _, r := range regs {
-			var props string
-			err := tx.QueryRowContext(ctx, `SELECT properties_json FROM entities WHERE space = ? AND node_id = ?`, space, r.NodeID).Scan(&props)
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
+		// Entities: created with their first registration; later ones
+		// add properties (a JSON merge of string values).
+		for part := range slices.Chunk(regs, maxRowsPerStatement) {
+			args := make([]any, 0, 5*len(part))
+			for _, r := range part {
 				p, err := sqlgraph.EncodeProps(r.Properties)
 				if err != nil {
 					return err
 				}
-				if _, err := tx.ExecContext(ctx, `INSERT INTO entities (space, node_id, entity_type, canonical_name, properties_json)
-					VALUES (?, ?, ?, ?, ?)`, space, r.NodeID, strings.TrimSpace(r.Type), strings.TrimSpace(r.CanonicalName), p); err != nil {
-					return err
-				}
-			case err != nil:
-				return err
-			default:
-				if len(r.Properties) > 0 {
-					m, err := sqlgraph.DecodeProps(props)
-					if err != nil {
-						return err
-					}
-					maps.Copy(m, r.Properties)
-					p, err := sqlgraph.EncodeProps(m)
-					if err != nil {
-						return err
-					}
-					if _, err := tx.ExecContext(ctx, `UPDATE entities SET properties_json = ? WHERE space = ? AND node_id = ?`,
-						p, space, r.NodeID); err != nil {
-						return err
-					}
-				}
+				args = append(args, space, r.NodeID, strings.TrimSpace(r.Type), strings.TrimSpace(r.CanonicalName), p)
 			}
-			typ := reference.Normalize(r.Type)
-			for _, n := range memory.NormalizedNames(r) {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO entity_names (space, entity_type, normalized_name, node_id)
-					VALUES (?, ?, ?, ?) ON CONFLICT (space, entity_type, normalized_name) DO NOTHING`, space, typ, n, r.NodeID); err != nil {
-					return err
-				}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO entities (space, node_id, entity_type, canonical_name, properties_json)
+				VALUES `+placeholders(len(part), 5)+`
+				ON CONFLICT (space, node_id) DO UPDATE SET properties_json = json_patch(entities.properties_json, excluded.properties_json)
+				WHERE excluded.properties_json <> '{}'`, args...); err != nil {
+				return err
+			}
+		}
+		for part := range slices.Chunk(keys, maxRowsPerStatement) {
+			args := make([]any, 0, 4*len(part))
+			for _, k := range part {
+				args = append(args, space, k.typ, k.name, batch[k])
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO entity_names (space, entity_type, normalized_name, node_id)
+				VALUES `+placeholders(len(part), 4)+` ON CONFLICT (space, entity_type, normalized_name) DO NOTHING`, args...); err != nil {
+				return err
 			}
 		}
 		return nil
 	})
+}
+
+// maxRowsPerStatement bounds the rows of one multi-row statement (SQLite
+// limits the parameters of a statement).
+const maxRowsPerStatement = 200
+
+// placeholders returns n parenthesised groups of k parameters: "(?, ?), (?, ?)".
+func placeholders(n, k int) string {
+	group := "(?" + strings.Repeat(", ?", k-1) + ")"
+	return group + strings.Repeat(", "+group, n-1)
 }
 
 // List implements reference.EntityRegistry.
@@ -940,57 +928,6 @@ func (g *Registry) List(ctx context.Context, space string) ([]reference.Register
 // INSERT if none was updated, in one IMMEDIATE transaction; with
 // Options.CreateInsteadOfMerge it always INSERTs.
 type Writer struct{ d *db }
-
-func (w *Writer) patch(ctx context.Context, tx *sql.Tx, sel, upd string, props map[string]string, selArgs ...any) (int, error) {
-	rows, err := tx.QueryContext(ctx, sel, selArgs...)
-	if err != nil {
-		return 0, err
-	}
-	type row struct {
-		seq   int64
-		props string
-	}
-	var found []row
-	for rows.Next() {
-		var r row
-		if err := rows.Scan(&r.seq, &r.props); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		found = append(found, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
-	if len(props) == 0 {
-		return len(found), nil
-	}
-	for _, r := range found {
-		m, err := sqlgraph.DecodeProps(r.props)
-		if err != nil {
-			return 0, err
-		}
-		maps.Copy(m, props)
-		p, err := sqlgraph.EncodeProps(m)
-		if err != nil {
-			return 0, err
-		}
-		if _, err := tx.ExecContext(ctx, upd, p, r.seq); err != nil {
-			return 0, err
-		}
-	}
-	return len(found), nil
-}
-
-func nodeExists(ctx context.Context, tx *sql.Tx, space, id string) (bool, error) {
-	var one int
-	err := tx.QueryRowContext(ctx, `SELECT 1 FROM graph_nodes WHERE space = ? AND node_id = ? LIMIT 1`, space, id).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, err
-}
 
 // Apply implements reference.GraphWriter in one IMMEDIATE transaction: an
 // edge with a missing endpoint rolls back all of m.
@@ -1015,12 +952,11 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 			}
 		}
 		for _, n := range m.UpsertNodes {
-			found := 0
+			found := int64(0)
 			if !create {
 				var err error
-				found, err = w.patch(ctx, tx, `SELECT seq, properties_json FROM graph_nodes WHERE space = ? AND node_id = ? ORDER BY seq`,
-					`UPDATE graph_nodes SET properties_json = ? WHERE seq = ?`, n.Properties, space, n.ID)
-				if err != nil {
+				if found, err = patch(ctx, tx, `UPDATE graph_nodes SET properties_json = json_patch(properties_json, ?) WHERE space = ? AND node_id = ?`,
+					n.Properties, space, n.ID); err != nil {
 					return err
 				}
 			}
@@ -1035,26 +971,17 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 				}
 			}
 		}
-		for _, e := range m.UpsertEdges {
-			for _, id := range []string{e.Key.Source, e.Key.Target} {
-				ok, err := nodeExists(ctx, tx, space, id)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return fmt.Errorf("space %s: edge %s: %w", space, e.Key, reference.ErrMissingEndpoint)
-				}
-			}
+		if err := checkEndpoints(ctx, tx, space, m.UpsertEdges); err != nil {
+			return err
 		}
 		for _, e := range m.UpsertEdges {
 			k := e.Key
-			found := 0
+			found := int64(0)
 			if !create {
 				var err error
-				found, err = w.patch(ctx, tx, `SELECT seq, properties_json FROM graph_edges
-					WHERE space = ? AND source = ? AND type = ? AND target = ? AND rank = ? ORDER BY seq`,
-					`UPDATE graph_edges SET properties_json = ? WHERE seq = ?`, e.Properties, space, k.Source, k.Type, k.Target, k.Rank)
-				if err != nil {
+				if found, err = patch(ctx, tx, `UPDATE graph_edges SET properties_json = json_patch(properties_json, ?)
+					WHERE space = ? AND source = ? AND type = ? AND target = ? AND rank = ?`,
+					e.Properties, space, k.Source, k.Type, k.Target, k.Rank); err != nil {
 					return err
 				}
 			}
@@ -1071,6 +998,61 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 		}
 		return nil
 	})
+}
+
+// patch merges props into every row upd matches (a JSON merge of string
+// values: keys added or overwritten, none removed) and returns how many
+// rows it matched.
+func patch(ctx context.Context, tx *sql.Tx, upd string, props map[string]string, where ...any) (int64, error) {
+	p, err := sqlgraph.EncodeProps(props)
+	if err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, upd, append([]any{p}, where...)...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// checkEndpoints fails with ErrMissingEndpoint, naming the first such edge,
+// when an endpoint of edges is not a node of space.
+func checkEndpoints(ctx context.Context, tx *sql.Tx, space string, edges []reference.EdgeUpsert) error {
+	var ids []string
+	for _, e := range edges {
+		ids = append(ids, e.Key.Source, e.Key.Target)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	present := map[string]bool{}
+	for part := range slices.Chunk(ids, maxRowsPerStatement) {
+		args := []any{space}
+		for _, id := range part {
+			args = append(args, id)
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT node_id FROM graph_nodes WHERE space = ? AND node_id IN (?`+strings.Repeat(", ?", len(part)-1)+`)`, args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			present[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	for _, e := range edges {
+		if !present[e.Key.Source] || !present[e.Key.Target] {
+			return fmt.Errorf("space %s: edge %s: %w", space, e.Key, reference.ErrMissingEndpoint)
+		}
+	}
+	return nil
 }
 
 // scan reads every node and edge row of a space, in insertion order, in one
