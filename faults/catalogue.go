@@ -68,6 +68,7 @@ const (
 	BeforeStateCommitted     Point = "beforeStateCommitted"
 	BeforeCompleted          Point = "beforeCompleted"
 	BeforeMarkFailed         Point = "beforeMarkFailed"
+	BeforeDeadLetter         Point = "beforeDeadLetter"
 	BeforeRetryPrepared      Point = "beforeRetryPrepared"
 	BeforeLeaseCheck         Point = "beforeLeaseCheck"
 	RecoveryBeforeClaim      Point = "recoveryBeforeClaim"
@@ -119,7 +120,8 @@ var Catalogue = []Spec{
 	{BeforeRecordVersion, Ingestion, "record the version history", "after the state commit, before the history", "see the state by operationId; fill in the history; advance stages only", all, false},
 	{BeforeStateCommitted, Ingestion, "stage GRAPH_APPLIED -> STATE_COMMITTED", "after the state commit, before STATE_COMMITTED", "see the state by operationId; advance stages only", all, false},
 	{BeforeCompleted, Ingestion, "stage STATE_COMMITTED -> COMPLETED", "after STATE_COMMITTED, before COMPLETED", "advance the stage only", all, false},
-	{BeforeMarkFailed, Ingestion, "stage PREPARED -> FAILED after a writer error", "writer failed, failure not yet recorded", "retry from PREPARED with the same plan", []Kind{Crash, Unknown}, false},
+	{BeforeMarkFailed, Ingestion, "record the failure (PREPARED -> FAILED after a writer error)", "a step failed, failure not yet recorded", "retry with the same plan", []Kind{Crash, Unknown}, false},
+	{BeforeDeadLetter, Ingestion, "record the dead letter of an operation that failed for good", "failure recorded as a pending dead letter, graph effects reconciled, dead letter not yet recorded", "write the graph again and finish; or fail again, reconcile, record the dead letter", []Kind{Crash, Unknown}, false},
 	{BeforeRetryPrepared, Ingestion, "stage FAILED -> PREPARED on retry", "FAILED recorded, retry not started", "retry with the same plan", []Kind{Crash, Transient, Unknown}, true},
 	{BeforeLeaseCheck, Ingestion, "check the document lease before the state commit", "holding a lease that may have expired", "a stale holder is refused; the new holder finishes", []Kind{Crash, Pause}, false},
 	{RecoveryBeforeClaim, Ingestion, "claim an unfinished operation for recovery", "recovery found work, not yet claimed", "another round claims it", []Kind{Crash, Transient, Unknown}, true},

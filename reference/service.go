@@ -641,6 +641,18 @@ func (s *Service) execute(ctx context.Context, op Operation, plan Plan, lease *L
 			}
 		}
 	}
+	if op.Stage == GraphApplied && strings.HasPrefix(op.FailureReason, DeadLetterPending) && writes == 0 {
+		// A failure was recorded after the graph write: a dead letter may
+		// have started removing this plan's effects before a crash
+		// (deadLetter). Write them again (upserts and deletes are
+		// repeatable) before the state commit relies on them.
+		n, err := s.writeGraph(ctx, op, plan, lease)
+		if err != nil {
+			return Result{}, s.fail(ctx, op, err)
+		}
+		writes = n
+		s.emit(Event{Kind: EvGraphWritten, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, Detail: fmt.Sprint(n)})
+	}
 	if op.Stage == GraphApplied {
 		if len(plan.Registrations) > 0 {
 			if err := s.at(ctx, faults.BeforeRegistrySave, func() error {
@@ -827,11 +839,11 @@ func (s *Service) fail(ctx context.Context, op Operation, cause error) error {
 	next.UpdatedAt = max(s.now(), cur.UpdatedAt)
 	next.Attempts = cur.Attempts + 1
 	next.FailureReason = truncate(cause.Error(), 2000)
+	if !IsRetryable(cause) {
+		next.FailureReason = truncate(DeadLetterPending+cause.Error(), 2000)
+	}
 	if cur.Stage == Prepared {
 		next.Stage = Failed
-	}
-	if !IsRetryable(cause) {
-		next.Disposition = DeadLetter
 	}
 	var ok bool
 	if err := s.at(ctx, faults.BeforeMarkFailed, func() error {
@@ -844,13 +856,50 @@ func (s *Service) fail(ctx context.Context, op Operation, cause error) error {
 	if ok && next.Stage != cur.Stage {
 		s.emit(Event{Kind: EvStage, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, From: cur.Stage, To: next.Stage, Detail: next.FailureReason})
 	}
-	if ok && next.Disposition != Active {
-		s.emit(Event{Kind: EvDisposition, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, Detail: string(next.Disposition) + ": " + next.FailureReason})
-		if rerr := s.reconcileDeadLetter(ctx, cur); rerr != nil {
-			return errors.Join(cause, fmt.Errorf("reconcile dead letter %s: %w", op.OperationID, rerr))
-		}
+	if !ok || IsRetryable(cause) {
+		return cause
+	}
+	if err := s.deadLetter(ctx, next, cause.Error()); err != nil {
+		return errors.Join(cause, err)
 	}
 	return cause
+}
+
+// DeadLetterPending starts the failure reason of an operation whose dead
+// letter is under way: its graph effects may be partly reconciled away, so
+// whoever resumes it writes its graph again first.
+const DeadLetterPending = "dead letter pending: "
+
+// deadLetter gives an operation that failed for good to a person. Its
+// graph effects are reconciled first, while the operation is still active
+// and carries its failure reason: a crash between the two leaves it to
+// recovery, which writes its graph again before going on (see execute), so
+// the graph never keeps effects of a dead letter and never lacks effects of
+// an operation that may still commit. The disposition is recorded last.
+func (s *Service) deadLetter(ctx context.Context, cur Operation, reason string) error {
+	if err := s.reconcileDeadLetter(ctx, cur); err != nil {
+		if IsRetryable(err) {
+			return fmt.Errorf("reconcile dead letter %s: %w", cur.OperationID, err)
+		}
+		// Nothing can reconcile it (an unreadable plan): the person
+		// who takes the dead letter is told.
+		reason += "; not reconciled: " + err.Error()
+	}
+	next := cur
+	next.UpdatedAt = max(s.now(), cur.UpdatedAt)
+	next.Disposition, next.FailureReason = DeadLetter, truncate(reason, 2000)
+	var ok bool
+	if err := s.at(ctx, faults.BeforeDeadLetter, func() error {
+		var e error
+		ok, e = s.Ops.CompareAndSet(ctx, cur, next)
+		return e
+	}); err != nil {
+		return fmt.Errorf("dead letter %s: %w", cur.OperationID, err)
+	}
+	if ok {
+		s.emit(Event{Kind: EvDisposition, OperationID: cur.OperationID, Space: cur.Space, DocumentID: cur.DocumentID, Detail: string(DeadLetter) + ": " + next.FailureReason})
+	}
+	return nil
 }
 
 // reconcileDeadLetter leaves the stores consistent for the person who will
@@ -880,18 +929,19 @@ func (s *Service) DeadLetter(ctx context.Context, operationID, reason string) er
 	if cur.Finished() {
 		return nil
 	}
-	next := cur
-	next.UpdatedAt = max(s.now(), cur.UpdatedAt)
-	next.Disposition, next.FailureReason = DeadLetter, truncate(reason, 2000)
-	ok, err := s.Ops.CompareAndSet(ctx, cur, next)
-	if err != nil {
-		return err
+	if !strings.HasPrefix(cur.FailureReason, DeadLetterPending) {
+		// The reason is what tells recovery to write the graph again
+		// should a crash come between the reconciliation and the record.
+		next := cur
+		next.UpdatedAt = max(s.now(), cur.UpdatedAt)
+		next.FailureReason = truncate(DeadLetterPending+reason, 2000)
+		ok, err := s.Ops.CompareAndSet(ctx, cur, next)
+		if err != nil || !ok {
+			return err
+		}
+		cur = next
 	}
-	if ok {
-		s.emit(Event{Kind: EvDisposition, OperationID: operationID, Space: cur.Space, DocumentID: cur.DocumentID, Detail: string(DeadLetter) + ": " + reason})
-		return s.reconcileDeadLetter(ctx, cur)
-	}
-	return nil
+	return s.deadLetter(ctx, cur, reason)
 }
 
 // conflict handles a lost revision race: the plan is never forced over the
@@ -934,6 +984,13 @@ func (s *Service) conflict(ctx context.Context, op Operation, plan Plan, lease *
 			superseding = newID
 		}
 	}
+	// The old plan can never commit (the revision it expects is gone for
+	// good), so its graph effects are reconciled before it is marked
+	// abandoned: a crash in between leaves it active, and recovery comes
+	// back here.
+	if err := s.reconcileAbandoned(ctx, op, plan); err != nil {
+		return Result{}, fmt.Errorf("conflict %s: reconcile: %w", op.OperationID, err)
+	}
 	fresh, err := s.Ops.Get(ctx, op.OperationID)
 	if err != nil {
 		return Result{}, fmt.Errorf("conflict %s: %w", op.OperationID, err)
@@ -955,9 +1012,6 @@ func (s *Service) conflict(ctx context.Context, op Operation, plan Plan, lease *
 		if ok {
 			s.emit(Event{Kind: EvDisposition, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, Detail: string(Abandoned) + ": " + next.FailureReason})
 		}
-	}
-	if err := s.reconcileAbandoned(ctx, op, plan); err != nil {
-		return Result{}, fmt.Errorf("conflict %s: reconcile: %w", op.OperationID, err)
 	}
 	res := Result{OperationID: op.OperationID, Outcome: OutcomeAbandoned, SupersededBy: superseding, Revision: latest}
 	if superseding != "" {

@@ -1053,3 +1053,49 @@ func TestServiceMutantsAreCaught(t *testing.T) {
 	}
 	t.Errorf("skip-revision-check not caught: %+v %v", res, err)
 }
+
+// A dead letter is reconciled before it is recorded: a process that dies
+// right after recording that the operation failed for good (before the
+// record of the dead letter) leaves an active operation whose graph effects
+// may be half removed. Recovery writes its graph again and finishes it, or,
+// if it fails for good again, removes its effects and records the dead
+// letter. (The explorer found the old order: dead letter recorded first,
+// the process dying before the reconciliation, the edges left forever.)
+func TestDeadLetterReconciledBeforeItIsRecorded(t *testing.T) {
+	want := baseline(t, req1("op-1"))
+	for _, again := range []bool{false, true} {
+		t.Run(map[bool]string{false: "recovered", true: "fails-again"}[again], func(t *testing.T) {
+			w := newWorld()
+			w.sched.Arm(faults.BeforeStateCommit, faults.Action{Kind: faults.Permanent, Hit: 1})
+			w.sched.Arm(faults.BeforeMarkFailed, faults.Action{Kind: faults.Unknown, Hit: 1})
+			if hit := runUntilCrash(func() { _, _ = w.service().Ingest(ctx, req1("op-1")) }); hit == nil || hit.Point != faults.BeforeMarkFailed {
+				t.Fatalf("no crash after the failure was recorded (hit %v)", hit)
+			}
+			o := w.op(t, "op-1")
+			if o.Disposition != reference.Active || !strings.HasPrefix(o.FailureReason, reference.DeadLetterPending) {
+				t.Fatalf("after the crash the operation is %s/%q, want active with a pending dead letter", o.Disposition, o.FailureReason)
+			}
+			s := w.restart()
+			if again {
+				w.sched.Arm(faults.BeforeStateCommit, faults.Action{Kind: faults.Permanent})
+			}
+			r := &reference.Recovery{Service: s, Sleep: func(context.Context, time.Duration) {}}
+			_, quiet, err := r.RunUntilQuiet(ctx, 5)
+			must(t, err)
+			if !quiet {
+				t.Fatal("recovery did not quiesce")
+			}
+			if !again {
+				checkConverged(t, w, "op-1", want)
+				return
+			}
+			o = w.op(t, "op-1")
+			if o.Disposition != reference.DeadLetter || strings.HasPrefix(o.FailureReason, reference.DeadLetterPending) {
+				t.Fatalf("operation ended %s/%q, want a recorded dead letter", o.Disposition, o.FailureReason)
+			}
+			if g := w.graph(t); len(g.Edges) != 0 {
+				t.Fatalf("the dead letter left edges no ACTIVE document supports: %v", g.Edges)
+			}
+		})
+	}
+}

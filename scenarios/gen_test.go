@@ -62,6 +62,7 @@ var libraryMirrors = []mirror{
 	{name: "window-before-state-committed", point: faults.BeforeStateCommitted, kind: faults.Crash},
 	{name: "window-before-completed", point: faults.BeforeCompleted, kind: faults.Crash},
 	{name: "window-before-mark-failed", point: faults.BeforeMarkFailed, kind: faults.Crash},
+	{name: "window-before-dead-letter", point: faults.BeforeDeadLetter, kind: faults.Crash},
 	{name: "window-before-retry-prepared", point: faults.BeforeRetryPrepared, kind: faults.Crash},
 	{name: "window-before-lease-check", point: faults.BeforeLeaseCheck, kind: faults.Crash},
 	{name: "window-recovery-before-claim", point: faults.RecoveryBeforeClaim, kind: faults.Crash},

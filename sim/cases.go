@@ -123,6 +123,11 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 	case p == faults.BeforeMarkFailed:
 		fault.Actions = StandardScript()
 		fault.Arms[faults.BeforeGraphWrite] = "error@1"
+	case p == faults.BeforeDeadLetter:
+		// A state commit fails for good: the failure is recorded, the
+		// graph effects reconciled, then the dead letter recorded.
+		fault.Actions = StandardScript()
+		fault.Arms[faults.BeforeStateCommit] = "permanent@1"
 	case p == faults.BeforeRetryPrepared || p == faults.RecoveryBeforeClaim || p == faults.RecoveryBeforeResume:
 		// Leave work for recovery, then fault inside recovery.
 		setup := "error@1"

@@ -103,8 +103,11 @@ func build(r *rand.Rand, shape Shape) sim.Case {
 		}
 		for n := r.Intn(shape.MaxFaults + 1); n > 0; n-- {
 			spec := pick(r, ingestionPoints(false))
-			if spec.Point == faults.BeforeMarkFailed {
+			switch spec.Point {
+			case faults.BeforeMarkFailed:
 				st.Arms[faults.BeforeGraphWrite] = "error@1"
+			case faults.BeforeDeadLetter:
+				st.Arms[faults.BeforeStateCommit] = "permanent@1"
 			}
 			a := arm(r, spec, shape)
 			st.Arms[spec.Point] = a
