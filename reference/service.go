@@ -839,7 +839,10 @@ func (s *Service) fail(ctx context.Context, op Operation, cause error) error {
 	next.UpdatedAt = max(s.now(), cur.UpdatedAt)
 	next.Attempts = cur.Attempts + 1
 	next.FailureReason = truncate(cause.Error(), 2000)
-	if !IsRetryable(cause) {
+	if !IsRetryable(cause) || strings.HasPrefix(cur.FailureReason, DeadLetterPending) {
+		// A dead letter under way, or one begun before: the graph may
+		// lack this plan's effects until it is written again, and the
+		// mark stays until then.
 		next.FailureReason = truncate(DeadLetterPending+cause.Error(), 2000)
 	}
 	if cur.Stage == Prepared {
