@@ -22,14 +22,21 @@ import (
 // against a caller that builds SQL text dynamically.
 const maxCachedStatements = 256
 
-type cachingConnector struct{ driver.Connector }
+// Transactions are begun, committed and rolled back with cached statements
+// too (the driver prepares BEGIN and COMMIT anew for each transaction).
+type cachingConnector struct {
+	driver.Connector
+	begin string // the statement that begins a read-write transaction
+}
 
-func newCachingConnector(dsn string) (driver.Connector, error) {
+// newCachingConnector opens dsn, whose read-write transactions begin with
+// begin ("BEGIN IMMEDIATE" for the DSNs of this package).
+func newCachingConnector(dsn, begin string) (driver.Connector, error) {
 	base, err := msqlite.NewConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return cachingConnector{base}, nil
+	return cachingConnector{base, begin}, nil
 }
 
 func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -37,7 +44,7 @@ func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cachingConn{inner: conn, stmts: map[string]*cachedStmt{}}, nil
+	return &cachingConn{inner: conn, begin: c.begin, stmts: map[string]*cachedStmt{}}, nil
 }
 
 // innerConn is what every connection of the driver implements; cachingConn
@@ -58,6 +65,7 @@ type cachedStmt struct {
 
 type cachingConn struct {
 	inner driver.Conn
+	begin string
 	mu    sync.Mutex // database/sql uses a connection from one goroutine at a time; this guards Close racing a late Rows.Close
 	stmts map[string]*cachedStmt
 }
@@ -90,11 +98,42 @@ func (c *cachingConn) PrepareContext(ctx context.Context, query string) (driver.
 }
 
 func (c *cachingConn) Begin() (driver.Tx, error) {
-	return c.full().BeginTx(context.Background(), driver.TxOptions{})
+	return c.BeginTx(context.Background(), driver.TxOptions{})
 }
 
 func (c *cachingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	return c.full().BeginTx(ctx, opts)
+	if opts.Isolation != driver.IsolationLevel(0) {
+		return c.full().BeginTx(ctx, opts) // the driver judges other levels
+	}
+	begin := c.begin
+	if opts.ReadOnly {
+		begin = "BEGIN"
+	}
+	if _, err := c.ExecContext(ctx, begin, nil); err != nil {
+		return nil, err
+	}
+	return &cachedTx{c: c, ctx: ctx}, nil
+}
+
+// cachedTx ends a transaction begun by BeginTx. Like the driver's, Commit
+// waits for locks only as long as the context given to BeginTx lives, and
+// a failed COMMIT leaves no transaction open.
+type cachedTx struct {
+	c   *cachingConn
+	ctx context.Context
+}
+
+func (t *cachedTx) Commit() error {
+	if _, err := t.c.ExecContext(t.ctx, "COMMIT", nil); err != nil {
+		_ = t.Rollback() // an error if SQLite already rolled back: nothing left open either way
+		return err
+	}
+	return nil
+}
+
+func (t *cachedTx) Rollback() error {
+	_, err := t.c.ExecContext(context.Background(), "ROLLBACK", nil)
+	return err
 }
 
 func (c *cachingConn) Ping(ctx context.Context) error         { return c.full().Ping(ctx) }

@@ -11,7 +11,7 @@ import (
 
 func cachedDB(t *testing.T) *sql.DB {
 	t.Helper()
-	conn, err := newCachingConnector(DSN(filepath.Join(t.TempDir(), "cache.db")))
+	conn, err := newCachingConnector(DSN(filepath.Join(t.TempDir(), "cache.db")), "BEGIN IMMEDIATE")
 	storetest.Must(t, err)
 	db := sql.OpenDB(conn)
 	t.Cleanup(func() { db.Close() })
@@ -104,5 +104,45 @@ func TestStatementCacheSchemaChange(t *testing.T) {
 	storetest.Must(t, err)
 	if n := cols(); n != 3 {
 		t.Fatalf("after ALTER TABLE the cached statement returns %d columns, want 3", n)
+	}
+}
+
+// Transactions run on cached BEGIN/COMMIT/ROLLBACK statements: a commit
+// keeps, a rollback discards, and a COMMIT that fails (here a deferred
+// foreign key) leaves no transaction open and nothing written.
+func TestStatementCacheTransactions(t *testing.T) {
+	db := cachedDB(t)
+	ctx := context.Background()
+	_, err := db.Exec(`CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES t (k) DEFERRABLE INITIALLY DEFERRED)`)
+	storetest.Must(t, err)
+	count := func(q string) int {
+		var n int
+		storetest.Must(t, db.QueryRowContext(ctx, q).Scan(&n))
+		return n
+	}
+	for i := 0; i < 3; i++ {
+		tx, err := db.BeginTx(ctx, nil)
+		storetest.Must(t, err)
+		_, err = tx.Exec(`INSERT INTO t (v) VALUES ('kept')`)
+		storetest.Must(t, err)
+		storetest.Must(t, tx.Commit())
+		tx, err = db.BeginTx(ctx, nil)
+		storetest.Must(t, err)
+		_, err = tx.Exec(`INSERT INTO t (v) VALUES ('discarded')`)
+		storetest.Must(t, err)
+		storetest.Must(t, tx.Rollback())
+		tx, err = db.BeginTx(ctx, nil)
+		storetest.Must(t, err)
+		_, err = tx.Exec(`INSERT INTO child (parent) VALUES (999)`)
+		storetest.Must(t, err)
+		if err := tx.Commit(); err == nil {
+			t.Fatal("a COMMIT breaking a deferred foreign key succeeded")
+		}
+	}
+	if n := count(`SELECT count(*) FROM t WHERE v = 'kept'`); n != 3 {
+		t.Fatalf("%d committed rows, want 3", n)
+	}
+	if n := count(`SELECT count(*) FROM t WHERE v = 'discarded'`) + count(`SELECT count(*) FROM child`); n != 0 {
+		t.Fatalf("%d rows of rolled back or failed transactions", n)
 	}
 }
