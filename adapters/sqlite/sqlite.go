@@ -37,8 +37,9 @@ type Options struct {
 // or edge keys stored more than once.
 type DuplicateReporter = memory.DuplicateReporter
 
-// SchemaVersion is the version of the schema Open creates.
-const SchemaVersion = 1
+// SchemaVersion is the version of the schema Open creates (and migrates
+// older databases to).
+const SchemaVersion = 2
 
 // BusyTimeoutMillis is how long one statement waits for a lock held by
 // another connection or process before SQLITE_BUSY.
@@ -123,7 +124,7 @@ func OpenMemory(name string, opts Options) (reference.Stores, error) {
 }
 
 func open(what, dsn string, opts Options) (reference.Stores, error) {
-	conn, err := newCachingConnector(dsn)
+	conn, err := newCachingConnector(dsn, "BEGIN IMMEDIATE")
 	if err != nil {
 		return reference.Stores{}, err
 	}
@@ -238,6 +239,8 @@ var schema = []string{
 	)`,
 	`CREATE INDEX IF NOT EXISTS graph_edges_key_idx ON graph_edges (space, source, type, target, rank)`,
 	`CREATE INDEX IF NOT EXISTS graph_edges_target_idx ON graph_edges (space, target)`,
+	// One row per document ever leased: a release empties holder and
+	// expiry but keeps the token, so fencing tokens strictly increase.
 	`CREATE TABLE IF NOT EXISTS leases (
 		space       TEXT    NOT NULL,
 		document_id TEXT    NOT NULL,
@@ -246,14 +249,18 @@ var schema = []string{
 		expires_at  INTEGER NOT NULL,
 		PRIMARY KEY (space, document_id)
 	)`,
-	// The last token issued per document; it survives releases so fencing
-	// tokens strictly increase.
-	`CREATE TABLE IF NOT EXISTS lease_tokens (
-		space       TEXT    NOT NULL,
-		document_id TEXT    NOT NULL,
-		last_token  INTEGER NOT NULL,
-		PRIMARY KEY (space, document_id)
-	)`,
+}
+
+// migrations[v] takes a database from schema version v to v+1.
+var migrations = map[int64][]string{
+	// Version 1 kept the last token of each document in lease_tokens and
+	// deleted a lease row on release; version 2 keeps the row.
+	1: {
+		`INSERT INTO leases (space, document_id, holder, token, expires_at)
+			SELECT space, document_id, '', last_token, 0 FROM lease_tokens WHERE true
+			ON CONFLICT (space, document_id) DO UPDATE SET token = max(leases.token, excluded.token)`,
+		`DROP TABLE lease_tokens`,
+	},
 }
 
 func (d *db) migrate(ctx context.Context) error {
@@ -274,6 +281,16 @@ func (d *db) migrate(ctx context.Context) error {
 			return err
 		case v.Int64 > SchemaVersion:
 			return fmt.Errorf("database schema version %d is newer than %d", v.Int64, SchemaVersion)
+		}
+		for from := v.Int64; from < SchemaVersion; from++ {
+			for _, stmt := range migrations[from] {
+				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return fmt.Errorf("migrate schema %d -> %d: %w", from, from+1, err)
+				}
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, from+1); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -329,6 +346,27 @@ func (d *db) tx(ctx context.Context, f func(tx *sql.Tx) error) error {
 	})
 }
 
+// exec runs one statement on its own (a statement is atomic without an
+// explicit transaction), retrying it on SQLITE_BUSY.
+func (d *db) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	var res sql.Result
+	err := d.retry(ctx, func() error {
+		var err error
+		res, err = d.sql.ExecContext(ctx, query, args...)
+		return err
+	})
+	return res, err
+}
+
+// affected runs one statement and returns how many rows it changed.
+func (d *db) affected(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := d.exec(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
 func blank(s string) bool { return strings.TrimSpace(s) == "" }
 
 // ---------------------------------------------------------------------------
@@ -374,25 +412,18 @@ func (s *OperationStore) CreateIfAbsent(ctx context.Context, op reference.Operat
 	if err != nil {
 		return false, err
 	}
-	var created bool
-	err = s.d.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO operations (`+opColumns+`, plan)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (operation_id) DO NOTHING`,
-			op.OperationID, op.Space, op.DocumentID, op.ExpectedRevision, op.PlanFingerprint, string(op.Stage),
-			op.UpdatedAt, op.FailureReason, op.Attempts, string(op.Disposition), op.SupersededBy,
-			op.ClaimHolder, op.ClaimExpiresAt, payload)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		created = n == 1
-		return err
-	})
+	// One statement: the record and its plan are one row, created
+	// together or not at all; the first write wins.
+	n, err := s.d.affected(ctx, `INSERT INTO operations (`+opColumns+`, plan)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (operation_id) DO NOTHING`,
+		op.OperationID, op.Space, op.DocumentID, op.ExpectedRevision, op.PlanFingerprint, string(op.Stage),
+		op.UpdatedAt, op.FailureReason, op.Attempts, string(op.Disposition), op.SupersededBy,
+		op.ClaimHolder, op.ClaimExpiresAt, payload)
 	if err != nil {
 		return false, fmt.Errorf("create operation %s: %w", op.OperationID, err)
 	}
-	return created, nil
+	return n == 1, nil
 }
 
 // Get implements reference.OperationStore.
@@ -436,34 +467,34 @@ func (s *OperationStore) CompareAndSet(ctx context.Context, expected, next refer
 	if err := reference.ValidateUpdate(expected, next); err != nil {
 		return false, err
 	}
-	var ok bool
-	err := s.d.tx(ctx, func(tx *sql.Tx) error {
-		ok = false
-		stored, err := getOp(ctx, tx, expected.OperationID)
-		if err != nil {
-			return err
-		}
-		if !memory.MatchesExpected(stored, expected) {
-			return nil
-		}
-		if err := reference.ValidateUpdate(stored, next); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE operations SET stage = ?, updated_at = ?, failure_reason = ?,
-			attempts = ?, disposition = ?, superseded_by = ? WHERE operation_id = ?`,
-			string(next.Stage), next.UpdatedAt, next.FailureReason, next.Attempts, string(next.Disposition),
-			next.SupersededBy, stored.OperationID)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		ok = n == 1
+	// One conditional UPDATE: the stored record must be the expected one
+	// (identity, stage, attempts, disposition) and not newer than next.
+	// expected -> next was validated above, so a matching record makes
+	// the step legal.
+	n, err := s.d.affected(ctx, `UPDATE operations SET stage = ?, updated_at = ?, failure_reason = ?,
+		attempts = ?, disposition = ?, superseded_by = ?
+		WHERE operation_id = ? AND space = ? AND document_id = ? AND expected_revision = ? AND plan_fingerprint = ?
+		AND stage = ? AND attempts = ? AND disposition = ? AND updated_at <= ?`,
+		string(next.Stage), next.UpdatedAt, next.FailureReason, next.Attempts, string(next.Disposition), next.SupersededBy,
+		expected.OperationID, expected.Space, expected.DocumentID, expected.ExpectedRevision, expected.PlanFingerprint,
+		string(expected.Stage), expected.Attempts, string(expected.Disposition), next.UpdatedAt)
+	if err != nil || n == 1 {
+		return n == 1, err
+	}
+	// Not applied: a missing operation and time running backwards are
+	// errors; another record is a lost race.
+	var stored reference.Operation
+	if err := s.d.retry(ctx, func() error {
+		var err error
+		stored, err = getOp(ctx, s.d.sql, expected.OperationID)
 		return err
-	})
-	if err != nil {
+	}); err != nil {
 		return false, err
 	}
-	return ok, nil
+	if !memory.MatchesExpected(stored, expected) {
+		return false, nil
+	}
+	return false, reference.ValidateUpdate(stored, next)
 }
 
 func (s *OperationStore) query(ctx context.Context, q string, args ...any) ([]reference.Operation, error) {
@@ -645,30 +676,20 @@ func (s *StateStore) CompareAndSet(ctx context.Context, expected int64, next ref
 	if err != nil {
 		return false, err
 	}
-	var ok bool
-	err = s.d.tx(ctx, func(tx *sql.Tx) error {
-		var res sql.Result
-		var err error
-		if expected == 0 {
-			res, err = tx.ExecContext(ctx, `INSERT INTO document_states (space, document_id, revision, operation_id, status, payload)
-				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (space, document_id) DO NOTHING`,
-				next.Space, next.DocumentID, next.Revision, next.OperationID, string(next.Status), payload)
-		} else {
-			res, err = tx.ExecContext(ctx, `UPDATE document_states SET revision = ?, operation_id = ?, status = ?, payload = ?
-				WHERE space = ? AND document_id = ? AND revision = ?`,
-				next.Revision, next.OperationID, string(next.Status), payload, next.Space, next.DocumentID, expected)
-		}
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		ok = n == 1
-		return err
-	})
+	var n int64
+	if expected == 0 {
+		n, err = s.d.affected(ctx, `INSERT INTO document_states (space, document_id, revision, operation_id, status, payload)
+			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (space, document_id) DO NOTHING`,
+			next.Space, next.DocumentID, next.Revision, next.OperationID, string(next.Status), payload)
+	} else {
+		n, err = s.d.affected(ctx, `UPDATE document_states SET revision = ?, operation_id = ?, status = ?, payload = ?
+			WHERE space = ? AND document_id = ? AND revision = ?`,
+			next.Revision, next.OperationID, string(next.Status), payload, next.Space, next.DocumentID, expected)
+	}
 	if err != nil {
 		return false, fmt.Errorf("document %s/%s: %w", next.Space, next.DocumentID, err)
 	}
-	return ok, nil
+	return n == 1, nil
 }
 
 // Remove implements reference.DocumentStateStore.
@@ -702,12 +723,10 @@ func (s *StateStore) RecordVersion(ctx context.Context, state reference.Document
 	if err != nil {
 		return err
 	}
-	return s.d.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO document_versions (space, document_id, revision, operation_id, payload)
-			VALUES (?, ?, ?, ?, ?) ON CONFLICT (space, document_id, revision) DO NOTHING`,
-			state.Space, state.DocumentID, state.Revision, state.OperationID, payload)
-		return err
-	})
+	_, err = s.d.exec(ctx, `INSERT INTO document_versions (space, document_id, revision, operation_id, payload)
+		VALUES (?, ?, ?, ?, ?) ON CONFLICT (space, document_id, revision) DO NOTHING`,
+		state.Space, state.DocumentID, state.Revision, state.OperationID, payload)
+	return err
 }
 
 // Versions implements reference.DocumentStateStore.
@@ -1125,8 +1144,8 @@ func (w *Writer) scanner(ctx context.Context, space string) sqlgraph.Scan {
 // ---------------------------------------------------------------------------
 // Lock provider
 
-// Locks is a reference.LockProvider on SQLite; lease_tokens keeps the last
-// fencing token per document across releases.
+// Locks is a reference.LockProvider on SQLite; a document's lease row keeps
+// its last fencing token across releases.
 type Locks struct{ d *db }
 
 // TryAcquire implements reference.LockProvider in one IMMEDIATE transaction.
@@ -1134,47 +1153,39 @@ func (p *Locks) TryAcquire(ctx context.Context, space, documentID, holder string
 	if err := memory.CheckLease(space, documentID, holder, ttlMillis); err != nil {
 		return reference.Lease{}, false, err
 	}
-	var out reference.Lease
-	var ok bool
-	err := p.d.tx(ctx, func(tx *sql.Tx) error {
-		cur := reference.Lease{Space: space, DocumentID: documentID}
-		err := tx.QueryRowContext(ctx, `SELECT holder, token, expires_at FROM leases WHERE space = ? AND document_id = ?`,
-			space, documentID).Scan(&cur.Holder, &cur.Token, &cur.ExpiresAt)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		if err == nil && cur.ExpiresAt > now {
-			if cur.Holder != holder {
-				out, ok = cur, false
-				return nil
-			}
-			cur.ExpiresAt = now + ttlMillis
-			if _, err := tx.ExecContext(ctx, `UPDATE leases SET expires_at = ? WHERE space = ? AND document_id = ?`,
-				cur.ExpiresAt, space, documentID); err != nil {
-				return err
-			}
-			out, ok = cur, true
+	l := reference.Lease{Space: space, DocumentID: documentID, Holder: holder, ExpiresAt: now + ttlMillis}
+	// One statement: a lease that is free, expired or already this
+	// holder's is taken (a new token unless it is this holder's live
+	// lease, which is extended); another holder's live lease is left alone
+	// and no row comes back.
+	err := p.d.retry(ctx, func() error {
+		l.Token = 0
+		err := p.d.sql.QueryRowContext(ctx, `INSERT INTO leases (space, document_id, holder, token, expires_at) VALUES (?, ?, ?, 1, ?)
+			ON CONFLICT (space, document_id) DO UPDATE SET
+				token = CASE WHEN leases.holder = excluded.holder AND leases.expires_at > ? THEN leases.token ELSE leases.token + 1 END,
+				holder = excluded.holder, expires_at = excluded.expires_at
+			WHERE leases.expires_at <= ? OR leases.holder = excluded.holder
+			RETURNING token`, space, documentID, holder, l.ExpiresAt, now, now).Scan(&l.Token)
+		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
-		var token int64
-		if err := tx.QueryRowContext(ctx, `INSERT INTO lease_tokens (space, document_id, last_token) VALUES (?, ?, 1)
-			ON CONFLICT (space, document_id) DO UPDATE SET last_token = last_token + 1
-			RETURNING last_token`, space, documentID).Scan(&token); err != nil {
-			return err
-		}
-		l := reference.Lease{Space: space, DocumentID: documentID, Holder: holder, Token: token, ExpiresAt: now + ttlMillis}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO leases (space, document_id, holder, token, expires_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (space, document_id) DO UPDATE SET holder = excluded.holder, token = excluded.token, expires_at = excluded.expires_at`,
-			space, documentID, holder, token, l.ExpiresAt); err != nil {
-			return err
-		}
-		out, ok = l, true
-		return nil
+		return err
 	})
 	if err != nil {
 		return reference.Lease{}, false, err
 	}
-	return out, ok, nil
+	if l.Token > 0 {
+		return l, true, nil
+	}
+	cur := reference.Lease{Space: space, DocumentID: documentID}
+	err = p.d.retry(ctx, func() error {
+		return p.d.sql.QueryRowContext(ctx, `SELECT holder, token, expires_at FROM leases WHERE space = ? AND document_id = ?`,
+			space, documentID).Scan(&cur.Holder, &cur.Token, &cur.ExpiresAt)
+	})
+	if err != nil {
+		return reference.Lease{}, false, err
+	}
+	return cur, false, nil
 }
 
 // Renew implements reference.LockProvider with one conditional UPDATE.
@@ -1182,17 +1193,9 @@ func (p *Locks) Renew(ctx context.Context, l reference.Lease, now, ttlMillis int
 	if err := memory.CheckLease(l.Space, l.DocumentID, l.Holder, ttlMillis); err != nil {
 		return reference.Lease{}, err
 	}
-	var n int64
-	err := p.d.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE leases SET expires_at = ?
-			WHERE space = ? AND document_id = ? AND holder = ? AND token = ? AND expires_at > ?`,
-			now+ttlMillis, l.Space, l.DocumentID, l.Holder, l.Token, now)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+	n, err := p.d.affected(ctx, `UPDATE leases SET expires_at = ?
+		WHERE space = ? AND document_id = ? AND holder = ? AND token = ? AND expires_at > ?`,
+		now+ttlMillis, l.Space, l.DocumentID, l.Holder, l.Token, now)
 	if err != nil {
 		return reference.Lease{}, err
 	}
@@ -1208,16 +1211,9 @@ func (p *Locks) Release(ctx context.Context, l reference.Lease) error {
 	if err := reference.CheckKey(l.Space, l.DocumentID); err != nil {
 		return err
 	}
-	var n int64
-	err := p.d.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM leases WHERE space = ? AND document_id = ? AND holder = ? AND token = ?`,
-			l.Space, l.DocumentID, l.Holder, l.Token)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+	n, err := p.d.affected(ctx, `UPDATE leases SET holder = '', expires_at = 0
+		WHERE space = ? AND document_id = ? AND holder = ? AND token = ? AND holder <> ''`,
+		l.Space, l.DocumentID, l.Holder, l.Token)
 	if err != nil {
 		return err
 	}

@@ -89,6 +89,53 @@ func TestSchemaVersion(t *testing.T) {
 	}
 }
 
+// A version 1 database (tokens in lease_tokens, lease rows deleted on
+// release) is migrated: fencing tokens keep growing from where they were.
+func TestMigrateFromVersion1(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v1.db")
+	s, err := Open(path, Options{})
+	storetest.Must(t, err)
+	storetest.Must(t, s.Close())
+	db := rawDB(t, path)
+	for _, q := range []string{
+		`CREATE TABLE lease_tokens (space TEXT NOT NULL, document_id TEXT NOT NULL, last_token INTEGER NOT NULL, PRIMARY KEY (space, document_id))`,
+		`INSERT INTO lease_tokens VALUES ('sp', 'released', 7), ('sp', 'held', 9), ('sp', 'stale', 3)`,
+		`INSERT INTO leases VALUES ('sp', 'held', 'h1', 9, 4000000000000), ('sp', 'stale', 'h2', 5, 0)`,
+		`DELETE FROM schema_version`,
+		`INSERT INTO schema_version (version) VALUES (1)`,
+	} {
+		_, err := db.Exec(q)
+		storetest.Must(t, err)
+	}
+	db.Close()
+	s = openAt(t, path, false)
+	for _, c := range []struct {
+		doc       string
+		ok        bool
+		wantToken int64
+	}{
+		{"released", true, 8}, // only lease_tokens knew it
+		{"held", false, 9},    // still h1's, live
+		{"stale", true, 6},    // the larger of the two tokens, plus one
+		{"new", true, 1},
+	} {
+		l, ok, err := s.Locks.TryAcquire(ctx, "sp", c.doc, "h3", 1000, 100)
+		storetest.Must(t, err)
+		if ok != c.ok || l.Token != c.wantToken {
+			t.Errorf("%s after the migration: granted %v token %d, want %v token %d", c.doc, ok, l.Token, c.ok, c.wantToken)
+		}
+	}
+	raw := rawDB(t, path)
+	var v int
+	storetest.Must(t, raw.QueryRow(`SELECT max(version) FROM schema_version`).Scan(&v))
+	var tables int
+	storetest.Must(t, raw.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'lease_tokens'`).Scan(&tables))
+	if v != SchemaVersion || tables != 0 {
+		t.Fatalf("after the migration: schema version %d, lease_tokens tables %d", v, tables)
+	}
+}
+
 func TestCorruptPlan(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "c.db")
