@@ -248,7 +248,7 @@ func (s *Service) ingestLocked(ctx context.Context, req IngestRequest, lease *Le
 		if plan.Content != req.Content {
 			return Result{}, fmt.Errorf("ingest %s: %w: the same operationId was submitted with other content", op.OperationID, ErrPlanConflict)
 		}
-		return s.execute(ctx, op, plan, lease)
+		return s.executeFresh(ctx, op, plan, lease)
 	} else if !errors.Is(err, ErrNotFound) {
 		return Result{}, fmt.Errorf("ingest %s: %w", req.OperationID, err)
 	}
@@ -263,7 +263,7 @@ func (s *Service) ingestLocked(ctx context.Context, req IngestRequest, lease *Le
 	if err != nil {
 		return Result{}, err
 	}
-	return s.execute(ctx, op, plan, lease)
+	return s.executeFresh(ctx, op, plan, lease) // prepare read it back
 }
 
 // prepare stores the operation and its plan (first write wins) and returns
@@ -580,7 +580,11 @@ func (s *Service) execute(ctx context.Context, op Operation, plan Plan, lease *L
 	if err != nil {
 		return Result{}, fmt.Errorf("execute %s: %w", op.OperationID, err)
 	}
-	op = fresh
+	return s.executeFresh(ctx, fresh, plan, lease)
+}
+
+// executeFresh is execute for an operation record just read from the store.
+func (s *Service) executeFresh(ctx context.Context, op Operation, plan Plan, lease *Lease) (Result, error) {
 	if op.Finished() {
 		return finishedResult(op), nil
 	}

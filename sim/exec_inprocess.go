@@ -266,4 +266,3 @@ func (w *inprocWorker) wait() WorkerResult {
 	}
 	return *w.res
 }
-
