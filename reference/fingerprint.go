@@ -18,7 +18,9 @@ import (
 // independent of map and set ordering and of runtime timestamps
 // (CommittedAt). 64 lowercase hex characters.
 func Fingerprint(p Plan) string {
-	e := fpEncoder{buf: make([]byte, 0, 4096)}
+	e := fpPool.Get().(*fpEncoder)
+	e.buf = e.buf[:0]
+	defer fpPool.Put(e)
 	e.str("kind", string(p.Kind))
 	e.str("operationId", p.OperationID)
 	e.str("space", p.Space)
@@ -66,6 +68,8 @@ func Fingerprint(p Plan) string {
 
 // fpEncoder frames values into a buffer that is hashed once at the end.
 type fpEncoder struct{ buf []byte }
+
+var fpPool = sync.Pool{New: func() any { return &fpEncoder{buf: make([]byte, 0, 4096)} }}
 
 func (e *fpEncoder) frame(s string) {
 	e.buf = strconv.AppendInt(e.buf, int64(len(s)), 10)
@@ -140,7 +144,14 @@ func EncodePlan(p Plan) ([]byte, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	return json.Marshal(p)
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	// What is stored is read back (on resume, by the checks): the decoded
+	// form of these bytes is p.
+	planMemo.put(b, p.Clone(), Fingerprint(p))
+	return b, nil
 }
 
 // DecodePlan restores a stored plan and checks it against the fingerprint
@@ -183,7 +194,13 @@ func decodePlan(payload []byte) (Plan, error) {
 }
 
 // EncodeState serialises a document state (JSON).
-func EncodeState(s DocumentState) ([]byte, error) { return json.Marshal(s) }
+func EncodeState(s DocumentState) ([]byte, error) {
+	b, err := json.Marshal(s)
+	if err == nil {
+		stateMemo.put(b, s.Clone(), "")
+	}
+	return b, err
+}
 
 // DecodeState restores a document state (remembered like DecodePlan).
 func DecodeState(b []byte) (DocumentState, error) {

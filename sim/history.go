@@ -93,6 +93,9 @@ func (h *HistoryWriter) Append(r Record) {
 			r.Event = &e
 		}
 		h.mem.mu.Lock()
+		if h.mem.recs == nil {
+			h.mem.recs = make(History, 0, 128)
+		}
 		h.mem.recs = append(h.mem.recs, r)
 		h.mem.mu.Unlock()
 		return
@@ -155,7 +158,13 @@ func ReadHistory(path string) (History, error) {
 
 // Events returns the service events in history order.
 func (h History) Events() []reference.Event {
-	var out []reference.Event
+	n := 0
+	for _, r := range h {
+		if r.Type == "event" && r.Event != nil {
+			n++
+		}
+	}
+	out := make([]reference.Event, 0, n)
 	for _, r := range h {
 		if r.Type == "event" && r.Event != nil {
 			out = append(out, *r.Event)

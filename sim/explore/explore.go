@@ -67,6 +67,14 @@ func Schedule(seed int64, index int, shape Shape) sim.Case {
 
 func pick[T any](r *rand.Rand, xs []T) T { return xs[r.Intn(len(xs))] }
 
+// clientPoints are the ingestion windows a client passes through;
+// recoveryPoints adds those only recovery passes through, in the order
+// schedules have always drawn them from.
+var (
+	clientPoints   = sync.OnceValue(func() []faults.Spec { return ingestionPoints(false) })
+	recoveryPoints = sync.OnceValue(func() []faults.Spec { return append(ingestionPoints(true), ingestionPoints(false)...) })
+)
+
 func ingestionPoints(recovery bool) []faults.Spec {
 	var out []faults.Spec
 	for _, s := range faults.Catalogue {
@@ -102,7 +110,7 @@ func build(r *rand.Rand, shape Shape) sim.Case {
 			st.Actions = append(st.Actions, pick(r, corpus))
 		}
 		for n := r.Intn(shape.MaxFaults + 1); n > 0; n-- {
-			spec := pick(r, ingestionPoints(false))
+			spec := pick(r, clientPoints())
 			switch spec.Point {
 			case faults.BeforeMarkFailed:
 				st.Arms[faults.BeforeGraphWrite] = "error@1"
@@ -124,7 +132,7 @@ func build(r *rand.Rand, shape Shape) sim.Case {
 	if r.Intn(2) == 0 {
 		rec := sim.Step{Worker: "r1", Actions: []sim.Action{{Do: "recover", Rounds: 3}}, ContinueOnError: true}
 		if r.Intn(2) == 0 {
-			spec := pick(r, append(ingestionPoints(true), ingestionPoints(false)...))
+			spec := pick(r, recoveryPoints())
 			a := arm(r, spec, shape)
 			if !strings.HasPrefix(a, "pause") {
 				rec.Arms = map[faults.Point]string{spec.Point: a}
