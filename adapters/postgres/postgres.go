@@ -1097,6 +1097,11 @@ func (w *Writer) ReadGraph(ctx context.Context, space string) (reference.Graph, 
 	return sqlgraph.Read(w.scanner(ctx, space))
 }
 
+// ReadGraphAndDuplicates implements check.GraphDuplicateReader: one scan.
+func (w *Writer) ReadGraphAndDuplicates(ctx context.Context, space string) (reference.Graph, []string, error) {
+	return sqlgraph.ReadWithDuplicates(w.scanner(ctx, space))
+}
+
 // Duplicates implements DuplicateReporter: entries like "node person:abc x2"
 // and "edge (a)-[KNOWS#0]->(b) x3", nodes first, each group sorted
 // (memory.FormatDuplicates).

@@ -451,6 +451,10 @@ func (s *OperationStore) GetPlan(ctx context.Context, operationID string) (refer
 	if err != nil {
 		return reference.Plan{}, fmt.Errorf("operation %s: %w", operationID, err)
 	}
+	return decodeStoredPlan(operationID, payload, fp)
+}
+
+func decodeStoredPlan(operationID string, payload []byte, fp string) (reference.Plan, error) {
 	if len(payload) == 0 {
 		return reference.Plan{}, fmt.Errorf("operation %s: %w", operationID, reference.ErrNoPersistedPlan)
 	}
@@ -531,6 +535,35 @@ func (s *OperationStore) ListRecoverable(ctx context.Context, limit int) ([]refe
 // List implements reference.OperationStore.
 func (s *OperationStore) List(ctx context.Context) ([]reference.Operation, error) {
 	return s.query(ctx, `SELECT `+opColumns+` FROM operations ORDER BY operation_id`)
+}
+
+// SpacePlans implements check.SpacePlanReader: every plan of a space in
+// one statement, each decoded and checked as GetPlan does.
+func (s *OperationStore) SpacePlans(ctx context.Context, space string) (map[string]reference.Plan, map[string]error, error) {
+	var plans map[string]reference.Plan
+	var bad map[string]error
+	err := s.d.retry(ctx, func() error {
+		plans, bad = map[string]reference.Plan{}, map[string]error{}
+		rows, err := s.d.sql.QueryContext(ctx, `SELECT operation_id, plan, plan_fingerprint FROM operations WHERE space = ?`, space)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, fp string
+			var payload []byte
+			if err := rows.Scan(&id, &payload, &fp); err != nil {
+				return err
+			}
+			if p, err := decodeStoredPlan(id, payload, fp); err != nil {
+				bad[id] = err
+			} else {
+				plans[id] = p
+			}
+		}
+		return rows.Err()
+	})
+	return plans, bad, err
 }
 
 // ListSpace returns the operations of one space ordered by operationId
@@ -727,6 +760,19 @@ func (s *StateStore) RecordVersion(ctx context.Context, state reference.Document
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT (space, document_id, revision) DO NOTHING`,
 		state.Space, state.DocumentID, state.Revision, state.OperationID, payload)
 	return err
+}
+
+// SpaceVersions implements check.SpaceVersionReader: one statement.
+func (s *StateStore) SpaceVersions(ctx context.Context, space string) (map[string][]reference.DocumentState, error) {
+	all, err := s.many(ctx, `SELECT payload FROM document_versions WHERE space = ? ORDER BY document_id, revision`, space)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]reference.DocumentState{}
+	for _, v := range all {
+		out[v.DocumentID] = append(out[v.DocumentID], v)
+	}
+	return out, nil
 }
 
 // Versions implements reference.DocumentStateStore.
@@ -1126,6 +1172,11 @@ func (w *Writer) scan(ctx context.Context, space string, reset func(), node func
 // last stored row winning; Properties maps are never nil.
 func (w *Writer) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
 	return sqlgraph.Read(w.scanner(ctx, space))
+}
+
+// ReadGraphAndDuplicates implements check.GraphDuplicateReader: one scan.
+func (w *Writer) ReadGraphAndDuplicates(ctx context.Context, space string) (reference.Graph, []string, error) {
+	return sqlgraph.ReadWithDuplicates(w.scanner(ctx, space))
 }
 
 // Duplicates implements DuplicateReporter: entries like "node person:abc x2"

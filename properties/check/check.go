@@ -84,6 +84,25 @@ type DuplicateReporter interface {
 	Duplicates(ctx context.Context, space string) ([]string, error)
 }
 
+// GraphDuplicateReader is an optional writer method: ReadGraph and
+// Duplicates from one read of the stored graph.
+type GraphDuplicateReader interface {
+	ReadGraphAndDuplicates(ctx context.Context, space string) (reference.Graph, []string, error)
+}
+
+// SpacePlanReader is an optional OperationStore method: every plan of a
+// space at once, by operation id (an unreadable plan as an error, as
+// GetPlan would return it).
+type SpacePlanReader interface {
+	SpacePlans(ctx context.Context, space string) (map[string]reference.Plan, map[string]error, error)
+}
+
+// SpaceVersionReader is an optional DocumentStateStore method: the version
+// history of every document of a space at once, by document id.
+type SpaceVersionReader interface {
+	SpaceVersions(ctx context.Context, space string) (map[string][]reference.DocumentState, error)
+}
+
 // Take reads a snapshot of one space from the stores, and of System B's
 // threads (may be empty).
 func Take(ctx context.Context, st reference.Stores, space string, cps plansave.CheckpointStore, plans plansave.PlanStore, threads []PlanSaveThread) (Snapshot, error) {
@@ -99,12 +118,28 @@ func Take(ctx context.Context, st reference.Stores, space string, cps plansave.C
 		if err != nil {
 			return s, fmt.Errorf("snapshot: operations: %w", err)
 		}
+		var plans map[string]reference.Plan
+		var planErrs map[string]error
+		if pr, ok := st.Ops.(SpacePlanReader); ok {
+			if plans, planErrs, err = pr.SpacePlans(ctx, space); err != nil {
+				return s, fmt.Errorf("snapshot: plans: %w", err)
+			}
+		}
 		for _, op := range ops {
 			if op.Space != space {
 				continue
 			}
 			s.Ops = append(s.Ops, op)
-			p, err := st.Ops.GetPlan(ctx, op.OperationID)
+			var p reference.Plan
+			var err error
+			if plans != nil {
+				p, err = plans[op.OperationID], planErrs[op.OperationID]
+				if _, ok := plans[op.OperationID]; !ok && err == nil {
+					err = fmt.Errorf("operation %s: %w", op.OperationID, reference.ErrNoPersistedPlan)
+				}
+			} else {
+				p, err = st.Ops.GetPlan(ctx, op.OperationID)
+			}
 			if err != nil {
 				s.PlanErrors[op.OperationID] = err.Error()
 				continue
@@ -123,7 +158,17 @@ func Take(ctx context.Context, st reference.Stores, space string, cps plansave.C
 		for _, op := range s.Ops {
 			docs[op.DocumentID] = true
 		}
+		var all map[string][]reference.DocumentState
+		if vr, ok := st.States.(SpaceVersionReader); ok {
+			if all, err = vr.SpaceVersions(ctx, space); err != nil {
+				return s, fmt.Errorf("snapshot: versions: %w", err)
+			}
+		}
 		for d := range docs {
+			if all != nil {
+				s.Versions[d] = all[d]
+				continue
+			}
 			v, err := st.States.Versions(ctx, space, d)
 			if err != nil {
 				return s, fmt.Errorf("snapshot: versions of %s: %w", d, err)
@@ -133,10 +178,13 @@ func Take(ctx context.Context, st reference.Stores, space string, cps plansave.C
 		if s.Registry, err = st.Registry.List(ctx, space); err != nil {
 			return s, fmt.Errorf("snapshot: registry: %w", err)
 		}
-		if s.Graph, err = st.Writer.ReadGraph(ctx, space); err != nil {
+		if gd, ok := st.Writer.(GraphDuplicateReader); ok {
+			if s.Graph, s.Duplicates, err = gd.ReadGraphAndDuplicates(ctx, space); err != nil {
+				return s, fmt.Errorf("snapshot: graph: %w", err)
+			}
+		} else if s.Graph, err = st.Writer.ReadGraph(ctx, space); err != nil {
 			return s, fmt.Errorf("snapshot: graph: %w", err)
-		}
-		if dr, ok := st.Writer.(DuplicateReporter); ok {
+		} else if dr, ok := st.Writer.(DuplicateReporter); ok {
 			if s.Duplicates, err = dr.Duplicates(ctx, space); err != nil {
 				return s, fmt.Errorf("snapshot: duplicates: %w", err)
 			}

@@ -45,38 +45,37 @@ func DecodeProps(s string) (map[string]string, error) {
 // Read builds the graph of a scan; a duplicated row folds into one, the
 // last stored winning.
 func Read(scan Scan) (reference.Graph, error) {
+	g, _, err := ReadWithDuplicates(scan)
+	return g, err
+}
+
+// ReadWithDuplicates is Read and Duplicates from one scan.
+func ReadWithDuplicates(scan Scan) (reference.Graph, []string, error) {
 	var g reference.Graph
-	err := scan(func() { g = reference.NewGraph() }, func(id, label, props string) error {
+	var nodes map[string]int
+	var edges map[reference.EdgeKey]int
+	err := scan(func() {
+		g, nodes, edges = reference.NewGraph(), map[string]int{}, map[reference.EdgeKey]int{}
+	}, func(id, label, props string) error {
+		nodes[id]++
 		p, err := DecodeProps(props)
 		g.Nodes[id] = reference.Node{ID: id, Label: label, Properties: p}
 		return err
 	}, func(k reference.EdgeKey, props string) error {
+		edges[k]++
 		p, err := DecodeProps(props)
 		g.Edges[k] = reference.Edge{Key: k, Properties: p}
 		return err
 	})
 	if err != nil {
-		return reference.Graph{}, err
+		return reference.Graph{}, nil, err
 	}
-	return g, nil
+	return g, memory.FormatDuplicates(nodes, edges), nil
 }
 
 // Duplicates reports the identities a scan saw more than once, formatted
 // as every writer reports them (memory.FormatDuplicates).
 func Duplicates(scan Scan) ([]string, error) {
-	var nodes map[string]int
-	var edges map[reference.EdgeKey]int
-	err := scan(func() {
-		nodes, edges = map[string]int{}, map[reference.EdgeKey]int{}
-	}, func(id, _, _ string) error {
-		nodes[id]++
-		return nil
-	}, func(k reference.EdgeKey, _ string) error {
-		edges[k]++
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return memory.FormatDuplicates(nodes, edges), nil
+	_, d, err := ReadWithDuplicates(scan)
+	return d, err
 }
