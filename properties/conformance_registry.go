@@ -348,10 +348,16 @@ func regModelPick(r *rand.Rand) *confStep[*regModelStore] {
 			regs = append(regs, g)
 		}
 		return &confStep[*regModelStore]{fmt.Sprintf("SaveAll(%s, %s)", space, confShow(regs)), func(m *regModelStore) string { return m.save(space, regs) }}
-	case k < 8:
+	case k < 7:
 		typ := confOneOf(r, "Person", "person", "Country")
 		names := []string{confOneOf(r, regModelNames...), confOneOf(r, regModelNames...)}
 		return &confStep[*regModelStore]{fmt.Sprintf("FindMatches(%s, %s, %q)", space, typ, names), func(m *regModelStore) string { return m.find(space, typ, names) }}
+	case k < 8:
+		var qs []reference.EntityQuery
+		for i := 1 + r.Intn(3); i > 0; i-- {
+			qs = append(qs, reference.EntityQuery{Type: confOneOf(r, "Person", "person", "Country"), Names: []string{confOneOf(r, regModelNames...), confOneOf(r, regModelNames...)}})
+		}
+		return &confStep[*regModelStore]{fmt.Sprintf("MatchNodeIDs(%s, %+v)", space, qs), func(m *regModelStore) string { return m.match(space, qs) }}
 	default:
 		return &confStep[*regModelStore]{fmt.Sprintf("List(%s)", space), func(m *regModelStore) string { return m.list(space) }}
 	}
@@ -426,6 +432,27 @@ func (m *regModelStore) find(space, typ string, names []string) string {
 	l, err := m.s.FindMatches(confCtx, space, typ, names)
 	if got := m.got(l); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
 		return confMismatch(fmt.Sprintf("FindMatches(%s, %s, %q)", space, typ, names), want, fmt.Sprintf("%q, %v", got, err))
+	}
+	return ""
+}
+
+// match checks reference.MatchNodeIDs: the registry's BatchMatcher when it
+// has one (it must agree with FindMatches), FindMatches otherwise.
+func (m *regModelStore) match(space string, qs []reference.EntityQuery) string {
+	var want [][]string
+	for _, q := range qs {
+		ids := []string{}
+		for _, n := range q.Names {
+			if id, ok := m.names[[3]string{space, reference.Normalize(q.Type), reference.Normalize(n)}]; ok && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+		sort.Strings(ids)
+		want = append(want, ids)
+	}
+	got, err := reference.MatchNodeIDs(confCtx, m.s, space, qs)
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		return confMismatch(fmt.Sprintf("MatchNodeIDs(%s, %+v)", space, qs), want, fmt.Sprintf("%q, %v", got, err))
 	}
 	return ""
 }

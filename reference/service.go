@@ -337,21 +337,21 @@ func (s *Service) buildPlan(ctx context.Context, req IngestRequest, prev *Docume
 	m := Mutation{OperationID: req.OperationID}
 	var regs []EntityRegistration
 	nodeIDs := map[string]bool{}
-	for _, e := range ex.Entities {
+	queries := make([]EntityQuery, len(ex.Entities))
+	for i, e := range ex.Entities {
+		queries[i] = EntityQuery{Type: e.Type, Names: append([]string{e.Name}, e.Aliases...)}
+	}
+	matches, err := MatchNodeIDs(ctx, s.Registry, req.Space, queries)
+	if err != nil {
+		return Plan{}, fmt.Errorf("plan %s: registry: %w", req.OperationID, err)
+	}
+	for i, e := range ex.Entities {
 		id := NodeID(e.Type, e.Name)
-		hits, err := s.Registry.FindMatches(ctx, req.Space, e.Type, append([]string{e.Name}, e.Aliases...))
-		if err != nil {
-			return Plan{}, fmt.Errorf("plan %s: registry: %w", req.OperationID, err)
+		if len(matches[i]) > 1 {
+			return Plan{}, fmt.Errorf("plan %s: %w: %s:%s matches %d registered entities", req.OperationID, ErrRegistryConflict, e.Type, e.Name, len(matches[i]))
 		}
-		distinct := map[string]bool{}
-		for _, h := range hits {
-			distinct[h.NodeID] = true
-		}
-		if len(distinct) > 1 {
-			return Plan{}, fmt.Errorf("plan %s: %w: %s:%s matches %d registered entities", req.OperationID, ErrRegistryConflict, e.Type, e.Name, len(distinct))
-		}
-		if len(hits) == 1 {
-			id = hits[0].NodeID
+		if len(matches[i]) == 1 {
+			id = matches[i][0]
 		}
 		ids[key(e.Type, e.Name)] = id
 		for _, a := range e.Aliases {

@@ -106,6 +106,42 @@ type EntityRegistry interface {
 	List(ctx context.Context, space string) ([]RegisteredEntity, error)
 }
 
+// EntityQuery asks for the entities of one type bound to any of names.
+type EntityQuery struct {
+	Type  string
+	Names []string
+}
+
+// BatchMatcher is an optional EntityRegistry method: for each query, the
+// distinct node ids FindMatches would return for it (ordered), all queries
+// answered at once. Planning uses it when the registry offers it.
+type BatchMatcher interface {
+	MatchNodeIDs(ctx context.Context, space string, queries []EntityQuery) ([][]string, error)
+}
+
+// MatchNodeIDs answers queries with r's BatchMatcher if it has one, and
+// one FindMatches per query otherwise.
+func MatchNodeIDs(ctx context.Context, r EntityRegistry, space string, queries []EntityQuery) ([][]string, error) {
+	if bm, ok := r.(BatchMatcher); ok {
+		return bm.MatchNodeIDs(ctx, space, queries)
+	}
+	out := make([][]string, len(queries))
+	for i, q := range queries {
+		hits, err := r.FindMatches(ctx, space, q.Type, q.Names)
+		if err != nil {
+			return nil, err
+		}
+		ids := []string{}
+		for _, h := range hits {
+			if len(ids) == 0 || ids[len(ids)-1] != h.NodeID {
+				ids = append(ids, h.NodeID)
+			}
+		}
+		out[i] = ids
+	}
+	return out, nil
+}
+
 // GraphWriter applies mutations to a graph.
 type GraphWriter interface {
 	// Apply applies m to space atomically and idempotently: applying it

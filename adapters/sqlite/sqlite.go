@@ -862,6 +862,66 @@ func (g *Registry) views(ctx context.Context, space string, idsQuery string, arg
 	return out, err
 }
 
+// MatchNodeIDs implements reference.BatchMatcher: every query in one
+// statement.
+func (g *Registry) MatchNodeIDs(ctx context.Context, space string, queries []reference.EntityQuery) ([][]string, error) {
+	if blank(space) {
+		return nil, fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	}
+	type key struct {
+		i         int
+		typ, name string
+	}
+	var keys []key
+	for i, q := range queries {
+		typ, seen := reference.Normalize(q.Type), map[string]bool{}
+		for _, n := range q.Names {
+			if nn := reference.Normalize(n); nn != "" && !seen[nn] {
+				seen[nn] = true
+				keys = append(keys, key{i, typ, nn})
+			}
+		}
+	}
+	out := make([][]string, len(queries))
+	for i := range out {
+		out[i] = []string{}
+	}
+	for part := range slices.Chunk(keys, maxRowsPerStatement) {
+		args := make([]any, 0, 3*len(part)+1)
+		for _, k := range part {
+			args = append(args, k.i, k.typ, k.name)
+		}
+		args = append(args, space)
+		err := g.d.retry(ctx, func() error {
+			rows, err := g.d.sql.QueryContext(ctx, `WITH q(i, entity_type, normalized_name) AS (VALUES `+placeholders(len(part), 3)+`)
+				SELECT DISTINCT q.i, n.node_id FROM q
+				JOIN entity_names n ON n.space = ? AND n.entity_type = q.entity_type AND n.normalized_name = q.normalized_name
+				ORDER BY q.i, n.node_id`, args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var i int
+				var id string
+				if err := rows.Scan(&i, &id); err != nil {
+					return err
+				}
+				out[i] = append(out[i], id)
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	for i := range out {
+		slices.Sort(out[i]) // one query's names may span statements
+		out[i] = slices.Compact(out[i])
+	}
+	return out, nil
+}
+
 // FindMatches implements reference.EntityRegistry. The result is ordered by
 // NodeID.
 func (g *Registry) FindMatches(ctx context.Context, space, entityType string, names []string) ([]reference.RegisteredEntity, error) {
