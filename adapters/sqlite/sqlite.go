@@ -894,9 +894,8 @@ func (g *Registry) MatchNodeIDs(ctx context.Context, space string, queries []ref
 		args = append(args, space)
 		err := g.d.retry(ctx, func() error {
 			rows, err := g.d.sql.QueryContext(ctx, `WITH q(i, entity_type, normalized_name) AS (VALUES `+placeholders(len(part), 3)+`)
-				SELECT DISTINCT q.i, n.node_id FROM q
-				JOIN entity_names n ON n.space = ? AND n.entity_type = q.entity_type AND n.normalized_name = q.normalized_name
-				ORDER BY q.i, n.node_id`, args...)
+				SELECT q.i, n.node_id FROM q
+				JOIN entity_names n ON n.space = ? AND n.entity_type = q.entity_type AND n.normalized_name = q.normalized_name`, args...)
 			if err != nil {
 				return err
 			}
@@ -916,7 +915,7 @@ func (g *Registry) MatchNodeIDs(ctx context.Context, space string, queries []ref
 		}
 	}
 	for i := range out {
-		slices.Sort(out[i]) // one query's names may span statements
+		slices.Sort(out[i])
 		out[i] = slices.Compact(out[i])
 	}
 	return out, nil
@@ -976,13 +975,12 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 				args = append(args, k.typ, k.name)
 			}
 			rows, err := tx.QueryContext(ctx, `SELECT entity_type, normalized_name, node_id FROM entity_names
-				WHERE space = ? AND (entity_type, normalized_name) IN (VALUES `+placeholders(len(part), 2)+`)
-				ORDER BY entity_type, normalized_name`, args...)
+				WHERE space = ? AND (entity_type, normalized_name) IN (VALUES `+placeholders(len(part), 2)+`)`, args...)
 			if err != nil {
 				return err
 			}
-			var conflict error
-			for rows.Next() && conflict == nil {
+			var conflicts []string
+			for rows.Next() {
 				var k bound
 				var cur string
 				if err := rows.Scan(&k.typ, &k.name, &cur); err != nil {
@@ -990,12 +988,16 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 					return err
 				}
 				if id := batch[k]; cur != id {
-					conflict = fmt.Errorf("name %q (type %s) is bound to %s, not %s: %w", k.name, k.typ, cur, id, reference.ErrRegistryConflict)
+					conflicts = append(conflicts, fmt.Sprintf("name %q (type %s) is bound to %s, not %s", k.name, k.typ, cur, id))
 				}
 			}
 			rows.Close()
-			if err := cmp.Or(conflict, rows.Err()); err != nil {
+			if err := rows.Err(); err != nil {
 				return err
+			}
+			if len(conflicts) > 0 {
+				slices.Sort(conflicts)
+				return fmt.Errorf("%s: %w", conflicts[0], reference.ErrRegistryConflict)
 			}
 		}
 		// Entities: created with their first registration; later ones
@@ -1076,108 +1078,232 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 				return err
 			}
 		}
-		for _, n := range m.UpsertNodes {
-			found := int64(0)
-			if !create {
-				var err error
-				if found, err = patch(ctx, tx, `UPDATE graph_nodes SET properties_json = json_patch(properties_json, ?) WHERE space = ? AND node_id = ?`,
-					n.Properties, space, n.ID); err != nil {
-					return err
-				}
-			}
-			if found == 0 {
-				p, err := sqlgraph.EncodeProps(n.Properties)
-				if err != nil {
-					return err
-				}
-				if _, err := tx.ExecContext(ctx, `INSERT INTO graph_nodes (space, node_id, label, properties_json) VALUES (?, ?, ?, ?)`,
-					space, n.ID, n.Label, p); err != nil {
-					return err
-				}
-			}
+		if create {
+			return createAll(ctx, tx, space, m)
 		}
-		if err := checkEndpoints(ctx, tx, space, m.UpsertEdges); err != nil {
-			return err
-		}
-		for _, e := range m.UpsertEdges {
-			k := e.Key
-			found := int64(0)
-			if !create {
-				var err error
-				if found, err = patch(ctx, tx, `UPDATE graph_edges SET properties_json = json_patch(properties_json, ?)
-					WHERE space = ? AND source = ? AND type = ? AND target = ? AND rank = ?`,
-					e.Properties, space, k.Source, k.Type, k.Target, k.Rank); err != nil {
-					return err
-				}
-			}
-			if found == 0 {
-				p, err := sqlgraph.EncodeProps(e.Properties)
-				if err != nil {
-					return err
-				}
-				if _, err := tx.ExecContext(ctx, `INSERT INTO graph_edges (space, source, type, target, rank, properties_json)
-					VALUES (?, ?, ?, ?, ?, ?)`, space, k.Source, k.Type, k.Target, k.Rank, p); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		return upsertAll(ctx, tx, space, m)
 	})
 }
 
-// patch merges props into every row upd matches (a JSON merge of string
-// values: keys added or overwritten, none removed) and returns how many
-// rows it matched.
-func patch(ctx context.Context, tx *sql.Tx, upd string, props map[string]string, where ...any) (int64, error) {
-	p, err := sqlgraph.EncodeProps(props)
-	if err != nil {
-		return 0, err
+// upsertAll merges the node and edge upserts of m in a few statements
+// whatever its size: which nodes and edges exist is read at once, the
+// existing ones are patched together (a JSON merge of string values: keys
+// added or overwritten, none removed), the new ones inserted together.
+// Upserts of one id within m apply in order (the first label stays).
+func upsertAll(ctx context.Context, tx *sql.Tx, space string, m reference.Mutation) error {
+	nodes := mergeUpserts(m.UpsertNodes, func(n reference.NodeUpsert) string { return n.ID },
+		func(into *reference.NodeUpsert, n reference.NodeUpsert) {
+			into.Properties = mergeProps(into.Properties, n.Properties)
+		})
+	ids := make([]string, 0, len(nodes)+2*len(m.UpsertEdges))
+	for _, n := range nodes {
+		ids = append(ids, n.ID)
 	}
-	res, err := tx.ExecContext(ctx, upd, append([]any{p}, where...)...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
-// checkEndpoints fails with ErrMissingEndpoint, naming the first such edge,
-// when an endpoint of edges is not a node of space.
-func checkEndpoints(ctx context.Context, tx *sql.Tx, space string, edges []reference.EdgeUpsert) error {
-	var ids []string
-	for _, e := range edges {
+	for _, e := range m.UpsertEdges {
 		ids = append(ids, e.Key.Source, e.Key.Target)
 	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	present := map[string]bool{}
+	present, err := existingNodes(ctx, tx, space, ids)
+	if err != nil {
+		return err
+	}
+	var patchRows, insertRows [][]any
+	for _, n := range nodes {
+		p, err := sqlgraph.EncodeProps(n.Properties)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !present[n.ID]:
+			insertRows = append(insertRows, []any{space, n.ID, n.Label, p})
+			present[n.ID] = true
+		case len(n.Properties) > 0:
+			patchRows = append(patchRows, []any{n.ID, p})
+		}
+	}
+	if err := execRows(ctx, tx, patchRows, `WITH v(id, p) AS (VALUES %s)
+		UPDATE graph_nodes SET properties_json = json_patch(graph_nodes.properties_json, v.p) FROM v
+		WHERE graph_nodes.space = ? AND graph_nodes.node_id = v.id`, space); err != nil {
+		return err
+	}
+	if err := execRows(ctx, tx, insertRows, `INSERT INTO graph_nodes (space, node_id, label, properties_json) VALUES %s`); err != nil {
+		return err
+	}
+	for _, e := range m.UpsertEdges {
+		if !present[e.Key.Source] || !present[e.Key.Target] {
+			return fmt.Errorf("space %s: edge %s: %w", space, e.Key, reference.ErrMissingEndpoint)
+		}
+	}
+	edges := mergeUpserts(m.UpsertEdges, func(e reference.EdgeUpsert) reference.EdgeKey { return e.Key },
+		func(into *reference.EdgeUpsert, e reference.EdgeUpsert) {
+			into.Properties = mergeProps(into.Properties, e.Properties)
+		})
+	have, err := existingEdges(ctx, tx, space, edges)
+	if err != nil {
+		return err
+	}
+	patchRows, insertRows = nil, nil
+	for _, e := range edges {
+		k := e.Key
+		p, err := sqlgraph.EncodeProps(e.Properties)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !have[k]:
+			insertRows = append(insertRows, []any{space, k.Source, k.Type, k.Target, k.Rank, p})
+		case len(e.Properties) > 0:
+			patchRows = append(patchRows, []any{k.Source, k.Type, k.Target, k.Rank, p})
+		}
+	}
+	if err := execRows(ctx, tx, patchRows, `WITH v(source, type, target, rank, p) AS (VALUES %s)
+		UPDATE graph_edges SET properties_json = json_patch(graph_edges.properties_json, v.p) FROM v
+		WHERE graph_edges.space = ? AND graph_edges.source = v.source AND graph_edges.type = v.type
+		AND graph_edges.target = v.target AND graph_edges.rank = v.rank`, space); err != nil {
+		return err
+	}
+	return execRows(ctx, tx, insertRows, `INSERT INTO graph_edges (space, source, type, target, rank, properties_json) VALUES %s`)
+}
+
+// createAll is the CREATE-instead-of-MERGE mutant: every upsert inserts a
+// row, duplicates included.
+func createAll(ctx context.Context, tx *sql.Tx, space string, m reference.Mutation) error {
+	var rows [][]any
+	ids := make([]string, 0, len(m.UpsertNodes)+2*len(m.UpsertEdges))
+	for _, n := range m.UpsertNodes {
+		p, err := sqlgraph.EncodeProps(n.Properties)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, []any{space, n.ID, n.Label, p})
+	}
+	if err := execRows(ctx, tx, rows, `INSERT INTO graph_nodes (space, node_id, label, properties_json) VALUES %s`); err != nil {
+		return err
+	}
+	for _, e := range m.UpsertEdges {
+		ids = append(ids, e.Key.Source, e.Key.Target)
+	}
+	present, err := existingNodes(ctx, tx, space, ids)
+	if err != nil {
+		return err
+	}
+	rows = nil
+	for _, e := range m.UpsertEdges {
+		if !present[e.Key.Source] || !present[e.Key.Target] {
+			return fmt.Errorf("space %s: edge %s: %w", space, e.Key, reference.ErrMissingEndpoint)
+		}
+		p, err := sqlgraph.EncodeProps(e.Properties)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, []any{space, e.Key.Source, e.Key.Type, e.Key.Target, e.Key.Rank, p})
+	}
+	return execRows(ctx, tx, rows, `INSERT INTO graph_edges (space, source, type, target, rank, properties_json) VALUES %s`)
+}
+
+// mergeUpserts folds upserts of one identity into the first, in order.
+func mergeUpserts[T any, K comparable](xs []T, key func(T) K, merge func(into *T, x T)) []T {
+	out := make([]T, 0, len(xs))
+	at := make(map[K]int, len(xs))
+	for _, x := range xs {
+		if i, ok := at[key(x)]; ok {
+			merge(&out[i], x)
+			continue
+		}
+		at[key(x)] = len(out)
+		out = append(out, x)
+	}
+	return out
+}
+
+// mergeProps returns a copy of a with b's keys added or overwritten.
+func mergeProps(a, b map[string]string) map[string]string {
+	if len(b) == 0 {
+		return a
+	}
+	out := maps.Clone(a)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, b)
+	return out
+}
+
+// execRows runs query (whose %s takes the VALUES groups) over rows, in
+// statements of at most maxRowsPerStatement rows; after are the
+// parameters that follow the groups.
+func execRows(ctx context.Context, tx *sql.Tx, rows [][]any, query string, after ...any) error {
+	for part := range slices.Chunk(rows, maxRowsPerStatement) {
+		args := make([]any, 0, len(part)*len(part[0])+len(after))
+		for _, r := range part {
+			args = append(args, r...)
+		}
+		args = append(args, after...)
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(query, placeholders(len(part), len(part[0]))), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// existingNodes reports which of ids are nodes of space.
+func existingNodes(ctx context.Context, tx *sql.Tx, space string, ids []string) (map[string]bool, error) {
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	present := make(map[string]bool, len(ids))
 	for part := range slices.Chunk(ids, maxRowsPerStatement) {
 		args := []any{space}
 		for _, id := range part {
 			args = append(args, id)
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT node_id FROM graph_nodes WHERE space = ? AND node_id IN (?`+strings.Repeat(", ?", len(part)-1)+`)`, args...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
+		err := scanRows(ctx, tx, `SELECT node_id FROM graph_nodes WHERE space = ? AND node_id IN (?`+strings.Repeat(", ?", len(part)-1)+`)`, args,
+			func(rows *sql.Rows) error {
+				var id string
+				err := rows.Scan(&id)
+				present[id] = true
 				return err
-			}
-			present[id] = true
+			})
+		if err != nil {
+			return nil, err
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+	}
+	return present, nil
+}
+
+// existingEdges reports which of edges' keys are edges of space.
+func existingEdges(ctx context.Context, tx *sql.Tx, space string, edges []reference.EdgeUpsert) (map[reference.EdgeKey]bool, error) {
+	have := make(map[reference.EdgeKey]bool, len(edges))
+	for part := range slices.Chunk(edges, maxRowsPerStatement) {
+		args := []any{space}
+		for _, e := range part {
+			args = append(args, e.Key.Source, e.Key.Type, e.Key.Target, e.Key.Rank)
+		}
+		err := scanRows(ctx, tx, `SELECT source, type, target, rank FROM graph_edges
+			WHERE space = ? AND (source, type, target, rank) IN (VALUES `+placeholders(len(part), 4)+`)`, args,
+			func(rows *sql.Rows) error {
+				var k reference.EdgeKey
+				err := rows.Scan(&k.Source, &k.Type, &k.Target, &k.Rank)
+				have[k] = true
+				return err
+			})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return have, nil
+}
+
+// scanRows runs query and calls row for each result row.
+func scanRows(ctx context.Context, tx *sql.Tx, query string, args []any, row func(*sql.Rows) error) error {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
 			return err
 		}
 	}
-	for _, e := range edges {
-		if !present[e.Key.Source] || !present[e.Key.Target] {
-			return fmt.Errorf("space %s: edge %s: %w", space, e.Key, reference.ErrMissingEndpoint)
-		}
-	}
-	return nil
+	return rows.Err()
 }
 
 // scan reads every node and edge row of a space, in insertion order, in one

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"time"
 
@@ -80,26 +81,11 @@ func benchCmd() *cobra.Command {
 			fmt.Fprintf(out, "full matrix wall time: median %s, min %s, max %s over %d rounds (target <= 5s on the embedded default, <= 60s on PostgreSQL + Neo4j)\n",
 				walls[len(walls)/2].Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond), len(walls))
 
-			if cycles <= 0 {
-				return nil
+			if cycles > 0 {
+				if err := benchCycles(cmd, self, backend, benchDir, cycles, cycleParallel, cycleTTL); err != nil {
+					return err
+				}
 			}
-			work, err := os.MkdirTemp(benchDir, "crashmatrix-bench-")
-			if err != nil {
-				return err
-			}
-			r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work, LeaseTTL: cycleTTL, Seed: 7})
-			if err != nil {
-				return err
-			}
-			rep := r.RunAll(ctx, sim.CycleCases(cycles), cycleParallel, nil)
-			good := rep.Counts[sim.Pass]
-			if good != cycles {
-				sim.WriteMatrix(out, rep)
-				return fmt.Errorf("%d of %d kill-restart-recover cycles did not pass (data in %s)", cycles-good, cycles, work)
-			}
-			os.RemoveAll(work)
-			fmt.Fprintf(out, "kill-restart-recover cycles: %d in %s = %.1f cycles/s (%d at once, lease TTL %s; each cycle: a worker killed by SIGKILL after its graph write, a new worker recovers, invariants checked) (target >= 50/s)\n",
-				cycles, rep.Took.Round(time.Millisecond), float64(cycles)/rep.Took.Seconds(), cycleParallel, cycleTTL)
 			if exploreFor > 0 {
 				return benchExplore(cmd, self, exploreFor)
 			}
@@ -118,6 +104,28 @@ func benchCmd() *cobra.Command {
 	fl.DurationVar(&cycleTTL, "cycle-lease-ttl", 50*time.Millisecond, "lease TTL for the cycles (a killed worker blocks its document this long)")
 	fl.DurationVar(&exploreFor, "explore", 10*time.Second, "how long each exploration rate is measured (0 skips the exploration figures)")
 	return cmd
+}
+
+// benchCycles prints the kill-restart-recover cycle rate.
+func benchCycles(cmd *cobra.Command, self, backend, benchDir string, cycles, parallel int, ttl time.Duration) error {
+	out := cmd.OutOrStdout()
+	work, err := os.MkdirTemp(benchDir, "crashmatrix-bench-")
+	if err != nil {
+		return err
+	}
+	r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work, LeaseTTL: ttl, Seed: 7})
+	if err != nil {
+		return err
+	}
+	rep := r.RunAll(cmd.Context(), sim.CycleCases(cycles), parallel, nil)
+	if good := rep.Counts[sim.Pass]; good != cycles {
+		sim.WriteMatrix(out, rep)
+		return fmt.Errorf("%d of %d kill-restart-recover cycles did not pass (data in %s)", cycles-good, cycles, work)
+	}
+	os.RemoveAll(work)
+	fmt.Fprintf(out, "kill-restart-recover cycles: %d in %s = %.1f cycles/s (%d at once, lease TTL %s; each cycle: a worker killed by SIGKILL after its graph write, a new worker recovers, invariants checked) (target >= 50/s)\n",
+		cycles, rep.Took.Round(time.Millisecond), float64(cycles)/rep.Took.Seconds(), parallel, ttl)
+	return nil
 }
 
 // benchExplore prints the exploration figures: schedules per second in
@@ -143,33 +151,51 @@ func benchExplore(cmd *cobra.Command, self string, d time.Duration) error {
 			InProcess: inProcess, InProcessFiles: files, Seed: 1, Bugs: bugs, Mutant: mutant})
 		return r, work, err
 	}
+	// The in-process rate is measured in rounds, each exploring further
+	// along one seed, and reported as the median: a shared machine's speed
+	// wanders by a third between seconds.
 	for _, mode := range []struct {
 		name             string
 		inProcess, files bool
-		parallel         int
+		rounds           int
 	}{
-		{"in-process, SQLite memory database", true, false, 4 * runtime.NumCPU()},
-		{"in-process, SQLite file on " + map[bool]string{true: "tmpfs", false: "disk"}[shmAvailable()], true, true, 4 * runtime.NumCPU()},
-		{"process kills, SQLite file", false, true, 4 * runtime.NumCPU()},
+		{"in-process, SQLite memory database (the in-process default)", true, false, 5},
+		{"in-process, SQLite file on " + map[bool]string{true: "tmpfs", false: "disk"}[shmAvailable()] + " (--in-process-files)", true, true, 3},
+		{"process kills, SQLite file", false, true, 1},
 	} {
 		r, work, err := newRunner(mode.inProcess, mode.files, nil, "")
 		if err != nil {
 			return err
 		}
-		cpu0 := cpuTime()
-		res := explore.Run(ctx, r, explore.Options{Seed: 11, Budget: d, Parallel: mode.parallel})
-		cpu := cpuTime() - cpu0
+		var rates []float64
+		var schedules int
+		var took, cpu time.Duration
+		for i := 0; i < mode.rounds; i++ {
+			cpu0 := cpuTime()
+			res := explore.Run(ctx, r, explore.Options{Seed: 11, Skip: schedules, Budget: d / time.Duration(mode.rounds), Parallel: 4 * runtime.NumCPU()})
+			cpu += cpuTime() - cpu0
+			if res.Finding != nil {
+				r.CloseShared()
+				os.RemoveAll(work)
+				return fmt.Errorf("exploring the reference found %s (seed 11, schedule %d): the rate would be meaningless", res.Finding.Invariant, res.Finding.Index)
+			}
+			rates = append(rates, res.Rate())
+			schedules += res.Schedules
+			took += res.Took
+		}
 		r.CloseShared()
 		os.RemoveAll(work)
-		if res.Finding != nil {
-			return fmt.Errorf("exploring the reference found %s (seed 11, schedule %d): the rate would be meaningless", res.Finding.Invariant, res.Finding.Index)
+		slices.Sort(rates)
+		line := fmt.Sprintf("exploration, %s: %d schedules in %s", mode.name, schedules, took.Round(time.Millisecond))
+		if len(rates) > 1 {
+			line += fmt.Sprintf(", median %.0f schedules/s (min %.0f, max %.0f over %d rounds)", rates[len(rates)/2], rates[0], rates[len(rates)-1], len(rates))
+		} else {
+			line += fmt.Sprintf(" = %.0f schedules/s", rates[0])
 		}
-		perSchedule := ""
-		if mode.inProcess && res.Schedules > 0 {
-			perSchedule = fmt.Sprintf(", %.2f ms of CPU each", float64(cpu.Microseconds())/1000/float64(res.Schedules))
+		if mode.inProcess && schedules > 0 {
+			line += fmt.Sprintf(", %.2f ms of CPU each", float64(cpu.Microseconds())/1000/float64(schedules))
 		}
-		fmt.Fprintf(out, "exploration, %s: %d schedules in %s = %.0f schedules/s%s (reference, seed 11, no violation)\n",
-			mode.name, res.Schedules, res.Took.Round(time.Millisecond), res.Rate(), perSchedule)
+		fmt.Fprintln(out, line+" (reference, seed 11, no violation)")
 	}
 	for _, m := range []struct {
 		name   string

@@ -182,7 +182,10 @@ type Options struct {
 	MaxSchedules int
 	// Shard i of n: only schedules whose index % n == i.
 	ShardIndex, ShardCount int
-	Shape                  Shape
+	// Skip passes over the shard's first Skip schedules (to go on where an
+	// earlier run of the same seed stopped).
+	Skip  int
+	Shape Shape
 	// Confirm is how many re-runs a shrink candidate must fail in, every
 	// time, to be kept (a flaky shrink is rejected).
 	Confirm int
@@ -253,7 +256,7 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 	// violating index is the same whatever the timing.
 	var (
 		mu      sync.Mutex
-		idx     = o.ShardIndex
+		idx     = o.ShardIndex + o.Skip*o.ShardCount
 		issued  int
 		stopped bool
 	)
