@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	_ "github.com/crashmatrix/crashmatrix/sim/servers" // the postgres backend
@@ -28,7 +29,22 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(certifyCmd(), workerCmd(), demoCmd(), benchCmd(), runCmd(), exploreCmd())
+	var cpuProfile string
+	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof reads it)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if cpuProfile == "" {
+			return nil
+		}
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return err
+		}
+		return pprof.StartCPUProfile(f)
+	}
 	err := root.ExecuteContext(ctx)
+	if cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	stop()
 	if err != nil {
 		if e, ok := err.(exitError); ok {
