@@ -53,7 +53,11 @@ type db struct {
 }
 
 func (d *db) close() error {
-	return errors.Join(d.pin.Close(), d.sql.Close())
+	var err error
+	if d.pin != nil {
+		err = d.pin.Close()
+	}
+	return errors.Join(err, d.sql.Close())
 }
 
 // closer closes the database handle of one Open call.
@@ -106,7 +110,7 @@ func Open(path string, opts Options) (reference.Stores, error) {
 	if strings.TrimSpace(path) == "" || strings.ContainsRune(path, '?') {
 		return reference.Stores{}, fmt.Errorf("%w: sqlite path %q", reference.ErrInvalidArgument, path)
 	}
-	return open(path, DSN(path), opts)
+	return open(path, DSN(path), false, opts)
 }
 
 // OpenMemory opens (creating if needed) a database that lives in this
@@ -120,10 +124,12 @@ func OpenMemory(name string, opts Options) (reference.Stores, error) {
 	if strings.TrimSpace(name) == "" || strings.ContainsAny(name, "?/#") {
 		return reference.Stores{}, fmt.Errorf("%w: sqlite memory database name %q (no '/', '?' or '#')", reference.ErrInvalidArgument, name)
 	}
-	return open("memory:"+name, memoryDSN(name), opts)
+	return open("memory:"+name, memoryDSN(name), true, opts)
 }
 
-func open(what, dsn string, opts Options) (reference.Stores, error) {
+// open opens dsn; pin keeps one connection open for the life of the handle
+// (a memory database ends with its last connection).
+func open(what, dsn string, pin bool, opts Options) (reference.Stores, error) {
 	conn, err := newCachingConnector(dsn, "BEGIN IMMEDIATE")
 	if err != nil {
 		return reference.Stores{}, err
@@ -131,16 +137,15 @@ func open(what, dsn string, opts Options) (reference.Stores, error) {
 	sdb := sql.OpenDB(conn)
 	d := &db{sql: sdb, opts: opts}
 	ctx := context.Background()
-	// One connection stays open for the life of the handle: a memory
-	// database ends with its last connection, and a file database keeps
-	// its page cache warm.
-	pin, err := sdb.Conn(ctx)
-	if err != nil {
-		sdb.Close()
-		return reference.Stores{}, fmt.Errorf("open %s: %w", what, err)
+	if pin {
+		c, err := sdb.Conn(ctx)
+		if err != nil {
+			sdb.Close()
+			return reference.Stores{}, fmt.Errorf("open %s: %w", what, err)
+		}
+		d.pin = c
 	}
-	d.pin = pin
-	if err := d.retry(ctx, func() error { return pin.PingContext(ctx) }); err != nil {
+	if err := d.retry(ctx, func() error { return sdb.PingContext(ctx) }); err != nil {
 		d.close()
 		return reference.Stores{}, fmt.Errorf("open %s: %w", what, err)
 	}
