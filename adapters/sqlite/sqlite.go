@@ -372,6 +372,16 @@ func (d *db) affected(ctx context.Context, query string, args ...any) (int64, er
 	return res.RowsAffected()
 }
 
+// each runs a query and calls row for every result row, retrying the whole
+// query on SQLITE_BUSY (start is called before each attempt, to reset
+// what the rows fill in).
+func (d *db) each(ctx context.Context, start func(), row func(*sql.Rows) error, query string, args ...any) error {
+	return d.retry(ctx, func() error {
+		start()
+		return scanRows(ctx, d.sql, query, args, row)
+	})
+}
+
 func blank(s string) bool { return strings.TrimSpace(s) == "" }
 
 // ---------------------------------------------------------------------------
@@ -508,22 +518,11 @@ func (s *OperationStore) CompareAndSet(ctx context.Context, expected, next refer
 
 func (s *OperationStore) query(ctx context.Context, q string, args ...any) ([]reference.Operation, error) {
 	var out []reference.Operation
-	err := s.d.retry(ctx, func() error {
-		out = make([]reference.Operation, 0)
-		rows, err := s.d.sql.QueryContext(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			o, err := scanOp(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, o)
-		}
-		return rows.Err()
-	})
+	err := s.d.each(ctx, func() { out = make([]reference.Operation, 0) }, func(rows *sql.Rows) error {
+		o, err := scanOp(rows)
+		out = append(out, o)
+		return err
+	}, q, args...)
 	return out, err
 }
 
@@ -547,27 +546,19 @@ func (s *OperationStore) List(ctx context.Context) ([]reference.Operation, error
 func (s *OperationStore) SpacePlans(ctx context.Context, space string) (map[string]reference.Plan, map[string]error, error) {
 	var plans map[string]reference.Plan
 	var bad map[string]error
-	err := s.d.retry(ctx, func() error {
-		plans, bad = map[string]reference.Plan{}, map[string]error{}
-		rows, err := s.d.sql.QueryContext(ctx, `SELECT operation_id, plan, plan_fingerprint FROM operations WHERE space = ?`, space)
-		if err != nil {
+	err := s.d.each(ctx, func() { plans, bad = map[string]reference.Plan{}, map[string]error{} }, func(rows *sql.Rows) error {
+		var id, fp string
+		var payload []byte
+		if err := rows.Scan(&id, &payload, &fp); err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id, fp string
-			var payload []byte
-			if err := rows.Scan(&id, &payload, &fp); err != nil {
-				return err
-			}
-			if p, err := decodeStoredPlan(id, payload, fp); err != nil {
-				bad[id] = err
-			} else {
-				plans[id] = p
-			}
+		if p, err := decodeStoredPlan(id, payload, fp); err != nil {
+			bad[id] = err
+		} else {
+			plans[id] = p
 		}
-		return rows.Err()
-	})
+		return nil
+	}, `SELECT operation_id, plan, plan_fingerprint FROM operations WHERE space = ?`, space)
 	return plans, bad, err
 }
 
@@ -655,26 +646,15 @@ func (s *StateStore) one(ctx context.Context, q string, args ...any) (reference.
 
 func (s *StateStore) many(ctx context.Context, q string, args ...any) ([]reference.DocumentState, error) {
 	var out []reference.DocumentState
-	err := s.d.retry(ctx, func() error {
-		out = make([]reference.DocumentState, 0)
-		rows, err := s.d.sql.QueryContext(ctx, q, args...)
-		if err != nil {
+	err := s.d.each(ctx, func() { out = make([]reference.DocumentState, 0) }, func(rows *sql.Rows) error {
+		var payload []byte
+		if err := rows.Scan(&payload); err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var payload []byte
-			if err := rows.Scan(&payload); err != nil {
-				return err
-			}
-			st, err := reference.DecodeState(payload)
-			if err != nil {
-				return err
-			}
-			out = append(out, st)
-		}
-		return rows.Err()
-	})
+		st, err := reference.DecodeState(payload)
+		out = append(out, st)
+		return err
+	}, q, args...)
 	return out, err
 }
 
@@ -833,37 +813,29 @@ func (g *Registry) views(ctx context.Context, space string, idsQuery string, arg
 		ORDER BY ids.node_id, n.normalized_name`
 	args = append(args, space, space)
 	var out []reference.RegisteredEntity
-	err := g.d.retry(ctx, func() error {
-		out = make([]reference.RegisteredEntity, 0)
-		rows, err := g.d.sql.QueryContext(ctx, q, args...)
-		if err != nil {
+	err := g.d.each(ctx, func() { out = make([]reference.RegisteredEntity, 0) }, func(rows *sql.Rows) error {
+		var id, typ, canonical, props string
+		var name sql.NullString
+		if err := rows.Scan(&id, &typ, &canonical, &props, &name); err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id, typ, canonical, props string
-			var name sql.NullString
-			if err := rows.Scan(&id, &typ, &canonical, &props, &name); err != nil {
+		if len(out) == 0 || out[len(out)-1].NodeID != id {
+			re := reference.RegisteredEntity{Space: space, NodeID: id, Type: typ, CanonicalName: canonical}
+			p, err := sqlgraph.DecodeProps(props)
+			if err != nil {
 				return err
 			}
-			if len(out) == 0 || out[len(out)-1].NodeID != id {
-				re := reference.RegisteredEntity{Space: space, NodeID: id, Type: typ, CanonicalName: canonical}
-				p, err := sqlgraph.DecodeProps(props)
-				if err != nil {
-					return err
-				}
-				if len(p) > 0 {
-					re.Properties = p
-				}
-				out = append(out, re)
+			if len(p) > 0 {
+				re.Properties = p
 			}
-			re := &out[len(out)-1]
-			if name.Valid && (len(re.Names) == 0 || re.Names[len(re.Names)-1] != name.String) {
-				re.Names = append(re.Names, name.String)
-			}
+			out = append(out, re)
 		}
-		return rows.Err()
-	})
+		re := &out[len(out)-1]
+		if name.Valid && (len(re.Names) == 0 || re.Names[len(re.Names)-1] != name.String) {
+			re.Names = append(re.Names, name.String)
+		}
+		return nil
+	}, q, args...)
 	return out, err
 }
 
@@ -897,24 +869,15 @@ func (g *Registry) MatchNodeIDs(ctx context.Context, space string, queries []ref
 			args = append(args, k.i, k.typ, k.name)
 		}
 		args = append(args, space)
-		err := g.d.retry(ctx, func() error {
-			rows, err := g.d.sql.QueryContext(ctx, `WITH q(i, entity_type, normalized_name) AS (VALUES `+placeholders(len(part), 3)+`)
-				SELECT q.i, n.node_id FROM q
-				JOIN entity_names n ON n.space = ? AND n.entity_type = q.entity_type AND n.normalized_name = q.normalized_name`, args...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var i int
-				var id string
-				if err := rows.Scan(&i, &id); err != nil {
-					return err
-				}
-				out[i] = append(out[i], id)
-			}
-			return rows.Err()
-		})
+		err := g.d.each(ctx, func() {}, func(rows *sql.Rows) error {
+			var i int
+			var id string
+			err := rows.Scan(&i, &id)
+			out[i] = append(out[i], id) // a retry may add an id twice: compacted below
+			return err
+		}, `WITH q(i, entity_type, normalized_name) AS (VALUES `+placeholders(len(part), 3)+`)
+			SELECT q.i, n.node_id FROM q
+			JOIN entity_names n ON n.space = ? AND n.entity_type = q.entity_type AND n.normalized_name = q.normalized_name`, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -1297,8 +1260,10 @@ func existingEdges(ctx context.Context, tx *sql.Tx, space string, edges []refere
 }
 
 // scanRows runs query and calls row for each result row.
-func scanRows(ctx context.Context, tx *sql.Tx, query string, args []any, row func(*sql.Rows) error) error {
-	rows, err := tx.QueryContext(ctx, query, args...)
+func scanRows(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, query string, args []any, row func(*sql.Rows) error) error {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}
@@ -1321,41 +1286,25 @@ func (w *Writer) scan(ctx context.Context, space string, reset func(), node func
 			return err
 		}
 		defer tx.Rollback()
-		rows, err := tx.QueryContext(ctx, `SELECT node_id, label, properties_json FROM graph_nodes WHERE space = ? ORDER BY seq`, space)
-		if err != nil {
+		if err := scanRows(ctx, tx, `SELECT node_id, label, properties_json FROM graph_nodes WHERE space = ? ORDER BY seq`, []any{space},
+			func(rows *sql.Rows) error {
+				var id, label, props string
+				if err := rows.Scan(&id, &label, &props); err != nil {
+					return err
+				}
+				return node(id, label, props)
+			}); err != nil {
 			return err
 		}
-		for rows.Next() {
-			var id, label, props string
-			if err := rows.Scan(&id, &label, &props); err != nil {
-				rows.Close()
-				return err
-			}
-			if err := node(id, label, props); err != nil {
-				rows.Close()
-				return err
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows, err = tx.QueryContext(ctx, `SELECT source, type, target, rank, properties_json FROM graph_edges WHERE space = ? ORDER BY seq`, space)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var k reference.EdgeKey
-			var props string
-			if err := rows.Scan(&k.Source, &k.Type, &k.Target, &k.Rank, &props); err != nil {
-				return err
-			}
-			if err := edge(k, props); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
+		return scanRows(ctx, tx, `SELECT source, type, target, rank, properties_json FROM graph_edges WHERE space = ? ORDER BY seq`, []any{space},
+			func(rows *sql.Rows) error {
+				var k reference.EdgeKey
+				var props string
+				if err := rows.Scan(&k.Source, &k.Type, &k.Target, &k.Rank, &props); err != nil {
+					return err
+				}
+				return edge(k, props)
+			})
 	})
 }
 
