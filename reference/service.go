@@ -910,9 +910,9 @@ func (s *Service) deadLetter(ctx context.Context, cur Operation, reason string) 
 }
 
 // reconcileDeadLetter leaves the stores consistent for the person who will
-// look at a dead-lettered operation: a state it committed gets its history;
-// graph effects of a plan that never committed are removed where no ACTIVE
-// document supports them.
+// look at a dead-lettered operation: a state it committed gets its history
+// and its stale edges cleaned up; graph effects of a plan that never
+// committed are removed where no ACTIVE document supports them.
 func (s *Service) reconcileDeadLetter(ctx context.Context, op Operation) error {
 	plan, err := s.Ops.GetPlan(ctx, op.OperationID)
 	if err != nil {
@@ -921,7 +921,13 @@ func (s *Service) reconcileDeadLetter(ctx context.Context, op Operation) error {
 	if st, ok, err := s.States.FindByOperationID(ctx, op.Space, op.DocumentID, op.OperationID); err != nil {
 		return err
 	} else if ok {
-		return s.States.RecordVersion(ctx, st)
+		// The state is committed: what its completion would still have
+		// done, the history and the removal of the edges it made stale
+		// that nothing supports any more, is done here.
+		if err := s.States.RecordVersion(ctx, st); err != nil {
+			return err
+		}
+		return s.cleanupStale(ctx, op, plan, nil)
 	}
 	return s.reconcileAbandoned(ctx, op, plan)
 }
