@@ -399,6 +399,10 @@ func (s *OperationStore) GetPlan(ctx context.Context, operationID string) (refer
 	if err != nil {
 		return reference.Plan{}, s.d.wrap("operations.getPlan", "operation "+operationID, err)
 	}
+	return decodeStoredPlan(operationID, payload, fp)
+}
+
+func decodeStoredPlan(operationID string, payload []byte, fp string) (reference.Plan, error) {
 	if len(payload) == 0 {
 		return reference.Plan{}, fmt.Errorf("operation %s: %w", operationID, reference.ErrNoPersistedPlan)
 	}
@@ -407,6 +411,33 @@ func (s *OperationStore) GetPlan(ctx context.Context, operationID string) (refer
 		return reference.Plan{}, fmt.Errorf("operation %s: %w", operationID, err)
 	}
 	return p, nil
+}
+
+// SpacePlans implements check.SpacePlanReader: every plan of a space in
+// one query, each decoded and checked as GetPlan does.
+func (s *OperationStore) SpacePlans(ctx context.Context, space string) (map[string]reference.Plan, map[string]error, error) {
+	rows, err := s.d.pool.Query(ctx, `SELECT operation_id, plan, plan_fingerprint FROM crashmatrix_operations WHERE space = $1`, space)
+	if err != nil {
+		return nil, nil, s.d.wrap("operations.spacePlans", "space "+space, err)
+	}
+	defer rows.Close()
+	plans, bad := map[string]reference.Plan{}, map[string]error{}
+	for rows.Next() {
+		var id, fp string
+		var payload []byte
+		if err := rows.Scan(&id, &payload, &fp); err != nil {
+			return nil, nil, s.d.wrap("operations.spacePlans", "space "+space, err)
+		}
+		if p, err := decodeStoredPlan(id, payload, fp); err != nil {
+			bad[id] = err
+		} else {
+			plans[id] = p
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, s.d.wrap("operations.spacePlans", "space "+space, err)
+	}
+	return plans, bad, nil
 }
 
 // CompareAndSet implements reference.OperationStore with the semantics of
@@ -665,6 +696,20 @@ func (s *StateStore) RecordVersion(ctx context.Context, state reference.Document
 	return s.d.wrap("states.recordVersion", fmt.Sprintf("%s revision %d", docIDs(state.Space, state.DocumentID), state.Revision), err)
 }
 
+// SpaceVersions implements check.SpaceVersionReader: one query.
+func (s *StateStore) SpaceVersions(ctx context.Context, space string) (map[string][]reference.DocumentState, error) {
+	all, err := s.many(ctx, "states.spaceVersions", "space "+space,
+		`SELECT payload FROM crashmatrix_document_versions WHERE space = $1 ORDER BY document_id, revision`, space)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]reference.DocumentState{}
+	for _, v := range all {
+		out[v.DocumentID] = append(out[v.DocumentID], v)
+	}
+	return out, nil
+}
+
 // Versions implements reference.DocumentStateStore.
 func (s *StateStore) Versions(ctx context.Context, space, documentID string) ([]reference.DocumentState, error) {
 	if err := reference.CheckKey(space, documentID); err != nil {
@@ -765,6 +810,52 @@ func (g *Registry) views(ctx context.Context, op, space string, idsQuery string,
 	})
 	if err != nil {
 		return nil, g.d.wrap(op, "space "+space, err)
+	}
+	return out, nil
+}
+
+// MatchNodeIDs implements reference.BatchMatcher: every query in one
+// statement.
+func (g *Registry) MatchNodeIDs(ctx context.Context, space string, queries []reference.EntityQuery) ([][]string, error) {
+	if blank(space) {
+		return nil, fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	}
+	var idx []int32
+	var types, names []string
+	for i, q := range queries {
+		typ, seen := reference.Normalize(q.Type), map[string]bool{}
+		for _, n := range q.Names {
+			if nn := reference.Normalize(n); nn != "" && !seen[nn] {
+				seen[nn] = true
+				idx, types, names = append(idx, int32(i)), append(types, typ), append(names, nn)
+			}
+		}
+	}
+	out := make([][]string, len(queries))
+	for i := range out {
+		out[i] = []string{}
+	}
+	if len(idx) == 0 {
+		return out, nil
+	}
+	rows, err := g.d.pool.Query(ctx, `SELECT DISTINCT q.i, n.node_id
+		FROM unnest($2::int[], $3::text[], $4::text[]) AS q(i, entity_type, normalized_name)
+		JOIN crashmatrix_entity_names n ON n.space = $1 AND n.entity_type = q.entity_type AND n.normalized_name = q.normalized_name
+		ORDER BY 1, 2`, space, idx, types, names)
+	if err != nil {
+		return nil, g.d.wrap("registry.matchNodeIDs", "space "+space, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var i int32
+		var id string
+		if err := rows.Scan(&i, &id); err != nil {
+			return nil, g.d.wrap("registry.matchNodeIDs", "space "+space, err)
+		}
+		out[i] = append(out[i], id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, g.d.wrap("registry.matchNodeIDs", "space "+space, err)
 	}
 	return out, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/adapters/postgres/pgtest"
 	"github.com/crashmatrix/crashmatrix/properties"
+	"github.com/crashmatrix/crashmatrix/properties/check"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -541,5 +542,37 @@ func TestPasswordRedaction(t *testing.T) {
 		// The role may lack CREATE on the public schema: that is fine,
 		// authentication is what this checks.
 		t.Fatalf("right password: %v", err)
+	}
+}
+
+// The optional batch reads (all plans, all versions, graph with duplicates)
+// give the snapshot the one-by-one reads give, unreadable plan included.
+func TestBatchedReadsAgree(t *testing.T) {
+	ctx := context.Background()
+	dsn := schemaDSN(t)
+	st := openDSN(t, dsn, false)
+	svc := &reference.Service{Stores: st, Extractor: &reference.FakeExtractor{Log: &reference.MemoryCallLog{}}}
+	for _, r := range []reference.IngestRequest{
+		{Space: "sp", DocumentID: "d1", Content: "Person:Alice {role=author}\nPerson:Alice -KNOWS-> Person:Bob\n"},
+		{Space: "sp", DocumentID: "d2", Content: "Person:Bob -WORKS_AT-> Org:Acme\n"},
+		{Space: "sp", DocumentID: "d1", Content: "Person:Alice -KNOWS-> Person:Carol\n"},
+	} {
+		_, err := svc.Ingest(ctx, r)
+		storetest.Must(t, err)
+	}
+	_, err := svc.Retract(ctx, "sp", "d2")
+	storetest.Must(t, err)
+	_, err = rawConn(t, dsn).Exec(ctx, `UPDATE crashmatrix_operations SET plan = '\x00ff'::bytea
+		WHERE operation_id = (SELECT min(operation_id) FROM crashmatrix_operations WHERE space = 'sp')`)
+	storetest.Must(t, err)
+	snap, err := check.Take(ctx, st, "sp", nil, nil, nil)
+	storetest.Must(t, err)
+	if len(snap.Ops) != 4 || len(snap.PlanErrors) != 1 || len(snap.Versions["d1"]) != 2 {
+		t.Fatalf("snapshot: %d ops, %d unreadable plans, %d versions of d1; want 4, 1, 2", len(snap.Ops), len(snap.PlanErrors), len(snap.Versions["d1"]))
+	}
+	diff, err := check.CompareBatchedReads(ctx, st, "sp")
+	storetest.Must(t, err)
+	if diff != "" {
+		t.Fatal(diff)
 	}
 }

@@ -7,6 +7,7 @@ package check
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -642,4 +643,32 @@ func CheckI8(s Snapshot, o Observed) []Violation {
 		out = append(out, Violation{Invariant: I8, Operation: t, Message: "a retry with the same operation_id and other content was accepted instead of failing loudly"})
 	}
 	return out
+}
+
+// plainOps, plainStates and plainWriter hide every optional method of the
+// stores, so that Take falls back to the one-by-one reads.
+type plainOps struct{ reference.OperationStore }
+type plainStates struct{ reference.DocumentStateStore }
+type plainWriter struct{ reference.GraphWriter }
+
+// CompareBatchedReads takes the snapshot of space twice, with the stores'
+// optional batch reads (SpacePlanReader, SpaceVersionReader,
+// GraphDuplicateReader) and with the one-by-one reads every store
+// supports, and describes how the two differ ("" when they agree). A store
+// that offers the batch reads must give the same snapshot both ways.
+func CompareBatchedReads(ctx context.Context, st reference.Stores, space string) (string, error) {
+	batched, err := Take(ctx, st, space, nil, nil, nil)
+	if err != nil {
+		return "", err
+	}
+	plain := st
+	plain.Ops, plain.States, plain.Writer = plainOps{st.Ops}, plainStates{st.States}, plainWriter{st.Writer}
+	oneByOne, err := Take(ctx, plain, space, nil, nil, nil)
+	if err != nil {
+		return "", err
+	}
+	if reflect.DeepEqual(batched, oneByOne) {
+		return "", nil
+	}
+	return fmt.Sprintf("batched and one-by-one snapshots differ:\n batched    %+v\n one-by-one %+v", batched, oneByOne), nil
 }
