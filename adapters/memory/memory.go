@@ -180,6 +180,15 @@ func (s *OperationStore) CorruptPlan(operationID string, payload []byte) error {
 	return nil
 }
 
+// ByDocument groups states by document id, keeping their order.
+func ByDocument(states []reference.DocumentState) map[string][]reference.DocumentState {
+	out := map[string][]reference.DocumentState{}
+	for _, v := range states {
+		out[v.DocumentID] = append(out[v.DocumentID], v)
+	}
+	return out
+}
+
 // MatchesExpected reports whether the stored record is the one a
 // compare-and-set expects: same identity, stage, attempts and disposition.
 func MatchesExpected(stored, expected reference.Operation) bool {

@@ -703,11 +703,7 @@ func (s *StateStore) SpaceVersions(ctx context.Context, space string) (map[strin
 	if err != nil {
 		return nil, err
 	}
-	out := map[string][]reference.DocumentState{}
-	for _, v := range all {
-		out[v.DocumentID] = append(out[v.DocumentID], v)
-	}
-	return out, nil
+	return memory.ByDocument(all), nil
 }
 
 // Versions implements reference.DocumentStateStore.
