@@ -157,6 +157,14 @@ func (s *OperationStore) GetPlan(ctx context.Context, operationID string) (refer
 	if !ok {
 		return reference.Plan{}, notFound(operationID)
 	}
+	return DecodeStoredPlan(operationID, payload, fp)
+}
+
+// DecodeStoredPlan decodes the plan payload stored with an operation and
+// checks it against the operation's fingerprint, as every store's GetPlan
+// does: an empty payload is ErrNoPersistedPlan, and the operation id is
+// named in every error.
+func DecodeStoredPlan(operationID string, payload []byte, fp string) (reference.Plan, error) {
 	if len(payload) == 0 {
 		return reference.Plan{}, fmt.Errorf("operation %s: %w", operationID, reference.ErrNoPersistedPlan)
 	}

@@ -97,7 +97,7 @@ func Open(ctx context.Context, dsn string, opts Options) (reference.Stores, erro
 		Ops:      &OperationStore{d},
 		States:   &StateStore{d},
 		Registry: &Registry{d},
-		Writer:   &Writer{d},
+		Writer:   newWriter(d),
 		Locks:    &Locks{d},
 		Closer:   &closer{d},
 	}, nil
@@ -399,18 +399,7 @@ func (s *OperationStore) GetPlan(ctx context.Context, operationID string) (refer
 	if err != nil {
 		return reference.Plan{}, s.d.wrap("operations.getPlan", "operation "+operationID, err)
 	}
-	return decodeStoredPlan(operationID, payload, fp)
-}
-
-func decodeStoredPlan(operationID string, payload []byte, fp string) (reference.Plan, error) {
-	if len(payload) == 0 {
-		return reference.Plan{}, fmt.Errorf("operation %s: %w", operationID, reference.ErrNoPersistedPlan)
-	}
-	p, err := reference.DecodePlan(payload, fp)
-	if err != nil {
-		return reference.Plan{}, fmt.Errorf("operation %s: %w", operationID, err)
-	}
-	return p, nil
+	return memory.DecodeStoredPlan(operationID, payload, fp)
 }
 
 // SpacePlans implements check.SpacePlanReader: every plan of a space in
@@ -428,7 +417,7 @@ func (s *OperationStore) SpacePlans(ctx context.Context, space string) (map[stri
 		if err := rows.Scan(&id, &payload, &fp); err != nil {
 			return nil, nil, s.d.wrap("operations.spacePlans", "space "+space, err)
 		}
-		if p, err := decodeStoredPlan(id, payload, fp); err != nil {
+		if p, err := memory.DecodeStoredPlan(id, payload, fp); err != nil {
 			bad[id] = err
 		} else {
 			plans[id] = p
@@ -1001,7 +990,16 @@ func (g *Registry) List(ctx context.Context, space string) ([]reference.Register
 // UPDATE of every row with the identity (patching the JSON properties)
 // followed by an INSERT if none was updated. With
 // Options.CreateInsteadOfMerge it always INSERTs (a mutant).
-type Writer struct{ d *db }
+type Writer struct {
+	d               *db
+	sqlgraph.Reader // ReadGraph, ReadGraphAndDuplicates, Duplicates
+}
+
+func newWriter(d *db) *Writer {
+	w := &Writer{d: d}
+	w.Reader = sqlgraph.Reader{Scan: w.scan}
+	return w
+}
 
 func (w *Writer) patch(ctx context.Context, tx pgx.Tx, sel, upd string, props map[string]string, selArgs ...any) (int, error) {
 	rows, err := tx.Query(ctx, sel, selArgs...)
@@ -1176,31 +1174,6 @@ func (w *Writer) scan(ctx context.Context, space string, reset func(), node func
 		return rows.Err()
 	})
 	return w.d.wrap("graph.read", "space "+space, err)
-}
-
-// ReadGraph implements reference.GraphWriter. Duplicates are folded, the
-// last stored row winning; Properties maps are never nil.
-func (w *Writer) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
-	return sqlgraph.Read(w.scanner(ctx, space))
-}
-
-// ReadGraphAndDuplicates implements check.GraphDuplicateReader: one scan.
-func (w *Writer) ReadGraphAndDuplicates(ctx context.Context, space string) (reference.Graph, []string, error) {
-	return sqlgraph.ReadWithDuplicates(w.scanner(ctx, space))
-}
-
-// Duplicates implements DuplicateReporter: entries like "node person:abc x2"
-// and "edge (a)-[KNOWS#0]->(b) x3", nodes first, each group sorted
-// (memory.FormatDuplicates).
-func (w *Writer) Duplicates(ctx context.Context, space string) ([]string, error) {
-	return sqlgraph.Duplicates(w.scanner(ctx, space))
-}
-
-// scanner binds scan to one space.
-func (w *Writer) scanner(ctx context.Context, space string) sqlgraph.Scan {
-	return func(reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error {
-		return w.scan(ctx, space, reset, node, edge)
-	}
 }
 
 // ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 package sqlgraph
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -78,4 +79,35 @@ func ReadWithDuplicates(scan Scan) (reference.Graph, []string, error) {
 func Duplicates(scan Scan) ([]string, error) {
 	_, d, err := ReadWithDuplicates(scan)
 	return d, err
+}
+
+// SpaceScan reads every node and edge row of one space, as Scan does.
+type SpaceScan func(ctx context.Context, space string, reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error
+
+// Reader gives a SQL graph writer its read-back methods, all from its one
+// scan of a space.
+type Reader struct{ Scan SpaceScan }
+
+// ReadGraph implements reference.GraphWriter. Duplicates are folded, the
+// last stored row winning; Properties maps are never nil.
+func (r Reader) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
+	return Read(r.bind(ctx, space))
+}
+
+// ReadGraphAndDuplicates implements check.GraphDuplicateReader: one scan.
+func (r Reader) ReadGraphAndDuplicates(ctx context.Context, space string) (reference.Graph, []string, error) {
+	return ReadWithDuplicates(r.bind(ctx, space))
+}
+
+// Duplicates implements the duplicate report: entries like "node
+// person:abc x2" and "edge (a)-[KNOWS#0]->(b) x3", nodes first, each group
+// sorted (memory.FormatDuplicates).
+func (r Reader) Duplicates(ctx context.Context, space string) ([]string, error) {
+	return Duplicates(r.bind(ctx, space))
+}
+
+func (r Reader) bind(ctx context.Context, space string) Scan {
+	return func(reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error {
+		return r.Scan(ctx, space, reset, node, edge)
+	}
 }
