@@ -25,10 +25,6 @@ func benchCmd() *cobra.Command {
 		Short: "Measure the full crash matrix's wall time and kill-restart-recover cycles per second",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			self, err := os.Executable()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
 			if benchDir == "" {
 				benchDir = os.TempDir()
@@ -41,10 +37,9 @@ func benchCmd() *cobra.Command {
 				}
 			}
 			name := backend
-			backend, cleanup, err := server.prepare(ctx, cmd.ErrOrStderr(), backend)
+			backend, self, cleanup, err := server.setUp(cmd, backend)
 			if err != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
-				return exitError{2}
+				return err
 			}
 			defer cleanup()
 			fmt.Fprintf(out, "crashmatrix bench: backend %s, %d cores, %s/%s, case data in %s\n", name, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, benchDir)

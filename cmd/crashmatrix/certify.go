@@ -104,14 +104,9 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		}
 		bugs = append(bugs, reference.Bug(b))
 	}
-	self, err := os.Executable()
+	backend, self, cleanup, err := f.server.setUp(cmd, f.backend)
 	if err != nil {
 		return err
-	}
-	backend, cleanup, err := f.server.prepare(cmd.Context(), cmd.ErrOrStderr(), f.backend)
-	if err != nil {
-		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
-		return exitError{2}
 	}
 	defer cleanup()
 	f.leaseTTL = defaultLeaseTTL(f.leaseTTL, backend)

@@ -63,16 +63,11 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			for _, b := range bugs {
 				bs = append(bs, reference.Bug(b))
 			}
-			backend, cleanup, err := server.prepare(cmd.Context(), cmd.ErrOrStderr(), backendName)
-			if err != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
-				return exitError{2}
-			}
-			defer cleanup()
-			self, err := os.Executable()
+			backend, self, cleanup, err := server.setUp(cmd, backendName)
 			if err != nil {
 				return err
 			}
+			defer cleanup()
 			if workdir == "" {
 				base := ""
 				if !processes {

@@ -56,16 +56,11 @@ not load or a run was undecided.`,
 			if len(scs) == 0 {
 				return fmt.Errorf("no scenario given (pass files or --library)")
 			}
-			backend, cleanup, err := server.prepare(cmd.Context(), cmd.ErrOrStderr(), backendName)
-			if err != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
-				return exitError{2}
-			}
-			defer cleanup()
-			self, err := os.Executable()
+			backend, self, cleanup, err := server.setUp(cmd, backendName)
 			if err != nil {
 				return err
 			}
+			defer cleanup()
 			if workdir == "" {
 				if workdir, err = os.MkdirTemp("", "crashmatrix-run-"); err != nil {
 					return err

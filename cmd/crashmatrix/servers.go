@@ -8,6 +8,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/sim/servers"
 	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
@@ -26,6 +27,21 @@ func (s *serverFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&s.postgresImage, "postgres-image", provision.DefaultPostgresImage, "image for --backend containers")
 	fl.StringVar(&s.neo4jImage, "neo4j-image", provision.DefaultNeo4jImage, "image for --backend containers")
 	fl.BoolVar(&s.allowNondisposable, "allow-nondisposable", false, "use a server that does not look disposable (crashmatrix writes to it and kills clients mid-transaction)")
+}
+
+// setUp is prepare for a command: a backend that cannot be set up is
+// reported on stderr and ends the command with exit code 2. It also
+// returns the path of this executable, which worker processes run.
+func (s *serverFlags) setUp(cmd *cobra.Command, backend string) (name, self string, cleanup func(), err error) {
+	if self, err = os.Executable(); err != nil {
+		return "", "", nil, err
+	}
+	name, cleanup, err = s.prepare(cmd.Context(), cmd.ErrOrStderr(), backend)
+	if err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
+		return "", "", nil, exitError{2}
+	}
+	return name, self, cleanup, nil
 }
 
 // prepare resolves the backend name, starts containers when asked, and
