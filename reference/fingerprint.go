@@ -149,8 +149,9 @@ func EncodePlan(p Plan) ([]byte, error) {
 		return nil, err
 	}
 	// What is stored is read back (on resume, by the checks): the decoded
-	// form of these bytes is p.
-	planMemo.put(b, p.Clone(), Fingerprint(p))
+	// form of these bytes is p. Its fingerprint is computed on the first
+	// read, not here: the writer has just computed it for the record.
+	planMemo.put(b, p.Clone(), "")
 	return b, nil
 }
 
@@ -168,6 +169,8 @@ func DecodePlan(payload []byte, want string) (Plan, error) {
 		if p, err = decodePlan(payload); err != nil {
 			return Plan{}, err
 		}
+	}
+	if fp == "" {
 		fp = Fingerprint(p)
 		planMemo.put(payload, p, fp)
 	}
