@@ -103,7 +103,7 @@ func (r *Recovery) RunOnce(ctx context.Context) (RoundReport, error) {
 			rep.Errors = append(rep.Errors, fmt.Sprintf("claim %s: %v", op.OperationID, err))
 			continue
 		}
-		if !claimed {
+		if !claimed && !s.has(BugResumeIgnoresClaim) {
 			rep.Skipped++
 			continue
 		}
@@ -145,9 +145,9 @@ func (r *Recovery) recoverOne(ctx context.Context, op Operation, maxAttempts int
 				return
 			}
 		}
-		if !IsRetryable(err) || attempts >= maxAttempts {
+		if !s.retryable(err) || attempts >= maxAttempts {
 			reason := err.Error()
-			if IsRetryable(err) {
+			if s.retryable(err) {
 				reason = fmt.Sprintf("retry budget of %d attempts exhausted: %v", maxAttempts, err)
 			}
 			if derr := s.DeadLetter(ctx, op.OperationID, reason); derr != nil {

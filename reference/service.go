@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/reference/plansave"
 )
 
 // Bug names a deliberate defect the reference service can be built with, so
@@ -17,7 +18,11 @@ import (
 // none.
 type Bug string
 
-// The service mutants.
+// The service mutants. The first three are gross defects; the others are
+// the kind of slip a careful engineer makes (an order swapped, an id minted
+// in the wrong place, a key or a boundary chosen wrongly, a classification
+// mistake), each hidden from the invariants that compare the service's own
+// records with themselves.
 const (
 	// BugRecallModelOnResume re-asks the model on resume and executes its
 	// new answer instead of the persisted plan.
@@ -28,10 +33,73 @@ const (
 	// BugAdvanceBeforeGraphWrite moves the stage to GRAPH_APPLIED before
 	// the graph write is confirmed.
 	BugAdvanceBeforeGraphWrite Bug = "advance-before-graph-write"
+	// BugCASOnFreshRevision takes the state commit's expected revision
+	// from a fresh read just before the compare-and-set instead of the
+	// revision the plan was made against.
+	BugCASOnFreshRevision Bug = "cas-on-fresh-revision"
+	// BugPlanIdentityIgnoresProperties compares a re-made plan with the
+	// frozen one by a digest that leaves out node and edge properties, so
+	// a plan that differs only there is taken for the frozen one and run.
+	BugPlanIdentityIgnoresProperties Bug = "plan-identity-ignores-properties"
+	// BugNewOperationOnRetry resubmits a failed ingestion under a new
+	// operationId (the old one plus its attempt count), with a fresh model
+	// call.
+	BugNewOperationOnRetry Bug = "new-operation-on-retry"
+	// BugStateBeforeRegistry commits the document state before the entity
+	// registry save (an order swap): a crash between leaves a committed
+	// state whose entities recovery never registers.
+	BugStateBeforeRegistry Bug = "state-before-registry"
+	// BugRetryPermanentErrors classifies injected permanent errors as
+	// retryable, so they are retried until the budget runs out instead of
+	// going to the dead letter at once.
+	BugRetryPermanentErrors Bug = "retry-permanent-errors"
+	// BugResumeIgnoresClaim lets recovery resume an operation whose claim
+	// another instance holds.
+	BugResumeIgnoresClaim Bug = "resume-ignores-claim"
+	// BugLeaseTrustedAfterExpiry trusts a lease locally for half a TTL past
+	// its expiry (a clock-drift margin applied in the wrong direction).
+	BugLeaseTrustedAfterExpiry Bug = "lease-trusted-after-expiry"
+	// BugReplanIDPerAttempt mints the operationId of a re-plan after a
+	// revision conflict from the time of the attempt, so a crash during
+	// conflict handling makes a second re-plan of the same intent.
+	BugReplanIDPerAttempt Bug = "replan-id-per-attempt"
+	// BugNoOpIgnoresRetraction answers NO_OP to a re-ingestion of the
+	// content a document had before it was retracted.
+	BugNoOpIgnoresRetraction Bug = "noop-ignores-retraction"
+	// BugDeadLetterWithoutReconcile records the dead letter without
+	// removing the graph effects of its plan.
+	BugDeadLetterWithoutReconcile Bug = "dead-letter-without-reconcile"
+	// BugIgnoreRefusedStateCAS treats a refused state compare-and-set as a
+	// commit and completes the operation.
+	BugIgnoreRefusedStateCAS Bug = "ignore-refused-state-cas"
+	// BugDeleteSharedEdges deletes the edges a plan made stale without
+	// asking whether another ACTIVE document still supports them.
+	BugDeleteSharedEdges Bug = "delete-shared-edges"
+	// BugPlanSaveKeyPerAttempt (System B) mints the operation_id of the
+	// save step per attempt instead of taking the one kept in the
+	// workflow state.
+	BugPlanSaveKeyPerAttempt = Bug(plansave.BugKeyPerAttempt)
+	// BugPlanSaveCheckpointFirst (System B) records the save step as done
+	// in the checkpoint before the business commit (an order swap).
+	BugPlanSaveCheckpointFirst = Bug(plansave.BugCheckpointFirst)
 )
 
 // Bugs lists the service mutants.
-var Bugs = []Bug{BugRecallModelOnResume, BugSkipRevisionCheck, BugAdvanceBeforeGraphWrite}
+var Bugs = []Bug{BugRecallModelOnResume, BugSkipRevisionCheck, BugAdvanceBeforeGraphWrite,
+	BugCASOnFreshRevision, BugPlanIdentityIgnoresProperties, BugNewOperationOnRetry, BugStateBeforeRegistry,
+	BugRetryPermanentErrors, BugResumeIgnoresClaim, BugLeaseTrustedAfterExpiry, BugReplanIDPerAttempt,
+	BugNoOpIgnoresRetraction, BugDeadLetterWithoutReconcile, BugIgnoreRefusedStateCAS, BugDeleteSharedEdges,
+	BugPlanSaveKeyPerAttempt, BugPlanSaveCheckpointFirst}
+
+// System says which protocol a mutant breaks: the ingestion service's
+// mutants are switched on in Service.Bugs, System B's in
+// plansave.Workflow.Bugs.
+func (b Bug) System() faults.System {
+	if plansave.IsBug(string(b)) {
+		return faults.PlanSave
+	}
+	return faults.Ingestion
+}
 
 // Event is one observation of the service, for the harness's history.
 type Event struct {
@@ -216,6 +284,11 @@ func (s *Service) Ingest(ctx context.Context, req IngestRequest) (res Result, er
 			base = cur.Revision
 		}
 		req.OperationID = IngestOperationID(req.Space, req.DocumentID, ContentHash(req.Content), base)
+		if s.has(BugNewOperationOnRetry) {
+			if op, err := s.Ops.Get(ctx, req.OperationID); err == nil && !op.Finished() && op.Attempts > 0 {
+				req.OperationID = fmt.Sprintf("%s-retry%d", req.OperationID, op.Attempts)
+			}
+		}
 	}
 	s.emit(Event{Kind: EvInvoke, OperationID: req.OperationID, Space: req.Space, DocumentID: req.DocumentID, Detail: "ingest"})
 	defer s.report(req.OperationID, &res, &err)
@@ -292,6 +365,11 @@ func (s *Service) prepare(ctx context.Context, plan Plan, lease *Lease) (Operati
 	if err != nil {
 		return Operation{}, fmt.Errorf("prepare %s: %w", op.OperationID, err)
 	}
+	if s.has(BugPlanIdentityIgnoresProperties) && !created {
+		if frozen, err := s.Ops.GetPlan(ctx, op.OperationID); err == nil && Fingerprint(withoutProperties(frozen)) == Fingerprint(withoutProperties(plan)) {
+			return stored, nil
+		}
+	}
 	if !stored.SameIdentity(op) {
 		return Operation{}, fmt.Errorf("prepare %s: %w: stored fingerprint %s, new plan %s", op.OperationID, ErrPlanConflict, stored.PlanFingerprint, op.PlanFingerprint)
 	}
@@ -314,7 +392,7 @@ func (s *Service) Plan(ctx context.Context, req IngestRequest) (Plan, error) {
 	if ok {
 		prev = &cur
 	}
-	if ok && cur.Status == DocActive && cur.ContentHash == hash && cur.ExtractionFingerprint == s.model() {
+	if ok && (cur.Status == DocActive || s.has(BugNoOpIgnoresRetraction)) && cur.ContentHash == hash && cur.ExtractionFingerprint == s.model() {
 		return Plan{Kind: NoOp, OperationID: req.OperationID, Space: req.Space, DocumentID: req.DocumentID,
 			Options: GraphOptions{Space: req.Space}, Mutation: Mutation{OperationID: req.OperationID}, PreviousState: prev, Content: req.Content}, nil
 	}
@@ -658,7 +736,7 @@ func (s *Service) executeFresh(ctx context.Context, op Operation, plan Plan, lea
 		s.emit(Event{Kind: EvGraphWritten, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, Detail: fmt.Sprint(n)})
 	}
 	if op.Stage == GraphApplied {
-		if len(plan.Registrations) > 0 {
+		if len(plan.Registrations) > 0 && !s.has(BugStateBeforeRegistry) {
 			if err := s.at(ctx, faults.BeforeRegistrySave, func() error {
 				return s.Registry.SaveAll(ctx, op.Space, plan.Registrations)
 			}); err != nil {
@@ -680,7 +758,7 @@ func (s *Service) executeFresh(ctx context.Context, op Operation, plan Plan, lea
 		next := *plan.NextState
 		next.CommittedAt = s.now()
 		exp := expected
-		if s.has(BugSkipRevisionCheck) {
+		if s.has(BugSkipRevisionCheck) || s.has(BugCASOnFreshRevision) {
 			if cur, ok, err := s.States.FindCurrent(ctx, op.Space, op.DocumentID); err == nil && ok {
 				exp = cur.Revision
 			}
@@ -699,11 +777,25 @@ func (s *Service) executeFresh(ctx context.Context, op Operation, plan Plan, lea
 			ok, e = s.States.CompareAndSet(ctx, exp, next)
 			return e
 		})
+		if ok && s.has(BugStateBeforeRegistry) && len(plan.Registrations) > 0 {
+			s.emit(Event{Kind: EvStateCommit, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, Expected: exp, Revision: next.Revision, Holder: lease.Holder})
+			if err := s.at(ctx, faults.BeforeRegistrySave, func() error {
+				return s.Registry.SaveAll(ctx, op.Space, plan.Registrations)
+			}); err != nil {
+				return Result{}, s.fail(ctx, op, fmt.Errorf("registry %s: %w", op.OperationID, err))
+			}
+			res, err := s.finishCommitted(ctx, op, plan, next, lease)
+			res.Writes = writes
+			return res, err
+		}
 		if refused {
 			return Result{}, fmt.Errorf("state commit %s refused: %w", op.OperationID, err)
 		}
 		if err != nil {
 			return Result{}, s.fail(ctx, op, fmt.Errorf("state commit %s: %w", op.OperationID, err))
+		}
+		if !ok && s.has(BugIgnoreRefusedStateCAS) {
+			ok = true
 		}
 		if !ok {
 			st, mine, err := s.States.FindByOperationID(ctx, op.Space, op.DocumentID, op.OperationID)
@@ -744,6 +836,9 @@ func (s *Service) executeFresh(ctx context.Context, op Operation, plan Plan, lea
 func (s *Service) renew(ctx context.Context, op Operation, lease *Lease) error {
 	now, ttl := s.now(), s.leaseTTL()
 	if lease.ExpiresAt-now > ttl/2 && lease.ExpiresAt-now <= ttl {
+		return nil
+	}
+	if s.has(BugLeaseTrustedAfterExpiry) && now < lease.ExpiresAt+ttl/2 {
 		return nil
 	}
 	l, err := s.Locks.Renew(ctx, *lease, now, ttl)
@@ -795,7 +890,7 @@ func (s *Service) finishCommitted(ctx context.Context, op Operation, plan Plan, 
 // concurrent ingestions).
 func (s *Service) writeGraph(ctx context.Context, op Operation, plan Plan, lease *Lease) (int, error) {
 	m := plan.Mutation
-	if len(m.DeleteEdges) > 0 {
+	if len(m.DeleteEdges) > 0 && !s.has(BugDeleteSharedEdges) {
 		keep, err := s.unsupported(ctx, op, op.DocumentID, m.DeleteEdges)
 		if err != nil {
 			return 0, fmt.Errorf("graph write %s: %w", op.OperationID, err)
@@ -843,7 +938,7 @@ func (s *Service) fail(ctx context.Context, op Operation, cause error) error {
 	next.UpdatedAt = max(s.now(), cur.UpdatedAt)
 	next.Attempts = cur.Attempts + 1
 	next.FailureReason = truncate(cause.Error(), 2000)
-	if !IsRetryable(cause) || strings.HasPrefix(cur.FailureReason, DeadLetterPending) {
+	if !s.retryable(cause) || strings.HasPrefix(cur.FailureReason, DeadLetterPending) {
 		// A dead letter under way, or one begun before: the graph may
 		// lack this plan's effects until it is written again, and the
 		// mark stays until then.
@@ -863,7 +958,7 @@ func (s *Service) fail(ctx context.Context, op Operation, cause error) error {
 	if ok && next.Stage != cur.Stage {
 		s.emit(Event{Kind: EvStage, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, From: cur.Stage, To: next.Stage, Detail: next.FailureReason})
 	}
-	if !ok || IsRetryable(cause) {
+	if !ok || s.retryable(cause) {
 		return cause
 	}
 	if err := s.deadLetter(ctx, next, cause.Error()); err != nil {
@@ -884,7 +979,9 @@ const DeadLetterPending = "dead letter pending: "
 // the graph never keeps effects of a dead letter and never lacks effects of
 // an operation that may still commit. The disposition is recorded last.
 func (s *Service) deadLetter(ctx context.Context, cur Operation, reason string) error {
-	if err := s.reconcileDeadLetter(ctx, cur); err != nil {
+	if s.has(BugDeadLetterWithoutReconcile) {
+		// The defect: the disposition alone.
+	} else if err := s.reconcileDeadLetter(ctx, cur); err != nil {
 		if IsRetryable(err) {
 			return fmt.Errorf("reconcile dead letter %s: %w", cur.OperationID, err)
 		}
@@ -974,6 +1071,9 @@ func (s *Service) conflict(ctx context.Context, op Operation, plan Plan, lease *
 	superseding := ""
 	if plan.Kind == Ingestion {
 		newID := "replan-" + hashParts(op.OperationID, fmt.Sprint(latest))[:32]
+		if s.has(BugReplanIDPerAttempt) {
+			newID = "replan-" + hashParts(op.OperationID, fmt.Sprint(latest), fmt.Sprint(s.now()))[:32]
+		}
 		err := s.at(ctx, faults.ConflictBeforeReplan, func() error {
 			if _, err := s.Ops.Get(ctx, newID); err == nil {
 				return nil
@@ -1201,6 +1301,31 @@ func (s *Service) cleanupStale(ctx context.Context, op Operation, plan Plan, lea
 		}
 	}
 	return s.Writer.Apply(ctx, op.Space, Mutation{OperationID: op.OperationID, DeleteEdges: del})
+}
+
+// retryable is IsRetryable, or its mutant.
+func (s *Service) retryable(err error) bool {
+	var ie *faults.InjectedError
+	if s.has(BugRetryPermanentErrors) && errors.As(err, &ie) {
+		return true
+	}
+	return IsRetryable(err)
+}
+
+// withoutProperties is a plan with its node and edge properties left out,
+// for BugPlanIdentityIgnoresProperties.
+func withoutProperties(p Plan) Plan {
+	m := p.Mutation
+	m.UpsertNodes = append([]NodeUpsert(nil), m.UpsertNodes...)
+	for i := range m.UpsertNodes {
+		m.UpsertNodes[i].Properties = nil
+	}
+	m.UpsertEdges = append([]EdgeUpsert(nil), m.UpsertEdges...)
+	for i := range m.UpsertEdges {
+		m.UpsertEdges[i].Properties = nil
+	}
+	p.Mutation, p.ExtractionCall = m, 0
+	return p
 }
 
 // IsRetryable classifies an error: permanent errors (schema, protocol,

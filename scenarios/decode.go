@@ -553,8 +553,8 @@ func (d *decoder) decodeBugs(s *Scenario, top fields) {
 			d.errPath(p, "unknown bug %q (want one of %s)", b, strings.Join(known, ", "))
 		case slices.Contains(s.Bugs, reference.Bug(b)):
 			d.errPath(p, "bug %q listed twice", b)
-		case s.System != faults.Ingestion:
-			d.errPath(p, "bug %q is a defect of the ingestion service; it does not apply to system %s", b, s.System)
+		case reference.Bug(b).System() != s.System:
+			d.errPath(p, "bug %q is a defect of system %s; it does not apply to system %s", b, reference.Bug(b).System(), s.System)
 		default:
 			s.Bugs = append(s.Bugs, reference.Bug(b))
 		}

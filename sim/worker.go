@@ -204,8 +204,14 @@ func (w *worker) workflow(ctx context.Context) (*plansave.Workflow, error) {
 		}
 		w.ps = &ps
 	}
+	var bugs []plansave.Bug
+	for _, b := range w.spec.Bugs {
+		if b.System() == faults.PlanSave {
+			bugs = append(bugs, plansave.Bug(b))
+		}
+	}
 	return &plansave.Workflow{Checkpoints: w.ps.Checkpoints, Plans: w.ps.Plans, Faults: w.rt,
-		NewOperationID: func(thread string) string { return "op-" + thread }}, nil
+		NewOperationID: func(thread string) string { return "op-" + thread }, Bugs: bugs}, nil
 }
 
 func (w *worker) run(ctx context.Context, a Action) (string, error) {

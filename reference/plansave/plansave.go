@@ -11,7 +11,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 )
@@ -68,6 +71,26 @@ type PlanStore interface {
 	List(ctx context.Context, owner string) ([]PlanRow, error)
 }
 
+// Bug names a deliberate defect of the workflow (a mutant), so that the
+// harness can prove its plan-save invariant catches it.
+type Bug string
+
+// The workflow mutants.
+const (
+	// BugKeyPerAttempt mints the save step's operation_id per attempt
+	// instead of taking the one created at task start: a retried save
+	// inserts a second row under a new key.
+	BugKeyPerAttempt Bug = "plansave-key-per-attempt"
+	// BugCheckpointFirst records the save step as done in the checkpoint
+	// before the business commit, then saves the row and records its id.
+	BugCheckpointFirst Bug = "plansave-checkpoint-before-save"
+)
+
+// IsBug reports whether name is one of the workflow mutants.
+func IsBug(name string) bool {
+	return Bug(name) == BugKeyPerAttempt || Bug(name) == BugCheckpointFirst
+}
+
 // Workflow runs plan-save threads.
 type Workflow struct {
 	Checkpoints CheckpointStore
@@ -75,7 +98,13 @@ type Workflow struct {
 	Faults      *faults.Runtime
 	// NewOperationID makes the operation_id at task start.
 	NewOperationID func(threadID string) string
+	// Bugs switches on deliberate defects (mutants) for the harness.
+	Bugs []Bug
+
+	attempts atomic.Int64
 }
+
+func (w *Workflow) has(b Bug) bool { return slices.Contains(w.Bugs, b) }
 
 // Start creates a thread's first checkpoint (idempotent: an existing thread
 // is returned as it is).
@@ -118,16 +147,36 @@ func (w *Workflow) Invoke(ctx context.Context, threadID string, approve *bool) (
 			}
 			cp = next
 		case StepSave:
+			if w.has(BugCheckpointFirst) {
+				done := cp
+				done.Status, done.Next = StatusSaved, ""
+				if err := w.Faults.At(ctx, faults.PlanSaveBeforeCheckpoint, func() error { return w.Checkpoints.Put(ctx, done) }); err != nil {
+					return cp, fmt.Errorf("plansave %s: checkpoint: %w", threadID, err)
+				}
+			}
+			key := cp.OperationID
+			if w.has(BugKeyPerAttempt) {
+				// The defect: a key per attempt (an id made where the
+				// save runs, not where the task started).
+				key = fmt.Sprintf("%s-%d-%d", cp.OperationID, time.Now().UnixNano(), w.attempts.Add(1))
+			}
 			var id int64
 			if err := w.Faults.At(ctx, faults.PlanSaveBeforeBusiness, func() error {
 				var e error
-				id, e = w.Plans.Save(ctx, cp.Owner, cp.OperationID, cp.Question, cp.Minutes)
+				id, e = w.Plans.Save(ctx, cp.Owner, key, cp.Question, cp.Minutes)
 				return e
 			}); err != nil {
 				return cp, fmt.Errorf("plansave %s: save: %w", threadID, err)
 			}
 			next := cp
 			next.Status, next.Next, next.PlanID = StatusSaved, "", id
+			if w.has(BugCheckpointFirst) {
+				if err := w.Checkpoints.Put(ctx, next); err != nil {
+					return cp, fmt.Errorf("plansave %s: checkpoint: %w", threadID, err)
+				}
+				cp = next
+				continue
+			}
 			if err := w.Faults.At(ctx, faults.PlanSaveBeforeCheckpoint, func() error { return w.Checkpoints.Put(ctx, next) }); err != nil {
 				return cp, fmt.Errorf("plansave %s: checkpoint: %w", threadID, err)
 			}
