@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/reference/plansave"
 )
@@ -241,12 +242,15 @@ type Observed struct {
 	// ConflictAccepted lists threads where a conflicting retry was
 	// accepted instead of failing loudly.
 	ConflictAccepted []string
+	// Log is the whole history: the intent-based checks (CheckIntents)
+	// read the harness's own observations and which worker did what.
+	Log history.Log
 }
 
 // Check runs every checker.
 func Check(s Snapshot, o Observed) []Violation {
 	var out []Violation
-	for _, f := range []func(Snapshot, Observed) []Violation{CheckI1, CheckI2, CheckI3, CheckI4, CheckI5, CheckI6, CheckI7, CheckI8} {
+	for _, f := range []func(Snapshot, Observed) []Violation{CheckI1, CheckI2, CheckI3, CheckI4, CheckI5, CheckI6, CheckI7, CheckI8, CheckIntents} {
 		out = append(out, f(s, o)...)
 	}
 	return out
@@ -555,11 +559,14 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 	}
 	cur := map[string]*grant{}
 	lost := map[string]bool{} // holder+op refused
+	// A lease a fault broke on purpose (split brain, early expiry) is not
+	// the lock provider's fault: its grants are not judged here.
+	broken := newIntentIndex(o.Log).leaseFaultedHolder
 	for _, e := range o.Events {
 		doc := e.Space + "/" + e.DocumentID
 		switch e.Kind {
 		case reference.EvLeaseAcquire:
-			if g := cur[doc]; g != nil {
+			if g := cur[doc]; g != nil && !broken(g.holder) && !broken(e.Holder) {
 				if e.Holder != g.holder && e.Token <= g.token {
 					out = append(out, Violation{Invariant: I7, Document: e.DocumentID,
 						Message: fmt.Sprintf("fencing token did not grow: %s got token %d after %s held %d", e.Holder, e.Token, g.holder, g.token)})
@@ -578,7 +585,7 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 		case reference.EvLeaseRenew:
 			if g := cur[doc]; g != nil && g.holder == e.Holder && g.token == e.Token {
 				g.expiresAt = e.ExpiresAt
-			} else if g != nil && g.token > e.Token {
+			} else if g != nil && g.token > e.Token && !broken(g.holder) && !broken(e.Holder) {
 				out = append(out, Violation{Invariant: I7, Document: e.DocumentID,
 					Message: fmt.Sprintf("stale holder %s renewed token %d after token %d was granted to %s", e.Holder, e.Token, g.token, g.holder)})
 			}

@@ -12,7 +12,15 @@
 //   - pause:     the process stalls past its lease before the step, so another
 //     worker takes over; when it wakes up it must be refused;
 //   - recrash:   a crash, and the first recovery crashes at the same window
-//     again (a crash during recovery).
+//     again (a crash during recovery);
+//   - persistent: a permanent error at every hit, in every worker of the case
+//     until faults stop (a schema or permission error does not go away on
+//     retry, so only a dead letter ends it);
+//   - split:     the lease is granted although another holder's lease is still
+//     live (split brain: a GC pause or clock skew); the revision CAS, the
+//     claim and the plan fingerprint must then keep the invariants alone;
+//   - expire:    the store lets the lease expire at once while its holder
+//     believes it for the whole TTL (early expiry).
 //
 // The names are pingcap/failpoint paths, so they can be armed with
 // failpoint.Enable or the GO_FAILPOINTS environment variable without any code
@@ -22,6 +30,7 @@ package faults
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Point names one crash window (one failpoint).
@@ -40,10 +49,21 @@ const (
 	// Recrash crashes at the window, then crashes the first recovery
 	// attempt at the same window again (a crash during recovery).
 	Recrash Kind = "recrash"
+	// Persistent is a permanent error that fires at every hit; a case arms
+	// it in every worker until faults stop.
+	Persistent Kind = "persistent"
+	// Split grants a lease another holder still holds (split brain).
+	Split Kind = "split"
+	// Expire grants a lease the store forgets at once (early expiry).
+	Expire Kind = "expire"
 )
 
 // Kinds lists every fault kind in a stable order.
-var Kinds = []Kind{Crash, Transient, Permanent, Unknown, Pause, Recrash}
+var Kinds = []Kind{Crash, Transient, Permanent, Unknown, Pause, Recrash, Persistent, Split, Expire}
+
+// IsLeaseFault reports whether k breaks the document lease (split brain or
+// early expiry) instead of the step after its point.
+func (k Kind) IsLeaseFault() bool { return k == Split || k == Expire }
 
 // ParseKind parses a fault kind name.
 func ParseKind(s string) (Kind, error) {
@@ -52,7 +72,11 @@ func ParseKind(s string) (Kind, error) {
 			return k, nil
 		}
 	}
-	return "", fmt.Errorf("unknown fault kind %q (want one of crash, error, permanent, unknown, pause, recrash)", s)
+	names := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		names[i] = string(k)
+	}
+	return "", fmt.Errorf("unknown fault kind %q (want one of %s)", s, strings.Join(names, ", "))
 }
 
 // The crash windows of System A (ingestion) and System B (plan save).
@@ -78,6 +102,7 @@ const (
 	PlanSaveBeforeApprove    Point = "planSaveBeforeApprove"
 	PlanSaveBeforeBusiness   Point = "planSaveBeforeBusinessCommit"
 	PlanSaveBeforeCheckpoint Point = "planSaveBeforeCheckpoint"
+	LeaseAcquire             Point = "leaseAcquire"
 )
 
 // System says which protocol a window belongs to.
@@ -105,13 +130,13 @@ type Spec struct {
 	InRecovery bool
 }
 
-var all = []Kind{Crash, Transient, Permanent, Unknown, Pause, Recrash}
+var all = []Kind{Crash, Transient, Permanent, Unknown, Pause, Recrash, Persistent}
 
 // Catalogue lists every failpoint of the reference implementation. A test
 // checks that the code and this list agree.
 var Catalogue = []Spec{
-	{BeforeExtract, Ingestion, "call the model", "before PREPARED (no model answer yet)", "nothing to resume; the caller resubmits", []Kind{Crash, Transient, Permanent}, false},
-	{BeforePrepare, Ingestion, "persist operation + plan (createIfAbsent)", "before PREPARED (model answered, nothing durable)", "nothing to resume; the caller resubmits and a new plan is made", []Kind{Crash, Transient, Permanent, Unknown, Pause}, false},
+	{BeforeExtract, Ingestion, "call the model", "before PREPARED (no model answer yet)", "nothing to resume; the caller resubmits", []Kind{Crash, Transient, Permanent, Persistent}, false},
+	{BeforePrepare, Ingestion, "persist operation + plan (createIfAbsent)", "before PREPARED (model answered, nothing durable)", "nothing to resume; the caller resubmits and a new plan is made", []Kind{Crash, Transient, Permanent, Unknown, Pause, Persistent}, false},
 	{BeforeGraphWrite, Ingestion, "apply the mutation's first batch", "after PREPARED, before the graph write", "re-run the writer from the persisted plan", all, false},
 	{BetweenGraphBatches, Ingestion, "apply the next mutation batch", "during the graph write (partial batches)", "re-run; upserts and deletes must be repeatable", all, false},
 	{BeforeGraphApplied, Ingestion, "stage PREPARED -> GRAPH_APPLIED", "graph write succeeded, stage not advanced (the unknown window)", "re-apply the mutation idempotently and reconcile", all, false},
@@ -120,6 +145,7 @@ var Catalogue = []Spec{
 	{BeforeRecordVersion, Ingestion, "record the version history", "after the state commit, before the history", "see the state by operationId; fill in the history; advance stages only", all, false},
 	{BeforeStateCommitted, Ingestion, "stage GRAPH_APPLIED -> STATE_COMMITTED", "after the state commit, before STATE_COMMITTED", "see the state by operationId; advance stages only", all, false},
 	{BeforeCompleted, Ingestion, "stage STATE_COMMITTED -> COMPLETED", "after STATE_COMMITTED, before COMPLETED", "advance the stage only", all, false},
+	{LeaseAcquire, Ingestion, "acquire the document lease", "a document lease is asked for (split brain, early expiry)", "the revision CAS, the claim and the plan fingerprint stop the holder whose lease was broken", []Kind{Crash, Split, Expire}, false},
 	{BeforeMarkFailed, Ingestion, "record the failure (PREPARED -> FAILED after a writer error)", "a step failed, failure not yet recorded", "retry with the same plan", []Kind{Crash, Unknown}, false},
 	{BeforeDeadLetter, Ingestion, "record the dead letter of an operation that failed for good", "failure recorded as a pending dead letter, graph effects reconciled, dead letter not yet recorded", "write the graph again and finish; or fail again, reconcile, record the dead letter", []Kind{Crash, Unknown}, false},
 	{BeforeRetryPrepared, Ingestion, "stage FAILED -> PREPARED on retry", "FAILED recorded, retry not started", "retry with the same plan", []Kind{Crash, Transient, Unknown}, true},

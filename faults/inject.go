@@ -220,6 +220,23 @@ type Runtime struct {
 	Crash func(Hit)
 	// Sleep stalls for a Pause; time.Sleep when nil.
 	Sleep func(context.Context, time.Duration)
+
+	mu    sync.Mutex
+	lease Kind // a lease fault armed for the step running now
+}
+
+// LeaseFault returns the lease fault (Split or Expire) that fired at the
+// point of the step running now, once: the lock provider wrapper that
+// acts on it calls it inside the step.
+func (r *Runtime) LeaseFault() (Kind, bool) {
+	if r == nil {
+		return "", false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := r.lease
+	r.lease = ""
+	return k, k != ""
 }
 
 // InjectedError is the error a Transient or Permanent fault returns.
@@ -260,8 +277,17 @@ func (r *Runtime) At(ctx context.Context, p Point, step func() error) error {
 		r.crash(h)
 	case Transient:
 		return &InjectedError{Point: p, Retryable: true}
-	case Permanent:
+	case Permanent, Persistent:
 		return &InjectedError{Point: p, Retryable: false}
+	case Split, Expire:
+		r.mu.Lock()
+		r.lease = a.Kind
+		r.mu.Unlock()
+		err := step()
+		r.mu.Lock()
+		r.lease = ""
+		r.mu.Unlock()
+		return err
 	case Unknown:
 		_ = step()
 		r.crash(h)

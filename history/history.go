@@ -38,6 +38,10 @@ const (
 	Result Kind = "result"
 	// Exit: the worker finished (Reason) without being killed.
 	Exit Kind = "exit"
+	// Seen: the harness itself saw something at the boundary of the
+	// system under test (Seen): an intent, a model answer, a frozen plan,
+	// a commit, a graph write, a claim, a plan save (observation.go).
+	Seen Kind = "seen"
 )
 
 // Outcome is what an action returned, typed, so nothing parses it back.
@@ -89,6 +93,8 @@ type Record struct {
 	Err    string   `json:"err,omitempty"`
 	// Reason is an Exit's.
 	Reason string `json:"reason,omitempty"`
+	// Obs is a Seen record's observation.
+	Obs *Observation `json:"obs,omitempty"`
 }
 
 // Writer appends records to a case's history as one worker.

@@ -593,7 +593,13 @@ func (s *Service) withLease(ctx context.Context, space, documentID string, fn fu
 	// Service exclude each other as two instances do.
 	holder := fmt.Sprintf("%s#%d", firstNonEmpty(s.Holder, "service"), s.calls.Add(1))
 	for {
-		l, ok, err := s.Locks.TryAcquire(ctx, space, documentID, holder, s.now(), s.leaseTTL())
+		var l Lease
+		var ok bool
+		err := s.at(ctx, faults.LeaseAcquire, func() error {
+			var e error
+			l, ok, e = s.Locks.TryAcquire(ctx, space, documentID, holder, s.now(), s.leaseTTL())
+			return e
+		})
 		if err != nil {
 			return fmt.Errorf("lease %s/%s: %w", space, documentID, err)
 		}
@@ -758,7 +764,7 @@ func (s *Service) executeFresh(ctx context.Context, op Operation, plan Plan, lea
 		next := *plan.NextState
 		next.CommittedAt = s.now()
 		exp := expected
-		if s.has(BugSkipRevisionCheck) || s.has(BugCASOnFreshRevision) {
+		if s.has(BugSkipRevisionCheck) {
 			if cur, ok, err := s.States.FindCurrent(ctx, op.Space, op.DocumentID); err == nil && ok {
 				exp = cur.Revision
 			}
@@ -772,6 +778,12 @@ func (s *Service) executeFresh(ctx context.Context, op Operation, plan Plan, lea
 			if e := s.renew(ctx, op, lease); e != nil {
 				refused = true
 				return e
+			}
+			if s.has(BugCASOnFreshRevision) {
+				// The defect: "expected" is what was just read.
+				if cur, found, err := s.States.FindCurrent(ctx, op.Space, op.DocumentID); err == nil && found {
+					exp, next.Revision = cur.Revision, cur.Revision+1
+				}
 			}
 			var e error
 			ok, e = s.States.CompareAndSet(ctx, exp, next)

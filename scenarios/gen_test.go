@@ -30,18 +30,28 @@ type mirror struct {
 	mutant     string
 	backend    string
 	breaks     []check.Invariant
+	// leaseTTL overrides the library's lease TTL (and scales the case's
+	// pauses) where a real process's start-up must stay small beside it.
+	leaseTTL time.Duration
+}
+
+func (m mirror) ttl() time.Duration {
+	if m.leaseTTL > 0 {
+		return m.leaseTTL
+	}
+	return libraryLeaseTTL
 }
 
 func (m mirror) simCase(t testing.TB) sim.Case {
 	if m.class != "" {
-		for _, c := range sim.ClassCases(libraryLeaseTTL.Milliseconds()) {
+		for _, c := range append(sim.ClassCases(m.ttl().Milliseconds()), sim.BoundaryCases(m.ttl().Milliseconds())...) {
 			if c.Class == m.class {
 				return c
 			}
 		}
 		t.Fatalf("%s: no class case %q", m.name, m.class)
 	}
-	c, ok := sim.WindowCase(m.point, m.kind, libraryLeaseTTL.Milliseconds())
+	c, ok := sim.WindowCase(m.point, m.kind, m.ttl().Milliseconds())
 	if !ok {
 		t.Fatalf("%s: kind %s does not apply at %s", m.name, m.kind, m.point)
 	}
@@ -69,6 +79,7 @@ var libraryMirrors = []mirror{
 	{name: "window-recovery-before-resume", point: faults.RecoveryBeforeResume, kind: faults.Crash},
 	{name: "window-conflict-before-abandon", point: faults.ConflictBeforeAbandon, kind: faults.Crash},
 	{name: "window-conflict-before-replan", point: faults.ConflictBeforeReplan, kind: faults.Crash},
+	{name: "window-lease-acquire", point: faults.LeaseAcquire, kind: faults.Crash},
 	{name: "window-plansave-before-approve", point: faults.PlanSaveBeforeApprove, kind: faults.Crash},
 	{name: "window-plansave-before-business-commit", point: faults.PlanSaveBeforeBusiness, kind: faults.Crash},
 	{name: "window-plansave-before-checkpoint", point: faults.PlanSaveBeforeCheckpoint, kind: faults.Transient},
@@ -99,6 +110,39 @@ var libraryMirrors = []mirror{
 	{name: "mutant-advance-before-graph-write", point: faults.BeforeGraphWrite, kind: faults.Crash,
 		bugs: []reference.Bug{reference.BugAdvanceBeforeGraphWrite}, breaks: []check.Invariant{check.I4},
 		lead: "Pins bug advance-before-graph-write: the stage reaches GRAPH_APPLIED before the graph write is confirmed; I4 must catch the illegal stage order."},
+	{name: "mutant-cas-on-fresh-revision", point: faults.LeaseAcquire, kind: faults.Split, leaseTTL: 2 * time.Second,
+		bugs: []reference.Bug{reference.BugCASOnFreshRevision}, breaks: []check.Invariant{check.I2},
+		lead: "Pins bug cas-on-fresh-revision: with the lease broken (split brain), the stale holder's state commit takes its expected revision from a fresh read and commits its old plan over the newer revision; I2 must catch a commit that replaced a revision its plan was not made against."},
+	{name: "mutant-ignore-refused-state-cas", point: faults.LeaseAcquire, kind: faults.Expire, leaseTTL: 2 * time.Second,
+		bugs: []reference.Bug{reference.BugIgnoreRefusedStateCAS}, breaks: []check.Invariant{check.I4},
+		lead: "Pins bug ignore-refused-state-cas: with the lease broken (early expiry), the stale holder's refused state commit is taken for a commit and the operation completes; I4 must catch STATE_COMMITTED without a commit."},
+	{name: "mutant-plan-identity-ignores-properties", class: "split-brain-same-intent", leaseTTL: 2 * time.Second,
+		bugs: []reference.Bug{reference.BugPlanIdentityIgnoresProperties}, breaks: []check.Invariant{check.I1},
+		lead: "Pins bug plan-identity-ignores-properties: two holders plan one intent at once; the plan comparison leaves out properties, so the stale holder runs its own answer under the frozen operation; I1 must catch graph content no frozen plan holds."},
+	{name: "mutant-state-before-registry", point: faults.BeforeRegistrySave, kind: faults.Crash,
+		bugs: []reference.Bug{reference.BugStateBeforeRegistry}, breaks: []check.Invariant{check.I6},
+		lead: "Pins bug state-before-registry: the state is committed before the registry save, and a crash between leaves ACTIVE entities recovery never registers; I6 must catch a supported node that is not registered."},
+	{name: "mutant-retry-permanent-errors", point: faults.BeforeGraphWrite, kind: faults.Persistent,
+		bugs: []reference.Bug{reference.BugRetryPermanentErrors}, breaks: []check.Invariant{check.I5},
+		lead: "Pins bug retry-permanent-errors: a permanent error that persists across retries is classified as retryable and retried until the budget runs out; I5 must catch a permanent failure resumed past the dead-letter bound."},
+	{name: "mutant-resume-ignores-claim", point: faults.RecoveryBeforeResume, kind: faults.Crash, leaseTTL: 2 * time.Second,
+		bugs: []reference.Bug{reference.BugResumeIgnoresClaim}, breaks: []check.Invariant{check.I7},
+		lead: "Pins bug resume-ignores-claim: recovery resumes an operation whose claim a dead instance still holds; I7 must catch a resume under another instance's live claim."},
+	{name: "mutant-lease-trusted-after-expiry", class: "lease-just-after-expiry", leaseTTL: 2 * time.Second,
+		bugs: []reference.Bug{reference.BugLeaseTrustedAfterExpiry}, breaks: []check.Invariant{check.I7},
+		lead: "Pins bug lease-trusted-after-expiry: a writer that stalled just past its lease trusts it locally and writes after recovery took the document over; I7 must catch the stale holder's write."},
+	{name: "mutant-dead-letter-without-reconcile", point: faults.BeforeStateCommit, kind: faults.Permanent,
+		bugs: []reference.Bug{reference.BugDeadLetterWithoutReconcile}, breaks: []check.Invariant{check.I3},
+		lead: "Pins bug dead-letter-without-reconcile: a dead letter leaves its plan's edges in the graph; I3 must catch edges no ACTIVE document supports."},
+	{name: "mutant-delete-shared-edges", class: "retraction-shared-edge",
+		bugs: []reference.Bug{reference.BugDeleteSharedEdges}, breaks: []check.Invariant{check.I3},
+		lead: "Pins bug delete-shared-edges: a retraction deletes an edge another ACTIVE document still supports; I3 must catch the missing edge."},
+	{name: "mutant-plansave-key-per-attempt", point: faults.PlanSaveBeforeCheckpoint, kind: faults.Crash,
+		bugs: []reference.Bug{reference.BugPlanSaveKeyPerAttempt}, breaks: []check.Invariant{check.I8},
+		lead: "Pins bug plansave-key-per-attempt: the save step mints its operation_id per attempt, so the retried save inserts a second row under a new key; I8 must catch two rows for one logical save."},
+	{name: "mutant-plansave-checkpoint-before-save", point: faults.PlanSaveBeforeBusiness, kind: faults.Crash,
+		bugs: []reference.Bug{reference.BugPlanSaveCheckpointFirst}, breaks: []check.Invariant{check.I8},
+		lead: "Pins bug plansave-checkpoint-before-save: the checkpoint records the save as done before the business commit; after a crash between, the thread is saved with no plan row; I8 must catch it."},
 	{name: "mutant-no-unique-constraint", point: faults.PlanSaveBeforeCheckpoint, kind: faults.Crash,
 		mutant: sim.MutantNoUniqueConstraint, backend: "sqlite", breaks: []check.Invariant{check.I8},
 		lead: "Pins mutant no-unique-constraint: without UNIQUE(owner, operation_id) the repeated save inserts a second plan row; I8 must catch it."},
@@ -120,9 +164,12 @@ func (m mirror) scenario(t testing.TB) *Scenario {
 	for _, st := range s.Steps {
 		for _, f := range st.Faults {
 			if f.Kind == faults.Pause {
-				s.LeaseTTL = libraryLeaseTTL
+				s.LeaseTTL = m.ttl()
 			}
 		}
+	}
+	if m.leaseTTL > 0 {
+		s.LeaseTTL = m.leaseTTL
 	}
 	if len(m.breaks) > 0 {
 		s.Expect = Expect{Verdict: ExpectFail, Breaks: m.breaks}

@@ -108,7 +108,10 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 	}
 	arm := faults.On(k, 1)
 	if k == faults.Pause {
-		arm = faults.PauseOn(time.Duration(2*leaseTTLMillis+100)*time.Millisecond, 1)
+		arm = faults.PauseOn(LongPause(leaseTTLMillis), 1)
+	}
+	if k == faults.Persistent {
+		arm = faults.On(faults.Persistent, 0) // every hit
 	}
 	if k == faults.Recrash {
 		arm = faults.On(faults.Crash, 1)
@@ -138,6 +141,8 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 		c.Steps = append(c.Steps, Step{Worker: "setup", Actions: StandardScript(), Arms: faults.Arms{faults.BeforeGraphWrite: setup}, ExpectHit: []faults.Point{faults.BeforeGraphWrite}})
 		fault.Actions = []Action{{Do: "recover", Rounds: 3}}
 		fault.ContinueOnError = true
+	case p == faults.LeaseAcquire && k.IsLeaseFault():
+		return leaseFaultCase(c, k, leaseTTLMillis), true
 	case p == faults.ConflictBeforeReplan || p == faults.ConflictBeforeAbandon:
 		// A plan for d3 is persisted and written, then a competing
 		// revision of d3 commits first; recovery finds the conflict.
@@ -165,6 +170,13 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 	if len(recovery) == 0 {
 		recovery = append(recovery, recoverStep("recover", nil))
 	}
+	if k == faults.Persistent {
+		// The fault persists across retries and restarts until faults
+		// stop: only a dead letter ends it.
+		for i := range recovery {
+			recovery[i].Arms = faults.Arms{p: arm}
+		}
+	}
 	c.Steps = append(c.Steps, recovery...)
 	resub := []string{"fault"}
 	if c.Steps[0].Worker == "setup" {
@@ -174,9 +186,63 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 	return c, true
 }
 
+// LongPause is a stall well past the lease: twice the TTL and a little.
+func LongPause(leaseTTLMillis int64) time.Duration {
+	return time.Duration(2*leaseTTLMillis+100) * time.Millisecond
+}
+
+// LeaseBoundary names a pause length relative to the lease TTL.
+type LeaseBoundary struct {
+	Name string
+	// Num/Den of the TTL: the pause lasts TTL*Num/Den.
+	Num, Den int64
+}
+
+// LeaseBoundaries are the pause lengths around the lease TTL: just before
+// it expires, just after, and half a TTL after. Each is a fraction of the
+// TTL in use, never a constant.
+var LeaseBoundaries = []LeaseBoundary{{"just-before-expiry", 9, 10}, {"just-after-expiry", 11, 10}, {"half-ttl-after-expiry", 3, 2}}
+
+// Pause is the boundary's pause length for a lease TTL.
+func (b LeaseBoundary) Pause(leaseTTLMillis int64) time.Duration {
+	return time.Duration(leaseTTLMillis*b.Num/b.Den) * time.Millisecond
+}
+
+// LeasePauses are the pause lengths a generator draws from: the
+// boundaries and the long pause.
+func LeasePauses(leaseTTLMillis int64) []time.Duration {
+	out := make([]time.Duration, 0, len(LeaseBoundaries)+1)
+	for _, b := range LeaseBoundaries {
+		out = append(out, b.Pause(leaseTTLMillis))
+	}
+	return append(out, LongPause(leaseTTLMillis))
+}
+
+// leaseFaultCase is the window case of a lease fault: two holders of one
+// document at once. A holder that believes its lease (a quarter of the TTL
+// into it) stands parked before its state commit while the other ingests
+// another version of the document and commits; then the first wakes up and
+// its commit must be stopped by the revision CAS, not by the lease.
+func leaseFaultCase(c Case, k faults.Kind, leaseTTLMillis int64) Case {
+	stall := faults.PauseOn(time.Duration(leaseTTLMillis/4)*time.Millisecond, 1)
+	first := Step{Worker: "holder", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3a}}, Arms: faults.Arms{faults.BeforeStateCommit: stall},
+		Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeStateCommit}}
+	second := Step{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3b}}, Arms: faults.Arms{faults.LeaseAcquire: faults.On(k, 1)},
+		ExpectHit: []faults.Point{faults.LeaseAcquire}}
+	if k == faults.Expire {
+		// The first holder's lease is the one the store forgets.
+		first.Worker, second.Worker = "fault", "competitor"
+		first.Arms[faults.LeaseAcquire] = faults.On(k, 1)
+		first.ExpectHit = append(first.ExpectHit, faults.LeaseAcquire)
+		second.Arms, second.ExpectHit = nil, nil
+	}
+	c.Steps = []Step{first, second, recoverStep("recover", nil), quiesceStep(faults.Ingestion, first.Worker, second.Worker)}
+	return c
+}
+
 // ClassCases are the case classes beside the windows.
 func ClassCases(leaseTTLMillis int64) []Case {
-	long := faults.PauseOn(time.Duration(2*leaseTTLMillis+100)*time.Millisecond, 1)
+	long := faults.PauseOn(LongPause(leaseTTLMillis), 1)
 	short := faults.PauseOn(time.Duration(leaseTTLMillis/2)*time.Millisecond, 1)
 	return []Case{
 		{ID: "class-duplicate-delivery", System: faults.Ingestion, Class: "duplicate-delivery",
@@ -209,6 +275,15 @@ func ClassCases(leaseTTLMillis int64) []Case {
 				{Worker: "competitor", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3b}}, ContinueOnError: true},
 				quiesceStep(faults.Ingestion, "fault"),
 			}},
+		{ID: "class-split-brain-same-intent", System: faults.Ingestion, Class: "split-brain-same-intent",
+			Description: "two holders plan one ingestion at once (split brain): the first asked the model and stalls before freezing its plan; the second is granted the live lease, asks the model again, freezes the other answer and dies; the first must not run its own plan under the frozen operation",
+			Steps: []Step{
+				{Worker: "holder", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, Arms: faults.Arms{faults.BeforePrepare: faults.PauseOn(time.Duration(leaseTTLMillis/4)*time.Millisecond, 1)},
+					Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforePrepare}},
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}},
+					Arms: faults.Arms{faults.LeaseAcquire: faults.On(faults.Split, 1), faults.BeforeGraphWrite: faults.On(faults.Crash, 1)}, ExpectHit: []faults.Point{faults.LeaseAcquire, faults.BeforeGraphWrite}},
+				quiesceStep(faults.Ingestion, "holder", "fault"),
+			}},
 		{ID: "class-retraction-shared-edge", System: faults.Ingestion, Class: "retraction-shared-edge",
 			Description: "a document is retracted while another still supports one of its edges; the retraction crashes mid-way",
 			Steps: []Step{
@@ -220,7 +295,29 @@ func ClassCases(leaseTTLMillis int64) []Case {
 	}
 }
 
-// Matrix returns every window x applicable kind, then the case classes.
+// BoundaryCases stall a writer for each lease boundary before its graph
+// write: just before expiry nobody else runs meanwhile and the writer must
+// renew through the store and go on; just after and half a TTL after,
+// recovery takes the document over meanwhile and the writer must be
+// refused when it wakes (a holder that trusts its lease past its expiry
+// writes as a stale holder).
+func BoundaryCases(leaseTTLMillis int64) []Case {
+	var out []Case
+	for _, b := range LeaseBoundaries {
+		out = append(out, Case{ID: "class-lease-" + b.Name, System: faults.Ingestion, Class: "lease-" + b.Name,
+			Description: fmt.Sprintf("a writer stalls %d/%d of the lease TTL before its graph write while recovery takes the document over; a stale holder must be refused by the store", b.Num, b.Den),
+			Steps: []Step{
+				{Worker: "fault", Actions: StandardScript(), Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(b.Pause(leaseTTLMillis), 1)},
+					Background: b.Num > b.Den, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeGraphWrite}},
+				recoverStep("recover", nil),
+				quiesceStep(faults.Ingestion, "fault"),
+			}})
+	}
+	return out
+}
+
+// Matrix returns every window x applicable kind, then the case classes
+// and the lease boundaries.
 func Matrix(leaseTTLMillis int64) []Case {
 	var out []Case
 	for _, s := range faults.Catalogue {
@@ -230,7 +327,8 @@ func Matrix(leaseTTLMillis int64) []Case {
 			}
 		}
 	}
-	return append(out, ClassCases(leaseTTLMillis)...)
+	out = append(out, ClassCases(leaseTTLMillis)...)
+	return append(out, BoundaryCases(leaseTTLMillis)...)
 }
 
 func caseID(parts ...string) string {

@@ -92,7 +92,9 @@ func (w *processWorker) waitHitOrExit(ctx context.Context, limit time.Duration) 
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if h, err := history.Read(w.hist); err == nil {
 			for _, r := range h {
-				if r.Worker == w.spec.Worker && r.Phase == w.spec.Phase && (r.Kind == history.Hit || r.Kind == history.Exit) {
+				// A pause parks it; any other fault it survives (a lease
+				// fault, an error) lets it run on to its pause or its end.
+				if r.Worker == w.spec.Worker && r.Phase == w.spec.Phase && (r.Kind == history.Hit && (r.Fault == nil || r.Fault.Kind == faults.Pause) || r.Kind == history.Exit) {
 					return
 				}
 			}

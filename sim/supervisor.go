@@ -435,7 +435,7 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 
 // Observe distils a case's history into what the checkers need.
 func Observe(h history.Log, c Case, space string) check.Observed {
-	obs := check.Observed{ModelCalls: h.ModelCalls(), Prepared: map[string][]string{}, Quiet: true}
+	obs := check.Observed{ModelCalls: h.ModelCalls(), Prepared: map[string][]string{}, Quiet: true, Log: h}
 	obs.Events = h.Events()
 	for _, e := range obs.Events {
 		if e.Kind == reference.EvPrepared {

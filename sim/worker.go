@@ -153,6 +153,8 @@ type worker struct {
 	ps                     *PlanSaveStores
 	sharedStores, sharedPS bool
 	svc                    *reference.Service
+	// thread is the System B thread of the action running.
+	thread string
 }
 
 func (w *worker) close() {
@@ -180,8 +182,8 @@ func (w *worker) service(ctx context.Context) (*reference.Service, error) {
 		calls = w.opt.CallLog
 	}
 	w.svc = &reference.Service{
-		Stores:         *w.stores,
-		Extractor:      &reference.FakeExtractor{Log: calls},
+		Stores:         w.observed(*w.stores),
+		Extractor:      &seenModel{Extractor: &reference.FakeExtractor{Log: calls}, w: w},
 		Faults:         w.rt,
 		Observer:       reference.ObserverFunc(func(e reference.Event) { w.hist.Append(history.Record{Kind: history.Event, Event: &e}) }),
 		Now:            w.opt.Now,
@@ -212,7 +214,7 @@ func (w *worker) workflow(ctx context.Context) (*plansave.Workflow, error) {
 			bugs = append(bugs, plansave.Bug(b))
 		}
 	}
-	return &plansave.Workflow{Checkpoints: w.ps.Checkpoints, Plans: w.ps.Plans, Faults: w.rt,
+	return &plansave.Workflow{Checkpoints: w.ps.Checkpoints, Plans: &seenPlans{PlanStore: w.ps.Plans, w: w, thread: &w.thread}, Faults: w.rt,
 		NewOperationID: func(thread string) string { return "op-" + thread }, Bugs: bugs}, nil
 }
 
@@ -227,6 +229,9 @@ func (w *worker) run(ctx context.Context, a Action) (*history.Outcome, error) {
 		}
 		if a.Op != "" {
 			a.Op = OpID(w.spec.Space, a.Op)
+		}
+		if a.Do == "ingest" || a.Do == "retract" {
+			w.intent(ctx, a)
 		}
 		switch a.Do {
 		case "ingest":
@@ -257,6 +262,7 @@ func (w *worker) run(ctx context.Context, a Action) (*history.Outcome, error) {
 		}
 	case "plansave-start", "plansave-invoke", "plansave-conflict":
 		a.Thread = ThreadID(w.spec.Space, a.Thread)
+		w.thread = a.Thread
 		wf, err := w.workflow(ctx)
 		if err != nil {
 			return nil, err

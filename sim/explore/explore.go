@@ -89,9 +89,13 @@ func arm(r *rand.Rand, spec faults.Spec, shape Shape) faults.Action {
 	hit := 1 + r.Intn(2)
 	switch k {
 	case faults.Pause:
-		return faults.PauseOn(time.Duration(2*shape.LeaseTTLMillis+100)*time.Millisecond, hit)
+		// Around the lease TTL (just before expiry, just after, half a
+		// TTL after) or well past it.
+		return faults.PauseOn(pick(r, sim.LeasePauses(shape.LeaseTTLMillis)), hit)
 	case faults.Recrash:
 		k = faults.Crash
+	case faults.Persistent:
+		hit = 0 // every hit
 	}
 	return faults.On(k, hit)
 }
@@ -103,6 +107,7 @@ func build(r *rand.Rand, shape Shape) sim.Case {
 	c := sim.Case{System: faults.Ingestion, Class: "explored", Description: "a generated fault schedule"}
 	clients := 1 + r.Intn(shape.MaxClients)
 	var names []string
+	persistent := faults.Arms{}
 	for i := 0; i < clients; i++ {
 		st := sim.Step{Worker: fmt.Sprintf("w%d", i+1), Arms: faults.Arms{}}
 		for n := 1 + r.Intn(shape.MaxActions); n > 0; n-- {
@@ -121,6 +126,9 @@ func build(r *rand.Rand, shape Shape) sim.Case {
 			if a.Kind == faults.Pause {
 				st.Background = true
 			}
+			if a.Kind == faults.Persistent {
+				persistent[spec.Point] = a
+			}
 		}
 		if len(st.Arms) == 0 {
 			st.Arms = nil
@@ -136,6 +144,14 @@ func build(r *rand.Rand, shape Shape) sim.Case {
 			if a.Kind != faults.Pause {
 				rec.Arms = faults.Arms{spec.Point: a}
 			}
+		}
+		// A persistent fault stays until faults stop: recovery meets it
+		// too.
+		for p, a := range persistent {
+			if rec.Arms == nil {
+				rec.Arms = faults.Arms{}
+			}
+			rec.Arms[p] = a
 		}
 		c.Steps = append(c.Steps, rec)
 	}

@@ -1,0 +1,85 @@
+package history
+
+// What says what the harness observed in a Seen record.
+type What string
+
+// The observations. The harness records them itself, at the boundary of
+// the system under test (the worker before it calls the service, the model
+// it owns, and thin wrappers around the stores the service writes to), so
+// that the invariants judge the service against what was intended and what
+// really reached the stores, not against the service's own bookkeeping.
+const (
+	// SeenIntent: the worker is about to ask the service for Do on Doc
+	// (an ingest of content ContentHash, or a retraction; Op when the
+	// caller names it) while the document's current revision is Base.
+	SeenIntent What = "intent"
+	// SeenModel: the harness's model answered for Op about Doc and
+	// content ContentHash; the document's revision was Base when it was
+	// asked (the revision the plan is made against).
+	SeenModel What = "model"
+	// SeenFreeze: OperationStore.CreateIfAbsent for Op (Doc) returned
+	// Created; Plan is the checker's own digest of the plan's whole
+	// business content and Items the digests of its node and edge upserts;
+	// Base is the document's revision at that moment.
+	SeenFreeze What = "freeze"
+	// SeenCommit: DocumentStateStore.CompareAndSet committed Op's state of
+	// Doc, replacing revision Expected by Revision (Status, ContentHash).
+	SeenCommit What = "commit"
+	// SeenGraph: GraphWriter.Apply under Op succeeded; Items are the
+	// digests of its node and edge upserts, Deleted counts its deletes.
+	SeenGraph What = "graph"
+	// SeenClaim: OperationStore.Claim of Op for Holder at Now until Until
+	// returned Granted.
+	SeenClaim What = "claim"
+	// SeenUnclaim: Holder released its claim on Op (Granted: it held it).
+	SeenUnclaim What = "unclaim"
+	// SeenSave: PlanStore.Save for Thread (owner Owner, key Op) returned
+	// row ID, or Err.
+	SeenSave What = "save"
+)
+
+// Observation is one thing the harness saw; which fields are set depends
+// on What.
+type Observation struct {
+	What        What     `json:"what"`
+	Do          string   `json:"do,omitempty"`
+	Op          string   `json:"op,omitempty"`
+	Doc         string   `json:"doc,omitempty"`
+	ContentHash string   `json:"hash,omitempty"`
+	Base        int64    `json:"base,omitempty"`
+	Plan        string   `json:"plan,omitempty"`
+	Items       []string `json:"items,omitempty"`
+	Deleted     int      `json:"deleted,omitempty"`
+	Created     bool     `json:"created,omitempty"`
+	Expected    int64    `json:"expected,omitempty"`
+	Revision    int64    `json:"rev,omitempty"`
+	Status      string   `json:"status,omitempty"`
+	Holder      string   `json:"holder,omitempty"`
+	Granted     bool     `json:"granted,omitempty"`
+	Now         int64    `json:"now,omitempty"`
+	Until       int64    `json:"until,omitempty"`
+	Thread      string   `json:"thread,omitempty"`
+	Owner       string   `json:"owner,omitempty"`
+	ID          int64    `json:"id,omitempty"`
+	Err         string   `json:"err,omitempty"`
+}
+
+// Observations returns the Seen records' observations in history order,
+// each with the worker that made it.
+func (h Log) Observations() []WorkerObservation {
+	var out []WorkerObservation
+	for i, r := range h {
+		if r.Kind == Seen && r.Obs != nil {
+			out = append(out, WorkerObservation{Worker: r.Worker, Index: i, Observation: *r.Obs})
+		}
+	}
+	return out
+}
+
+// WorkerObservation is an observation with the worker that made it and
+// its position in the history.
+type WorkerObservation struct {
+	Worker string
+	Index  int
+	Observation
+}
