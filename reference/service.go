@@ -1067,8 +1067,10 @@ func (s *Service) DeadLetter(ctx context.Context, operationID, reason string) er
 }
 
 // conflict handles a lost revision race: the plan is never forced over the
-// newer state. It plans anew against the latest revision (a new operation,
-// derived deterministically so a crash here converges), then abandons the
+// newer state. It plans anew against the latest revision (a new operation
+// whose id is the one a fresh ingestion of the same content on top of the
+// latest revision would derive, so a crash here converges and a caller's
+// resubmission of the content is the same operation), then abandons the
 // old operation and removes graph effects of the old plan that no ACTIVE
 // document supports.
 func (s *Service) conflict(ctx context.Context, op Operation, plan Plan, lease *Lease) (Result, error) {
@@ -1082,7 +1084,11 @@ func (s *Service) conflict(ctx context.Context, op Operation, plan Plan, lease *
 	}
 	superseding := ""
 	if plan.Kind == Ingestion {
-		newID := "replan-" + hashParts(op.OperationID, fmt.Sprint(latest))[:32]
+		// The new plan is the same intent as a fresh ingestion of this
+		// content on top of the latest revision: it takes that intent's
+		// operationId, so a caller who resubmitted the content meanwhile
+		// and this re-plan share one plan (and a crash here converges).
+		newID := IngestOperationID(op.Space, op.DocumentID, ContentHash(plan.Content), latest)
 		if s.has(BugReplanIDPerAttempt) {
 			newID = "replan-" + hashParts(op.OperationID, fmt.Sprint(latest), fmt.Sprint(s.now()))[:32]
 		}
