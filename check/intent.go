@@ -49,25 +49,17 @@ type intentIndex struct {
 	// leaseFaulted are the workers whose lease a fault broke, and
 	// leaseFaults says whether any was.
 	leaseFaulted map[string]bool
-	// killed are the workers that never wrote their exit record.
-	killed map[string]bool
 }
 
 func newIntentIndex(h history.Log) *intentIndex {
 	x := &intentIndex{log: h, obs: h.Observations(), freeze: map[string]history.WorkerObservation{}, model: map[string]history.WorkerObservation{},
-		docOf: map[string]string{}, leaseFaulted: map[string]bool{}, killed: map[string]bool{}}
-	started := map[string]bool{}
+		docOf: map[string]string{}, leaseFaulted: map[string]bool{}}
 	for _, r := range h {
 		switch r.Kind {
 		case history.Hit:
 			if r.Fault != nil && r.Fault.Kind.IsLeaseFault() {
 				x.leaseFaulted[r.Worker] = true
 			}
-		case history.Start:
-			started[r.Worker] = true
-			x.killed[r.Worker] = true
-		case history.Exit:
-			x.killed[r.Worker] = false
 		case history.Event:
 			if r.Event.OperationID != "" && r.Event.DocumentID != "" {
 				x.docOf[r.Event.OperationID] = r.Event.DocumentID
@@ -223,53 +215,65 @@ func (x *intentIndex) checkI4() []Violation {
 	return out
 }
 
-// DeadLetterBound is how many times an operation that failed permanently
-// may be resumed before it is dead-lettered: the recovery that finds it
-// (when its failure did not come through the service's failure path) and
-// no other.
+// DeadLetterBound is how many more times an operation that failed
+// permanently may fail permanently again before it is dead-lettered: once,
+// in the recovery that finds it when its first failure did not come through
+// the service's failure path, and no more.
 const DeadLetterBound = 1
 
-// checkDeadLetters (I5): an operation whose step failed permanently is
-// resumed at most DeadLetterBound times before it reaches its dead letter
-// (or, should the error have gone away, its end): a permanent error is not
-// retried. Not judged when the worker handling it died first (a crash
-// during dead-lettering lets recovery finish it instead).
+// checkDeadLetters (I5): an operation whose step failed permanently (a
+// permanent or persistent fault, attributed to the operation the worker
+// reported on next) fails permanently at most DeadLetterBound more times
+// before it reaches its dead letter (or, should the error have gone away,
+// its end): a permanent error is not retried.
 func (x *intentIndex) checkDeadLetters(s Snapshot) []Violation {
-	var out []Violation
 	ops := opIndex(s)
-	done := map[string]bool{}
+	hits := map[string][]int{} // op -> history indexes of its permanent failures
+	var order []string
 	for i, r := range x.log {
 		if r.Kind != history.Hit || r.Fault == nil || (r.Fault.Kind != faults.Permanent && r.Fault.Kind != faults.Persistent) {
 			continue
 		}
 		op := x.nextOpOf(r.Worker, i)
-		if f, frozen := x.freeze[op]; !frozen || f.Index > i || done[op] || x.killedBefore(r.Worker, i, op) {
+		if f, frozen := x.freeze[op]; !frozen || f.Index > i {
 			continue // no operation existed yet: nothing to dead-letter
 		}
 		if _, ok := ops[op]; !ok {
 			continue // I5 reports a lost operation
 		}
-		done[op] = true
-		resumes, end := 0, "its end ("+describeEnd(ops[op])+")"
+		if len(hits[op]) == 0 {
+			order = append(order, op)
+		}
+		hits[op] = append(hits[op], i)
+	}
+	var out []Violation
+	for _, op := range order {
+		first := hits[op][0]
+		end, why := len(x.log), "its end ("+describeEnd(ops[op])+")"
 	scan:
-		for _, e := range x.log[i+1:] {
+		for j, e := range x.log[first+1:] {
 			if e.Kind != history.Event || e.Event.OperationID != op {
 				continue
 			}
 			switch {
 			case e.Event.Kind == reference.EvDisposition:
-				end = "its disposition (" + e.Event.Detail + ")"
+				end, why = first+1+j, "its disposition ("+e.Event.Detail+")"
 				break scan
 			case e.Event.Kind == reference.EvStage && e.Event.To == reference.Completed:
-				end = "COMPLETED"
+				end, why = first+1+j, "COMPLETED"
 				break scan
-			case e.Event.Kind == reference.EvInvoke && e.Event.Detail == "resume":
-				resumes++
 			}
 		}
-		if resumes > DeadLetterBound {
+		again := 0
+		for _, h := range hits[op][1:] {
+			if h < end {
+				again++
+			}
+		}
+		if again > DeadLetterBound {
+			r := x.log[first]
 			out = append(out, Violation{Invariant: I5, Operation: op, Document: ops[op].DocumentID,
-				Message:  fmt.Sprintf("the operation failed permanently at %s (%s) and was resumed %d times before %s (bound %d): a permanent error was retried instead of dead-lettered", r.Point, r.Fault, resumes, end, DeadLetterBound),
+				Message:  fmt.Sprintf("the operation failed permanently at %s (%s), then failed permanently %d more times before %s (bound %d): a permanent error was retried instead of dead-lettered", r.Point, r.Fault, again, why, DeadLetterBound),
 				Evidence: []string{fmt.Sprintf("attempts recorded: %d; failure reason: %s", ops[op].Attempts, ops[op].FailureReason)}})
 		}
 	}
@@ -294,25 +298,11 @@ func (x *intentIndex) nextOpOf(worker string, i int) string {
 	return ""
 }
 
-// killedBefore reports whether worker died before the service recorded
-// a disposition of op after history index i.
-func (x *intentIndex) killedBefore(worker string, i int, op string) bool {
-	if !x.killed[worker] {
-		return false
-	}
-	for _, r := range x.log[i+1:] {
-		if r.Worker == worker && r.Kind == history.Event && r.Event.OperationID == op && r.Event.Kind == reference.EvDisposition {
-			return false
-		}
-	}
-	return true
-}
-
-// checkFulfilled (I5): once every intent on a document was answered, the
-// last one, if it succeeded and overlapped no other intent on the document
-// (it was asked after all of them were answered), is the document's final
-// state: an ingest leaves it ACTIVE with that content, a retraction leaves
-// it RETRACTED.
+// checkFulfilled (I5): once every intent on a document was answered, and
+// answered without an error, the last one, if it overlapped no other
+// intent on the document (it was asked after all of them were answered),
+// is the document's final state: an ingest leaves it ACTIVE with that
+// content, a retraction leaves it RETRACTED.
 func (x *intentIndex) checkFulfilled(s Snapshot) []Violation {
 	type answered struct {
 		intent        history.Observation
@@ -328,6 +318,7 @@ func (x *intentIndex) checkFulfilled(s Snapshot) []Violation {
 	}
 	last := map[string]*answered{}
 	lastAnswer := map[string]int{}                   // doc -> history index of its latest answer
+	failed := map[string]bool{}                      // doc -> some intent on it was answered with an error
 	open := map[string][]asked{}                     // worker -> intents without an answer yet
 	unanswered := map[string][]history.Observation{} // doc -> intents never answered
 	for i, r := range x.log {
@@ -337,6 +328,9 @@ func (x *intentIndex) checkFulfilled(s Snapshot) []Violation {
 		case r.Kind == history.Result && (r.Do == "ingest" || r.Do == "retract") && len(open[r.Worker]) > 0:
 			in := open[r.Worker][0]
 			open[r.Worker] = open[r.Worker][1:]
+			if r.Err != "" {
+				failed[in.in.Doc] = true
+			}
 			prev, seen := lastAnswer[in.in.Doc]
 			last[in.in.Doc] = &answered{intent: in.in, worker: r.Worker, res: r.Result, err: r.Err, asked: in.at, answer: i,
 				overlapped: seen && prev > in.at}
@@ -360,8 +354,12 @@ func (x *intentIndex) checkFulfilled(s Snapshot) []Violation {
 	var out []Violation
 	for _, d := range docs {
 		a := last[d]
-		if a.err != "" || a.res == nil || len(unanswered[d]) > 0 || a.overlapped {
-			continue // the caller knows it failed, it never returned, or it raced another
+		if failed[d] || a.res == nil || len(unanswered[d]) > 0 || a.overlapped {
+			// An intent answered with an error may still take effect
+			// (recovery retries a FAILED operation and plans it anew on
+			// top of whatever won meanwhile), one that never returned
+			// too, and one that raced another has no single last word.
+			continue
 		}
 		st, ok := cur[d]
 		switch {
