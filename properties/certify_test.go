@@ -1,6 +1,7 @@
 package properties_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -8,7 +9,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/properties"
+	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/explore"
 )
 
 // The embedded default passes the whole matrix, with real process kills of
@@ -43,10 +46,68 @@ func TestCrashMatrixMemoryFails(t *testing.T) {
 	}
 }
 
-// Each reference mutant is caught by the invariant that names its defect:
-// recall-model-on-resume by I1, create-instead-of-merge by I3,
-// skip-revision-check by I2, advance-before-graph-write by I4, and System B
-// without its unique constraint by I8.
+// Each reference mutant that real process kills can prove is caught by
+// the invariant that names its defect (properties.Mutants says which), with
+// re-executed test binaries killed by SIGKILL.
 func TestMutantsCaught(t *testing.T) {
 	properties.MutantsCaught(t, sim.SQLiteBackend(), properties.CrashOptions{})
+}
+
+// Every mutant of the catalogue, the realistic service bugs included, is
+// caught by the invariant that names its defect, in the in-process mode:
+// by its slice of the crash matrix (certify), or by the explorer within a
+// fixed seed and schedule budget. "Not exercised" never counts.
+func TestEveryMutantCaughtInProcess(t *testing.T) {
+	listed := map[string]bool{}
+	for _, m := range properties.Mutants() {
+		listed[m.Name] = true
+	}
+	for _, b := range reference.Bugs {
+		if !listed[string(b)] {
+			t.Errorf("bug %s is not in the mutant catalogue (properties.Mutants)", b)
+		}
+	}
+	for _, m := range properties.Mutants() {
+		t.Run(m.Name, func(t *testing.T) {
+			r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), InProcess: true,
+				Bugs: m.Options.Bugs, Mutant: m.Options.Mutant, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.CloseShared()
+			if m.Explore != nil {
+				res := explore.Run(context.Background(), r, explore.Options{Seed: m.Explore.Seed, MaxSchedules: m.Explore.MaxSchedules, Parallel: 2, Target: m.Invariant, Confirm: 1})
+				if res.Finding == nil {
+					t.Fatalf("explore, seed %d, %d schedules: no %s violation", m.Explore.Seed, res.Schedules, m.Invariant)
+				}
+				t.Logf("explore seed %d: %s in schedule %d: %v", m.Explore.Seed, m.Invariant, res.Finding.Index, res.Finding.Result.Violations[0])
+				return
+			}
+			ttl := r.Config().LeaseTTL.Milliseconds()
+			cases := sim.Filter(sim.Matrix(ttl), m.Options.Points, m.Options.Kinds, m.Options.Classes)
+			if len(cases) == 0 {
+				t.Fatalf("no case matches the mutant's slice %+v", m.Options)
+			}
+			rep := r.RunAll(context.Background(), cases, 2, nil)
+			if rep.ExitCode != 1 || !slices.Contains(rep.Broken(), m.Invariant) {
+				t.Fatalf("certify slice %v: exit %d, broke %v; want exit 1 and %s", caseIDs(cases), rep.ExitCode, rep.Broken(), m.Invariant)
+			}
+			for _, res := range rep.Results {
+				for _, v := range res.Violations {
+					if v.Invariant.Short() == m.Invariant {
+						t.Logf("%s: %s", res.Case.ID, v)
+						return
+					}
+				}
+			}
+		})
+	}
+}
+
+func caseIDs(cs []sim.Case) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.ID
+	}
+	return out
 }
