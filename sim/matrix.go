@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -48,10 +47,16 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 				// A fault that did not fire (the worker lost its lease to a
 				// stall before reaching the window, say) is retried from
 				// scratch; it never counts as a pass.
+				// Each earlier attempt gets one flat note with its own
+				// reason (notes never nest).
+				var earlier []string
 				for attempt := 2; res.Verdict == NotExercised && attempt <= 3 && ctx.Err() == nil; attempt++ {
-					prev := res.Notes
+					earlier = append(earlier, fmt.Sprintf("attempt %d was not exercised: %s", attempt-1, res.Unexercised))
 					res = r.RunCase(ctx, cases[i])
-					res.Notes = append(res.Notes, fmt.Sprintf("attempt %d; attempt %d was not exercised: %s", attempt, attempt-1, strings.Join(prev, "; ")))
+				}
+				if len(earlier) > 0 {
+					res.Notes = append(res.Notes, fmt.Sprintf("this is attempt %d", len(earlier)+1))
+					res.Notes = append(res.Notes, earlier...)
 				}
 				results[i] = res
 				if progress != nil {
