@@ -1,0 +1,90 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/crashmatrix/crashmatrix/adapters/memory"
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// Locks is a reference.LockProvider on SQLite; a document's lease row keeps
+// its last fencing token across releases.
+type Locks struct{ d *db }
+
+// TryAcquire implements reference.LockProvider in one IMMEDIATE transaction.
+func (p *Locks) TryAcquire(ctx context.Context, space, documentID, holder string, now, ttlMillis int64) (reference.Lease, bool, error) {
+	if err := memory.CheckLease(space, documentID, holder, ttlMillis); err != nil {
+		return reference.Lease{}, false, err
+	}
+	l := reference.Lease{Space: space, DocumentID: documentID, Holder: holder, ExpiresAt: now + ttlMillis}
+	// One statement: a lease that is free, expired or already this
+	// holder's is taken (a new token unless it is this holder's live
+	// lease, which is extended); another holder's live lease is left alone
+	// and no row comes back.
+	err := p.d.retry(ctx, func() error {
+		l.Token = 0
+		err := p.d.sql.QueryRowContext(ctx, `INSERT INTO leases (space, document_id, holder, token, expires_at) VALUES (?, ?, ?, 1, ?)
+			ON CONFLICT (space, document_id) DO UPDATE SET
+				token = CASE WHEN leases.holder = excluded.holder AND leases.expires_at > ? THEN leases.token ELSE leases.token + 1 END,
+				holder = excluded.holder, expires_at = excluded.expires_at
+			WHERE leases.expires_at <= ? OR leases.holder = excluded.holder
+			RETURNING token`, space, documentID, holder, l.ExpiresAt, now, now).Scan(&l.Token)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return reference.Lease{}, false, err
+	}
+	if l.Token > 0 {
+		return l, true, nil
+	}
+	cur := reference.Lease{Space: space, DocumentID: documentID}
+	err = p.d.retry(ctx, func() error {
+		return p.d.sql.QueryRowContext(ctx, `SELECT holder, token, expires_at FROM leases WHERE space = ? AND document_id = ?`,
+			space, documentID).Scan(&cur.Holder, &cur.Token, &cur.ExpiresAt)
+	})
+	if err != nil {
+		return reference.Lease{}, false, err
+	}
+	return cur, false, nil
+}
+
+// Renew implements reference.LockProvider with one conditional UPDATE.
+func (p *Locks) Renew(ctx context.Context, l reference.Lease, now, ttlMillis int64) (reference.Lease, error) {
+	if err := memory.CheckLease(l.Space, l.DocumentID, l.Holder, ttlMillis); err != nil {
+		return reference.Lease{}, err
+	}
+	n, err := p.d.affected(ctx, `UPDATE leases SET expires_at = ?
+		WHERE space = ? AND document_id = ? AND holder = ? AND token = ? AND expires_at > ?`,
+		now+ttlMillis, l.Space, l.DocumentID, l.Holder, l.Token, now)
+	if err != nil {
+		return reference.Lease{}, err
+	}
+	if n != 1 {
+		return reference.Lease{}, memory.LeaseLost(l, fmt.Sprintf("not held live at %d", now))
+	}
+	l.ExpiresAt = now + ttlMillis
+	return l, nil
+}
+
+// Release implements reference.LockProvider with one conditional DELETE.
+func (p *Locks) Release(ctx context.Context, l reference.Lease) error {
+	if err := reference.CheckKey(l.Space, l.DocumentID); err != nil {
+		return err
+	}
+	n, err := p.d.affected(ctx, `UPDATE leases SET holder = '', expires_at = 0
+		WHERE space = ? AND document_id = ? AND holder = ? AND token = ? AND holder <> ''`,
+		l.Space, l.DocumentID, l.Holder, l.Token)
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return memory.LeaseLost(l, "not held")
+	}
+	return nil
+}
