@@ -21,27 +21,12 @@ func NewLocks() *Locks {
 	return &Locks{leases: map[docKey]reference.Lease{}, tokens: map[docKey]int64{}}
 }
 
-// CheckLease validates lease arguments: non-blank space, document and
-// holder, and a positive ttl.
-func CheckLease(space, documentID, holder string, ttlMillis int64) error {
-	if err := reference.CheckKey(space, documentID); err != nil {
-		return err
-	}
-	return CheckClaim(holder, ttlMillis)
-}
-
-// LeaseLost returns an error wrapping reference.ErrLeaseLost that names
-// the lease concerned.
-func LeaseLost(l reference.Lease, why string) error {
-	return fmt.Errorf("lease %s/%s holder %s token %d: %s: %w", l.Space, l.DocumentID, l.Holder, l.Token, why, reference.ErrLeaseLost)
-}
-
 // TryAcquire implements reference.LockProvider.
 func (p *Locks) TryAcquire(ctx context.Context, space, documentID, holder string, now, ttlMillis int64) (reference.Lease, bool, error) {
 	if err := ctxErr(ctx); err != nil {
 		return reference.Lease{}, false, err
 	}
-	if err := CheckLease(space, documentID, holder, ttlMillis); err != nil {
+	if err := reference.CheckLease(space, documentID, holder, ttlMillis); err != nil {
 		return reference.Lease{}, false, err
 	}
 	p.mu.Lock()
@@ -66,7 +51,7 @@ func (p *Locks) Renew(ctx context.Context, l reference.Lease, now, ttlMillis int
 	if err := ctxErr(ctx); err != nil {
 		return reference.Lease{}, err
 	}
-	if err := CheckLease(l.Space, l.DocumentID, l.Holder, ttlMillis); err != nil {
+	if err := reference.CheckLease(l.Space, l.DocumentID, l.Holder, ttlMillis); err != nil {
 		return reference.Lease{}, err
 	}
 	p.mu.Lock()
@@ -75,11 +60,11 @@ func (p *Locks) Renew(ctx context.Context, l reference.Lease, now, ttlMillis int
 	cur, ok := p.leases[k]
 	switch {
 	case !ok:
-		return reference.Lease{}, LeaseLost(l, "no lease is held")
+		return reference.Lease{}, reference.LeaseLost(l, "no lease is held")
 	case cur.Holder != l.Holder || cur.Token != l.Token:
-		return reference.Lease{}, LeaseLost(l, fmt.Sprintf("held by %s with token %d", cur.Holder, cur.Token))
+		return reference.Lease{}, reference.LeaseLost(l, fmt.Sprintf("held by %s with token %d", cur.Holder, cur.Token))
 	case cur.ExpiresAt <= now:
-		return reference.Lease{}, LeaseLost(l, fmt.Sprintf("expired at %d (now %d)", cur.ExpiresAt, now))
+		return reference.Lease{}, reference.LeaseLost(l, fmt.Sprintf("expired at %d (now %d)", cur.ExpiresAt, now))
 	}
 	cur.ExpiresAt = now + ttlMillis
 	p.leases[k] = cur
@@ -99,10 +84,10 @@ func (p *Locks) Release(ctx context.Context, l reference.Lease) error {
 	k := docKey{l.Space, l.DocumentID}
 	cur, ok := p.leases[k]
 	if !ok {
-		return LeaseLost(l, "no lease is held")
+		return reference.LeaseLost(l, "no lease is held")
 	}
 	if cur.Holder != l.Holder || cur.Token != l.Token {
-		return LeaseLost(l, fmt.Sprintf("held by %s with token %d", cur.Holder, cur.Token))
+		return reference.LeaseLost(l, fmt.Sprintf("held by %s with token %d", cur.Holder, cur.Token))
 	}
 	delete(p.leases, k)
 	return nil

@@ -20,14 +20,6 @@ type Options struct {
 	CreateInsteadOfMerge bool
 }
 
-// DuplicateReporter is implemented by graph writers that can report node ids
-// or edge keys stored more than once.
-type DuplicateReporter interface {
-	// Duplicates returns one human-readable entry per node id or edge key
-	// stored more than once in space; empty when there are none.
-	Duplicates(ctx context.Context, space string) ([]string, error)
-}
-
 // New returns a fresh, empty set of in-memory stores.
 func New(opts Options) reference.Stores {
 	return reference.Stores{
@@ -45,7 +37,7 @@ var (
 	_ reference.EntityRegistry     = (*Registry)(nil)
 	_ reference.GraphWriter        = (*Writer)(nil)
 	_ reference.LockProvider       = (*Locks)(nil)
-	_ DuplicateReporter            = (*Writer)(nil)
+	_ reference.DuplicateReporter  = (*Writer)(nil)
 )
 
 func blank(s string) bool { return strings.TrimSpace(s) == "" }

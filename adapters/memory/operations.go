@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/crashmatrix/crashmatrix/reference"
@@ -29,35 +28,12 @@ func NewOperationStore() *OperationStore {
 
 func notFound(id string) error { return fmt.Errorf("operation %s: %w", id, reference.ErrNotFound) }
 
-// CheckCreate validates an operation + plan pair as CreateIfAbsent does:
-// blank ids wrap ErrInvalidArgument, then reference.CheckNewOperation.
-func CheckCreate(op reference.Operation, plan reference.Plan) error {
-	var missing []string
-	if blank(op.OperationID) {
-		missing = append(missing, "operationId")
-	}
-	if blank(op.Space) {
-		missing = append(missing, "space")
-	}
-	if blank(op.DocumentID) {
-		missing = append(missing, "documentId")
-	}
-	err := reference.CheckNewOperation(op, plan)
-	if len(missing) > 0 {
-		if err != nil {
-			return fmt.Errorf("%w: blank %s: %w", reference.ErrInvalidArgument, strings.Join(missing, ", "), err)
-		}
-		return fmt.Errorf("%w: blank %s", reference.ErrInvalidArgument, strings.Join(missing, ", "))
-	}
-	return err
-}
-
 // CreateIfAbsent implements reference.OperationStore.
 func (s *OperationStore) CreateIfAbsent(ctx context.Context, op reference.Operation, plan reference.Plan) (bool, error) {
 	if err := ctxErr(ctx); err != nil {
 		return false, err
 	}
-	if err := CheckCreate(op, plan); err != nil {
+	if err := reference.CheckCreate(op, plan); err != nil {
 		return false, err
 	}
 	payload, err := reference.EncodePlan(plan)
@@ -103,22 +79,7 @@ func (s *OperationStore) GetPlan(ctx context.Context, operationID string) (refer
 	if !ok {
 		return reference.Plan{}, notFound(operationID)
 	}
-	return DecodeStoredPlan(operationID, payload, fp)
-}
-
-// DecodeStoredPlan decodes the plan payload stored with an operation and
-// checks it against the operation's fingerprint, as every store's GetPlan
-// does: an empty payload is ErrNoPersistedPlan, and the operation id is
-// named in every error.
-func DecodeStoredPlan(operationID string, payload []byte, fp string) (reference.Plan, error) {
-	if len(payload) == 0 {
-		return reference.Plan{}, fmt.Errorf("operation %s: %w", operationID, reference.ErrNoPersistedPlan)
-	}
-	p, err := reference.DecodePlan(payload, fp)
-	if err != nil {
-		return reference.Plan{}, fmt.Errorf("operation %s: %w", operationID, err)
-	}
-	return p, nil
+	return reference.DecodeStoredPlan(operationID, payload, fp)
 }
 
 // CorruptPlan overwrites the stored plan payload of an operation (a test
@@ -132,34 +93,6 @@ func (s *OperationStore) CorruptPlan(operationID string, payload []byte) error {
 	}
 	r.plan = slices.Clone(payload)
 	return nil
-}
-
-// ByDocument groups states by document id, keeping their order.
-func ByDocument(states []reference.DocumentState) map[string][]reference.DocumentState {
-	out := map[string][]reference.DocumentState{}
-	for _, v := range states {
-		out[v.DocumentID] = append(out[v.DocumentID], v)
-	}
-	return out
-}
-
-// MatchesExpected reports whether the stored record is the one a
-// compare-and-set expects: same identity, stage, attempts and disposition.
-func MatchesExpected(stored, expected reference.Operation) bool {
-	return stored.SameIdentity(expected) && stored.Stage == expected.Stage &&
-		stored.Attempts == expected.Attempts && stored.Disposition == expected.Disposition
-}
-
-// ApplyMutable returns stored with next's mutable fields (Stage, UpdatedAt,
-// FailureReason, Attempts, Disposition, SupersededBy).
-func ApplyMutable(stored, next reference.Operation) reference.Operation {
-	stored.Stage = next.Stage
-	stored.UpdatedAt = next.UpdatedAt
-	stored.FailureReason = next.FailureReason
-	stored.Attempts = next.Attempts
-	stored.Disposition = next.Disposition
-	stored.SupersededBy = next.SupersededBy
-	return stored
 }
 
 // CompareAndSet implements reference.OperationStore. An illegal expected ->
@@ -180,13 +113,13 @@ func (s *OperationStore) CompareAndSet(ctx context.Context, expected, next refer
 	if !ok {
 		return false, notFound(expected.OperationID)
 	}
-	if !MatchesExpected(r.op, expected) {
+	if !reference.MatchesExpected(r.op, expected) {
 		return false, nil
 	}
 	if err := reference.ValidateUpdate(r.op, next); err != nil {
 		return false, err
 	}
-	r.op = ApplyMutable(r.op, next)
+	r.op = reference.ApplyMutable(r.op, next)
 	return true, nil
 }
 
@@ -195,8 +128,8 @@ func (s *OperationStore) ListRecoverable(ctx context.Context, limit int) ([]refe
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
-	if limit <= 0 {
-		return nil, fmt.Errorf("%w: limit %d must be positive", reference.ErrInvalidArgument, limit)
+	if err := reference.CheckLimit(limit); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	out := make([]reference.Operation, 0)
@@ -249,24 +182,12 @@ func (s *OperationStore) ListSpace(ctx context.Context, space string) ([]referen
 	return out, nil
 }
 
-// CheckClaim validates claim arguments: a non-blank holder and a positive
-// ttl.
-func CheckClaim(holder string, ttlMillis int64) error {
-	if blank(holder) {
-		return fmt.Errorf("%w: holder is blank", reference.ErrInvalidArgument)
-	}
-	if ttlMillis <= 0 {
-		return fmt.Errorf("%w: ttl %d must be positive", reference.ErrInvalidArgument, ttlMillis)
-	}
-	return nil
-}
-
 // Claim implements reference.OperationStore.
 func (s *OperationStore) Claim(ctx context.Context, operationID, holder string, now, ttlMillis int64) (bool, error) {
 	if err := ctxErr(ctx); err != nil {
 		return false, err
 	}
-	if err := CheckClaim(holder, ttlMillis); err != nil {
+	if err := reference.CheckClaim(holder, ttlMillis); err != nil {
 		return false, err
 	}
 	s.mu.Lock()

@@ -34,42 +34,14 @@ func NewRegistry() *Registry {
 	return &Registry{names: map[nameKey]string{}, entities: map[entityKey]*entity{}}
 }
 
-// NormalizedNames returns the distinct non-blank normalised names of a
-// registration (canonical name and aliases), sorted.
-func NormalizedNames(r reference.EntityRegistration) []string {
-	set := map[string]bool{}
-	for _, n := range r.Names() {
-		if nn := reference.Normalize(n); nn != "" {
-			set[nn] = true
-		}
-	}
-	return slices.Sorted(maps.Keys(set))
-}
-
-// CheckRegistration rejects a registration with a blank node id, type or
-// canonical name.
-func CheckRegistration(space string, r reference.EntityRegistration) error {
-	switch {
-	case blank(space):
-		return fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
-	case blank(r.NodeID):
-		return fmt.Errorf("%w: registration nodeId is blank", reference.ErrInvalidArgument)
-	case reference.Normalize(r.Type) == "":
-		return fmt.Errorf("%w: registration %s: type is blank", reference.ErrInvalidArgument, r.NodeID)
-	case reference.Normalize(r.CanonicalName) == "":
-		return fmt.Errorf("%w: registration %s: canonical name is blank", reference.ErrInvalidArgument, r.NodeID)
-	}
-	return nil
-}
-
 // FindMatches implements reference.EntityRegistry. The result is ordered by
 // NodeID.
 func (g *Registry) FindMatches(ctx context.Context, space, entityType string, names []string) ([]reference.RegisteredEntity, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
-	if blank(space) {
-		return nil, fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	if err := reference.CheckSpace(space); err != nil {
+		return nil, err
 	}
 	typ := reference.Normalize(entityType)
 	g.mu.Lock()
@@ -110,11 +82,11 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	if blank(space) {
-		return fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	if err := reference.CheckSpace(space); err != nil {
+		return err
 	}
 	for _, r := range regs {
-		if err := CheckRegistration(space, r); err != nil {
+		if err := reference.CheckRegistration(space, r); err != nil {
 			return err
 		}
 	}
@@ -124,7 +96,7 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 	batch := map[nameKey]string{}
 	for _, r := range regs {
 		typ := reference.Normalize(r.Type)
-		for _, n := range NormalizedNames(r) {
+		for _, n := range r.NormalizedNames() {
 			k := nameKey{space, typ, n}
 			if id, ok := g.names[k]; ok && id != r.NodeID {
 				return fmt.Errorf("name %q (type %s) is bound to %s, not %s: %w", n, typ, id, r.NodeID, reference.ErrRegistryConflict)
@@ -143,7 +115,7 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 			e = &entity{typ: strings.TrimSpace(r.Type), canonical: strings.TrimSpace(r.CanonicalName), names: map[string]bool{}, props: map[string]string{}}
 			g.entities[ek] = e
 		}
-		for _, n := range NormalizedNames(r) {
+		for _, n := range r.NormalizedNames() {
 			g.names[nameKey{space, typ, n}] = r.NodeID
 			e.names[n] = true
 		}

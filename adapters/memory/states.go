@@ -2,8 +2,6 @@ package memory
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"sort"
 	"sync"
 
@@ -24,13 +22,6 @@ func NewStateStore() *StateStore {
 	return &StateStore{current: map[docKey]reference.DocumentState{}, versions: map[docKey]map[int64]reference.DocumentState{}}
 }
 
-// CloneState returns a deep copy of a document state.
-func CloneState(s reference.DocumentState) reference.DocumentState {
-	s.FactSources = slices.Clone(s.FactSources)
-	s.NodeIDs = slices.Clone(s.NodeIDs)
-	return s
-}
-
 // FindCurrent implements reference.DocumentStateStore.
 func (s *StateStore) FindCurrent(ctx context.Context, space, documentID string) (reference.DocumentState, bool, error) {
 	if err := ctxErr(ctx); err != nil {
@@ -45,7 +36,7 @@ func (s *StateStore) FindCurrent(ctx context.Context, space, documentID string) 
 	if !ok {
 		return reference.DocumentState{}, false, nil
 	}
-	return CloneState(st), true, nil
+	return st.Clone(), true, nil
 }
 
 // FindByOperationID implements reference.DocumentStateStore: the current
@@ -57,14 +48,14 @@ func (s *StateStore) FindByOperationID(ctx context.Context, space, documentID, o
 	if err := reference.CheckKey(space, documentID); err != nil {
 		return reference.DocumentState{}, false, err
 	}
-	if blank(operationID) {
-		return reference.DocumentState{}, false, fmt.Errorf("%w: operationId is blank", reference.ErrInvalidArgument)
+	if err := reference.CheckOperationID(operationID); err != nil {
+		return reference.DocumentState{}, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := docKey{space, documentID}
 	if st, ok := s.current[k]; ok && st.OperationID == operationID {
-		return CloneState(st), true, nil
+		return st.Clone(), true, nil
 	}
 	var best reference.DocumentState
 	found := false
@@ -76,21 +67,7 @@ func (s *StateStore) FindByOperationID(ctx context.Context, space, documentID, o
 	if !found {
 		return reference.DocumentState{}, false, nil
 	}
-	return CloneState(best), true, nil
-}
-
-// CheckStateCAS validates the arguments of a document-state compare-and-set.
-func CheckStateCAS(expected int64, next reference.DocumentState) error {
-	if err := reference.CheckKey(next.Space, next.DocumentID); err != nil {
-		return err
-	}
-	if expected < 0 {
-		return fmt.Errorf("document %s/%s: %w: expected revision %d is negative", next.Space, next.DocumentID, reference.ErrInvalidRevision, expected)
-	}
-	if next.Revision != expected+1 {
-		return fmt.Errorf("document %s/%s: %w: next revision %d is not %d+1", next.Space, next.DocumentID, reference.ErrInvalidRevision, next.Revision, expected)
-	}
-	return nil
+	return best.Clone(), true, nil
 }
 
 // CompareAndSet implements reference.DocumentStateStore.
@@ -98,7 +75,7 @@ func (s *StateStore) CompareAndSet(ctx context.Context, expected int64, next ref
 	if err := ctxErr(ctx); err != nil {
 		return false, err
 	}
-	if err := CheckStateCAS(expected, next); err != nil {
+	if err := reference.CheckStateCAS(expected, next); err != nil {
 		return false, err
 	}
 	s.mu.Lock()
@@ -112,7 +89,7 @@ func (s *StateStore) CompareAndSet(ctx context.Context, expected int64, next ref
 	} else if !ok || cur.Revision != expected {
 		return false, nil
 	}
-	s.current[k] = CloneState(next)
+	s.current[k] = next.Clone()
 	return true, nil
 }
 
@@ -140,11 +117,8 @@ func (s *StateStore) RecordVersion(ctx context.Context, state reference.Document
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	if err := reference.CheckKey(state.Space, state.DocumentID); err != nil {
+	if err := reference.CheckVersion(state); err != nil {
 		return err
-	}
-	if state.Revision <= 0 {
-		return fmt.Errorf("document %s/%s: %w: version revision %d must be positive", state.Space, state.DocumentID, reference.ErrInvalidRevision, state.Revision)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -157,7 +131,7 @@ func (s *StateStore) RecordVersion(ctx context.Context, state reference.Document
 	if _, ok := vs[state.Revision]; ok {
 		return nil
 	}
-	vs[state.Revision] = CloneState(state)
+	vs[state.Revision] = state.Clone()
 	return nil
 }
 
@@ -172,7 +146,7 @@ func (s *StateStore) Versions(ctx context.Context, space, documentID string) ([]
 	s.mu.Lock()
 	out := make([]reference.DocumentState, 0)
 	for _, st := range s.versions[docKey{space, documentID}] {
-		out = append(out, CloneState(st))
+		out = append(out, st.Clone())
 	}
 	s.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Revision < out[j].Revision })
@@ -184,14 +158,14 @@ func (s *StateStore) List(ctx context.Context, space string) ([]reference.Docume
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
-	if blank(space) {
-		return nil, fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	if err := reference.CheckSpace(space); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	out := make([]reference.DocumentState, 0)
 	for k, st := range s.current {
 		if k.space == space {
-			out = append(out, CloneState(st))
+			out = append(out, st.Clone())
 		}
 	}
 	s.mu.Unlock()
@@ -205,8 +179,8 @@ func (s *StateStore) IsReferencedByOtherDocument(ctx context.Context, space, doc
 	if err := ctxErr(ctx); err != nil {
 		return false, err
 	}
-	if blank(space) {
-		return false, fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	if err := reference.CheckSpace(space); err != nil {
+		return false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

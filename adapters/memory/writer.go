@@ -2,10 +2,8 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/crashmatrix/crashmatrix/reference"
@@ -51,30 +49,12 @@ func NewWriter(opts Options) *Writer {
 	return &Writer{opts: opts, spaces: map[string]*graphSpace{}}
 }
 
-// CheckMutation rejects blank node ids and edge endpoints or types.
-func CheckMutation(space string, m reference.Mutation) error {
-	if blank(space) {
-		return fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
-	}
-	for _, n := range m.UpsertNodes {
-		if blank(n.ID) {
-			return fmt.Errorf("%w: node upsert with blank id", reference.ErrInvalidArgument)
-		}
-	}
-	for _, e := range m.UpsertEdges {
-		if blank(e.Key.Source) || blank(e.Key.Target) || blank(e.Key.Type) {
-			return fmt.Errorf("%w: edge upsert %s has a blank part", reference.ErrInvalidArgument, e.Key)
-		}
-	}
-	return nil
-}
-
 // Apply implements reference.GraphWriter.
 func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	if err := CheckMutation(space, m); err != nil {
+	if err := reference.CheckMutation(space, m); err != nil {
 		return err
 	}
 	w.mu.Lock()
@@ -115,7 +95,7 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 	}
 	for _, e := range m.UpsertEdges {
 		if !exists[e.Key.Source] || !exists[e.Key.Target] {
-			return fmt.Errorf("space %s: edge %s: %w", space, e.Key, reference.ErrMissingEndpoint)
+			return reference.MissingEndpoint(space, e.Key)
 		}
 	}
 	for _, e := range m.UpsertEdges {
@@ -190,25 +170,5 @@ func (w *Writer) Duplicates(ctx context.Context, space string) ([]string, error)
 	for _, e := range g.edges {
 		edges[e.key]++
 	}
-	return FormatDuplicates(nodes, edges), nil
-}
-
-// FormatDuplicates renders per-identity counts as Duplicates entries,
-// skipping identities stored once.
-func FormatDuplicates(nodes map[string]int, edges map[reference.EdgeKey]int) []string {
-	var out []string
-	for _, id := range slices.Sorted(maps.Keys(nodes)) {
-		if c := nodes[id]; c > 1 {
-			out = append(out, fmt.Sprintf("node %s x%d", id, c))
-		}
-	}
-	keys := slices.SortedFunc(maps.Keys(edges), func(a, b reference.EdgeKey) int {
-		return strings.Compare(a.PortableID(), b.PortableID())
-	})
-	for _, k := range keys {
-		if c := edges[k]; c > 1 {
-			out = append(out, fmt.Sprintf("edge %s x%d", k, c))
-		}
-	}
-	return out
+	return reference.FormatDuplicates(nodes, edges), nil
 }

@@ -32,7 +32,6 @@ import (
 
 	driver "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 
-	"github.com/crashmatrix/crashmatrix/adapters/memory"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -68,13 +67,9 @@ type Options struct {
 	Label string
 }
 
-// DuplicateReporter is implemented by graph writers that can report node ids
-// or edge keys stored more than once.
-type DuplicateReporter = memory.DuplicateReporter
-
 var (
-	_ reference.GraphWriter = (*Writer)(nil)
-	_ DuplicateReporter     = (*Writer)(nil)
+	_ reference.GraphWriter       = (*Writer)(nil)
+	_ reference.DuplicateReporter = (*Writer)(nil)
 )
 
 // Writer is a reference.GraphWriter on Neo4j. It is safe for concurrent use.

@@ -10,7 +10,6 @@ import (
 
 	driver "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 
-	"github.com/crashmatrix/crashmatrix/adapters/memory"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -26,7 +25,7 @@ func userProps(m map[string]string) map[string]any {
 // with a missing endpoint rolls back all of m and returns an error wrapping
 // reference.ErrMissingEndpoint.
 func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) error {
-	if err := memory.CheckMutation(space, m); err != nil {
+	if err := reference.CheckMutation(space, m); err != nil {
 		return err
 	}
 	if m.Empty() {
@@ -104,7 +103,7 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 				for _, e := range m.UpsertEdges {
 					if missing[e.Key.Source] || missing[e.Key.Target] {
 						// Returning an error rolls the transaction back.
-						return nil, fmt.Errorf("space %s: edge %s: %w", space, e.Key, reference.ErrMissingEndpoint)
+						return nil, reference.MissingEndpoint(space, e.Key)
 					}
 				}
 			}
@@ -224,5 +223,5 @@ func (w *Writer) Duplicates(ctx context.Context, space string) ([]string, error)
 	if err != nil {
 		return nil, err
 	}
-	return memory.FormatDuplicates(nodes, edges), nil
+	return reference.FormatDuplicates(nodes, edges), nil
 }

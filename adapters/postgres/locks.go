@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/crashmatrix/crashmatrix/adapters/memory"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -23,7 +22,7 @@ func leaseIDs(space, documentID, holder string) string {
 // TryAcquire implements reference.LockProvider in one transaction that
 // locks the document's row (created if absent) with SELECT ... FOR UPDATE.
 func (p *Locks) TryAcquire(ctx context.Context, space, documentID, holder string, now, ttlMillis int64) (reference.Lease, bool, error) {
-	if err := memory.CheckLease(space, documentID, holder, ttlMillis); err != nil {
+	if err := reference.CheckLease(space, documentID, holder, ttlMillis); err != nil {
 		return reference.Lease{}, false, err
 	}
 	var out reference.Lease
@@ -68,7 +67,7 @@ func (p *Locks) TryAcquire(ctx context.Context, space, documentID, holder string
 
 // Renew implements reference.LockProvider with one conditional UPDATE.
 func (p *Locks) Renew(ctx context.Context, l reference.Lease, now, ttlMillis int64) (reference.Lease, error) {
-	if err := memory.CheckLease(l.Space, l.DocumentID, l.Holder, ttlMillis); err != nil {
+	if err := reference.CheckLease(l.Space, l.DocumentID, l.Holder, ttlMillis); err != nil {
 		return reference.Lease{}, err
 	}
 	tag, err := p.d.pool.Exec(ctx, `UPDATE crashmatrix_leases SET expires_at = $1
@@ -78,7 +77,7 @@ func (p *Locks) Renew(ctx context.Context, l reference.Lease, now, ttlMillis int
 		return reference.Lease{}, p.d.wrap("locks.renew", leaseIDs(l.Space, l.DocumentID, l.Holder), err)
 	}
 	if tag.RowsAffected() != 1 {
-		return reference.Lease{}, memory.LeaseLost(l, fmt.Sprintf("not held live at %d", now))
+		return reference.Lease{}, reference.LeaseLost(l, fmt.Sprintf("not held live at %d", now))
 	}
 	l.ExpiresAt = now + ttlMillis
 	return l, nil
@@ -97,7 +96,7 @@ func (p *Locks) Release(ctx context.Context, l reference.Lease) error {
 		return p.d.wrap("locks.release", leaseIDs(l.Space, l.DocumentID, l.Holder), err)
 	}
 	if tag.RowsAffected() != 1 {
-		return memory.LeaseLost(l, "not held")
+		return reference.LeaseLost(l, "not held")
 	}
 	return nil
 }

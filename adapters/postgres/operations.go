@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/crashmatrix/crashmatrix/adapters/memory"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -40,7 +39,7 @@ func (s *OperationStore) get(ctx context.Context, q querier, id string) (referen
 // its plan payload are one row written by one INSERT ... ON CONFLICT
 // (operation_id) DO NOTHING in one transaction; the first write wins.
 func (s *OperationStore) CreateIfAbsent(ctx context.Context, op reference.Operation, plan reference.Plan) (bool, error) {
-	if err := memory.CheckCreate(op, plan); err != nil {
+	if err := reference.CheckCreate(op, plan); err != nil {
 		return false, err
 	}
 	payload, err := reference.EncodePlan(plan)
@@ -82,7 +81,7 @@ func (s *OperationStore) GetPlan(ctx context.Context, operationID string) (refer
 	if err != nil {
 		return reference.Plan{}, s.d.wrap("operations.getPlan", "operation "+operationID, err)
 	}
-	return memory.DecodeStoredPlan(operationID, payload, fp)
+	return reference.DecodeStoredPlan(operationID, payload, fp)
 }
 
 // SpacePlans implements check.SpacePlanReader: every plan of a space in
@@ -100,7 +99,7 @@ func (s *OperationStore) SpacePlans(ctx context.Context, space string) (map[stri
 		if err := rows.Scan(&id, &payload, &fp); err != nil {
 			return nil, nil, s.d.wrap("operations.spacePlans", "space "+space, err)
 		}
-		if p, err := memory.DecodeStoredPlan(id, payload, fp); err != nil {
+		if p, err := reference.DecodeStoredPlan(id, payload, fp); err != nil {
 			bad[id] = err
 		} else {
 			plans[id] = p
@@ -113,7 +112,7 @@ func (s *OperationStore) SpacePlans(ctx context.Context, space string) (map[stri
 }
 
 // CompareAndSet implements reference.OperationStore with the semantics of
-// memory.OperationStore.CompareAndSet, as one conditional UPDATE on the
+// reference.OperationStore.CompareAndSet, as one conditional UPDATE on the
 // identity, stage, attempts and disposition of expected. When no row
 // changes, the stored record tells a lost race (false) from an unknown
 // operation (ErrNotFound) or an illegal successor of the stored record
@@ -140,13 +139,7 @@ func (s *OperationStore) CompareAndSet(ctx context.Context, expected, next refer
 	if err != nil {
 		return false, err
 	}
-	if memory.MatchesExpected(stored, expected) {
-		// Only the time check can have refused it.
-		if err := reference.ValidateUpdate(stored, next); err != nil {
-			return false, err
-		}
-	}
-	return false, nil
+	return false, reference.CompareAndSetMiss(stored, expected, next)
 }
 
 func (s *OperationStore) query(ctx context.Context, op, q string, args ...any) ([]reference.Operation, error) {
@@ -172,8 +165,8 @@ func (s *OperationStore) query(ctx context.Context, op, q string, args ...any) (
 // ListRecoverable implements reference.OperationStore; the scan is served
 // by the partial index on unfinished rows.
 func (s *OperationStore) ListRecoverable(ctx context.Context, limit int) ([]reference.Operation, error) {
-	if limit <= 0 {
-		return nil, fmt.Errorf("%w: limit %d must be positive", reference.ErrInvalidArgument, limit)
+	if err := reference.CheckLimit(limit); err != nil {
+		return nil, err
 	}
 	return s.query(ctx, "operations.listRecoverable", `SELECT `+opColumns+` FROM crashmatrix_operations
 		WHERE stage <> 'COMPLETED' AND disposition = ''
@@ -194,7 +187,7 @@ func (s *OperationStore) ListSpace(ctx context.Context, space string) ([]referen
 // Claim implements reference.OperationStore with one conditional UPDATE:
 // two processes can never both win an unexpired claim.
 func (s *OperationStore) Claim(ctx context.Context, operationID, holder string, now, ttlMillis int64) (bool, error) {
-	if err := memory.CheckClaim(holder, ttlMillis); err != nil {
+	if err := reference.CheckClaim(holder, ttlMillis); err != nil {
 		return false, err
 	}
 	tag, err := s.d.pool.Exec(ctx, `UPDATE crashmatrix_operations SET claim_holder = $2, claim_expires_at = $3

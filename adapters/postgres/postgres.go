@@ -23,7 +23,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/crashmatrix/crashmatrix/adapters/memory"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -34,10 +33,6 @@ type Options struct {
 	// mutant that produces duplicates.
 	CreateInsteadOfMerge bool
 }
-
-// DuplicateReporter is implemented by graph writers that can report node ids
-// or edge keys stored more than once.
-type DuplicateReporter = memory.DuplicateReporter
 
 // db is the shared pool of one Open call.
 type db struct {
@@ -62,7 +57,7 @@ var (
 	_ reference.EntityRegistry     = (*Registry)(nil)
 	_ reference.GraphWriter        = (*Writer)(nil)
 	_ reference.LockProvider       = (*Locks)(nil)
-	_ DuplicateReporter            = (*Writer)(nil)
+	_ reference.DuplicateReporter  = (*Writer)(nil)
 )
 
 // Open connects to the PostgreSQL server named by dsn (a URL or key=value

@@ -377,7 +377,7 @@ func TestCreateInsteadOfMergeDuplicates(t *testing.T) {
 	mutant := openDSN(t, dsn, true)
 	storetest.Must(t, mutant.Writer.Apply(ctx, "create", m))
 	storetest.Must(t, mutant.Writer.Apply(ctx, "create", m))
-	d, err := mutant.Writer.(DuplicateReporter).Duplicates(ctx, "create")
+	d, err := mutant.Writer.(reference.DuplicateReporter).Duplicates(ctx, "create")
 	storetest.Must(t, err)
 	want := []string{"node a x2", "node b x2", "edge (a)-[KNOWS#0]->(b) x2"}
 	if strings.Join(d, "|") != strings.Join(want, "|") {

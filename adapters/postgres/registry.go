@@ -10,8 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlgraph"
-	"github.com/crashmatrix/crashmatrix/adapters/memory"
+	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlcore"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -28,7 +27,7 @@ func (g *Registry) view(ctx context.Context, q querier, space, nodeID string) (r
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return re, err
 	}
-	if p, err := sqlgraph.DecodeProps(props); err != nil {
+	if p, err := sqlcore.DecodeProps(props); err != nil {
 		return re, err
 	} else if len(p) > 0 {
 		re.Properties = p
@@ -81,8 +80,8 @@ func (g *Registry) views(ctx context.Context, op, space string, idsQuery string,
 // MatchNodeIDs implements reference.BatchMatcher: every query in one
 // statement.
 func (g *Registry) MatchNodeIDs(ctx context.Context, space string, queries []reference.EntityQuery) ([][]string, error) {
-	if blank(space) {
-		return nil, fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	if err := reference.CheckSpace(space); err != nil {
+		return nil, err
 	}
 	var idx []int32
 	var types, names []string
@@ -127,17 +126,10 @@ func (g *Registry) MatchNodeIDs(ctx context.Context, space string, queries []ref
 // FindMatches implements reference.EntityRegistry. The result is ordered by
 // NodeID.
 func (g *Registry) FindMatches(ctx context.Context, space, entityType string, names []string) ([]reference.RegisteredEntity, error) {
-	if blank(space) {
-		return nil, fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	if err := reference.CheckSpace(space); err != nil {
+		return nil, err
 	}
-	var norm []string
-	seen := map[string]bool{}
-	for _, n := range names {
-		if nn := reference.Normalize(n); nn != "" && !seen[nn] {
-			seen[nn] = true
-			norm = append(norm, nn)
-		}
-	}
+	norm := reference.NormalizeNames(names)
 	if len(norm) == 0 {
 		return []reference.RegisteredEntity{}, nil
 	}
@@ -153,17 +145,17 @@ func (g *Registry) FindMatches(ctx context.Context, space, entityType string, na
 // ErrRegistryConflict. Names are claimed in sorted order to avoid
 // deadlocks (which are retried anyway).
 func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.EntityRegistration) error {
-	if blank(space) {
-		return fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	if err := reference.CheckSpace(space); err != nil {
+		return err
 	}
 	type bound struct{ typ, name string }
 	batch := map[bound]string{}
 	for _, r := range regs {
-		if err := memory.CheckRegistration(space, r); err != nil {
+		if err := reference.CheckRegistration(space, r); err != nil {
 			return err
 		}
 		typ := reference.Normalize(r.Type)
-		for _, n := range memory.NormalizedNames(r) {
+		for _, n := range r.NormalizedNames() {
 			k := bound{typ, n}
 			if id, ok := batch[k]; ok && id != r.NodeID {
 				return fmt.Errorf("name %q (type %s) is bound to %s and %s in one batch: %w", n, typ, id, r.NodeID, reference.ErrRegistryConflict)
@@ -204,7 +196,7 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 	err := g.d.tx(ctx, func(tx pgx.Tx) error {
 		for _, id := range nodeIDs {
 			e := ents[id]
-			p, err := sqlgraph.EncodeProps(e.props)
+			p, err := sqlcore.EncodeProps(e.props)
 			if err != nil {
 				return err
 			}
@@ -216,12 +208,12 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 				return err
 			}
 			if len(e.props) > 0 && stored != p {
-				m, err := sqlgraph.DecodeProps(stored)
+				m, err := sqlcore.DecodeProps(stored)
 				if err != nil {
 					return err
 				}
 				maps.Copy(m, e.props)
-				merged, err := sqlgraph.EncodeProps(m)
+				merged, err := sqlcore.EncodeProps(m)
 				if err != nil {
 					return err
 				}

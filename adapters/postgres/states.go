@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/crashmatrix/crashmatrix/adapters/memory"
+	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlcore"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -74,8 +74,8 @@ func (s *StateStore) FindByOperationID(ctx context.Context, space, documentID, o
 	if err := reference.CheckKey(space, documentID); err != nil {
 		return reference.DocumentState{}, false, err
 	}
-	if blank(operationID) {
-		return reference.DocumentState{}, false, fmt.Errorf("%w: operationId is blank", reference.ErrInvalidArgument)
+	if err := reference.CheckOperationID(operationID); err != nil {
+		return reference.DocumentState{}, false, err
 	}
 	ids := docIDs(space, documentID) + " operation " + operationID
 	st, ok, err := s.one(ctx, "states.findByOperationId", ids,
@@ -93,7 +93,7 @@ func (s *StateStore) FindByOperationID(ctx context.Context, space, documentID, o
 // CONFLICT DO NOTHING when expected is 0, otherwise UPDATE ... WHERE
 // revision = expected; true if exactly one row changed.
 func (s *StateStore) CompareAndSet(ctx context.Context, expected int64, next reference.DocumentState) (bool, error) {
-	if err := memory.CheckStateCAS(expected, next); err != nil {
+	if err := reference.CheckStateCAS(expected, next); err != nil {
 		return false, err
 	}
 	payload, err := reference.EncodeState(next)
@@ -131,11 +131,8 @@ func (s *StateStore) Remove(ctx context.Context, space, documentID string, revis
 
 // RecordVersion implements reference.DocumentStateStore.
 func (s *StateStore) RecordVersion(ctx context.Context, state reference.DocumentState) error {
-	if err := reference.CheckKey(state.Space, state.DocumentID); err != nil {
+	if err := reference.CheckVersion(state); err != nil {
 		return err
-	}
-	if state.Revision <= 0 {
-		return fmt.Errorf("document %s/%s: %w: version revision %d must be positive", state.Space, state.DocumentID, reference.ErrInvalidRevision, state.Revision)
 	}
 	payload, err := reference.EncodeState(state)
 	if err != nil {
@@ -154,7 +151,7 @@ func (s *StateStore) SpaceVersions(ctx context.Context, space string) (map[strin
 	if err != nil {
 		return nil, err
 	}
-	return memory.ByDocument(all), nil
+	return sqlcore.ByDocument(all), nil
 }
 
 // Versions implements reference.DocumentStateStore.
@@ -168,8 +165,8 @@ func (s *StateStore) Versions(ctx context.Context, space, documentID string) ([]
 
 // List implements reference.DocumentStateStore.
 func (s *StateStore) List(ctx context.Context, space string) ([]reference.DocumentState, error) {
-	if blank(space) {
-		return nil, fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	if err := reference.CheckSpace(space); err != nil {
+		return nil, err
 	}
 	return s.many(ctx, "states.list", "space "+space,
 		`SELECT payload FROM crashmatrix_document_states WHERE space = $1 ORDER BY document_id`, space)
@@ -178,8 +175,8 @@ func (s *StateStore) List(ctx context.Context, space string) ([]reference.Docume
 // IsReferencedByOtherDocument implements reference.DocumentStateStore. An
 // empty documentID excludes no document.
 func (s *StateStore) IsReferencedByOtherDocument(ctx context.Context, space, documentID string, edge reference.EdgeKey) (bool, error) {
-	if blank(space) {
-		return false, fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	if err := reference.CheckSpace(space); err != nil {
+		return false, err
 	}
 	states, err := s.many(ctx, "states.isReferencedByOtherDocument", docIDs(space, documentID),
 		`SELECT payload FROM crashmatrix_document_states WHERE space = $1 AND status = $2 AND document_id <> $3

@@ -7,8 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlgraph"
-	"github.com/crashmatrix/crashmatrix/adapters/memory"
+	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlcore"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -19,13 +18,13 @@ import (
 // followed by an INSERT if none was updated. With
 // Options.CreateInsteadOfMerge it always INSERTs (a mutant).
 type Writer struct {
-	d               *db
-	sqlgraph.Reader // ReadGraph, ReadGraphAndDuplicates, Duplicates
+	d              *db
+	sqlcore.Reader // ReadGraph, ReadGraphAndDuplicates, Duplicates
 }
 
 func newWriter(d *db) *Writer {
 	w := &Writer{d: d}
-	w.Reader = sqlgraph.Reader{Scan: w.scan}
+	w.Reader = sqlcore.Reader{Scan: w.scan}
 	return w
 }
 
@@ -55,12 +54,12 @@ func (w *Writer) patch(ctx context.Context, tx pgx.Tx, sel, upd string, props ma
 		return len(found), nil
 	}
 	for _, r := range found {
-		m, err := sqlgraph.DecodeProps(r.props)
+		m, err := sqlcore.DecodeProps(r.props)
 		if err != nil {
 			return 0, err
 		}
 		maps.Copy(m, props)
-		p, err := sqlgraph.EncodeProps(m)
+		p, err := sqlcore.EncodeProps(m)
 		if err != nil {
 			return 0, err
 		}
@@ -77,7 +76,7 @@ const graphLockKey = "crashmatrix-graph:"
 // space by pg_advisory_xact_lock: an edge with a missing endpoint rolls back
 // all of m.
 func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) error {
-	if err := memory.CheckMutation(space, m); err != nil {
+	if err := reference.CheckMutation(space, m); err != nil {
 		return err
 	}
 	create := w.d.opts.CreateInsteadOfMerge
@@ -110,7 +109,7 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 				}
 			}
 			if found == 0 {
-				p, err := sqlgraph.EncodeProps(n.Properties)
+				p, err := sqlcore.EncodeProps(n.Properties)
 				if err != nil {
 					return err
 				}
@@ -128,7 +127,7 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 					return err
 				}
 				if !ok {
-					return fmt.Errorf("space %s: edge %s: %w", space, e.Key, reference.ErrMissingEndpoint)
+					return reference.MissingEndpoint(space, e.Key)
 				}
 			}
 		}
@@ -145,7 +144,7 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 				}
 			}
 			if found == 0 {
-				p, err := sqlgraph.EncodeProps(e.Properties)
+				p, err := sqlcore.EncodeProps(e.Properties)
 				if err != nil {
 					return err
 				}

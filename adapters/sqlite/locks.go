@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/crashmatrix/crashmatrix/adapters/memory"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -16,7 +15,7 @@ type Locks struct{ d *db }
 
 // TryAcquire implements reference.LockProvider in one IMMEDIATE transaction.
 func (p *Locks) TryAcquire(ctx context.Context, space, documentID, holder string, now, ttlMillis int64) (reference.Lease, bool, error) {
-	if err := memory.CheckLease(space, documentID, holder, ttlMillis); err != nil {
+	if err := reference.CheckLease(space, documentID, holder, ttlMillis); err != nil {
 		return reference.Lease{}, false, err
 	}
 	l := reference.Lease{Space: space, DocumentID: documentID, Holder: holder, ExpiresAt: now + ttlMillis}
@@ -56,7 +55,7 @@ func (p *Locks) TryAcquire(ctx context.Context, space, documentID, holder string
 
 // Renew implements reference.LockProvider with one conditional UPDATE.
 func (p *Locks) Renew(ctx context.Context, l reference.Lease, now, ttlMillis int64) (reference.Lease, error) {
-	if err := memory.CheckLease(l.Space, l.DocumentID, l.Holder, ttlMillis); err != nil {
+	if err := reference.CheckLease(l.Space, l.DocumentID, l.Holder, ttlMillis); err != nil {
 		return reference.Lease{}, err
 	}
 	n, err := p.d.affected(ctx, `UPDATE leases SET expires_at = ?
@@ -66,7 +65,7 @@ func (p *Locks) Renew(ctx context.Context, l reference.Lease, now, ttlMillis int
 		return reference.Lease{}, err
 	}
 	if n != 1 {
-		return reference.Lease{}, memory.LeaseLost(l, fmt.Sprintf("not held live at %d", now))
+		return reference.Lease{}, reference.LeaseLost(l, fmt.Sprintf("not held live at %d", now))
 	}
 	l.ExpiresAt = now + ttlMillis
 	return l, nil
@@ -84,7 +83,7 @@ func (p *Locks) Release(ctx context.Context, l reference.Lease) error {
 		return err
 	}
 	if n != 1 {
-		return memory.LeaseLost(l, "not held")
+		return reference.LeaseLost(l, "not held")
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/crashmatrix/crashmatrix/adapters/memory"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -43,7 +42,7 @@ func getOp(ctx context.Context, q queryer, id string) (reference.Operation, erro
 
 // CreateIfAbsent implements reference.OperationStore.
 func (s *OperationStore) CreateIfAbsent(ctx context.Context, op reference.Operation, plan reference.Plan) (bool, error) {
-	if err := memory.CheckCreate(op, plan); err != nil {
+	if err := reference.CheckCreate(op, plan); err != nil {
 		return false, err
 	}
 	payload, err := reference.EncodePlan(plan)
@@ -89,11 +88,11 @@ func (s *OperationStore) GetPlan(ctx context.Context, operationID string) (refer
 	if err != nil {
 		return reference.Plan{}, fmt.Errorf("operation %s: %w", operationID, err)
 	}
-	return memory.DecodeStoredPlan(operationID, payload, fp)
+	return reference.DecodeStoredPlan(operationID, payload, fp)
 }
 
 // CompareAndSet implements reference.OperationStore with the semantics of
-// memory.OperationStore.CompareAndSet, in one IMMEDIATE transaction.
+// reference.OperationStore.CompareAndSet, in one IMMEDIATE transaction.
 func (s *OperationStore) CompareAndSet(ctx context.Context, expected, next reference.Operation) (bool, error) {
 	if err := reference.ValidateUpdate(expected, next); err != nil {
 		return false, err
@@ -122,10 +121,7 @@ func (s *OperationStore) CompareAndSet(ctx context.Context, expected, next refer
 	}); err != nil {
 		return false, err
 	}
-	if !memory.MatchesExpected(stored, expected) {
-		return false, nil
-	}
-	return false, reference.ValidateUpdate(stored, next)
+	return false, reference.CompareAndSetMiss(stored, expected, next)
 }
 
 func (s *OperationStore) query(ctx context.Context, q string, args ...any) ([]reference.Operation, error) {
@@ -140,8 +136,8 @@ func (s *OperationStore) query(ctx context.Context, q string, args ...any) ([]re
 
 // ListRecoverable implements reference.OperationStore.
 func (s *OperationStore) ListRecoverable(ctx context.Context, limit int) ([]reference.Operation, error) {
-	if limit <= 0 {
-		return nil, fmt.Errorf("%w: limit %d must be positive", reference.ErrInvalidArgument, limit)
+	if err := reference.CheckLimit(limit); err != nil {
+		return nil, err
 	}
 	return s.query(ctx, `SELECT `+opColumns+` FROM operations
 		WHERE stage <> 'COMPLETED' AND disposition = ''
@@ -164,7 +160,7 @@ func (s *OperationStore) SpacePlans(ctx context.Context, space string) (map[stri
 		if err := rows.Scan(&id, &payload, &fp); err != nil {
 			return err
 		}
-		if p, err := memory.DecodeStoredPlan(id, payload, fp); err != nil {
+		if p, err := reference.DecodeStoredPlan(id, payload, fp); err != nil {
 			bad[id] = err
 		} else {
 			plans[id] = p
@@ -182,7 +178,7 @@ func (s *OperationStore) ListSpace(ctx context.Context, space string) ([]referen
 
 // Claim implements reference.OperationStore.
 func (s *OperationStore) Claim(ctx context.Context, operationID, holder string, now, ttlMillis int64) (bool, error) {
-	if err := memory.CheckClaim(holder, ttlMillis); err != nil {
+	if err := reference.CheckClaim(holder, ttlMillis); err != nil {
 		return false, err
 	}
 	var ok bool

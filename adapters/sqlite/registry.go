@@ -9,8 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlgraph"
-	"github.com/crashmatrix/crashmatrix/adapters/memory"
+	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlcore"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -37,7 +36,7 @@ func (g *Registry) views(ctx context.Context, space string, idsQuery string, arg
 		}
 		if len(out) == 0 || out[len(out)-1].NodeID != id {
 			re := reference.RegisteredEntity{Space: space, NodeID: id, Type: typ, CanonicalName: canonical}
-			p, err := sqlgraph.DecodeProps(props)
+			p, err := sqlcore.DecodeProps(props)
 			if err != nil {
 				return err
 			}
@@ -58,8 +57,8 @@ func (g *Registry) views(ctx context.Context, space string, idsQuery string, arg
 // MatchNodeIDs implements reference.BatchMatcher: every query in one
 // statement.
 func (g *Registry) MatchNodeIDs(ctx context.Context, space string, queries []reference.EntityQuery) ([][]string, error) {
-	if blank(space) {
-		return nil, fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	if err := reference.CheckSpace(space); err != nil {
+		return nil, err
 	}
 	type key struct {
 		i         int
@@ -108,16 +107,12 @@ func (g *Registry) MatchNodeIDs(ctx context.Context, space string, queries []ref
 // FindMatches implements reference.EntityRegistry. The result is ordered by
 // NodeID.
 func (g *Registry) FindMatches(ctx context.Context, space, entityType string, names []string) ([]reference.RegisteredEntity, error) {
-	if blank(space) {
-		return nil, fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	if err := reference.CheckSpace(space); err != nil {
+		return nil, err
 	}
 	var norm []any
-	seen := map[string]bool{}
-	for _, n := range names {
-		if nn := reference.Normalize(n); nn != "" && !seen[nn] {
-			seen[nn] = true
-			norm = append(norm, nn)
-		}
+	for _, nn := range reference.NormalizeNames(names) {
+		norm = append(norm, nn)
 	}
 	if len(norm) == 0 {
 		return []reference.RegisteredEntity{}, nil
@@ -129,17 +124,17 @@ func (g *Registry) FindMatches(ctx context.Context, space, entityType string, na
 
 // SaveAll implements reference.EntityRegistry in one IMMEDIATE transaction.
 func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.EntityRegistration) error {
-	if blank(space) {
-		return fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	if err := reference.CheckSpace(space); err != nil {
+		return err
 	}
 	type bound struct{ typ, name string }
 	batch := map[bound]string{}
 	for _, r := range regs {
-		if err := memory.CheckRegistration(space, r); err != nil {
+		if err := reference.CheckRegistration(space, r); err != nil {
 			return err
 		}
 		typ := reference.Normalize(r.Type)
-		for _, n := range memory.NormalizedNames(r) {
+		for _, n := range r.NormalizedNames() {
 			k := bound{typ, n}
 			if id, ok := batch[k]; ok && id != r.NodeID {
 				return fmt.Errorf("name %q (type %s) is bound to %s and %s in one batch: %w", n, typ, id, r.NodeID, reference.ErrRegistryConflict)
@@ -189,7 +184,7 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 		for part := range slices.Chunk(regs, maxRowsPerStatement) {
 			args := make([]any, 0, 5*len(part))
 			for _, r := range part {
-				p, err := sqlgraph.EncodeProps(r.Properties)
+				p, err := sqlcore.EncodeProps(r.Properties)
 				if err != nil {
 					return err
 				}

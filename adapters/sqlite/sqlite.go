@@ -17,7 +17,6 @@ import (
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/crashmatrix/crashmatrix/adapters/memory"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -28,10 +27,6 @@ type Options struct {
 	// mutant that produces duplicates.
 	CreateInsteadOfMerge bool
 }
-
-// DuplicateReporter is implemented by graph writers that can report node ids
-// or edge keys stored more than once.
-type DuplicateReporter = memory.DuplicateReporter
 
 // SchemaVersion is the version of the schema Open creates (and migrates
 // older databases to).
@@ -68,7 +63,7 @@ var (
 	_ reference.EntityRegistry     = (*Registry)(nil)
 	_ reference.GraphWriter        = (*Writer)(nil)
 	_ reference.LockProvider       = (*Locks)(nil)
-	_ DuplicateReporter            = (*Writer)(nil)
+	_ reference.DuplicateReporter  = (*Writer)(nil)
 )
 
 // DSN returns the data source name Open uses for path: WAL journal,

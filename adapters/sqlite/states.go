@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/crashmatrix/crashmatrix/adapters/memory"
+	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlcore"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -58,8 +58,8 @@ func (s *StateStore) FindByOperationID(ctx context.Context, space, documentID, o
 	if err := reference.CheckKey(space, documentID); err != nil {
 		return reference.DocumentState{}, false, err
 	}
-	if blank(operationID) {
-		return reference.DocumentState{}, false, fmt.Errorf("%w: operationId is blank", reference.ErrInvalidArgument)
+	if err := reference.CheckOperationID(operationID); err != nil {
+		return reference.DocumentState{}, false, err
 	}
 	st, ok, err := s.one(ctx, `SELECT payload FROM document_states WHERE space = ? AND document_id = ? AND operation_id = ?`,
 		space, documentID, operationID)
@@ -73,7 +73,7 @@ func (s *StateStore) FindByOperationID(ctx context.Context, space, documentID, o
 // CompareAndSet implements reference.DocumentStateStore in one IMMEDIATE
 // transaction.
 func (s *StateStore) CompareAndSet(ctx context.Context, expected int64, next reference.DocumentState) (bool, error) {
-	if err := memory.CheckStateCAS(expected, next); err != nil {
+	if err := reference.CheckStateCAS(expected, next); err != nil {
 		return false, err
 	}
 	payload, err := reference.EncodeState(next)
@@ -117,11 +117,8 @@ func (s *StateStore) Remove(ctx context.Context, space, documentID string, revis
 
 // RecordVersion implements reference.DocumentStateStore.
 func (s *StateStore) RecordVersion(ctx context.Context, state reference.DocumentState) error {
-	if err := reference.CheckKey(state.Space, state.DocumentID); err != nil {
+	if err := reference.CheckVersion(state); err != nil {
 		return err
-	}
-	if state.Revision <= 0 {
-		return fmt.Errorf("document %s/%s: %w: version revision %d must be positive", state.Space, state.DocumentID, reference.ErrInvalidRevision, state.Revision)
 	}
 	payload, err := reference.EncodeState(state)
 	if err != nil {
@@ -139,7 +136,7 @@ func (s *StateStore) SpaceVersions(ctx context.Context, space string) (map[strin
 	if err != nil {
 		return nil, err
 	}
-	return memory.ByDocument(all), nil
+	return sqlcore.ByDocument(all), nil
 }
 
 // Versions implements reference.DocumentStateStore.
@@ -152,8 +149,8 @@ func (s *StateStore) Versions(ctx context.Context, space, documentID string) ([]
 
 // List implements reference.DocumentStateStore.
 func (s *StateStore) List(ctx context.Context, space string) ([]reference.DocumentState, error) {
-	if blank(space) {
-		return nil, fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	if err := reference.CheckSpace(space); err != nil {
+		return nil, err
 	}
 	return s.many(ctx, `SELECT payload FROM document_states WHERE space = ? ORDER BY document_id`, space)
 }
@@ -161,8 +158,8 @@ func (s *StateStore) List(ctx context.Context, space string) ([]reference.Docume
 // IsReferencedByOtherDocument implements reference.DocumentStateStore. An
 // empty documentID excludes no document.
 func (s *StateStore) IsReferencedByOtherDocument(ctx context.Context, space, documentID string, edge reference.EdgeKey) (bool, error) {
-	if blank(space) {
-		return false, fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
+	if err := reference.CheckSpace(space); err != nil {
+		return false, err
 	}
 	states, err := s.many(ctx, `SELECT payload FROM document_states WHERE space = ? AND status = ? AND document_id <> ?
 		ORDER BY document_id`, space, string(reference.DocActive), documentID)

@@ -8,8 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlgraph"
-	"github.com/crashmatrix/crashmatrix/adapters/memory"
+	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlcore"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -18,20 +17,20 @@ import (
 // INSERT if none was updated, in one IMMEDIATE transaction; with
 // Options.CreateInsteadOfMerge it always INSERTs.
 type Writer struct {
-	d               *db
-	sqlgraph.Reader // ReadGraph, ReadGraphAndDuplicates, Duplicates
+	d              *db
+	sqlcore.Reader // ReadGraph, ReadGraphAndDuplicates, Duplicates
 }
 
 func newWriter(d *db) *Writer {
 	w := &Writer{d: d}
-	w.Reader = sqlgraph.Reader{Scan: w.scan}
+	w.Reader = sqlcore.Reader{Scan: w.scan}
 	return w
 }
 
 // Apply implements reference.GraphWriter in one IMMEDIATE transaction: an
 // edge with a missing endpoint rolls back all of m.
 func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) error {
-	if err := memory.CheckMutation(space, m); err != nil {
+	if err := reference.CheckMutation(space, m); err != nil {
 		return err
 	}
 	create := w.d.opts.CreateInsteadOfMerge
@@ -80,7 +79,7 @@ func upsertAll(ctx context.Context, tx *sql.Tx, space string, m reference.Mutati
 	}
 	var patchRows, insertRows [][]any
 	for _, n := range nodes {
-		p, err := sqlgraph.EncodeProps(n.Properties)
+		p, err := sqlcore.EncodeProps(n.Properties)
 		if err != nil {
 			return err
 		}
@@ -102,7 +101,7 @@ func upsertAll(ctx context.Context, tx *sql.Tx, space string, m reference.Mutati
 	}
 	for _, e := range m.UpsertEdges {
 		if !present[e.Key.Source] || !present[e.Key.Target] {
-			return fmt.Errorf("space %s: edge %s: %w", space, e.Key, reference.ErrMissingEndpoint)
+			return reference.MissingEndpoint(space, e.Key)
 		}
 	}
 	edges := mergeUpserts(m.UpsertEdges, func(e reference.EdgeUpsert) reference.EdgeKey { return e.Key },
@@ -116,7 +115,7 @@ func upsertAll(ctx context.Context, tx *sql.Tx, space string, m reference.Mutati
 	patchRows, insertRows = nil, nil
 	for _, e := range edges {
 		k := e.Key
-		p, err := sqlgraph.EncodeProps(e.Properties)
+		p, err := sqlcore.EncodeProps(e.Properties)
 		if err != nil {
 			return err
 		}
@@ -142,7 +141,7 @@ func createAll(ctx context.Context, tx *sql.Tx, space string, m reference.Mutati
 	var rows [][]any
 	ids := make([]string, 0, len(m.UpsertNodes)+2*len(m.UpsertEdges))
 	for _, n := range m.UpsertNodes {
-		p, err := sqlgraph.EncodeProps(n.Properties)
+		p, err := sqlcore.EncodeProps(n.Properties)
 		if err != nil {
 			return err
 		}
@@ -161,9 +160,9 @@ func createAll(ctx context.Context, tx *sql.Tx, space string, m reference.Mutati
 	rows = nil
 	for _, e := range m.UpsertEdges {
 		if !present[e.Key.Source] || !present[e.Key.Target] {
-			return fmt.Errorf("space %s: edge %s: %w", space, e.Key, reference.ErrMissingEndpoint)
+			return reference.MissingEndpoint(space, e.Key)
 		}
-		p, err := sqlgraph.EncodeProps(e.Properties)
+		p, err := sqlcore.EncodeProps(e.Properties)
 		if err != nil {
 			return err
 		}

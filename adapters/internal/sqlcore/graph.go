@@ -3,14 +3,13 @@
 // graph or a duplicate report from a scan of those rows. Rows carry no
 // unique constraint on identity (so the CREATE-instead-of-MERGE mutant can
 // store duplicates); a scan reports them in insertion order.
-package sqlgraph
+package sqlcore
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 
-	"github.com/crashmatrix/crashmatrix/adapters/memory"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -71,11 +70,11 @@ func ReadWithDuplicates(scan Scan) (reference.Graph, []string, error) {
 	if err != nil {
 		return reference.Graph{}, nil, err
 	}
-	return g, memory.FormatDuplicates(nodes, edges), nil
+	return g, reference.FormatDuplicates(nodes, edges), nil
 }
 
 // Duplicates reports the identities a scan saw more than once, formatted
-// as every writer reports them (memory.FormatDuplicates).
+// as every writer reports them (reference.FormatDuplicates).
 func Duplicates(scan Scan) ([]string, error) {
 	_, d, err := ReadWithDuplicates(scan)
 	return d, err
@@ -101,7 +100,7 @@ func (r Reader) ReadGraphAndDuplicates(ctx context.Context, space string) (refer
 
 // Duplicates implements the duplicate report: entries like "node
 // person:abc x2" and "edge (a)-[KNOWS#0]->(b) x3", nodes first, each group
-// sorted (memory.FormatDuplicates).
+// sorted (reference.FormatDuplicates).
 func (r Reader) Duplicates(ctx context.Context, space string) ([]string, error) {
 	return Duplicates(r.bind(ctx, space))
 }
@@ -110,4 +109,14 @@ func (r Reader) bind(ctx context.Context, space string) Scan {
 	return func(reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error {
 		return r.Scan(ctx, space, reset, node, edge)
 	}
+}
+
+// ByDocument groups states by document id, keeping their order: a space's
+// version history read in one statement, split per document.
+func ByDocument(states []reference.DocumentState) map[string][]reference.DocumentState {
+	out := map[string][]reference.DocumentState{}
+	for _, v := range states {
+		out[v.DocumentID] = append(out[v.DocumentID], v)
+	}
+	return out
 }
