@@ -118,29 +118,16 @@ func OpenMemory(name string, opts Options) (reference.Stores, error) {
 	return open("memory:"+name, memoryDSN(name), true, opts)
 }
 
-// open opens dsn; pin keeps one connection open for the life of the handle
-// (a memory database ends with its last connection).
+// open opens dsn and migrates it to SchemaVersion; pin keeps one
+// connection open for the life of the handle (a memory database ends with
+// its last connection).
 func open(what, dsn string, pin bool, opts Options) (reference.Stores, error) {
-	conn, err := newCachingConnector(dsn, "BEGIN IMMEDIATE")
+	d, err := connect(what, dsn, pin)
 	if err != nil {
 		return reference.Stores{}, err
 	}
-	sdb := sql.OpenDB(conn)
-	d := &db{sql: sdb, opts: opts}
-	ctx := context.Background()
-	if pin {
-		c, err := sdb.Conn(ctx)
-		if err != nil {
-			sdb.Close()
-			return reference.Stores{}, fmt.Errorf("open %s: %w", what, err)
-		}
-		d.pin = c
-	}
-	if err := d.retry(ctx, func() error { return sdb.PingContext(ctx) }); err != nil {
-		d.close()
-		return reference.Stores{}, fmt.Errorf("open %s: %w", what, err)
-	}
-	if err := d.migrate(ctx); err != nil {
+	d.opts = opts
+	if err := d.migrate(context.Background()); err != nil {
 		d.close()
 		return reference.Stores{}, fmt.Errorf("open %s: %w", what, err)
 	}
@@ -152,6 +139,31 @@ func open(what, dsn string, pin bool, opts Options) (reference.Stores, error) {
 		Locks:    &Locks{d},
 		Closer:   &closer{d},
 	}, nil
+}
+
+// connect opens dsn with the statement cache and waits until the database
+// answers; pin keeps one connection open for the life of the handle.
+func connect(what, dsn string, pin bool) (*db, error) {
+	conn, err := newCachingConnector(dsn, "BEGIN IMMEDIATE")
+	if err != nil {
+		return nil, err
+	}
+	sdb := sql.OpenDB(conn)
+	d := &db{sql: sdb}
+	ctx := context.Background()
+	if pin {
+		c, err := sdb.Conn(ctx)
+		if err != nil {
+			sdb.Close()
+			return nil, fmt.Errorf("open %s: %w", what, err)
+		}
+		d.pin = c
+	}
+	if err := d.retry(ctx, func() error { return sdb.PingContext(ctx) }); err != nil {
+		d.close()
+		return nil, fmt.Errorf("open %s: %w", what, err)
+	}
+	return d, nil
 }
 
 // IsBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED (any extended
