@@ -16,13 +16,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlcore"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -52,12 +52,10 @@ func (c *closer) Close() error {
 }
 
 var (
-	_ reference.OperationStore     = (*OperationStore)(nil)
-	_ reference.DocumentStateStore = (*StateStore)(nil)
-	_ reference.EntityRegistry     = (*Registry)(nil)
-	_ reference.GraphWriter        = (*Writer)(nil)
-	_ reference.LockProvider       = (*Locks)(nil)
-	_ reference.DuplicateReporter  = (*Writer)(nil)
+	_ reference.EntityRegistry    = (*Registry)(nil)
+	_ reference.GraphWriter       = (*Writer)(nil)
+	_ reference.LockProvider      = (*Locks)(nil)
+	_ reference.DuplicateReporter = (*Writer)(nil)
 )
 
 // Open connects to the PostgreSQL server named by dsn (a URL or key=value
@@ -85,14 +83,7 @@ func Open(ctx context.Context, dsn string, opts Options) (reference.Stores, erro
 		pool.Close()
 		return reference.Stores{}, d.wrapConnect("migrate", ids, err)
 	}
-	return reference.Stores{
-		Ops:      &OperationStore{d},
-		States:   &StateStore{d},
-		Registry: &Registry{d},
-		Writer:   newWriter(d),
-		Locks:    &Locks{d},
-		Closer:   &closer{d},
-	}, nil
+	return sqlcore.Stores(d, dialect, &Registry{d}, newWriter(d), &Locks{d, sqlcore.NewLeases(d, dialect)}, &closer{d}), nil
 }
 
 // wrapConnect wraps an error of Open; a failure to connect that is not a
@@ -113,9 +104,15 @@ const maxAttempts = 20
 // transaction was rolled back by the server) runs it again, so f must be
 // safe to repeat; any other error is returned as it is.
 func (d *db) tx(ctx context.Context, f func(tx pgx.Tx) error) error {
+	return d.retry(ctx, func() error { return pgx.BeginFunc(ctx, d.pool, f) })
+}
+
+// retry runs f until it does not fail with a serialization failure or a
+// deadlock, up to maxAttempts times with a growing pause.
+func (d *db) retry(ctx context.Context, f func() error) error {
 	var err error
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		err = pgx.BeginFunc(ctx, d.pool, f)
+		err = f()
 		if err == nil || !IsRetryableCode(SQLState(err)) {
 			return err
 		}
@@ -128,10 +125,46 @@ func (d *db) tx(ctx context.Context, f func(tx pgx.Tx) error) error {
 	return err
 }
 
+// dialect is how the statements the SQL adapters share (sqlcore) are
+// written for PostgreSQL: crashmatrix_ tables, $n parameters.
+var dialect = sqlcore.Dialect{Prefix: "crashmatrix_", Numbered: true}
+
+// Exec implements sqlcore.DB: one statement in its own transaction, run
+// again after a serialization failure or deadlock.
+func (d *db) Exec(ctx context.Context, op, ids, query string, args ...any) (int64, error) {
+	var n int64
+	err := d.retry(ctx, func() error {
+		tag, err := d.pool.Exec(ctx, query, args...)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, d.wrap(op, ids, err)
+	}
+	return n, nil
+}
+
+// Query implements sqlcore.DB: one statement, run again after a
+// serialization failure or deadlock.
+func (d *db) Query(ctx context.Context, op, ids string, start func(), row func(sqlcore.Row) error, query string, args ...any) error {
+	return d.wrap(op, ids, d.retry(ctx, func() error {
+		start()
+		rows, err := d.pool.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := row(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}))
+}
+
 type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
-
-func blank(s string) bool { return strings.TrimSpace(s) == "" }

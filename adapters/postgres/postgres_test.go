@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlcore"
 	"github.com/crashmatrix/crashmatrix/adapters/internal/storetest"
 	"os"
 	"strings"
@@ -166,7 +167,7 @@ func TestRecoveryScanUsesIndex(t *testing.T) {
 	storetest.Must(t, err)
 	_, err = raw.Exec(ctx, `SET enable_seqscan = off`)
 	storetest.Must(t, err)
-	rows, err := raw.Query(ctx, `EXPLAIN SELECT `+opColumns+` FROM crashmatrix_operations
+	rows, err := raw.Query(ctx, `EXPLAIN SELECT `+sqlcore.OpColumns+` FROM crashmatrix_operations
 		WHERE stage <> 'COMPLETED' AND disposition = ''
 		ORDER BY updated_at, operation_id LIMIT 10`)
 	storetest.Must(t, err)

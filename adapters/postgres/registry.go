@@ -83,20 +83,11 @@ func (g *Registry) MatchNodeIDs(ctx context.Context, space string, queries []ref
 	if err := reference.CheckSpace(space); err != nil {
 		return nil, err
 	}
-	var idx []int32
-	var types, names []string
-	for i, q := range queries {
-		typ, seen := reference.Normalize(q.Type), map[string]bool{}
-		for _, n := range q.Names {
-			if nn := reference.Normalize(n); nn != "" && !seen[nn] {
-				seen[nn] = true
-				idx, types, names = append(idx, int32(i)), append(types, typ), append(names, nn)
-			}
-		}
-	}
-	out := make([][]string, len(queries))
-	for i := range out {
-		out[i] = []string{}
+	keys, out := sqlcore.MatchKeys(queries)
+	idx := make([]int32, len(keys))
+	types, names := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		idx[i], types[i], names[i] = int32(k.Query), k.Type, k.Name
 	}
 	if len(idx) == 0 {
 		return out, nil
@@ -145,37 +136,10 @@ func (g *Registry) FindMatches(ctx context.Context, space, entityType string, na
 // ErrRegistryConflict. Names are claimed in sorted order to avoid
 // deadlocks (which are retried anyway).
 func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.EntityRegistration) error {
-	if err := reference.CheckSpace(space); err != nil {
+	keys, batch, err := sqlcore.BindNames(space, regs)
+	if err != nil || len(regs) == 0 {
 		return err
 	}
-	type bound struct{ typ, name string }
-	batch := map[bound]string{}
-	for _, r := range regs {
-		if err := reference.CheckRegistration(space, r); err != nil {
-			return err
-		}
-		typ := reference.Normalize(r.Type)
-		for _, n := range r.NormalizedNames() {
-			k := bound{typ, n}
-			if id, ok := batch[k]; ok && id != r.NodeID {
-				return fmt.Errorf("name %q (type %s) is bound to %s and %s in one batch: %w", n, typ, id, r.NodeID, reference.ErrRegistryConflict)
-			}
-			batch[k] = r.NodeID
-		}
-	}
-	if len(regs) == 0 {
-		return nil
-	}
-	keys := make([]bound, 0, len(batch))
-	for k := range batch {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].typ != keys[j].typ {
-			return keys[i].typ < keys[j].typ
-		}
-		return keys[i].name < keys[j].name
-	})
 	// Entities in node-id order, merged per node.
 	type ent struct {
 		typ, canonical string
@@ -193,7 +157,7 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 		maps.Copy(e.props, r.Properties)
 	}
 	sort.Strings(nodeIDs)
-	err := g.d.tx(ctx, func(tx pgx.Tx) error {
+	err = g.d.tx(ctx, func(tx pgx.Tx) error {
 		for _, id := range nodeIDs {
 			e := ents[id]
 			p, err := sqlcore.EncodeProps(e.props)
@@ -231,11 +195,11 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 			if err := tx.QueryRow(ctx, `INSERT INTO crashmatrix_entity_names AS t (space, entity_type, normalized_name, node_id)
 				VALUES ($1, $2, $3, $4)
 				ON CONFLICT (space, entity_type, normalized_name) DO UPDATE SET node_id = t.node_id
-				RETURNING t.node_id`, space, k.typ, k.name, id).Scan(&cur); err != nil {
+				RETURNING t.node_id`, space, k.Type, k.Name, id).Scan(&cur); err != nil {
 				return err
 			}
 			if cur != id {
-				return fmt.Errorf("space %s: name %q (type %s) is bound to %s, not %s: %w", space, k.name, k.typ, cur, id, reference.ErrRegistryConflict)
+				return sqlcore.BoundElsewhere(space, k, cur, id)
 			}
 		}
 		return nil

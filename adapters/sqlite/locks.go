@@ -4,14 +4,18 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
+	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlcore"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
 // Locks is a reference.LockProvider on SQLite; a document's lease row keeps
-// its last fencing token across releases.
-type Locks struct{ d *db }
+// its last fencing token across releases. Renew and Release are
+// sqlcore.Leases'.
+type Locks struct {
+	d *db
+	*sqlcore.Leases
+}
 
 // TryAcquire implements reference.LockProvider in one IMMEDIATE transaction.
 func (p *Locks) TryAcquire(ctx context.Context, space, documentID, holder string, now, ttlMillis int64) (reference.Lease, bool, error) {
@@ -51,39 +55,4 @@ func (p *Locks) TryAcquire(ctx context.Context, space, documentID, holder string
 		return reference.Lease{}, false, err
 	}
 	return cur, false, nil
-}
-
-// Renew implements reference.LockProvider with one conditional UPDATE.
-func (p *Locks) Renew(ctx context.Context, l reference.Lease, now, ttlMillis int64) (reference.Lease, error) {
-	if err := reference.CheckLease(l.Space, l.DocumentID, l.Holder, ttlMillis); err != nil {
-		return reference.Lease{}, err
-	}
-	n, err := p.d.affected(ctx, `UPDATE leases SET expires_at = ?
-		WHERE space = ? AND document_id = ? AND holder = ? AND token = ? AND expires_at > ?`,
-		now+ttlMillis, l.Space, l.DocumentID, l.Holder, l.Token, now)
-	if err != nil {
-		return reference.Lease{}, err
-	}
-	if n != 1 {
-		return reference.Lease{}, reference.LeaseLost(l, fmt.Sprintf("not held live at %d", now))
-	}
-	l.ExpiresAt = now + ttlMillis
-	return l, nil
-}
-
-// Release implements reference.LockProvider with one conditional DELETE.
-func (p *Locks) Release(ctx context.Context, l reference.Lease) error {
-	if err := reference.CheckKey(l.Space, l.DocumentID); err != nil {
-		return err
-	}
-	n, err := p.d.affected(ctx, `UPDATE leases SET holder = '', expires_at = 0
-		WHERE space = ? AND document_id = ? AND holder = ? AND token = ? AND holder <> ''`,
-		l.Space, l.DocumentID, l.Holder, l.Token)
-	if err != nil {
-		return err
-	}
-	if n != 1 {
-		return reference.LeaseLost(l, "not held")
-	}
-	return nil
 }

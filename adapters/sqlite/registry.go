@@ -1,11 +1,8 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
-	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -60,28 +57,11 @@ func (g *Registry) MatchNodeIDs(ctx context.Context, space string, queries []ref
 	if err := reference.CheckSpace(space); err != nil {
 		return nil, err
 	}
-	type key struct {
-		i         int
-		typ, name string
-	}
-	var keys []key
-	for i, q := range queries {
-		typ, seen := reference.Normalize(q.Type), map[string]bool{}
-		for _, n := range q.Names {
-			if nn := reference.Normalize(n); nn != "" && !seen[nn] {
-				seen[nn] = true
-				keys = append(keys, key{i, typ, nn})
-			}
-		}
-	}
-	out := make([][]string, len(queries))
-	for i := range out {
-		out[i] = []string{}
-	}
+	keys, out := sqlcore.MatchKeys(queries)
 	for part := range slices.Chunk(keys, maxRowsPerStatement) {
 		args := make([]any, 0, 3*len(part)+1)
 		for _, k := range part {
-			args = append(args, k.i, k.typ, k.name)
+			args = append(args, k.Query, k.Type, k.Name)
 		}
 		args = append(args, space)
 		err := g.d.each(ctx, func() {}, func(rows *sql.Rows) error {
@@ -124,50 +104,32 @@ func (g *Registry) FindMatches(ctx context.Context, space, entityType string, na
 
 // SaveAll implements reference.EntityRegistry in one IMMEDIATE transaction.
 func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.EntityRegistration) error {
-	if err := reference.CheckSpace(space); err != nil {
+	keys, batch, err := sqlcore.BindNames(space, regs)
+	if err != nil || len(regs) == 0 {
 		return err
 	}
-	type bound struct{ typ, name string }
-	batch := map[bound]string{}
-	for _, r := range regs {
-		if err := reference.CheckRegistration(space, r); err != nil {
-			return err
-		}
-		typ := reference.Normalize(r.Type)
-		for _, n := range r.NormalizedNames() {
-			k := bound{typ, n}
-			if id, ok := batch[k]; ok && id != r.NodeID {
-				return fmt.Errorf("name %q (type %s) is bound to %s and %s in one batch: %w", n, typ, id, r.NodeID, reference.ErrRegistryConflict)
-			}
-			batch[k] = r.NodeID
-		}
-	}
-	if len(regs) == 0 {
-		return nil
-	}
-	keys := slices.SortedFunc(maps.Keys(batch), func(a, b bound) int { return cmp.Or(cmp.Compare(a.typ, b.typ), cmp.Compare(a.name, b.name)) })
 	return g.d.tx(ctx, func(tx *sql.Tx) error {
 		// Names already bound elsewhere refuse the whole batch.
 		for part := range slices.Chunk(keys, maxRowsPerStatement) {
 			args := []any{space}
 			for _, k := range part {
-				args = append(args, k.typ, k.name)
+				args = append(args, k.Type, k.Name)
 			}
 			rows, err := tx.QueryContext(ctx, `SELECT entity_type, normalized_name, node_id FROM entity_names
 				WHERE space = ? AND (entity_type, normalized_name) IN (VALUES `+placeholders(len(part), 2)+`)`, args...)
 			if err != nil {
 				return err
 			}
-			var conflicts []string
+			var conflicts []error
 			for rows.Next() {
-				var k bound
+				var k sqlcore.NameKey
 				var cur string
-				if err := rows.Scan(&k.typ, &k.name, &cur); err != nil {
+				if err := rows.Scan(&k.Type, &k.Name, &cur); err != nil {
 					rows.Close()
 					return err
 				}
 				if id := batch[k]; cur != id {
-					conflicts = append(conflicts, fmt.Sprintf("name %q (type %s) is bound to %s, not %s", k.name, k.typ, cur, id))
+					conflicts = append(conflicts, sqlcore.BoundElsewhere(space, k, cur, id))
 				}
 			}
 			rows.Close()
@@ -175,8 +137,8 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 				return err
 			}
 			if len(conflicts) > 0 {
-				slices.Sort(conflicts)
-				return fmt.Errorf("%s: %w", conflicts[0], reference.ErrRegistryConflict)
+				slices.SortFunc(conflicts, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+				return conflicts[0]
 			}
 		}
 		// Entities: created with their first registration; later ones
@@ -200,7 +162,7 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 		for part := range slices.Chunk(keys, maxRowsPerStatement) {
 			args := make([]any, 0, 4*len(part))
 			for _, k := range part {
-				args = append(args, space, k.typ, k.name, batch[k])
+				args = append(args, space, k.Type, k.Name, batch[k])
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO entity_names (space, entity_type, normalized_name, node_id)
 				VALUES `+placeholders(len(part), 4)+` ON CONFLICT (space, entity_type, normalized_name) DO NOTHING`, args...); err != nil {

@@ -17,6 +17,7 @@ import (
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlcore"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -58,12 +59,10 @@ type closer struct{ d *db }
 func (c *closer) Close() error { return c.d.close() }
 
 var (
-	_ reference.OperationStore     = (*OperationStore)(nil)
-	_ reference.DocumentStateStore = (*StateStore)(nil)
-	_ reference.EntityRegistry     = (*Registry)(nil)
-	_ reference.GraphWriter        = (*Writer)(nil)
-	_ reference.LockProvider       = (*Locks)(nil)
-	_ reference.DuplicateReporter  = (*Writer)(nil)
+	_ reference.EntityRegistry    = (*Registry)(nil)
+	_ reference.GraphWriter       = (*Writer)(nil)
+	_ reference.LockProvider      = (*Locks)(nil)
+	_ reference.DuplicateReporter = (*Writer)(nil)
 )
 
 // DSN returns the data source name Open uses for path: WAL journal,
@@ -131,14 +130,7 @@ func open(what, dsn string, pin bool, opts Options) (reference.Stores, error) {
 		d.close()
 		return reference.Stores{}, fmt.Errorf("open %s: %w", what, err)
 	}
-	return reference.Stores{
-		Ops:      &OperationStore{d},
-		States:   &StateStore{d},
-		Registry: &Registry{d},
-		Writer:   newWriter(d),
-		Locks:    &Locks{d},
-		Closer:   &closer{d},
-	}, nil
+	return sqlcore.Stores(d, dialect, &Registry{d}, newWriter(d), &Locks{d, sqlcore.NewLeases(d, dialect)}, &closer{d}), nil
 }
 
 // connect opens dsn with the statement cache and waits until the database
@@ -247,4 +239,30 @@ func (d *db) each(ctx context.Context, start func(), row func(*sql.Rows) error, 
 	})
 }
 
-func blank(s string) bool { return strings.TrimSpace(s) == "" }
+// dialect is how the statements the SQL adapters share (sqlcore) are
+// written for SQLite: plain table names, ? parameters.
+var dialect = sqlcore.Dialect{}
+
+// Exec implements sqlcore.DB: one statement, retried on SQLITE_BUSY.
+func (d *db) Exec(ctx context.Context, op, ids, query string, args ...any) (int64, error) {
+	n, err := d.affected(ctx, query, args...)
+	return n, wrap(op, ids, err)
+}
+
+// Query implements sqlcore.DB: one statement, retried whole on SQLITE_BUSY.
+func (d *db) Query(ctx context.Context, op, ids string, start func(), row func(sqlcore.Row) error, query string, args ...any) error {
+	return wrap(op, ids, d.each(ctx, start, func(r *sql.Rows) error { return row(r) }, query, args...))
+}
+
+// wrap names the store method and the records concerned in an error of
+// the driver; other errors (the stores' own, a context's) stay as they are.
+func wrap(op, ids string, err error) error {
+	var se *msqlite.Error
+	if err == nil || !errors.As(err, &se) {
+		return err
+	}
+	if ids != "" {
+		return fmt.Errorf("%s %s: %w", op, ids, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}

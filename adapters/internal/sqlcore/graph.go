@@ -1,9 +1,10 @@
-// Package sqlgraph is what the SQL graph writers (SQLite, PostgreSQL)
-// share: the property encoding of their node and edge rows, and building a
-// graph or a duplicate report from a scan of those rows. Rows carry no
-// unique constraint on identity (so the CREATE-instead-of-MERGE mutant can
-// store duplicates); a scan reports them in insertion order.
 package sqlcore
+
+// What the SQL graph writers share: the property encoding of their node and
+// edge rows, and building a graph or a duplicate report from a scan of
+// those rows. Rows carry no unique constraint on identity (so the
+// CREATE-instead-of-MERGE mutant can store duplicates); a scan reports them
+// in insertion order.
 
 import (
 	"context"
@@ -109,14 +110,4 @@ func (r Reader) bind(ctx context.Context, space string) Scan {
 	return func(reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error {
 		return r.Scan(ctx, space, reset, node, edge)
 	}
-}
-
-// ByDocument groups states by document id, keeping their order: a space's
-// version history read in one statement, split per document.
-func ByDocument(states []reference.DocumentState) map[string][]reference.DocumentState {
-	out := map[string][]reference.DocumentState{}
-	for _, v := range states {
-		out[v.DocumentID] = append(out[v.DocumentID], v)
-	}
-	return out
 }
