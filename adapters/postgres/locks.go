@@ -9,25 +9,16 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
-// Locks is a reference.LockProvider on PostgreSQL. A lease is a row with an
-// expiry time (passed-in unix milliseconds), not a session lock: closing the
-// pool or losing the connection does not end it, expiry does. last_token
-// keeps the last fencing token per document across releases. Renew and
-// Release are sqlcore.Leases'.
-type Locks struct {
-	d *db
-	*sqlcore.Leases
-}
-
-// TryAcquire implements reference.LockProvider in one transaction that
-// locks the document's row (created if absent) with SELECT ... FOR UPDATE.
-func (p *Locks) TryAcquire(ctx context.Context, space, documentID, holder string, now, ttlMillis int64) (reference.Lease, bool, error) {
-	if err := reference.CheckLease(space, documentID, holder, ttlMillis); err != nil {
-		return reference.Lease{}, false, err
-	}
+// acquireLease is the Acquire of the PostgreSQL sqlcore.Locks. A lease is
+// a row with an expiry time (passed-in unix milliseconds), not a session
+// lock: closing the pool or losing the connection does not end it, expiry
+// does. last_token keeps the last fencing token per document across
+// releases. One transaction locks the document's row (created if absent)
+// with SELECT ... FOR UPDATE.
+func (d *db) acquireLease(ctx context.Context, space, documentID, holder string, now, ttlMillis int64) (reference.Lease, bool, error) {
 	var out reference.Lease
 	var ok bool
-	err := p.d.tx(ctx, func(tx pgx.Tx) error {
+	err := d.tx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO crashmatrix_leases (space, document_id) VALUES ($1, $2)
 			ON CONFLICT (space, document_id) DO NOTHING`, space, documentID); err != nil {
 			return err
@@ -60,7 +51,7 @@ func (p *Locks) TryAcquire(ctx context.Context, space, documentID, holder string
 		return nil
 	})
 	if err != nil {
-		return reference.Lease{}, false, p.d.wrap("locks.tryAcquire", sqlcore.LeaseIDs(space, documentID, holder), err)
+		return reference.Lease{}, false, d.wrap("locks.tryAcquire", sqlcore.LeaseIDs(space, documentID, holder), err)
 	}
 	return out, ok, nil
 }

@@ -51,12 +51,7 @@ func (c *closer) Close() error {
 	return nil
 }
 
-var (
-	_ reference.EntityRegistry    = (*Registry)(nil)
-	_ reference.GraphWriter       = (*Writer)(nil)
-	_ reference.LockProvider      = (*Locks)(nil)
-	_ reference.DuplicateReporter = (*Writer)(nil)
-)
+var _ reference.EntityRegistry = (*Registry)(nil)
 
 // Open connects to the PostgreSQL server named by dsn (a URL or key=value
 // connection string understood by pgx), applies the schema migrations and
@@ -83,7 +78,7 @@ func Open(ctx context.Context, dsn string, opts Options) (reference.Stores, erro
 		pool.Close()
 		return reference.Stores{}, d.wrapConnect("migrate", ids, err)
 	}
-	return sqlcore.Stores(d, dialect, &Registry{d}, newWriter(d), &Locks{d, sqlcore.NewLeases(d, dialect)}, &closer{d}), nil
+	return sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), sqlcore.NewLocks(d, dialect, d.acquireLease), &closer{d}), nil
 }
 
 // wrapConnect wraps an error of Open; a failure to connect that is not a
@@ -154,12 +149,7 @@ func (d *db) Query(ctx context.Context, op, ids string, start func(), row func(s
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			if err := row(rows); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
+		return sqlcore.Each(rows, row)
 	}))
 }
 

@@ -11,24 +11,12 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
-// Writer is a reference.GraphWriter on PostgreSQL tables. There is no
-// unique constraint on node and edge identities; instead every Apply runs
-// in one transaction holding a per-space advisory lock, and MERGE is an
-// UPDATE of every row with the identity (patching the JSON properties)
-// followed by an INSERT if none was updated. With
-// Options.CreateInsteadOfMerge it always INSERTs (a mutant).
-type Writer struct {
-	d              *db
-	sqlcore.Reader // ReadGraph, ReadGraphAndDuplicates, Duplicates
-}
+// graphDeletes are the PostgreSQL statements of a mutation's deletions.
+var graphDeletes = sqlcore.NewGraphDeletes(dialect)
 
-func newWriter(d *db) *Writer {
-	w := &Writer{d: d}
-	w.Reader = sqlcore.Reader{Scan: w.scan}
-	return w
-}
-
-func (w *Writer) patch(ctx context.Context, tx pgx.Tx, sel, upd string, props map[string]string, selArgs ...any) (int, error) {
+// patch merges props into every row sel finds, with upd; it returns how
+// many rows it found.
+func patch(ctx context.Context, tx pgx.Tx, sel, upd string, props map[string]string, selArgs ...any) (int, error) {
 	rows, err := tx.Query(ctx, sel, selArgs...)
 	if err != nil {
 		return 0, err
@@ -72,37 +60,30 @@ func (w *Writer) patch(ctx context.Context, tx pgx.Tx, sel, upd string, props ma
 
 const graphLockKey = "crashmatrix-graph:"
 
-// Apply implements reference.GraphWriter in one transaction serialised per
-// space by pg_advisory_xact_lock: an edge with a missing endpoint rolls back
-// all of m.
-func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) error {
-	if err := reference.CheckMutation(space, m); err != nil {
-		return err
-	}
-	create := w.d.opts.CreateInsteadOfMerge
-	err := w.d.tx(ctx, func(tx pgx.Tx) error {
+// applyMutation is the Apply of the PostgreSQL sqlcore.Writer. There is
+// no unique constraint on node and edge identities; instead every Apply
+// runs in one transaction holding a per-space advisory lock, and MERGE is
+// an UPDATE of every row with the identity (patching the JSON properties)
+// followed by an INSERT if none was updated. With
+// Options.CreateInsteadOfMerge it always INSERTs (a mutant).
+func (d *db) applyMutation(ctx context.Context, space string, m reference.Mutation) error {
+	create := d.opts.CreateInsteadOfMerge
+	err := d.tx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1 || current_schema() || $2))`, graphLockKey, space); err != nil {
 			return err
 		}
-		for _, id := range m.DeleteNodes {
-			if _, err := tx.Exec(ctx, `DELETE FROM crashmatrix_graph_edges WHERE space = $1 AND (source = $2 OR target = $2)`, space, id); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `DELETE FROM crashmatrix_graph_nodes WHERE space = $1 AND node_id = $2`, space, id); err != nil {
-				return err
-			}
-		}
-		for _, k := range m.DeleteEdges {
-			if _, err := tx.Exec(ctx, `DELETE FROM crashmatrix_graph_edges WHERE space = $1 AND source = $2 AND type = $3 AND target = $4 AND rank = $5`,
-				space, k.Source, k.Type, k.Target, k.Rank); err != nil {
-				return err
-			}
+		err := graphDeletes.Apply(space, m, func(query string, args ...any) error {
+			_, err := tx.Exec(ctx, query, args...)
+			return err
+		})
+		if err != nil {
+			return err
 		}
 		for _, n := range m.UpsertNodes {
 			found := 0
 			if !create {
 				var err error
-				found, err = w.patch(ctx, tx, `SELECT seq, properties_json FROM crashmatrix_graph_nodes WHERE space = $1 AND node_id = $2 ORDER BY seq`,
+				found, err = patch(ctx, tx, `SELECT seq, properties_json FROM crashmatrix_graph_nodes WHERE space = $1 AND node_id = $2 ORDER BY seq`,
 					`UPDATE crashmatrix_graph_nodes SET properties_json = $1 WHERE seq = $2`, n.Properties, space, n.ID)
 				if err != nil {
 					return err
@@ -136,7 +117,7 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 			found := 0
 			if !create {
 				var err error
-				found, err = w.patch(ctx, tx, `SELECT seq, properties_json FROM crashmatrix_graph_edges
+				found, err = patch(ctx, tx, `SELECT seq, properties_json FROM crashmatrix_graph_edges
 					WHERE space = $1 AND source = $2 AND type = $3 AND target = $4 AND rank = $5 ORDER BY seq`,
 					`UPDATE crashmatrix_graph_edges SET properties_json = $1 WHERE seq = $2`, e.Properties, space, k.Source, k.Type, k.Target, k.Rank)
 				if err != nil {
@@ -156,49 +137,21 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 		}
 		return nil
 	})
-	return w.d.wrap("graph.apply", fmt.Sprintf("space %s operation %s", space, m.OperationID), err)
+	return d.wrap("graph.apply", fmt.Sprintf("space %s operation %s", space, m.OperationID), err)
 }
 
-// scan reads every node and edge row of a space, in insertion order, in one
-// REPEATABLE READ snapshot.
-func (w *Writer) scan(ctx context.Context, space string, reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error {
-	err := pgx.BeginTxFunc(ctx, w.d.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		reset()
-		rows, err := tx.Query(ctx, `SELECT node_id, label, properties_json FROM crashmatrix_graph_nodes WHERE space = $1 ORDER BY seq`, space)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var id, label, props string
-			if err := rows.Scan(&id, &label, &props); err != nil {
-				rows.Close()
+// snapshot is the Snapshot of the PostgreSQL sqlcore.Writer: f runs in
+// one REPEATABLE READ read-only transaction.
+func (d *db) snapshot(ctx context.Context, op, ids string, f func(q sqlcore.Querier) error) error {
+	err := pgx.BeginTxFunc(ctx, d.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		return f(func(query string, args []any, row func(sqlcore.Row) error) error {
+			rows, err := tx.Query(ctx, query, args...)
+			if err != nil {
 				return err
 			}
-			if err := node(id, label, props); err != nil {
-				rows.Close()
-				return err
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows, err = tx.Query(ctx, `SELECT source, type, target, rank, properties_json FROM crashmatrix_graph_edges WHERE space = $1 ORDER BY seq`, space)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var k reference.EdgeKey
-			var props string
-			if err := rows.Scan(&k.Source, &k.Type, &k.Target, &k.Rank, &props); err != nil {
-				return err
-			}
-			if err := edge(k, props); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
+			defer rows.Close()
+			return sqlcore.Each(rows, row)
+		})
 	})
-	return w.d.wrap("graph.read", "space "+space, err)
+	return d.wrap(op, ids, err)
 }

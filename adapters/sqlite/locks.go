@@ -5,31 +5,20 @@ import (
 	"database/sql"
 	"errors"
 
-	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlcore"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
-// Locks is a reference.LockProvider on SQLite; a document's lease row keeps
-// its last fencing token across releases. Renew and Release are
-// sqlcore.Leases'.
-type Locks struct {
-	d *db
-	*sqlcore.Leases
-}
-
-// TryAcquire implements reference.LockProvider in one IMMEDIATE transaction.
-func (p *Locks) TryAcquire(ctx context.Context, space, documentID, holder string, now, ttlMillis int64) (reference.Lease, bool, error) {
-	if err := reference.CheckLease(space, documentID, holder, ttlMillis); err != nil {
-		return reference.Lease{}, false, err
-	}
+// acquireLease is the Acquire of the SQLite sqlcore.Locks: a document's
+// lease row keeps its last fencing token across releases.
+func (d *db) acquireLease(ctx context.Context, space, documentID, holder string, now, ttlMillis int64) (reference.Lease, bool, error) {
 	l := reference.Lease{Space: space, DocumentID: documentID, Holder: holder, ExpiresAt: now + ttlMillis}
 	// One statement: a lease that is free, expired or already this
 	// holder's is taken (a new token unless it is this holder's live
 	// lease, which is extended); another holder's live lease is left alone
 	// and no row comes back.
-	err := p.d.retry(ctx, func() error {
+	err := d.retry(ctx, func() error {
 		l.Token = 0
-		err := p.d.sql.QueryRowContext(ctx, `INSERT INTO leases (space, document_id, holder, token, expires_at) VALUES (?, ?, ?, 1, ?)
+		err := d.sql.QueryRowContext(ctx, `INSERT INTO leases (space, document_id, holder, token, expires_at) VALUES (?, ?, ?, 1, ?)
 			ON CONFLICT (space, document_id) DO UPDATE SET
 				token = CASE WHEN leases.holder = excluded.holder AND leases.expires_at > ? THEN leases.token ELSE leases.token + 1 END,
 				holder = excluded.holder, expires_at = excluded.expires_at
@@ -47,8 +36,8 @@ func (p *Locks) TryAcquire(ctx context.Context, space, documentID, holder string
 		return l, true, nil
 	}
 	cur := reference.Lease{Space: space, DocumentID: documentID}
-	err = p.d.retry(ctx, func() error {
-		return p.d.sql.QueryRowContext(ctx, `SELECT holder, token, expires_at FROM leases WHERE space = ? AND document_id = ?`,
+	err = d.retry(ctx, func() error {
+		return d.sql.QueryRowContext(ctx, `SELECT holder, token, expires_at FROM leases WHERE space = ? AND document_id = ?`,
 			space, documentID).Scan(&cur.Holder, &cur.Token, &cur.ExpiresAt)
 	})
 	if err != nil {

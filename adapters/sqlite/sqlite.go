@@ -58,12 +58,7 @@ type closer struct{ d *db }
 // Close closes the database handle.
 func (c *closer) Close() error { return c.d.close() }
 
-var (
-	_ reference.EntityRegistry    = (*Registry)(nil)
-	_ reference.GraphWriter       = (*Writer)(nil)
-	_ reference.LockProvider      = (*Locks)(nil)
-	_ reference.DuplicateReporter = (*Writer)(nil)
-)
+var _ reference.EntityRegistry = (*Registry)(nil)
 
 // DSN returns the data source name Open uses for path: WAL journal,
 // synchronous=FULL, a busy timeout, foreign keys on, and BEGIN IMMEDIATE
@@ -130,7 +125,7 @@ func open(what, dsn string, pin bool, opts Options) (reference.Stores, error) {
 		d.close()
 		return reference.Stores{}, fmt.Errorf("open %s: %w", what, err)
 	}
-	return sqlcore.Stores(d, dialect, &Registry{d}, newWriter(d), &Locks{d, sqlcore.NewLeases(d, dialect)}, &closer{d}), nil
+	return sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), sqlcore.NewLocks(d, dialect, d.acquireLease), &closer{d}), nil
 }
 
 // connect opens dsn with the statement cache and waits until the database

@@ -12,42 +12,22 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
-// Writer is a reference.GraphWriter on SQLite. MERGE is an UPDATE of every
-// row with the identity (patching the JSON properties) followed by an
-// INSERT if none was updated, in one IMMEDIATE transaction; with
-// Options.CreateInsteadOfMerge it always INSERTs.
-type Writer struct {
-	d              *db
-	sqlcore.Reader // ReadGraph, ReadGraphAndDuplicates, Duplicates
-}
+// graphDeletes are the SQLite statements of a mutation's deletions.
+var graphDeletes = sqlcore.NewGraphDeletes(dialect)
 
-func newWriter(d *db) *Writer {
-	w := &Writer{d: d}
-	w.Reader = sqlcore.Reader{Scan: w.scan}
-	return w
-}
-
-// Apply implements reference.GraphWriter in one IMMEDIATE transaction: an
-// edge with a missing endpoint rolls back all of m.
-func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) error {
-	if err := reference.CheckMutation(space, m); err != nil {
-		return err
-	}
-	create := w.d.opts.CreateInsteadOfMerge
-	return w.d.tx(ctx, func(tx *sql.Tx) error {
-		for _, id := range m.DeleteNodes {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM graph_edges WHERE space = ? AND (source = ? OR target = ?)`, space, id, id); err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `DELETE FROM graph_nodes WHERE space = ? AND node_id = ?`, space, id); err != nil {
-				return err
-			}
-		}
-		for _, k := range m.DeleteEdges {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM graph_edges WHERE space = ? AND source = ? AND type = ? AND target = ? AND rank = ?`,
-				space, k.Source, k.Type, k.Target, k.Rank); err != nil {
-				return err
-			}
+// applyMutation is the Apply of the SQLite sqlcore.Writer, in one
+// IMMEDIATE transaction. MERGE is an UPDATE of every row with the identity
+// (patching the JSON properties) followed by an INSERT if none was
+// updated; with Options.CreateInsteadOfMerge it always INSERTs.
+func (d *db) applyMutation(ctx context.Context, space string, m reference.Mutation) error {
+	create := d.opts.CreateInsteadOfMerge
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		err := graphDeletes.Apply(space, m, func(query string, args ...any) error {
+			_, err := tx.ExecContext(ctx, query, args...)
+			return err
+		})
+		if err != nil {
+			return err
 		}
 		if create {
 			return createAll(ctx, tx, space, m)
@@ -271,42 +251,20 @@ func scanRows(ctx context.Context, q interface {
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return sqlcore.Each(rows, func(sqlcore.Row) error { return row(rows) })
 }
 
-// scan reads every node and edge row of a space, in insertion order, in one
-// read transaction; reset is called before each (re)try.
-func (w *Writer) scan(ctx context.Context, space string, reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error {
-	return w.d.retry(ctx, func() error {
-		reset()
-		tx, err := w.d.sql.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+// snapshot is the Snapshot of the SQLite sqlcore.Writer: f runs in one
+// read transaction, retried whole on SQLITE_BUSY.
+func (d *db) snapshot(ctx context.Context, op, ids string, f func(q sqlcore.Querier) error) error {
+	return wrap(op, ids, d.retry(ctx, func() error {
+		tx, err := d.sql.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
 			return err
 		}
 		defer tx.Rollback()
-		if err := scanRows(ctx, tx, `SELECT node_id, label, properties_json FROM graph_nodes WHERE space = ? ORDER BY seq`, []any{space},
-			func(rows *sql.Rows) error {
-				var id, label, props string
-				if err := rows.Scan(&id, &label, &props); err != nil {
-					return err
-				}
-				return node(id, label, props)
-			}); err != nil {
-			return err
-		}
-		return scanRows(ctx, tx, `SELECT source, type, target, rank, properties_json FROM graph_edges WHERE space = ? ORDER BY seq`, []any{space},
-			func(rows *sql.Rows) error {
-				var k reference.EdgeKey
-				var props string
-				if err := rows.Scan(&k.Source, &k.Type, &k.Target, &k.Rank, &props); err != nil {
-					return err
-				}
-				return edge(k, props)
-			})
-	})
+		return f(func(query string, args []any, row func(sqlcore.Row) error) error {
+			return scanRows(ctx, tx, query, args, func(r *sql.Rows) error { return row(r) })
+		})
+	}))
 }

@@ -14,11 +14,6 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
-// Scan visits every node row, then every edge row, of a space in one
-// consistent read; reset is called before each attempt (a retried read
-// starts over).
-type Scan func(reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error
-
 // EncodeProps renders properties as a JSON object ("{}" for none).
 func EncodeProps(m map[string]string) (string, error) {
 	if m == nil {
@@ -43,15 +38,10 @@ func DecodeProps(s string) (map[string]string, error) {
 	return m, nil
 }
 
-// Read builds the graph of a scan; a duplicated row folds into one, the
-// last stored winning.
-func Read(scan Scan) (reference.Graph, error) {
-	g, _, err := ReadWithDuplicates(scan)
-	return g, err
-}
-
-// ReadWithDuplicates is Read and Duplicates from one scan.
-func ReadWithDuplicates(scan Scan) (reference.Graph, []string, error) {
+// readGraph builds the graph of a scan and reports the identities stored
+// more than once; a duplicated row folds into one, the last stored
+// winning.
+func readGraph(scan func(reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error) (reference.Graph, []string, error) {
 	var g reference.Graph
 	var nodes map[string]int
 	var edges map[reference.EdgeKey]int
@@ -74,40 +64,124 @@ func ReadWithDuplicates(scan Scan) (reference.Graph, []string, error) {
 	return g, reference.FormatDuplicates(nodes, edges), nil
 }
 
-// Duplicates reports the identities a scan saw more than once, formatted
-// as every writer reports them (reference.FormatDuplicates).
-func Duplicates(scan Scan) ([]string, error) {
-	_, d, err := ReadWithDuplicates(scan)
-	return d, err
+// Querier runs one statement of a transaction and calls row for each
+// result row.
+type Querier func(query string, args []any, row func(Row) error) error
+
+// Snapshot runs f on one consistent read-only snapshot of the adapter's
+// database, retried as the adapter needs (f starts over), its errors
+// wrapped with op and ids.
+type Snapshot func(ctx context.Context, op, ids string, f func(q Querier) error) error
+
+// Apply applies a checked mutation to a space in one transaction of the
+// adapter: an edge with a missing endpoint (reference.MissingEndpoint)
+// rolls all of it back.
+type Apply func(ctx context.Context, space string, m reference.Mutation) error
+
+// Writer is a reference.GraphWriter on the {graph_nodes} and
+// {graph_edges} tables: Apply checks the mutation and hands it to the
+// adapter's transaction; the read-back (graph, duplicates) is one snapshot
+// read of both tables in insertion order.
+type Writer struct {
+	apply        Apply
+	snapshot     Snapshot
+	nodes, edges string
 }
 
-// SpaceScan reads every node and edge row of one space, as Scan does.
-type SpaceScan func(ctx context.Context, space string, reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error
+// NewWriter returns the writer of an adapter's apply and snapshot.
+func NewWriter(apply Apply, snapshot Snapshot, d Dialect) *Writer {
+	return &Writer{apply: apply, snapshot: snapshot,
+		nodes: d.SQL(`SELECT node_id, label, properties_json FROM {graph_nodes} WHERE space = ? ORDER BY seq`),
+		edges: d.SQL(`SELECT source, type, target, rank, properties_json FROM {graph_edges} WHERE space = ? ORDER BY seq`),
+	}
+}
 
-// Reader gives a SQL graph writer its read-back methods, all from its one
-// scan of a space.
-type Reader struct{ Scan SpaceScan }
+var (
+	_ reference.GraphWriter       = (*Writer)(nil)
+	_ reference.DuplicateReporter = (*Writer)(nil)
+)
+
+// Apply implements reference.GraphWriter.
+func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) error {
+	if err := reference.CheckMutation(space, m); err != nil {
+		return err
+	}
+	return w.apply(ctx, space, m)
+}
+
+// scan reads every node row, then every edge row, of a space in one
+// snapshot; reset is called before each attempt.
+func (w *Writer) scan(ctx context.Context, space string) func(reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error {
+	return func(reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error {
+		return w.snapshot(ctx, "graph.read", "space "+space, func(q Querier) error {
+			reset()
+			if err := q(w.nodes, []any{space}, func(r Row) error {
+				var id, label, props string
+				if err := r.Scan(&id, &label, &props); err != nil {
+					return err
+				}
+				return node(id, label, props)
+			}); err != nil {
+				return err
+			}
+			return q(w.edges, []any{space}, func(r Row) error {
+				var k reference.EdgeKey
+				var props string
+				if err := r.Scan(&k.Source, &k.Type, &k.Target, &k.Rank, &props); err != nil {
+					return err
+				}
+				return edge(k, props)
+			})
+		})
+	}
+}
 
 // ReadGraph implements reference.GraphWriter. Duplicates are folded, the
 // last stored row winning; Properties maps are never nil.
-func (r Reader) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
-	return Read(r.bind(ctx, space))
+func (w *Writer) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
+	g, _, err := readGraph(w.scan(ctx, space))
+	return g, err
 }
 
 // ReadGraphAndDuplicates implements check.GraphDuplicateReader: one scan.
-func (r Reader) ReadGraphAndDuplicates(ctx context.Context, space string) (reference.Graph, []string, error) {
-	return ReadWithDuplicates(r.bind(ctx, space))
+func (w *Writer) ReadGraphAndDuplicates(ctx context.Context, space string) (reference.Graph, []string, error) {
+	return readGraph(w.scan(ctx, space))
 }
 
-// Duplicates implements the duplicate report: entries like "node
-// person:abc x2" and "edge (a)-[KNOWS#0]->(b) x3", nodes first, each group
-// sorted (reference.FormatDuplicates).
-func (r Reader) Duplicates(ctx context.Context, space string) ([]string, error) {
-	return Duplicates(r.bind(ctx, space))
+// Duplicates implements reference.DuplicateReporter.
+func (w *Writer) Duplicates(ctx context.Context, space string) ([]string, error) {
+	_, d, err := readGraph(w.scan(ctx, space))
+	return d, err
 }
 
-func (r Reader) bind(ctx context.Context, space string) Scan {
-	return func(reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error {
-		return r.Scan(ctx, space, reset, node, edge)
+// GraphDeletes are the deletions of a mutation, written for one dialect.
+type GraphDeletes struct{ edgesOf, node, edge string }
+
+// NewGraphDeletes writes the deletion statements for d.
+func NewGraphDeletes(d Dialect) GraphDeletes {
+	return GraphDeletes{
+		edgesOf: d.SQL(`DELETE FROM {graph_edges} WHERE space = ? AND (source = ? OR target = ?)`),
+		node:    d.SQL(`DELETE FROM {graph_nodes} WHERE space = ? AND node_id = ?`),
+		edge:    d.SQL(`DELETE FROM {graph_edges} WHERE space = ? AND source = ? AND type = ? AND target = ? AND rank = ?`),
 	}
+}
+
+// Apply runs m's deletions with exec (one statement of the adapter's
+// transaction): each deleted node with every edge touching it, then each
+// deleted edge. Deleting what is absent changes nothing.
+func (g GraphDeletes) Apply(space string, m reference.Mutation, exec func(query string, args ...any) error) error {
+	for _, id := range m.DeleteNodes {
+		if err := exec(g.edgesOf, space, id, id); err != nil {
+			return err
+		}
+		if err := exec(g.node, space, id); err != nil {
+			return err
+		}
+	}
+	for _, k := range m.DeleteEdges {
+		if err := exec(g.edge, space, k.Source, k.Type, k.Target, k.Rank); err != nil {
+			return err
+		}
+	}
+	return nil
 }

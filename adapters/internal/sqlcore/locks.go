@@ -7,18 +7,28 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
-// Leases renews and releases the per-document leases of the {leases}
-// table, one row per document ever leased: a release empties holder and
-// expiry but keeps the token, so fencing tokens strictly increase. How a
-// lease is acquired is the adapter's (it differs by database).
-type Leases struct {
+// Acquire takes the lease of a document for holder, its arguments checked
+// already: a new fencing token if the lease is free or expired, the same
+// token extended if holder holds it live, and ok false with the current
+// lease if another holder's is live.
+type Acquire func(ctx context.Context, space, documentID, holder string, now, ttlMillis int64) (reference.Lease, bool, error)
+
+// Locks is a reference.LockProvider on the {leases} table, one row per
+// document ever leased: a release empties holder and expiry but keeps the
+// token, so fencing tokens strictly increase. Renewal and release are one
+// conditional UPDATE each; how a lease is taken is the adapter's Acquire
+// (it differs by database).
+type Locks struct {
 	db             DB
+	acquire        Acquire
 	renew, release string
 }
 
-// NewLeases returns the lease renewal and release on db.
-func NewLeases(db DB, d Dialect) *Leases {
-	return &Leases{db: db,
+var _ reference.LockProvider = (*Locks)(nil)
+
+// NewLocks returns the lock provider on db whose leases acquire takes.
+func NewLocks(db DB, d Dialect, acquire Acquire) *Locks {
+	return &Locks{db: db, acquire: acquire,
 		renew: d.SQL(`UPDATE {leases} SET expires_at = ?
 			WHERE space = ? AND document_id = ? AND holder = ? AND token = ? AND expires_at > ?`),
 		release: d.SQL(`UPDATE {leases} SET holder = '', expires_at = 0
@@ -31,8 +41,16 @@ func LeaseIDs(space, documentID, holder string) string {
 	return "lease " + space + "/" + documentID + " holder " + holder
 }
 
+// TryAcquire implements reference.LockProvider.
+func (p *Locks) TryAcquire(ctx context.Context, space, documentID, holder string, now, ttlMillis int64) (reference.Lease, bool, error) {
+	if err := reference.CheckLease(space, documentID, holder, ttlMillis); err != nil {
+		return reference.Lease{}, false, err
+	}
+	return p.acquire(ctx, space, documentID, holder, now, ttlMillis)
+}
+
 // Renew implements reference.LockProvider with one conditional UPDATE.
-func (p *Leases) Renew(ctx context.Context, l reference.Lease, now, ttlMillis int64) (reference.Lease, error) {
+func (p *Locks) Renew(ctx context.Context, l reference.Lease, now, ttlMillis int64) (reference.Lease, error) {
 	if err := reference.CheckLease(l.Space, l.DocumentID, l.Holder, ttlMillis); err != nil {
 		return reference.Lease{}, err
 	}
@@ -50,7 +68,7 @@ func (p *Leases) Renew(ctx context.Context, l reference.Lease, now, ttlMillis in
 
 // Release implements reference.LockProvider with one conditional UPDATE
 // that clears the holder (the token stays).
-func (p *Leases) Release(ctx context.Context, l reference.Lease) error {
+func (p *Locks) Release(ctx context.Context, l reference.Lease) error {
 	if err := reference.CheckKey(l.Space, l.DocumentID); err != nil {
 		return err
 	}

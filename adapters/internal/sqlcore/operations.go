@@ -159,16 +159,7 @@ func (s *Operations) CompareAndSet(ctx context.Context, expected, next reference
 }
 
 func (s *Operations) query(ctx context.Context, op, ids, q string, args ...any) ([]reference.Operation, error) {
-	var out []reference.Operation
-	err := s.db.Query(ctx, op, ids, func() { out = make([]reference.Operation, 0) }, func(r Row) error {
-		o, err := ScanOp(r)
-		out = append(out, o)
-		return err
-	}, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return collect(ctx, s.db, op, ids, ScanOp, q, args...)
 }
 
 // ListRecoverable implements reference.OperationStore.

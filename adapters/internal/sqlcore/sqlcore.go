@@ -73,6 +73,21 @@ func (d Dialect) SQL(q string) string {
 	return b.String()
 }
 
+// collect reads every row a query selects with scan, in order; never nil
+// without an error.
+func collect[T any](ctx context.Context, db DB, op, ids string, scan func(Row) (T, error), query string, args ...any) ([]T, error) {
+	var out []T
+	err := db.Query(ctx, op, ids, func() { out = make([]T, 0) }, func(r Row) error {
+		v, err := scan(r)
+		out = append(out, v)
+		return err
+	}, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // one runs a query that returns at most one row; found reports whether it
 // did.
 func one(ctx context.Context, db DB, op, ids string, scan func(Row) error, query string, args ...any) (found bool, err error) {
@@ -95,3 +110,21 @@ var (
 	_ reference.SpaceLister        = (*Operations)(nil)
 	_ reference.DocumentStateStore = (*States)(nil)
 )
+
+// Rows is a result set: *sql.Rows and pgx.Rows both are.
+type Rows interface {
+	Row
+	Next() bool
+	Err() error
+}
+
+// Each calls row for every row of rows, then returns rows' error; the
+// caller closes rows.
+func Each(rows Rows, row func(Row) error) error {
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}

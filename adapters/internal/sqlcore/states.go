@@ -45,23 +45,17 @@ func docIDs(space, documentID string) string { return "document " + space + "/" 
 
 // many reads the states a query selects, in its order.
 func (s *States) many(ctx context.Context, op, ids, q string, args ...any) ([]reference.DocumentState, error) {
-	var out []reference.DocumentState
-	err := s.db.Query(ctx, op, ids, func() { out = make([]reference.DocumentState, 0) }, func(r Row) error {
+	return collect(ctx, s.db, op, ids, func(r Row) (reference.DocumentState, error) {
 		var payload []byte
 		if err := r.Scan(&payload); err != nil {
-			return err
+			return reference.DocumentState{}, err
 		}
 		st, err := reference.DecodeState(payload)
 		if err != nil {
-			return fmt.Errorf("%s: %w", ids, err)
+			return st, fmt.Errorf("%s: %w", ids, err)
 		}
-		out = append(out, st)
-		return nil
+		return st, nil
 	}, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // first reads the first state a query selects; ok is false if none.
