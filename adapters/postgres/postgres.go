@@ -121,8 +121,10 @@ func (d *db) retry(ctx context.Context, f func() error) error {
 }
 
 // dialect is how the statements the SQL adapters share (sqlcore) are
-// written for PostgreSQL: crashmatrix_ tables, $n parameters.
-var dialect = sqlcore.Dialect{Prefix: "crashmatrix_", Numbered: true}
+// written for PostgreSQL: crashmatrix_ tables, $n parameters, and the "C"
+// collation on ids that results are ordered by (byte order, as Go
+// compares strings, whatever the database's default collation).
+var dialect = sqlcore.Dialect{Prefix: "crashmatrix_", Numbered: true, Text: "text", Key: `text COLLATE "C"`, Int: "bigint", Bytes: "bytea"}
 
 // Exec implements sqlcore.DB: one statement in its own transaction, run
 // again after a serialization failure or deadlock.

@@ -3,8 +3,11 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlcore"
 )
 
 // MigrationsTable records the applied schema migrations.
@@ -22,7 +25,7 @@ type migration struct {
 // Ids that results are ordered by use the "C" collation: byte order, the
 // order Go compares strings in, whatever the database's default collation.
 var migrations = []migration{
-	{1, []string{
+	{1, slices.Concat([]string{
 		`CREATE TABLE IF NOT EXISTS crashmatrix_operations (
 			operation_id      text    COLLATE "C" NOT NULL PRIMARY KEY,
 			space             text    NOT NULL,
@@ -45,23 +48,7 @@ var migrations = []migration{
 			WHERE stage <> 'COMPLETED' AND disposition = ''`,
 		`CREATE INDEX IF NOT EXISTS crashmatrix_operations_document_idx
 			ON crashmatrix_operations (space, document_id)`,
-		`CREATE TABLE IF NOT EXISTS crashmatrix_document_states (
-			space        text   NOT NULL,
-			document_id  text   COLLATE "C" NOT NULL,
-			revision     bigint NOT NULL,
-			operation_id text   NOT NULL,
-			status       text   NOT NULL,
-			payload      bytea  NOT NULL,
-			PRIMARY KEY (space, document_id)
-		)`,
-		`CREATE TABLE IF NOT EXISTS crashmatrix_document_versions (
-			space        text   NOT NULL,
-			document_id  text   NOT NULL,
-			revision     bigint NOT NULL,
-			operation_id text   NOT NULL,
-			payload      bytea  NOT NULL,
-			PRIMARY KEY (space, document_id, revision)
-		)`,
+	}, sqlcore.StatesTables(dialect), []string{
 		`CREATE INDEX IF NOT EXISTS crashmatrix_document_versions_operation_idx
 			ON crashmatrix_document_versions (space, document_id, operation_id)`,
 		`CREATE TABLE IF NOT EXISTS crashmatrix_entities (
@@ -120,7 +107,7 @@ var migrations = []migration{
 			last_token  bigint NOT NULL DEFAULT 0,
 			PRIMARY KEY (space, document_id)
 		)`,
-	}},
+	})},
 }
 
 // SchemaVersion is the latest schema version Open migrates to.

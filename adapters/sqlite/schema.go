@@ -4,9 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
+
+	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlcore"
 )
 
-var schema = []string{
+// schema creates every table Open needs; sqlcore's stores declare theirs.
+var schema = slices.Concat([]string{
 	`CREATE TABLE IF NOT EXISTS schema_version (
 		version INTEGER NOT NULL PRIMARY KEY
 	)`,
@@ -30,23 +34,7 @@ var schema = []string{
 		ON operations (updated_at, operation_id)
 		WHERE stage <> 'COMPLETED' AND disposition = ''`,
 	`CREATE INDEX IF NOT EXISTS operations_space_idx ON operations (space, operation_id)`,
-	`CREATE TABLE IF NOT EXISTS document_states (
-		space        TEXT    NOT NULL,
-		document_id  TEXT    NOT NULL,
-		revision     INTEGER NOT NULL,
-		operation_id TEXT    NOT NULL,
-		status       TEXT    NOT NULL,
-		payload      BLOB    NOT NULL,
-		PRIMARY KEY (space, document_id)
-	)`,
-	`CREATE TABLE IF NOT EXISTS document_versions (
-		space        TEXT    NOT NULL,
-		document_id  TEXT    NOT NULL,
-		revision     INTEGER NOT NULL,
-		operation_id TEXT    NOT NULL,
-		payload      BLOB    NOT NULL,
-		PRIMARY KEY (space, document_id, revision)
-	)`,
+}, sqlcore.StatesTables(dialect), []string{
 	`CREATE INDEX IF NOT EXISTS document_operation_idx
 		ON document_versions (space, document_id, operation_id)`,
 	`CREATE TABLE IF NOT EXISTS entities (
@@ -97,7 +85,7 @@ var schema = []string{
 		expires_at  INTEGER NOT NULL,
 		PRIMARY KEY (space, document_id)
 	)`,
-}
+})
 
 // migrations[v] takes a database from schema version v to v+1.
 var migrations = map[int64][]string{

@@ -235,8 +235,9 @@ func (d *db) each(ctx context.Context, start func(), row func(*sql.Rows) error, 
 }
 
 // dialect is how the statements the SQL adapters share (sqlcore) are
-// written for SQLite: plain table names, ? parameters.
-var dialect = sqlcore.Dialect{}
+// written for SQLite: plain table names, ? parameters, SQLite types (TEXT
+// compares byte by byte already).
+var dialect = sqlcore.Dialect{Text: "TEXT", Key: "TEXT", Int: "INTEGER", Bytes: "BLOB"}
 
 // Exec implements sqlcore.DB: one statement, retried on SQLITE_BUSY.
 func (d *db) Exec(ctx context.Context, op, ids, query string, args ...any) (int64, error) {

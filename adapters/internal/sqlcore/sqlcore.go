@@ -42,6 +42,16 @@ type Dialect struct {
 	Prefix string
 	// Numbered writes parameters $1, $2, ... instead of ?.
 	Numbered bool
+	// Column types in DDL: <text> a string, <key> a string ordered byte
+	// by byte (ids that results are ordered by), <int> a 64-bit integer,
+	// <bytes> binary.
+	Text, Key, Int, Bytes string
+}
+
+// DDL writes a schema statement for the dialect: the column types of
+// Dialect, then the table names (SQL).
+func (d Dialect) DDL(q string) string {
+	return d.SQL(strings.NewReplacer("<text>", d.Text, "<key>", d.Key, "<int>", d.Int, "<bytes>", d.Bytes).Replace(q))
 }
 
 // SQL writes q for the dialect: each {table} becomes Prefix+table and each

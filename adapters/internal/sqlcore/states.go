@@ -41,6 +41,31 @@ func NewStates(db DB, d Dialect) *States {
 	return s
 }
 
+// StatesTables returns the CREATE TABLE statements of the two tables
+// States keeps its records in, for d. PostgreSQL's migration 1 holds them:
+// never change them, add a migration (a test pins that migration's text).
+func StatesTables(d Dialect) []string {
+	return []string{
+		d.DDL(`CREATE TABLE IF NOT EXISTS {document_states} (
+			space        <text> NOT NULL,
+			document_id  <key> NOT NULL,
+			revision     <int> NOT NULL,
+			operation_id <text> NOT NULL,
+			status       <text> NOT NULL,
+			payload      <bytes> NOT NULL,
+			PRIMARY KEY (space, document_id)
+		)`),
+		d.DDL(`CREATE TABLE IF NOT EXISTS {document_versions} (
+			space        <text> NOT NULL,
+			document_id  <text> NOT NULL,
+			revision     <int> NOT NULL,
+			operation_id <text> NOT NULL,
+			payload      <bytes> NOT NULL,
+			PRIMARY KEY (space, document_id, revision)
+		)`),
+	}
+}
+
 func docIDs(space, documentID string) string { return "document " + space + "/" + documentID }
 
 // many reads the states a query selects, in its order.
