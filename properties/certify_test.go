@@ -11,18 +11,19 @@ import (
 	"github.com/crashmatrix/crashmatrix/properties"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/embedded"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
 )
 
 // The embedded default passes the whole matrix, with real process kills of
 // re-executed test binaries: what a store author's own go test does.
 func TestCertifySQLite(t *testing.T) {
-	properties.CertifyCrashSafety(t, sim.SQLiteBackend())
+	properties.CertifyCrashSafety(t, embedded.SQLite())
 }
 
 // The in-memory adapter must fail: after a restart the plan is gone.
 func TestCrashMatrixMemoryFails(t *testing.T) {
-	rep := properties.RunCrashMatrix(t, sim.MemoryBackend(), properties.CrashOptions{
+	rep := properties.RunCrashMatrix(t, embedded.Memory(), properties.CrashOptions{
 		Points: []faults.Point{faults.BeforeGraphApplied, faults.PlanSaveBeforeCheckpoint}, Kinds: []faults.Kind{faults.Crash}})
 	if rep.ExitCode != 1 {
 		t.Fatalf("memory backend: exit code %d, want 1 (an invariant broke)", rep.ExitCode)
@@ -50,7 +51,7 @@ func TestCrashMatrixMemoryFails(t *testing.T) {
 // the invariant that names its defect (properties.Mutants says which), with
 // re-executed test binaries killed by SIGKILL.
 func TestMutantsCaught(t *testing.T) {
-	properties.MutantsCaught(t, sim.SQLiteBackend(), properties.CrashOptions{})
+	properties.MutantsCaught(t, embedded.SQLite(), properties.CrashOptions{})
 }
 
 // Every mutant of the catalogue, the realistic service bugs included, is
