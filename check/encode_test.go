@@ -33,14 +33,16 @@ func TestPlanDigest(t *testing.T) {
 		t.Errorf("reordering or renaming the plan changed its digest: %s, want %s", got, base)
 	}
 	for name, change := range map[string]func(*reference.Plan){
-		"node property":  func(p *reference.Plan) { p.Mutation.UpsertNodes[0].Properties["role"] = "editor" },
-		"edge property":  func(p *reference.Plan) { p.Mutation.UpsertEdges[1].Properties["since"] = "2021" },
-		"content":        func(p *reference.Plan) { p.Content = "y" },
-		"base revision":  func(p *reference.Plan) { p.PreviousState = &reference.DocumentState{Revision: 3} },
-		"fact source":    func(p *reference.Plan) { p.NextState.FactSources = p.NextState.FactSources[:1] },
-		"registration":   func(p *reference.Plan) { p.Registrations[0].CanonicalName = "B" },
-		"a stale edge":   func(p *reference.Plan) { p.StaleEdges = []reference.EdgeKey{{Source: "x", Type: "T", Target: "y"}} },
-		"a deleted edge": func(p *reference.Plan) { p.Mutation.DeleteEdges = []reference.EdgeKey{{Source: "x", Type: "T", Target: "y"}} },
+		"node property": func(p *reference.Plan) { p.Mutation.UpsertNodes[0].Properties["role"] = "editor" },
+		"edge property": func(p *reference.Plan) { p.Mutation.UpsertEdges[1].Properties["since"] = "2021" },
+		"content":       func(p *reference.Plan) { p.Content = "y" },
+		"base revision": func(p *reference.Plan) { p.PreviousState = &reference.DocumentState{Revision: 3} },
+		"fact source":   func(p *reference.Plan) { p.NextState.FactSources = p.NextState.FactSources[:1] },
+		"registration":  func(p *reference.Plan) { p.Registrations[0].CanonicalName = "B" },
+		"a stale edge":  func(p *reference.Plan) { p.StaleEdges = []reference.EdgeKey{{Source: "x", Type: "T", Target: "y"}} },
+		"a deleted edge": func(p *reference.Plan) {
+			p.Mutation.DeleteEdges = []reference.EdgeKey{{Source: "x", Type: "T", Target: "y"}}
+		},
 	} {
 		p := digestPlan()
 		change(&p)

@@ -191,11 +191,11 @@ type CaseResult struct {
 	// Unexercised says why a case is not exercised (its verdict line
 	// must say so, never "broken invariants []"): which failpoint did not
 	// fire, or that too little happened.
-	Unexercised string `json:"unexercised,omitempty"`
-	Workers    []WorkerResult    `json:"workers"`
-	Completed  int               `json:"completed"`
-	Took       time.Duration     `json:"took"`
-	Dir        string            `json:"dir"`
+	Unexercised string         `json:"unexercised,omitempty"`
+	Workers     []WorkerResult `json:"workers"`
+	Completed   int            `json:"completed"`
+	Took        time.Duration  `json:"took"`
+	Dir         string         `json:"dir"`
 	// Timeline is the case's history, for reports.
 	Timeline []history.Record `json:"timeline,omitempty"`
 }
