@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Renders the HTML report of a failing run (certify --backend memory) and of
+# a passing run (certify on the embedded default, in-process) to PNG under
+# docs/, with headless Chromium from Debian's packages (installed here with
+# apt-get when missing). Run from anywhere, as root on a fresh machine:
+#   docs/screenshots.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v chromium >/dev/null 2>&1; then
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core >/dev/null
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/crashmatrix" ./cmd/crashmatrix
+
+# A failing run: the memory store forgets everything on restart. certify
+# exits 1 then, which is what this run is for.
+"$work/crashmatrix" certify --backend memory --in-process --quiet --html "$work/failing.html" >"$work/failing.txt" || [ $? -eq 1 ]
+# One failing scenario, as `run` reports it: one case, its timeline open.
+"$work/crashmatrix" run scenarios/library/mutant-skip-revision-check.yaml --in-process --html "$work/run-failing.html" >"$work/run.txt" || true
+# A passing run on the embedded default.
+"$work/crashmatrix" certify --in-process --quiet --html "$work/passing.html" >"$work/passing.txt"
+
+shot() { # shot HTML PNG HEIGHT
+	chromium --headless=new --no-sandbox --disable-gpu --hide-scrollbars --force-device-scale-factor=1 \
+		--window-size=1280,"$3" --screenshot="$PWD/$2" "file://$1" >/dev/null 2>&1
+	echo "wrote $2"
+}
+shot "$work/failing.html" docs/report-failing.png 1400
+shot "$work/run-failing.html" docs/report-run-failing.png 1800
+shot "$work/passing.html" docs/report-passing.png 1100
