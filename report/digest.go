@@ -14,7 +14,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/crashmatrix/crashmatrix/properties/check"
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
 

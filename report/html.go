@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/properties/check"
+	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
 
@@ -154,7 +155,7 @@ func htmlCaseOf(r sim.CaseResult, o Options, open bool) htmlCase {
 	}
 	eventAt := []int{}
 	for i, rec := range r.Timeline {
-		if rec.Type == "event" && rec.Event != nil {
+		if rec.Kind == history.Event && rec.Event != nil {
 			eventAt = append(eventAt, i)
 		}
 	}

@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/properties/check"
+	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
@@ -22,17 +23,17 @@ const opA = "r1-case-1/ingest-3e9c078181c692f382db29aaf971335a"
 // forgetfulCase is a case on a store that forgot everything across the
 // restart: I5 says so, and the I2 and I7 it implies follow.
 func forgetfulCase(id string, p faults.Point) sim.CaseResult {
-	tl := []sim.Record{
-		{Worker: "fault", PID: 10, Type: "start", Detail: "1 actions"},
-		{Worker: "fault", Type: "event", Event: &reference.Event{Kind: reference.EvLeaseAcquire, DocumentID: "d1", Holder: "fault/10#1", Token: 1, At: 1000}},
-		{Worker: "fault", Type: "event", Event: &reference.Event{Kind: reference.EvPrepared, OperationID: opA, DocumentID: "d1", Detail: "fp1", At: 1002}},
-		{Worker: "fault", Type: "event", Event: &reference.Event{Kind: reference.EvStateCommit, OperationID: opA, DocumentID: "d1", Revision: 1, At: 1003}},
-		{Worker: "fault", PID: 10, Type: "hit", Point: p, Action: "crash@1"},
-		{Worker: "quiesce", PID: 11, Type: "start", Detail: "1 actions"},
-		{Worker: "quiesce", Type: "event", Event: &reference.Event{Kind: reference.EvLeaseAcquire, DocumentID: "d1", Holder: "quiesce/11#1", Token: 1, At: 1040}},
-		{Worker: "quiesce", Type: "event", Event: &reference.Event{Kind: reference.EvStateCommit, OperationID: "r1-case-1/ingest-other", DocumentID: "d1", Revision: 1, At: 1045}},
-		{Worker: "quiesce", Type: "server-restart", Detail: "postgres restarted"},
-		{Worker: "quiesce", Type: "exit", Detail: "done"},
+	tl := []history.Record{
+		{Worker: "fault", PID: 10, Kind: history.Start, Actions: 1},
+		{Worker: "fault", Kind: history.Event, Event: &reference.Event{Kind: reference.EvLeaseAcquire, DocumentID: "d1", Holder: "fault/10#1", Token: 1, At: 1000}},
+		{Worker: "fault", Kind: history.Event, Event: &reference.Event{Kind: reference.EvPrepared, OperationID: opA, DocumentID: "d1", Detail: "fp1", At: 1002}},
+		{Worker: "fault", Kind: history.Event, Event: &reference.Event{Kind: reference.EvStateCommit, OperationID: opA, DocumentID: "d1", Revision: 1, At: 1003}},
+		{Worker: "fault", PID: 10, Kind: history.Hit, Point: p, Fault: &faults.Action{Kind: faults.Crash, Hit: 1}},
+		{Worker: "quiesce", PID: 11, Kind: history.Start, Actions: 1},
+		{Worker: "quiesce", Kind: history.Event, Event: &reference.Event{Kind: reference.EvLeaseAcquire, DocumentID: "d1", Holder: "quiesce/11#1", Token: 1, At: 1040}},
+		{Worker: "quiesce", Kind: history.Event, Event: &reference.Event{Kind: reference.EvStateCommit, OperationID: "r1-case-1/ingest-other", DocumentID: "d1", Revision: 1, At: 1045}},
+		{Worker: "quiesce", Kind: "server-restart", Reason: "postgres restarted"},
+		{Worker: "quiesce", Kind: history.Exit, Reason: "done"},
 	}
 	return sim.CaseResult{
 		Case:    sim.Case{ID: id, System: faults.Ingestion, Point: p, Kind: faults.Crash, Description: "crash at " + string(p)},
@@ -51,7 +52,7 @@ func independentCase() sim.CaseResult {
 	return sim.CaseResult{
 		Case:    sim.Case{ID: "class-competing-revision", System: faults.Ingestion, Class: "competing-revision", Description: "two versions race"},
 		Verdict: sim.Fail, Hits: map[string]int{"beforeLeaseCheck": 1}, Dir: "/work/class-competing-revision",
-		Timeline: []sim.Record{{Worker: "fault", PID: 20, Type: "start"}, {Worker: "fault", Type: "event", Event: &reference.Event{Kind: reference.EvStateCommit, OperationID: "r1/ingest-x", DocumentID: "d3", Expected: 0, Revision: 2, At: 5}}},
+		Timeline: []history.Record{{Worker: "fault", PID: 20, Kind: history.Start}, {Worker: "fault", Kind: history.Event, Event: &reference.Event{Kind: reference.EvStateCommit, OperationID: "r1/ingest-x", DocumentID: "d3", Expected: 0, Revision: 2, At: 5}}},
 		Workers:  []sim.WorkerResult{{Worker: "fault", PID: 20, Exit: "ok"}},
 		Violations: []check.Violation{{Invariant: check.I2, Document: "d3", Operation: "r1/ingest-x", Events: []int{0},
 			Message: "a state commit moved revision 0 to 2"}},
@@ -210,7 +211,7 @@ func TestHTMLLinksResolveAndTheTimelineExplainsItself(t *testing.T) {
 		sec = sec[:strings.Index(sec, "</section>")]
 		for _, want := range []string{
 			`<th>fault <span class="meta">pid 10</span>`, `<th>quiesce <span class="meta">pid 11</span>`,
-			`<b>KILL</b> killed (SIGKILL)`, `<b>RESTART</b> pid 11`, `<b>FAULT</b> beforeGraphWrite fired: crash@1`,
+			`<b>KILL</b> killed (SIGKILL)`, `<b>RESTART</b> pid 11 · 1 action`, `<b>FAULT</b> beforeGraphWrite fired: crash@1`,
 			`<abbr class="op" title="` + opA + `">A</abbr>`, ">&#43;0 ms</td>", ">&#43;45 ms</td>",
 			`<tr id="beforegraphwrite-crash-r3" class="cited">`, `<b>SERVER-RESTART</b>`,
 			`<a href="#beforegraphwrite-crash-r3">`, "root cause", "follows from the root cause",

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
@@ -112,7 +113,7 @@ func buildTimeline(r sim.CaseResult, ops *opNames, cites map[int][]string) timel
 	killed := false
 	skip := func(i int) bool {
 		rec := r.Timeline[i]
-		return rec.Type == "event" && rec.Event != nil && rec.Event.Kind == reference.EvLeaseRenew && len(cites[i]) == 0
+		return rec.Kind == history.Event && rec.Event != nil && rec.Event.Kind == reference.EvLeaseRenew && len(cites[i]) == 0
 	}
 	lastOf := map[string]int{}
 	for i, rec := range r.Timeline {
@@ -145,7 +146,7 @@ func buildTimeline(r sim.CaseResult, ops *opNames, cites map[int][]string) timel
 			row.At = fmt.Sprintf("+%d ms", last-t0)
 		}
 		h, class := recordHTML(rec, ops, killed)
-		if rec.Type == "start" && killed {
+		if rec.Kind == history.Start && killed {
 			class = "restart"
 		}
 		row.Cells = cellsAt(len(tl.Columns), c, tlCell{HTML: h, Class: class})
@@ -184,50 +185,76 @@ func workerExit(r sim.CaseResult, worker string) string {
 	return ""
 }
 
-// recordTime is a record's time in unix milliseconds, 0 when it has none.
-func recordTime(rec sim.Record) int64 {
-	if rec.Event != nil {
+// recordTime is a record's time in unix milliseconds, 0 when it has none:
+// an event's own time, else the record's (nanoseconds from a worker
+// process, milliseconds from the in-process mode's simulated clock).
+func recordTime(rec history.Record) int64 {
+	if rec.Event != nil && rec.Event.At != 0 {
 		return rec.Event.At
 	}
-	return 0
+	if rec.At > 1e15 {
+		return rec.At / 1e6
+	}
+	return rec.At
 }
 
 // recordHTML renders one record for a timeline cell, and its CSS class.
 // Record kinds it does not know are shown with every field they carry.
-func recordHTML(rec sim.Record, ops *opNames, afterKill bool) (template.HTML, string) {
+func recordHTML(rec history.Record, ops *opNames, afterKill bool) (template.HTML, string) {
 	esc := html.EscapeString
-	switch rec.Type {
-	case "start":
+	switch rec.Kind {
+	case history.Start:
 		label := "START"
 		if afterKill {
 			label = "RESTART"
 		}
-		return template.HTML(fmt.Sprintf("<b>%s</b> pid %d · %s", label, rec.PID, esc(rec.Detail))), "start"
-	case "hit":
-		return template.HTML(fmt.Sprintf("<b>FAULT</b> %s fired: %s", esc(string(rec.Point)), esc(rec.Action))), "fault"
-	case "event":
+		return template.HTML(fmt.Sprintf("<b>%s</b> pid %d · %d %s", label, rec.PID, rec.Actions, plural(rec.Actions, "action", "actions"))), "start"
+	case history.Hit:
+		fault := ""
+		if rec.Fault != nil {
+			fault = rec.Fault.String()
+		}
+		return template.HTML(fmt.Sprintf("<b>FAULT</b> %s fired: %s", esc(string(rec.Point)), esc(fault))), "fault"
+	case history.Event:
 		return eventHTML(rec.Event, ops), "event " + eventClass(rec.Event)
-	case "model":
+	case history.Model:
 		return template.HTML(fmt.Sprintf("model call %d for %s", rec.Call, ops.abbr(rec.Op))), "model"
-	case "action":
-		s := "▶ " + esc(rec.Detail)
+	case history.Action:
+		s := fmt.Sprintf("▶ #%d %s %s", rec.Index, esc(rec.Do), esc(rec.Doc+rec.Thread))
 		if rec.Op != "" {
 			s += " " + ops.abbr(rec.Op)
 		}
 		return template.HTML(s), "action"
-	case "result":
-		s := "◀ " + esc(rec.Action) + " " + string(ops.text(rec.Detail))
+	case history.Result:
+		s := fmt.Sprintf("◀ #%d %s", rec.Index, esc(rec.Do))
+		if o := rec.Result; o != nil {
+			if o.Op != "" {
+				s += " " + ops.abbr(o.Op)
+			}
+			if o.Outcome != "" {
+				s += " " + esc(o.Outcome)
+			}
+			if o.Revision != 0 {
+				s += fmt.Sprintf(" rev %d", o.Revision)
+			}
+			if o.Status != "" {
+				s += fmt.Sprintf(" %s plan %d", esc(o.Status), o.PlanID)
+			}
+			if o.Rounds != 0 {
+				s += fmt.Sprintf(" %d %s, quiet %v", o.Rounds, plural(o.Rounds, "round", "rounds"), o.Quiet)
+			}
+		}
 		if rec.Err != "" {
 			return template.HTML(s + ` <span class="err">error: ` + string(ops.text(rec.Err)) + `</span>`), "result error"
 		}
 		return template.HTML(s), "result"
-	case "exit":
-		return template.HTML("exit · " + esc(rec.Detail)), "exit"
+	case history.Exit:
+		return template.HTML("exit · " + esc(rec.Reason)), "exit"
 	}
-	// A record kind this report does not know yet: its type and every
+	// A record kind this report does not know yet: its kind and every
 	// field, so additions to the history show up.
 	b, _ := json.Marshal(rec)
-	return template.HTML(fmt.Sprintf("<b>%s</b> <code>%s</code>", esc(strings.ToUpper(rec.Type)), esc(string(b)))), "other"
+	return template.HTML(fmt.Sprintf("<b>%s</b> <code>%s</code>", esc(strings.ToUpper(string(rec.Kind))), esc(string(b)))), "other"
 }
 
 func eventClass(e *reference.Event) string {
@@ -285,7 +312,7 @@ func shortHash(s string) string {
 func citedRecords(r sim.CaseResult) map[int][]string {
 	eventAt := []int{}
 	for i, rec := range r.Timeline {
-		if rec.Type == "event" && rec.Event != nil {
+		if rec.Kind == history.Event && rec.Event != nil {
 			eventAt = append(eventAt, i)
 		}
 	}
