@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
-	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
 

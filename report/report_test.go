@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
-	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
@@ -146,8 +146,8 @@ func TestVerdictNamesWhatIsWrongWhenOnlyAFaultStoppedFiring(t *testing.T) {
 func TestSummaryElidesIdsButKeepsTheSentence(t *testing.T) {
 	for msg, want := range map[string]string{
 		"fencing token did not grow: quiesce/3299#1 got token 1 after fault/3282#1 held 1": "fencing token did not grow: … got token … after … held …",
-		"the thread's checkpoint is gone after restart":                                     "the thread's checkpoint is gone after restart",
-		"illegal stage change PREPARED -> COMPLETED":                                        "illegal stage change PREPARED -> COMPLETED",
+		"the thread's checkpoint is gone after restart":                                    "the thread's checkpoint is gone after restart",
+		"illegal stage change PREPARED -> COMPLETED":                                       "illegal stage change PREPARED -> COMPLETED",
 	} {
 		if got := Summary(msg); got != want {
 			t.Errorf("Summary(%q) = %q, want %q", msg, got, want)
