@@ -345,7 +345,7 @@ func CheckI2(s Snapshot, o Observed) []Violation {
 				break
 			}
 			if op, ok := ops[v.OperationID]; ok && op.ExpectedRevision != v.Revision-1 {
-				out = append(out, Violation{Invariant: I2, Document: d, Operation: v.OperationID,
+				out = append(out, Violation{Invariant: I2, Document: d, Operation: v.OperationID, Events: o.eventsOf(reference.EvStateCommit, v.OperationID),
 					Message:  fmt.Sprintf("revision %d was committed by an operation that expected revision %d, not %d", v.Revision, op.ExpectedRevision, v.Revision-1),
 					Evidence: append(revs(vs), fmt.Sprintf("operation %s expectedRevision=%d", op.OperationID, op.ExpectedRevision))})
 			}

@@ -14,15 +14,15 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-go build -o "$work/crashmatrix" ./cmd/crashmatrix
+make -s build # bin/crashmatrix: the replay commands in the reports name it
 
 # A failing run: the memory store forgets everything on restart. certify
 # exits 1 then, which is what this run is for.
-"$work/crashmatrix" certify --backend memory --in-process --quiet --html "$work/failing.html" >"$work/failing.txt" || [ $? -eq 1 ]
+bin/crashmatrix certify --backend memory --in-process --quiet --html "$work/failing.html" >"$work/failing.txt" || [ $? -eq 1 ]
 # One failing scenario, as `run` reports it: one case, its timeline open.
-"$work/crashmatrix" run scenarios/library/mutant-skip-revision-check.yaml --in-process --html "$work/run-failing.html" >"$work/run.txt" || true
+bin/crashmatrix run scenarios/library/mutant-skip-revision-check.yaml --in-process --html "$work/run-failing.html" >"$work/run.txt" || true
 # A passing run on the embedded default.
-"$work/crashmatrix" certify --in-process --quiet --html "$work/passing.html" >"$work/passing.txt"
+bin/crashmatrix certify --in-process --quiet --html "$work/passing.html" >"$work/passing.txt"
 
 shot() { # shot HTML PNG HEIGHT
 	chromium --headless=new --no-sandbox --disable-gpu --hide-scrollbars --force-device-scale-factor=1 \

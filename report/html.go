@@ -244,15 +244,15 @@ td a{color:inherit}
 ol.causes>li{margin:.5em 0}
 .inv{display:inline-block;min-width:2.2em;font-weight:bold}
 .root{background:#fce8e6;border-radius:3px;padding:0 .3em;font-size:.85em}
-.folded{color:#666}
+.folded{color:#555}.folded ul{margin:.1em 0}
 .replay{background:#f1f3f4;padding:.1em .3em;border-radius:3px}
 .key{font-size:.9em}.key td{border:none;padding:.1em .5em}.key .broken{color:#b3261e;font-weight:bold}
 section.case{border-top:2px solid #ddd;margin-top:1.5em}
 ul.groups>li{margin:.4em 0}
 table.tl{font:12px/1.35 ui-monospace,monospace;width:100%;table-layout:fixed}
 table.tl td{overflow-wrap:anywhere}
-table.tl td.at{width:6em;color:#666;white-space:nowrap}
-table.tl td.cite{width:4em}
+table.tl .at{width:5.5em;color:#666;white-space:nowrap}
+table.tl .cite{width:3.5em}
 table.tl tr.cited td{background:#fff3c4}
 table.tl td.kill{background:#b3261e;color:#fff}
 table.tl td.fault{background:#f9d6a8}
@@ -271,12 +271,12 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 {{with .Digest}}{{if .Causes}}
 <h2>Failures by cause, rarest first</h2>
 <ol class="causes">{{range .Causes}}<li><span class="inv">{{.Invariant}}</span> in {{len .Cases}} {{plural (len .Cases) "case" "cases"}} ({{.Violations}} {{plural .Violations "violation" "violations"}}){{if .Root}} <span class="root">root cause</span>{{end}}: {{.Summary}}
-{{if .Consequences}}<div class="folded">follows from it in the same cases (folded here): {{range $i, $c := .Consequences}}{{if $i}}; {{end}}<b>{{.Invariant}}</b> ×{{.Violations}} in {{.Cases}} {{plural .Cases "case" "cases"}}: {{.Summary}}{{end}}</div>{{end}}
+{{if .Consequences}}<div class="folded">follows from it in the same cases, folded here:<ul>{{range .Consequences}}<li><b>{{.Invariant}}</b> ×{{.Violations}} in {{.Cases}} {{plural .Cases "case" "cases"}}: {{.Summary}}</li>{{end}}</ul></div>{{end}}
 <div>{{range $i, $c := first .Cases 8}}{{if $i}} · {{end}}<a href="#{{.ID}}">{{.Label}}</a>{{end}}{{with more .Cases 8}} · and {{.}} more{{end}}</div>
 {{with index .Cases 0}}{{if .Replay}}<div>replay {{.Label}}: <code class="replay">{{.Replay}}</code></div>{{end}}{{end}}</li>{{end}}</ol>{{end}}
 {{if .Broken}}<h2>Broken invariants</h2>
 <div class="scroll"><table><tr><th>invariant</th><th>cases</th><th>violations</th><th>follows from a root cause in</th><th>look first at (rarest)</th></tr>
-{{range .Broken}}<tr><td><b>{{.Invariant}}</b> {{.Name}}</td><td>{{.Cases}}</td><td>{{.Violations}}</td><td>{{if .FoldedUnder}}{{.FoldedCases}} ({{.FoldedUnder}}){{else}}—{{end}}</td><td>{{if .Rarest.ID}}<a href="#{{.Rarest.ID}}">{{.Rarest.Label}}</a>{{end}}{{if .Rarest.Replay}}<br><code class="replay">{{.Rarest.Replay}}</code>{{end}}</td></tr>
+{{range .Broken}}<tr><td>{{.Name}}</td><td>{{.Cases}}</td><td>{{.Violations}}</td><td>{{if .FoldedUnder}}{{.FoldedCases}} ({{.FoldedUnder}}){{else}}—{{end}}</td><td>{{if .Rarest.ID}}<a href="#{{.Rarest.ID}}">{{.Rarest.Label}}</a>{{end}}{{if .Rarest.Replay}}<br><code class="replay">{{.Rarest.Replay}}</code>{{end}}</td></tr>
 {{end}}</table></div>{{end}}
 {{if .NotExercised}}<h2>Not exercised: the fault did not fire, so these cases prove nothing</h2>
 <ul>{{range .NotExercised}}<li><a href="#{{.ID}}">{{.Label}}</a>: {{.Why}}{{if .Replay}}<br><code class="replay">{{.Replay}}</code>{{end}}</li>{{end}}</ul>{{end}}
@@ -292,7 +292,7 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 <tr><td><b>not-exercised</b></td><td>the fault did not fire: the case proves nothing (never a pass)</td></tr>
 <tr><td><b>undecided</b></td><td>the case could not run (a harness or server error)</td></tr>
 <tr><td><b>·</b></td><td>the fault kind does not apply at this window</td></tr></table>
-<table class="key">{{range .Key}}<tr><td class="{{if .Broken}}broken{{end}}">{{.Short}}</td><td class="{{if .Broken}}broken{{end}}">{{.Name}}</td><td>{{.Text}}</td></tr>{{end}}</table>
+<table class="key">{{range .Key}}<tr><td class="{{if .Broken}}broken{{end}}">{{.Short}}{{if .Broken}} broken{{end}}</td><td>{{.Text}}</td></tr>{{end}}</table>
 {{range .Cases}}<section class="case" id="{{.Res.Case.ID}}"><h2>{{.Res.Verdict}} — {{.Res.Case.Label}}</h2>
 <p>{{.Res.Case.Description}}</p>
 {{if .Why}}<p><b>not exercised:</b> {{.Why}}</p>{{end}}
