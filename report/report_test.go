@@ -300,3 +300,15 @@ func validateXSD(t *testing.T, doc string) {
 		t.Fatalf("the schema accepted a testcase without a name:\n%s", out)
 	}
 }
+
+func TestSequenceTellsTheCaseOnOneLine(t *testing.T) {
+	got := Sequence(forgetfulCase("beforegraphwrite-crash", faults.BeforeGraphWrite))
+	want := "fault: A prepared for d1 · A commits d1 rev 0→1 · FAULT beforeGraphWrite crash@1 · KILL fault | quiesce: B commits d1 rev 0→1"
+	if got != want {
+		t.Errorf("Sequence:\n got %s\nwant %s", got, want)
+	}
+	vs, _, legend := Explain(forgetfulCase("c", faults.BeforeGraphWrite), "I2")
+	if len(vs) != 1 || !strings.HasPrefix(vs[0], "I2: revision 1 was committed twice (lost update) [op B]") || len(legend) != 2 || legend[0] != "A = "+opA {
+		t.Errorf("Explain: violations %q, legend %q", vs, legend)
+	}
+}
