@@ -19,8 +19,9 @@ make -s build # bin/crashmatrix: the replay commands in the reports name it
 # A failing run: the memory store forgets everything on restart. certify
 # exits 1 then, which is what this run is for.
 bin/crashmatrix certify --backend memory --in-process --quiet --html "$work/failing.html" >"$work/failing.txt" || [ $? -eq 1 ]
-# One failing scenario, as `run` reports it: one case, its timeline open.
-bin/crashmatrix run scenarios/library/mutant-skip-revision-check.yaml --in-process --html "$work/run-failing.html" >"$work/run.txt" || true
+# One failing scenario, as `run` reports it, with real worker processes
+# killed by SIGKILL (real pids and times): one case, its timeline open.
+bin/crashmatrix run scenarios/library/mutant-skip-revision-check.yaml --workdir "$work/run" --html "$work/run-failing.html" >"$work/run.txt" || true
 # A passing run on the embedded default.
 bin/crashmatrix certify --in-process --quiet --html "$work/passing.html" >"$work/passing.txt"
 
@@ -30,5 +31,5 @@ shot() { # shot HTML PNG HEIGHT
 	echo "wrote $2"
 }
 shot "$work/failing.html" docs/report-failing.png 1400
-shot "$work/run-failing.html" docs/report-run-failing.png 1800
+shot "$work/run-failing.html" docs/report-run-failing.png 2600
 shot "$work/passing.html" docs/report-passing.png 1100

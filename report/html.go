@@ -242,7 +242,7 @@ td a{color:inherit}
 .headline{font-size:1.05em}
 .meta{color:#555}
 ol.causes>li{margin:.5em 0}
-.inv{display:inline-block;min-width:2.2em;font-weight:bold}
+.inv{font-weight:bold}
 .root{background:#fce8e6;border-radius:3px;padding:0 .3em;font-size:.85em}
 .folded{color:#555}.folded ul{margin:.1em 0}
 .replay{background:#f1f3f4;padding:.1em .3em;border-radius:3px}

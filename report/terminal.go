@@ -33,8 +33,8 @@ func WriteTerminal(w io.Writer, rep sim.Report, o Options) {
 
 // runLine counts the verdicts and names the run.
 func runLine(rep sim.Report) string {
-	s := fmt.Sprintf("%d cases in %s: %d pass, %d FAIL, %d not exercised, %d undecided (backend %s",
-		len(rep.Results), rep.Took.Round(time.Millisecond), rep.Counts[sim.Pass], rep.Counts[sim.Fail], rep.Counts[sim.NotExercised], rep.Counts[sim.Undecided], rep.Backend)
+	s := fmt.Sprintf("%d %s in %s: %d pass, %d FAIL, %d not exercised, %d undecided (backend %s",
+		len(rep.Results), plural(len(rep.Results), "case", "cases"), rep.Took.Round(time.Millisecond), rep.Counts[sim.Pass], rep.Counts[sim.Fail], rep.Counts[sim.NotExercised], rep.Counts[sim.Undecided], rep.Backend)
 	if rep.Mutant != "" {
 		s += ", mutant " + rep.Mutant
 	}
@@ -226,8 +226,8 @@ func writeDigest(w io.Writer, d Digest, o Options) {
 		case b.FoldedCases > 0 && b.FoldedUnder != "":
 			fold = fmt.Sprintf(", %d following from %s", b.FoldedCases, b.FoldedUnder)
 		}
-		fmt.Fprintf(w, "  %-30s %3d %s, %4d %s%s; rarest: %s\n", b.Name, b.Cases, plural(b.Cases, "case ", "cases"),
-			b.Violations, plural(b.Violations, "violation ", "violations"), fold, b.Rarest.Label)
+		fmt.Fprintf(w, "  %-30s %3d %-6s %4d %s%s; rarest: %s\n", b.Name, b.Cases, plural(b.Cases, "case,", "cases,"),
+			b.Violations, plural(b.Violations, "violation", "violations"), fold, b.Rarest.Label)
 		if b.Rarest.Replay != "" {
 			fmt.Fprintf(w, "      %s\n", b.Rarest.Replay)
 		}
