@@ -18,7 +18,7 @@ make -s build # bin/crashmatrix: the replay commands in the reports name it
 
 # A failing run: the memory store forgets everything on restart. certify
 # exits 1 then, which is what this run is for.
-bin/crashmatrix certify --backend memory --in-process --quiet --html "$work/failing.html" >"$work/failing.txt" || [ $? -eq 1 ]
+bin/crashmatrix certify --backend memory --in-process --quiet --html "$work/failing.html" --junit "$work/failing.xml" >"$work/failing.txt" || [ $? -eq 1 ]
 # One failing scenario, as `run` reports it, with real worker processes
 # killed by SIGKILL (real pids and times): one case, its timeline open.
 bin/crashmatrix run scenarios/library/mutant-skip-revision-check.yaml --workdir "$work/run" --html "$work/run-failing.html" >"$work/run.txt" || true
@@ -33,3 +33,10 @@ shot() { # shot HTML PNG HEIGHT
 shot "$work/failing.html" docs/report-failing.png 1400
 shot "$work/run-failing.html" docs/report-run-failing.png 2600
 shot "$work/passing.html" docs/report-passing.png 1100
+
+# The JUnit XML as a real JUnit consumer renders it: junit2html (PyPI), in a
+# virtual environment of its own.
+python3 -m venv "$work/venv"
+"$work/venv/bin/pip" install -q junit2html==31.1.4
+"$work/venv/bin/junit2html" "$work/failing.xml" "$work/junit.html"
+shot "$work/junit.html" docs/junit-junit2html.png 1400
