@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -50,7 +51,8 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 				// scratch; it never counts as a pass.
 				var earlier []string
 				for attempt := 2; res.Verdict == NotExercised && attempt <= 3 && ctx.Err() == nil; attempt++ {
-					earlier = append(earlier, fmt.Sprintf("attempt %d: %s", attempt-1, strings.Join(res.Notes, "; ")))
+					own := slices.DeleteFunc(slices.Clone(res.Notes), func(n string) bool { return strings.HasPrefix(n, EarlierAttempts) })
+					earlier = append(earlier, fmt.Sprintf("attempt %d: %s", attempt-1, strings.Join(own, "; ")))
 					res = r.RunCase(ctx, cases[i])
 					res.Notes = append(res.Notes, EarlierAttempts+strings.Join(earlier, " | "))
 				}
