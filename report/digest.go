@@ -115,9 +115,9 @@ func Summarize(rep sim.Report, o Options) Digest {
 	conCases := map[conKey]map[string]bool{}
 	conCount := map[conKey]int{}
 	type invStat struct {
-		cases, violations, folded map[string]bool
-		count                     int
-		root                      string
+		cases, folded map[string]bool
+		count         int
+		root          string
 	}
 	invs := map[string]*invStat{}
 	stat := func(inv string) *invStat {

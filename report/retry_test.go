@@ -2,10 +2,13 @@ package report
 
 import (
 	"context"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim"
 	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // the sqlite backend
 )
@@ -44,5 +47,28 @@ func TestANotExercisedCaseIsRetriedWithFlatNotes(t *testing.T) {
 	}
 	if !strings.HasPrefix(d.Headline, "NOT CERTIFIED: 1 not exercised (never-fires)") {
 		t.Errorf("headline %q", d.Headline)
+	}
+}
+
+// An in-process case keeps its history in memory; SaveTimelines writes it
+// where the reports say it is, and it reads back equal.
+func TestSaveTimelinesWritesInProcessHistories(t *testing.T) {
+	r := forgetfulCase("beforegraphwrite-crash", faults.BeforeGraphWrite)
+	r.Dir = ""
+	rep := testReport(r)
+	dir := t.TempDir()
+	if err := SaveTimelines(dir, &rep); err != nil {
+		t.Fatal(err)
+	}
+	path := HistoryPath(rep.Results[0])
+	if path != filepath.Join(dir, "beforegraphwrite-crash", "history.jsonl") {
+		t.Fatalf("history path %q", path)
+	}
+	back, err := history.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, history.Log(rep.Results[0].Timeline)) {
+		t.Errorf("history read back differs:\n got %+v\nwant %+v", back, rep.Results[0].Timeline)
 	}
 }

@@ -145,6 +145,9 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if pb != nil {
 		pb.Wait()
 	}
+	if err := report.SaveTimelines(workdir, &rep); err != nil {
+		return err
+	}
 	report.WriteTerminal(out, rep, ropt)
 	if err := writeReports(out, rep, ropt, f.jsonOut, f.junitOut, f.html); err != nil {
 		return err

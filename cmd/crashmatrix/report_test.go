@@ -84,6 +84,11 @@ func TestRunReportsAFailingScenarioWithItsEvidence(t *testing.T) {
 			t.Errorf("-v output lacks %q:\n%s", want, out)
 		}
 	}
+	if m := regexp.MustCompile(`history: (\S+/history\.jsonl)`).FindStringSubmatch(out); m == nil {
+		t.Errorf("-v names no history file for the in-process scenario:\n%s", out)
+	} else if _, err := os.Stat(m[1]); err != nil {
+		t.Errorf("the history file it names: %v", err)
+	}
 	b, err := os.ReadFile(html)
 	if err != nil {
 		t.Fatal(err)

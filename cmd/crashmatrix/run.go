@@ -127,6 +127,9 @@ not load or a run was undecided.`,
 					}
 				}
 				runner.CloseShared()
+				if err := report.SaveTimeline(cfg.WorkDir, &first); err != nil {
+					return err
+				}
 				all = append(all, first)
 				jerr := s.JudgeResult(first)
 				switch {
