@@ -248,7 +248,7 @@ ol.causes>li{margin:.5em 0}
 .replay{background:#f1f3f4;padding:.1em .3em;border-radius:3px}
 .key{font-size:.9em}.key td{border:none;padding:.1em .5em}.key .broken{color:#b3261e;font-weight:bold}
 section.case{border-top:2px solid #ddd;margin-top:1.5em}
-ul.groups>li{margin:.4em 0}
+ul.groups>li{margin:.4em 0}details.ev{display:inline}details.ev[open]{display:block}details.ev summary{color:#555;font-size:.9em;cursor:pointer}
 table.tl{font:12px/1.35 ui-monospace,monospace;width:100%;table-layout:fixed}
 table.tl td{overflow-wrap:anywhere}
 table.tl .at{width:5.5em;color:#666;white-space:nowrap}
@@ -297,12 +297,11 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 <p>{{.Res.Case.Description}}</p>
 {{if .Why}}<p><b>not exercised:</b> {{.Why}}</p>{{end}}
 {{range .Res.Notes}}<p class="meta">note: {{.}}</p>{{end}}
-{{if .Replay}}<p>replay: <code class="replay">{{.Replay}}</code></p>{{end}}
-<p class="meta">history: <code>{{.History}}</code></p>
+<p>{{if .Replay}}replay: <code class="replay">{{.Replay}}</code> · {{end}}<span class="meta">history: <code>{{.History}}</code></span></p>
 {{if .Groups}}<ul class="groups">{{range .Groups}}<li{{if .Folded}} class="folded"{{end}}><span class="inv">{{.Invariant}}</span>{{if gt .Count 1}} ×{{.Count}}{{end}}{{if .Root}} <span class="root">root cause</span>{{end}}{{if .Folded}} (follows from the root cause){{end}}: {{.Message}}{{if .Ops}} — op {{range $i, $o := .Ops}}{{if $i}}, {{end}}{{$o}}{{end}}{{end}}
 {{if .Cites}}<br>shown by {{range $i, $c := .Cites}}{{if $i}}, {{end}}<a href="#{{$c}}">event {{inc $i}}</a>{{end}}{{end}}
-{{if .Evidence}}<pre>{{range .Evidence}}{{.}}
-{{end}}</pre>{{end}}</li>{{end}}</ul>{{end}}
+{{if .Evidence}}<details class="ev"><summary>evidence</summary><pre>{{range .Evidence}}{{.}}
+{{end}}</pre></details>{{end}}</li>{{end}}</ul>{{end}}
 <details{{if .Open}} open{{end}}><summary>timeline: {{len .Timeline.Rows}} records, {{len .Timeline.Columns}} worker {{plural (len .Timeline.Columns) "process" "processes"}}{{if .Timeline.Renewals}} ({{.Timeline.Renewals}} lease renewals not shown){{end}}</summary>
 {{if .OpKey}}<p class="opkey">operations: {{range $i, $o := .OpKey}}{{if $i}} · {{end}}<b>{{.Short}}</b> = <code>{{.ID}}</code>{{end}}</p>{{end}}
 <div class="scroll"><table class="tl"><tr><th class="at">time</th><th class="cite">cited</th>{{range .Timeline.Columns}}<th>{{.Worker}}{{if .PID}} <span class="meta">pid {{.PID}}</span>{{end}}{{if .Exit}}<br><span class="meta">{{.Exit}}</span>{{end}}</th>{{end}}</tr>
