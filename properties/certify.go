@@ -135,7 +135,7 @@ func testReportOptions(t *testing.T) report.Options {
 		}
 	}
 	pattern := runPattern(t.Name())
-	return report.Options{Command: "go test " + dir, Replay: func(r sim.CaseResult) string {
+	return report.Options{Command: "go test " + dir, Rerun: fmt.Sprintf("go test -count=1 -run '%s' %s", pattern, dir), Replay: func(r sim.CaseResult) string {
 		return fmt.Sprintf("%s=%s go test -count=1 -run '%s' %s", CaseEnv, r.Case.ID, pattern, dir)
 	}}
 }

@@ -29,6 +29,9 @@ type Options struct {
 	Details bool
 	// Command names what produced the run ("certify", "run"), for titles.
 	Command string
+	// Rerun is the shell command that runs the whole run again ("" when
+	// there is none).
+	Rerun string
 }
 
 func (o Options) replay(r sim.CaseResult) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -97,6 +98,8 @@ func WriteJUnit(w io.Writer, rep sim.Report, o Options) error {
 	prop("bugs", strings.Join(rep.Bugs, ","))
 	prop("verdict", d.Verdict)
 	prop("command", o.Command)
+	prop("replay", o.Rerun)
+	prop("histories", histories(rep))
 	var digest strings.Builder
 	writeDigest(&digest, d, Options{Details: true})
 	s.SystemOut = strings.TrimSpace(digest.String())
@@ -146,6 +149,27 @@ func WriteJUnit(w io.Writer, rep sim.Report, o Options) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// histories is the folder that holds the cases' histories (their common
+// parent), "" when none was written.
+func histories(rep sim.Report) string {
+	common := ""
+	for _, r := range rep.Results {
+		if r.Dir == "" {
+			continue
+		}
+		d := filepath.Dir(r.Dir)
+		switch {
+		case common == "":
+			common = d
+		case common != d:
+			for common != "/" && common != "." && !strings.HasPrefix(d+"/", common+"/") {
+				common = filepath.Dir(common)
+			}
+		}
+	}
+	return common
 }
 
 // failureMessage names each broken invariant of a case with its causes and

@@ -74,7 +74,7 @@ func testReport(results ...sim.CaseResult) sim.Report {
 	return rep
 }
 
-var testOpts = Options{Command: "certify", Replay: func(r sim.CaseResult) string { return "crashmatrix certify --backend memory --case " + r.Case.ID }}
+var testOpts = Options{Command: "certify", Rerun: "crashmatrix certify --backend memory", Replay: func(r sim.CaseResult) string { return "crashmatrix certify --backend memory --case " + r.Case.ID }}
 
 func failingReport() sim.Report {
 	return testReport(
@@ -265,6 +265,7 @@ func TestJUnitValidatesAndSaysWhatBroke(t *testing.T) {
 	x := b.String()
 	for _, want := range []string{
 		`<property name="seed" value="7">`, `<property name="backend" value="memory">`,
+		`<property name="replay" value="crashmatrix certify --backend memory">`, `<property name="histories" value="/work">`,
 		`message="root cause: I5 ×1 (the operation was persisted`, `following from it: I2 ×1 (revision … was committed twice (lost update)); I7 ×1`,
 		`message="broken: I2 ×1 (a state commit moved revision … to …)"`,
 		`message="not exercised: failpoint beforeCompleted never fired in worker fault, which can mean the code path changed"`,

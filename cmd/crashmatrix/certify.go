@@ -112,7 +112,8 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		return err
 	}
 	defer cleanup()
-	ropt := report.Options{Replay: certifyReplay(f, backend), Details: f.details, Command: "certify"}
+	rerun, replay := certifyReplay(f, backend)
+	ropt := report.Options{Replay: replay, Rerun: rerun, Details: f.details, Command: "certify"}
 	f.leaseTTL = defaultLeaseTTL(f.leaseTTL, backend)
 	workdir, tmp := f.workdir, false
 	if workdir == "" {

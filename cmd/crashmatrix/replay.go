@@ -30,10 +30,11 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// certifyReplay returns the command that replays one case of a certify
-// run: the same binary, backend, mode, mutants, seed and lease, narrowed
-// to the case's window and kind (or class), with the details printed.
-func certifyReplay(f certifyFlags, backend string) func(sim.CaseResult) string {
+// certifyReplay returns the command that runs a certify run again (the
+// same binary, backend, mode, mutants, seed and lease), and the one that
+// replays one case of it: narrowed to the case's window and kind (or
+// class), with the details printed.
+func certifyReplay(f certifyFlags, backend string) (string, func(sim.CaseResult) string) {
 	base := []string{selfCommand(), "certify", "--backend", shellQuote(backend)}
 	if f.server.postgresDSN != "" {
 		base = append(base, "--postgres-dsn", `"$`+servers.EnvPostgresDSN+`"`)
@@ -56,7 +57,17 @@ func certifyReplay(f certifyFlags, backend string) func(sim.CaseResult) string {
 	if f.leaseTTL > 0 {
 		base = append(base, "--lease-ttl", f.leaseTTL.String())
 	}
-	return func(r sim.CaseResult) string {
+	rerun := base
+	for _, p := range f.points {
+		rerun = append(rerun, "--point", shellQuote(p))
+	}
+	for _, k := range f.kinds {
+		rerun = append(rerun, "--kind", shellQuote(k))
+	}
+	for _, c := range f.only {
+		rerun = append(rerun, "--class", shellQuote(c))
+	}
+	return strings.Join(rerun, " "), func(r sim.CaseResult) string {
 		args := append([]string(nil), base...)
 		if r.Case.Class != "" {
 			args = append(args, "--class", shellQuote(r.Case.Class))

@@ -102,6 +102,9 @@ func TestRunReportsAFailingScenarioWithItsEvidence(t *testing.T) {
 	if strings.Contains(page, "0001-01-01") || strings.Contains(page, ">CERTIFIED<") {
 		t.Errorf("HTML header does not describe the run")
 	}
+	if x, _ := os.ReadFile(junit); !bytes.Contains(x, []byte(`<property name="replay" value="`+selfCommand()+` run --details --in-process ../../scenarios/library/mutant-skip-revision-check.yaml">`)) {
+		t.Errorf("JUnit does not carry the command that reruns the run:\n%s", x)
+	}
 	for _, f := range []string{js, junit} {
 		if b, err := os.ReadFile(f); err != nil || !bytes.Contains(b, []byte("skip-revision-check")) {
 			t.Errorf("%s: %v, or it does not name the scenario's bug", f, err)

@@ -14,7 +14,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/servers"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func runCmd() *cobra.Command {
@@ -158,7 +160,8 @@ not load or a run was undecided.`,
 				rep.Seed = 0
 			}
 			rep.Finish()
-			ropt := report.Options{Command: "run", Details: details, Replay: func(r sim.CaseResult) string { return replays[r.Case.ID] }}
+			ropt := report.Options{Command: "run", Details: details, Replay: func(r sim.CaseResult) string { return replays[r.Case.ID] },
+				Rerun: strings.Join(append([]string{selfCommand()}, rerunArgs(cmd)...), " ")}
 			if err := writeReports(out, rep, ropt, jsonOut, junitOut, html); err != nil {
 				return err
 			}
@@ -182,6 +185,28 @@ not load or a run was undecided.`,
 	fl.BoolVarP(&details, "details", "v", false, "print each scenario's violations with their evidence, its history and its replay command")
 	server.register(fl)
 	return cmd
+}
+
+// rerunArgs are the arguments this command was given (flags and files),
+// quoted for a shell, minus the report outputs.
+func rerunArgs(cmd *cobra.Command) []string {
+	args := []string{cmd.Name()}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		switch {
+		case f.Name == "html" || f.Name == "json" || f.Name == "junit" || f.Name == "workdir" || f.Name == "neo4j-password":
+			return // outputs, scratch space and secrets stay out of reports
+		case f.Name == "postgres-dsn":
+			args = append(args, "--"+f.Name, `"$`+servers.EnvPostgresDSN+`"`)
+		case f.Value.Type() == "bool" && f.Value.String() == "true":
+			args = append(args, "--"+f.Name)
+		default:
+			args = append(args, "--"+f.Name+"="+shellQuote(f.Value.String()))
+		}
+	})
+	for _, a := range cmd.Flags().Args() {
+		args = append(args, shellQuote(a))
+	}
+	return args
 }
 
 // runReplay is the command that replays one scenario file as this run
