@@ -216,8 +216,8 @@ func benchExplore(cmd *cobra.Command, self string, d time.Duration) error {
 		if f == nil {
 			return fmt.Errorf("mutant %s: no %s violation within a minute", m.name, m.want)
 		}
-		fmt.Fprintf(out, "mutant %-28s %s after %3d schedules: first violation %6s, shrunk file %6s (%d steps, reproduced %d/%d)\n",
-			m.name, f.Invariant, res.Schedules, f.FoundAfter.Round(time.Millisecond), f.ShrunkAfter.Round(time.Millisecond), explore.Size(f.Shrunk), f.Reproduced, f.Reruns)
+		fmt.Fprintf(out, "mutant %-28s %s after %3d schedules: first violation %6s, shrunk file %6s (%d actions and faults outside the final recovery; %s; reproduced %d/%d)\n",
+			m.name, f.Invariant, res.Schedules, f.FoundAfter.Round(time.Millisecond), f.ShrunkAfter.Round(time.Millisecond), explore.Size(f.Shrunk), explore.Describe(f.Shrunk), f.Reproduced, f.Reruns)
 	}
 	return nil
 }
