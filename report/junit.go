@@ -44,7 +44,20 @@ type junitSuite struct {
 	Hostname   string          `xml:"hostname,attr,omitempty"`
 	Properties []junitProperty `xml:"properties>property"`
 	Cases      []junitCase     `xml:"testcase"`
-	SystemOut  string          `xml:"system-out,omitempty"`
+	SystemOut  *junitText      `xml:"system-out,omitempty"`
+}
+
+// junitText is element text written as CDATA, so that multi-line output
+// reads as it was printed in the file too.
+type junitText struct {
+	Text string `xml:",cdata"`
+}
+
+func text(s string) *junitText {
+	if s == "" {
+		return nil
+	}
+	return &junitText{s}
 }
 
 type junitProperty struct {
@@ -58,13 +71,13 @@ type junitCase struct {
 	Time      string        `xml:"time,attr"`
 	Failure   *junitMessage `xml:"failure,omitempty"`
 	Error     *junitMessage `xml:"error,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
+	SystemOut *junitText    `xml:"system-out,omitempty"`
 }
 
 type junitMessage struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr"`
-	Body    string `xml:",chardata"`
+	Body    string `xml:",cdata"`
 }
 
 func seconds(d interface{ Seconds() float64 }) string {
@@ -102,7 +115,7 @@ func WriteJUnit(w io.Writer, rep sim.Report, o Options) error {
 	prop("histories", histories(rep))
 	var digest strings.Builder
 	writeDigest(&digest, d, Options{Details: true})
-	s.SystemOut = strings.TrimSpace(digest.String())
+	s.SystemOut = text(strings.TrimSpace(digest.String()))
 	for _, r := range rep.Results {
 		jc := junitCase{Name: r.Case.Label(), Classname: "crashmatrix." + string(r.Case.System), Time: seconds(r.Took)}
 		var body strings.Builder
@@ -125,7 +138,7 @@ func WriteJUnit(w io.Writer, rep sim.Report, o Options) error {
 			fmt.Fprintf(&body, "replay: %s\n", rp)
 		}
 		fmt.Fprintf(&body, "history: %s\n", HistoryPath(r))
-		jc.SystemOut = out.String()
+		jc.SystemOut = text(out.String())
 		switch r.Verdict {
 		case sim.Fail:
 			s.Failures++
