@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/spf13/cobra"
 )
 
@@ -142,5 +143,19 @@ func TestExploreWritesTheViolationIntoTheShrunkScenario(t *testing.T) {
 	}
 	if !strings.Contains(out, "replay:   "+selfCommand()+" run ") {
 		t.Errorf("the replay line does not name this binary (%s):\n%s", selfCommand(), out)
+	}
+}
+
+// The replay command of a library scenario names its file by the
+// scenario's name; every library file must be named after its scenario.
+func TestLibraryScenariosLiveWhereTheirReplayPointsTo(t *testing.T) {
+	lib, err := scenarios.Library()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range lib {
+		if _, err := os.Stat(filepath.Join("../..", "scenarios/library/"+s.Name+".yaml")); err != nil {
+			t.Errorf("scenario %s: %v (its replay command would name a missing file)", s.Name, err)
+		}
 	}
 }
