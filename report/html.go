@@ -219,6 +219,12 @@ var htmlReport = template.Must(template.New("report").Funcs(template.FuncMap{
 		}
 		return 0
 	},
+	"rest": func(cs []CaseRef, n int) []CaseRef {
+		if len(cs) > n {
+			return cs[n:]
+		}
+		return nil
+	},
 	"first": func(cs []CaseRef, n int) []CaseRef {
 		if len(cs) > n {
 			return cs[:n]
@@ -248,7 +254,7 @@ ol.causes>li{margin:.5em 0}
 .replay{background:#f1f3f4;padding:.1em .3em;border-radius:3px}
 .key{font-size:.9em}.key td{border:none;padding:.1em .5em}.key .broken{color:#b3261e;font-weight:bold}
 section.case{border-top:2px solid #ddd;margin-top:1.5em}
-ul.groups>li{margin:.4em 0}details.ev{display:inline}details.ev[open]{display:block}details.ev summary{color:#555;font-size:.9em;cursor:pointer}
+ul.groups>li{margin:.4em 0}details.ev{display:inline}details.ev[open]{display:block}details.more summary{color:#555;cursor:pointer}details.ev summary{color:#555;font-size:.9em;cursor:pointer}
 table.tl{font:12px/1.35 ui-monospace,monospace;width:100%;table-layout:fixed}
 table.tl td{overflow-wrap:anywhere}
 table.tl .at{width:5.5em;color:#666;white-space:nowrap}
@@ -272,7 +278,7 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 <h2>Failures by cause, rarest first</h2>
 <ol class="causes">{{range .Causes}}<li><span class="inv">{{.Invariant}}</span> in {{len .Cases}} {{plural (len .Cases) "case" "cases"}} ({{.Violations}} {{plural .Violations "violation" "violations"}}){{if .Root}} <span class="root">root cause</span>{{end}}: {{.Summary}}
 {{if .Consequences}}<div class="folded">follows from it in the same cases, folded here:<ul>{{range .Consequences}}<li><b>{{.Invariant}}</b> ×{{.Violations}} in {{.Cases}} {{plural .Cases "case" "cases"}}: {{.Summary}}</li>{{end}}</ul></div>{{end}}
-<div>{{range $i, $c := first .Cases 8}}{{if $i}} · {{end}}<a href="#{{.ID}}">{{.Label}}</a>{{end}}{{with more .Cases 8}} · and {{.}} more{{end}}</div>
+<div>{{range $i, $c := first .Cases 8}}{{if $i}} · {{end}}<a href="#{{.ID}}">{{.Label}}</a>{{end}}{{if more .Cases 8}}<details class="more"><summary>and {{more .Cases 8}} more</summary>{{range $i, $c := rest .Cases 8}}{{if $i}} · {{end}}<a href="#{{.ID}}">{{.Label}}</a>{{end}}</details>{{end}}</div>
 {{with index .Cases 0}}{{if .Replay}}<div>replay {{.Label}}: <code class="replay">{{.Replay}}</code></div>{{end}}{{end}}</li>{{end}}</ol>{{end}}
 {{if .Broken}}<h2>Broken invariants</h2>
 <div class="scroll"><table><tr><th>invariant</th><th>cases</th><th>violations</th><th>follows from a root cause in</th><th>look first at (rarest)</th></tr>
