@@ -141,6 +141,15 @@ func TestExploreWritesTheViolationIntoTheShrunkScenario(t *testing.T) {
 	if n, _ := strconv.Atoi(m[1]); n != strings.Count(text, "\n  - worker: ") {
 		t.Errorf("description says %d steps, the file has %d", n, strings.Count(text, "\n  - worker: "))
 	}
+	lines := regexp.MustCompile(`shrunk from .*?(\d+) document lines?\) to .*?(\d+) document lines?\)`).FindStringSubmatch(out)
+	if lines == nil {
+		t.Fatalf("explore does not say how many document lines it shrank:\n%s", out)
+	}
+	before, _ := strconv.Atoi(lines[1])
+	after, _ := strconv.Atoi(lines[2])
+	if after >= before {
+		t.Errorf("document contents did not shrink: %d lines before, %d after", before, after)
+	}
 	if !strings.Contains(out, "replay:   "+selfCommand()+" run ") {
 		t.Errorf("the replay line does not name this binary (%s):\n%s", selfCommand(), out)
 	}
