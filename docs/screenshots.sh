@@ -39,4 +39,4 @@ shot "$work/passing.html" docs/report-passing.png 1100
 python3 -m venv "$work/venv"
 "$work/venv/bin/pip" install -q junit2html==31.1.4
 "$work/venv/bin/junit2html" "$work/failing.xml" "$work/junit.html"
-shot "$work/junit.html" docs/junit-junit2html.png 1400
+shot "$work/junit.html" docs/junit-junit2html.png 700

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"html/template"
+	"slices"
 	"sort"
 	"strings"
 
@@ -100,14 +101,9 @@ func (n *opNames) text(s string) template.HTML {
 // to the invariants citing it.
 func buildTimeline(r sim.CaseResult, ops *opNames, cites map[int][]string) timeline {
 	var tl timeline
+	// One column per worker process (a worker name in one phase), in the
+	// order the processes started.
 	col := map[string]int{}
-	lastRow := map[int]int{}
-	for _, w := range r.Workers {
-		if _, ok := col[w.Worker]; !ok {
-			col[w.Worker] = len(tl.Columns)
-			tl.Columns = append(tl.Columns, tlColumn{Worker: w.Worker, PID: w.PID, Exit: w.Exit})
-		}
-	}
 	var t0 int64
 	var last int64
 	killed := false
@@ -126,11 +122,12 @@ func buildTimeline(r sim.CaseResult, ops *opNames, cites map[int][]string) timel
 			tl.Renewals++
 			continue
 		}
-		c, ok := col[rec.Worker]
+		key := fmt.Sprintf("%s\x00%d", rec.Worker, rec.Phase)
+		c, ok := col[key]
 		if !ok {
 			c = len(tl.Columns)
-			col[rec.Worker] = c
-			tl.Columns = append(tl.Columns, tlColumn{Worker: rec.Worker, PID: rec.PID})
+			col[key] = c
+			tl.Columns = append(tl.Columns, tlColumn{Worker: rec.Worker, PID: rec.PID, Exit: workerExit(r, rec.Worker)})
 		}
 		if tl.Columns[c].PID == 0 {
 			tl.Columns[c].PID = rec.PID
@@ -150,7 +147,6 @@ func buildTimeline(r sim.CaseResult, ops *opNames, cites map[int][]string) timel
 			class = "restart"
 		}
 		row.Cells = cellsAt(len(tl.Columns), c, tlCell{HTML: h, Class: class})
-		lastRow[c] = len(tl.Rows)
 		tl.Rows = append(tl.Rows, row)
 		if lastOf[rec.Worker] == i {
 			// The process's last record: a killed process ends here.
@@ -324,19 +320,10 @@ func citedRecords(r sim.CaseResult) map[int][]string {
 			}
 			i := eventAt[e]
 			inv := v.Invariant.Short()
-			if !contains(out[i], inv) {
+			if !slices.Contains(out[i], inv) {
 				out[i] = append(out[i], inv)
 			}
 		}
 	}
 	return out
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
