@@ -463,7 +463,7 @@ func without(cs []claim, holder string) []claim {
 
 // checkStaleWrites (I7): within one call, once another holder was granted
 // a document's lease, the previous holder writes nothing more for that
-// document (no graph write, no state commit). Workers whose lease a fault
+// document (no graph write that puts content in, no state commit). Workers whose lease a fault
 // broke are not judged here: with the lease gone on purpose, the CAS and
 // the other invariants must hold instead.
 func (x *intentIndex) checkStaleWrites() []Violation {
@@ -499,12 +499,15 @@ func (x *intentIndex) checkStaleWrites() []Violation {
 			}
 		case history.Seen:
 			ob := r.Obs
-			if (ob.What != history.SeenGraph && ob.What != history.SeenCommit) || x.leaseFaulted[r.Worker] {
+			// A graph write that only deletes is a reconciliation (of an
+			// abandoned plan or a dead letter), which needs no lease: it
+			// removes only what nothing supports.
+			if (ob.What != history.SeenGraph || len(ob.Items) == 0) && ob.What != history.SeenCommit || x.leaseFaulted[r.Worker] {
 				continue
 			}
 			doc := firstNonEmptyString(ob.Doc, x.docOf[ob.Op])
 			if by := stale(r.Worker, doc); by != "" && !x.leaseFaultedHolder(by) {
-				what := "wrote to the graph"
+				what := "wrote content to the graph"
 				if ob.What == history.SeenCommit {
 					what = fmt.Sprintf("committed revision %d", ob.Revision)
 				}
