@@ -107,14 +107,14 @@ type seenWriter struct {
 func (g *seenWriter) Apply(ctx context.Context, space string, m reference.Mutation) error {
 	err := g.GraphWriter.Apply(ctx, space, m)
 	if err == nil {
-		g.w.seen(history.Observation{What: history.SeenGraph, Op: m.OperationID, Items: MutationItemsOrNil(m), Deleted: len(m.DeleteEdges) + len(m.DeleteNodes)})
+		g.w.seen(history.Observation{What: history.SeenGraph, Op: m.OperationID, Items: mutationItems(m), Deleted: len(m.DeleteEdges) + len(m.DeleteNodes)})
 	}
 	return err
 }
 
-// MutationItemsOrNil is check.MutationItems, nil for a mutation that
+// mutationItems is check.MutationItems, nil for a mutation that
 // upserts nothing (a history line stays short).
-func MutationItemsOrNil(m reference.Mutation) []string {
+func mutationItems(m reference.Mutation) []string {
 	if len(m.UpsertNodes)+len(m.UpsertEdges) == 0 {
 		return nil
 	}
