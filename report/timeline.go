@@ -181,15 +181,11 @@ func workerExit(r sim.CaseResult, worker string) string {
 	return ""
 }
 
-// recordTime is a record's time in unix milliseconds, 0 when it has none:
-// an event's own time, else the record's (nanoseconds from a worker
-// process, milliseconds from the in-process mode's simulated clock).
+// recordTime is a record's time in milliseconds, 0 when it has none: an
+// event's own time, else the record's.
 func recordTime(rec history.Record) int64 {
 	if rec.Event != nil && rec.Event.At != 0 {
 		return rec.Event.At
-	}
-	if rec.At > 1e15 {
-		return rec.At / 1e6
 	}
 	return rec.At
 }
