@@ -323,7 +323,7 @@ func (x *intentIndex) checkFulfilled(s Snapshot) []Violation {
 	unanswered := map[string][]history.Observation{} // doc -> intents never answered
 	for i, r := range x.log {
 		switch {
-		case r.Kind == history.Seen && r.Obs != nil && r.Obs.What == history.SeenIntent:
+		case r.Kind == history.Seen && r.Obs != nil && r.Obs.What == history.SeenIntent && (r.Obs.Do == "ingest" || r.Obs.Do == "retract"):
 			open[r.Worker] = append(open[r.Worker], asked{*r.Obs, i})
 		case r.Kind == history.Result && (r.Do == "ingest" || r.Do == "retract") && len(open[r.Worker]) > 0:
 			in := open[r.Worker][0]

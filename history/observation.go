@@ -11,7 +11,8 @@ type What string
 const (
 	// SeenIntent: the worker is about to ask the service for Do on Doc
 	// (an ingest of content ContentHash, or a retraction; Op when the
-	// caller names it) while the document's current revision is Base.
+	// caller names it) while the document's current revision is Base; or
+	// to start a System B thread (Thread, Owner: one logical save).
 	SeenIntent What = "intent"
 	// SeenModel: the harness's model answered for Op about Doc and
 	// content ContentHash; the document's revision was Base when it was

@@ -256,6 +256,10 @@ func (w *worker) run(ctx context.Context, a Action) (*history.Outcome, error) {
 	case "plansave-start", "plansave-invoke", "plansave-conflict":
 		a.Thread = ThreadID(w.spec.Space, a.Thread)
 		w.thread = a.Thread
+		if a.Do == "plansave-start" {
+			// The logical save: this owner's plan for this thread.
+			w.seen(history.Observation{What: history.SeenIntent, Do: a.Do, Thread: a.Thread, Owner: a.Owner})
+		}
 		wf, err := w.workflow(ctx)
 		if err != nil {
 			return nil, err
