@@ -24,7 +24,14 @@ func (s *Service) advance(ctx context.Context, op *Operation, to Stage, p faults
 		return e
 	})
 	if err != nil {
-		return fmt.Errorf("operation %s %s -> %s: %w", op.OperationID, op.Stage, to, err)
+		err = fmt.Errorf("operation %s %s -> %s: %w", op.OperationID, op.Stage, to, err)
+		if !s.retryable(err) {
+			// Failed for good: recorded and dead-lettered now, as every
+			// other step's permanent failure is, so that no caller or
+			// recovery retries it.
+			return s.fail(ctx, *op, err)
+		}
+		return err
 	}
 	if ok {
 		s.emit(Event{Kind: EvStage, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, From: op.Stage, To: to})
