@@ -17,7 +17,9 @@ import (
 
 // CrashOptions narrow or adjust a crash-matrix run from a test.
 type CrashOptions struct {
-	// Points, Kinds and Classes select cases (empty: the whole matrix).
+	// Points, Kinds and Classes select cases (empty: the whole matrix);
+	// a store-declared window is selected by its name like a catalogue
+	// point.
 	Points  []faults.Point
 	Kinds   []faults.Kind
 	Classes []string
@@ -29,6 +31,11 @@ type CrashOptions struct {
 	// deliberate mutant (to prove a checker bites).
 	Bugs   []reference.Bug
 	Mutant string
+	// RandomKills adds that many random-instant kills (the standard
+	// script's worker SIGKILLed at a seeded instant of its run).
+	RandomKills int
+	// Seed seeds the random kills (default 1).
+	Seed int64
 	// ReportDir receives report.html, report.json and junit.xml when the
 	// run does not certify (default: a fresh temporary directory, named in
 	// the failure).
@@ -39,7 +46,10 @@ type CrashOptions struct {
 // from a plain `go test`: every window of the failpoint catalogue x every
 // fault kind, with worker processes that are re-executions of the test
 // binary, killed with SIGKILL at the window; then recovery, then the
-// invariants I1–I8 against the stores' contents. No code rewriting, no extra
+// invariants I1–I8 against the stores' contents. A fault-free probe run first
+// discovers the crash windows the store declares inside its own methods
+// (faults.At); each is run with every faults.StoreKinds kind and reported in
+// a section of its own. No code rewriting, no extra
 // build step, no server for an embedded backend.
 //
 // Call it from a top-level test function; the re-executed workers run that
@@ -71,6 +81,9 @@ func RunCrashMatrix(t *testing.T, backend sim.Backend, opts ...CrashOptions) sim
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = 250 * time.Millisecond
 	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
 	work, err := os.MkdirTemp("", "crashmatrix-test-")
 	if err != nil {
 		t.Fatal(err)
@@ -78,13 +91,9 @@ func RunCrashMatrix(t *testing.T, backend sim.Backend, opts ...CrashOptions) sim
 	b := backend
 	runner, err := sim.NewRunner(sim.Config{Use: &b, Backend: sim.BackendSpec{Name: backend.Name},
 		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: runPattern(t.Name())},
-		WorkDir:  work, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: 1})
+		WorkDir:  work, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: o.Seed})
 	if err != nil {
 		t.Fatalf("crash matrix: %v", err)
-	}
-	cases := sim.Filter(sim.Matrix(o.LeaseTTL.Milliseconds()), o.Points, o.Kinds, o.Classes)
-	if len(cases) == 0 {
-		t.Fatalf("crash matrix: no case matches points %v kinds %v classes %v", o.Points, o.Kinds, o.Classes)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -92,7 +101,16 @@ func RunCrashMatrix(t *testing.T, backend sim.Backend, opts ...CrashOptions) sim
 		ctx, cancel = context.WithDeadline(ctx, d.Add(-5*time.Second))
 		defer cancel()
 	}
+	probe, perr := runner.Probe(ctx)
+	sel := sim.Selection{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, RandomKills: o.RandomKills}
+	cases := sel.Cases(probe, o.LeaseTTL.Milliseconds(), o.Seed)
+	if perr != nil {
+		cases = nil
+	} else if len(cases) == 0 {
+		t.Fatalf("crash matrix: no case matches points %v kinds %v classes %v", o.Points, o.Kinds, o.Classes)
+	}
 	rep := runner.RunAll(ctx, cases, o.Parallel, nil)
+	rep.WithProbe(probe, perr)
 	if rep.ExitCode == 0 {
 		_ = os.RemoveAll(work)
 		return rep

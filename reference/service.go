@@ -62,9 +62,13 @@ const (
 	EvLeaseRenew   = "lease-renew"   // a lease was extended (ExpiresAt)
 	EvLeaseLost    = "lease-lost"    // a stale holder was refused
 	EvLeaseRelease = "lease-release" // a lease was released
-	EvDisposition  = "disposition"   // dead letter or abandoned (Detail)
-	EvOK           = "ok"            // the call returned (Detail: outcome)
-	EvError        = "error"         // the call failed (Detail: error)
+	// EvLeaseReleasing: a release is about to be sent. A process killed
+	// between the store's release and EvLeaseRelease leaves only this one,
+	// and the lease may be free (a random-instant kill found the gap).
+	EvLeaseReleasing = "lease-releasing"
+	EvDisposition    = "disposition" // dead letter or abandoned (Detail)
+	EvOK             = "ok"          // the call returned (Detail: outcome)
+	EvError          = "error"       // the call failed (Detail: error)
 )
 
 // Observer receives the service's events.
@@ -535,6 +539,7 @@ func (s *Service) withLease(ctx context.Context, space, documentID string, fn fu
 	}
 	s.emit(Event{Kind: EvLeaseAcquire, Space: space, DocumentID: documentID, Token: lease.Token, ExpiresAt: lease.ExpiresAt, Holder: lease.Holder})
 	err := fn(&lease)
+	s.emit(Event{Kind: EvLeaseReleasing, Space: space, DocumentID: documentID, Token: lease.Token, Holder: lease.Holder})
 	if rerr := s.Locks.Release(ctx, lease); rerr == nil {
 		s.emit(Event{Kind: EvLeaseRelease, Space: space, DocumentID: documentID, Token: lease.Token, Holder: lease.Holder})
 	}

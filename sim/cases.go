@@ -27,6 +27,10 @@ type Step struct {
 	ExpectHit []faults.Point `json:"expectHit,omitempty" yaml:"expectHit,omitempty"`
 	// ContinueOnError keeps the worker going after a failed action.
 	ContinueOnError bool `json:"continueOnError,omitempty" yaml:"continueOnError,omitempty"`
+	// Kill, when set, SIGKILLs the worker at an instant of its run instead
+	// of at a failpoint (a random-instant kill); it must fire for the case
+	// to count as exercised.
+	Kill *RandomKill `json:"kill,omitempty" yaml:"kill,omitempty"`
 }
 
 // Case is one cell of the crash matrix, or one named scenario.
@@ -43,10 +47,16 @@ type Case struct {
 	Class       string `json:"class,omitempty"`
 	Description string `json:"description"`
 	Steps       []Step `json:"steps"`
+	// Store marks a store-declared window's case (Point is the store's
+	// point name).
+	Store bool `json:"store,omitempty"`
 }
 
 // Label is the case's row x column in the matrix.
 func (c Case) Label() string {
+	if c.Class == RandomKillClass {
+		return c.ID
+	}
 	if c.Class != "" {
 		return c.Class
 	}
@@ -102,7 +112,16 @@ func quiesceStep(system faults.System, resubmit ...string) Step {
 // when the kind does not apply at the window.
 func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool) {
 	spec, found := faults.Lookup(p)
-	if !found || !spec.Applies(k) {
+	if !found {
+		return Case{}, false
+	}
+	return windowCase(spec, k, leaseTTLMillis)
+}
+
+// windowCase builds the case of a catalogue or store-declared window.
+func windowCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case, bool) {
+	p := spec.Point
+	if !spec.Applies(k) {
 		return Case{}, false
 	}
 	arm := string(k) + "@1"
@@ -112,7 +131,7 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 	if k == faults.Recrash {
 		arm = "crash@1"
 	}
-	c := Case{ID: caseID(string(p), string(k)), System: spec.System, Point: p, Kind: k,
+	c := Case{ID: caseID(strings.ReplaceAll(string(p), "/", "-"), string(k)), System: spec.System, Point: p, Kind: k,
 		Description: fmt.Sprintf("%s at %q (%s); recovery must: %s", k, spec.Step, spec.Window, spec.Recovery)}
 	fault := Step{Worker: "fault", Arms: map[faults.Point]string{}, ExpectHit: []faults.Point{p}}
 	var recovery []Step
@@ -128,7 +147,7 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 		// graph effects reconciled, then the dead letter recorded.
 		fault.Actions = StandardScript()
 		fault.Arms[faults.BeforeStateCommit] = "permanent@1"
-	case p == faults.BeforeRetryPrepared || p == faults.RecoveryBeforeClaim || p == faults.RecoveryBeforeResume:
+	case p == faults.BeforeRetryPrepared || p == faults.RecoveryBeforeClaim || p == faults.RecoveryBeforeResume || (faults.IsStorePoint(p) && spec.InRecovery):
 		// Leave work for recovery, then fault inside recovery.
 		setup := "error@1"
 		if p != faults.BeforeRetryPrepared {
@@ -158,6 +177,11 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 		again.ExpectHit = []faults.Point{p}
 		if spec.System == faults.PlanSave {
 			again.Actions = []Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}}
+		} else if faults.IsStorePoint(p) && !spec.InRecovery {
+			// Recovery alone may never call the store method again (a
+			// crash before the operation existed leaves it nothing to
+			// do): the re-run is the caller's resubmission, then recovery.
+			again.Resubmit = []string{"fault"}
 		}
 		c.Steps = append(c.Steps, again)
 	}

@@ -25,7 +25,9 @@ type Record struct {
 	Worker string `json:"w"`
 	Phase  int    `json:"phase"`
 	PID    int    `json:"pid,omitempty"`
-	// Type: "start", "event", "hit", "model", "action", "result", "exit".
+	// Type: "start", "event", "hit", "model", "action", "result", "exit";
+	// "reach" (a store-declared window passed: Point, and the store method
+	// in Detail) and "kill" (a random-instant kill fired).
 	Type   string           `json:"type"`
 	Event  *reference.Event `json:"ev,omitempty"`
 	Point  faults.Point     `json:"point,omitempty"`
@@ -35,6 +37,9 @@ type Record struct {
 	Call   int    `json:"call,omitempty"`
 	Detail string `json:"detail,omitempty"`
 	Err    string `json:"err,omitempty"`
+	// Micros is the worker's run time at an "exit" or "kill" record
+	// (random kills are drawn from the former).
+	Micros int64 `json:"us,omitempty"`
 }
 
 // HistoryWriter appends records to a case's history file.

@@ -20,6 +20,9 @@ func WriteMatrix(w io.Writer, rep Report) {
 	byCell := map[string]CaseResult{}
 	var classes []CaseResult
 	for _, r := range rep.Results {
+		if r.Case.Class == RandomKillClass {
+			continue // tallied by writeStoreSections
+		}
 		if r.Case.Class != "" {
 			classes = append(classes, r)
 			continue
@@ -56,6 +59,7 @@ func WriteMatrix(w io.Writer, rep Report) {
 	for _, r := range classes {
 		fmt.Fprintf(w, "%-30s %s\n", "class "+r.Case.Class, cellText(r, ""))
 	}
+	writeStoreSections(w, rep)
 	fmt.Fprintf(w, "\n%d cases in %s: %d pass, %d FAIL, %d not exercised, %d undecided (backend %s",
 		len(rep.Results), rep.Took.Round(time.Millisecond), rep.Counts[Pass], rep.Counts[Fail], rep.Counts[NotExercised], rep.Counts[Undecided], rep.Backend)
 	if rep.Mutant != "" {
@@ -231,7 +235,7 @@ func WriteHTML(w io.Writer, rep Report) error {
 	}
 	var classRows []row
 	for _, r := range rep.Results {
-		if r.Case.Class != "" {
+		if r.Case.Class != "" && r.Case.Class != RandomKillClass {
 			classRows = append(classRows, row{Name: r.Case.Class, Cells: []cell{{Text: cellText(r, ""), Class: cls(r.Verdict), Anchor: r.Case.ID}}})
 		}
 	}
@@ -249,11 +253,12 @@ func WriteHTML(w io.Writer, rep Report) error {
 		ClassRows []row
 		Details   []CaseResult
 		Broken    []string
-	}{rep, faults.Kinds, rows, classRows, details, rep.Broken()}
+		Store     storeHTML
+	}{rep, faults.Kinds, rows, classRows, details, rep.Broken(), storeSections(rep, cls)}
 	return htmlReport.Execute(w, data)
 }
 
-var htmlReport = template.Must(template.New("report").Funcs(template.FuncMap{
+var htmlReport = template.Must(template.Must(template.New("report").Parse(storeHTMLTemplate)).Funcs(template.FuncMap{
 	"ms": func(d time.Duration) string { return d.Round(time.Millisecond).String() },
 	"ev": func(r Record) string {
 		switch r.Type {
@@ -302,6 +307,7 @@ pre{background:#f6f6f6;padding:.5em;overflow-x:auto}ol.tl{font-family:monospace;
 <table><tr><th>window \ fault</th>{{range .Kinds}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr><th>{{.Name}}</th>{{range .Cells}}<td class="{{.Class}}">{{if .Anchor}}<a href="#{{.Anchor}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
 {{end}}</table>
+{{template "store" .Store}}
 {{if .ClassRows}}<table><tr><th>case class</th><th>verdict</th></tr>{{range .ClassRows}}<tr><th>{{.Name}}</th>{{range .Cells}}<td class="{{.Class}}"><a href="#{{.Anchor}}">{{.Text}}</a></td>{{end}}</tr>{{end}}</table>{{end}}
 {{range .Details}}<section id="{{.Case.ID}}"><h2>{{.Verdict}} — {{.Case.Label}}</h2>
 <p>{{.Case.Description}}</p>

@@ -50,4 +50,7 @@ type WorkerSpec struct {
 	// pause just stalls.
 	Background  bool   `json:"background,omitempty"`
 	ReleaseFile string `json:"releaseFile,omitempty"`
+	// KillAfterMicros, when positive, SIGKILLs the worker this long after
+	// it starts (a random-instant kill).
+	KillAfterMicros int64 `json:"killAfterMicros,omitempty"`
 }

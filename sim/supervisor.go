@@ -271,6 +271,9 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 			LeaseTTLMillis: r.cfg.LeaseTTL.Milliseconds(), ClaimTTLMillis: r.cfg.ClaimTTL.Milliseconds(),
 			BatchSize: r.cfg.BatchSize, Seed: r.cfg.Seed, ContinueOnError: st.ContinueOnError,
 			Background: st.Background}
+		if st.Kill != nil {
+			spec.KillAfterMicros = max(st.Kill.Offset.Microseconds(), 1)
+		}
 		if st.Background {
 			spec.ReleaseFile = filepath.Join(dir, fmt.Sprintf("release-%d", i))
 		}
@@ -331,6 +334,10 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 				}
 			}
 		}
+	}
+	if notes, ok := killNotes(c, h); len(notes) > 0 {
+		res.Notes = append(res.Notes, notes...)
+		exercised = exercised && ok
 	}
 	for _, w := range res.Workers {
 		if w.Exit == "timeout" || strings.HasPrefix(w.Exit, "error") {

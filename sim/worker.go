@@ -85,6 +85,7 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 		pid = os.Getpid()
 	}
 	hist.Append(Record{Type: "start", PID: pid, Detail: fmt.Sprintf("%d actions", len(spec.Actions))})
+	began := time.Now()
 	pause := opt.Pause
 	if pause == nil {
 		pause = func(ctx context.Context, d time.Duration) { waitRelease(ctx, spec.ReleaseFile, d) }
@@ -96,6 +97,19 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 		},
 		Crash: opt.Crash,
 		Sleep: pause,
+		OnReach: func(r faults.Reach) {
+			hist.Append(Record{Type: "reach", Point: r.Point, Detail: r.Method, PID: pid})
+		},
+	}
+	// Store code reached from the service sees the runtime and can declare
+	// its own windows (faults.At).
+	ctx = faults.WithRuntime(ctx, rt)
+	if spec.KillAfterMicros > 0 {
+		kill := time.AfterFunc(time.Duration(spec.KillAfterMicros)*time.Microsecond, func() {
+			hist.Append(Record{Type: "kill", PID: pid, Micros: time.Since(began).Microseconds(), Detail: fmt.Sprintf("random kill at %dus", spec.KillAfterMicros)})
+			KillSelf(faults.Hit{})
+		})
+		defer kill.Stop()
 	}
 	w := &worker{spec: spec, hist: hist, rt: rt, backend: b, opt: opt, pid: pid}
 	if opt.Stores != nil {
@@ -117,11 +131,11 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 		}
 		hist.Append(r)
 		if err != nil && !spec.ContinueOnError {
-			hist.Append(Record{Type: "exit", Detail: "stopped after a failed action"})
+			hist.Append(Record{Type: "exit", Detail: "stopped after a failed action", Micros: time.Since(began).Microseconds()})
 			return nil
 		}
 	}
-	hist.Append(Record{Type: "exit", Detail: "done"})
+	hist.Append(Record{Type: "exit", Detail: "done", Micros: time.Since(began).Microseconds()})
 	return nil
 }
 

@@ -21,7 +21,7 @@ type certifyFlags struct {
 	backend, mutant, workdir  string
 	jsonOut, junitOut, html   string
 	bugs, points, kinds, only []string
-	parallel                  int
+	parallel, randomKills     int
 	seed                      int64
 	leaseTTL                  time.Duration
 	keep, quiet, inProcess    bool
@@ -55,6 +55,7 @@ Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undeci
 	fl.StringVar(&f.junitOut, "junit", "", "write JUnit XML here")
 	fl.StringVar(&f.html, "html", "", "write the self-contained HTML report here")
 	fl.IntVar(&f.parallel, "parallel", 12, "cases run at once")
+	fl.IntVar(&f.randomKills, "random-kills", 0, "also run N random-instant kills: the standard script's worker SIGKILLed at a seeded instant drawn from its measured fault-free run (real processes only)")
 	fl.Int64Var(&f.seed, "seed", 1, "seed for retry jitter")
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "document lease TTL in workers; a killed worker blocks its document this long (default 250ms embedded, 600ms on servers)")
 	fl.BoolVar(&f.keep, "keep", false, "keep the workdir even when certified")
@@ -78,6 +79,10 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	var points []faults.Point
 	for _, p := range f.points {
 		pp, err := faults.ParsePoint(p)
+		if err != nil && faults.IsStorePoint(faults.Point(p)) {
+			// A store-declared window: the probe decides whether it exists.
+			pp, err = faults.Point(p), faults.ValidateStorePoint(faults.Point(p))
+		}
 		if err != nil {
 			return fmt.Errorf("--point: %w", err)
 		}
@@ -104,6 +109,12 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		}
 		bugs = append(bugs, reference.Bug(b))
 	}
+	if f.randomKills < 0 {
+		return fmt.Errorf("--random-kills %d: must not be negative", f.randomKills)
+	}
+	if f.randomKills > 0 && f.inProcess {
+		return fmt.Errorf("--random-kills needs real worker processes: a goroutine cannot be stopped at an instant (drop --in-process)")
+	}
 	backend, self, cleanup, err := f.server.setUp(cmd, f.backend)
 	if err != nil {
 		return err
@@ -123,8 +134,15 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 		return exitError{2}
 	}
-	cases := sim.Filter(sim.Matrix(f.leaseTTL.Milliseconds()), points, kinds, f.only)
-	if len(cases) == 0 {
+	// A fault-free probe run discovers the windows the store declares and
+	// measures the worker random kills are drawn over.
+	probe, perr := runner.Probe(cmd.Context())
+	sel := sim.Selection{Points: points, Kinds: kinds, Classes: f.only, RandomKills: f.randomKills}
+	cases := sel.Cases(probe, f.leaseTTL.Milliseconds(), f.seed)
+	if perr != nil {
+		cases = nil
+	}
+	if len(cases) == 0 && perr == nil {
 		return fmt.Errorf("no case matches --point %v --kind %v --class %v", f.points, f.kinds, f.only)
 	}
 	var progress func(sim.CaseResult)
@@ -137,6 +155,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		progress = func(sim.CaseResult) { bar.Increment() }
 	}
 	rep := runner.RunAll(cmd.Context(), cases, f.parallel, progress)
+	rep.WithProbe(probe, perr)
 	runner.CloseShared()
 	if pb != nil {
 		pb.Wait()

@@ -1,0 +1,301 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+)
+
+// StoreWindow is a crash window a store declared inside its own code
+// (faults.At), as the probe run found it.
+type StoreWindow struct {
+	Point faults.Point `json:"point"`
+	// Methods are the store functions that reached the point.
+	Methods []string      `json:"methods"`
+	System  faults.System `json:"system"`
+	// Hits is how often the probe's worker passed the point.
+	Hits int `json:"hits"`
+	// InRecovery: only recovery reached it (after a crash before the
+	// graph write), never a client's first run.
+	InRecovery bool `json:"inRecovery,omitempty"`
+}
+
+// Spec is the window as a catalogue entry, so that the matrix builds its
+// cases like a catalogue window's.
+func (w StoreWindow) Spec() faults.Spec {
+	m := strings.Join(w.Methods, ", ")
+	return faults.Spec{Point: w.Point, System: w.System, Step: "the durable step after " + string(w.Point) + " in " + m,
+		Window:   "inside the store method " + m + " (declared by the store)",
+		Recovery: "whatever the store committed before the window must leave the protocol recoverable",
+		Kinds:    faults.StoreKinds, InRecovery: w.InRecovery}
+}
+
+// Probe is what a fault-free run of the matrix's scripts showed: the
+// windows the store declared, and how long the standard fault worker took
+// (the span random kills are drawn from).
+type Probe struct {
+	Windows []StoreWindow `json:"windows,omitempty"`
+	// Base is the standard fault worker's own run time, from its start to
+	// its exit, without faults.
+	Base time.Duration `json:"base"`
+	// Results are the probe cases, which must pass like any case.
+	Results []CaseResult `json:"-"`
+}
+
+// probeCases run the scripts of the matrix without faults (System A's
+// client script, recovery after a crash before the graph write, and System
+// B's script when the backend has it) so that every store method they call
+// declares its windows.
+func (r *Runner) probeCases() []Case {
+	cs := []Case{
+		{ID: "probe-ingest", System: faults.Ingestion, Class: "probe", Description: "fault-free run of the standard script: discovers store windows, measures the worker",
+			Steps: []Step{{Worker: "fault", Actions: StandardScript()}, recoverStep("recover", nil), quiesceStep(faults.Ingestion, "fault")}},
+		{ID: "probe-recovery", System: faults.Ingestion, Class: "probe", Description: "recovery after a crash before the graph write: discovers the store windows only recovery reaches",
+			Steps: []Step{{Worker: "setup", Actions: StandardScript(), Arms: map[faults.Point]string{faults.BeforeGraphWrite: "crash@1"}, ExpectHit: []faults.Point{faults.BeforeGraphWrite}},
+				{Worker: "fault", Actions: []Action{{Do: "recover", Rounds: 3}}, ContinueOnError: true}, quiesceStep(faults.Ingestion, "setup")}},
+	}
+	if r.backend.OpenPlanSave != nil {
+		cs = append(cs, Case{ID: "probe-plansave", System: faults.PlanSave, Class: "probe", Description: "fault-free run of the plan-save script: discovers store windows",
+			Steps: []Step{{Worker: "fault", Actions: PlanSaveScript()}, quiesceStep(faults.PlanSave)}})
+	}
+	return cs
+}
+
+// Probe runs the probe cases. An error means a probe case did not pass
+// (the store fails without any fault) or ran nothing.
+func (r *Runner) Probe(ctx context.Context) (Probe, error) {
+	var pr Probe
+	found := map[faults.Point]*StoreWindow{}
+	var order []faults.Point
+	for _, c := range r.probeCases() {
+		res := r.RunCase(ctx, c)
+		pr.Results = append(pr.Results, res)
+		if res.Verdict != Pass {
+			return pr, fmt.Errorf("probe %s: %s without any fault: %s %s", c.ID, res.Verdict, strings.Join(res.Broken(), ","), strings.Join(res.Notes, "; "))
+		}
+		for _, rec := range res.Timeline {
+			if rec.Worker != "fault" {
+				continue
+			}
+			switch rec.Type {
+			case "reach":
+				w := found[rec.Point]
+				if w == nil {
+					w = &StoreWindow{Point: rec.Point, System: c.System, InRecovery: c.ID == "probe-recovery"}
+					found[rec.Point] = w
+					order = append(order, rec.Point)
+				}
+				if w.InRecovery == (c.ID == "probe-recovery") {
+					w.Hits++
+				}
+				if !containsString(w.Methods, rec.Detail) {
+					w.Methods = append(w.Methods, rec.Detail)
+				}
+			case "exit":
+				if c.ID == "probe-ingest" {
+					pr.Base = time.Duration(rec.Micros) * time.Microsecond
+				}
+			}
+		}
+	}
+	for _, p := range order {
+		pr.Windows = append(pr.Windows, *found[p])
+	}
+	return pr, nil
+}
+
+func containsString(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// StoreMatrix returns every store window x every store fault kind, built
+// like the catalogue's windows (the fault worker must hit the point, a
+// crash must end it by the kill, something must complete afterwards).
+func StoreMatrix(ws []StoreWindow, leaseTTLMillis int64) []Case {
+	var out []Case
+	for _, w := range ws {
+		for _, k := range faults.StoreKinds {
+			c, _ := windowCase(w.Spec(), k, leaseTTLMillis)
+			c.Store = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// RandomKillClass is the case class of random-instant kills.
+const RandomKillClass = "random-kill"
+
+// RandomKill kills a worker at an instant of its run rather than at a
+// failpoint: Offset after its start, drawn from Seed over Base, the
+// measured duration of the same worker's fault-free run.
+type RandomKill struct {
+	Seed   int64         `json:"seed" yaml:"seed"`
+	Offset time.Duration `json:"offset" yaml:"offset"`
+	// Base is the fault-free duration the offset was drawn from (for the
+	// report; a replay uses Offset as it is).
+	Base time.Duration `json:"base,omitempty" yaml:"base,omitempty"`
+}
+
+// KillOffset draws the kill instant of a seed over a fault-free run of
+// duration base: the same seed and base give the same offset.
+func KillOffset(seed int64, base time.Duration) time.Duration {
+	r := rand.New(rand.NewPCG(uint64(seed), 0x6b696c6c))
+	return time.Duration(r.Int64N(max(int64(base), 1)))
+}
+
+// RandomKillSeed is the seed of the i-th random kill of a run seeded seed.
+func RandomKillSeed(seed int64, i int) int64 { return seed*1_000_003 + int64(i) }
+
+// RandomKillCase is the standard script's fault worker killed at a seeded
+// instant, then recovery and the quiesce step.
+func RandomKillCase(seed int64, base time.Duration) Case {
+	k := RandomKill{Seed: seed, Offset: KillOffset(seed, base), Base: base}
+	return Case{ID: fmt.Sprintf("random-kill-%d", seed), System: faults.Ingestion, Class: RandomKillClass,
+		Description: fmt.Sprintf("the standard script's worker is SIGKILLed %s into its run (seed %d, of a %s fault-free run), not at a failpoint",
+			k.Offset.Round(time.Microsecond), seed, base.Round(time.Microsecond)),
+		Steps: []Step{{Worker: "fault", Actions: StandardScript(), Kill: &k}, recoverStep("recover", nil), quiesceStep(faults.Ingestion, "fault")}}
+}
+
+// RandomKills returns n random-kill cases of a run seeded seed.
+func RandomKills(seed int64, n int, base time.Duration) []Case {
+	out := make([]Case, 0, n)
+	for i := 0; i < n; i++ {
+		out = append(out, RandomKillCase(RandomKillSeed(seed, i), base))
+	}
+	return out
+}
+
+// killNotes says where each random kill of a case landed: its seed and
+// offset, and the last thing the worker recorded before it died. ok is
+// false when a worker finished before its kill (not exercised).
+func killNotes(c Case, h History) (notes []string, ok bool) {
+	ok = true
+	for _, st := range c.Steps {
+		if st.Kill == nil {
+			continue
+		}
+		var last *Record
+		killed := false
+		for i := range h {
+			rec := &h[i]
+			if rec.Worker != st.Worker {
+				continue
+			}
+			if rec.Type == "kill" {
+				killed = true
+				break
+			}
+			if rec.Type == "exit" {
+				break
+			}
+			last = rec
+		}
+		if !killed {
+			ok = false
+			notes = append(notes, fmt.Sprintf("random kill of worker %s (seed %d, offset %s) did not fire: the worker finished first", st.Worker, st.Kill.Seed, st.Kill.Offset))
+			continue
+		}
+		lastText := "nothing"
+		if last != nil {
+			lastText = DescribeRecord(*last)
+		}
+		notes = append(notes, fmt.Sprintf("random kill of worker %s: seed %d, offset %s; last history event before the kill: %s",
+			st.Worker, st.Kill.Seed, st.Kill.Offset.Round(time.Microsecond), lastText))
+	}
+	return notes, ok
+}
+
+// DescribeRecord renders one history record for a person.
+func DescribeRecord(r Record) string {
+	switch r.Type {
+	case "event":
+		e := r.Event
+		s := "event " + string(e.Kind)
+		if e.From != "" || e.To != "" {
+			s += fmt.Sprintf(" %s->%s", e.From, e.To)
+		}
+		if e.DocumentID != "" {
+			s += " doc " + e.DocumentID
+		}
+		if e.OperationID != "" {
+			s += " op " + e.OperationID
+		}
+		return s
+	case "hit":
+		return fmt.Sprintf("failpoint %s fired (%s)", r.Point, r.Action)
+	case "reach":
+		return fmt.Sprintf("store window %s reached in %s", r.Point, r.Detail)
+	case "model":
+		return fmt.Sprintf("model call %d for %s", r.Call, r.Op)
+	}
+	s := r.Type
+	if r.Detail != "" {
+		s += " " + r.Detail
+	}
+	if r.Err != "" {
+		s += " (error: " + r.Err + ")"
+	}
+	return s
+}
+
+// storeWindowsOf lists the store windows of a run's cases, sorted.
+func storeWindowsOf(results []CaseResult) []faults.Point {
+	seen := map[faults.Point]bool{}
+	var out []faults.Point
+	for _, r := range results {
+		if r.Case.Store && !seen[r.Case.Point] {
+			seen[r.Case.Point] = true
+			out = append(out, r.Case.Point)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Selection is what a certification runs: the catalogue's matrix and case
+// classes narrowed by Points, Kinds and Classes (empty = all; a store
+// window's name selects it like a catalogue point), the windows the probe
+// found in the store, and RandomKills random-instant kills.
+type Selection struct {
+	Points      []faults.Point
+	Kinds       []faults.Kind
+	Classes     []string
+	RandomKills int
+}
+
+// Cases returns the cases of a selection: the catalogue's matrix and case
+// classes, the store windows of the probe, then the random kills (drawn
+// over the probe's measured fault-free run, seeded by seed).
+func (s Selection) Cases(pr Probe, leaseTTLMillis, seed int64) []Case {
+	cases := Filter(append(Matrix(leaseTTLMillis), StoreMatrix(pr.Windows, leaseTTLMillis)...), s.Points, s.Kinds, s.Classes)
+	if s.RandomKills > 0 && len(s.Points) == 0 && len(s.Kinds) == 0 && (len(s.Classes) == 0 || containsString(s.Classes, RandomKillClass)) {
+		cases = append(cases, RandomKills(seed, s.RandomKills, pr.Base)...)
+	}
+	return cases
+}
+
+// WithProbe records in a report what the probe found; a probe that did not
+// pass fails the report with its cases.
+func (rep *Report) WithProbe(pr Probe, err error) {
+	rep.Probed = true
+	rep.StoreWindows = pr.Windows
+	if err != nil {
+		for _, r := range pr.Results {
+			if r.Verdict != Pass {
+				rep.Results = append(rep.Results, r)
+			}
+		}
+		rep.finish()
+	}
+}
