@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
 )
 
 // StoreWindow is a crash window a store declared inside its own code
@@ -56,7 +57,7 @@ func (r *Runner) probeCases() []Case {
 		{ID: "probe-ingest", System: faults.Ingestion, Class: "probe", Description: "fault-free run of the standard script: discovers store windows, measures the worker",
 			Steps: []Step{{Worker: "fault", Actions: StandardScript()}, recoverStep("recover", nil), quiesceStep(faults.Ingestion, "fault")}},
 		{ID: "probe-recovery", System: faults.Ingestion, Class: "probe", Description: "recovery after a crash before the graph write: discovers the store windows only recovery reaches",
-			Steps: []Step{{Worker: "setup", Actions: StandardScript(), Arms: map[faults.Point]string{faults.BeforeGraphWrite: "crash@1"}, ExpectHit: []faults.Point{faults.BeforeGraphWrite}},
+			Steps: []Step{{Worker: "setup", Actions: StandardScript(), Arms: faults.Arms{faults.BeforeGraphWrite: faults.On(faults.Crash, 1)}, ExpectHit: []faults.Point{faults.BeforeGraphWrite}},
 				{Worker: "fault", Actions: []Action{{Do: "recover", Rounds: 3}}, ContinueOnError: true}, quiesceStep(faults.Ingestion, "setup")}},
 	}
 	if r.backend.OpenPlanSave != nil {
@@ -82,8 +83,8 @@ func (r *Runner) Probe(ctx context.Context) (Probe, error) {
 			if rec.Worker != "fault" {
 				continue
 			}
-			switch rec.Type {
-			case "reach":
+			switch rec.Kind {
+			case history.Reach:
 				w := found[rec.Point]
 				if w == nil {
 					w = &StoreWindow{Point: rec.Point, System: c.System, InRecovery: c.ID == "probe-recovery"}
@@ -93,10 +94,10 @@ func (r *Runner) Probe(ctx context.Context) (Probe, error) {
 				if w.InRecovery == (c.ID == "probe-recovery") {
 					w.Hits++
 				}
-				if !containsString(w.Methods, rec.Detail) {
-					w.Methods = append(w.Methods, rec.Detail)
+				if !containsString(w.Methods, rec.Method) {
+					w.Methods = append(w.Methods, rec.Method)
 				}
-			case "exit":
+			case history.Exit:
 				if c.ID == "probe-ingest" {
 					pr.Base = time.Duration(rec.Micros) * time.Microsecond
 				}
@@ -179,24 +180,24 @@ func RandomKills(seed int64, n int, base time.Duration) []Case {
 // killNotes says where each random kill of a case landed: its seed and
 // offset, and the last thing the worker recorded before it died. ok is
 // false when a worker finished before its kill (not exercised).
-func killNotes(c Case, h History) (notes []string, ok bool) {
+func killNotes(c Case, h history.Log) (notes []string, ok bool) {
 	ok = true
 	for _, st := range c.Steps {
 		if st.Kill == nil {
 			continue
 		}
-		var last *Record
+		var last *history.Record
 		killed := false
 		for i := range h {
 			rec := &h[i]
 			if rec.Worker != st.Worker {
 				continue
 			}
-			if rec.Type == "kill" {
+			if rec.Kind == history.Kill {
 				killed = true
 				break
 			}
-			if rec.Type == "exit" {
+			if rec.Kind == history.Exit {
 				break
 			}
 			last = rec
@@ -208,7 +209,7 @@ func killNotes(c Case, h History) (notes []string, ok bool) {
 		}
 		lastText := "nothing"
 		if last != nil {
-			lastText = DescribeRecord(*last)
+			lastText = lastEventText(*last)
 		}
 		notes = append(notes, fmt.Sprintf("random kill of worker %s: seed %d, offset %s; last history event before the kill: %s",
 			st.Worker, st.Kill.Seed, st.Kill.Offset.Round(time.Microsecond), lastText))
@@ -216,37 +217,13 @@ func killNotes(c Case, h History) (notes []string, ok bool) {
 	return notes, ok
 }
 
-// DescribeRecord renders one history record for a person.
-func DescribeRecord(r Record) string {
-	switch r.Type {
-	case "event":
-		e := r.Event
-		s := "event " + string(e.Kind)
-		if e.From != "" || e.To != "" {
-			s += fmt.Sprintf(" %s->%s", e.From, e.To)
-		}
-		if e.DocumentID != "" {
-			s += " doc " + e.DocumentID
-		}
-		if e.OperationID != "" {
-			s += " op " + e.OperationID
-		}
-		return s
-	case "hit":
-		return fmt.Sprintf("failpoint %s fired (%s)", r.Point, r.Action)
-	case "reach":
-		return fmt.Sprintf("store window %s reached in %s", r.Point, r.Detail)
-	case "model":
-		return fmt.Sprintf("model call %d for %s", r.Call, r.Op)
+// lastEventText renders a record as the history's trace does (without
+// what differs between replays), or "start" for a start record.
+func lastEventText(r history.Record) string {
+	if t := history.Trace(history.Log{r}); len(t) > 0 {
+		return t[0]
 	}
-	s := r.Type
-	if r.Detail != "" {
-		s += " " + r.Detail
-	}
-	if r.Err != "" {
-		s += " (error: " + r.Err + ")"
-	}
-	return s
+	return string(r.Kind)
 }
 
 // storeWindowsOf lists the store windows of a run's cases, sorted.

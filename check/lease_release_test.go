@@ -3,7 +3,7 @@ package check_test
 import (
 	"testing"
 
-	"github.com/crashmatrix/crashmatrix/properties/check"
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
