@@ -36,6 +36,10 @@ type CrashOptions struct {
 	RandomKills int
 	// Seed seeds the random kills (default 1).
 	Seed int64
+	// StopAtFirstFailure ends the run once a case breaks an invariant
+	// (cases not yet run are reported undecided): for hunts that only ask
+	// whether, and how soon, something is found.
+	StopAtFirstFailure bool
 	// ReportDir receives report.html, report.json and junit.xml when the
 	// run does not certify (default: a fresh temporary directory, named in
 	// the failure).
@@ -109,7 +113,18 @@ func RunCrashMatrix(t *testing.T, backend sim.Backend, opts ...CrashOptions) sim
 	} else if len(cases) == 0 {
 		t.Fatalf("crash matrix: no case matches points %v kinds %v classes %v", o.Points, o.Kinds, o.Classes)
 	}
-	rep := runner.RunAll(ctx, cases, o.Parallel, nil)
+	var progress func(sim.CaseResult)
+	if o.StopAtFirstFailure {
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(ctx)
+		defer stop()
+		progress = func(r sim.CaseResult) {
+			if r.Verdict == sim.Fail {
+				stop()
+			}
+		}
+	}
+	rep := runner.RunAll(ctx, cases, o.Parallel, progress)
 	rep.WithProbe(probe, perr)
 	if rep.ExitCode == 0 {
 		_ = os.RemoveAll(work)

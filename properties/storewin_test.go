@@ -1,0 +1,373 @@
+package properties_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/crashmatrix/crashmatrix/adapters/memory"
+	"github.com/crashmatrix/crashmatrix/adapters/sqlite"
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/properties"
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+// Broken stores that pass every conformance suite and, before store
+// windows, certified: each does one method's work in two durable steps.
+// They wrap the SQLite adapter and keep their second step in a second
+// SQLite file ("side"), each step its own committed transaction.
+
+// side is the second database of a broken store.
+type side struct{ db *sql.DB }
+
+func openSide(dir string) (*side, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", sqlite.DSN(filepath.Join(dir, "side.db")))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS plans (operation_id TEXT PRIMARY KEY, plan BLOB NOT NULL);
+		CREATE TABLE IF NOT EXISTS versions (space TEXT, document_id TEXT, revision INTEGER NOT NULL, PRIMARY KEY (space, document_id))`); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &side{db: db}, nil
+}
+
+// twoStepCreate stores the operation row (the SQLite adapter's create),
+// then, in a second transaction, its plan: between the two an operation
+// exists without a plan, and forever after a kill there.
+type twoStepCreate struct {
+	reference.OperationStore
+	side    *side
+	declare bool // declare the window between the steps (faults.At)
+}
+
+const afterOperationRow faults.Point = "brokenstore/afterOperationRow"
+
+func (s *twoStepCreate) CreateIfAbsent(ctx context.Context, op reference.Operation, plan reference.Plan) (bool, error) {
+	created, err := s.OperationStore.CreateIfAbsent(ctx, op, plan)
+	if err != nil || !created {
+		return created, err
+	}
+	payload, err := reference.EncodePlan(plan)
+	if err != nil {
+		return false, err
+	}
+	savePlan := func() error {
+		_, err := s.side.db.ExecContext(ctx, `INSERT INTO plans (operation_id, plan) VALUES (?, ?) ON CONFLICT DO NOTHING`, op.OperationID, payload)
+		return err
+	}
+	if s.declare {
+		err = faults.At(ctx, afterOperationRow, savePlan)
+	} else {
+		err = savePlan()
+	}
+	return err == nil, err
+}
+
+// GetPlan finds a plan only once its second step committed.
+func (s *twoStepCreate) GetPlan(ctx context.Context, operationID string) (reference.Plan, error) {
+	var one int
+	err := s.side.db.QueryRowContext(ctx, `SELECT 1 FROM plans WHERE operation_id = ?`, operationID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return reference.Plan{}, fmt.Errorf("plan of %s: %w", operationID, reference.ErrNotFound)
+	}
+	if err != nil {
+		return reference.Plan{}, err
+	}
+	return s.OperationStore.GetPlan(ctx, operationID)
+}
+
+// twoStepStateCAS commits the new state (the SQLite adapter's CAS), then,
+// in a second transaction, the version row that holds the document's
+// revision (the store's revision guard and what it reports).
+type twoStepStateCAS struct {
+	reference.DocumentStateStore
+	side    *side
+	declare bool
+}
+
+const afterStateRow faults.Point = "brokenstore/afterStateRow"
+
+func (s *twoStepStateCAS) revision(ctx context.Context, space, doc string) (int64, error) {
+	var rev int64
+	err := s.side.db.QueryRowContext(ctx, `SELECT revision FROM versions WHERE space = ? AND document_id = ?`, space, doc).Scan(&rev)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return rev, err
+}
+
+func (s *twoStepStateCAS) CompareAndSet(ctx context.Context, expected int64, next reference.DocumentState) (bool, error) {
+	if err := memory.CheckStateCAS(expected, next); err != nil {
+		return false, err
+	}
+	rev, err := s.revision(ctx, next.Space, next.DocumentID)
+	if err != nil || rev != expected {
+		return false, err
+	}
+	ok, err := s.DocumentStateStore.CompareAndSet(ctx, expected, next)
+	if err != nil || !ok {
+		return ok, err
+	}
+	saveVersion := func() error {
+		_, err := s.side.db.ExecContext(ctx, `INSERT INTO versions (space, document_id, revision) VALUES (?, ?, ?)
+			ON CONFLICT (space, document_id) DO UPDATE SET revision = excluded.revision`, next.Space, next.DocumentID, next.Revision)
+		return err
+	}
+	if s.declare {
+		err = faults.At(ctx, afterStateRow, saveVersion)
+	} else {
+		err = saveVersion()
+	}
+	return err == nil, err
+}
+
+// Remove deletes the state, then its version row.
+func (s *twoStepStateCAS) Remove(ctx context.Context, space, documentID string, revision int64) (bool, error) {
+	if err := reference.CheckKey(space, documentID); err != nil {
+		return false, err
+	}
+	if rev, err := s.revision(ctx, space, documentID); err != nil || rev != revision {
+		return false, err
+	}
+	ok, err := s.DocumentStateStore.Remove(ctx, space, documentID, revision)
+	if err != nil || !ok {
+		return ok, err
+	}
+	_, err = s.side.db.ExecContext(ctx, `DELETE FROM versions WHERE space = ? AND document_id = ?`, space, documentID)
+	return err == nil, err
+}
+
+// FindCurrent reports the revision of the version row.
+func (s *twoStepStateCAS) FindCurrent(ctx context.Context, space, documentID string) (reference.DocumentState, bool, error) {
+	st, ok, err := s.DocumentStateStore.FindCurrent(ctx, space, documentID)
+	if err != nil || !ok {
+		return st, ok, err
+	}
+	st.Revision, err = s.revision(ctx, space, documentID)
+	return st, ok, err
+}
+
+// List reports the revisions of the version rows.
+func (s *twoStepStateCAS) List(ctx context.Context, space string) ([]reference.DocumentState, error) {
+	sts, err := s.DocumentStateStore.List(ctx, space)
+	for i := range sts {
+		if err != nil {
+			break
+		}
+		sts[i].Revision, err = s.revision(ctx, space, sts[i].DocumentID)
+	}
+	return sts, err
+}
+
+// windowAround is a correct store that declares a window anyway: around
+// its one-step create, so the window is a crash before (or, for unknown,
+// after) the only durable step.
+type windowAround struct{ reference.OperationStore }
+
+const aroundCreate faults.Point = "goodstore/create"
+
+func (s windowAround) CreateIfAbsent(ctx context.Context, op reference.Operation, plan reference.Plan) (created bool, err error) {
+	err = faults.At(ctx, aroundCreate, func() error {
+		created, err = s.OperationStore.CreateIfAbsent(ctx, op, plan)
+		return err
+	})
+	return created, err
+}
+
+// brokenBackend is the embedded SQLite backend with a store wrapped.
+func brokenBackend(name string, wrap func(st *reference.Stores, sd *side)) sim.Backend {
+	base := sim.SQLiteBackend()
+	return sim.Backend{Name: name, Embedded: true, Open: func(ctx context.Context, env sim.CaseEnv) (reference.Stores, error) {
+		st, err := base.Open(ctx, env)
+		if err != nil {
+			return st, err
+		}
+		sd, err := openSide(env.Dir)
+		if err != nil {
+			st.Close()
+			return st, err
+		}
+		wrap(&st, sd)
+		st.Closer = closers{st.Closer, sd.db}
+		return st, nil
+	}}
+}
+
+type closers []interface{ Close() error }
+
+func (cs closers) Close() error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func twoStepCreateBackend(declare bool) sim.Backend {
+	return brokenBackend("two-step-create", func(st *reference.Stores, sd *side) {
+		st.Ops = &twoStepCreate{OperationStore: st.Ops, side: sd, declare: declare}
+	})
+}
+
+func twoStepStateBackend(declare bool) sim.Backend {
+	return brokenBackend("two-step-state-cas", func(st *reference.Stores, sd *side) {
+		st.States = &twoStepStateCAS{DocumentStateStore: st.States, side: sd, declare: declare}
+	})
+}
+
+// The broken stores pass the conformance suites: only a crash between
+// their two steps shows the defect.
+func TestBrokenStoresConform(t *testing.T) {
+	for _, b := range []sim.Backend{twoStepCreateBackend(true), twoStepStateBackend(true)} {
+		t.Run(b.Name, func(t *testing.T) {
+			properties.Stores(t, func(t *testing.T) reference.Stores {
+				st, err := b.Open(context.Background(), sim.CaseEnv{Dir: t.TempDir()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { st.Close() })
+				return st
+			})
+		})
+	}
+}
+
+// storeRow is the report's row of a store window.
+func storeRow(t *testing.T, rep sim.Report, p faults.Point) sim.StoreRow {
+	t.Helper()
+	for _, row := range sim.StoreRows(rep) {
+		if row.Point == p {
+			return row
+		}
+	}
+	t.Fatalf("no store window %s in the report (probe found %+v)", p, rep.StoreWindows)
+	return sim.StoreRow{}
+}
+
+// A correct store's declared window shows in the matrix with its method
+// and probe hit count, and every store fault kind passes there.
+func TestDeclaredWindowOfACorrectStoreCertifies(t *testing.T) {
+	b := brokenBackend("window-around-create", func(st *reference.Stores, _ *side) { st.Ops = windowAround{st.Ops} })
+	rep := properties.RunCrashMatrix(t, b, properties.CrashOptions{Points: []faults.Point{aroundCreate}})
+	var text strings.Builder
+	sim.WriteMatrix(&text, rep)
+	if rep.ExitCode != 0 {
+		t.Fatalf("a correct store with a declared window: exit %d, want 0\n%s", rep.ExitCode, text.String())
+	}
+	row := storeRow(t, rep, aroundCreate)
+	if row.Methods != "properties_test.windowAround.CreateIfAbsent" || row.Probe != 5 {
+		t.Errorf("store window row: methods %q, probe hits %d; want properties_test.windowAround.CreateIfAbsent and 5 (one create per ingest and retraction of the standard script)", row.Methods, row.Probe)
+	}
+	for i, c := range row.Cells {
+		if c == nil || c.Verdict != sim.Pass || c.Hits[string(aroundCreate)] < 1 {
+			t.Errorf("%s x %s: %+v, want a pass with the point fired", aroundCreate, faults.StoreKinds[i], c)
+		}
+	}
+	if !strings.Contains(text.String(), "store window") || !strings.Contains(text.String(), string(aroundCreate)) {
+		t.Errorf("the terminal matrix has no store-window section naming %s:\n%s", aroundCreate, text.String())
+	}
+}
+
+// (a) and (c): the broken stores with their window declared fail
+// certification at that window, and the report names the point.
+func TestDeclaredWindowCatchesTwoStepStores(t *testing.T) {
+	for _, tc := range []struct {
+		backend sim.Backend
+		point   faults.Point
+		want    []string // one of these must break
+	}{
+		{twoStepCreateBackend(true), afterOperationRow, []string{"I5", "I1"}},
+		{twoStepStateBackend(true), afterStateRow, []string{"I2", "I3", "I5"}},
+	} {
+		t.Run(tc.backend.Name, func(t *testing.T) {
+			rep := properties.RunCrashMatrix(t, tc.backend, properties.CrashOptions{Points: []faults.Point{tc.point}, Kinds: []faults.Kind{faults.Crash}})
+			if rep.ExitCode != 1 {
+				t.Fatalf("%s with its window declared: exit %d, want 1", tc.backend.Name, rep.ExitCode)
+			}
+			row := storeRow(t, rep, tc.point)
+			c := row.Cells[slices.Index(faults.StoreKinds, faults.Crash)]
+			if c == nil || c.Verdict != sim.Fail || !slices.ContainsFunc(c.Broken(), func(s string) bool { return slices.Contains(tc.want, s) }) {
+				t.Fatalf("%s x crash: %+v, want FAIL breaking one of %v", tc.point, c, tc.want)
+			}
+			var text strings.Builder
+			sim.WriteMatrix(&text, rep)
+			if !strings.Contains(text.String(), "FAIL "+string(tc.point)+" x crash") {
+				t.Errorf("the report does not name the failing point %s:\n%s", tc.point, text.String())
+			}
+			t.Logf("%s x crash broke %v", tc.point, c.Broken())
+		})
+	}
+}
+
+// killSeeds is how many seeds the random-kill hunts try: 1 in a normal
+// run (CRASHMATRIX_KILL_SEEDS=10 measures the README's figure).
+func killSeeds(t *testing.T) int {
+	n := 1
+	if s := os.Getenv("CRASHMATRIX_KILL_SEEDS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n < 1 {
+			t.Fatalf("CRASHMATRIX_KILL_SEEDS=%q: want a positive integer", s)
+		}
+	}
+	return n
+}
+
+// (b) and (c) without a declaration: random-instant kills find the
+// window nobody declared within 200 kills; the violation names its seed,
+// offset and last event.
+func TestRandomKillsFindUndeclaredWindows(t *testing.T) {
+	for _, b := range []sim.Backend{twoStepCreateBackend(false), twoStepStateBackend(false)} {
+		t.Run(b.Name, func(t *testing.T) {
+			found := 0
+			seeds := killSeeds(t)
+			for seed := int64(1); seed <= int64(seeds); seed++ {
+				rep := properties.RunCrashMatrix(t, b, properties.CrashOptions{Classes: []string{sim.RandomKillClass}, RandomKills: 200, Seed: seed, StopAtFirstFailure: true})
+				if len(rep.StoreWindows) != 0 {
+					t.Fatalf("the undeclared store reports store windows %+v", rep.StoreWindows)
+				}
+				ran := 0
+				var hit *sim.CaseResult
+				for i, r := range rep.Results {
+					if r.Verdict != sim.Undecided {
+						ran++
+					}
+					if r.Verdict == sim.Fail && hit == nil {
+						hit = &rep.Results[i]
+					}
+				}
+				if hit == nil {
+					t.Logf("seed %d: not found in %d random kills", seed, ran)
+					continue
+				}
+				found++
+				note := strings.Join(hit.Notes, "; ")
+				if !strings.Contains(note, "seed ") || !strings.Contains(note, "offset ") || !strings.Contains(note, "last history event before the kill") {
+					t.Errorf("seed %d: the violation does not name seed, offset and last event: %q", seed, note)
+				}
+				t.Logf("seed %d: found after %d random kills (%s broke %v): %s", seed, ran, hit.Case.ID, hit.Broken(), note)
+			}
+			t.Logf("%s: found by random kills on %d of %d seeds", b.Name, found, seeds)
+			if found*2 <= seeds && !(seeds == 1 && found == 1) {
+				t.Fatalf("%s: random kills found the undeclared window on %d of %d seeds, want most", b.Name, found, seeds)
+			}
+		})
+	}
+}
+
+// The correct embedded adapter certifies under 100 random-instant kills.
+func TestCertifySQLiteRandomKills(t *testing.T) {
+	properties.CertifyCrashSafety(t, sim.SQLiteBackend(), properties.CrashOptions{Classes: []string{sim.RandomKillClass}, RandomKills: 100})
+}
