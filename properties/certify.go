@@ -36,6 +36,9 @@ type CrashOptions struct {
 	RandomKills int
 	// Seed seeds the random kills (default 1).
 	Seed int64
+	// Cases, when set, are run instead of the matrix (after the probe):
+	// replays of scenarios or of cases an earlier run reported.
+	Cases []sim.Case
 	// StopAtFirstFailure ends the run once a case breaks an invariant
 	// (cases not yet run are reported undecided): for hunts that only ask
 	// whether, and how soon, something is found.
@@ -108,6 +111,9 @@ func RunCrashMatrix(t *testing.T, backend sim.Backend, opts ...CrashOptions) sim
 	probe, perr := runner.Probe(ctx)
 	sel := sim.Selection{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, RandomKills: o.RandomKills}
 	cases := sel.Cases(probe, o.LeaseTTL.Milliseconds(), o.Seed)
+	if len(o.Cases) > 0 {
+		cases = o.Cases
+	}
 	if perr != nil {
 		cases = nil
 	} else if len(cases) == 0 {

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/adapters/memory"
+	"github.com/crashmatrix/crashmatrix/check"
+	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/adapters/sqlite"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/properties"
@@ -358,6 +360,9 @@ func TestRandomKillsFindUndeclaredWindows(t *testing.T) {
 					t.Errorf("seed %d: the violation does not name seed, offset and last event: %q", seed, note)
 				}
 				t.Logf("seed %d: found after %d random kills (%s broke %v): %s", seed, ran, hit.Case.ID, hit.Broken(), note)
+				if seed == 1 {
+					t.Logf("replays of %s at the same offset: %d of 10 broke %v again", hit.Case.ID, replays(t, b, *hit), hit.Broken())
+				}
 			}
 			t.Logf("%s: found by random kills on %d of %d seeds", b.Name, found, seeds)
 			if found*2 <= seeds && !(seeds == 1 && found == 1) {
@@ -365,6 +370,50 @@ func TestRandomKillsFindUndeclaredWindows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// replays runs a random kill's case 10 times as `crashmatrix run` would
+// (through its scenario file: same seed, same offset) and counts the runs
+// that broke the same invariants.
+func replays(t *testing.T, b sim.Backend, hit sim.CaseResult) int {
+	t.Helper()
+	sc, err := scenarios.FromCase(hit.Case)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Expect.Verdict = scenarios.ExpectFail
+	for _, s := range hit.Broken() {
+		inv, err := check.ParseInvariant(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.Expect.Breaks = append(sc.Expect.Breaks, inv)
+	}
+	text, err := sc.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := scenarios.Parse(hit.Case.ID+".yaml", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := back.Case()
+	if c.Steps[0].Kill == nil || c.Steps[0].Kill.Offset != hit.Case.Steps[0].Kill.Offset {
+		t.Fatalf("the scenario file lost the kill offset:\n%s", text)
+	}
+	cases := make([]sim.Case, 10)
+	for i := range cases {
+		cases[i] = c
+		cases[i].ID = fmt.Sprintf("%s-replay-%d", c.ID, i)
+	}
+	rep := properties.RunCrashMatrix(t, b, properties.CrashOptions{Cases: cases, Parallel: 2})
+	n := 0
+	for _, r := range rep.Results {
+		if back.JudgeResult(r) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // The correct embedded adapter certifies under 100 random-instant kills.

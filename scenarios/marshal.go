@@ -82,6 +82,13 @@ func (s *Scenario) Marshal() ([]byte, error) {
 		if st.ContinueOnError {
 			kv(in, "continueOnError", "true")
 		}
+		if k := st.Kill; k != nil {
+			kill := fmt.Sprintf("{seed: %d, offset: %s", k.Seed, k.Offset)
+			if k.Base != 0 {
+				kill += ", base: " + k.Base.String()
+			}
+			kv(in, "kill", kill+"}")
+		}
 	}
 	b.WriteString("expect:\n")
 	kv("  ", "verdict", scalar(n.Expect.Verdict, false))

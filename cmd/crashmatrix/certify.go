@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
@@ -173,6 +175,9 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		}
 		fmt.Fprintf(out, "wrote %s\n", w.path)
 	}
+	if err := writeKillReplays(out, workdir, backend, f.leaseTTL, rep); err != nil {
+		return err
+	}
 	if tmp && rep.ExitCode == 0 && !f.keep {
 		_ = os.RemoveAll(workdir)
 	} else {
@@ -213,4 +218,38 @@ func defaultLeaseTTL(flag time.Duration, backend string) time.Duration {
 	default:
 		return 600 * time.Millisecond
 	}
+}
+
+// writeKillReplays writes each random-instant kill that broke an invariant
+// as a scenario (same offset, expecting the same invariants to break) and
+// prints the command that replays it.
+func writeKillReplays(out io.Writer, workdir, backend string, leaseTTL time.Duration, rep sim.Report) error {
+	for _, r := range rep.Results {
+		if r.Case.Class != sim.RandomKillClass || r.Verdict != sim.Fail {
+			continue
+		}
+		sc, err := scenarios.FromCase(r.Case)
+		if err != nil {
+			return err
+		}
+		sc.Backend, sc.LeaseTTL, sc.Seed = backend, leaseTTL, rep.Seed
+		sc.Expect.Verdict = scenarios.ExpectFail
+		for _, b := range r.Broken() {
+			inv, err := check.ParseInvariant(b)
+			if err != nil {
+				return err
+			}
+			sc.Expect.Breaks = append(sc.Expect.Breaks, inv)
+		}
+		b, err := sc.Marshal()
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(workdir, r.Case.ID+".yaml")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s broke %s: replay with: crashmatrix run %s --repeat 10\n", r.Case.ID, strings.Join(r.Broken(), ","), path)
+	}
+	return nil
 }
