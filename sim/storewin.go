@@ -69,7 +69,8 @@ func (r *Runner) probeCases() []Case {
 }
 
 // Probe runs the probe cases. An error means a probe case did not pass
-// (the store fails without any fault) or ran nothing.
+// (the store fails without any fault); the probe then holds what the cases
+// before it found.
 func (r *Runner) Probe(ctx context.Context) (Probe, error) {
 	var pr Probe
 	found := map[faults.Point]*StoreWindow{}
