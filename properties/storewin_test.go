@@ -20,6 +20,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/embedded"
 )
 
 // Broken stores that pass every conformance suite and, before store
@@ -191,7 +192,7 @@ func (s windowAround) CreateIfAbsent(ctx context.Context, op reference.Operation
 
 // brokenBackend is the embedded SQLite backend with a store wrapped.
 func brokenBackend(name string, wrap func(st *reference.Stores, sd *side)) sim.Backend {
-	base := sim.SQLiteBackend()
+	base := embedded.SQLite()
 	return sim.Backend{Name: name, Embedded: true, Open: func(ctx context.Context, env sim.CaseEnv) (reference.Stores, error) {
 		st, err := base.Open(ctx, env)
 		if err != nil {
@@ -418,5 +419,5 @@ func replays(t *testing.T, b sim.Backend, hit sim.CaseResult) int {
 
 // The correct embedded adapter certifies under 100 random-instant kills.
 func TestCertifySQLiteRandomKills(t *testing.T) {
-	properties.CertifyCrashSafety(t, sim.SQLiteBackend(), properties.CrashOptions{Classes: []string{sim.RandomKillClass}, RandomKills: 100})
+	properties.CertifyCrashSafety(t, embedded.SQLite(), properties.CrashOptions{Classes: []string{sim.RandomKillClass}, RandomKills: 100})
 }
