@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -180,13 +181,66 @@ func KillOffset(seed int64, base time.Duration) time.Duration {
 func RandomKillSeed(seed int64, i int) int64 { return seed*1_000_003 + int64(i) }
 
 // RandomKillCase is the standard script's fault worker killed at a seeded
-// instant, then recovery and the quiesce step.
+// instant, then the restart: the quiesce step resubmits what the killed
+// worker's callers saw unfinished and runs recovery (one process fewer
+// than a window case, whose separate recovery worker may itself be the
+// one a fault hits).
 func RandomKillCase(seed int64, base time.Duration) Case {
 	k := RandomKill{Seed: seed, Offset: KillOffset(seed, base), Base: base}
 	return Case{ID: fmt.Sprintf("random-kill-%d", seed), System: faults.Ingestion, Class: RandomKillClass,
 		Description: fmt.Sprintf("the standard script's worker is SIGKILLed %s into its run (seed %d, of a %s fault-free run), not at a failpoint",
 			k.Offset.Round(time.Microsecond), seed, base.Round(time.Microsecond)),
-		Steps: []Step{{Worker: "fault", Actions: StandardScript(), Kill: &k}, recoverStep("recover", nil), quiesceStep(faults.Ingestion, "fault")}}
+		Steps: []Step{{Worker: "fault", Actions: StandardScript(), Kill: &k}, quiesceStep(faults.Ingestion, "fault")}}
+}
+
+// rescaleKills keeps each random kill at the same fraction of its span
+// when a worker was already seen to finish faster than the span the kill
+// was drawn over: the machine got faster (a neighbour went quiet), and an
+// offset beyond the run would never fire. The returned case carries the
+// offsets actually used (what a replay file records).
+func (r *Runner) rescaleKills(c Case) Case {
+	fast := time.Duration(r.killBase.Load())
+	if fast <= 0 {
+		return c
+	}
+	var steps []Step
+	for i, st := range c.Steps {
+		if st.Kill == nil || st.Kill.Base <= fast {
+			continue
+		}
+		if steps == nil {
+			steps = slices.Clone(c.Steps)
+		}
+		k := *st.Kill
+		k.Offset = max(time.Duration(float64(k.Offset)*float64(fast)/float64(k.Base)).Truncate(time.Microsecond), time.Microsecond)
+		k.Base = fast.Truncate(time.Microsecond)
+		steps[i].Kill = &k
+	}
+	if steps != nil {
+		c.Steps = steps
+	}
+	return c
+}
+
+// learnKillBase notes how long a worker whose random kill did not fire
+// took to finish (see rescaleKills).
+func (r *Runner) learnKillBase(c Case, h history.Log) {
+	for _, st := range c.Steps {
+		if st.Kill == nil {
+			continue
+		}
+		for _, rec := range h {
+			if rec.Worker == st.Worker && rec.Kind == history.Exit {
+				took := int64(time.Duration(rec.Micros) * time.Microsecond)
+				for {
+					old := r.killBase.Load()
+					if (old != 0 && old <= took) || took <= 0 || r.killBase.CompareAndSwap(old, took) {
+						break
+					}
+				}
+			}
+		}
+	}
 }
 
 // RandomKills returns n random-kill cases of a run seeded seed.
@@ -232,8 +286,8 @@ func killNotes(c Case, h history.Log) (notes []string, ok bool) {
 		if last != nil {
 			lastText = lastEventText(*last)
 		}
-		notes = append(notes, fmt.Sprintf("random kill of worker %s: seed %d, offset %s; last history event before the kill: %s",
-			st.Worker, st.Kill.Seed, st.Kill.Offset.Round(time.Microsecond), lastText))
+		notes = append(notes, fmt.Sprintf("random kill of worker %s: seed %d, offset %s (of a %s fault-free run); last history event before the kill: %s",
+			st.Worker, st.Kill.Seed, st.Kill.Offset, st.Kill.Base, lastText))
 	}
 	return notes, ok
 }

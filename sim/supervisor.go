@@ -122,6 +122,9 @@ type Runner struct {
 	all     []*sharedStores
 	opened  int
 	runs    atomic.Int64
+	// killBase is the shortest fault-free span a random kill's worker was
+	// seen to take (nanoseconds; 0: none yet), see rescaleKills.
+	killBase atomic.Int64
 }
 
 // NewRunner resolves the backend and fills in defaults.
@@ -215,6 +218,7 @@ func (cr CaseResult) Broken() []string {
 func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 	start := time.Now()
 	dir := filepath.Join(r.cfg.WorkDir, c.ID)
+	c = r.rescaleKills(c)
 	res := CaseResult{Case: c, Hits: map[string]int{}, Dir: dir}
 	fail := func(v Verdict, note string) CaseResult {
 		res.Verdict = v
@@ -335,6 +339,7 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 			}
 		}
 	}
+	r.learnKillBase(c, h)
 	if notes, ok := killNotes(c, h); len(notes) > 0 {
 		res.Notes = append(res.Notes, notes...)
 		exercised = exercised && ok
