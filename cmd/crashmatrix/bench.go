@@ -50,11 +50,7 @@ func benchCmd() *cobra.Command {
 			}
 			var walls []time.Duration
 			for i := 0; i < rounds; i++ {
-				work, err := os.MkdirTemp(benchDir, "crashmatrix-bench-")
-				if err != nil {
-					return err
-				}
-				r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work, LeaseTTL: leaseTTL, Seed: int64(i + 1)})
+				r, work, err := benchRunner(benchDir, backend, self, leaseTTL, int64(i+1))
 				if err != nil {
 					return err
 				}
@@ -234,11 +230,7 @@ func benchStoreWindows(cmd *cobra.Command, self, backend, benchDir string, round
 	out := cmd.OutOrStdout()
 	var walls []time.Duration
 	for i := 0; i < rounds; i++ {
-		work, err := os.MkdirTemp(benchDir, "crashmatrix-bench-")
-		if err != nil {
-			return err
-		}
-		r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work, LeaseTTL: ttl, Seed: int64(i + 1)})
+		r, work, err := benchRunner(benchDir, backend, self, ttl, int64(i+1))
 		if err != nil {
 			return err
 		}
@@ -266,4 +258,14 @@ func benchStoreWindows(cmd *cobra.Command, self, backend, benchDir string, round
 	fmt.Fprintf(out, "full matrix + store windows + %d random kills: median %s, min %s, max %s over %d rounds = %.2fx the plain matrix's median %s (target <= 2x)\n",
 		kills, med.Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond), len(walls), float64(med)/float64(plain), plain.Round(time.Millisecond))
 	return nil
+}
+
+// benchRunner is one full-matrix round's runner, on a fresh work directory.
+func benchRunner(benchDir, backend, self string, ttl time.Duration, seed int64) (*sim.Runner, string, error) {
+	work, err := os.MkdirTemp(benchDir, "crashmatrix-bench-")
+	if err != nil {
+		return nil, "", err
+	}
+	r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work, LeaseTTL: ttl, Seed: seed})
+	return r, work, err
 }
