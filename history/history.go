@@ -110,7 +110,13 @@ type Writer struct {
 	worker string
 	phase  int
 	now    func() int64
+	// observe, when set, sees every record this writer appended.
+	observe func(Record)
 }
+
+// Observe has f called with every record h appends from now on, after it
+// is written (a replayed random kill waits for its anchor record).
+func (h *Writer) Observe(f func(Record)) { h.mu.Lock(); h.observe = f; h.mu.Unlock() }
 
 // Mem is an in-memory history shared by the workers of one in-process
 // case.
@@ -149,6 +155,12 @@ func (h *Writer) Append(r Record) {
 	r.Worker, r.Phase = h.worker, h.phase
 	if h.now != nil && r.At == 0 {
 		r.At = h.now()
+	}
+	h.mu.Lock()
+	observe := h.observe
+	h.mu.Unlock()
+	if observe != nil {
+		defer observe(r)
 	}
 	if h.mem != nil {
 		h.mu.Lock()

@@ -334,7 +334,7 @@ func killSeeds(t *testing.T) int {
 func TestRandomKillsFindUndeclaredWindows(t *testing.T) {
 	for _, b := range []sim.Backend{twoStepCreateBackend(false), twoStepStateBackend(false)} {
 		t.Run(b.Name, func(t *testing.T) {
-			found := 0
+			found, reproduced := 0, 0
 			seeds := killSeeds(t)
 			for seed := int64(1); seed <= int64(seeds); seed++ {
 				rep := properties.RunCrashMatrix(t, b, properties.CrashOptions{Classes: []string{sim.RandomKillClass}, RandomKills: 200, Seed: seed, StopAtFirstFailure: true})
@@ -361,11 +361,11 @@ func TestRandomKillsFindUndeclaredWindows(t *testing.T) {
 					t.Errorf("seed %d: the violation does not name seed, offset and last event: %q", seed, note)
 				}
 				t.Logf("seed %d: found after %d random kills (%s broke %v): %s", seed, ran, hit.Case.ID, hit.Broken(), note)
-				if seed == 1 {
-					t.Logf("replays of %s at the same offset: %d of 10 broke %v again", hit.Case.ID, replays(t, b, *hit), hit.Broken())
-				}
+				n := replays(t, b, *hit)
+				reproduced += n
+				t.Logf("replays of %s (kill %+v): %d of 10 broke %v again", hit.Case.ID, *hit.Case.Steps[0].Kill, n, hit.Broken())
 			}
-			t.Logf("%s: found by random kills on %d of %d seeds", b.Name, found, seeds)
+			t.Logf("%s: found by random kills on %d of %d seeds; %d of %d anchored replays reproduced", b.Name, found, seeds, reproduced, 10*found)
 			if found*2 <= seeds && !(seeds == 1 && found == 1) {
 				t.Fatalf("%s: random kills found the undeclared window on %d of %d seeds, want most", b.Name, found, seeds)
 			}

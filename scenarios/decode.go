@@ -173,7 +173,7 @@ var Mutants = []string{sim.MutantCreateNotMerge, sim.MutantNoUniqueConstraint}
 var (
 	topFields    = []string{"name", "description", "system", "backend", "bugs", "mutant", "seed", "leaseTTL", "documents", "steps", "expect"}
 	stepFields   = []string{"worker", "actions", "faults", "background", "resubmit", "expectHit", "continueOnError", "kill"}
-	killFields   = []string{"seed", "offset", "base"}
+	killFields   = []string{"seed", "offset", "base", "after", "afterIndex", "delta"}
 	actionFields = []string{"do", "doc", "document", "op", "rounds", "thread", "owner", "question", "minutes", "approve", "content"}
 	faultFields  = []string{"point", "kind", "hit", "pause"}
 	expectFields = []string{"verdict", "holds", "breaks"}
@@ -933,6 +933,24 @@ func (d *decoder) decodeKill(n ast.Node, path string) *sim.RandomKill {
 	base, ok2 := micros("base", false)
 	if !ok1 || !ok2 {
 		return nil
+	}
+	if f.has("after") || f.has("afterIndex") || f.has("delta") {
+		k.After, k.AfterIndex = d.str(f, "after"), int(d.integer(f, "afterIndex"))
+		if k.After == "" {
+			d.errAt(n, child(path, "after"), "required with afterIndex and delta: the trace line of the record the kill follows")
+			return nil
+		}
+		if k.AfterIndex < 1 {
+			d.errAt(n, child(path, "afterIndex"), "required with after: which occurrence of that record (1-based)")
+			return nil
+		}
+		s := d.str(f, "delta")
+		v, err := time.ParseDuration(s)
+		if err != nil || v < 0 || v%time.Microsecond != 0 {
+			d.errAt(n, child(path, "delta"), "want how long after that record the kill comes, a duration of whole microseconds (0s or more), got %q", s)
+			return nil
+		}
+		k.Delta = v
 	}
 	if base != 0 && off > base {
 		d.errPath(child(path, "offset"), "offset %s is beyond base %s (the fault-free run it was drawn from)", off, base)

@@ -87,6 +87,9 @@ func (s *Scenario) Marshal() ([]byte, error) {
 			if k.Base != 0 {
 				kill += ", base: " + k.Base.String()
 			}
+			if k.After != "" {
+				kill += fmt.Sprintf(", after: %s, afterIndex: %d, delta: %s", scalar(k.After, true), k.AfterIndex, k.Delta)
+			}
 			kv(in, "kill", kill+"}")
 		}
 	}

@@ -61,6 +61,16 @@ func TestScenarioKillAndStoreWindow(t *testing.T) {
 	if !strings.Contains(string(text), "kill: {seed: 7, offset: 12.345ms, base: 40ms}") {
 		t.Fatalf("marshalled scenario has no kill line:\n%s", text)
 	}
+	// An anchored kill (what certify writes for a kill that fired).
+	back.Steps[0].Kill = &sim.RandomKill{Seed: 7, Offset: 12345 * time.Microsecond, After: "fault event  model-call d4 ingest-… > rev=0 exp=0 tok=0", AfterIndex: 2, Delta: 140 * time.Microsecond}
+	text, err = back.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Parse("k.yaml", text)
+	if err != nil || !reflect.DeepEqual(again.Steps[0].Kill, back.Steps[0].Kill) {
+		t.Fatalf("anchored kill does not round-trip: %v\n%s", err, text)
+	}
 }
 
 func TestScenarioKillErrors(t *testing.T) {
@@ -73,6 +83,8 @@ func TestScenarioKillErrors(t *testing.T) {
 		{"continueOnError: true\nexpect", "continueOnError: true\n    kill: {offset: 1ms}\nexpect", "steps[1].kill: the quiesce step is not killed"},
 		{"mystore/afterOperationRow", "mystore/after/row", "steps[0].faults[0].point"},
 		{"kind: unknown}", "kind: permanent}", "kind permanent does not apply at mystore/afterOperationRow"},
+		{"base: 40ms}", "base: 40ms, after: x}", "steps[0].kill.afterIndex: required with after"},
+		{"base: 40ms}", "base: 40ms, after: x, afterIndex: 1, delta: 1.5us}", "steps[0].kill.delta: want how long"},
 	} {
 		src := strings.Replace(killScenario, tc.old, tc.new, 1)
 		if src == killScenario {

@@ -166,6 +166,59 @@ type RandomKill struct {
 	// Base is the fault-free duration the offset was drawn from (for the
 	// report; a replay uses Offset as it is).
 	Base time.Duration `json:"base,omitempty" yaml:"base,omitempty"`
+	// After, AfterIndex and Delta anchor the kill to the worker's own
+	// history, as the run that drew it saw it: Delta after the
+	// AfterIndex-th record whose trace line is After (the last record
+	// before the kill). A replay with an anchor kills there instead of at
+	// Offset, so that how long the run took to get there (process start,
+	// a busy machine) no longer moves the kill.
+	After      string        `json:"after,omitempty" yaml:"after,omitempty"`
+	AfterIndex int           `json:"afterIndex,omitempty" yaml:"afterIndex,omitempty"`
+	Delta      time.Duration `json:"delta,omitempty" yaml:"delta,omitempty"`
+}
+
+// anchorLine is the text a kill anchor matches: the record's trace line.
+func anchorLine(r history.Record) string { return lastEventText(r) }
+
+// anchorKills returns c with each random kill that fired anchored to the
+// last record its worker wrote before it (see RandomKill.After).
+func anchorKills(c Case, h history.Log) Case {
+	var steps []Step
+	for i, st := range c.Steps {
+		if st.Kill == nil || st.Kill.After != "" {
+			continue
+		}
+		var last *history.Record
+		count := 0
+		for j := range h {
+			rec := &h[j]
+			if rec.Worker != st.Worker {
+				continue
+			}
+			if rec.Kind == history.Kill {
+				if last != nil && rec.At >= last.At {
+					line := anchorLine(*last)
+					for _, x := range h[:j] {
+						if x.Worker == st.Worker && anchorLine(x) == line {
+							count++
+						}
+					}
+					if steps == nil {
+						steps = slices.Clone(c.Steps)
+					}
+					k := *st.Kill
+					k.After, k.AfterIndex, k.Delta = line, count, time.Duration(rec.At-last.At).Truncate(time.Microsecond)
+					steps[i].Kill = &k
+				}
+				break
+			}
+			last = rec
+		}
+	}
+	if steps != nil {
+		c.Steps = steps
+	}
+	return c
 }
 
 // KillOffset draws the kill instant of a seed over a fault-free run of

@@ -278,6 +278,10 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 			Background: st.Background}
 		if st.Kill != nil {
 			spec.KillAfterMicros = max(st.Kill.Offset.Microseconds(), 1)
+			if st.Kill.After != "" {
+				spec.KillAfterMicros = 0
+				spec.KillAnchor, spec.KillAnchorIndex, spec.KillDeltaMicros = st.Kill.After, st.Kill.AfterIndex, st.Kill.Delta.Microseconds()
+			}
 		}
 		if st.Background {
 			spec.ReleaseFile = filepath.Join(dir, fmt.Sprintf("release-%d", i))
@@ -340,6 +344,7 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 		}
 	}
 	r.learnKillBase(c, h)
+	res.Case = anchorKills(res.Case, h)
 	if notes, ok := killNotes(c, h); len(notes) > 0 {
 		res.Notes = append(res.Notes, notes...)
 		exercised = exercised && ok
