@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crashmatrix/crashmatrix/adapters/memory"
 	"github.com/crashmatrix/crashmatrix/adapters/sqlite"
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
@@ -113,7 +112,7 @@ func (s *twoStepStateCAS) revision(ctx context.Context, space, doc string) (int6
 }
 
 func (s *twoStepStateCAS) CompareAndSet(ctx context.Context, expected int64, next reference.DocumentState) (bool, error) {
-	if err := memory.CheckStateCAS(expected, next); err != nil {
+	if err := reference.CheckStateCAS(expected, next); err != nil {
 		return false, err
 	}
 	rev, err := s.revision(ctx, next.Space, next.DocumentID)
