@@ -295,7 +295,7 @@ func TestDeclaredWindowCatchesTwoStepStores(t *testing.T) {
 		{twoStepStateBackend(true), afterStateRow, []string{"I2", "I3", "I5"}},
 	} {
 		t.Run(tc.backend.Name, func(t *testing.T) {
-			rep := properties.RunCrashMatrix(t, tc.backend, properties.CrashOptions{Points: []faults.Point{tc.point}, Kinds: []faults.Kind{faults.Crash}})
+			rep := properties.RunCrashMatrix(t, tc.backend, properties.CrashOptions{Points: []faults.Point{tc.point}})
 			if rep.ExitCode != 1 {
 				t.Fatalf("%s with its window declared: exit %d, want 1", tc.backend.Name, rep.ExitCode)
 			}
@@ -309,7 +309,7 @@ func TestDeclaredWindowCatchesTwoStepStores(t *testing.T) {
 			if !strings.Contains(text.String(), "FAIL "+string(tc.point)+" x crash") {
 				t.Errorf("the report does not name the failing point %s:\n%s", tc.point, text.String())
 			}
-			t.Logf("%s x crash broke %v", tc.point, c.Broken())
+			t.Logf("%s x crash broke %v\n%s", tc.point, c.Broken(), text.String()[strings.Index(text.String(), "store window"):])
 		})
 	}
 }

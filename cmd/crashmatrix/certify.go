@@ -137,14 +137,13 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		return exitError{2}
 	}
 	// A fault-free probe run discovers the windows the store declares and
-	// measures the worker random kills are drawn over.
+	// measures the worker random kills are drawn over. A probe that fails
+	// (the store breaks without any fault) fails the report, beside the
+	// matrix.
 	probe, perr := runner.Probe(cmd.Context())
 	sel := sim.Selection{Points: points, Kinds: kinds, Classes: f.only, RandomKills: f.randomKills}
 	cases := sel.Cases(probe, f.leaseTTL.Milliseconds(), f.seed)
-	if perr != nil {
-		cases = nil
-	}
-	if len(cases) == 0 && perr == nil {
+	if len(cases) == 0 {
 		return fmt.Errorf("no case matches --point %v --kind %v --class %v", f.points, f.kinds, f.only)
 	}
 	var progress func(sim.CaseResult)
