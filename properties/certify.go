@@ -129,7 +129,7 @@ func RunCrashMatrix(t *testing.T, backend sim.Backend, opts ...CrashOptions) sim
 		}
 	}
 	rep := runner.RunAll(ctx, cases, o.Parallel, progress)
-	rep.WithProbe(probe, perr)
+	rep.WithProbe(probe, perr, sel)
 	if rep.ExitCode == 0 {
 		_ = os.RemoveAll(work)
 		return rep

@@ -390,12 +390,17 @@ func (s Selection) Cases(pr Probe, leaseTTLMillis, seed int64) []Case {
 	return cases
 }
 
-// WithProbe records in a report what the probe found; a probe that did not
-// pass fails the report with its cases.
-func (rep *Report) WithProbe(pr Probe, err error) {
+// Whole reports whether the selection is the whole matrix (no point,
+// kind or class narrows it).
+func (s Selection) Whole() bool { return len(s.Points) == 0 && len(s.Kinds) == 0 && len(s.Classes) == 0 }
+
+// WithProbe records in a report what the probe found. A probe that did not
+// pass fails the report with its cases when the run is the whole matrix;
+// a narrowed run judges only the cases it selected.
+func (rep *Report) WithProbe(pr Probe, err error, sel Selection) {
 	rep.Probed = true
 	rep.StoreWindows = pr.Windows
-	if err != nil {
+	if err != nil && sel.Whole() {
 		for _, r := range pr.Results {
 			if r.Verdict != Pass {
 				rep.Results = append(rep.Results, r)

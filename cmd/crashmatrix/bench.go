@@ -241,7 +241,7 @@ func benchStoreWindows(cmd *cobra.Command, self, backend, benchDir string, round
 		}
 		cases := sim.Selection{RandomKills: kills}.Cases(probe, ttl.Milliseconds(), int64(i+1))
 		rep := r.RunAll(cmd.Context(), cases, parallel, nil)
-		rep.WithProbe(probe, nil)
+		rep.WithProbe(probe, nil, sim.Selection{})
 		took := time.Since(start)
 		if rep.ExitCode != 0 {
 			sim.WriteMatrix(out, rep)

@@ -156,7 +156,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		progress = func(sim.CaseResult) { bar.Increment() }
 	}
 	rep := runner.RunAll(cmd.Context(), cases, f.parallel, progress)
-	rep.WithProbe(probe, perr)
+	rep.WithProbe(probe, perr, sel)
 	runner.CloseShared()
 	if pb != nil {
 		pb.Wait()
