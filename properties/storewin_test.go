@@ -17,6 +17,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/properties"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
@@ -265,7 +266,7 @@ func TestDeclaredWindowOfACorrectStoreCertifies(t *testing.T) {
 	b := brokenBackend("window-around-create", func(st *reference.Stores, _ *side) { st.Ops = windowAround{st.Ops} })
 	rep := properties.RunCrashMatrix(t, b, properties.CrashOptions{Points: []faults.Point{aroundCreate}})
 	var text strings.Builder
-	sim.WriteMatrix(&text, rep)
+	report.WriteTerminal(&text, rep, report.Options{Details: true})
 	if rep.ExitCode != 0 {
 		t.Fatalf("a correct store with a declared window: exit %d, want 0\n%s", rep.ExitCode, text.String())
 	}
@@ -305,7 +306,7 @@ func TestDeclaredWindowCatchesTwoStepStores(t *testing.T) {
 				t.Fatalf("%s x crash: %+v, want FAIL breaking one of %v", tc.point, c, tc.want)
 			}
 			var text strings.Builder
-			sim.WriteMatrix(&text, rep)
+			report.WriteTerminal(&text, rep, report.Options{Details: true})
 			if !strings.Contains(text.String(), "FAIL "+string(tc.point)+" x crash") {
 				t.Errorf("the report does not name the failing point %s:\n%s", tc.point, text.String())
 			}

@@ -21,9 +21,6 @@ func WriteMatrix(w io.Writer, rep Report) {
 	byCell := map[string]CaseResult{}
 	var classes []CaseResult
 	for _, r := range rep.Results {
-		if r.Case.Class == RandomKillClass {
-			continue // tallied by writeStoreSections
-		}
 		if r.Case.Class != "" {
 			classes = append(classes, r)
 			continue
@@ -60,7 +57,6 @@ func WriteMatrix(w io.Writer, rep Report) {
 	for _, r := range classes {
 		fmt.Fprintf(w, "%-30s %s\n", "class "+r.Case.Class, cellText(r, ""))
 	}
-	writeStoreSections(w, rep)
 	fmt.Fprintf(w, "\n%d cases in %s: %d pass, %d FAIL, %d not exercised, %d undecided (backend %s",
 		len(rep.Results), rep.Took.Round(time.Millisecond), rep.Counts[Pass], rep.Counts[Fail], rep.Counts[NotExercised], rep.Counts[Undecided], rep.Backend)
 	if rep.Mutant != "" {
@@ -236,7 +232,7 @@ func WriteHTML(w io.Writer, rep Report) error {
 	}
 	var classRows []row
 	for _, r := range rep.Results {
-		if r.Case.Class != "" && r.Case.Class != RandomKillClass {
+		if r.Case.Class != "" {
 			classRows = append(classRows, row{Name: r.Case.Class, Cells: []cell{{Text: cellText(r, ""), Class: cls(r.Verdict), Anchor: r.Case.ID}}})
 		}
 	}
@@ -254,12 +250,11 @@ func WriteHTML(w io.Writer, rep Report) error {
 		ClassRows []row
 		Details   []CaseResult
 		Broken    []string
-		Store     storeHTML
-	}{rep, faults.Kinds, rows, classRows, details, rep.Broken(), storeSections(rep, cls)}
+	}{rep, faults.Kinds, rows, classRows, details, rep.Broken()}
 	return htmlReport.Execute(w, data)
 }
 
-var htmlReport = template.Must(template.Must(template.New("report").Parse(storeHTMLTemplate)).Funcs(template.FuncMap{
+var htmlReport = template.Must(template.New("report").Funcs(template.FuncMap{
 	"ms": func(d time.Duration) string { return d.Round(time.Millisecond).String() },
 	"ev": func(r history.Record) string {
 		switch r.Kind {
@@ -290,10 +285,6 @@ var htmlReport = template.Must(template.Must(template.New("report").Parse(storeH
 			return fmt.Sprintf("start (%d actions)", r.Actions)
 		case history.Exit:
 			return "exit: " + r.Reason
-		case history.Reach:
-			return fmt.Sprintf("store window %s passed in %s", r.Point, r.Method)
-		case history.Kill:
-			return fmt.Sprintf("RANDOM KILL %s into the run", time.Duration(r.Micros)*time.Microsecond)
 		case history.Action:
 			return fmt.Sprintf("action #%d %s %s%s", r.Index, r.Do, r.Doc, r.Thread)
 		}
@@ -327,7 +318,6 @@ pre{background:#f6f6f6;padding:.5em;overflow-x:auto}ol.tl{font-family:monospace;
 <table><tr><th>window \ fault</th>{{range .Kinds}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr><th>{{.Name}}</th>{{range .Cells}}<td class="{{.Class}}">{{if .Anchor}}<a href="#{{.Anchor}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
 {{end}}</table>
-{{template "store" .Store}}
 {{if .ClassRows}}<table><tr><th>case class</th><th>verdict</th></tr>{{range .ClassRows}}<tr><th>{{.Name}}</th>{{range .Cells}}<td class="{{.Class}}"><a href="#{{.Anchor}}">{{.Text}}</a></td>{{end}}</tr>{{end}}</table>{{end}}
 {{range .Details}}<section id="{{.Case.ID}}"><h2>{{.Verdict}} — {{.Case.Label}}</h2>
 <p>{{.Case.Description}}</p>

@@ -1,4 +1,4 @@
-package sim_test
+package report_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
 
@@ -42,7 +43,7 @@ func TestReportsShowStoreWindowsAndRandomKills(t *testing.T) {
 	}
 
 	var text bytes.Buffer
-	sim.WriteMatrix(&text, rep)
+	report.WriteTerminal(&text, rep, report.Options{Details: true})
 	row := ""
 	for _, line := range strings.Split(text.String(), "\n") {
 		if strings.HasPrefix(line, "mystore/afterOperationRow ") {
@@ -63,7 +64,7 @@ func TestReportsShowStoreWindowsAndRandomKills(t *testing.T) {
 	}
 
 	var html bytes.Buffer
-	if err := sim.WriteHTML(&html, rep); err != nil {
+	if err := report.WriteHTML(&html, rep, report.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"<h2>Store windows</h2>", "<th>mystore/afterOperationRow</th>", "mystore.(*Ops).CreateIfAbsent (5× in the probe)",
@@ -74,7 +75,7 @@ func TestReportsShowStoreWindowsAndRandomKills(t *testing.T) {
 	}
 
 	var js bytes.Buffer
-	if err := sim.WriteJSON(&js, rep); err != nil {
+	if err := report.WriteJSON(&js, rep, report.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	var back sim.Report
@@ -83,7 +84,7 @@ func TestReportsShowStoreWindowsAndRandomKills(t *testing.T) {
 	}
 
 	var ju bytes.Buffer
-	if err := sim.WriteJUnit(&ju, rep); err != nil {
+	if err := report.WriteJUnit(&ju, rep, report.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := xml.Unmarshal(ju.Bytes(), new(struct{})); err != nil {
