@@ -392,7 +392,9 @@ func (s Selection) Cases(pr Probe, leaseTTLMillis, seed int64) []Case {
 
 // Whole reports whether the selection is the whole matrix (no point,
 // kind or class narrows it).
-func (s Selection) Whole() bool { return len(s.Points) == 0 && len(s.Kinds) == 0 && len(s.Classes) == 0 }
+func (s Selection) Whole() bool {
+	return len(s.Points) == 0 && len(s.Kinds) == 0 && len(s.Classes) == 0
+}
 
 // WithProbe records in a report what the probe found. A probe that did not
 // pass fails the report with its cases when the run is the whole matrix;
