@@ -98,8 +98,11 @@ type Record struct {
 	Reason string `json:"reason,omitempty"`
 	// Method is a Reach's store function.
 	Method string `json:"method,omitempty"`
-	// Micros is the worker's run time at an Exit or a Kill.
+	// Micros is the worker's run time at an Exit or a Kill, in
+	// microseconds; Since is a Kill's delay after the worker's previous
+	// record (what a replay of the kill waits after that record).
 	Micros int64 `json:"us,omitempty"`
+	Since  int64 `json:"since,omitempty"`
 }
 
 // Writer appends records to a case's history as one worker.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
@@ -177,6 +178,53 @@ type RandomKill struct {
 	Delta      time.Duration `json:"delta,omitempty" yaml:"delta,omitempty"`
 }
 
+// armRandomKill sets up a worker's random-instant kill, if it has one:
+// KillAfterMicros after its start, or KillDeltaMicros after its anchor
+// record. The kill record says how long after the worker's previous record
+// it came (the anchor of a replay). The returned function disarms a kill
+// that has not fired.
+func armRandomKill(spec WorkerSpec, hist *history.Writer, pid int, began time.Time) (disarm func()) {
+	if spec.KillAfterMicros <= 0 && spec.KillAnchor == "" {
+		return func() {}
+	}
+	var mu sync.Mutex
+	last, seen := began, 0 // the start record was written just before began
+	delta := time.Duration(spec.KillDeltaMicros) * time.Microsecond
+	killNow := func() {
+		mu.Lock()
+		since := time.Since(last)
+		mu.Unlock()
+		hist.Append(history.Record{Kind: history.Kill, PID: pid, Micros: time.Since(began).Microseconds(), Since: since.Microseconds()})
+		KillSelf(faults.Hit{})
+	}
+	hist.Observe(func(rec history.Record) {
+		mu.Lock()
+		last = time.Now()
+		fire := false
+		if spec.KillAnchor != "" && rec.Kind != history.Kill && anchorLine(rec) == spec.KillAnchor {
+			seen++
+			fire = seen == spec.KillAnchorIndex
+		}
+		mu.Unlock()
+		if fire {
+			time.AfterFunc(delta, killNow)
+		}
+	})
+	var timer *time.Timer
+	switch spec.KillAnchor {
+	case "":
+		timer = time.AfterFunc(time.Duration(spec.KillAfterMicros)*time.Microsecond, killNow)
+	case string(history.Start):
+		// Killed before its first action: the start record is written.
+		timer = time.AfterFunc(delta, killNow)
+	}
+	return func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
 // anchorLine is the text a kill anchor matches: the record's trace line.
 func anchorLine(r history.Record) string { return lastEventText(r) }
 
@@ -196,7 +244,7 @@ func anchorKills(c Case, h history.Log) Case {
 				continue
 			}
 			if rec.Kind == history.Kill {
-				if last != nil && rec.At >= last.At {
+				if last != nil {
 					line := anchorLine(*last)
 					for _, x := range h[:j] {
 						if x.Worker == st.Worker && anchorLine(x) == line {
@@ -207,7 +255,7 @@ func anchorKills(c Case, h history.Log) Case {
 						steps = slices.Clone(c.Steps)
 					}
 					k := *st.Kill
-					k.After, k.AfterIndex, k.Delta = line, count, time.Duration(rec.At-last.At).Truncate(time.Microsecond)
+					k.After, k.AfterIndex, k.Delta = line, count, time.Duration(rec.Since)*time.Microsecond
 					steps[i].Kill = &k
 				}
 				break

@@ -106,28 +106,7 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 	// Store code reached from the service sees the runtime and can declare
 	// its own windows (faults.At).
 	ctx = faults.WithRuntime(ctx, rt)
-	killNow := func() {
-		hist.Append(history.Record{Kind: history.Kill, PID: pid, Micros: time.Since(began).Microseconds()})
-		KillSelf(faults.Hit{})
-	}
-	switch {
-	case spec.KillAnchor == string(history.Start):
-		// Killed before its first action: the start record is written.
-		kill := time.AfterFunc(time.Duration(spec.KillDeltaMicros)*time.Microsecond, killNow)
-		defer kill.Stop()
-	case spec.KillAnchor != "":
-		seen := 0
-		hist.Observe(func(rec history.Record) {
-			if rec.Kind != history.Kill && anchorLine(rec) == spec.KillAnchor {
-				if seen++; seen == spec.KillAnchorIndex {
-					time.AfterFunc(time.Duration(spec.KillDeltaMicros)*time.Microsecond, killNow)
-				}
-			}
-		})
-	case spec.KillAfterMicros > 0:
-		kill := time.AfterFunc(time.Duration(spec.KillAfterMicros)*time.Microsecond, killNow)
-		defer kill.Stop()
-	}
+	defer armRandomKill(spec, hist, pid, began)()
 	w := &worker{spec: spec, hist: hist, rt: rt, backend: b, opt: opt, pid: pid}
 	if opt.Stores != nil {
 		w.stores, w.sharedStores = opt.Stores, true
