@@ -180,7 +180,20 @@ func (s *twoStepStateCAS) List(ctx context.Context, space string) ([]reference.D
 // after) the only durable step.
 type windowAround struct{ reference.OperationStore }
 
-const aroundCreate faults.Point = "goodstore/create"
+const (
+	aroundCreate faults.Point = "goodstore/create"
+	aroundClaim  faults.Point = "goodstore/claim"
+)
+
+// Claim declares a window that only recovery reaches (it claims
+// unfinished operations).
+func (s windowAround) Claim(ctx context.Context, id, holder string, now, ttl int64) (ok bool, err error) {
+	err = faults.At(ctx, aroundClaim, func() error {
+		ok, err = s.OperationStore.Claim(ctx, id, holder, now, ttl)
+		return err
+	})
+	return ok, err
+}
 
 func (s windowAround) CreateIfAbsent(ctx context.Context, op reference.Operation, plan reference.Plan) (created bool, err error) {
 	err = faults.At(ctx, aroundCreate, func() error {
@@ -264,7 +277,7 @@ func storeRow(t *testing.T, rep sim.Report, p faults.Point) sim.StoreRow {
 // and probe hit count, and every store fault kind passes there.
 func TestDeclaredWindowOfACorrectStoreCertifies(t *testing.T) {
 	b := brokenBackend("window-around-create", func(st *reference.Stores, _ *side) { st.Ops = windowAround{st.Ops} })
-	rep := properties.RunCrashMatrix(t, b, properties.CrashOptions{Points: []faults.Point{aroundCreate}})
+	rep := properties.RunCrashMatrix(t, b, properties.CrashOptions{Points: []faults.Point{aroundCreate, aroundClaim}})
 	var text strings.Builder
 	report.WriteTerminal(&text, rep, report.Options{Details: true})
 	if rep.ExitCode != 0 {
@@ -274,9 +287,15 @@ func TestDeclaredWindowOfACorrectStoreCertifies(t *testing.T) {
 	if row.Methods != "properties_test.windowAround.CreateIfAbsent" || row.Probe != 5 {
 		t.Errorf("store window row: methods %q, probe hits %d; want properties_test.windowAround.CreateIfAbsent and 5 (one create per ingest and retraction of the standard script)", row.Methods, row.Probe)
 	}
-	for i, c := range row.Cells {
-		if c == nil || c.Verdict != sim.Pass || c.Hits[string(aroundCreate)] < 1 {
-			t.Errorf("%s x %s: %+v, want a pass with the point fired", aroundCreate, faults.StoreKinds[i], c)
+	claim := storeRow(t, rep, aroundClaim)
+	if claim.Methods != "properties_test.windowAround.Claim" || claim.Probe < 1 || !slices.ContainsFunc(rep.StoreWindows, func(w sim.StoreWindow) bool { return w.Point == aroundClaim && w.InRecovery }) {
+		t.Errorf("store window row %+v (windows %+v): want Claim's window found as one only recovery reaches", claim, rep.StoreWindows)
+	}
+	for _, r := range []sim.StoreRow{row, claim} {
+		for i, c := range r.Cells {
+			if c == nil || c.Verdict != sim.Pass || c.Hits[string(r.Point)] < 1 {
+				t.Errorf("%s x %s: %+v, want a pass with the point fired", r.Point, faults.StoreKinds[i], c)
+			}
 		}
 	}
 	if !strings.Contains(text.String(), "store window") || !strings.Contains(text.String(), string(aroundCreate)) {

@@ -91,24 +91,31 @@ func (r *Runner) Probe(ctx context.Context) (Probe, error) {
 		if res.Verdict != Pass {
 			return pr, fmt.Errorf("probe %s: %s without any fault: %s %s", c.ID, res.Verdict, strings.Join(res.Broken(), ","), strings.Join(res.Notes, "; "))
 		}
+		// A window the client script's worker reaches is a client window,
+		// counted there; any other (reached by recovery, or only by the
+		// quiesce step) is a recovery window, counted in probe-recovery's
+		// recovering worker.
 		for _, rec := range res.Timeline {
-			if rec.Worker != "fault" {
+			if rec.Kind != history.Reach {
 				continue
 			}
-			switch rec.Kind {
-			case history.Reach:
-				w := found[rec.Point]
-				if w == nil {
-					w = &StoreWindow{Point: rec.Point, System: c.System, InRecovery: c.ID == "probe-recovery"}
-					found[rec.Point] = w
-					order = append(order, rec.Point)
+			w := found[rec.Point]
+			if w == nil {
+				w = &StoreWindow{Point: rec.Point, System: c.System, InRecovery: true}
+				found[rec.Point] = w
+				order = append(order, rec.Point)
+			}
+			switch {
+			case rec.Worker == "fault" && c.ID != "probe-recovery":
+				if w.InRecovery {
+					w.InRecovery, w.Hits = false, 0
 				}
-				if w.InRecovery == (c.ID == "probe-recovery") {
-					w.Hits++
-				}
-				if !containsString(w.Methods, rec.Method) {
-					w.Methods = append(w.Methods, rec.Method)
-				}
+				w.Hits++
+			case rec.Worker == "fault" && w.InRecovery:
+				w.Hits++
+			}
+			if !slices.Contains(w.Methods, rec.Method) {
+				w.Methods = append(w.Methods, rec.Method)
 			}
 		}
 	}
@@ -129,15 +136,6 @@ func (cr CaseResult) faultWorkerTime() time.Duration {
 		}
 	}
 	return 0
-}
-
-func containsString(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // StoreMatrix returns every store window x every store fault kind, built
@@ -432,7 +430,7 @@ type Selection struct {
 // over the probe's measured fault-free run, seeded by seed).
 func (s Selection) Cases(pr Probe, leaseTTLMillis, seed int64) []Case {
 	cases := Filter(append(Matrix(leaseTTLMillis), StoreMatrix(pr.Windows, leaseTTLMillis)...), s.Points, s.Kinds, s.Classes)
-	if s.RandomKills > 0 && len(s.Points) == 0 && len(s.Kinds) == 0 && (len(s.Classes) == 0 || containsString(s.Classes, RandomKillClass)) {
+	if s.RandomKills > 0 && len(s.Points) == 0 && len(s.Kinds) == 0 && (len(s.Classes) == 0 || slices.Contains(s.Classes, RandomKillClass)) {
 		cases = append(cases, RandomKills(seed, s.RandomKills, pr.Base)...)
 	}
 	return cases
