@@ -448,3 +448,37 @@ func replays(t *testing.T, b sim.Backend, hit sim.CaseResult) int {
 func TestCertifySQLiteRandomKills(t *testing.T) {
 	properties.CertifyCrashSafety(t, embedded.SQLite(), properties.CrashOptions{Classes: []string{sim.RandomKillClass}, RandomKills: 100})
 }
+
+// The in-process mode finds and runs a store's declared windows too: a
+// simulated crash inside the store method leaves what the first step
+// committed, as a process kill does.
+func TestDeclaredWindowInProcess(t *testing.T) {
+	b := twoStepCreateBackend(true)
+	r, err := sim.NewRunner(sim.Config{Use: &b, WorkDir: t.TempDir(), InProcess: true, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.CloseShared()
+	ctx := context.Background()
+	probe, err := r.Probe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(probe.Windows) != 1 || probe.Windows[0].Point != afterOperationRow || probe.Windows[0].Hits != 5 || probe.Windows[0].InRecovery {
+		t.Fatalf("probe found %+v, want %s reached 5 times by the client script", probe.Windows, afterOperationRow)
+	}
+	for _, c := range sim.StoreMatrix(probe.Windows, 250) {
+		res := r.RunCase(ctx, c)
+		broke := slices.Contains(res.Broken(), "I5")
+		switch c.Kind {
+		case faults.Crash, faults.Transient, faults.Recrash:
+			if res.Verdict != sim.Fail || !broke {
+				t.Errorf("%s: %s %v, want FAIL with I5 (an operation without its plan)", c.Label(), res.Verdict, res.Broken())
+			}
+		default:
+			if res.Verdict != sim.Pass {
+				t.Errorf("%s: %s %v %v, want pass (the plan step ran)", c.Label(), res.Verdict, res.Broken(), res.Notes)
+			}
+		}
+	}
+}
