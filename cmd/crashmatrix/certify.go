@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -148,6 +149,15 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	probe, perr := runner.Probe(cmd.Context())
 	sel := sim.Selection{Points: points, Kinds: kinds, Classes: f.only, RandomKills: f.randomKills}
 	cases := sel.Cases(probe, f.leaseTTL.Milliseconds(), f.seed)
+	for _, p := range points {
+		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w sim.StoreWindow) bool { return w.Point == p }) {
+			found := make([]string, len(probe.Windows))
+			for i, w := range probe.Windows {
+				found[i] = string(w.Point)
+			}
+			return fmt.Errorf("--point %s: the probe run never reached this store window (found: %v); is faults.At called with the context the store method was given?", p, found)
+		}
+	}
 	if len(cases) == 0 {
 		return fmt.Errorf("no case matches --point %v --kind %v --class %v", f.points, f.kinds, f.only)
 	}

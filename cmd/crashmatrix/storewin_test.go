@@ -17,6 +17,7 @@ func TestRandomKillFlagsAreChecked(t *testing.T) {
 		{[]string{"explore", "--random-kills", "0.5"}, "--random-kills needs --processes"},
 		{[]string{"explore", "--random-kills", "2", "--processes"}, "want a share between 0 and 1"},
 		{[]string{"certify", "--point", "mystore/bad/name"}, `store window "mystore/bad/name"`},
+		{[]string{"certify", "--point", "mystore/afterRow", "--in-process", "--quiet", "--workdir", t.TempDir()}, "the probe run never reached this store window"},
 	} {
 		cmd := certifyCmd()
 		if tc.args[0] == "explore" {
