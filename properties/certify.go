@@ -118,6 +118,11 @@ func RunCrashMatrix(t *testing.T, backend sim.Backend, opts ...CrashOptions) sim
 	if only := os.Getenv(CaseEnv); only != "" {
 		cases = slices.DeleteFunc(cases, func(c sim.Case) bool { return !slices.Contains(strings.Split(only, ","), c.ID) })
 	}
+	for _, p := range o.Points {
+		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w sim.StoreWindow) bool { return w.Point == p }) {
+			t.Fatalf("crash matrix: the probe run never reached store window %s (found %+v); is faults.At called with the context the store method was given?", p, probe.Windows)
+		}
+	}
 	if len(cases) == 0 {
 		t.Fatalf("crash matrix: no case matches points %v kinds %v classes %v", o.Points, o.Kinds, o.Classes)
 	}
