@@ -237,6 +237,9 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 		return fail(Undecided, err.Error())
 	}
 	defer cx.close()
+	if err := r.loadInitial(ctx, c, cx, env, space, dir); err != nil {
+		return fail(Undecided, "initial state: "+err.Error())
+	}
 	var paused []runningWorker
 	releasePaused := func() {
 		for _, w := range paused {
@@ -342,6 +345,7 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 	if err != nil {
 		return fail(Undecided, "snapshot: "+err.Error())
 	}
+	observeInitial(c, space, &obs)
 	res.Violations = check.Check(snap, obs)
 	for _, op := range snap.Ops {
 		if op.Stage == reference.Completed {
