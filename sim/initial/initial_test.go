@@ -138,7 +138,7 @@ func TestLoadRenamesAndShifts(t *testing.T) {
 	if err != nil || got || !strings.HasPrefix(l.Holder, "worker/41") {
 		t.Fatalf("d2's lease, held by the dead worker until after the snapshot, was free or held by another: %+v %v %v", l, got, err)
 	}
-	if err := initial.Load(ctx, dst, s, tg); err == nil || !strings.Contains(err.Error(), "exists already") {
+	if err := initial.Load(ctx, dst, s, tg); err == nil || !strings.Contains(err.Error(), "is the target space empty") {
 		t.Fatalf("loading twice into one space: %v", err)
 	}
 }
