@@ -22,6 +22,17 @@ var ErrReadOnly = errors.New("neo4j graph opened read-only")
 // OpenReadOnly connects like Open but creates no schema and writes
 // nothing.
 func OpenReadOnly(ctx context.Context, uri, user, password string, opts Options) (*ReadOnlyWriter, error) {
+	opts.CreateInsteadOfMerge = false
+	w, err := connect(ctx, uri, user, password, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &ReadOnlyWriter{w}, nil
+}
+
+// connect returns a writer whose driver reached the server with the
+// credentials; it creates no schema.
+func connect(ctx context.Context, uri, user, password string, opts Options) (*Writer, error) {
 	label := opts.Label
 	if label == "" {
 		label = NodeLabel
@@ -29,7 +40,8 @@ func OpenReadOnly(ctx context.Context, uri, user, password string, opts Options)
 	if !identRE.MatchString(label) {
 		return nil, &Error{Op: "open", Err: fmt.Errorf("%w: label %q is not a plain identifier", reference.ErrInvalidArgument, label)}
 	}
-	w := &Writer{opts: opts, label: label, secret: password, database: opts.Database, q: buildQueries(label, false)}
+	w := &Writer{opts: opts, label: label, secret: password, database: opts.Database,
+		q: buildQueries(label, opts.CreateInsteadOfMerge)}
 	drv, err := driver.NewDriverWithContext(uri, driver.BasicAuth(user, password, ""))
 	if err != nil {
 		return nil, w.wrap("open", err)
@@ -39,7 +51,7 @@ func OpenReadOnly(ctx context.Context, uri, user, password string, opts Options)
 		_ = drv.Close(ctx)
 		return nil, w.wrap("open: verify connectivity to "+redactURI(uri), err)
 	}
-	return &ReadOnlyWriter{w}, nil
+	return w, nil
 }
 
 // Apply implements reference.GraphWriter by refusing.

@@ -141,28 +141,16 @@ func (s *State) Validate() []Problem {
 	docs := map[string]int{}
 	for i, d := range s.Documents {
 		p := idx("documents", i)
-		if strings.TrimSpace(d.ID) == "" {
-			add(p+".id", "required")
-			continue
+		if keyed(docs, i, p+".id", d.ID, "document %q is already listed at documents[%d]", add) {
+			s.validateDocument(d, p, add)
 		}
-		if j, dup := docs[d.ID]; dup {
-			add(p+".id", "document %q is already listed at documents[%d]", d.ID, j)
-		}
-		docs[d.ID] = i
-		s.validateDocument(d, p, add)
 	}
 	ops := map[string]int{}
 	for i, op := range s.Operations {
 		p := idx("operations", i)
-		if strings.TrimSpace(op.ID) == "" {
-			add(p+".id", "required")
-			continue
+		if keyed(ops, i, p+".id", op.ID, "operationId %q is already used by operations[%d] (operationIds are globally unique)", add) {
+			s.validateOperation(op, p, add)
 		}
-		if j, dup := ops[op.ID]; dup {
-			add(p+".id", "operationId %q is already used by operations[%d] (operationIds are globally unique)", op.ID, j)
-		}
-		ops[op.ID] = i
-		s.validateOperation(op, p, add)
 	}
 	for i, op := range s.Operations {
 		if op.SupersededBy != "" {
@@ -195,15 +183,7 @@ func (s *State) Validate() []Problem {
 	nodes := map[string]int{}
 	for i, n := range s.Graph.Nodes {
 		p := idx("graph.nodes", i)
-		if strings.TrimSpace(n.ID) == "" {
-			add(p+".id", "required")
-			continue
-		}
-		if j, dup := nodes[n.ID]; dup {
-			add(p+".id", "node %q is already listed at graph.nodes[%d]", n.ID, j)
-		}
-		nodes[n.ID] = i
-		if strings.TrimSpace(n.Label) == "" {
+		if keyed(nodes, i, p+".id", n.ID, "node %q is already listed at graph.nodes[%d]", add) && strings.TrimSpace(n.Label) == "" {
 			add(p+".label", "required")
 		}
 	}
@@ -226,7 +206,7 @@ func (s *State) Validate() []Problem {
 	return ps
 }
 
-func (s *State) validateDocument(d Document, p string, add func(string, string, ...any)) {
+func (s *State) validateDocument(d Document, p string, add adder) {
 	checkState := func(st reference.DocumentState, sp string) {
 		if st.Space != s.Space {
 			add(sp+".space", "space %q differs from the state's space %q", st.Space, s.Space)
@@ -256,7 +236,7 @@ func (s *State) validateDocument(d Document, p string, add func(string, string, 
 	}
 }
 
-func (s *State) validateOperation(op Operation, p string, add func(string, string, ...any)) {
+func (s *State) validateOperation(op Operation, p string, add adder) {
 	if strings.TrimSpace(op.Document) == "" {
 		add(p+".document", "required")
 	}
@@ -307,19 +287,14 @@ func (s *State) validateOperation(op Operation, p string, add func(string, strin
 	}
 }
 
-func (s *State) validateRegistry(add func(string, string, ...any)) {
+func (s *State) validateRegistry(add adder) {
 	owner := map[string]string{}
 	ids := map[string]int{}
 	for i, e := range s.Registry {
 		p := idx("registry", i)
-		if strings.TrimSpace(e.NodeID) == "" {
-			add(p+".nodeId", "required")
+		if !keyed(ids, i, p+".nodeId", e.NodeID, "node %q is already registered at registry[%d]", add) {
 			continue
 		}
-		if j, dup := ids[e.NodeID]; dup {
-			add(p+".nodeId", "node %q is already registered at registry[%d]", e.NodeID, j)
-		}
-		ids[e.NodeID] = i
 		if strings.TrimSpace(e.Type) == "" {
 			add(p+".type", "required")
 		}
@@ -341,6 +316,25 @@ func (s *State) validateRegistry(add func(string, string, ...any)) {
 			owner[k] = e.NodeID
 		}
 	}
+}
+
+// adder reports a problem at a field path.
+type adder func(path, format string, args ...any)
+
+// keyed checks the key of the i-th item of a list: required, and unique
+// (dup names the key and the index that has it first). It reports whether
+// the key is there.
+func keyed(seen map[string]int, i int, path, key, dup string, add adder) bool {
+	if strings.TrimSpace(key) == "" {
+		add(path, "required")
+		return false
+	}
+	if j, ok := seen[key]; ok {
+		add(path, dup, key, j)
+	} else {
+		seen[key] = i
+	}
+	return true
 }
 
 func stageNames() string {

@@ -47,6 +47,18 @@ func stuck(t *testing.T, st reference.Stores, space string, point faults.Point) 
 	}
 }
 
+// readStuck reads the whole space a stuck run left.
+func readStuck(t *testing.T) *initial.State {
+	t.Helper()
+	src := openSQLite(t, "src")
+	stuck(t, src, "prod", faults.BeforeGraphApplied)
+	s, _, err := initial.Read(context.Background(), src, "prod", initial.Filter{}, t0+1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func openSQLite(t *testing.T, name string) reference.Stores {
 	st, err := sqlite.OpenMemory(strings.ReplaceAll(t.Name(), "/", "_")+"-"+name, sqlite.Options{})
 	if err != nil {
@@ -101,12 +113,7 @@ func TestReadLoadReadIsIdentity(t *testing.T) {
 // refused (the operationIds exist).
 func TestLoadRenamesAndShifts(t *testing.T) {
 	ctx := context.Background()
-	src := openSQLite(t, "src")
-	stuck(t, src, "prod", faults.BeforeGraphApplied)
-	s, _, err := initial.Read(ctx, src, "prod", initial.Filter{}, t0+1000)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := readStuck(t)
 	dst := openSQLite(t, "dst")
 	shift := int64(500_000)
 	tg := initial.Target{Space: "run-7", OpID: func(id string) string { return "run-7/" + id }, Now: s.At + shift}
@@ -239,12 +246,7 @@ func TestReadFilters(t *testing.T) {
 // loads and checks like the original.
 func TestRedact(t *testing.T) {
 	ctx := context.Background()
-	src := openSQLite(t, "src")
-	stuck(t, src, "prod", faults.BeforeGraphApplied)
-	s, _, err := initial.Read(ctx, src, "prod", initial.Filter{}, t0+1000)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := readStuck(t)
 	r1, r2 := initial.Redact(s, "k"), initial.Redact(s, "k")
 	if !reflect.DeepEqual(r1, r2) {
 		t.Fatal("redaction is not deterministic")

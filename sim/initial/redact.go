@@ -37,12 +37,7 @@ func Redact(s *State, salt string) *State {
 	}
 	out.Registry = make([]Entity, len(s.Registry))
 	for i, e := range s.Registry {
-		e.CanonicalName = r.name(e.CanonicalName)
-		names := make([]string, len(e.Names))
-		for j, n := range e.Names {
-			names[j] = r.name(n)
-		}
-		e.Names, e.Properties = names, r.props(e.Properties)
+		e.CanonicalName, e.Names, e.Properties = r.name(e.CanonicalName), r.names(e.Names), r.props(e.Properties)
 		out.Registry[i] = e
 	}
 	out.Graph.Nodes = make([]reference.Node, len(s.Graph.Nodes))
@@ -72,6 +67,14 @@ func (r redactor) hash(kind, s string) string {
 // names and a plan's canonical names stay consistent.
 func (r redactor) name(s string) string { return "n-" + r.hash("name", reference.Normalize(s)) }
 
+func (r redactor) names(ns []string) []string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = r.name(n)
+	}
+	return out
+}
+
 func (r redactor) value(s string) string { return "v-" + r.hash("value", s) }
 
 func (r redactor) props(m map[string]string) map[string]string {
@@ -99,12 +102,7 @@ func (r redactor) plan(p reference.Plan) reference.Plan {
 	p.Mutation = m
 	regs := make([]reference.EntityRegistration, len(p.Registrations))
 	for i, reg := range p.Registrations {
-		reg.CanonicalName = r.name(reg.CanonicalName)
-		aliases := make([]string, len(reg.Aliases))
-		for j, a := range reg.Aliases {
-			aliases[j] = r.name(a)
-		}
-		reg.Aliases, reg.Properties = aliases, r.props(reg.Properties)
+		reg.CanonicalName, reg.Aliases, reg.Properties = r.name(reg.CanonicalName), r.names(reg.Aliases), r.props(reg.Properties)
 		regs[i] = reg
 	}
 	p.Registrations = regs
