@@ -191,6 +191,9 @@ type CaseResult struct {
 	Completed  int               `json:"completed"`
 	Took       time.Duration     `json:"took"`
 	Dir        string            `json:"dir"`
+	// Space is the space the run wrote in (its operationIds are scoped by
+	// OpID to it).
+	Space string `json:"space,omitempty"`
 	// Timeline is the case's history, for reports.
 	Timeline []Record `json:"timeline,omitempty"`
 }
@@ -224,6 +227,7 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 	// Every run of a case gets a fresh space: stores shared between cases
 	// (a server, or the in-process mode's one handle) keep earlier runs.
 	space := fmt.Sprintf("%s-%s-%d", r.cfg.Namespace, c.ID, r.runs.Add(1))
+	res.Space = space
 	env := CaseEnv{Dir: filepath.Join(dir, "data"), Namespace: space, Mutant: r.cfg.Mutant}
 	var cx caseExec
 	var err error
