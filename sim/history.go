@@ -268,7 +268,12 @@ func Trace(h History) []string {
 func opShape(s string) string {
 	for _, p := range []string{"ingest-", "retract-", "replan-"} {
 		if i := strings.Index(s, p); i >= 0 {
-			return s[:i] + p + "…"
+			head := s[:i]
+			// A space-scoped id (a loaded initial operation): drop the space.
+			if j := strings.LastIndexAny(head, " /"); j >= 0 && head[j] == '/' {
+				head = head[:strings.LastIndexByte(head[:j], ' ')+1]
+			}
+			return head + p + "…"
 		}
 	}
 	if i := strings.LastIndexByte(s, '/'); i >= 0 {
