@@ -28,7 +28,7 @@ func killedAt(t *testing.T, point faults.Point) *initial.State {
 		t.Fatal(err)
 	}
 	c := sim.Case{ID: "incident", System: faults.Ingestion, Steps: []sim.Step{{Worker: "fault", Actions: sim.StandardScript(),
-		Arms: map[faults.Point]string{point: "crash@1"}, ExpectHit: []faults.Point{point}}}}
+		Arms: faults.Arms{point: {Kind: faults.Crash, Hit: 1}}, ExpectHit: []faults.Point{point}}}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res := r.RunCase(ctx, c)

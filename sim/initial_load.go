@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crashmatrix/crashmatrix/properties/check"
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
 )
@@ -51,8 +51,7 @@ func (r *Runner) loadInitial(ctx context.Context, c Case, cx caseExec, env CaseE
 		return err
 	}
 	for op, n := range initialCalls(c.Initial, space) {
-		name := filepath.Join(dir, "calls", strings.NewReplacer("/", "_", "\x00", "_").Replace(op))
-		if err := os.WriteFile(name, []byte(strings.Repeat(".", n)), 0o644); err != nil {
+		if err := os.WriteFile(callLogFile(filepath.Join(dir, "calls"), op), []byte(strings.Repeat(".", n)), 0o644); err != nil {
 			return err
 		}
 	}
@@ -84,4 +83,10 @@ func observeInitial(c Case, space string, obs *check.Observed) {
 	for op, n := range initialCalls(c.Initial, space) {
 		obs.ModelCalls[op] += n
 	}
+}
+
+// callLogFile is the file of the case's model-call log (under dir) that
+// counts the calls for one operationId.
+func callLogFile(dir, op string) string {
+	return filepath.Join(dir, strings.NewReplacer("/", "_", "\x00", "_").Replace(op))
 }

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/crashmatrix/crashmatrix/properties/check"
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
