@@ -18,6 +18,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/initial"
 	"github.com/leanovate/gopter"
 )
 
@@ -195,6 +196,9 @@ type Options struct {
 	// Target, when set ("I2"), hunts for that invariant only: other
 	// violations are counted but not reported.
 	Target string
+	// Initial, when set, is the state every schedule starts from
+	// (ScheduleFrom).
+	Initial *initial.State
 }
 
 // Finding is a violation and its shrunk reproduction.
@@ -281,7 +285,7 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 				if !ok {
 					return
 				}
-				ch <- out{i, runner.RunCase(ctx, Schedule(o.Seed, i, o.Shape))}
+				ch <- out{i, runner.RunCase(ctx, o.schedule(i))}
 			}
 		}()
 	}
