@@ -34,7 +34,7 @@ func TestIncidentSnapshotReplaysAlikeOnSQLiteAndPostgres(t *testing.T) {
 	defer cancel()
 	// Generous: a worker that outlives its lease on a loaded machine is
 	// refused as a stale holder, and the incident would not happen.
-	const leaseTTL = 3 * time.Second
+	const leaseTTL = 10 * time.Second
 	runner := func(backend string) *sim.Runner {
 		r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, WorkDir: t.TempDir(), Seed: 1,
 			LeaseTTL: leaseTTL, Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}})
