@@ -169,3 +169,24 @@ initial:
 		})
 	}
 }
+
+// A model call for an operation loaded with a frozen plan is a call after
+// the freeze: the recall-model-on-resume mutant breaks I1 from the
+// incident's state, in both modes (the run's call log starts with the
+// loaded plans' extractionCall).
+func TestInitialStateCatchesAModelRecall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real worker processes")
+	}
+	s, err := Load("library/incident-stuck-graph-applied.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Bugs = []reference.Bug{reference.BugRecallModelOnResume}
+	for _, inProcess := range []bool{false, true} {
+		res := replay(t, s, inProcess)
+		if !slices.Contains(res.Broken(), "I1") {
+			t.Fatalf("in-process=%v: the mutant recalled the model for a loaded operation and I1 held (%s %v, notes %v)", inProcess, res.Verdict, res.Broken(), res.Notes)
+		}
+	}
+}
