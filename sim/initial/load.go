@@ -44,10 +44,10 @@ func Load(ctx context.Context, st reference.Stores, s *State, t Target) error {
 	if len(s.Graph.Nodes) > 0 {
 		m := reference.Mutation{OperationID: LoaderHolder}
 		for _, n := range s.Graph.Nodes {
-			m.UpsertNodes = append(m.UpsertNodes, reference.NodeUpsert{ID: n.ID, Label: n.Label, Properties: n.Properties})
+			m.UpsertNodes = append(m.UpsertNodes, reference.NodeUpsert(n))
 		}
 		for _, e := range s.Graph.Edges {
-			m.UpsertEdges = append(m.UpsertEdges, reference.EdgeUpsert{Key: e.Key, Properties: e.Properties})
+			m.UpsertEdges = append(m.UpsertEdges, reference.EdgeUpsert(e))
 		}
 		if err := st.Writer.Apply(ctx, t.Space, m); err != nil {
 			return fmt.Errorf("initial state: graph: %w", err)
