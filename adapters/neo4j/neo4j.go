@@ -26,7 +26,6 @@ package neo4j
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"strings"
 

@@ -10,26 +10,6 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
-// ListLeases returns every lease row of a space ordered by document: held,
-// expired, or released (no holder, the last token kept). It lets
-// `crashmatrix snapshot` put leases into a scenario's initial state
-// (initial.LeaseLister).
-func (p *Locks) ListLeases(ctx context.Context, space string) ([]reference.Lease, error) {
-	if blank(space) {
-		return nil, fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
-	}
-	var out []reference.Lease
-	err := p.d.each(ctx, func() { out = out[:0] }, func(r *sql.Rows) error {
-		l := reference.Lease{Space: space}
-		if err := r.Scan(&l.DocumentID, &l.Holder, &l.Token, &l.ExpiresAt); err != nil {
-			return err
-		}
-		out = append(out, l)
-		return nil
-	}, `SELECT document_id, holder, token, expires_at FROM leases WHERE space = ? ORDER BY document_id`, space)
-	return out, err
-}
-
 // OpenReadOnly opens an existing database file for reading only: the
 // connection is opened read-only (mode=ro) with query_only on, so SQLite
 // refuses every write, and nothing is created or migrated. The schema
@@ -60,5 +40,5 @@ func OpenReadOnly(path string) (reference.Stores, error) {
 		d.close()
 		return reference.Stores{}, fmt.Errorf("open %s read-only: schema version %d, this build reads %d (open it once read-write to migrate)", path, v.Int64, SchemaVersion)
 	}
-	return reference.Stores{Ops: &OperationStore{d}, States: &StateStore{d}, Registry: &Registry{d}, Writer: newWriter(d), Locks: &Locks{d}, Closer: &closer{d}}, nil
+	return d.stores(), nil
 }

@@ -35,7 +35,9 @@ func TestOpenReadOnlyReadsAndRefusesWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	leases, err := ro.Locks.(*Locks).ListLeases(ctx, "s")
+	leases, err := ro.Locks.(interface {
+		ListLeases(context.Context, string) ([]reference.Lease, error)
+	}).ListLeases(ctx, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
