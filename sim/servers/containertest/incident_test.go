@@ -3,6 +3,7 @@ package containertest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -53,18 +54,29 @@ func TestIncidentSnapshotReplaysAlikeOnSQLiteAndPostgres(t *testing.T) {
 		return st
 	}
 
+	warmUp(t, ctx)
 	// The incident: the second ingestion (d1) dies before its state commit.
-	src := runner("postgres").RunCase(ctx, sim.Case{ID: "incident-source", System: faults.Ingestion, Steps: []sim.Step{{
-		Worker: "fault", Actions: sim.StandardScript(), Arms: faults.Arms{faults.BeforeStateCommit: faults.On(faults.Crash, 2)},
-		ExpectHit: []faults.Point{faults.BeforeStateCommit}}}})
-	if len(src.Workers) != 1 || !strings.HasPrefix(src.Workers[0].Exit, "killed") {
+	// On a loaded machine the fault worker can outlive its lease before it
+	// gets there (refused as a stale holder, it stops): that run is not the
+	// incident, so it is made again (at most three times).
+	var src sim.CaseResult
+	for attempt := 1; ; attempt++ {
+		src = runner("postgres").RunCase(ctx, sim.Case{ID: "incident-source", System: faults.Ingestion, Steps: []sim.Step{{
+			Worker: "fault", Actions: sim.StandardScript(), Arms: faults.Arms{faults.BeforeStateCommit: faults.On(faults.Crash, 2)},
+			ExpectHit: []faults.Point{faults.BeforeStateCommit}}}})
+		if len(src.Workers) == 1 && strings.HasPrefix(src.Workers[0].Exit, "killed") {
+			break
+		}
 		var errs []string
 		for _, r := range src.Timeline {
 			if r.Err != "" {
 				errs = append(errs, r.Err)
 			}
 		}
-		t.Fatalf("the worker was not killed at %s: %+v %v; errors: %v", faults.BeforeStateCommit, src.Workers, src.Notes, errs)
+		if attempt == 3 || !slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, reference.ErrLeaseLost.Error()) }) {
+			t.Fatalf("the worker was not killed at %s: %+v %v; errors: %v", faults.BeforeStateCommit, src.Workers, src.Notes, errs)
+		}
+		t.Logf("attempt %d: the fault worker lost its lease before the window (%v); again", attempt, errs)
 	}
 	// Stuck "since the deploy": the dead worker's lease has expired when
 	// the snapshot is taken (so the replays need not wait for it).
@@ -175,4 +187,31 @@ func comparable(t *testing.T, s *initial.State) *initial.State {
 	}
 	out.Normalize()
 	return &out
+}
+
+// warmUp sends a first graph write and read through the backend, so that
+// a cold Neo4j's first queries do not make the fault worker outlive its
+// lease.
+func warmUp(t *testing.T, ctx context.Context) {
+	t.Helper()
+	b, err := servers.PostgresBackend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.Open(ctx, sim.CaseEnv{Dir: t.TempDir(), Namespace: "warm-up"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	space := fmt.Sprintf("warm-up-%d", time.Now().UnixNano())
+	m := reference.Mutation{OperationID: "warm-up", UpsertNodes: []reference.NodeUpsert{{ID: "a", Label: "X"}, {ID: "b", Label: "X"}},
+		UpsertEdges: []reference.EdgeUpsert{{Key: reference.EdgeKey{Source: "a", Type: "T", Target: "b"}}}}
+	for i := 0; i < 3; i++ {
+		if err := st.Writer.Apply(ctx, space, m); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Writer.ReadGraph(ctx, space); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
