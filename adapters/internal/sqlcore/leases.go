@@ -2,6 +2,8 @@ package sqlcore
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/crashmatrix/crashmatrix/reference"
 )
@@ -13,8 +15,8 @@ const listLeases = `SELECT document_id, holder, token, expires_at FROM {leases} 
 // `crashmatrix snapshot` put leases into a scenario's initial state
 // (initial.LeaseLister).
 func (p *Locks) ListLeases(ctx context.Context, space string) ([]reference.Lease, error) {
-	if err := reference.CheckKey(space, "-"); err != nil {
-		return nil, err
+	if strings.TrimSpace(space) == "" {
+		return nil, fmt.Errorf("%w: space is blank", reference.ErrInvalidArgument)
 	}
 	var out []reference.Lease
 	err := p.db.Query(ctx, "locks.listLeases", "space "+space, func() { out = out[:0] }, func(r Row) error {
