@@ -21,7 +21,7 @@ func (r *Runner) loadInitial(ctx context.Context, c Case, cx caseExec, env CaseE
 	if c.Initial.Empty() {
 		return nil
 	}
-	t := initial.Target{Space: space, OpID: func(id string) string { return OpID(space, id) }, Now: time.Now().UnixMilli()}
+	t := target(space, time.Now().UnixMilli())
 	if x, ok := cx.(*inprocCase); ok {
 		if x.shared == nil {
 			return fmt.Errorf("backend %s is volatile: each worker starts from empty stores, so no initial state can reach the steps", r.backend.Name)
@@ -70,9 +70,11 @@ func initialCalls(s *initial.State, space string) map[string]int {
 	return out
 }
 
-// observeInitial counts the model calls made before the run (the loaded
-// plans') in obs, so that I1 sees a call during the run for an operation
-// loaded with a frozen plan as a call after the freeze.
+// observeInitial puts what happened before the run into obs: the model
+// calls the loaded plans came from (so that I1 sees a call during the run
+// for a loaded operation as a call after its plan was frozen) and each
+// loaded operation as persisted with its fingerprint (so that I1 and I5
+// judge it like an operation the run persisted).
 func observeInitial(c Case, space string, obs *check.Observed) {
 	if c.Initial.Empty() {
 		return
@@ -83,6 +85,17 @@ func observeInitial(c Case, space string, obs *check.Observed) {
 	for op, n := range initialCalls(c.Initial, space) {
 		obs.ModelCalls[op] += n
 	}
+	if obs.Prepared == nil {
+		obs.Prepared = map[string][]string{}
+	}
+	for op, fp := range c.Initial.Fingerprints(target(space, 0)) {
+		obs.Prepared[op] = append(obs.Prepared[op], fp)
+	}
+}
+
+// target is where a case's initial state is loaded.
+func target(space string, now int64) initial.Target {
+	return initial.Target{Space: space, OpID: func(id string) string { return OpID(space, id) }, Now: now}
 }
 
 // callLogFile is the file of the case's model-call log (under dir) that

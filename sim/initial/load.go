@@ -208,7 +208,26 @@ func loadOperation(ctx context.Context, ops reference.OperationStore, r renamer,
 	return nil
 }
 
+// MaxLeaseToken bounds the fencing tokens Load reproduces: it reaches a
+// token by that many acquisitions.
+const MaxLeaseToken = 100_000
+
+// Fingerprints are the planFingerprints the state's operations have once
+// loaded into t (their plans renamed to t's space and operationIds), by
+// loaded operationId.
+func (s *State) Fingerprints(t Target) map[string]string {
+	r := renamer{from: s.Space, t: t}
+	out := make(map[string]string, len(s.Operations))
+	for _, op := range s.Operations {
+		out[r.op(op.ID)] = reference.Fingerprint(r.plan(op.Plan))
+	}
+	return out
+}
+
 func loadLease(ctx context.Context, locks reference.LockProvider, r renamer, l Lease) error {
+	if l.Token > MaxLeaseToken {
+		return fmt.Errorf("token %d: Load reaches a token by acquiring the lease that many times, at most %d", l.Token, MaxLeaseToken)
+	}
 	// The acquisition that hands out the stored token happens at `at`
 	// and lasts until the stored expiry; the fillers before it each hold
 	// the lease for a millisecond, long expired by then.
