@@ -1,57 +1,29 @@
 package sqlite
 
 import (
-	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/crashmatrix/crashmatrix/adapters/internal/storetest"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
-// OpenReadOnly reads what Open wrote, lists leases with their tokens
-// (released ones keep theirs), and refuses every write.
+// OpenReadOnly reads what Open wrote, lists leases, refuses every write
+// (SQLite: "readonly"), and does not open a missing file.
 func TestOpenReadOnlyReadsAndRefusesWrites(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "x.db")
 	st, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, ok, err := st.Locks.TryAcquire(ctx, "s", "d1", "h1", 1000, 10)
-	if err != nil || !ok {
-		t.Fatal(err)
-	}
-	if err := st.Locks.Release(ctx, l); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := st.Locks.TryAcquire(ctx, "s", "d2", "h2", 1000, 500); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-
-	ro, err := OpenReadOnly(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ro.Close()
-	leases, err := ro.Locks.(interface {
-		ListLeases(context.Context, string) ([]reference.Lease, error)
-	}).ListLeases(ctx, "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []reference.Lease{{Space: "s", DocumentID: "d1", Token: 1}, {Space: "s", DocumentID: "d2", Holder: "h2", Token: 1, ExpiresAt: 1500}}
-	if len(leases) != 2 || leases[0] != want[0] || leases[1] != want[1] {
-		t.Fatalf("leases %+v, want %+v", leases, want)
-	}
-	err = ro.States.RecordVersion(ctx, reference.DocumentState{Space: "s", DocumentID: "d", Revision: 1, OperationID: "o", Status: reference.DocActive})
-	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "readonly") {
-		t.Fatalf("a write through the read-only handle: %v", err)
-	}
-	if _, _, err := ro.Locks.TryAcquire(ctx, "s", "d3", "h3", 1000, 10); err == nil {
-		t.Fatal("a lease was taken through the read-only handle")
-	}
+	defer st.Close()
+	storetest.ReadOnly(t, st, func() reference.Stores {
+		ro, err := OpenReadOnly(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ro
+	}, "readonly")
 	if _, err := OpenReadOnly(filepath.Join(t.TempDir(), "none.db")); err == nil {
 		t.Fatal("a missing file opened")
 	}
