@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/sim/initial"
 )
 
 // Step is one worker process of a case.
@@ -51,6 +52,9 @@ type Case struct {
 	// Store marks a store-declared window's case (Point is the store's
 	// point name).
 	Store bool `json:"store,omitempty"`
+	// Initial, when set, is loaded into the case's space before the
+	// first step (a scenario's initial block).
+	Initial *initial.State `json:"initial,omitempty"`
 }
 
 // Label is the case's row x column in the matrix.
