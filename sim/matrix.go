@@ -24,6 +24,10 @@ type Report struct {
 	Counts   map[Verdict]int `json:"counts"`
 	Verdict  Verdict         `json:"verdict"`
 	ExitCode int             `json:"exitCode"`
+	// StoreWindows are the windows the store declared, as the probe run
+	// found them; Probed says a probe ran (so an empty list means none).
+	StoreWindows []StoreWindow `json:"storeWindows,omitempty"`
+	Probed       bool          `json:"probed,omitempty"`
 }
 
 // RunAll runs cases on parallel workers slots and reports each result as it

@@ -122,6 +122,9 @@ type Runner struct {
 	all     []*sharedStores
 	opened  int
 	runs    atomic.Int64
+	// killBase is the shortest fault-free span a random kill's worker was
+	// seen to take (nanoseconds; 0: none yet), see rescaleKills.
+	killBase atomic.Int64
 }
 
 // NewRunner resolves the backend and fills in defaults.
@@ -192,6 +195,9 @@ type CaseResult struct {
 	Completed  int               `json:"completed"`
 	Took       time.Duration     `json:"took"`
 	Dir        string            `json:"dir"`
+	// Space is the space the run wrote in (its operationIds are scoped by
+	// OpID to it).
+	Space string `json:"space,omitempty"`
 	// Timeline is the case's history, for reports.
 	Timeline []history.Record `json:"timeline,omitempty"`
 }
@@ -230,6 +236,7 @@ func (cr CaseResult) WhyNotExercised() string {
 func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 	start := time.Now()
 	dir := filepath.Join(r.cfg.WorkDir, c.ID)
+	c = r.rescaleKills(c)
 	res := CaseResult{Case: c, Hits: map[string]int{}, Dir: dir}
 	fail := func(v Verdict, note string) CaseResult {
 		res.Verdict = v
@@ -240,6 +247,7 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 	// Every run of a case gets a fresh space: stores shared between cases
 	// (a server, or the in-process mode's one handle) keep earlier runs.
 	space := fmt.Sprintf("%s-%s-%d", r.cfg.Namespace, c.ID, r.runs.Add(1))
+	res.Space = space
 	env := CaseEnv{Dir: filepath.Join(dir, "data"), Namespace: space, Mutant: r.cfg.Mutant}
 	var cx caseExec
 	var err error
@@ -253,6 +261,9 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 		return fail(Undecided, err.Error())
 	}
 	defer cx.close()
+	if err := r.loadInitial(ctx, c, cx, env, space, dir); err != nil {
+		return fail(Undecided, "initial state: "+err.Error())
+	}
 	var paused []runningWorker
 	releasePaused := func() {
 		for _, w := range paused {
@@ -287,6 +298,13 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 			LeaseTTLMillis: r.cfg.LeaseTTL.Milliseconds(), ClaimTTLMillis: r.cfg.ClaimTTL.Milliseconds(),
 			BatchSize: r.cfg.BatchSize, Seed: r.cfg.Seed, ContinueOnError: st.ContinueOnError,
 			Background: st.Background}
+		if st.Kill != nil {
+			spec.KillAfterMicros = max(st.Kill.Offset.Microseconds(), 1)
+			if st.Kill.After != "" {
+				spec.KillAfterMicros = 0
+				spec.KillAnchor, spec.KillAnchorIndex, spec.KillDeltaMicros = st.Kill.After, st.Kill.AfterIndex, st.Kill.Delta.Microseconds()
+			}
+		}
 		if st.Background {
 			spec.ReleaseFile = filepath.Join(dir, fmt.Sprintf("release-%d", i))
 		}
@@ -347,6 +365,12 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 			}
 		}
 	}
+	r.learnKillBase(c, h)
+	res.Case = anchorKills(res.Case, h)
+	if notes, ok := killNotes(c, h); len(notes) > 0 {
+		res.Notes = append(res.Notes, notes...)
+		exercised = exercised && ok
+	}
 	for _, w := range res.Workers {
 		if w.Exit == "timeout" || strings.HasPrefix(w.Exit, "error") {
 			return fail(Undecided, fmt.Sprintf("worker %s: %s", w.Worker, w.Exit))
@@ -357,6 +381,7 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 	if err != nil {
 		return fail(Undecided, "snapshot: "+err.Error())
 	}
+	observeInitial(c, space, &obs)
 	res.Violations = check.Check(snap, obs)
 	for _, op := range snap.Ops {
 		if op.Stage == reference.Completed {
