@@ -43,6 +43,9 @@ type Case struct {
 	Class       string `json:"class,omitempty"`
 	Description string `json:"description"`
 	Steps       []Step `json:"steps"`
+	// TTLMillis is the lease TTL the case's pause lengths were computed
+	// for (0: they are absolute); ForTTL rescales them to another TTL.
+	TTLMillis int64 `json:"ttlMillis,omitempty"`
 }
 
 // Label is the case's row x column in the matrix.
@@ -112,7 +115,7 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 	if k == faults.Recrash {
 		arm = "crash@1"
 	}
-	c := Case{ID: caseID(string(p), string(k)), System: spec.System, Point: p, Kind: k,
+	c := Case{ID: caseID(string(p), string(k)), System: spec.System, Point: p, Kind: k, TTLMillis: leaseTTLMillis,
 		Description: fmt.Sprintf("%s at %q (%s); recovery must: %s", k, spec.Step, spec.Window, spec.Recovery)}
 	fault := Step{Worker: "fault", Arms: map[faults.Point]string{}, ExpectHit: []faults.Point{p}}
 	var recovery []Step
@@ -177,7 +180,7 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 func ClassCases(leaseTTLMillis int64) []Case {
 	long := fmt.Sprintf("pause:%d@1", 2*leaseTTLMillis+100)
 	short := fmt.Sprintf("pause:%d@1", leaseTTLMillis/2)
-	return []Case{
+	cases := []Case{
 		{ID: "class-duplicate-delivery", System: faults.Ingestion, Class: "duplicate-delivery",
 			Description: "one operationId delivered three times: after a crash mid-write, two workers resubmit it at once (the first stalls mid-resume past its lease while the second takes over)",
 			Steps: []Step{
@@ -217,6 +220,10 @@ func ClassCases(leaseTTLMillis int64) []Case {
 				quiesceStep(faults.Ingestion, "fault"),
 			}},
 	}
+	for i := range cases {
+		cases[i].TTLMillis = leaseTTLMillis
+	}
+	return cases
 }
 
 // Matrix returns every window x applicable kind, then the case classes.

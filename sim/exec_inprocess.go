@@ -180,7 +180,7 @@ type inprocWorker struct {
 	res    *WorkerResult
 }
 
-func (x *inprocCase) start(ctx context.Context, spec WorkerSpec) (runningWorker, error) {
+func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration) (runningWorker, error) {
 	x.pid++
 	w := &inprocWorker{spec: spec, hist: x.hist, parked: make(chan struct{}, 1), done: make(chan WorkerResult, 1), relCh: make(chan struct{})}
 	hw := x.hist.Writer(spec.Worker, spec.Phase)

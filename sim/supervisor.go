@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -109,6 +110,12 @@ type Config struct {
 	// InProcessFiles keeps an embedded backend's data in files in the
 	// in-process mode too (by default it lives in memory there).
 	InProcessFiles bool
+	// Adaptive lets a process-mode run derive its timings from what it
+	// measures: RunAll calibrates step latency before the cases (LeaseTTL
+	// is then a floor), raises the TTL when a case's steps come close to
+	// it, and retries a case not exercised for lack of time with a longer
+	// TTL. Off, LeaseTTL is used as given.
+	Adaptive bool
 }
 
 // Runner runs cases with real worker processes.
@@ -121,6 +128,10 @@ type Runner struct {
 	all     []*sharedStores
 	opened  int
 	runs    atomic.Int64
+	// timing is the live timing (see Timing); claimFixed says the
+	// caller set ClaimTTL, which then scales with the lease TTL.
+	timing     adaptive
+	claimFixed bool
 }
 
 // NewRunner resolves the backend and fills in defaults.
@@ -140,7 +151,8 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = 250 * time.Millisecond
 	}
-	if cfg.ClaimTTL <= 0 {
+	claimFixed := cfg.ClaimTTL > 0
+	if !claimFixed {
 		cfg.ClaimTTL = cfg.LeaseTTL + 50*time.Millisecond
 	}
 	if cfg.BatchSize <= 0 {
@@ -152,7 +164,16 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Namespace == "" {
 		cfg.Namespace = fmt.Sprintf("r%x", time.Now().UnixNano()&0xffffffff)
 	}
-	return &Runner{cfg: cfg, backend: b}, nil
+	r := &Runner{cfg: cfg, backend: b, claimFixed: claimFixed}
+	src := "fixed"
+	switch {
+	case cfg.InProcess:
+		src = "simulated"
+	case cfg.Adaptive:
+		src = "default"
+	}
+	r.timing.t = Timing{LeaseTTL: cfg.LeaseTTL, ClaimTTL: cfg.ClaimTTL, ProcessTimeout: cfg.ProcessTimeout, Source: src}
+	return r, nil
 }
 
 // Backend returns the resolved backend.
@@ -191,6 +212,13 @@ type CaseResult struct {
 	Completed  int               `json:"completed"`
 	Took       time.Duration     `json:"took"`
 	Dir        string            `json:"dir"`
+	// LeaseTTL is the lease TTL the case ran with (its last attempt's).
+	LeaseTTL time.Duration `json:"leaseTtl,omitempty"`
+	// NotExercised says why, when the verdict is NotExercised.
+	NotExercised *NotExercisedReason `json:"notExercised,omitempty"`
+	// Attempts are the earlier runs of a case retried because it was not
+	// exercised, oldest first.
+	Attempts []Attempt `json:"attempts,omitempty"`
 	// Timeline is the case's history, for reports.
 	Timeline []Record `json:"timeline,omitempty"`
 }
@@ -210,11 +238,17 @@ func (cr CaseResult) Broken() []string {
 }
 
 // RunCase runs one case: its workers in order (processes, or goroutines in
-// the in-process mode), then the checks.
+// the in-process mode), then the checks, with the runner's current timing
+// (pause lengths rescaled to its lease TTL).
 func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
+	tm := r.Timing()
+	return r.runCase(ctx, c.ForTTL(tm.LeaseTTL), tm)
+}
+
+func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	start := time.Now()
 	dir := filepath.Join(r.cfg.WorkDir, c.ID)
-	res := CaseResult{Case: c, Hits: map[string]int{}, Dir: dir}
+	res := CaseResult{Case: c, Hits: map[string]int{}, Dir: dir, LeaseTTL: tm.LeaseTTL}
 	fail := func(v Verdict, note string) CaseResult {
 		res.Verdict = v
 		res.Notes = append(res.Notes, note)
@@ -268,13 +302,13 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 		}
 		spec := WorkerSpec{Case: c.ID, Worker: st.Worker, Phase: i, Space: space, Backend: r.cfg.Backend, Env: env,
 			History: filepath.Join(dir, "history.jsonl"), CallDir: filepath.Join(dir, "calls"), Actions: acts, Arms: st.Arms, Bugs: r.cfg.Bugs,
-			LeaseTTLMillis: r.cfg.LeaseTTL.Milliseconds(), ClaimTTLMillis: r.cfg.ClaimTTL.Milliseconds(),
+			LeaseTTLMillis: tm.LeaseTTL.Milliseconds(), ClaimTTLMillis: tm.ClaimTTL.Milliseconds(),
 			BatchSize: r.cfg.BatchSize, Seed: r.cfg.Seed, ContinueOnError: st.ContinueOnError,
 			Background: st.Background}
 		if st.Background {
 			spec.ReleaseFile = filepath.Join(dir, fmt.Sprintf("release-%d", i))
 		}
-		w, err := cx.start(ctx, spec)
+		w, err := cx.start(ctx, spec, tm.ProcessTimeout)
 		if err != nil {
 			return fail(Undecided, fmt.Sprintf("start worker %s: %v", st.Worker, err))
 		}
@@ -283,7 +317,7 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 			// dead) or exits; a paused worker resumes when the next
 			// foreground worker is done, so the interleaving is the same
 			// on every run.
-			w.waitHitOrExit(ctx, r.cfg.ProcessTimeout)
+			w.waitHitOrExit(ctx, tm.ProcessTimeout)
 			paused = append(paused, w)
 			continue
 		}
@@ -304,7 +338,7 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 			}
 		}
 		if w.Exit == "timeout" {
-			res.Notes = append(res.Notes, fmt.Sprintf("worker %s (pid %d) hung and was killed after %s", w.Worker, w.PID, r.cfg.ProcessTimeout))
+			res.Notes = append(res.Notes, fmt.Sprintf("worker %s (pid %d) hung and was killed after %s", w.Worker, w.PID, tm.ProcessTimeout))
 		}
 	}
 	for _, rec := range h {
@@ -314,24 +348,28 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 	}
 	// Was every expected fault exercised, and did each armed crash end its
 	// worker by the kill?
-	exercised := true
-	for _, st := range c.Steps {
+	var miss *NotExercisedReason
+	for i, st := range c.Steps {
 		for _, p := range st.ExpectHit {
 			if !hitBy(h, st.Worker, p) {
-				exercised = false
-				res.Notes = append(res.Notes, fmt.Sprintf("failpoint %s never fired in worker %s", p, st.Worker))
+				why := whyNotHit(h, i, st, p, findWorker(res.Workers, st.Worker), tm)
+				res.Notes = append(res.Notes, fmt.Sprintf("failpoint %s never fired in worker %s: %s", p, st.Worker, why.Detail))
+				miss = cmp.Or(miss, &why)
 			}
 		}
 		for p, a := range st.Arms {
 			act, _ := faults.ParseAction(a)
 			if (act.Kind == faults.Crash || act.Kind == faults.Unknown || act.Kind == faults.Recrash) && hitBy(h, st.Worker, p) {
 				if wr := findWorker(res.Workers, st.Worker); wr != nil && !strings.HasPrefix(wr.Exit, "killed") {
-					res.Notes = append(res.Notes, fmt.Sprintf("worker %s hit %s (%s) but exited %q instead of dying by SIGKILL", st.Worker, p, a, wr.Exit))
-					exercised = false
+					note := fmt.Sprintf("worker %s hit %s (%s) but exited %q instead of dying by SIGKILL", st.Worker, p, a, wr.Exit)
+					res.Notes = append(res.Notes, note)
+					miss = cmp.Or(miss, &NotExercisedReason{Cause: CauseNotKilled, Detail: note,
+						Advice: "the crash did not end the worker: check the worker's Crash function (it must not return) and that nothing catches the kill"})
 				}
 			}
 		}
 	}
+	exercised := miss == nil
 	for _, w := range res.Workers {
 		if w.Exit == "timeout" || strings.HasPrefix(w.Exit, "error") {
 			return fail(Undecided, fmt.Sprintf("worker %s: %s", w.Worker, w.Exit))
@@ -359,9 +397,11 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 		res.Verdict = Fail
 	case !exercised:
 		res.Verdict = NotExercised
+		res.NotExercised = miss
 	case res.Completed == 0:
 		res.Verdict = NotExercised
 		res.Notes = append(res.Notes, "too little happened: no operation reached COMPLETED after recovery")
+		res.NotExercised = nothingCompleted(h, tm)
 	default:
 		res.Verdict = Pass
 	}

@@ -43,6 +43,7 @@ func benchCmd() *cobra.Command {
 			}
 			defer cleanup()
 			fmt.Fprintf(out, "crashmatrix bench: backend %s, %d cores, %s/%s, case data in %s\n", name, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, benchDir)
+			adaptive := leaseTTL <= 0
 			leaseTTL = defaultLeaseTTL(leaseTTL, backend)
 			if name == "containers" {
 				fmt.Fprintf(out, "containers: PostgreSQL answered its first query %s after Run, Neo4j %s after Run\n",
@@ -54,7 +55,7 @@ func benchCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work, LeaseTTL: leaseTTL, Seed: int64(i + 1)})
+				r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work, LeaseTTL: leaseTTL, Seed: int64(i + 1), Adaptive: adaptive})
 				if err != nil {
 					return err
 				}
@@ -67,7 +68,7 @@ func benchCmd() *cobra.Command {
 				}
 				os.RemoveAll(work)
 				walls = append(walls, rep.Took)
-				fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %s\n", i+1, len(cases), rep.Took.Round(time.Millisecond))
+				fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %s; %s\n", i+1, len(cases), rep.Took.Round(time.Millisecond), rep.Timing)
 			}
 			if len(walls) == 0 {
 				return fmt.Errorf("--rounds must be at least 1")

@@ -56,7 +56,7 @@ Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undeci
 	fl.StringVar(&f.html, "html", "", "write the self-contained HTML report here")
 	fl.IntVar(&f.parallel, "parallel", 12, "cases run at once")
 	fl.Int64Var(&f.seed, "seed", 1, "seed for retry jitter")
-	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "document lease TTL in workers; a killed worker blocks its document this long (default 250ms embedded, 600ms on servers)")
+	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "fix the document lease TTL in workers (a killed worker blocks its document this long); by default it adapts: at least 250ms embedded, 600ms on servers, raised to what a calibration of step latency before the matrix, and the cases themselves, measure")
 	fl.BoolVar(&f.keep, "keep", false, "keep the workdir even when certified")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	f.server.register(fl)
@@ -109,6 +109,10 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		return err
 	}
 	defer cleanup()
+	// Without --lease-ttl the timings adapt: the default is a floor, raised
+	// to what a calibration before the matrix and the cases themselves
+	// measure on this machine now.
+	adaptive := f.leaseTTL <= 0
 	f.leaseTTL = defaultLeaseTTL(f.leaseTTL, backend)
 	workdir, tmp := f.workdir, false
 	if workdir == "" {
@@ -118,7 +122,8 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		tmp = true
 	}
 	runner, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
-		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess, InProcessFiles: f.inProcessFiles})
+		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess, InProcessFiles: f.inProcessFiles,
+		Adaptive: adaptive})
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 		return exitError{2}
@@ -142,6 +147,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		pb.Wait()
 	}
 	sim.WriteMatrix(out, rep)
+	fmt.Fprintln(out, rep.Timing)
 	for _, w := range []struct {
 		path  string
 		write func(io.Writer, sim.Report) error

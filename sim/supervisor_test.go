@@ -1,0 +1,330 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// The test binary is also the worker (and, for one test, a supervisor):
+// the runner re-executes it with the worker's spec in the environment.
+const supervisorDirEnv = "CRASHMATRIX_TEST_SUPERVISOR_DIR"
+
+func TestMain(m *testing.M) {
+	RegisterBackend(dieInGraphWrite, func(BackendSpec) (Backend, error) { return dyingBackend(), nil })
+	RegisterBackend(spawnsChild, func(BackendSpec) (Backend, error) { return childBackend(), nil })
+	if path := os.Getenv(WorkerSpecEnv); path != "" {
+		os.Exit(testWorker(path))
+	}
+	if dir := os.Getenv(supervisorDirEnv); dir != "" {
+		os.Exit(testSupervisor(dir))
+	}
+	os.Exit(m.Run())
+}
+
+func testWorker(path string) int {
+	spec, err := ReadWorkerSpec(path)
+	if err == nil {
+		var b Backend
+		if b, err = ResolveBackend(spec.Backend); err == nil {
+			err = RunWorker(context.Background(), spec, b, ProcessWorkerOptions())
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 3
+	}
+	return 0
+}
+
+// Test backends: the embedded default, with a twist in worker processes.
+const (
+	dieInGraphWrite = "sqlite-dies-in-graph-write"
+	spawnsChild     = "sqlite-spawns-child"
+)
+
+// workerName is the name of the worker this process runs, or "" in the
+// supervisor.
+func workerName() string {
+	path := os.Getenv(WorkerSpecEnv)
+	if path == "" {
+		return ""
+	}
+	spec, err := ReadWorkerSpec(path)
+	if err != nil {
+		return ""
+	}
+	return spec.Worker
+}
+
+// dyingWriter kills its process (SIGKILL, as the OOM killer or a node
+// failure would) on its first write: the worker dies between two
+// failpoints, before it can report any hit after the graph write.
+type dyingWriter struct{ reference.GraphWriter }
+
+func (dyingWriter) Apply(context.Context, string, reference.Mutation) error {
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
+}
+
+// faultWorkerBackend is the embedded default under another name, with
+// twist applied to the stores the "fault" worker process opens.
+func faultWorkerBackend(name string, twist func(env CaseEnv, st *reference.Stores) error) Backend {
+	b := SQLiteBackend()
+	b.Name = name
+	open := b.Open
+	b.Open = func(ctx context.Context, env CaseEnv) (reference.Stores, error) {
+		st, err := open(ctx, env)
+		if err == nil && workerName() == "fault" {
+			err = twist(env, &st)
+		}
+		return st, err
+	}
+	return b
+}
+
+func dyingBackend() Backend {
+	return faultWorkerBackend(dieInGraphWrite, func(_ CaseEnv, st *reference.Stores) error {
+		st.Writer = dyingWriter{st.Writer}
+		return nil
+	})
+}
+
+// childBackend starts a grandchild (sleep) in the fault worker's process
+// group and writes its pid next to the case's data: killing the worker
+// alone would leave it running.
+func childBackend() Backend {
+	return faultWorkerBackend(spawnsChild, func(env CaseEnv, _ *reference.Stores) error {
+		cmd := exec.Command("sleep", "600")
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(env.Dir, "child.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
+	})
+}
+
+func processRunner(t *testing.T, backend string, mod func(*Config)) *Runner {
+	t.Helper()
+	cfg := Config{Backend: BackendSpec{Name: backend}, WorkDir: t.TempDir(), Seed: 1,
+		Launcher: ReexecLauncher{Binary: os.Args[0], Test: "^$"}}
+	if mod != nil {
+		mod(&cfg)
+	}
+	r, err := NewRunner(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// alive says whether pid is a process that has not ended (a zombie has).
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z' && s[i+2] != 'X'
+	}
+	return true
+}
+
+func waitGone(t *testing.T, what string, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) still running", what, pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the worker did not start its child: %v", err)
+	}
+	pid, err := strconv.Atoi(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// hangCase is a case whose only worker stalls for ten minutes at its first
+// graph write (a foreground pause just sleeps).
+func hangCase() Case {
+	return Case{ID: "hang", System: faults.Ingestion, Class: "hang",
+		Steps: []Step{{Worker: "fault", Actions: StandardScript(), ExpectHit: []faults.Point{faults.BeforeGraphWrite},
+			Arms: map[faults.Point]string{faults.BeforeGraphWrite: "pause:600000@1"}}}}
+}
+
+// A worker that hangs is killed at its deadline, with its whole process
+// group (a grandchild it started dies too), and the case is undecided,
+// never a pass.
+func TestDeadlineKillsHungWorkerAndItsGroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes")
+	}
+	r := processRunner(t, spawnsChild, func(c *Config) { c.ProcessTimeout = 2 * time.Second })
+	start := time.Now()
+	res := r.RunCase(context.Background(), hangCase())
+	took := time.Since(start)
+	if res.Verdict != Undecided {
+		t.Fatalf("verdict %s, want %s (notes %v)", res.Verdict, Undecided, res.Notes)
+	}
+	if len(res.Workers) != 1 || res.Workers[0].Exit != "timeout" {
+		t.Fatalf("workers %+v, want one that timed out", res.Workers)
+	}
+	if !strings.Contains(strings.Join(res.Notes, "; "), "hung and was killed after 2s") {
+		t.Fatalf("notes %v do not say the worker hung", res.Notes)
+	}
+	if took > 20*time.Second {
+		t.Fatalf("the case took %s: the 2s deadline did not act", took)
+	}
+	if alive(res.Workers[0].PID) {
+		t.Fatalf("worker %d still running", res.Workers[0].PID)
+	}
+	waitGone(t, "the hung worker's grandchild", readPID(t, filepath.Join(res.Dir, "data", "child.pid")))
+}
+
+// A worker that dies before it reports its hit leaves the case not
+// exercised, whatever the checks say: never a pass. Retries do not change
+// that, and the reason says the point was not reached.
+func TestWorkerDyingBeforeItsHitIsNotExercised(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes")
+	}
+	r := processRunner(t, dieInGraphWrite, nil)
+	c, _ := WindowCase(faults.BeforeGraphApplied, faults.Crash, 250)
+	rep := r.RunAll(context.Background(), []Case{c}, 1, nil)
+	res := rep.Results[0]
+	if res.Verdict != NotExercised {
+		t.Fatalf("verdict %s, want %s (notes %v, violations %v)", res.Verdict, NotExercised, res.Notes, res.Violations)
+	}
+	if rep.ExitCode != 1 || rep.Verdict == Pass {
+		t.Fatalf("run verdict %s exit %d, want a failing run", rep.Verdict, rep.ExitCode)
+	}
+	if res.NotExercised == nil || res.NotExercised.Cause != CauseUnreachable || !strings.Contains(res.NotExercised.Detail, "killed") {
+		t.Fatalf("reason %+v, want unreachable: the worker was killed before the hit", res.NotExercised)
+	}
+	if len(res.Attempts) != maxAttempts-1 {
+		t.Fatalf("%d earlier attempts, want %d", len(res.Attempts), maxAttempts-1)
+	}
+	if res.Hits[string(faults.BeforeGraphApplied)] != 0 {
+		t.Fatalf("hits %v", res.Hits)
+	}
+}
+
+// Cancelling a run (Ctrl-C) kills every worker process group at once: no
+// worker and no grandchild outlives the run.
+func TestCancelKillsEveryWorkerGroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes")
+	}
+	r := processRunner(t, spawnsChild, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan CaseResult)
+	go func() { done <- r.RunCase(ctx, hangCase()) }()
+	// Wait for the hang.
+	hist := filepath.Join(r.Config().WorkDir, "hang", "history.jsonl")
+	waitFor(t, func() bool { h, _ := ReadHistory(hist); return len(h.Hits()) > 0 })
+	h, _ := ReadHistory(hist)
+	workerPID := h[0].PID
+	childPID := readPID(t, filepath.Join(r.Config().WorkDir, "hang", "data", "child.pid"))
+	cancel()
+	res := <-done
+	if res.Verdict != Undecided {
+		t.Fatalf("verdict %s after cancel, want undecided", res.Verdict)
+	}
+	waitGone(t, "worker", workerPID)
+	waitGone(t, "grandchild", childPID)
+}
+
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// testSupervisor is the supervisor process TestHistorySurvivesSupervisorCrash
+// kills: it runs the hanging case in dir.
+func testSupervisor(dir string) int {
+	r, err := NewRunner(Config{Backend: BackendSpec{Name: spawnsChild}, WorkDir: dir, Seed: 1,
+		Launcher: ReexecLauncher{Binary: os.Args[0], Test: "^$"}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	r.RunCase(context.Background(), hangCase())
+	return 0
+}
+
+// The history is the workers' own appends to a file: a supervisor killed
+// mid-case loses the case's verdict and its report, nothing the workers
+// recorded. Its worker dies with it (the parent-death signal), and the
+// grandchild in the worker's group is left to the next run's clean-up:
+// this test documents that.
+func TestHistorySurvivesSupervisorCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes")
+	}
+	dir := t.TempDir()
+	sup := exec.Command(os.Args[0], "-test.run=^$")
+	sup.Env = append(os.Environ(), supervisorDirEnv+"="+dir)
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	hist := filepath.Join(dir, "hang", "history.jsonl")
+	waitFor(t, func() bool { h, _ := ReadHistory(hist); return len(h.Hits()) > 0 })
+	before, err := os.ReadFile(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = sup.Process.Kill()
+	_ = sup.Wait()
+	h, err := ReadHistory(hist)
+	if err != nil {
+		t.Fatalf("history after the supervisor's crash: %v", err)
+	}
+	after, _ := os.ReadFile(hist)
+	if !strings.HasPrefix(string(after), string(before)) {
+		t.Fatal("the history lost records when the supervisor died")
+	}
+	var kinds []string
+	for _, r := range h {
+		kinds = append(kinds, r.Type)
+	}
+	if len(h) < 3 || h[0].Type != "start" || h[len(h)-1].Type != "hit" || len(h.Events()) == 0 {
+		t.Fatalf("history %v: want start, the worker's events, its hit", kinds)
+	}
+	waitGone(t, "worker after its supervisor died", h[0].PID)
+	child := readPID(t, filepath.Join(dir, "hang", "data", "child.pid"))
+	if alive(child) {
+		// Documented loss: a grandchild outlives a killed supervisor.
+		_ = syscall.Kill(child, syscall.SIGKILL)
+	}
+}
