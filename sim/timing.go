@@ -86,7 +86,7 @@ func (t Timing) String() string {
 // the 99th percentile.
 const (
 	ttlPerMaxStep = 3
-	ttlPerP99Step = 6
+	ttlPerP99Step = 4
 	// maxTTLScale caps how far the TTL may rise above the configured
 	// base: past it the machine is too slow to certify anything useful.
 	maxTTLScale = 40
@@ -193,15 +193,20 @@ func (a *adaptive) raise(after string, ttl time.Duration, why string, fixedClaim
 func (r *Runner) Timing() Timing { return r.timing.get() }
 
 // Calibrate measures step latency on the backend with parallel fault-free
-// workers at once and derives the timings from it (never below the
-// configured lease TTL). It fails when the backend cannot run even a
-// fault-free case: a certification run would then only report
-// "undecided" 88 times.
+// workers at once and, in an adaptive run, derives the timings from it
+// (never below the configured lease TTL); a run with fixed timings only
+// probes with one worker and reports what it measured. It fails when the
+// backend cannot run even a fault-free case (a server that does not
+// answer, say): a certification run would then only report "undecided"
+// for every case.
 func (r *Runner) Calibrate(ctx context.Context, parallel int) (Timing, error) {
-	if r.cfg.InProcess || !r.cfg.Adaptive {
+	if r.cfg.InProcess {
 		return r.Timing(), nil
 	}
 	parallel = max(parallel, 1)
+	if !r.cfg.Adaptive {
+		parallel = 1
+	}
 	start := time.Now()
 	results := make([]CaseResult, parallel)
 	var wg sync.WaitGroup
@@ -223,8 +228,10 @@ func (r *Runner) Calibrate(ctx context.Context, parallel int) (Timing, error) {
 	med, p99, mx := latencyStats(lat)
 	cal := &Calibration{Workers: parallel, Steps: len(lat), Median: med, P99: p99, Max: mx, Took: time.Since(start)}
 	r.timing.mu.Lock()
-	r.timing.t = r.timing.t.withTTL(ttlFor(r.cfg.LeaseTTL, p99, mx), r.claimFixed)
-	r.timing.t.Source = "calibrated"
+	if r.cfg.Adaptive {
+		r.timing.t = r.timing.t.withTTL(ttlFor(r.cfg.LeaseTTL, p99, mx), r.claimFixed)
+		r.timing.t.Source = "calibrated"
+	}
 	r.timing.t.Calibration = cal
 	t := r.timing.t
 	r.timing.mu.Unlock()

@@ -52,7 +52,7 @@ func TestTTLForFollowsStepLatency(t *testing.T) {
 		p99, max, want time.Duration
 	}{
 		{5 * time.Millisecond, 30 * time.Millisecond, 250 * time.Millisecond},
-		{60 * time.Millisecond, 70 * time.Millisecond, 400 * time.Millisecond},  // 6 x p99 = 360 -> 400
+		{80 * time.Millisecond, 70 * time.Millisecond, 350 * time.Millisecond},  // 4 x p99 = 320 -> 350
 		{60 * time.Millisecond, 210 * time.Millisecond, 650 * time.Millisecond}, // 3 x max = 630 -> 650
 		{time.Second, 20 * time.Second, 40 * base},                              // capped
 	} {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,6 +74,18 @@ func bugNames() string {
 	return strings.Join(s, ", ")
 }
 
+// parseBugs checks --bug values against the service mutants.
+func parseBugs(names []string) ([]reference.Bug, error) {
+	var bugs []reference.Bug
+	for _, b := range names {
+		if !slices.Contains(reference.Bugs, reference.Bug(b)) {
+			return nil, fmt.Errorf("--bug %q: unknown (known: %s)", b, bugNames())
+		}
+		bugs = append(bugs, reference.Bug(b))
+	}
+	return bugs, nil
+}
+
 func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	out := cmd.OutOrStdout()
 	var points []faults.Point
@@ -91,18 +104,9 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		}
 		kinds = append(kinds, kk)
 	}
-	var bugs []reference.Bug
-	for _, b := range f.bugs {
-		ok := false
-		for _, x := range reference.Bugs {
-			if string(x) == b {
-				ok = true
-			}
-		}
-		if !ok {
-			return fmt.Errorf("--bug %q: unknown (known: %s)", b, bugNames())
-		}
-		bugs = append(bugs, reference.Bug(b))
+	bugs, err := parseBugs(f.bugs)
+	if err != nil {
+		return err
 	}
 	backend, self, cleanup, err := f.server.setUp(cmd, f.backend)
 	if err != nil {
@@ -160,8 +164,15 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		}
 		fmt.Fprintf(out, "wrote %s\n", w.path)
 	}
-	if tmp && rep.ExitCode == 0 && !f.keep {
+	interrupted := cmd.Context().Err() != nil
+	if tmp && !f.keep && (rep.ExitCode == 0 || interrupted) {
+		// An interrupted run leaves nothing behind: its workers are
+		// killed (RunAll), its containers stopped (cleanup), and its
+		// temporary case data removed here; --workdir or --keep keep it.
 		_ = os.RemoveAll(workdir)
+		if interrupted {
+			fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix: interrupted; every worker killed, temporary case data removed")
+		}
 	} else {
 		fmt.Fprintf(out, "case data and histories: %s\n", workdir)
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/properties/check"
-	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
@@ -59,9 +58,9 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 				}
 				target = inv.Short()
 			}
-			var bs []reference.Bug
-			for _, b := range bugs {
-				bs = append(bs, reference.Bug(b))
+			bs, err := parseBugs(bugs)
+			if err != nil {
+				return err
 			}
 			backend, self, cleanup, err := server.setUp(cmd, backendName)
 			if err != nil {
