@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -51,23 +52,23 @@ func timingAdvice(tm Timing) string {
 const unreachableAdvice = "check that the failpoint is still on the code path (faults catalogue, reference service) and that the case's script leads there: this can mean the code path changed"
 
 // whyNotHit explains why point p never fired in step i's worker.
-func whyNotHit(h History, i int, st Step, p faults.Point, wr *WorkerResult, tm Timing) NotExercisedReason {
+func whyNotHit(h history.Log, i int, st Step, p faults.Point, wr *WorkerResult, tm Timing) NotExercisedReason {
 	var started bool
 	var exit, lastErr string
 	for _, r := range h {
 		if r.Worker != st.Worker || r.Phase != i {
 			continue
 		}
-		switch r.Type {
-		case "start":
+		switch r.Kind {
+		case history.Start:
 			started = true
-		case "exit":
-			exit = r.Detail
-		case "result":
+		case history.Exit:
+			exit = r.Reason
+		case history.Result:
 			if r.Err != "" {
 				lastErr = r.Err
 			}
-		case "event":
+		case history.Event:
 			if r.Event != nil && r.Event.Kind == reference.EvLeaseLost {
 				return NotExercisedReason{Cause: CauseTiming, Advice: timingAdvice(tm),
 					Detail: fmt.Sprintf("worker %s lost its lease on %s before reaching %s: a step took more than half the lease TTL %s", st.Worker, r.Event.DocumentID, p, tm.LeaseTTL)}
@@ -113,9 +114,9 @@ func exitOf(wr *WorkerResult) string {
 
 // nothingCompleted explains a case in which no operation completed: if a
 // worker lost a lease or timed out waiting for one, time ran out.
-func nothingCompleted(h History, tm Timing) *NotExercisedReason {
+func nothingCompleted(h history.Log, tm Timing) *NotExercisedReason {
 	for _, r := range h {
-		lost := r.Type == "event" && r.Event != nil && r.Event.Kind == reference.EvLeaseLost
+		lost := r.Kind == history.Event && r.Event != nil && r.Event.Kind == reference.EvLeaseLost
 		if lost || (r.Err != "" && strings.Contains(r.Err, reference.ErrLockTimeout.Error())) {
 			return &NotExercisedReason{Cause: CauseTiming, Advice: timingAdvice(tm),
 				Detail: fmt.Sprintf("no operation reached COMPLETED after recovery, and worker %s ran out of lease time", r.Worker)}

@@ -1,4 +1,4 @@
-package sim
+package sim_test
 
 import (
 	"context"
@@ -14,7 +14,10 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/embedded"
 )
 
 // The test binary is also the worker (and, for one test, a supervisor):
@@ -22,9 +25,9 @@ import (
 const supervisorDirEnv = "CRASHMATRIX_TEST_SUPERVISOR_DIR"
 
 func TestMain(m *testing.M) {
-	RegisterBackend(dieInGraphWrite, func(BackendSpec) (Backend, error) { return dyingBackend(), nil })
-	RegisterBackend(spawnsChild, func(BackendSpec) (Backend, error) { return childBackend(), nil })
-	if path := os.Getenv(WorkerSpecEnv); path != "" {
+	sim.RegisterBackend(dieInGraphWrite, func(sim.BackendSpec) (sim.Backend, error) { return dyingBackend(), nil })
+	sim.RegisterBackend(spawnsChild, func(sim.BackendSpec) (sim.Backend, error) { return childBackend(), nil })
+	if path := os.Getenv(sim.WorkerSpecEnv); path != "" {
 		os.Exit(testWorker(path))
 	}
 	if dir := os.Getenv(supervisorDirEnv); dir != "" {
@@ -34,11 +37,11 @@ func TestMain(m *testing.M) {
 }
 
 func testWorker(path string) int {
-	spec, err := ReadWorkerSpec(path)
+	spec, err := sim.ReadWorkerSpec(path)
 	if err == nil {
-		var b Backend
-		if b, err = ResolveBackend(spec.Backend); err == nil {
-			err = RunWorker(context.Background(), spec, b, ProcessWorkerOptions())
+		var b sim.Backend
+		if b, err = sim.ResolveBackend(spec.Backend); err == nil {
+			err = sim.RunWorker(context.Background(), spec, b, sim.ProcessWorkerOptions())
 		}
 	}
 	if err != nil {
@@ -57,11 +60,11 @@ const (
 // workerName is the name of the worker this process runs, or "" in the
 // supervisor.
 func workerName() string {
-	path := os.Getenv(WorkerSpecEnv)
+	path := os.Getenv(sim.WorkerSpecEnv)
 	if path == "" {
 		return ""
 	}
-	spec, err := ReadWorkerSpec(path)
+	spec, err := sim.ReadWorkerSpec(path)
 	if err != nil {
 		return ""
 	}
@@ -80,11 +83,11 @@ func (dyingWriter) Apply(context.Context, string, reference.Mutation) error {
 
 // faultWorkerBackend is the embedded default under another name, with
 // twist applied to the stores the "fault" worker process opens.
-func faultWorkerBackend(name string, twist func(env CaseEnv, st *reference.Stores) error) Backend {
-	b := SQLiteBackend()
+func faultWorkerBackend(name string, twist func(env sim.CaseEnv, st *reference.Stores) error) sim.Backend {
+	b := embedded.SQLite()
 	b.Name = name
 	open := b.Open
-	b.Open = func(ctx context.Context, env CaseEnv) (reference.Stores, error) {
+	b.Open = func(ctx context.Context, env sim.CaseEnv) (reference.Stores, error) {
 		st, err := open(ctx, env)
 		if err == nil && workerName() == "fault" {
 			err = twist(env, &st)
@@ -94,8 +97,8 @@ func faultWorkerBackend(name string, twist func(env CaseEnv, st *reference.Store
 	return b
 }
 
-func dyingBackend() Backend {
-	return faultWorkerBackend(dieInGraphWrite, func(_ CaseEnv, st *reference.Stores) error {
+func dyingBackend() sim.Backend {
+	return faultWorkerBackend(dieInGraphWrite, func(_ sim.CaseEnv, st *reference.Stores) error {
 		st.Writer = dyingWriter{st.Writer}
 		return nil
 	})
@@ -104,8 +107,8 @@ func dyingBackend() Backend {
 // childBackend starts a grandchild (sleep) in the fault worker's process
 // group and writes its pid next to the case's data: killing the worker
 // alone would leave it running.
-func childBackend() Backend {
-	return faultWorkerBackend(spawnsChild, func(env CaseEnv, _ *reference.Stores) error {
+func childBackend() sim.Backend {
+	return faultWorkerBackend(spawnsChild, func(env sim.CaseEnv, _ *reference.Stores) error {
 		cmd := exec.Command("sleep", "600")
 		if err := cmd.Start(); err != nil {
 			return err
@@ -114,14 +117,14 @@ func childBackend() Backend {
 	})
 }
 
-func processRunner(t *testing.T, backend string, mod func(*Config)) *Runner {
+func processRunner(t *testing.T, backend string, mod func(*sim.Config)) *sim.Runner {
 	t.Helper()
-	cfg := Config{Backend: BackendSpec{Name: backend}, WorkDir: t.TempDir(), Seed: 1,
-		Launcher: ReexecLauncher{Binary: os.Args[0], Test: "^$"}}
+	cfg := sim.Config{Backend: sim.BackendSpec{Name: backend}, WorkDir: t.TempDir(), Seed: 1,
+		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}}
 	if mod != nil {
 		mod(&cfg)
 	}
-	r, err := NewRunner(cfg)
+	r, err := sim.NewRunner(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,10 +174,10 @@ func readPID(t *testing.T, path string) int {
 
 // hangCase is a case whose only worker stalls for ten minutes at its first
 // graph write (a foreground pause just sleeps).
-func hangCase() Case {
-	return Case{ID: "hang", System: faults.Ingestion, Class: "hang",
-		Steps: []Step{{Worker: "fault", Actions: StandardScript(), ExpectHit: []faults.Point{faults.BeforeGraphWrite},
-			Arms: map[faults.Point]string{faults.BeforeGraphWrite: "pause:600000@1"}}}}
+func hangCase() sim.Case {
+	return sim.Case{ID: "hang", System: faults.Ingestion, Class: "hang",
+		Steps: []sim.Step{{Worker: "fault", Actions: sim.StandardScript(), ExpectHit: []faults.Point{faults.BeforeGraphWrite},
+			Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(10*time.Minute, 1)}}}}
 }
 
 // A worker that hangs is killed at its deadline, with its whole process
@@ -184,12 +187,12 @@ func TestDeadlineKillsHungWorkerAndItsGroup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs worker processes")
 	}
-	r := processRunner(t, spawnsChild, func(c *Config) { c.ProcessTimeout = 2 * time.Second })
+	r := processRunner(t, spawnsChild, func(c *sim.Config) { c.ProcessTimeout = 2 * time.Second })
 	start := time.Now()
 	res := r.RunCase(context.Background(), hangCase())
 	took := time.Since(start)
-	if res.Verdict != Undecided {
-		t.Fatalf("verdict %s, want %s (notes %v)", res.Verdict, Undecided, res.Notes)
+	if res.Verdict != sim.Undecided {
+		t.Fatalf("verdict %s, want %s (notes %v)", res.Verdict, sim.Undecided, res.Notes)
 	}
 	if len(res.Workers) != 1 || res.Workers[0].Exit != "timeout" {
 		t.Fatalf("workers %+v, want one that timed out", res.Workers)
@@ -214,20 +217,20 @@ func TestWorkerDyingBeforeItsHitIsNotExercised(t *testing.T) {
 		t.Skip("runs worker processes")
 	}
 	r := processRunner(t, dieInGraphWrite, nil)
-	c, _ := WindowCase(faults.BeforeGraphApplied, faults.Crash, 250)
-	rep := r.RunAll(context.Background(), []Case{c}, 1, nil)
+	c, _ := sim.WindowCase(faults.BeforeGraphApplied, faults.Crash, 250)
+	rep := r.RunAll(context.Background(), []sim.Case{c}, 1, nil)
 	res := rep.Results[0]
-	if res.Verdict != NotExercised {
-		t.Fatalf("verdict %s, want %s (notes %v, violations %v)", res.Verdict, NotExercised, res.Notes, res.Violations)
+	if res.Verdict != sim.NotExercised {
+		t.Fatalf("verdict %s, want %s (notes %v, violations %v)", res.Verdict, sim.NotExercised, res.Notes, res.Violations)
 	}
-	if rep.ExitCode != 1 || rep.Verdict == Pass {
+	if rep.ExitCode != 1 || rep.Verdict == sim.Pass {
 		t.Fatalf("run verdict %s exit %d, want a failing run", rep.Verdict, rep.ExitCode)
 	}
-	if res.NotExercised == nil || res.NotExercised.Cause != CauseUnreachable || !strings.Contains(res.NotExercised.Detail, "killed") {
+	if res.NotExercised == nil || res.NotExercised.Cause != sim.CauseUnreachable || !strings.Contains(res.NotExercised.Detail, "killed") {
 		t.Fatalf("reason %+v, want unreachable: the worker was killed before the hit", res.NotExercised)
 	}
-	if len(res.Attempts) != maxAttempts-1 {
-		t.Fatalf("%d earlier attempts, want %d", len(res.Attempts), maxAttempts-1)
+	if len(res.Attempts) != 2 {
+		t.Fatalf("%d earlier attempts, want 2 (three runs in all)", len(res.Attempts))
 	}
 	if res.Hits[string(faults.BeforeGraphApplied)] != 0 {
 		t.Fatalf("hits %v", res.Hits)
@@ -242,17 +245,17 @@ func TestCancelKillsEveryWorkerGroup(t *testing.T) {
 	}
 	r := processRunner(t, spawnsChild, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan CaseResult)
+	done := make(chan sim.CaseResult)
 	go func() { done <- r.RunCase(ctx, hangCase()) }()
 	// Wait for the hang.
 	hist := filepath.Join(r.Config().WorkDir, "hang", "history.jsonl")
-	waitFor(t, func() bool { h, _ := ReadHistory(hist); return len(h.Hits()) > 0 })
-	h, _ := ReadHistory(hist)
+	waitFor(t, func() bool { h, _ := history.Read(hist); return len(h.Hits()) > 0 })
+	h, _ := history.Read(hist)
 	workerPID := h[0].PID
 	childPID := readPID(t, filepath.Join(r.Config().WorkDir, "hang", "data", "child.pid"))
 	cancel()
 	res := <-done
-	if res.Verdict != Undecided {
+	if res.Verdict != sim.Undecided {
 		t.Fatalf("verdict %s after cancel, want undecided", res.Verdict)
 	}
 	waitGone(t, "worker", workerPID)
@@ -273,8 +276,8 @@ func waitFor(t *testing.T, ok func() bool) {
 // testSupervisor is the supervisor process TestHistorySurvivesSupervisorCrash
 // kills: it runs the hanging case in dir.
 func testSupervisor(dir string) int {
-	r, err := NewRunner(Config{Backend: BackendSpec{Name: spawnsChild}, WorkDir: dir, Seed: 1,
-		Launcher: ReexecLauncher{Binary: os.Args[0], Test: "^$"}})
+	r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: spawnsChild}, WorkDir: dir, Seed: 1,
+		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
@@ -299,14 +302,14 @@ func TestHistorySurvivesSupervisorCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	hist := filepath.Join(dir, "hang", "history.jsonl")
-	waitFor(t, func() bool { h, _ := ReadHistory(hist); return len(h.Hits()) > 0 })
+	waitFor(t, func() bool { h, _ := history.Read(hist); return len(h.Hits()) > 0 })
 	before, err := os.ReadFile(hist)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = sup.Process.Kill()
 	_ = sup.Wait()
-	h, err := ReadHistory(hist)
+	h, err := history.Read(hist)
 	if err != nil {
 		t.Fatalf("history after the supervisor's crash: %v", err)
 	}
@@ -316,9 +319,9 @@ func TestHistorySurvivesSupervisorCrash(t *testing.T) {
 	}
 	var kinds []string
 	for _, r := range h {
-		kinds = append(kinds, r.Type)
+		kinds = append(kinds, string(r.Kind))
 	}
-	if len(h) < 3 || h[0].Type != "start" || h[len(h)-1].Type != "hit" || len(h.Events()) == 0 {
+	if len(h) < 3 || h[0].Kind != history.Start || h[len(h)-1].Kind != history.Hit || len(h.Events()) == 0 {
 		t.Fatalf("history %v: want start, the worker's events, its hit", kinds)
 	}
 	waitGone(t, "worker after its supervisor died", h[0].PID)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -121,7 +122,7 @@ func (t Timing) withTTL(ttl time.Duration, fixedClaim bool) Timing {
 // two consecutive protocol steps while the worker runs on its own: waits
 // that belong to the case (a pause at a failpoint, waiting for the lease
 // of a killed worker, a refusal after a stall) are left out.
-func stepLatencies(h History) []time.Duration {
+func stepLatencies(h history.Log) []time.Duration {
 	type key struct {
 		w     string
 		phase int
@@ -130,7 +131,7 @@ func stepLatencies(h History) []time.Duration {
 	var out []time.Duration
 	for _, r := range h {
 		k := key{r.Worker, r.Phase}
-		if r.Type != "event" || r.Event == nil {
+		if r.Kind != history.Event || r.Event == nil {
 			// A hit may pause; an action starts a new call.
 			delete(last, k)
 			continue
@@ -270,14 +271,12 @@ func (c Case) ForTTL(ttl time.Duration) Case {
 		if len(st.Arms) == 0 {
 			continue
 		}
-		arms := make(map[faults.Point]string, len(st.Arms))
-		for p, s := range st.Arms {
-			a, err := faults.ParseAction(s)
-			if err == nil && a.Kind == faults.Pause {
+		arms := make(faults.Arms, len(st.Arms))
+		for p, a := range st.Arms {
+			if a.Kind == faults.Pause {
 				a.PauseFor = time.Duration(int64(a.PauseFor) * to / from)
-				s = a.String()
 			}
-			arms[p] = s
+			arms[p] = a
 		}
 		out.Steps[i].Arms = arms
 	}

@@ -6,24 +6,25 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
-func ev(w string, phase int, kind string, at int64) Record {
-	return Record{Worker: w, Phase: phase, Type: "event", Event: &reference.Event{Kind: kind, At: at}}
+func ev(w string, phase int, kind string, at int64) history.Record {
+	return history.Record{Worker: w, Phase: phase, Kind: history.Event, Event: &reference.Event{Kind: kind, At: at}}
 }
 
 // Step latency is measured between consecutive steps of one worker; waits
 // that belong to the case (a pause after a hit, waiting for a lease, the
 // refusal after a stall) are not steps.
 func TestStepLatenciesLeaveOutWaits(t *testing.T) {
-	h := History{
+	h := history.Log{
 		ev("a", 0, reference.EvInvoke, 0),
 		ev("a", 0, reference.EvLeaseAcquire, 900), // waited for a killed worker's lease
 		ev("a", 0, reference.EvModelCall, 910),
 		ev("b", 1, reference.EvInvoke, 915), // another worker interleaves
 		ev("a", 0, reference.EvPrepared, 930),
-		{Worker: "a", Phase: 0, Type: "hit", Point: faults.BeforeGraphWrite},
+		{Worker: "a", Phase: 0, Kind: history.Hit, Point: faults.BeforeGraphWrite},
 		ev("a", 0, reference.EvLeaseLost, 2000), // woke from a pause
 		ev("b", 1, reference.EvLeaseAcquire, 916),
 		ev("b", 1, reference.EvModelCall, 966),
@@ -72,21 +73,21 @@ func TestCaseForTTLRescalesPauses(t *testing.T) {
 	if !ok {
 		t.Fatal("no pause case at beforeStateCommit")
 	}
-	if got := c.Steps[0].Arms[faults.BeforeStateCommit]; got != "pause:600@1" {
+	if got := c.Steps[0].Arms[faults.BeforeStateCommit].String(); got != "pause:600@1" {
 		t.Fatalf("arm %q, want pause:600@1", got)
 	}
 	d := c.ForTTL(time.Second)
-	if got := d.Steps[0].Arms[faults.BeforeStateCommit]; got != "pause:2400@1" {
+	if got := d.Steps[0].Arms[faults.BeforeStateCommit].String(); got != "pause:2400@1" {
 		t.Fatalf("rescaled arm %q, want pause:2400@1 (still past twice the lease)", got)
 	}
-	if c.Steps[0].Arms[faults.BeforeStateCommit] != "pause:600@1" {
+	if c.Steps[0].Arms[faults.BeforeStateCommit].String() != "pause:600@1" {
 		t.Fatal("ForTTL changed the original case")
 	}
 	if d.TTLMillis != 1000 {
 		t.Fatalf("TTLMillis %d", d.TTLMillis)
 	}
 	crash, _ := WindowCase(faults.BeforeStateCommit, faults.Crash, 250)
-	if got := crash.ForTTL(time.Second).Steps[0].Arms[faults.BeforeStateCommit]; got != "crash@1" {
+	if got := crash.ForTTL(time.Second).Steps[0].Arms[faults.BeforeStateCommit].String(); got != "crash@1" {
 		t.Fatalf("a crash arm became %q", got)
 	}
 }
@@ -97,21 +98,21 @@ func TestWhyNotHitTellsTimingFromUnreachable(t *testing.T) {
 	tm := Timing{LeaseTTL: 250 * time.Millisecond, ProcessTimeout: 30 * time.Second}
 	st := Step{Worker: "fault", Actions: StandardScript()}
 	p := faults.BeforeStateCommitted
-	start := Record{Worker: "fault", Type: "start"}
+	start := history.Record{Worker: "fault", Kind: history.Start}
 	for _, c := range []struct {
 		name string
-		h    History
+		h    history.Log
 		wr   *WorkerResult
 		want Cause
 		text string
 	}{
-		{"lease lost", History{start, {Worker: "fault", Type: "event", Event: &reference.Event{Kind: reference.EvLeaseLost, DocumentID: "d4"}}}, &WorkerResult{Exit: "ok"}, CauseTiming, "lost its lease on d4"},
-		{"lease wait", History{start, {Worker: "fault", Type: "result", Err: "lease s/d4 held by x: " + reference.ErrLockTimeout.Error()}}, &WorkerResult{Exit: "ok"}, CauseTiming, "gave up"},
-		{"deadline", History{start}, &WorkerResult{Exit: "timeout"}, CauseTiming, "deadline of 30s"},
-		{"finished", History{start, {Worker: "fault", Type: "exit", Detail: "done"}}, &WorkerResult{Exit: "ok"}, CauseUnreachable, "ran all 5 actions without passing"},
-		{"error", History{start, {Worker: "fault", Type: "result", Err: "boom"}, {Worker: "fault", Type: "exit", Detail: "stopped after a failed action"}}, &WorkerResult{Exit: "ok"}, CauseUnreachable, "stopped at an error"},
-		{"died", History{start}, &WorkerResult{Exit: "killed (SIGKILL)"}, CauseUnreachable, "ended (exit \"killed (SIGKILL)\")"},
-		{"another phase", History{{Worker: "fault", Phase: 3, Type: "event", Event: &reference.Event{Kind: reference.EvLeaseLost}}, start, {Worker: "fault", Type: "exit", Detail: "done"}}, &WorkerResult{Exit: "ok"}, CauseUnreachable, "ran all"},
+		{"lease lost", history.Log{start, {Worker: "fault", Kind: history.Event, Event: &reference.Event{Kind: reference.EvLeaseLost, DocumentID: "d4"}}}, &WorkerResult{Exit: "ok"}, CauseTiming, "lost its lease on d4"},
+		{"lease wait", history.Log{start, {Worker: "fault", Kind: history.Result, Err: "lease s/d4 held by x: " + reference.ErrLockTimeout.Error()}}, &WorkerResult{Exit: "ok"}, CauseTiming, "gave up"},
+		{"deadline", history.Log{start}, &WorkerResult{Exit: "timeout"}, CauseTiming, "deadline of 30s"},
+		{"finished", history.Log{start, {Worker: "fault", Kind: history.Exit, Reason: "done"}}, &WorkerResult{Exit: "ok"}, CauseUnreachable, "ran all 5 actions without passing"},
+		{"error", history.Log{start, {Worker: "fault", Kind: history.Result, Err: "boom"}, {Worker: "fault", Kind: history.Exit, Reason: "stopped after a failed action"}}, &WorkerResult{Exit: "ok"}, CauseUnreachable, "stopped at an error"},
+		{"died", history.Log{start}, &WorkerResult{Exit: "killed (SIGKILL)"}, CauseUnreachable, "ended (exit \"killed (SIGKILL)\")"},
+		{"another phase", history.Log{{Worker: "fault", Phase: 3, Kind: history.Event, Event: &reference.Event{Kind: reference.EvLeaseLost}}, start, {Worker: "fault", Kind: history.Exit, Reason: "done"}}, &WorkerResult{Exit: "ok"}, CauseUnreachable, "ran all"},
 	} {
 		got := whyNotHit(c.h, 0, st, p, c.wr, tm)
 		if got.Cause != c.want || !strings.Contains(got.Detail, c.text) || got.Advice == "" {
