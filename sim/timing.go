@@ -121,7 +121,8 @@ func (t Timing) withTTL(ttl time.Duration, fixedClaim bool) Timing {
 // stepLatencies returns, for every worker of a history, the time between
 // two consecutive protocol steps while the worker runs on its own: waits
 // that belong to the case (a pause at a failpoint, waiting for the lease
-// of a killed worker, a refusal after a stall) are left out.
+// of a killed worker, the time between two calls) are left out; a step
+// that ended in a refusal or an error counts.
 func stepLatencies(h history.Log) []time.Duration {
 	type key struct {
 		w     string
@@ -138,8 +139,9 @@ func stepLatencies(h history.Log) []time.Duration {
 		}
 		at := r.Event.At
 		switch r.Event.Kind {
-		case reference.EvInvoke, reference.EvLeaseAcquire, reference.EvLeaseLost, reference.EvError:
-			// Waiting for a lease, or the end of a stall, is not a step.
+		case reference.EvInvoke, reference.EvLeaseAcquire:
+			// Between two calls, or waiting for a lease: not a step. (A
+			// stall at a fault is cut off by its hit record above.)
 		default:
 			if prev, ok := last[k]; ok && at >= prev {
 				out = append(out, time.Duration(at-prev)*time.Millisecond)
@@ -209,6 +211,23 @@ func (r *Runner) Calibrate(ctx context.Context, parallel int) (Timing, error) {
 		parallel = 1
 	}
 	start := time.Now()
+	// A calibration worker that lost its lease stopped early and measured
+	// little: calibrate again with the TTL its slow step asked for, a few
+	// times at most.
+	var t Timing
+	for round := 1; ; round++ {
+		var lost bool
+		var err error
+		t, lost, err = r.calibrateOnce(ctx, parallel, start)
+		if err != nil || !lost || !r.cfg.Adaptive || round == 3 || ctx.Err() != nil {
+			return t, err
+		}
+	}
+}
+
+// calibrateOnce runs one calibration round; lost says a calibration worker
+// lost its lease (the TTL in use was too short to measure with).
+func (r *Runner) calibrateOnce(ctx context.Context, parallel int, start time.Time) (Timing, bool, error) {
 	results := make([]CaseResult, parallel)
 	var wg sync.WaitGroup
 	for i := range parallel {
@@ -220,11 +239,15 @@ func (r *Runner) Calibrate(ctx context.Context, parallel int) (Timing, error) {
 	}
 	wg.Wait()
 	var lat []time.Duration
+	lost := false
 	for _, res := range results {
 		if res.Verdict == Undecided {
-			return r.Timing(), fmt.Errorf("calibration on backend %s: %s", r.backend.Name, strings.Join(res.Notes, "; "))
+			return r.Timing(), false, fmt.Errorf("calibration on backend %s: %s", r.backend.Name, strings.Join(res.Notes, "; "))
 		}
 		lat = append(lat, stepLatencies(res.Timeline)...)
+		for _, rec := range res.Timeline {
+			lost = lost || (rec.Kind == history.Event && rec.Event != nil && rec.Event.Kind == reference.EvLeaseLost)
+		}
 	}
 	med, p99, mx := latencyStats(lat)
 	cal := &Calibration{Workers: parallel, Steps: len(lat), Median: med, P99: p99, Max: mx, Took: time.Since(start)}
@@ -236,7 +259,7 @@ func (r *Runner) Calibrate(ctx context.Context, parallel int) (Timing, error) {
 	r.timing.t.Calibration = cal
 	t := r.timing.t
 	r.timing.mu.Unlock()
-	return t, nil
+	return t, lost, nil
 }
 
 // rescaleFrom raises the TTL when a case's workers took steps so long that a
