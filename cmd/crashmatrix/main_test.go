@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,18 +37,30 @@ func TestScripts(t *testing.T) {
 		Dir:                 "testdata/scripts",
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
-			// Case data goes to the script's own temporary directory
-			// (TMPDIR), so that a script can check nothing is left there.
 			env.Setenv("CRASHMATRIX_ROOT", rootDir())
+			// What the containers backend needs (Makefile PODMAN_ENV).
+			for _, kv := range os.Environ() {
+				k, _, _ := strings.Cut(kv, "=")
+				if k == "DOCKER_HOST" || k == "CONTAINERS_CONF" || strings.HasPrefix(k, "TESTCONTAINERS_") || strings.HasPrefix(k, "CRASHMATRIX_") {
+					env.Vars = append(env.Vars, kv)
+				}
+			}
 			return nil
 		},
+		Condition: func(cond string) (bool, error) {
+			if cond != "containers" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			return containersAvailable(), nil
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits":      cmdExits,
-			"report":     cmdReport,
-			"waitfile":   cmdWaitFile,
-			"noworkers":  cmdNoWorkers,
-			"emptydir":   cmdEmptyDir,
-			"closedport": cmdClosedPort,
+			"exits":        cmdExits,
+			"report":       cmdReport,
+			"waitfile":     cmdWaitFile,
+			"noworkers":    cmdNoWorkers,
+			"emptydir":     cmdEmptyDir,
+			"closedport":   cmdClosedPort,
+			"nocontainers": cmdNoContainers,
 		},
 	})
 }
@@ -203,12 +216,19 @@ func cmdReport(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// waitfile GLOB waits (up to a minute) until a file matches GLOB.
+// waitfile GLOB [TIMEOUT] waits (by default up to a minute) until a file
+// matches GLOB.
 func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: waitfile glob")
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: waitfile glob [timeout]")
 	}
-	deadline := time.Now().Add(time.Minute)
+	limit := time.Minute
+	if len(args) == 2 {
+		d, err := time.ParseDuration(args[1])
+		ts.Check(err)
+		limit = d
+	}
+	deadline := time.Now().Add(limit)
 	for {
 		m, err := filepath.Glob(ts.MkAbs(args[0]))
 		ts.Check(err)
@@ -216,7 +236,7 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			ts.Fatalf("no file matches %s after a minute", args[0])
+			ts.Fatalf("no file matches %s after %s", args[0], limit)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -283,4 +303,43 @@ func cmdClosedPort(ts *testscript.TestScript, neg bool, args []string) {
 	port := l.Addr().(*net.TCPAddr).Port
 	ts.Check(l.Close())
 	ts.Setenv(args[0], strconv.Itoa(port))
+}
+
+// containersAvailable says whether the containers backend can run here:
+// the podman socket and the local images (Makefile PODMAN_ENV).
+func containersAvailable() bool {
+	host := os.Getenv("DOCKER_HOST")
+	sock, ok := strings.CutPrefix(host, "unix://")
+	if !ok || os.Getenv("CRASHMATRIX_POSTGRES_IMAGE") == "" || os.Getenv("CRASHMATRIX_NEO4J_IMAGE") == "" {
+		return false
+	}
+	_, err := os.Stat(sock)
+	_, perr := exec.LookPath("podman")
+	return err == nil && perr == nil
+}
+
+var containerCreated = regexp.MustCompile(`Container created: ([0-9a-f]{12,64})`)
+
+// nocontainers LOG fails unless LOG (a copy of certify's stderr) names the
+// containers it created and none of them exists any more.
+func cmdNoContainers(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: nocontainers logfile")
+	}
+	ids := containerCreated.FindAllStringSubmatch(ts.ReadFile(args[0]), -1)
+	if len(ids) == 0 {
+		ts.Fatalf("%s names no created container", args[0])
+	}
+	for _, m := range ids {
+		// podman container exists: 0 it exists, 1 it does not.
+		err := exec.Command("podman", "container", "exists", m[1]).Run()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			ts.Fatalf("container %s is still there", m[1])
+		case errors.As(err, &ee) && ee.ExitCode() == 1:
+		default:
+			ts.Fatalf("podman container exists %s: %v", m[1], err)
+		}
+	}
 }
