@@ -121,7 +121,9 @@ func waitRelease(ctx context.Context, file string, d time.Duration) {
 	if file == "" {
 		return
 	}
-	deadline := time.Now().Add(2 * time.Minute)
+	// A release normally comes within a few lease TTLs; the stall d is
+	// one of those, so the wait grows with the timings in use.
+	deadline := time.Now().Add(2*time.Minute + 10*d)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if _, err := os.Stat(file); err == nil {
 			return
