@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ const supervisorDirEnv = "CRASHMATRIX_TEST_SUPERVISOR_DIR"
 func TestMain(m *testing.M) {
 	sim.RegisterBackend(dieInGraphWrite, func(sim.BackendSpec) (sim.Backend, error) { return dyingBackend(), nil })
 	sim.RegisterBackend(spawnsChild, func(sim.BackendSpec) (sim.Backend, error) { return childBackend(), nil })
+	sim.RegisterBackend(slowFirstWrite, func(sim.BackendSpec) (sim.Backend, error) { return slowBackend(), nil })
 	if path := os.Getenv(sim.WorkerSpecEnv); path != "" {
 		os.Exit(testWorker(path))
 	}
@@ -55,6 +57,7 @@ func testWorker(path string) int {
 const (
 	dieInGraphWrite = "sqlite-dies-in-graph-write"
 	spawnsChild     = "sqlite-spawns-child"
+	slowFirstWrite  = "sqlite-slow-first-write"
 )
 
 // workerName is the name of the worker this process runs, or "" in the
@@ -95,6 +98,25 @@ func faultWorkerBackend(name string, twist func(env sim.CaseEnv, st *reference.S
 		return st, err
 	}
 	return b
+}
+
+// slowWriter takes 700ms over its first graph write: a step much longer
+// than a 250ms lease, as on an overloaded machine.
+type slowWriter struct {
+	reference.GraphWriter
+	once sync.Once
+}
+
+func (w *slowWriter) Apply(ctx context.Context, space string, m reference.Mutation) error {
+	w.once.Do(func() { time.Sleep(700 * time.Millisecond) })
+	return w.GraphWriter.Apply(ctx, space, m)
+}
+
+func slowBackend() sim.Backend {
+	return faultWorkerBackend(slowFirstWrite, func(_ sim.CaseEnv, st *reference.Stores) error {
+		st.Writer = &slowWriter{GraphWriter: st.Writer}
+		return nil
+	})
 }
 
 func dyingBackend() sim.Backend {
@@ -329,5 +351,49 @@ func TestHistorySurvivesSupervisorCrash(t *testing.T) {
 	if alive(child) {
 		// Documented loss: a grandchild outlives a killed supervisor.
 		_ = syscall.Kill(child, syscall.SIGKILL)
+	}
+}
+
+// A case whose worker lost its lease to one slow step is not exercised for
+// lack of time: with fixed timings it is reported so (cause timing, with
+// advice); with adaptive timings the run raises the TTL from the step it
+// saw and the retry, with a longer TTL, exercises the window.
+func TestSlowStepIsRetriedWithLongerTimings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes")
+	}
+	c, _ := sim.WindowCase(faults.BeforeStateCommitted, faults.Crash, 250)
+
+	fixed := processRunner(t, slowFirstWrite, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond })
+	res := fixed.RunAll(context.Background(), []sim.Case{c}, 1, nil).Results[0]
+	if res.Verdict != sim.NotExercised || res.NotExercised == nil || res.NotExercised.Cause != sim.CauseTiming {
+		t.Fatalf("fixed timings: verdict %s, reason %+v; want not exercised for timing", res.Verdict, res.NotExercised)
+	}
+	if !strings.Contains(res.NotExercised.Detail, "lost its lease") || !strings.Contains(res.NotExercised.Advice, "--lease-ttl") {
+		t.Fatalf("reason %+v does not say what happened and what to do", res.NotExercised)
+	}
+	for _, a := range res.Attempts {
+		if a.LeaseTTL != 250*time.Millisecond {
+			t.Fatalf("fixed timings changed the TTL: attempts %+v", res.Attempts)
+		}
+	}
+
+	adaptive := processRunner(t, slowFirstWrite, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond; c.Adaptive = true })
+	rep := adaptive.RunAll(context.Background(), []sim.Case{c}, 1, nil)
+	res = rep.Results[0]
+	if res.Verdict != sim.Pass {
+		t.Fatalf("adaptive timings: verdict %s (notes %v, attempts %+v), want pass", res.Verdict, res.Notes, res.Attempts)
+	}
+	if len(res.Attempts) != 1 || res.Attempts[0].Reason.Cause != sim.CauseTiming {
+		t.Fatalf("attempts %+v, want one earlier attempt not exercised for timing", res.Attempts)
+	}
+	if res.LeaseTTL < 2*res.Attempts[0].LeaseTTL || res.LeaseTTL < 1400*time.Millisecond {
+		t.Fatalf("retried with lease TTL %s after %s, want at least twice as long and twice the 700ms step", res.LeaseTTL, res.Attempts[0].LeaseTTL)
+	}
+	if len(rep.Timing.Rescales) == 0 || rep.Timing.LeaseTTL != rep.Timing.Rescales[len(rep.Timing.Rescales)-1].To {
+		t.Fatalf("timing %+v: want the rise recorded", rep.Timing)
+	}
+	if rep.Timing.Calibration == nil || rep.Timing.Source != "calibrated" {
+		t.Fatalf("timing %+v: want a calibration", rep.Timing)
 	}
 }
