@@ -4,7 +4,8 @@
 # For each backend, certify runs IDLE_RUNS times on an otherwise quiet
 # machine (the baseline), then RUNS times in a row while BURNERS CPU-bound
 # processes run. Each run's verdict, not-exercised count, wall time and
-# lease TTL (the timings adapt to load) are printed, then a summary: how
+# lease TTL (the timings adapt to load) and how many cases had to be run
+# again are printed, then a summary: how
 # many runs gave the majority verdict, the not-exercised total, and the
 # median loaded / median idle wall-time ratio. Target: the same verdict
 # 10/10, no case not exercised.
@@ -45,7 +46,7 @@ start_burners() {
 # run BACKEND LABEL I: one certify run; prints "verdict notexercised seconds ttl".
 run() {
 	local backend=$1 label=$2 i=$3 log="$OUT/$1-$2-$3.log" code=0
-	"$BIN" certify --quiet --backend "$backend" >"$log" 2>&1 || code=$?
+	"$BIN" certify --quiet --backend "$backend" --json "$OUT/$1-$2-$3.json" >"$log" 2>&1 || code=$?
 	# "88 cases in 7.291s: 88 pass, 0 FAIL, 0 not exercised, 0 undecided (...)"
 	local summary secs ne ttl verdict
 	summary=$(grep -E '^[0-9]+ cases in ' "$log" | tail -1 || true)
@@ -59,7 +60,10 @@ run() {
 	1) verdict=NOT-CERTIFIED ;;
 	*) verdict=UNDECIDED ;;
 	esac
-	echo "$verdict ${ne:-?} ${secs:-0} ${ttl:-?}"
+	# Cases run again (not exercised at first, for lack of time or not).
+	local retried
+	retried=$(grep -o '"attempts":\[' "$OUT/$1-$2-$3.json" 2>/dev/null | wc -l)
+	echo "$verdict ${ne:-?} ${secs:-0} ${ttl:-?} $retried"
 }
 
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
@@ -69,15 +73,15 @@ echo "bench-load: $(nproc) cores, $BURNERS CPU-bound processes during the loaded
 for backend in $BACKENDS; do
 	idle=()
 	for i in $(seq "$IDLE_RUNS"); do
-		read -r v ne secs ttl < <(run "$backend" idle "$i")
-		echo "  $backend idle   run $i: $v, $ne not exercised, ${secs}s, lease TTL $ttl"
+		read -r v ne secs ttl retried < <(run "$backend" idle "$i")
+		echo "  $backend idle   run $i: $v, $ne not exercised, ${secs}s, lease TTL $ttl, $retried cases retried"
 		idle+=("$secs")
 	done
 	start_burners
 	loaded=() verdicts=() nes=0
 	for i in $(seq "$RUNS"); do
-		read -r v ne secs ttl < <(run "$backend" loaded "$i")
-		echo "  $backend loaded run $i: $v, $ne not exercised, ${secs}s, lease TTL $ttl"
+		read -r v ne secs ttl retried < <(run "$backend" loaded "$i")
+		echo "  $backend loaded run $i: $v, $ne not exercised, ${secs}s, lease TTL $ttl, $retried cases retried"
 		loaded+=("$secs")
 		verdicts+=("$v")
 		[[ $ne =~ ^[0-9]+$ ]] && nes=$((nes + ne))
