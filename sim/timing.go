@@ -94,6 +94,9 @@ const (
 	// timeoutPerTTL: a worker's deadline is at least this many TTLs
 	// (its waits for leases of killed workers, its pauses, its steps).
 	timeoutPerTTL = 60
+	// calibrationDeadline bounds a calibration worker (the standard
+	// script, fault-free): past it the backend is hung, not slow.
+	calibrationDeadline = 5 * time.Minute
 )
 
 // ttlFor derives a lease TTL from measured step latencies: never below
@@ -229,12 +232,17 @@ func (r *Runner) Calibrate(ctx context.Context, parallel int) (Timing, error) {
 // lost its lease (the TTL in use was too short to measure with).
 func (r *Runner) calibrateOnce(ctx context.Context, parallel int, start time.Time) (Timing, bool, error) {
 	results := make([]CaseResult, parallel)
+	// Calibration is there to find out how slow the machine is: its
+	// workers get a deadline long enough for a very slow one, not the
+	// one a case will get.
+	tm := r.Timing()
+	tm.ProcessTimeout = max(tm.ProcessTimeout, calibrationDeadline)
 	var wg sync.WaitGroup
 	for i := range parallel {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = r.runCase(ctx, CalibrationCase(i), r.Timing())
+			results[i] = r.runCase(ctx, CalibrationCase(i), tm)
 		}()
 	}
 	wg.Wait()
