@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -242,6 +243,12 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 		if time.Now().After(deadline) {
 			ts.Fatalf("no file matches %s after %s", args[0], limit)
 		}
+		if bg := ts.BackgroundCmds(); len(bg) > 0 && allEnded(bg) {
+			// Check once more: the file may have come just before.
+			if m, _ := filepath.Glob(ts.MkAbs(args[0])); len(m) == 0 {
+				ts.Fatalf("no file matches %s, and the background command has ended (wait for its output)", args[0])
+			}
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
@@ -346,4 +353,14 @@ func cmdNoContainers(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("podman container exists %s: %v", m[1], err)
 		}
 	}
+}
+
+// allEnded says whether every command has exited and been reaped.
+func allEnded(cmds []*exec.Cmd) bool {
+	for _, c := range cmds {
+		if c.Process == nil || !errors.Is(c.Process.Signal(syscall.Signal(0)), os.ErrProcessDone) {
+			return false
+		}
+	}
+	return true
 }
