@@ -62,7 +62,7 @@ run() {
 	esac
 	# Cases run again (not exercised at first, for lack of time or not).
 	local retried
-	retried=$(grep -o '"attempts":\[' "$OUT/$1-$2-$3.json" 2>/dev/null | wc -l)
+	retried=$(grep -o '"attempts":\[' "$OUT/$1-$2-$3.json" 2>/dev/null | wc -l || true)
 	echo "$verdict ${ne:-?} ${secs:-0} ${ttl:-?} $retried"
 }
 
