@@ -2,7 +2,10 @@ package sim
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,14 +39,21 @@ const maxAttempts = 3
 func (r *Runner) runWithRetries(ctx context.Context, c Case) CaseResult {
 	tm := r.Timing()
 	var attempts []Attempt
+	var earlier []string
 	for n := 1; ; n++ {
 		res := r.runCase(ctx, c.ForTTL(tm.LeaseTTL), tm)
 		r.rescaleFrom(res)
 		res.Attempts = attempts
+		if len(earlier) > 0 {
+			// One flat note for the reports, whatever the number of runs.
+			res.Notes = append(res.Notes, EarlierAttempts+strings.Join(earlier, " | "))
+		}
 		if res.Verdict != NotExercised || n == maxAttempts || ctx.Err() != nil || res.NotExercised == nil {
 			return res
 		}
 		attempts = append(attempts, Attempt{LeaseTTL: tm.LeaseTTL, Reason: *res.NotExercised})
+		own := slices.DeleteFunc(slices.Clone(res.Notes), func(n string) bool { return strings.HasPrefix(n, EarlierAttempts) })
+		earlier = append(earlier, fmt.Sprintf("attempt %d: %s (lease TTL %s)", n, strings.Join(own, "; "), tm.LeaseTTL))
 		next := r.Timing() // it may have risen meanwhile
 		if res.NotExercised.Cause == CauseTiming && r.cfg.Adaptive && !r.cfg.InProcess {
 			next = next.withTTL(max(next.LeaseTTL, 2*tm.LeaseTTL), r.claimFixed)
@@ -113,6 +123,14 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 	rep.finish()
 	return rep
 }
+
+// EarlierAttempts starts the note of a case that was run again because
+// it was not exercised; it lists each earlier attempt's own notes, flat.
+const EarlierAttempts = "earlier attempts were not exercised: "
+
+// Finish computes the counts, the verdict and the exit code of a report
+// assembled from cases run one by one (the run command's scenarios).
+func (rep *Report) Finish() { rep.finish() }
 
 // cost estimates a case's duration for scheduling: each worker process,
 // and a paused (background) worker that waits out a lease, counts.

@@ -238,6 +238,21 @@ func (cr CaseResult) Broken() []string {
 	return out
 }
 
+// WhyNotExercised says why a case was not exercised, from its own notes
+// (not those of earlier attempts), and what that can mean; never empty.
+func (cr CaseResult) WhyNotExercised() string {
+	var why []string
+	for _, n := range cr.Notes {
+		if !strings.HasPrefix(n, EarlierAttempts) {
+			why = append(why, n)
+		}
+	}
+	if len(why) == 0 {
+		why = []string{"the fault did not fire"}
+	}
+	return strings.Join(why, "; ") + ", which can mean the code path changed"
+}
+
 // RunCase runs one case: its workers in order (processes, or goroutines in
 // the in-process mode), then the checks, with the runner's current timing
 // (pause lengths rescaled to its lease TTL).
@@ -354,7 +369,9 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 		for _, p := range st.ExpectHit {
 			if !h.HitBy(st.Worker, p) {
 				why := whyNotHit(h, i, st, p, findWorker(res.Workers, st.Worker), tm)
-				res.Notes = append(res.Notes, fmt.Sprintf("failpoint %s never fired in worker %s: %s", p, st.Worker, why.Detail))
+				// The note keeps the reports' wording; the reason, with
+				// its cause and advice, is in NotExercised.
+				res.Notes = append(res.Notes, fmt.Sprintf("failpoint %s never fired in worker %s", p, st.Worker))
 				miss = cmp.Or(miss, &why)
 			}
 		}

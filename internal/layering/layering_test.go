@@ -79,12 +79,34 @@ func TestImportsFollowTheDataFlow(t *testing.T) {
 // TestLayerOf checks the layer lookup the test above relies on, so a
 // mistake in it cannot make the test pass vacuously.
 func TestLayerOf(t *testing.T) {
-	for pkg, want := range map[string]int{"sim": 5, "sim/servers/provision": 6, "check": 3, "adapters/internal/sqlgraph": 4, "reference/plansave": 1, "cmd/crashmatrix": 9} {
+	for pkg, want := range map[string]int{"sim": 5, "sim/servers/provision": 6, "check": 3, "adapters/internal/sqlcore": 4, "reference/plansave": 1, "cmd/crashmatrix": 9} {
 		if got, _, _ := layerOf(pkg); got != want {
 			t.Errorf("layerOf(%q) = %d, want %d", pkg, got, want)
 		}
 	}
 	if _, _, ok := layerOf("simulator"); ok {
 		t.Error(`layerOf("simulator") matched "sim": prefixes must end at a path boundary`)
+	}
+}
+
+// TestLibrariesCompileNoStore fails when importing the checker, the
+// history, the simulator core or the exported suites would compile a
+// database driver or the container libraries: a store author's test binary
+// carries only their own store.
+func TestLibrariesCompileNoStore(t *testing.T) {
+	drivers := []string{"modernc.org/sqlite", "github.com/jackc/pgx/v5", "github.com/neo4j/neo4j-go-driver/v5/neo4j", "github.com/testcontainers/testcontainers-go"}
+	for _, pkg := range []string{"history", "check", "sim", "properties"} {
+		out, err := exec.Command("go", "list", "-deps", module+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		deps := strings.Fields(string(out))
+		for _, d := range drivers {
+			for _, dep := range deps {
+				if dep == d {
+					t.Errorf("importing %s compiles %s", pkg, d)
+				}
+			}
+		}
 	}
 }
