@@ -35,7 +35,7 @@ var StandardDocuments = map[string]string{
 // under its names, others after their documentId), arms become faults.
 // The caller sets Expect and the run settings before Marshal.
 func FromCase(c sim.Case) (*Scenario, error) {
-	s := &Scenario{Name: c.ID, Description: c.Description, System: c.System}
+	s := &Scenario{Name: c.ID, Description: c.Description, System: c.System, Initial: c.Initial}
 	if s.System == "" {
 		s.System = faults.Ingestion
 	}
@@ -89,6 +89,10 @@ func FromCase(c sim.Case) (*Scenario, error) {
 		for _, p := range points {
 			act := st.Arms[p]
 			out.Faults = append(out.Faults, Fault{Point: p, Kind: act.Kind, Hit: act.Hit, Pause: act.PauseFor})
+		}
+		if st.Kill != nil {
+			k := *st.Kill
+			out.Kill = &k
 		}
 		if !slices.Equal(st.ExpectHit, out.ExpectedHits()) {
 			out.ExpectHit = append([]faults.Point{}, st.ExpectHit...)

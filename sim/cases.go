@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/sim/initial"
 )
 
 // Step is one worker process of a case.
@@ -28,6 +29,10 @@ type Step struct {
 	ExpectHit []faults.Point `json:"expectHit,omitempty" yaml:"expectHit,omitempty"`
 	// ContinueOnError keeps the worker going after a failed action.
 	ContinueOnError bool `json:"continueOnError,omitempty" yaml:"continueOnError,omitempty"`
+	// Kill, when set, SIGKILLs the worker at an instant of its run instead
+	// of at a failpoint (a random-instant kill); it must fire for the case
+	// to count as exercised.
+	Kill *RandomKill `json:"kill,omitempty" yaml:"kill,omitempty"`
 }
 
 // Case is one cell of the crash matrix, or one named scenario.
@@ -47,10 +52,19 @@ type Case struct {
 	// TTLMillis is the lease TTL the case's pause lengths were computed
 	// for (0: they are absolute); ForTTL rescales them to another TTL.
 	TTLMillis int64 `json:"ttlMillis,omitempty"`
+	// Store marks a store-declared window's case (Point is the store's
+	// point name).
+	Store bool `json:"store,omitempty"`
+	// Initial, when set, is loaded into the case's space before the
+	// first step (a scenario's initial block).
+	Initial *initial.State `json:"initial,omitempty"`
 }
 
 // Label is the case's row x column in the matrix.
 func (c Case) Label() string {
+	if c.Class == RandomKillClass {
+		return c.ID
+	}
 	if c.Class != "" {
 		return c.Class
 	}
@@ -106,7 +120,16 @@ func quiesceStep(system faults.System, resubmit ...string) Step {
 // when the kind does not apply at the window.
 func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool) {
 	spec, found := faults.Lookup(p)
-	if !found || !spec.Applies(k) {
+	if !found {
+		return Case{}, false
+	}
+	return windowCase(spec, k, leaseTTLMillis)
+}
+
+// windowCase builds the case of a catalogue or store-declared window.
+func windowCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case, bool) {
+	p := spec.Point
+	if !spec.Applies(k) {
 		return Case{}, false
 	}
 	arm := faults.On(k, 1)
@@ -116,7 +139,7 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 	if k == faults.Recrash {
 		arm = faults.On(faults.Crash, 1)
 	}
-	c := Case{ID: caseID(string(p), string(k)), System: spec.System, Point: p, Kind: k, TTLMillis: leaseTTLMillis,
+	c := Case{ID: caseID(strings.ReplaceAll(string(p), "/", "-"), string(k)), System: spec.System, Point: p, Kind: k, TTLMillis: leaseTTLMillis,
 		Description: fmt.Sprintf("%s at %q (%s); recovery must: %s", k, spec.Step, spec.Window, spec.Recovery)}
 	fault := Step{Worker: "fault", Arms: faults.Arms{}, ExpectHit: []faults.Point{p}}
 	var recovery []Step
@@ -132,7 +155,7 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 		// graph effects reconciled, then the dead letter recorded.
 		fault.Actions = StandardScript()
 		fault.Arms[faults.BeforeStateCommit] = faults.On(faults.Permanent, 1)
-	case p == faults.BeforeRetryPrepared || p == faults.RecoveryBeforeClaim || p == faults.RecoveryBeforeResume:
+	case p == faults.BeforeRetryPrepared || p == faults.RecoveryBeforeClaim || p == faults.RecoveryBeforeResume || (faults.IsStorePoint(p) && spec.InRecovery):
 		// Leave work for recovery, then fault inside recovery.
 		setup := faults.On(faults.Transient, 1)
 		if p != faults.BeforeRetryPrepared {
@@ -162,6 +185,11 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 		again.ExpectHit = []faults.Point{p}
 		if spec.System == faults.PlanSave {
 			again.Actions = []Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}}
+		} else if faults.IsStorePoint(p) && !spec.InRecovery {
+			// Recovery alone may never call the store method again (a
+			// crash before the operation existed leaves it nothing to
+			// do): the re-run is the caller's resubmission, then recovery.
+			again.Resubmit = []string{"fault"}
 		}
 		c.Steps = append(c.Steps, again)
 	}

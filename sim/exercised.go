@@ -25,6 +25,10 @@ const (
 	CauseUnreachable Cause = "unreachable"
 	// CauseNotKilled: the crash fired but the worker did not die by it.
 	CauseNotKilled Cause = "not-killed"
+	// CauseKillMissed: a random-instant kill came after its worker had
+	// already finished (the instant is drawn from a measured run; this
+	// one was faster).
+	CauseKillMissed Cause = "kill-missed"
 	// CauseNothingCompleted: every fault fired, but after recovery no
 	// operation had completed, so the checks had nothing to judge.
 	CauseNothingCompleted Cause = "nothing-completed"

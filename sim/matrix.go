@@ -27,6 +27,10 @@ type Report struct {
 	// Timing is what the run used: the lease TTL and what follows from
 	// it, the calibration and every rise while it ran.
 	Timing Timing `json:"timing"`
+	// StoreWindows are the windows the store declared, as the probe run
+	// found them; Probed says a probe ran (so an empty list means none).
+	StoreWindows []StoreWindow `json:"storeWindows,omitempty"`
+	Probed       bool          `json:"probed,omitempty"`
 }
 
 // maxAttempts bounds the runs of a case that is not exercised.

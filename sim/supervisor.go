@@ -133,6 +133,9 @@ type Runner struct {
 	// caller set ClaimTTL, which then scales with the lease TTL.
 	timing     adaptive
 	claimFixed bool
+	// killBase is the shortest fault-free span a random kill's worker was
+	// seen to take (nanoseconds; 0: none yet), see rescaleKills.
+	killBase atomic.Int64
 }
 
 // NewRunner resolves the backend and fills in defaults.
@@ -220,6 +223,9 @@ type CaseResult struct {
 	// Attempts are the earlier runs of a case retried because it was not
 	// exercised, oldest first.
 	Attempts []Attempt `json:"attempts,omitempty"`
+	// Space is the space the run wrote in (its operationIds are scoped by
+	// OpID to it).
+	Space string `json:"space,omitempty"`
 	// Timeline is the case's history, for reports.
 	Timeline []history.Record `json:"timeline,omitempty"`
 }
@@ -264,6 +270,7 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	start := time.Now()
 	dir := filepath.Join(r.cfg.WorkDir, c.ID)
+	c = r.rescaleKills(c)
 	res := CaseResult{Case: c, Hits: map[string]int{}, Dir: dir, LeaseTTL: tm.LeaseTTL}
 	fail := func(v Verdict, note string) CaseResult {
 		res.Verdict = v
@@ -274,6 +281,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	// Every run of a case gets a fresh space: stores shared between cases
 	// (a server, or the in-process mode's one handle) keep earlier runs.
 	space := fmt.Sprintf("%s-%s-%d", r.cfg.Namespace, c.ID, r.runs.Add(1))
+	res.Space = space
 	env := CaseEnv{Dir: filepath.Join(dir, "data"), Namespace: space, Mutant: r.cfg.Mutant}
 	var cx caseExec
 	var err error
@@ -287,6 +295,9 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 		return fail(Undecided, err.Error())
 	}
 	defer cx.close()
+	if err := r.loadInitial(ctx, c, cx, env, space, dir); err != nil {
+		return fail(Undecided, "initial state: "+err.Error())
+	}
 	var paused []runningWorker
 	releasePaused := func() {
 		for _, w := range paused {
@@ -321,6 +332,13 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 			LeaseTTLMillis: tm.LeaseTTL.Milliseconds(), ClaimTTLMillis: tm.ClaimTTL.Milliseconds(),
 			BatchSize: r.cfg.BatchSize, Seed: r.cfg.Seed, ContinueOnError: st.ContinueOnError,
 			Background: st.Background}
+		if st.Kill != nil {
+			spec.KillAfterMicros = max(st.Kill.Offset.Microseconds(), 1)
+			if st.Kill.After != "" {
+				spec.KillAfterMicros = 0
+				spec.KillAnchor, spec.KillAnchorIndex, spec.KillDeltaMicros = st.Kill.After, st.Kill.AfterIndex, st.Kill.Delta.Microseconds()
+			}
+		}
 		if st.Background {
 			spec.ReleaseFile = filepath.Join(dir, fmt.Sprintf("release-%d", i))
 		}
@@ -386,6 +404,15 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 			}
 		}
 	}
+	r.learnKillBase(c, h)
+	res.Case = anchorKills(res.Case, h)
+	if notes, ok := killNotes(c, h); len(notes) > 0 {
+		res.Notes = append(res.Notes, notes...)
+		if !ok {
+			miss = cmp.Or(miss, &NotExercisedReason{Cause: CauseKillMissed, Detail: strings.Join(notes, "; "),
+				Advice: "the worker finished before its random kill (this run was faster than the measured one): run again, or pick another seed"})
+		}
+	}
 	exercised := miss == nil
 	for _, w := range res.Workers {
 		if w.Exit == "timeout" || strings.HasPrefix(w.Exit, "error") {
@@ -397,6 +424,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	if err != nil {
 		return fail(Undecided, "snapshot: "+err.Error())
 	}
+	observeInitial(c, space, &obs)
 	res.Violations = check.Check(snap, obs)
 	for _, op := range snap.Ops {
 		if op.Stage == reference.Completed {

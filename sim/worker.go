@@ -86,6 +86,7 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 		pid = os.Getpid()
 	}
 	hist.Append(history.Record{Kind: history.Start, PID: pid, Actions: len(spec.Actions)})
+	began := time.Now()
 	pause := opt.Pause
 	if pause == nil {
 		pause = func(ctx context.Context, d time.Duration) { waitRelease(ctx, spec.ReleaseFile, d) }
@@ -98,7 +99,14 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 		},
 		Crash: opt.Crash,
 		Sleep: pause,
+		OnReach: func(r faults.Reach) {
+			hist.Append(history.Record{Kind: history.Reach, Point: r.Point, Method: r.Method, PID: pid})
+		},
 	}
+	// Store code reached from the service sees the runtime and can declare
+	// its own windows (faults.At).
+	ctx = faults.WithRuntime(ctx, rt)
+	defer armRandomKill(spec, hist, pid, began)()
 	w := &worker{spec: spec, hist: hist, rt: rt, backend: b, opt: opt, pid: pid}
 	if opt.Stores != nil {
 		w.stores, w.sharedStores = opt.Stores, true
@@ -119,11 +127,11 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 		}
 		hist.Append(r)
 		if err != nil && !spec.ContinueOnError {
-			hist.Append(history.Record{Kind: history.Exit, Reason: "stopped after a failed action"})
+			hist.Append(history.Record{Kind: history.Exit, Reason: "stopped after a failed action", Micros: time.Since(began).Microseconds()})
 			return nil
 		}
 	}
-	hist.Append(history.Record{Kind: history.Exit, Reason: "done"})
+	hist.Append(history.Record{Kind: history.Exit, Reason: "done", Micros: time.Since(began).Microseconds()})
 	return nil
 }
 

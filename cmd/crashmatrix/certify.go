@@ -9,9 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/report"
+	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
@@ -23,7 +25,7 @@ type certifyFlags struct {
 	backend, mutant, workdir  string
 	jsonOut, junitOut, html   string
 	bugs, points, kinds, only []string
-	parallel                  int
+	parallel, randomKills     int
 	seed                      int64
 	leaseTTL                  time.Duration
 	keep, quiet, inProcess    bool
@@ -58,6 +60,7 @@ Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undeci
 	fl.StringVar(&f.junitOut, "junit", "", "write JUnit XML here")
 	fl.StringVar(&f.html, "html", "", "write the self-contained HTML report here")
 	fl.IntVar(&f.parallel, "parallel", 12, "cases run at once")
+	fl.IntVar(&f.randomKills, "random-kills", 0, "also run N random-instant kills: the standard script's worker SIGKILLed at a seeded instant drawn from its measured fault-free run (real processes only)")
 	fl.Int64Var(&f.seed, "seed", 1, "seed for retry jitter")
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "fix the document lease TTL in workers (a killed worker blocks its document this long); by default it adapts: at least 250ms embedded, 600ms on servers, raised to what a calibration of step latency before the matrix, and the cases themselves, measure")
 	fl.BoolVar(&f.keep, "keep", false, "keep the workdir even when certified")
@@ -94,6 +97,10 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	var points []faults.Point
 	for _, p := range f.points {
 		pp, err := faults.ParsePoint(p)
+		if err != nil && faults.IsStorePoint(faults.Point(p)) {
+			// A store-declared window: the probe decides whether it exists.
+			pp, err = faults.Point(p), faults.ValidateStorePoint(faults.Point(p))
+		}
 		if err != nil {
 			return fmt.Errorf("--point: %w", err)
 		}
@@ -110,6 +117,12 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	bugs, err := parseBugs(f.bugs)
 	if err != nil {
 		return err
+	}
+	if f.randomKills < 0 {
+		return fmt.Errorf("--random-kills %d: must not be negative", f.randomKills)
+	}
+	if f.randomKills > 0 && f.inProcess {
+		return fmt.Errorf("--random-kills needs real worker processes: a goroutine cannot be stopped at an instant (drop --in-process)")
 	}
 	backend, self, cleanup, err := f.server.setUp(cmd, f.backend)
 	if err != nil {
@@ -137,7 +150,22 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 		return exitError{2}
 	}
-	cases := sim.Filter(sim.Matrix(f.leaseTTL.Milliseconds()), points, kinds, f.only)
+	// A fault-free probe run discovers the windows the store declares and
+	// measures the worker random kills are drawn over. A probe that fails
+	// (the store breaks without any fault) fails the report, beside the
+	// matrix.
+	probe, perr := runner.Probe(cmd.Context())
+	sel := sim.Selection{Points: points, Kinds: kinds, Classes: f.only, RandomKills: f.randomKills}
+	cases := sel.Cases(probe, f.leaseTTL.Milliseconds(), f.seed)
+	for _, p := range points {
+		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w sim.StoreWindow) bool { return w.Point == p }) {
+			found := make([]string, len(probe.Windows))
+			for i, w := range probe.Windows {
+				found[i] = string(w.Point)
+			}
+			return fmt.Errorf("--point %s: the probe run never reached this store window (found: %v); is faults.At called with the context the store method was given?", p, found)
+		}
+	}
 	if len(cases) == 0 {
 		return fmt.Errorf("no case matches --point %v --kind %v --class %v", f.points, f.kinds, f.only)
 	}
@@ -151,6 +179,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		progress = func(sim.CaseResult) { bar.Increment() }
 	}
 	rep := runner.RunAll(cmd.Context(), cases, f.parallel, progress)
+	rep.WithProbe(probe, perr, sel)
 	runner.CloseShared()
 	if pb != nil {
 		pb.Wait()
@@ -161,6 +190,9 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	report.WriteTerminal(out, rep, ropt)
 	fmt.Fprintln(out, rep.Timing)
 	if err := writeReports(out, rep, ropt, f.jsonOut, f.junitOut, f.html); err != nil {
+		return err
+	}
+	if err := writeKillReplays(out, workdir, backend, f.leaseTTL, rep); err != nil {
 		return err
 	}
 	interrupted := cmd.Context().Err() != nil
@@ -228,4 +260,38 @@ func defaultLeaseTTL(flag time.Duration, backend string) time.Duration {
 	default:
 		return 600 * time.Millisecond
 	}
+}
+
+// writeKillReplays writes each random-instant kill that broke an invariant
+// as a scenario (same offset, expecting the same invariants to break) and
+// prints the command that replays it.
+func writeKillReplays(out io.Writer, workdir, backend string, leaseTTL time.Duration, rep sim.Report) error {
+	for _, r := range rep.Results {
+		if r.Case.Class != sim.RandomKillClass || r.Verdict != sim.Fail {
+			continue
+		}
+		sc, err := scenarios.FromCase(r.Case)
+		if err != nil {
+			return err
+		}
+		sc.Backend, sc.LeaseTTL, sc.Seed = backend, leaseTTL, rep.Seed
+		sc.Expect.Verdict = scenarios.ExpectFail
+		for _, b := range r.Broken() {
+			inv, err := check.ParseInvariant(b)
+			if err != nil {
+				return err
+			}
+			sc.Expect.Breaks = append(sc.Expect.Breaks, inv)
+		}
+		b, err := sc.Marshal()
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(workdir, r.Case.ID+".yaml")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s broke %s: replay with: crashmatrix run %s --repeat 10\n", r.Case.ID, strings.Join(r.Broken(), ","), path)
+	}
+	return nil
 }
