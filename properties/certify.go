@@ -24,7 +24,8 @@ type CrashOptions struct {
 	Points  []faults.Point
 	Kinds   []faults.Kind
 	Classes []string
-	// LeaseTTL of the workers' document leases (default 250ms).
+	// LeaseTTL fixes the workers' document lease TTL; zero adapts it to
+	// the machine, from 250ms up (sim.Config.Adaptive).
 	LeaseTTL time.Duration
 	// Parallel cases at once (default 8).
 	Parallel int
@@ -86,7 +87,9 @@ func RunCrashMatrix(t *testing.T, backend sim.Backend, opts ...CrashOptions) sim
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	if o.LeaseTTL <= 0 {
+	// Without a fixed TTL the timings adapt to the machine (sim.Config.Adaptive).
+	adaptive := o.LeaseTTL <= 0
+	if adaptive {
 		o.LeaseTTL = 250 * time.Millisecond
 	}
 	if o.Seed == 0 {
@@ -99,7 +102,7 @@ func RunCrashMatrix(t *testing.T, backend sim.Backend, opts ...CrashOptions) sim
 	b := backend
 	runner, err := sim.NewRunner(sim.Config{Use: &b, Backend: sim.BackendSpec{Name: backend.Name},
 		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: runPattern(t.Name())},
-		WorkDir:  work, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: o.Seed})
+		WorkDir:  work, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: o.Seed, Adaptive: adaptive})
 	if err != nil {
 		t.Fatalf("crash matrix: %v", err)
 	}

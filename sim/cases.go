@@ -49,6 +49,9 @@ type Case struct {
 	Class       string `json:"class,omitempty"`
 	Description string `json:"description"`
 	Steps       []Step `json:"steps"`
+	// TTLMillis is the lease TTL the case's pause lengths were computed
+	// for (0: they are absolute); ForTTL rescales them to another TTL.
+	TTLMillis int64 `json:"ttlMillis,omitempty"`
 	// Store marks a store-declared window's case (Point is the store's
 	// point name).
 	Store bool `json:"store,omitempty"`
@@ -139,7 +142,7 @@ func windowCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case, bo
 	if k == faults.Recrash {
 		arm = faults.On(faults.Crash, 1)
 	}
-	c := Case{ID: caseID(strings.ReplaceAll(string(p), "/", "-"), string(k)), System: spec.System, Point: p, Kind: k,
+	c := Case{ID: caseID(strings.ReplaceAll(string(p), "/", "-"), string(k)), System: spec.System, Point: p, Kind: k, TTLMillis: leaseTTLMillis,
 		Description: fmt.Sprintf("%s at %q (%s); recovery must: %s", k, spec.Step, spec.Window, spec.Recovery)}
 	fault := Step{Worker: "fault", Arms: faults.Arms{}, ExpectHit: []faults.Point{p}}
 	var recovery []Step
@@ -277,7 +280,7 @@ func leaseFaultCase(c Case, k faults.Kind, leaseTTLMillis int64) Case {
 func ClassCases(leaseTTLMillis int64) []Case {
 	long := faults.PauseOn(LongPause(leaseTTLMillis), 1)
 	short := faults.PauseOn(time.Duration(leaseTTLMillis/2)*time.Millisecond, 1)
-	return []Case{
+	cases := []Case{
 		{ID: "class-duplicate-delivery", System: faults.Ingestion, Class: "duplicate-delivery",
 			Description: "one operationId delivered three times: after a crash mid-write, two workers resubmit it at once (the first stalls mid-resume past its lease while the second takes over)",
 			Steps: []Step{
@@ -326,6 +329,10 @@ func ClassCases(leaseTTLMillis int64) []Case {
 				quiesceStep(faults.Ingestion, "fault"),
 			}},
 	}
+	for i := range cases {
+		cases[i].TTLMillis = leaseTTLMillis
+	}
+	return cases
 }
 
 // BoundaryCases stall a writer for each lease boundary before its graph

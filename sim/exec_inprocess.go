@@ -181,7 +181,7 @@ type inprocWorker struct {
 	res    *WorkerResult
 }
 
-func (x *inprocCase) start(ctx context.Context, spec WorkerSpec) (runningWorker, error) {
+func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration) (runningWorker, error) {
 	if spec.KillAfterMicros > 0 {
 		return nil, fmt.Errorf("worker %s: a random-instant kill needs real worker processes, not the in-process mode (a goroutine cannot be stopped at an instant)", spec.Worker)
 	}

@@ -177,6 +177,7 @@ func (w *worker) service(ctx context.Context) (*reference.Service, error) {
 			return nil, fmt.Errorf("open backend %s: %w", w.backend.Name, err)
 		}
 		w.stores = &st
+		warmUp(ctx, st, w.spec.Space)
 	}
 	var calls reference.CallLog = &fileCallLog{dir: w.spec.CallDir, hist: w.hist}
 	if w.opt.CallLog != nil {
@@ -305,4 +306,25 @@ func serviceOutcome(r reference.Result) *history.Outcome {
 
 func checkpointOutcome(cp plansave.Checkpoint) *history.Outcome {
 	return &history.Outcome{Op: cp.OperationID, Status: string(cp.Status), Next: string(cp.Next), PlanID: cp.PlanID}
+}
+
+// warmUp reads once from every store a fresh worker process opened, before
+// it takes any lease: drivers connect lazily, and a first connection (to a
+// server on a loaded machine, seconds) would otherwise be paid inside the
+// first lease and cost the worker its lease, so the case would measure the
+// machine instead of the protocol. A long-running service has warm
+// connections too. Errors are left to the real calls to report.
+func warmUp(ctx context.Context, st reference.Stores, space string) {
+	if st.Ops != nil {
+		_, _ = st.Ops.Get(ctx, space+"/warm-up")
+	}
+	if st.States != nil {
+		_, _, _ = st.States.FindCurrent(ctx, space, "warm-up")
+	}
+	if st.Registry != nil {
+		_, _ = st.Registry.FindMatches(ctx, space, "warm-up", []string{"warm-up"})
+	}
+	if st.Writer != nil {
+		_, _ = st.Writer.ReadGraph(ctx, space)
+	}
 }

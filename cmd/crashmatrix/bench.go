@@ -27,6 +27,9 @@ func benchCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			ctx := cmd.Context()
+			if rounds < 1 {
+				return fmt.Errorf("--rounds must be at least 1")
+			}
 			if benchDir == "" {
 				benchDir = os.TempDir()
 				if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
@@ -44,6 +47,7 @@ func benchCmd() *cobra.Command {
 			}
 			defer cleanup()
 			fmt.Fprintf(out, "crashmatrix bench: backend %s, %d cores, %s/%s, case data in %s\n", name, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, benchDir)
+			adaptive := leaseTTL <= 0
 			leaseTTL = defaultLeaseTTL(leaseTTL, backend)
 			if name == "containers" {
 				fmt.Fprintf(out, "containers: PostgreSQL answered its first query %s after Run, Neo4j %s after Run\n",
@@ -51,7 +55,7 @@ func benchCmd() *cobra.Command {
 			}
 			var walls []time.Duration
 			for i := 0; i < rounds; i++ {
-				r, work, err := benchRunner(benchDir, backend, self, leaseTTL, int64(i+1))
+				r, work, err := benchRunner(benchDir, backend, self, leaseTTL, int64(i+1), adaptive)
 				if err != nil {
 					return err
 				}
@@ -64,10 +68,7 @@ func benchCmd() *cobra.Command {
 				}
 				os.RemoveAll(work)
 				walls = append(walls, rep.Took)
-				fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %s\n", i+1, len(cases), rep.Took.Round(time.Millisecond))
-			}
-			if len(walls) == 0 {
-				return fmt.Errorf("--rounds must be at least 1")
+				fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %s; %s\n", i+1, len(cases), rep.Took.Round(time.Millisecond), rep.Timing)
 			}
 			sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
 			fmt.Fprintf(out, "full matrix wall time: median %s, min %s, max %s over %d rounds (target <= 5s on the embedded default, <= 60s on PostgreSQL + Neo4j)\n",
@@ -231,7 +232,7 @@ func benchStoreWindows(cmd *cobra.Command, self, backend, benchDir string, round
 	out := cmd.OutOrStdout()
 	var walls []time.Duration
 	for i := 0; i < rounds; i++ {
-		r, work, err := benchRunner(benchDir, backend, self, ttl, int64(i+1))
+		r, work, err := benchRunner(benchDir, backend, self, ttl, int64(i+1), false)
 		if err != nil {
 			return err
 		}
@@ -262,11 +263,11 @@ func benchStoreWindows(cmd *cobra.Command, self, backend, benchDir string, round
 }
 
 // benchRunner is one full-matrix round's runner, on a fresh work directory.
-func benchRunner(benchDir, backend, self string, ttl time.Duration, seed int64) (*sim.Runner, string, error) {
+func benchRunner(benchDir, backend, self string, ttl time.Duration, seed int64, adaptive bool) (*sim.Runner, string, error) {
 	work, err := os.MkdirTemp(benchDir, "crashmatrix-bench-")
 	if err != nil {
 		return nil, "", err
 	}
-	r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work, LeaseTTL: ttl, Seed: seed})
+	r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work, LeaseTTL: ttl, Seed: seed, Adaptive: adaptive})
 	return r, work, err
 }

@@ -62,7 +62,7 @@ Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undeci
 	fl.IntVar(&f.parallel, "parallel", 12, "cases run at once")
 	fl.IntVar(&f.randomKills, "random-kills", 0, "also run N random-instant kills: the standard script's worker SIGKILLed at a seeded instant drawn from its measured fault-free run (real processes only)")
 	fl.Int64Var(&f.seed, "seed", 1, "seed for retry jitter")
-	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "document lease TTL in workers; a killed worker blocks its document this long (default 250ms embedded, 600ms on servers)")
+	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "fix the document lease TTL in workers (a killed worker blocks its document this long); by default it adapts: at least 250ms embedded, 600ms on servers, raised to what a calibration of step latency before the matrix, and the cases themselves, measure")
 	fl.BoolVar(&f.keep, "keep", false, "keep the workdir even when certified")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fl.BoolVarP(&f.details, "details", "v", false, "list every failing case with every violation, its evidence, history and replay command (the default is a digest by cause)")
@@ -78,6 +78,18 @@ func bugNames() string {
 		s = append(s, string(b))
 	}
 	return strings.Join(s, ", ")
+}
+
+// parseBugs checks --bug values against the service mutants.
+func parseBugs(names []string) ([]reference.Bug, error) {
+	var bugs []reference.Bug
+	for _, b := range names {
+		if !slices.Contains(reference.Bugs, reference.Bug(b)) {
+			return nil, fmt.Errorf("--bug %q: unknown (known: %s)", b, bugNames())
+		}
+		bugs = append(bugs, reference.Bug(b))
+	}
+	return bugs, nil
 }
 
 func runCertify(cmd *cobra.Command, f certifyFlags) error {
@@ -102,18 +114,9 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		}
 		kinds = append(kinds, kk)
 	}
-	var bugs []reference.Bug
-	for _, b := range f.bugs {
-		ok := false
-		for _, x := range reference.Bugs {
-			if string(x) == b {
-				ok = true
-			}
-		}
-		if !ok {
-			return fmt.Errorf("--bug %q: unknown (known: %s)", b, bugNames())
-		}
-		bugs = append(bugs, reference.Bug(b))
+	bugs, err := parseBugs(f.bugs)
+	if err != nil {
+		return err
 	}
 	if f.randomKills < 0 {
 		return fmt.Errorf("--random-kills %d: must not be negative", f.randomKills)
@@ -126,6 +129,10 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		return err
 	}
 	defer cleanup()
+	// Without --lease-ttl the timings adapt: the default is a floor, raised
+	// to what a calibration before the matrix and the cases themselves
+	// measure on this machine now.
+	adaptive := f.leaseTTL <= 0
 	rerun, replay := certifyReplay(f, backend)
 	ropt := report.Options{Replay: replay, Rerun: rerun, Details: f.details, Command: "certify"}
 	f.leaseTTL = defaultLeaseTTL(f.leaseTTL, backend)
@@ -137,7 +144,8 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		tmp = true
 	}
 	runner, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
-		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess, InProcessFiles: f.inProcessFiles})
+		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess, InProcessFiles: f.inProcessFiles,
+		Adaptive: adaptive})
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 		return exitError{2}
@@ -180,14 +188,22 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		return err
 	}
 	report.WriteTerminal(out, rep, ropt)
+	fmt.Fprintln(out, rep.Timing)
 	if err := writeReports(out, rep, ropt, f.jsonOut, f.junitOut, f.html); err != nil {
 		return err
 	}
 	if err := writeKillReplays(out, workdir, backend, f.leaseTTL, rep); err != nil {
 		return err
 	}
-	if tmp && rep.ExitCode == 0 && !f.keep {
+	interrupted := cmd.Context().Err() != nil
+	if tmp && !f.keep && (rep.ExitCode == 0 || interrupted) {
+		// An interrupted run leaves nothing behind: its workers are
+		// killed (RunAll), its containers stopped (cleanup), and its
+		// temporary case data removed here; --workdir or --keep keep it.
 		_ = os.RemoveAll(workdir)
+		if interrupted {
+			fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix: interrupted; every worker killed, temporary case data removed")
+		}
 	} else {
 		fmt.Fprintf(out, "case data and histories: %s\n", workdir)
 	}

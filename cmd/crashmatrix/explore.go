@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/check"
-	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
@@ -93,9 +92,9 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			if randomKills > 0 && !processes {
 				return fmt.Errorf("--random-kills needs --processes: a goroutine cannot be stopped at an instant")
 			}
-			var bs []reference.Bug
-			for _, b := range bugs {
-				bs = append(bs, reference.Bug(b))
+			bs, err := parseBugs(bugs)
+			if err != nil {
+				return err
 			}
 			backend, self, cleanup, err := server.setUp(cmd, backendName)
 			if err != nil {
