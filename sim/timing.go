@@ -135,6 +135,9 @@ func stepLatencies(h history.Log) []time.Duration {
 	var out []time.Duration
 	for _, r := range h {
 		k := key{r.Worker, r.Phase}
+		if r.Kind == history.Seen {
+			continue // what the harness saw within a step: no boundary
+		}
 		if r.Kind != history.Event || r.Event == nil {
 			// A hit may pause; an action starts a new call.
 			delete(last, k)
