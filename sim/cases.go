@@ -344,7 +344,7 @@ func ClassCases(leaseTTLMillis int64) []Case {
 func BoundaryCases(leaseTTLMillis int64) []Case {
 	var out []Case
 	for _, b := range LeaseBoundaries {
-		out = append(out, Case{ID: "class-lease-" + b.Name, System: faults.Ingestion, Class: "lease-" + b.Name,
+		out = append(out, Case{ID: "class-lease-" + b.Name, System: faults.Ingestion, Class: "lease-" + b.Name, TTLMillis: leaseTTLMillis,
 			Description: fmt.Sprintf("a writer stalls %d/%d of the lease TTL before its graph write while recovery takes the document over; a stale holder must be refused by the store", b.Num, b.Den),
 			Steps: []Step{
 				{Worker: "fault", Actions: StandardScript(), Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(b.Pause(leaseTTLMillis), 1)},
