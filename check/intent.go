@@ -25,7 +25,7 @@ func CheckIntents(s Snapshot, o Observed) []Violation {
 	var out []Violation
 	out = append(out, x.checkI1(s)...)
 	out = append(out, x.checkI2()...)
-	out = append(out, x.checkI4()...)
+	out = append(out, x.checkI4(s)...)
 	out = append(out, x.checkDeadLetters(s)...)
 	out = append(out, x.checkFulfilled(s)...)
 	out = append(out, checkRegistered(s)...)
@@ -161,6 +161,14 @@ func (x *intentIndex) checkI1(s Snapshot) []Violation {
 				Evidence: []string{"frozen " + x.freeze[op].Plan, "stored " + PlanDigest(p)}})
 		}
 	}
+	// A plan frozen by a store call that died after its commit (a window
+	// the store declares inside CreateIfAbsent) was never seen returning:
+	// the stored plans count as frozen too.
+	for _, p := range s.Plans {
+		for _, it := range MutationItems(p.Mutation) {
+			items[it] = true
+		}
+	}
 	reported := map[string]bool{}
 	for _, ob := range x.obs {
 		if ob.What != history.SeenGraph || reported[ob.Op] {
@@ -198,10 +206,20 @@ func (x *intentIndex) checkI2() []Violation {
 }
 
 // checkI4: an operation reaches STATE_COMMITTED only after the harness saw
-// its state committed.
-func (x *intentIndex) checkI4() []Violation {
+// its state committed (or the store holds a version it committed).
+func (x *intentIndex) checkI4(s Snapshot) []Violation {
 	var out []Violation
 	committed := map[string]bool{}
+	// A worker killed at a random instant may die between a commit and
+	// its record: a version the store holds for the operation counts too.
+	for _, st := range s.States {
+		committed[st.OperationID] = true
+	}
+	for _, vs := range s.Versions {
+		for _, v := range vs {
+			committed[v.OperationID] = true
+		}
+	}
 	for _, r := range x.log {
 		switch {
 		case r.Kind == history.Seen && r.Obs != nil && r.Obs.What == history.SeenCommit:
@@ -414,6 +432,14 @@ func checkRegistered(s Snapshot) []Violation {
 func (x *intentIndex) checkClaims() []Violation {
 	live := map[string][]claim{} // op -> granted, unreleased claims
 	action := map[string]string{}
+	// A worker killed at a random instant may have released a claim and
+	// died before recording it: its claims are not judged.
+	randomKilled := map[string]bool{}
+	for _, r := range x.log {
+		if r.Kind == history.Kill {
+			randomKilled[r.Worker] = true
+		}
+	}
 	var out []Violation
 	for _, r := range x.log {
 		switch r.Kind {
@@ -422,7 +448,7 @@ func (x *intentIndex) checkClaims() []Violation {
 		case history.Seen:
 			switch ob := r.Obs; ob.What {
 			case history.SeenClaim:
-				if ob.Granted {
+				if ob.Granted && !randomKilled[r.Worker] {
 					live[ob.Op] = append(without(live[ob.Op], ob.Holder), claim{ob.Holder, ob.Now, ob.Until})
 				}
 			case history.SeenUnclaim:
