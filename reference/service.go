@@ -2,10 +2,13 @@ package reference
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -122,7 +125,10 @@ type Service struct {
 	Now func() int64
 	// Sleep waits d (a timer when nil); a simulated clock advances instead.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Holder identifies this instance in leases and claims.
+	// Holder identifies this instance in leases and claims. Empty: a
+	// name unique to this Service value is made on first use (two
+	// instances must never share one, or the per-document lock and the
+	// recovery claim no longer keep them apart).
 	Holder string
 	// LeaseTTL is the document lease's time to live (default 2s).
 	LeaseTTL time.Duration
@@ -137,7 +143,25 @@ type Service struct {
 	// Bugs switches on deliberate defects (mutants) for the harness.
 	Bugs []Bug
 
-	calls atomic.Int64
+	calls    atomic.Int64
+	autoOnce sync.Once
+	auto     string
+}
+
+// holder is the identity this Service uses in leases, claims and events:
+// Holder, or a name unique to this Service value when Holder is empty.
+func (s *Service) holder() string {
+	if s.Holder != "" {
+		return s.Holder
+	}
+	s.autoOnce.Do(func() {
+		var b [6]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			panic(fmt.Sprintf("reference: no randomness for a service holder name: %v", err))
+		}
+		s.auto = fmt.Sprintf("service-%d-%x", os.Getpid(), b)
+	})
+	return s.auto
 }
 
 func (s *Service) has(b Bug) bool {
@@ -175,7 +199,7 @@ func (s *Service) emit(e Event) {
 		if e.At == 0 {
 			e.At = s.now()
 		}
-		e.Holder = firstNonEmpty(e.Holder, s.Holder)
+		e.Holder = firstNonEmpty(e.Holder, s.holder())
 		s.Observer.Observe(e)
 	}
 }
@@ -513,7 +537,7 @@ func (s *Service) withLease(ctx context.Context, space, documentID string, fn fu
 	var lease Lease
 	// Each call holds the lease under its own identity, so two calls on one
 	// Service exclude each other as two instances do.
-	holder := fmt.Sprintf("%s#%d", firstNonEmpty(s.Holder, "service"), s.calls.Add(1))
+	holder := fmt.Sprintf("%s#%d", s.holder(), s.calls.Add(1))
 	for {
 		l, ok, err := s.Locks.TryAcquire(ctx, space, documentID, holder, s.now(), s.leaseTTL())
 		if err != nil {
