@@ -27,6 +27,10 @@ const (
 	Fail         Verdict = "FAIL"
 	NotExercised Verdict = "not exercised"
 	Undecided    Verdict = "undecided"
+	// NotApplicable: the case tests a system the backend does not
+	// provide (System B when Backend.OpenPlanSave is nil). It is listed,
+	// neither passed nor failed.
+	NotApplicable Verdict = "not applicable"
 )
 
 // Launcher starts worker processes.
@@ -214,6 +218,10 @@ func (cr CaseResult) Broken() []string {
 func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 	start := time.Now()
 	dir := filepath.Join(r.cfg.WorkDir, c.ID)
+	if c.System == faults.PlanSave && r.backend.OpenPlanSave == nil {
+		return CaseResult{Case: c, Verdict: NotApplicable, Notes: []string{fmt.Sprintf(
+			"backend %s does not provide System B (its OpenPlanSave is nil): the plan-save case is not applicable", r.backend.Name)}}
+	}
 	res := CaseResult{Case: c, Hits: map[string]int{}, Dir: dir}
 	fail := func(v Verdict, note string) CaseResult {
 		res.Verdict = v

@@ -12,6 +12,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/adapters/neo4j"
 	"github.com/crashmatrix/crashmatrix/adapters/postgres"
 	"github.com/crashmatrix/crashmatrix/adapters/postgres/pgtest"
+	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/properties"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/scenarios"
@@ -127,7 +128,7 @@ func TestCertifyPostgresNeo4j(t *testing.T) {
 
 // The reference mutants are caught on these servers too.
 func TestContainersCatchMutants(t *testing.T) {
-	properties.MutantsCaught(t, backend(t), properties.CrashOptions{LeaseTTL: 600 * time.Millisecond})
+	crashrun.MutantsCaught(t, backend(t), crashrun.Options{LeaseTTL: 600 * time.Millisecond})
 }
 
 // A scenario replays deterministically on the servers too: ten runs, the
