@@ -64,6 +64,14 @@ type SpaceLister interface {
 	ListSpace(ctx context.Context, space string) ([]Operation, error)
 }
 
+// SpacePlanReader is an optional OperationStore method: every plan of a
+// space at once, by operation id (an unreadable plan as an error, as
+// GetPlan would return it). The checkers use it when a store offers it;
+// properties.Stores checks it against GetPlan.
+type SpacePlanReader interface {
+	SpacePlans(ctx context.Context, space string) (map[string]Plan, map[string]error, error)
+}
+
 // DocumentStateStore keeps the committed state of each document, guarded by
 // a revision compare-and-set, and its version history.
 type DocumentStateStore interface {
@@ -89,6 +97,14 @@ type DocumentStateStore interface {
 	// IsReferencedByOtherDocument reports whether an ACTIVE current state of
 	// another document in the same space supports edge.
 	IsReferencedByOtherDocument(ctx context.Context, space, documentID string, edge EdgeKey) (bool, error)
+}
+
+// SpaceVersionReader is an optional DocumentStateStore method: the version
+// history of every document of a space at once, by document id. The
+// checkers use it when a store offers it; properties.Stores checks it
+// against Versions.
+type SpaceVersionReader interface {
+	SpaceVersions(ctx context.Context, space string) (map[string][]DocumentState, error)
 }
 
 // EntityRegistry binds entity names to node ids, unique on (space,

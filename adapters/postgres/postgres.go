@@ -402,7 +402,7 @@ func (s *OperationStore) GetPlan(ctx context.Context, operationID string) (refer
 	return memory.DecodeStoredPlan(operationID, payload, fp)
 }
 
-// SpacePlans implements check.SpacePlanReader: every plan of a space in
+// SpacePlans implements reference.SpacePlanReader: every plan of a space in
 // one query, each decoded and checked as GetPlan does.
 func (s *OperationStore) SpacePlans(ctx context.Context, space string) (map[string]reference.Plan, map[string]error, error) {
 	rows, err := s.d.pool.Query(ctx, `SELECT operation_id, plan, plan_fingerprint FROM crashmatrix_operations WHERE space = $1`, space)
@@ -685,7 +685,7 @@ func (s *StateStore) RecordVersion(ctx context.Context, state reference.Document
 	return s.d.wrap("states.recordVersion", fmt.Sprintf("%s revision %d", docIDs(state.Space, state.DocumentID), state.Revision), err)
 }
 
-// SpaceVersions implements check.SpaceVersionReader: one query.
+// SpaceVersions implements reference.SpaceVersionReader: one query.
 func (s *StateStore) SpaceVersions(ctx context.Context, space string) (map[string][]reference.DocumentState, error) {
 	all, err := s.many(ctx, "states.spaceVersions", "space "+space,
 		`SELECT payload FROM crashmatrix_document_versions WHERE space = $1 ORDER BY document_id, revision`, space)

@@ -530,7 +530,7 @@ func (s *OperationStore) List(ctx context.Context) ([]reference.Operation, error
 	return s.query(ctx, `SELECT `+opColumns+` FROM operations ORDER BY operation_id`)
 }
 
-// SpacePlans implements check.SpacePlanReader: every plan of a space in
+// SpacePlans implements reference.SpacePlanReader: every plan of a space in
 // one statement, each decoded and checked as GetPlan does.
 func (s *OperationStore) SpacePlans(ctx context.Context, space string) (map[string]reference.Plan, map[string]error, error) {
 	var plans map[string]reference.Plan
@@ -736,7 +736,7 @@ func (s *StateStore) RecordVersion(ctx context.Context, state reference.Document
 	return err
 }
 
-// SpaceVersions implements check.SpaceVersionReader: one statement.
+// SpaceVersions implements reference.SpaceVersionReader: one statement.
 func (s *StateStore) SpaceVersions(ctx context.Context, space string) (map[string][]reference.DocumentState, error) {
 	all, err := s.many(ctx, `SELECT payload FROM document_versions WHERE space = ? ORDER BY document_id, revision`, space)
 	if err != nil {

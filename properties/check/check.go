@@ -91,19 +91,6 @@ type GraphDuplicateReader interface {
 	ReadGraphAndDuplicates(ctx context.Context, space string) (reference.Graph, []string, error)
 }
 
-// SpacePlanReader is an optional OperationStore method: every plan of a
-// space at once, by operation id (an unreadable plan as an error, as
-// GetPlan would return it).
-type SpacePlanReader interface {
-	SpacePlans(ctx context.Context, space string) (map[string]reference.Plan, map[string]error, error)
-}
-
-// SpaceVersionReader is an optional DocumentStateStore method: the version
-// history of every document of a space at once, by document id.
-type SpaceVersionReader interface {
-	SpaceVersions(ctx context.Context, space string) (map[string][]reference.DocumentState, error)
-}
-
 // Take reads a snapshot of one space from the stores, and of System B's
 // threads (may be empty).
 func Take(ctx context.Context, st reference.Stores, space string, cps plansave.CheckpointStore, plans plansave.PlanStore, threads []PlanSaveThread) (Snapshot, error) {
@@ -121,7 +108,7 @@ func Take(ctx context.Context, st reference.Stores, space string, cps plansave.C
 		}
 		var plans map[string]reference.Plan
 		var planErrs map[string]error
-		if pr, ok := st.Ops.(SpacePlanReader); ok {
+		if pr, ok := st.Ops.(reference.SpacePlanReader); ok {
 			if plans, planErrs, err = pr.SpacePlans(ctx, space); err != nil {
 				return s, fmt.Errorf("snapshot: plans: %w", err)
 			}
@@ -160,7 +147,7 @@ func Take(ctx context.Context, st reference.Stores, space string, cps plansave.C
 			docs[op.DocumentID] = true
 		}
 		var all map[string][]reference.DocumentState
-		if vr, ok := st.States.(SpaceVersionReader); ok {
+		if vr, ok := st.States.(reference.SpaceVersionReader); ok {
 			if all, err = vr.SpaceVersions(ctx, space); err != nil {
 				return s, fmt.Errorf("snapshot: versions: %w", err)
 			}
@@ -652,7 +639,7 @@ type plainStates struct{ reference.DocumentStateStore }
 type plainWriter struct{ reference.GraphWriter }
 
 // CompareBatchedReads takes the snapshot of space twice, with the stores'
-// optional batch reads (SpacePlanReader, SpaceVersionReader,
+// optional batch reads (reference.SpacePlanReader, reference.SpaceVersionReader,
 // GraphDuplicateReader) and with the one-by-one reads every store
 // supports, and describes how the two differ ("" when they agree). A store
 // that offers the batch reads must give the same snapshot both ways.
