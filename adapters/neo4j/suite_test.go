@@ -30,8 +30,8 @@ func (p prefixed) Duplicates(ctx context.Context, space string) ([]string, error
 }
 
 func TestGraphWriterConformance(t *testing.T) {
-	properties.GraphWriter(t, func(t *testing.T) reference.GraphWriter {
-		return prefixed{w: openWriter(t, Options{}), prefix: testSpace(t) + "/"}
+	properties.Stores(t, func(t *testing.T) reference.Stores {
+		return reference.Stores{Writer: prefixed{w: openWriter(t, Options{}), prefix: testSpace(t) + "/"}}
 	})
 }
 
@@ -39,7 +39,7 @@ func TestGraphWriterConformance(t *testing.T) {
 // writer (one driver) shared by every factory call.
 func TestGraphWriterConformanceSharedWriter(t *testing.T) {
 	w := openWriter(t, Options{})
-	properties.GraphWriter(t, func(t *testing.T) reference.GraphWriter {
-		return prefixed{w: w, prefix: fmt.Sprintf("%s/", testSpace(t))}
+	properties.Stores(t, func(t *testing.T) reference.Stores {
+		return reference.Stores{Writer: prefixed{w: w, prefix: fmt.Sprintf("%s/", testSpace(t))}}
 	})
 }

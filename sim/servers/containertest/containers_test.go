@@ -12,6 +12,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/adapters/neo4j"
 	"github.com/crashmatrix/crashmatrix/adapters/postgres"
 	"github.com/crashmatrix/crashmatrix/adapters/postgres/pgtest"
+	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/properties"
 	"github.com/crashmatrix/crashmatrix/reference"
@@ -97,13 +98,13 @@ func (s spaced) Duplicates(ctx context.Context, space string) ([]string, error) 
 
 // The GraphWriter conformance suite against the Neo4j writer.
 func TestConformanceNeo4jWriter(t *testing.T) {
-	properties.GraphWriter(t, func(t *testing.T) reference.GraphWriter {
+	properties.Stores(t, func(t *testing.T) reference.Stores {
 		w, err := neo4j.Open(context.Background(), os.Getenv(servers.EnvNeo4jURI), os.Getenv(servers.EnvNeo4jUser), os.Getenv(servers.EnvNeo4jPassword), neo4j.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { w.Close(context.Background()) })
-		return spaced{w, fmt.Sprintf("conf%d-", spaces.Add(1))}
+		return reference.Stores{Writer: spaced{w, fmt.Sprintf("conf%d-", spaces.Add(1))}}
 	})
 }
 
@@ -157,7 +158,7 @@ func TestReplayIsDeterministicOnContainers(t *testing.T) {
 			if err := s.JudgeResult(res); err != nil {
 				t.Fatalf("%s run %d: %v", s.Name, i+1, err)
 			}
-			tr, v := sim.Trace(res.Timeline), fmt.Sprintf("%s %v", res.Verdict, res.Broken())
+			tr, v := history.Trace(res.Timeline), fmt.Sprintf("%s %v", res.Verdict, res.Broken())
 			if i == 0 {
 				first, firstVerdict = tr, v
 				continue
