@@ -98,7 +98,8 @@ func lockScopes(t suiteT, fresh func() reference.LockProvider) {
 func lockExpiry(t suiteT, fresh func() reference.LockProvider) {
 	p := fresh()
 	a := lockAcquire(t, p, "space_a", "doc-1", "A", confNow, true, "free")
-	b := lockAcquire(t, p, "space_a", "doc-1", "B", confNow+lockTTL+1, true, "A's lease expired")
+	lockAcquire(t, p, "space_a", "doc-1", "B", confNow+lockTTL-1, false, "A's lease is live until its expiry instant")
+	b := lockAcquire(t, p, "space_a", "doc-1", "B", confNow+lockTTL, true, "A's lease expired (free from now >= ExpiresAt)")
 	if b.Token <= a.Token {
 		t.Errorf("token after expiry = %d; want greater than the expired holder's %d (fencing)", b.Token, a.Token)
 	}

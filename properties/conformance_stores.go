@@ -122,11 +122,10 @@ func optionalMethods(t suiteT, st reference.Stores) {
 			if err != nil {
 				t.Fatalf("registry List(%s): %v", space, err)
 			}
-			var queries []reference.EntityQuery
+			queries := []reference.EntityQuery{{Type: "Person", Names: []string{"no such name"}}}
 			for _, e := range ents {
 				queries = append(queries, reference.EntityQuery{Type: e.Type, Names: append([]string{e.CanonicalName, "nobody"}, e.Names...)})
 			}
-			queries = append(queries, reference.EntityQuery{Type: "Person", Names: []string{"no such name"}})
 			batched, err := reference.MatchNodeIDs(confCtx, st.Registry, space, queries)
 			if err != nil {
 				t.Fatalf("MatchNodeIDs(%s): %v", space, err)

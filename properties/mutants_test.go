@@ -127,6 +127,10 @@ func mutants() []mutant {
 			subLockTokens, subLockRelease),
 		lockMutant("LockTryAcquireNotAtomic", func(p reference.LockProvider) reference.LockProvider { return newRacyLocks() },
 			subLockConcurrent),
+		// The same check-then-act bug, seen by readers under concurrency.
+		mutant{"LockTryAcquireNotAtomicLinearizability", func(r suiteT) {
+			runConcurrency(r, func(suiteT) reference.Stores { s := newMem(); s.Locks = newRacyLocks(); return s })
+		}, []string{subLinLeases}},
 	}
 }
 
