@@ -15,12 +15,13 @@ import (
 	"github.com/crashmatrix/crashmatrix/properties"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/embedded"
 )
 
 // The embedded default passes the whole matrix, with real process kills of
 // re-executed test binaries: what a store author's own go test does.
 func TestCertifySQLite(t *testing.T) {
-	properties.CertifyCrashSafety(t, sim.SQLiteBackend())
+	properties.CertifyCrashSafety(t, embedded.SQLite())
 }
 
 // A backend with only Name and Open (the README's snippet: no System B)
@@ -65,7 +66,7 @@ func TestCertifyWithoutSystemB(t *testing.T) {
 // folder, and removes nothing else from ReportDir.
 func TestCrashMatrixMemoryFails(t *testing.T) {
 	reports := t.TempDir()
-	res := crashrun.Run(t, sim.MemoryBackend(), crashrun.Options{ReportDir: reports,
+	res := crashrun.Run(t, embedded.Memory(), crashrun.Options{ReportDir: reports,
 		Points: []faults.Point{faults.BeforeGraphApplied, faults.PlanSaveBeforeCheckpoint}, Kinds: []faults.Kind{faults.Crash}})
 	if res.ExitCode != 1 {
 		t.Fatalf("memory backend: exit code %d, want 1 (an invariant broke)", res.ExitCode)
@@ -110,7 +111,7 @@ func TestCrashMatrixMemoryFails(t *testing.T) {
 // Without ReportDir a failing run keeps only reports and histories (the
 // stores' data is removed) in one temporary folder that the failure names.
 func TestFailingRunKeepsNoStoreData(t *testing.T) {
-	b := sim.SQLiteBackend()
+	b := embedded.SQLite()
 	b.Name = "sqlite-mutant"
 	res := crashrun.Run(t, b, crashrun.Options{Mutant: sim.MutantCreateNotMerge,
 		Points: []faults.Point{faults.BeforeGraphApplied}, Kinds: []faults.Kind{faults.Unknown}})
@@ -136,5 +137,5 @@ func TestFailingRunKeepsNoStoreData(t *testing.T) {
 // skip-revision-check by I2, advance-before-graph-write by I4, and System B
 // without its unique constraint by I8.
 func TestMutantsCaught(t *testing.T) {
-	crashrun.MutantsCaught(t, sim.SQLiteBackend(), crashrun.Options{})
+	crashrun.MutantsCaught(t, embedded.SQLite(), crashrun.Options{})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/embedded"
 )
 
 // TestMain lets the test binary act as a worker process of a case (the
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) {
 }
 
 func runWorker(path string) int {
-	if err := sim.RunWorkerFile(context.Background(), path, sim.SQLiteBackend()); err != nil {
+	if err := sim.RunWorkerFile(context.Background(), path, embedded.SQLite()); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 3
 	}
