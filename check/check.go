@@ -79,18 +79,6 @@ type Snapshot struct {
 	Checkpoints map[string]plansave.Checkpoint
 }
 
-// DuplicateReporter is implemented by graph writers that can tell stored
-// duplicates apart (ReadGraph folds them).
-type DuplicateReporter interface {
-	Duplicates(ctx context.Context, space string) ([]string, error)
-}
-
-// GraphDuplicateReader is an optional writer method: ReadGraph and
-// Duplicates from one read of the stored graph.
-type GraphDuplicateReader interface {
-	ReadGraphAndDuplicates(ctx context.Context, space string) (reference.Graph, []string, error)
-}
-
 // Take reads a snapshot of one space from the stores, and of System B's
 // threads (may be empty).
 func Take(ctx context.Context, st reference.Stores, space string, cps plansave.CheckpointStore, plans plansave.PlanStore, threads []PlanSaveThread) (Snapshot, error) {
@@ -166,17 +154,13 @@ func Take(ctx context.Context, st reference.Stores, space string, cps plansave.C
 		if s.Registry, err = st.Registry.List(ctx, space); err != nil {
 			return s, fmt.Errorf("snapshot: registry: %w", err)
 		}
-		if gd, ok := st.Writer.(GraphDuplicateReader); ok {
-			if s.Graph, s.Duplicates, err = gd.ReadGraphAndDuplicates(ctx, space); err != nil {
-				return s, fmt.Errorf("snapshot: graph: %w", err)
-			}
-		} else if s.Graph, err = st.Writer.ReadGraph(ctx, space); err != nil {
+		// The required record read: duplicates are seen whatever the
+		// writer offers beyond the interface.
+		recs, err := st.Writer.ReadRecords(ctx, space)
+		if err != nil {
 			return s, fmt.Errorf("snapshot: graph: %w", err)
-		} else if dr, ok := st.Writer.(DuplicateReporter); ok {
-			if s.Duplicates, err = dr.Duplicates(ctx, space); err != nil {
-				return s, fmt.Errorf("snapshot: duplicates: %w", err)
-			}
 		}
+		s.Graph, s.Duplicates = recs.Graph(), recs.Duplicates()
 	}
 	owners := map[string]bool{}
 	for _, t := range threads {
@@ -573,6 +557,9 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 			if g := cur[doc]; g != nil && g.holder == e.Holder && g.token == e.Token {
 				delete(cur, doc)
 			}
+		case reference.EvLeaseBroken:
+			out = append(out, Violation{Invariant: I7, Document: e.DocumentID,
+				Message: "the lock provider broke the lease contract: " + e.Detail})
 		case reference.EvLeaseLost:
 			lost[e.Holder+"\x00"+e.OperationID] = true
 		case reference.EvStateCommit:
@@ -632,15 +619,14 @@ func CheckI8(s Snapshot, o Observed) []Violation {
 	return out
 }
 
-// plainOps, plainStates and plainWriter hide every optional method of the
-// stores, so that Take falls back to the one-by-one reads.
+// plainOps and plainStates hide every optional method of the stores, so
+// that Take falls back to the one-by-one reads.
 type plainOps struct{ reference.OperationStore }
 type plainStates struct{ reference.DocumentStateStore }
-type plainWriter struct{ reference.GraphWriter }
 
 // CompareBatchedReads takes the snapshot of space twice, with the stores'
 // optional batch reads (reference.SpacePlanReader, reference.SpaceVersionReader,
-// GraphDuplicateReader) and with the one-by-one reads every store
+// reference.SpaceLister) and with the one-by-one reads every store
 // supports, and describes how the two differ ("" when they agree). A store
 // that offers the batch reads must give the same snapshot both ways.
 func CompareBatchedReads(ctx context.Context, st reference.Stores, space string) (string, error) {
@@ -649,7 +635,7 @@ func CompareBatchedReads(ctx context.Context, st reference.Stores, space string)
 		return "", err
 	}
 	plain := st
-	plain.Ops, plain.States, plain.Writer = plainOps{st.Ops}, plainStates{st.States}, plainWriter{st.Writer}
+	plain.Ops, plain.States = plainOps{st.Ops}, plainStates{st.States}
 	oneByOne, err := Take(ctx, plain, space, nil, nil, nil)
 	if err != nil {
 		return "", err

@@ -1,7 +1,6 @@
 package properties
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -13,14 +12,6 @@ import (
 func runGraphWriter(t suiteT, newStore func(t suiteT) reference.GraphWriter) {
 	t.Helper()
 	confRun(t, newStore, writerCases)
-}
-
-// DuplicateReporter is the optional method a GraphWriter may offer to
-// report node ids or edge keys it stores more than once; the suite checks
-// it reports none.
-type DuplicateReporter interface {
-	// Duplicates lists node ids or edge keys stored more than once.
-	Duplicates(ctx context.Context, space string) ([]string, error)
 }
 
 // The subtest names of the GraphWriter suite.
@@ -167,6 +158,25 @@ func wExpect(t suiteT, w reference.GraphWriter, space string, want reference.Gra
 	if d := wGraphDiff(want, got); d != "" {
 		t.Errorf("%s: ReadGraph(%s) differs from the expected graph:%s", context, space, d)
 	}
+	if msg := wRecords(w, space, got); msg != "" {
+		t.Errorf("%s: %s", context, msg)
+	}
+}
+
+// wRecords checks the required record read against ReadGraph's answer g:
+// no node id or edge key stored twice, and the records fold to g.
+func wRecords(w reference.GraphWriter, space string, g reference.Graph) string {
+	recs, err := w.ReadRecords(confCtx, space)
+	if err != nil {
+		return fmt.Sprintf("ReadRecords(%s) error: %v", space, err)
+	}
+	if dups := recs.Duplicates(); len(dups) > 0 {
+		return fmt.Sprintf("ReadRecords(%s): stored more than once: %q (an upsert must MERGE, not CREATE)", space, dups)
+	}
+	if d := wGraphDiff(g, recs.Graph()); d != "" {
+		return fmt.Sprintf("ReadRecords(%s) disagrees with ReadGraph:%s", space, d)
+	}
+	return ""
 }
 
 // wFold returns the reference fold of ms over an empty graph.
@@ -351,10 +361,6 @@ func writerSpaceIsolation(t suiteT, fresh func() reference.GraphWriter) {
 
 func writerNoDuplicates(t suiteT, fresh func() reference.GraphWriter) {
 	w := fresh()
-	d, ok := w.(DuplicateReporter)
-	if !ok {
-		t.Logf("%T has no Duplicates(ctx, space) method; duplicates are checked through ReadGraph only", w)
-	}
 	m := writerRich()
 	for i := 0; i < 3; i++ {
 		wApply(t, w, "space_a", m, "rich mutation")
@@ -362,13 +368,7 @@ func writerNoDuplicates(t suiteT, fresh func() reference.GraphWriter) {
 			wApply(t, w, "space_a", b, "a batch of the rich mutation")
 		}
 	}
-	wExpect(t, w, "space_a", wFold(t, m), "after repeated applies")
-	if ok {
-		dups, err := d.Duplicates(confCtx, "space_a")
-		if err != nil || len(dups) != 0 {
-			t.Errorf("Duplicates(space_a) after repeated applies = %q, %v; want none", dups, err)
-		}
-	}
+	wExpect(t, w, "space_a", wFold(t, m), "after repeated applies") // ReadRecords included
 }
 
 func writerBatches(t suiteT, fresh func() reference.GraphWriter) {
@@ -499,10 +499,5 @@ func (s *writerModelState) apply(space string, m reference.Mutation) string {
 	if d := wGraphDiff(s.graphs[space], got); d != "" {
 		return "ReadGraph differs from the reference fold:" + d
 	}
-	if dr, ok := s.w.(DuplicateReporter); ok {
-		if dups, err := dr.Duplicates(confCtx, space); err != nil || len(dups) != 0 {
-			return confMismatch("Duplicates", "none", fmt.Sprintf("%q, %v", dups, err))
-		}
-	}
-	return ""
+	return wRecords(s.w, space, got)
 }

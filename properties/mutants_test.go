@@ -651,6 +651,12 @@ func (w *replaceWriter) Apply(ctx context.Context, space string, m reference.Mut
 	return nil
 }
 
+// ReadRecords lists what ReadGraph shows (the mutant's own view).
+func (w *replaceWriter) ReadRecords(ctx context.Context, space string) (reference.GraphRecords, error) {
+	g, err := w.ReadGraph(ctx, space)
+	return g.Records(), err
+}
+
 func (w *replaceWriter) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
 	g, err := w.GraphWriter.ReadGraph(ctx, space)
 	if err != nil {
@@ -716,6 +722,12 @@ func (w *danglingWriter) Apply(ctx context.Context, space string, m reference.Mu
 		delete(w.dangling[space], k)
 	}
 	return nil
+}
+
+// ReadRecords lists what ReadGraph shows (the mutant's own view).
+func (w *danglingWriter) ReadRecords(ctx context.Context, space string) (reference.GraphRecords, error) {
+	g, err := w.ReadGraph(ctx, space)
+	return g.Records(), err
 }
 
 func (w *danglingWriter) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {

@@ -692,6 +692,10 @@ func (w *writerOneSpace) ReadGraph(ctx context.Context, _ string) (reference.Gra
 	return w.GraphWriter.ReadGraph(ctx, oneSpace)
 }
 
+func (w *writerOneSpace) ReadRecords(ctx context.Context, _ string) (reference.GraphRecords, error) {
+	return w.GraphWriter.ReadRecords(ctx, oneSpace)
+}
+
 // deleteAbsentFails refuses to delete a node that is not there.
 type deleteAbsentFails struct{ reference.GraphWriter }
 

@@ -50,6 +50,7 @@ const (
 	EvLeaseRenew   = "lease-renew"   // a lease was extended (ExpiresAt)
 	EvLeaseLost    = "lease-lost"    // a stale holder was refused
 	EvLeaseRelease = "lease-release" // a lease was released
+	EvLeaseBroken  = "lease-broken"  // the lock provider broke its contract (Detail: how)
 	EvDisposition  = "disposition"   // dead letter or abandoned (Detail)
 	EvOK           = "ok"            // the call returned (Detail: outcome)
 	EvError        = "error"         // the call failed (Detail: error)

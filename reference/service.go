@@ -319,6 +319,19 @@ func finishedResult(op Operation) Result {
 	return Result{OperationID: op.OperationID, Outcome: OutcomeAlreadyDone, Revision: op.ExpectedRevision + 1}
 }
 
+// leaseContract describes how a TryAcquire answer at now with ttl breaks
+// the LockProvider contract, or is "": a granted lease runs until exactly
+// now+ttl, and a refusal comes from a lease still live at now.
+func leaseContract(l Lease, ok bool, now, ttl int64) string {
+	switch {
+	case ok && l.ExpiresAt != now+ttl:
+		return fmt.Sprintf("TryAcquire at %d with ttl %d granted a lease until %d, not %d (a lease that does not expire when asked never frees a dead holder's document)", now, ttl, l.ExpiresAt, now+ttl)
+	case !ok && l.ExpiresAt <= now:
+		return fmt.Sprintf("TryAcquire at %d was refused by %s's lease (token %d) that expired at %d (an expired lease must be free; it never expires)", now, l.Holder, l.Token, l.ExpiresAt)
+	}
+	return ""
+}
+
 // withLease runs fn holding the document lease, released afterwards (a
 // lease already lost is not an error of fn's).
 func (s *Service) withLease(ctx context.Context, space, documentID string, fn func(*Lease) error) error {
@@ -333,9 +346,20 @@ func (s *Service) withLease(ctx context.Context, space, documentID string, fn fu
 	// Service exclude each other as two instances do.
 	holder := fmt.Sprintf("%s#%d", s.holder(), s.calls.Add(1))
 	for {
-		l, ok, err := s.Locks.TryAcquire(ctx, space, documentID, holder, s.now(), s.leaseTTL())
+		now, ttl := s.now(), s.leaseTTL()
+		l, ok, err := s.Locks.TryAcquire(ctx, space, documentID, holder, now, ttl)
 		if err != nil {
 			return fmt.Errorf("lease %s/%s: %w", space, documentID, err)
+		}
+		if broken := leaseContract(l, ok, now, ttl); broken != "" {
+			// A lease that never expires (or expires early) would wedge
+			// the document or let two holders in; say so at once rather
+			// than time out waiting.
+			s.emit(Event{Kind: EvLeaseBroken, Space: space, DocumentID: documentID, Token: l.Token, ExpiresAt: l.ExpiresAt, Holder: l.Holder, Detail: broken})
+			if ok {
+				_ = s.Locks.Release(ctx, l)
+			}
+			return fmt.Errorf("lease %s/%s: %w: %s", space, documentID, ErrLeaseContract, broken)
 		}
 		if ok {
 			lease = l

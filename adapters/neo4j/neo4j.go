@@ -68,8 +68,7 @@ type Options struct {
 }
 
 var (
-	_ reference.GraphWriter       = (*Writer)(nil)
-	_ reference.DuplicateReporter = (*Writer)(nil)
+	_ reference.GraphWriter = (*Writer)(nil)
 )
 
 // Writer is a reference.GraphWriter on Neo4j. It is safe for concurrent use.

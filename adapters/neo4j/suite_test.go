@@ -25,8 +25,8 @@ func (p prefixed) ReadGraph(ctx context.Context, space string) (reference.Graph,
 	return p.w.ReadGraph(ctx, p.prefix+space)
 }
 
-func (p prefixed) Duplicates(ctx context.Context, space string) ([]string, error) {
-	return p.w.Duplicates(ctx, p.prefix+space)
+func (p prefixed) ReadRecords(ctx context.Context, space string) (reference.GraphRecords, error) {
+	return p.w.ReadRecords(ctx, p.prefix+space)
 }
 
 func TestGraphWriterConformance(t *testing.T) {

@@ -208,20 +208,29 @@ func (w *Writer) ReadGraph(ctx context.Context, space string) (reference.Graph, 
 	return g, nil
 }
 
-// Duplicates implements DuplicateReporter: entries like "node person:abc x2"
-// and "edge (a)-[KNOWS#0]->(b) x3", nodes first, each group sorted.
-func (w *Writer) Duplicates(ctx context.Context, space string) ([]string, error) {
-	var nodes map[string]int
-	var edges map[reference.EdgeKey]int
-	err := w.scan(ctx, space, func() {
-		nodes, edges = map[string]int{}, map[reference.EdgeKey]int{}
-	}, func(id, _ string, _ map[string]string) {
-		nodes[id]++
-	}, func(k reference.EdgeKey, _ map[string]string) {
-		edges[k]++
+// ReadRecords implements reference.GraphWriter: every node and
+// relationship stored for the space, copies included (only the
+// CreateInsteadOfMerge mutant makes them).
+func (w *Writer) ReadRecords(ctx context.Context, space string) (reference.GraphRecords, error) {
+	var r reference.GraphRecords
+	err := w.scan(ctx, space, func() { r = reference.GraphRecords{} }, func(id, label string, props map[string]string) {
+		r.Nodes = append(r.Nodes, reference.Node{ID: id, Label: label, Properties: props})
+	}, func(k reference.EdgeKey, props map[string]string) {
+		r.Edges = append(r.Edges, reference.Edge{Key: k, Properties: props})
 	})
+	if err != nil {
+		return reference.GraphRecords{}, err
+	}
+	return r, nil
+}
+
+// Duplicates lists the node ids and edge keys stored more than once
+// (ReadRecords, then GraphRecords.Duplicates): entries like "node
+// person:abc x2".
+func (w *Writer) Duplicates(ctx context.Context, space string) ([]string, error) {
+	r, err := w.ReadRecords(ctx, space)
 	if err != nil {
 		return nil, err
 	}
-	return reference.FormatDuplicates(nodes, edges), nil
+	return r.Duplicates(), nil
 }

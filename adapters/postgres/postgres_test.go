@@ -378,8 +378,7 @@ func TestCreateInsteadOfMergeDuplicates(t *testing.T) {
 	mutant := openDSN(t, dsn, true)
 	storetest.Must(t, mutant.Writer.Apply(ctx, "create", m))
 	storetest.Must(t, mutant.Writer.Apply(ctx, "create", m))
-	d, err := mutant.Writer.(reference.DuplicateReporter).Duplicates(ctx, "create")
-	storetest.Must(t, err)
+	d := storetest.Duplicates(t, mutant, "create")
 	want := []string{"node a x2", "node b x2", "edge (a)-[KNOWS#0]->(b) x2"}
 	if strings.Join(d, "|") != strings.Join(want, "|") {
 		t.Fatalf("mutant Duplicates = %q, want %q", d, want)

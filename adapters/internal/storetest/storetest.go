@@ -771,15 +771,9 @@ func ReadGraph(t *testing.T, s reference.Stores, space string) reference.Graph {
 // Duplicates lists the writer's duplicates in a space or fails the test.
 func Duplicates(t *testing.T, s reference.Stores, space string) []string {
 	t.Helper()
-	d, ok := s.Writer.(interface {
-		Duplicates(ctx context.Context, space string) ([]string, error)
-	})
-	if !ok {
-		t.Fatalf("%T has no Duplicates method", s.Writer)
-	}
-	out, err := d.Duplicates(context.Background(), space)
+	r, err := s.Writer.ReadRecords(context.Background(), space)
 	Must(t, err)
-	return out
+	return r.Duplicates()
 }
 
 func testGraph(t *testing.T, open Opener) {

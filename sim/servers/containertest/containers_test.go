@@ -92,8 +92,8 @@ func (s spaced) ReadGraph(ctx context.Context, space string) (reference.Graph, e
 	return s.GraphWriter.ReadGraph(ctx, s.prefix+space)
 }
 
-func (s spaced) Duplicates(ctx context.Context, space string) ([]string, error) {
-	return s.GraphWriter.(*neo4j.Writer).Duplicates(ctx, s.prefix+space)
+func (s spaced) ReadRecords(ctx context.Context, space string) (reference.GraphRecords, error) {
+	return s.GraphWriter.ReadRecords(ctx, s.prefix+space)
 }
 
 // The GraphWriter conformance suite against the Neo4j writer.
