@@ -58,6 +58,8 @@ func CertifyCrashSafety(t *testing.T, backend Backend, opts ...CrashOptions) {
 	if res.ExitCode != 0 {
 		t.Fatal(crashrun.Describe(backend.Name, res))
 	}
+	t.Logf("backend %s certified: %d cases pass, %d not applicable, in %v", backend.Name,
+		res.Counts[sim.Pass], res.Counts[sim.NotApplicable], res.Took.Round(time.Millisecond))
 }
 
 func crashOptions(opts []CrashOptions) crashrun.Options {

@@ -640,15 +640,9 @@ func (r *firstBindingWins) SaveAll(ctx context.Context, space string, regs []ref
 
 // appendProps concatenates property values on a replay instead of setting
 // them (SET n.p = n.p + $p).
-type appendProps struct {
-	reference.GraphWriter
-	mu   sync.Mutex
-	seen map[string]bool
-}
+type appendProps struct{ reference.GraphWriter }
 
-func newAppendProps(w reference.GraphWriter) *appendProps {
-	return &appendProps{GraphWriter: w, seen: map[string]bool{}}
-}
+func newAppendProps(w reference.GraphWriter) *appendProps { return &appendProps{w} }
 
 func (w *appendProps) Apply(ctx context.Context, space string, m reference.Mutation) error {
 	g, err := w.GraphWriter.ReadGraph(ctx, space)
