@@ -46,7 +46,7 @@ type CrashOptions struct {
 // from a plain `go test`: every window of the failpoint catalogue × every
 // fault kind, with worker processes that are re-executions of the test
 // binary, killed with SIGKILL at the window; then recovery, then the
-// invariants I1–I9 against the stores' contents. It fails t with the matrix,
+// invariants I1–I8 against the stores' contents. It fails t with the matrix,
 // each broken invariant and the folder of the reports.
 //
 // Call it from a top-level test function: the re-executed workers run that

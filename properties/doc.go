@@ -25,7 +25,7 @@
 //
 // CertifyCrashSafety runs the crash matrix: worker processes that are
 // re-executions of the test binary, killed with SIGKILL at every crash
-// window, then recovery, then the invariants I1–I9 against what the stores
+// window, then recovery, then the invariants I1–I8 against what the stores
 // hold. Open is called in every worker process of a case and must reach
 // the same data each time: CaseEnv.Dir is a directory private to the case
 // (it may not exist yet: create it), CaseEnv.Namespace a name unique to the
