@@ -11,7 +11,8 @@ import (
 // Stores runs the conformance suite against your stores: one subtest per
 // interface (OperationStore, DocumentStateStore, EntityRegistry,
 // GraphWriter, LockProvider), each case on a fresh bundle from open (closed
-// when its subtest ends); then Concurrency, the linearizability check of
+// when its subtest ends); then Behaviour, the detailed contract tests the
+// project's own adapters are held to; then Concurrency, the linearizability check of
 // concurrent clients against the suites' sequential models; then
 // OptionalMethods, which compares every optional method the stores offer
 // (reference.SpaceLister, reference.SpacePlanReader,
@@ -66,6 +67,7 @@ func runStores(t suiteT, open func(t suiteT) reference.Stores) {
 	suite("LockProvider", func(t suiteT) {
 		runLockProvider(t, func(t suiteT) reference.LockProvider { return opened(t).Locks })
 	})
+	t.Run("Behaviour", func(t suiteT) { runBehaviour(t, opened) })
 	t.Run("Concurrency", func(t suiteT) { runConcurrency(t, opened) })
 	t.Run("OptionalMethods", func(t suiteT) {
 		if !confComplete(probe) {

@@ -27,6 +27,10 @@ type suiteT interface {
 	Logf(format string, args ...any)
 	// Failed reports whether the (sub)test failed so far.
 	Failed() bool
+	// Fatal is Fatalf with the arguments printed as fmt.Sprint does.
+	Fatal(args ...any)
+	// Error is Errorf with the arguments printed as fmt.Sprint does.
+	Error(args ...any)
 	// Skipf records why the (sub)test does not apply and ends it.
 	Skipf(format string, args ...any)
 	// Cleanup registers a function to run when the (sub)test ends.
@@ -130,6 +134,12 @@ func (r *recorder) Fatalf(format string, args ...any) {
 	r.fail(true, format, args...)
 	runtime.Goexit()
 }
+
+// Fatal records a failure and stops the (sub)test goroutine.
+func (r *recorder) Fatal(args ...any) { r.Fatalf("%s", fmt.Sprintln(args...)) }
+
+// Error records a failure and continues.
+func (r *recorder) Error(args ...any) { r.Errorf("%s", fmt.Sprintln(args...)) }
 
 // Skipf keeps the reason as a log line and stops the (sub)test goroutine
 // without failing it, as testing.T.Skipf does.

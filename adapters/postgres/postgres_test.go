@@ -6,7 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlcore"
-	"github.com/crashmatrix/crashmatrix/adapters/internal/storetest"
+	"github.com/crashmatrix/crashmatrix/internal/storetest"
 	"os"
 	"strings"
 	"sync"
@@ -92,9 +92,9 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestStores runs the behaviour suite shared with adapters/memory and
-// adapters/sqlite.
-func TestStores(t *testing.T) { storetest.Run(t, openFresh) }
+// The CreateInsteadOfMerge option stores copies that ReadRecords lists
+// (the conformance suite itself runs in TestConformance).
+func TestCreateInsteadOfMerge(t *testing.T) { storetest.Mutant(t, openFresh) }
 
 func migrationRows(t *testing.T, dsn string) []int {
 	t.Helper()
