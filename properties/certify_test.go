@@ -14,6 +14,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/properties"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 )
@@ -47,7 +48,7 @@ func TestCertifyWithoutSystemB(t *testing.T) {
 		t.Errorf("counts %v: want 1 pass and 2 not applicable", res.Counts)
 	}
 	var out strings.Builder
-	sim.WriteMatrix(&out, res.Report)
+	report.WriteTerminal(&out, res.Report, res.Options)
 	if !strings.Contains(out.String(), "2 not applicable") || !strings.Contains(out.String(), "does not provide System B") {
 		t.Errorf("the matrix does not say why the System B cases did not run:\n%s", out.String())
 	}
@@ -138,4 +139,21 @@ func TestFailingRunKeepsNoStoreData(t *testing.T) {
 // without its unique constraint by I8.
 func TestMutantsCaught(t *testing.T) {
 	crashrun.MutantsCaught(t, embedded.SQLite(), crashrun.Options{})
+}
+
+// A failing case's replay command narrows the run to that case through
+// CRASHMATRIX_CASE.
+func TestCrashMatrixRunsOnlyTheNamedCase(t *testing.T) {
+	t.Setenv(crashrun.CaseFilterEnv, "beforegraphapplied-crash")
+	res := crashrun.Run(t, embedded.Memory(), crashrun.Options{Points: []faults.Point{faults.BeforeGraphApplied}})
+	if res.Dir != "" {
+		defer os.RemoveAll(res.Dir)
+	}
+	if len(res.Results) != 1 || res.Results[0].Case.ID != "beforegraphapplied-crash" {
+		var ids []string
+		for _, r := range res.Results {
+			ids = append(ids, r.Case.ID)
+		}
+		t.Fatalf("ran %v, want only beforegraphapplied-crash", ids)
+	}
 }

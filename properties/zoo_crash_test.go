@@ -102,7 +102,7 @@ func TestZooCrashLevel(t *testing.T) {
 				return st
 			}),
 			opts:      crashrun.Options{Mutant: sim.MutantCreateNotMerge, Points: []faults.Point{faults.BeforeGraphApplied}, Kinds: []faults.Kind{faults.Unknown}},
-			invariant: "I3", says: "x2", within: 30 * time.Second,
+			invariant: "I3", says: "duplicate in the graph", within: 30 * time.Second,
 		},
 		{
 			name: "PlanNotDurable",

@@ -3,6 +3,13 @@
 // (WAL journal, synchronous=FULL) and may be shared by several OS processes:
 // every write runs in a BEGIN IMMEDIATE transaction, and a busy database is
 // waited for (busy_timeout) and retried.
+//
+// The operation store, the document-state store, the graph writer's checks
+// and read-back and the lock provider's renewal and release are the ones
+// PostgreSQL runs too (adapters/internal/sqlcore); this package gives them
+// SQLite's statement execution, and adds what is SQLite's own: the
+// registry's batched writes, the graph merge (json_patch), the lease
+// acquisition in one upsert, and System B's stores (OpenPlanSave).
 package sqlite
 
 import (

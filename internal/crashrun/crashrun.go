@@ -16,6 +16,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
 
@@ -32,6 +33,11 @@ type Options struct {
 	ReportDir string
 }
 
+// CaseFilterEnv names the environment variable that narrows a run to the
+// listed case ids (comma-separated): what a failing case's replay command
+// sets.
+const CaseFilterEnv = "CRASHMATRIX_CASE"
+
 // Result is a finished run: its report and, when it did not certify, the
 // folder that holds its reports and histories.
 type Result struct {
@@ -40,6 +46,9 @@ type Result struct {
 	// case (its history.jsonl); empty when the run certified (its data
 	// is then removed).
 	Dir string
+	// Options are the report options of the run's test (rerun and replay
+	// commands).
+	Options report.Options
 }
 
 // Run runs the crash matrix with worker processes that re-execute the
@@ -78,6 +87,9 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 		t.Fatalf("crash matrix: %v", err)
 	}
 	cases := sim.Filter(sim.Matrix(o.LeaseTTL.Milliseconds()), o.Points, o.Kinds, o.Classes)
+	if only := os.Getenv(CaseFilterEnv); only != "" {
+		cases = slices.DeleteFunc(cases, func(c sim.Case) bool { return !slices.Contains(strings.Split(only, ","), c.ID) })
+	}
 	if len(cases) == 0 {
 		os.RemoveAll(work)
 		t.Fatalf("crash matrix: no case matches points %v kinds %v classes %v", o.Points, o.Kinds, o.Classes)
@@ -89,11 +101,12 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 		defer cancel()
 	}
 	rep := runner.RunAll(ctx, cases, o.Parallel, nil)
+	ro := ReportOptions(t)
 	if rep.ExitCode == 0 {
 		if err := os.RemoveAll(work); err != nil {
 			t.Logf("crash matrix: removing %s: %v", work, err)
 		}
-		return Result{Report: rep}
+		return Result{Report: rep, Options: ro}
 	}
 	if o.ReportDir == "" {
 		for _, r := range rep.Results {
@@ -102,21 +115,44 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 			}
 		}
 	}
-	if err := WriteReports(work, rep); err != nil {
+	if err := WriteReports(work, rep, ro); err != nil {
 		t.Logf("crash matrix: writing reports to %s: %v", work, err)
 	}
-	return Result{Report: rep, Dir: work}
+	return Result{Report: rep, Dir: work, Options: ro}
+}
+
+// ReportOptions are the report options of a run from t: the go test
+// command of t's package, and per case the command that replays it alone.
+func ReportOptions(t *testing.T) report.Options {
+	dir := "."
+	if wd, err := os.Getwd(); err == nil {
+		for root := wd; ; root = filepath.Dir(root) {
+			if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+				if rel, err := filepath.Rel(root, wd); err == nil && rel != "." {
+					dir = "./" + filepath.ToSlash(rel)
+				}
+				break
+			}
+			if filepath.Dir(root) == root {
+				break
+			}
+		}
+	}
+	pattern := RunPattern(t.Name())
+	return report.Options{Command: "go test " + dir, Rerun: fmt.Sprintf("go test -count=1 -run '%s' %s", pattern, dir), Replay: func(r sim.CaseResult) string {
+		return fmt.Sprintf("%s=%s go test -count=1 -run '%s' %s", CaseFilterEnv, r.Case.ID, pattern, dir)
+	}}
 }
 
 // WriteReports writes report.html, report.json and junit.xml into dir.
-func WriteReports(dir string, rep sim.Report) error {
+func WriteReports(dir string, rep sim.Report, o report.Options) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	for name, w := range map[string]func(*os.File) error{
-		"report.html": func(f *os.File) error { return sim.WriteHTML(f, rep) },
-		"report.json": func(f *os.File) error { return sim.WriteJSON(f, rep) },
-		"junit.xml":   func(f *os.File) error { return sim.WriteJUnit(f, rep) },
+		"report.html": func(f *os.File) error { return report.WriteHTML(f, rep, o) },
+		"report.json": func(f *os.File) error { return report.WriteJSON(f, rep, o) },
+		"junit.xml":   func(f *os.File) error { return report.WriteJUnit(f, rep, o) },
 	} {
 		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {
@@ -138,7 +174,7 @@ func WriteReports(dir string, rep sim.Report) error {
 func Describe(backend string, res Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "crash certification of backend %s: %s (exit %d)\n", backend, res.Verdict, res.ExitCode)
-	sim.WriteMatrix(&b, res.Report)
+	report.WriteTerminal(&b, res.Report, res.Options)
 	if res.Dir != "" {
 		fmt.Fprintf(&b, "\nreports and histories: %s (open %s)\n", res.Dir, filepath.Join(res.Dir, "report.html"))
 	}
