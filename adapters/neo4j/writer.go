@@ -131,12 +131,26 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 // space's gate; reset is called before each (re)try of the transaction.
 func (w *Writer) scan(ctx context.Context, space string, reset func(),
 	node func(id, label string, props map[string]string), edge func(k reference.EdgeKey, props map[string]string)) error {
+	p := map[string]any{"space": space}
+	var err error
+	if w.readOnly {
+		// A read-only handle writes nothing, so it cannot take the gate:
+		// its reads are consistent only on a graph nobody writes.
+		s := w.session(ctx, driver.AccessModeRead)
+		defer s.Close(ctx)
+		_, err = s.ExecuteRead(ctx, func(tx driver.ManagedTransaction) (any, error) {
+			return nil, w.scanOnce(ctx, tx, p, reset, node, edge)
+		})
+		if err != nil {
+			return w.wrap("read space "+space, err)
+		}
+		return nil
+	}
 	// A write transaction: it takes the space's gate, so no Apply commits
 	// between the node scan and the edge scan.
 	s := w.session(ctx, driver.AccessModeWrite)
 	defer s.Close(ctx)
-	_, err := s.ExecuteWrite(ctx, func(tx driver.ManagedTransaction) (any, error) {
-		p := map[string]any{"space": space}
+	_, err = s.ExecuteWrite(ctx, func(tx driver.ManagedTransaction) (any, error) {
 		res, err := tx.Run(ctx, w.q.gate, p)
 		if err != nil {
 			return nil, err

@@ -86,7 +86,12 @@ func Open(ctx context.Context, dsn string, opts Options) (reference.Stores, erro
 		pool.Close()
 		return reference.Stores{}, d.wrapConnect("migrate", ids, err)
 	}
-	return sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), sqlcore.NewLocks(d, dialect, d.acquireLease), &closer{d}), nil
+	return d.stores(), nil
+}
+
+// stores are every store on the pool.
+func (d *db) stores() reference.Stores {
+	return sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), sqlcore.NewLocks(d, dialect, d.acquireLease), &closer{d})
 }
 
 // wrapConnect wraps an error of Open; a failure to connect that is not a

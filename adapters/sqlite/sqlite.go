@@ -132,7 +132,12 @@ func open(what, dsn string, pin bool, opts Options) (reference.Stores, error) {
 		d.close()
 		return reference.Stores{}, fmt.Errorf("open %s: %w", what, err)
 	}
-	return sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), sqlcore.NewLocks(d, dialect, d.acquireLease), &closer{d}), nil
+	return d.stores(), nil
+}
+
+// stores are every store on the handle.
+func (d *db) stores() reference.Stores {
+	return sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), sqlcore.NewLocks(d, dialect, d.acquireLease), &closer{d})
 }
 
 // connect opens dsn with the statement cache and waits until the database
