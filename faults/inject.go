@@ -220,6 +220,10 @@ type Runtime struct {
 	Crash func(Hit)
 	// Sleep stalls for a Pause; time.Sleep when nil.
 	Sleep func(context.Context, time.Duration)
+	// OnReach, when set, is told every pass through a store-declared
+	// window (At), armed or not: the probe run discovers a store's windows
+	// from it.
+	OnReach func(Reach)
 }
 
 // InjectedError is the error a Transient or Permanent fault returns.

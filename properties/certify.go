@@ -23,11 +23,14 @@ type PlanSaveStores = sim.PlanSaveStores
 
 // CrashOptions narrow or adjust a crash-matrix run from a test.
 type CrashOptions struct {
-	// Points, Kinds and Classes select cases (empty: the whole matrix).
+	// Points, Kinds and Classes select cases (empty: the whole matrix);
+	// a store-declared window is selected by its name like a catalogue
+	// point.
 	Points  []faults.Point
 	Kinds   []faults.Kind
 	Classes []string
-	// LeaseTTL of the workers' document leases (default 250ms).
+	// LeaseTTL fixes the workers' document lease TTL; zero adapts it to
+	// the machine, from 250ms up (sim.Config.Adaptive).
 	LeaseTTL time.Duration
 	// Parallel cases at once (default 4).
 	Parallel int
@@ -35,6 +38,11 @@ type CrashOptions struct {
 	// backend can switch on a deliberate defect of its own with it, to
 	// prove the certification catches it.
 	Mutant string
+	// RandomKills adds that many random-instant kills (the standard
+	// script's worker SIGKILLed at a seeded instant of its run), seeded by
+	// Seed (default 1).
+	RandomKills int
+	Seed        int64
 	// ReportDir, when set, holds the run's working data; a run that does
 	// not certify leaves its reports and histories in a folder under it,
 	// named in the failure. Unset: a temporary folder, kept (without the
@@ -46,8 +54,11 @@ type CrashOptions struct {
 // from a plain `go test`: every window of the failpoint catalogue × every
 // fault kind, with worker processes that are re-executions of the test
 // binary, killed with SIGKILL at the window; then recovery, then the
-// invariants I1–I8 against the stores' contents. It fails t with the matrix,
-// each broken invariant and the folder of the reports.
+// invariants I1–I8 against the stores' contents. A fault-free probe run
+// first discovers the crash windows the store declares inside its own
+// methods (faults.At); each is run with every faults.StoreKinds kind. It
+// fails t with the matrix, each broken invariant and the folder of the
+// reports.
 //
 // Call it from a top-level test function: the re-executed workers run that
 // same test, find their spec in the environment and act as workers. Open
@@ -68,5 +79,5 @@ func crashOptions(opts []CrashOptions) crashrun.Options {
 	}
 	o := opts[0]
 	return crashrun.Options{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, LeaseTTL: o.LeaseTTL,
-		Parallel: o.Parallel, Mutant: o.Mutant, ReportDir: o.ReportDir}
+		Parallel: o.Parallel, Mutant: o.Mutant, ReportDir: o.ReportDir, RandomKills: o.RandomKills, Seed: o.Seed}
 }

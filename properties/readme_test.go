@@ -29,9 +29,14 @@ func TestReadmeSnippetsAreTheExample(t *testing.T) {
 	if start < 0 {
 		t.Fatal("README.md has no section \"Certifying your own store from `go test`\"")
 	}
+	// The section's opening part (up to its first subsection) is the
+	// example's test file; the subsections that follow are about store
+	// windows and random kills.
 	section := text[start:]
-	if end := strings.Index(section[3:], "\n## "); end >= 0 {
-		section = section[:end+3]
+	for _, next := range []string{"\n## ", "\n### "} {
+		if end := strings.Index(section[3:], next); end >= 0 {
+			section = section[:end+3]
+		}
 	}
 	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(section, -1)
 	if len(blocks) < 2 {

@@ -51,9 +51,13 @@ const (
 	EvLeaseLost    = "lease-lost"    // a stale holder was refused
 	EvLeaseRelease = "lease-release" // a lease was released
 	EvLeaseBroken  = "lease-broken"  // the lock provider broke its contract (Detail: how)
-	EvDisposition  = "disposition"   // dead letter or abandoned (Detail)
-	EvOK           = "ok"            // the call returned (Detail: outcome)
-	EvError        = "error"         // the call failed (Detail: error)
+	// EvLeaseReleasing: a release is about to be sent. A process killed
+	// between the store's release and EvLeaseRelease leaves only this one,
+	// and the lease may be free (a random-instant kill found the gap).
+	EvLeaseReleasing = "lease-releasing"
+	EvDisposition    = "disposition" // dead letter or abandoned (Detail)
+	EvOK             = "ok"          // the call returned (Detail: outcome)
+	EvError          = "error"       // the call failed (Detail: error)
 )
 
 // Observer receives the service's events.

@@ -26,11 +26,20 @@ type Options struct {
 	Points    []faults.Point
 	Kinds     []faults.Kind
 	Classes   []string
-	LeaseTTL  time.Duration
+	LeaseTTL  time.Duration // zero: adaptive, from 250ms up (sim.Config.Adaptive)
 	Parallel  int
 	Bugs      []reference.Bug
 	Mutant    string
 	ReportDir string
+	// RandomKills adds that many random-instant kills, seeded by Seed
+	// (default 1).
+	RandomKills int
+	Seed        int64
+	// Cases, when set, are run instead of the matrix (after the probe).
+	Cases []sim.Case
+	// StopAtFirstFailure ends the run once a case breaks an invariant
+	// (cases not yet run are reported undecided).
+	StopAtFirstFailure bool
 }
 
 // CaseFilterEnv names the environment variable that narrows a run to the
@@ -65,8 +74,13 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	if spec := os.Getenv(sim.WorkerSpecEnv); spec != "" {
 		os.Exit(runWorker(spec, backend))
 	}
-	if o.LeaseTTL <= 0 {
+	// Without a fixed TTL the timings adapt to the machine (sim.Config.Adaptive).
+	adaptive := o.LeaseTTL <= 0
+	if adaptive {
 		o.LeaseTTL = 250 * time.Millisecond
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
 	}
 	parent := o.ReportDir
 	if parent != "" {
@@ -81,18 +95,10 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	b := backend
 	runner, err := sim.NewRunner(sim.Config{Use: &b, Backend: sim.BackendSpec{Name: backend.Name},
 		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: RunPattern(t.Name())},
-		WorkDir:  work, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: 1})
+		WorkDir:  work, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: o.Seed, Adaptive: adaptive})
 	if err != nil {
 		os.RemoveAll(work)
 		t.Fatalf("crash matrix: %v", err)
-	}
-	cases := sim.Filter(sim.Matrix(o.LeaseTTL.Milliseconds()), o.Points, o.Kinds, o.Classes)
-	if only := os.Getenv(CaseFilterEnv); only != "" {
-		cases = slices.DeleteFunc(cases, func(c sim.Case) bool { return !slices.Contains(strings.Split(only, ","), c.ID) })
-	}
-	if len(cases) == 0 {
-		os.RemoveAll(work)
-		t.Fatalf("crash matrix: no case matches points %v kinds %v classes %v", o.Points, o.Kinds, o.Classes)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -100,7 +106,40 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 		ctx, cancel = context.WithDeadline(ctx, d.Add(-5*time.Second))
 		defer cancel()
 	}
-	rep := runner.RunAll(ctx, cases, o.Parallel, nil)
+	// A fault-free probe run discovers the crash windows the store
+	// declares inside its own methods (faults.At).
+	probe, perr := runner.Probe(ctx)
+	sel := sim.Selection{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, RandomKills: o.RandomKills}
+	cases := sel.Cases(probe, o.LeaseTTL.Milliseconds(), o.Seed)
+	if len(o.Cases) > 0 {
+		cases = o.Cases
+	}
+	if only := os.Getenv(CaseFilterEnv); only != "" {
+		cases = slices.DeleteFunc(cases, func(c sim.Case) bool { return !slices.Contains(strings.Split(only, ","), c.ID) })
+	}
+	for _, p := range o.Points {
+		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w sim.StoreWindow) bool { return w.Point == p }) {
+			os.RemoveAll(work)
+			t.Fatalf("crash matrix: the probe run never reached store window %s (found %+v); is faults.At called with the context the store method was given?", p, probe.Windows)
+		}
+	}
+	if len(cases) == 0 {
+		os.RemoveAll(work)
+		t.Fatalf("crash matrix: no case matches points %v kinds %v classes %v", o.Points, o.Kinds, o.Classes)
+	}
+	var progress func(sim.CaseResult)
+	if o.StopAtFirstFailure {
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(ctx)
+		defer stop()
+		progress = func(r sim.CaseResult) {
+			if r.Verdict == sim.Fail {
+				stop()
+			}
+		}
+	}
+	rep := runner.RunAll(ctx, cases, o.Parallel, progress)
+	rep.WithProbe(probe, perr, sel)
 	ro := ReportOptions(t)
 	if rep.ExitCode == 0 {
 		if err := os.RemoveAll(work); err != nil {
