@@ -260,7 +260,19 @@ func (cr CaseResult) WhyNotExercised() string {
 	if len(why) == 0 {
 		why = []string{"the fault did not fire"}
 	}
-	return strings.Join(why, "; ") + ", which can mean the code path changed"
+	x := cr.NotExercised
+	if x == nil || x.Cause == CauseUnreachable {
+		return strings.Join(why, "; ") + ", which can mean the code path changed"
+	}
+	s := strings.Join(why, "; ") + " (" + string(x.Cause)
+	if x.Detail != "" {
+		s += ": " + x.Detail
+	}
+	s += ")"
+	if x.Advice != "" {
+		s += "; what to do: " + x.Advice
+	}
+	return s
 }
 
 // RunCase runs one case: its workers in order (processes, or goroutines in

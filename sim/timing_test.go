@@ -121,3 +121,25 @@ func TestWhyNotHitTellsTimingFromUnreachable(t *testing.T) {
 		}
 	}
 }
+
+// A case not exercised for lack of time says so and what to do, instead
+// of suggesting that the code path changed; one whose point was never
+// reached says the code path may have changed.
+func TestWhyNotExercisedNamesTheCause(t *testing.T) {
+	note := "failpoint beforeCompleted never fired in worker fault"
+	timing := CaseResult{Verdict: NotExercised, Notes: []string{note},
+		NotExercised: &NotExercisedReason{Cause: CauseTiming, Detail: "the worker lost its lease", Advice: "rerun with --lease-ttl 2s"}}
+	got := timing.WhyNotExercised()
+	for _, want := range []string{note, "timing: the worker lost its lease", "what to do: rerun with --lease-ttl 2s"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("timing: %q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "code path changed") {
+		t.Errorf("timing: %q blames the code path", got)
+	}
+	unreachable := CaseResult{Verdict: NotExercised, Notes: []string{note}, NotExercised: &NotExercisedReason{Cause: CauseUnreachable}}
+	if got := unreachable.WhyNotExercised(); got != note+", which can mean the code path changed" {
+		t.Errorf("unreachable: %q", got)
+	}
+}
