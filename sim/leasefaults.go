@@ -38,8 +38,13 @@ func (l *leaseFaults) TryAcquire(ctx context.Context, space, doc, holder string,
 	}
 	lease, ok, err := l.LockProvider.TryAcquire(ctx, space, doc, holder, now, ttl)
 	if armed && k == faults.Split && err == nil && !ok && lease.ExpiresAt > now {
-		// The live lease's expiry is "now" on this holder's clock.
-		return l.LockProvider.TryAcquire(ctx, space, doc, holder, lease.ExpiresAt, ttl)
+		// The live lease's expiry is "now" on this holder's clock; the
+		// holder, on its own clock, believes a lease of ttl from now.
+		lease, ok, err = l.LockProvider.TryAcquire(ctx, space, doc, holder, lease.ExpiresAt, ttl)
+		if ok && err == nil {
+			lease.ExpiresAt = now + ttl
+		}
+		return lease, ok, err
 	}
 	return lease, ok, err
 }
