@@ -14,6 +14,16 @@
 //   - recrash:   a crash, and the first recovery crashes at the same window
 //     again (a crash during recovery).
 //
+// Three more kinds act on a database server instead of the worker (server
+// backends only; the supervisor carries them out through sim/servers):
+//
+//   - server-crash: the server is killed with SIGKILL at the window,
+//     restarted on the same data, and the worker goes on;
+//   - ack-lost:     the next write to reach the server commits, its reply is
+//     dropped and the connection cut (the client cannot know the outcome);
+//   - conn-reset:   the connection of the next request is reset before the
+//     request reaches the server.
+//
 // The names are pingcap/failpoint paths, so they can be armed with
 // failpoint.Enable or the GO_FAILPOINTS environment variable without any code
 // rewriting.
@@ -40,19 +50,39 @@ const (
 	// Recrash crashes at the window, then crashes the first recovery
 	// attempt at the same window again (a crash during recovery).
 	Recrash Kind = "recrash"
+	// ServerCrash kills the database server at the window (SIGKILL) and
+	// restarts it on the same data.
+	ServerCrash Kind = "server-crash"
+	// AckLost lets the next write reach the server and commit, then drops
+	// its reply and cuts the connection.
+	AckLost Kind = "ack-lost"
+	// ConnReset resets the connection of the next request before the
+	// request reaches the server.
+	ConnReset Kind = "conn-reset"
 )
 
-// Kinds lists every fault kind in a stable order.
+// Kinds lists every worker-side fault kind in a stable order: the crash
+// matrix of every backend.
 var Kinds = []Kind{Crash, Transient, Permanent, Unknown, Pause, Recrash}
+
+// ServerKinds are the fault kinds that act on a database server; they
+// apply at every window of a server backend whose servers may be faulted.
+var ServerKinds = []Kind{ServerCrash, AckLost, ConnReset}
+
+// Servers names the servers a server fault can target.
+var Servers = []string{"postgres", "neo4j"}
+
+// IsServer reports whether k acts on a database server.
+func (k Kind) IsServer() bool { return k == ServerCrash || k == AckLost || k == ConnReset }
 
 // ParseKind parses a fault kind name.
 func ParseKind(s string) (Kind, error) {
-	for _, k := range Kinds {
+	for _, k := range append(Kinds[:len(Kinds):len(Kinds)], ServerKinds...) {
 		if string(k) == s {
 			return k, nil
 		}
 	}
-	return "", fmt.Errorf("unknown fault kind %q (want one of crash, error, permanent, unknown, pause, recrash)", s)
+	return "", fmt.Errorf("unknown fault kind %q (want one of crash, error, permanent, unknown, pause, recrash, server-crash, ack-lost, conn-reset)", s)
 }
 
 // The crash windows of System A (ingestion) and System B (plan save).
@@ -154,6 +184,20 @@ func ParsePoint(s string) (Point, error) {
 	}
 	sort.Strings(names)
 	return "", fmt.Errorf("unknown failpoint %q (known: %v)", s, names)
+}
+
+// AppliesServer reports whether a server fault of kind k against server is
+// meaningful at this window: PostgreSQL (every store) at every window,
+// Neo4j (the graph only) at the windows of System A.
+func (s Spec) AppliesServer(k Kind, server string) bool {
+	switch {
+	case !k.IsServer():
+		return false
+	case server == "neo4j":
+		return s.System == Ingestion
+	default:
+		return server == "postgres"
+	}
 }
 
 // Applies reports whether kind k is meaningful at this window.

@@ -47,7 +47,9 @@ type Event struct {
 	Holder      string `json:"holder,omitempty"`
 	ExpiresAt   int64  `json:"expiresAt,omitempty"`
 	Detail      string `json:"detail,omitempty"`
-	At          int64  `json:"at"`
+	// Batch is what one graph batch wrote (EvGraphBatch).
+	Batch *Mutation `json:"batch,omitempty"`
+	At    int64     `json:"at"`
 }
 
 // Event kinds.
@@ -57,6 +59,8 @@ const (
 	EvPrepared     = "prepared"      // createIfAbsent stored a new operation
 	EvStage        = "stage"         // a stage CAS succeeded (From -> To)
 	EvGraphWritten = "graph-written" // the writer confirmed the whole mutation (Detail: batches)
+	EvGraphBatch   = "graph-batch"   // the writer confirmed one batch (Batch: what it wrote)
+	EvVersion      = "version"       // the version history recorded a revision (Revision)
 	EvStateCommit  = "state-commit"  // a revision CAS succeeded (Expected -> Revision)
 	EvLeaseAcquire = "lease-acquire" // a lease was granted
 	EvLeaseRenew   = "lease-renew"   // a lease was extended (ExpiresAt)
@@ -260,6 +264,19 @@ func (s *Service) ingestLocked(ctx context.Context, req IngestRequest, lease *Le
 		return Result{OperationID: plan.OperationID, Outcome: OutcomeNoOp, Revision: plan.ExpectedRevision()}, nil
 	}
 	op, err := s.prepare(ctx, plan, lease)
+	if err != nil && definiteStoreFailure(err) {
+		// The store said the create failed: nothing durable exists, so
+		// protocol.md's first window applies and a new plan is made (the
+		// model's answer is frozen only once stored). This is only sound
+		// because an unknown outcome is never reported as a failure.
+		if plan, err = s.Plan(ctx, req); err != nil {
+			return Result{}, err
+		}
+		if plan.Kind == NoOp {
+			return Result{OperationID: plan.OperationID, Outcome: OutcomeNoOp, Revision: plan.ExpectedRevision()}, nil
+		}
+		op, err = s.prepare(ctx, plan, lease)
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -282,6 +299,20 @@ func (s *Service) prepare(ctx context.Context, plan Plan, lease *Lease) (Operati
 		created, e = s.Ops.CreateIfAbsent(ctx, op, plan)
 		return e
 	})
+	if err != nil && IsOutcomeUnknown(err) {
+		// The create may have committed: read back by operationId. A
+		// stored record is this create's or an earlier one's (first write
+		// wins, so the plan is frozen either way); none means the create
+		// did not commit, and it is tried again with the same plan, never
+		// a new one (the first may still land).
+		stored, gerr := s.Ops.Get(ctx, op.OperationID)
+		switch {
+		case gerr == nil:
+			err, created = nil, stored.SameIdentity(op)
+		case errors.Is(gerr, ErrNotFound):
+			created, err = s.Ops.CreateIfAbsent(ctx, op, plan)
+		}
+	}
 	if err != nil {
 		return Operation{}, fmt.Errorf("prepare %s: %w", op.OperationID, err)
 	}
@@ -555,6 +586,13 @@ func (s *Service) advance(ctx context.Context, op *Operation, to Stage, p faults
 		ok, e = s.Ops.CompareAndSet(ctx, *op, next)
 		return e
 	})
+	if err != nil && IsOutcomeUnknown(err) {
+		// The CAS may have committed: read back by operationId.
+		if stored, gerr := s.Ops.Get(ctx, op.OperationID); gerr == nil && stored.SameIdentity(*op) && stored.Stage == to {
+			err, ok = nil, true
+			next = stored
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("operation %s %s -> %s: %w", op.OperationID, op.Stage, to, err)
 	}
@@ -702,6 +740,14 @@ func (s *Service) executeFresh(ctx context.Context, op Operation, plan Plan, lea
 		if refused {
 			return Result{}, fmt.Errorf("state commit %s refused: %w", op.OperationID, err)
 		}
+		if err != nil && IsOutcomeUnknown(err) {
+			// The revision CAS may have committed: read back by
+			// operationId; if it did not, the error stands and the same
+			// plan is retried later.
+			if st, mine, gerr := s.States.FindByOperationID(ctx, op.Space, op.DocumentID, op.OperationID); gerr == nil && mine && st.Revision == next.Revision {
+				err, ok = nil, true
+			}
+		}
 		if err != nil {
 			return Result{}, s.fail(ctx, op, fmt.Errorf("state commit %s: %w", op.OperationID, err))
 		}
@@ -767,6 +813,7 @@ func (s *Service) finishCommitted(ctx context.Context, op Operation, plan Plan, 
 	if err := s.at(ctx, faults.BeforeRecordVersion, func() error { return s.States.RecordVersion(ctx, st) }); err != nil {
 		return Result{}, s.fail(ctx, op, fmt.Errorf("history %s: %w", op.OperationID, err))
 	}
+	s.emit(Event{Kind: EvVersion, OperationID: st.OperationID, Space: st.Space, DocumentID: st.DocumentID, Revision: st.Revision})
 	if op.Stage.Rank() < StateCommitted.Rank() {
 		if err := s.cleanupStale(ctx, op, plan, lease); err != nil {
 			return Result{}, fmt.Errorf("stale edges of %s: %w", op.OperationID, err)
@@ -825,6 +872,7 @@ func (s *Service) writeGraph(ctx context.Context, op Operation, plan Plan, lease
 		}); err != nil {
 			return writes, fmt.Errorf("graph write %s batch %d: %w", op.OperationID, i+1, err)
 		}
+		s.emit(Event{Kind: EvGraphBatch, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, Detail: fmt.Sprint(i + 1), Batch: &b})
 		writes++
 	}
 	return writes, nil
@@ -1203,6 +1251,17 @@ func (s *Service) cleanupStale(ctx context.Context, op Operation, plan Plan, lea
 	return s.Writer.Apply(ctx, op.Space, Mutation{OperationID: op.OperationID, DeleteEdges: del})
 }
 
+// IsOutcomeUnknown reports whether err says a write may or may not have
+// taken effect: its request may have reached the store, and no reply came
+// back (a lost reply, a cut connection). Such an error is neither a
+// definite failure (retry as new) nor a permanent one; the service reads
+// back by operationId before it decides. Stores report it with an
+// OutcomeUnknown() bool method on their errors.
+func IsOutcomeUnknown(err error) bool {
+	var u interface{ OutcomeUnknown() bool }
+	return errors.As(err, &u) && u.OutcomeUnknown()
+}
+
 // IsRetryable classifies an error: permanent errors (schema, protocol,
 // permission, a broken plan, an injected permanent fault) go to the dead
 // letter; anything else may be retried with the same plan.
@@ -1225,6 +1284,14 @@ func IsRetryable(err error) bool {
 		}
 	}
 	return true
+}
+
+// definiteStoreFailure reports whether err is a store's definite,
+// retryable failure of a write: not an injected fault, not a refused lease,
+// not a permanent error, and not an unknown outcome.
+func definiteStoreFailure(err error) bool {
+	return IsRetryable(err) && !IsOutcomeUnknown(err) && !faults.IsInjected(err) &&
+		!errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrLockTimeout) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 func truncate(s string, n int) string {

@@ -109,6 +109,9 @@ type Config struct {
 	// InProcessFiles keeps an embedded backend's data in files in the
 	// in-process mode too (by default it lives in memory there).
 	InProcessFiles bool
+	// ServerFaults, when set, lets cases fault the backend's servers
+	// (server-crash, ack-lost, conn-reset); process mode only.
+	ServerFaults ServerFaults
 }
 
 // Runner runs cases with real worker processes.
@@ -121,6 +124,10 @@ type Runner struct {
 	all     []*sharedStores
 	opened  int
 	runs    atomic.Int64
+	// servers is held shared by every case while server faults are on,
+	// and exclusively by a case that crashes a server: a restart must not
+	// fail the workers of another case.
+	servers sync.RWMutex
 }
 
 // NewRunner resolves the backend and fills in defaults.
@@ -237,6 +244,11 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 		return fail(Undecided, err.Error())
 	}
 	defer cx.close()
+	cs, unlock, err := r.openServers(ctx, c, cx, &env, space, filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return fail(Undecided, err.Error())
+	}
+	defer unlock()
 	var paused []runningWorker
 	releasePaused := func() {
 		for _, w := range paused {
@@ -253,6 +265,9 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 			// Faults stop, and every worker is done, before the final
 			// recovery: nothing may act after it.
 			releasePaused()
+			if cs != nil {
+				cs.StopFaults()
+			}
 		}
 		acts := st.Actions
 		if len(st.Resubmit) > 0 {
@@ -324,6 +339,10 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 		}
 		for p, a := range st.Arms {
 			act, _ := faults.ParseAction(a)
+			if act.Kind.IsServer() && hitBy(h, st.Worker, p) && !serverFaultDone(h, st.Worker, p) {
+				res.Notes = append(res.Notes, fmt.Sprintf("worker %s hit %s (%s) but the server fault never took effect", st.Worker, p, a))
+				exercised = false
+			}
 			if (act.Kind == faults.Crash || act.Kind == faults.Unknown || act.Kind == faults.Recrash) && hitBy(h, st.Worker, p) {
 				if wr := findWorker(res.Workers, st.Worker); wr != nil && !strings.HasPrefix(wr.Exit, "killed") {
 					res.Notes = append(res.Notes, fmt.Sprintf("worker %s hit %s (%s) but exited %q instead of dying by SIGKILL", st.Worker, p, a, wr.Exit))
@@ -341,6 +360,9 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 	snap, obs, err := cx.snapshot(ctx, c, env, space, h)
 	if err != nil {
 		return fail(Undecided, "snapshot: "+err.Error())
+	}
+	if cs != nil {
+		obs.Restarts = cs.Restarts()
 	}
 	res.Violations = check.Check(snap, obs)
 	for _, op := range snap.Ops {

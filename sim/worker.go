@@ -97,6 +97,9 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 		Crash: opt.Crash,
 		Sleep: pause,
 	}
+	if url := spec.Env.Servers[EndpointControl]; url != "" {
+		rt.Server = serverFaultHook(url, spec.Worker, spec.Phase)
+	}
 	w := &worker{spec: spec, hist: hist, rt: rt, backend: b, opt: opt, pid: pid}
 	if opt.Stores != nil {
 		w.stores, w.sharedStores = opt.Stores, true

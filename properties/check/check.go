@@ -28,10 +28,11 @@ const (
 	I6 Invariant = "I6 registry"
 	I7 Invariant = "I7 leases"
 	I8 Invariant = "I8 plan save"
+	I9 Invariant = "I9 acknowledged durability"
 )
 
 // All lists every invariant.
-var All = []Invariant{I1, I2, I3, I4, I5, I6, I7, I8}
+var All = []Invariant{I1, I2, I3, I4, I5, I6, I7, I8, I9}
 
 // Short returns "I3" for I3.
 func (i Invariant) Short() string { s, _, _ := strings.Cut(string(i), " "); return s }
@@ -43,7 +44,7 @@ func ParseInvariant(s string) (Invariant, error) {
 			return i, nil
 		}
 	}
-	return "", fmt.Errorf("unknown invariant %q (want I1..I8)", s)
+	return "", fmt.Errorf("unknown invariant %q (want I1..I9)", s)
 }
 
 // Violation is one broken invariant with its evidence.
@@ -241,12 +242,14 @@ type Observed struct {
 	// ConflictAccepted lists threads where a conflicting retry was
 	// accepted instead of failing loudly.
 	ConflictAccepted []string
+	// Restarts are the database server restarts of the case (I9).
+	Restarts []Restart
 }
 
 // Check runs every checker.
 func Check(s Snapshot, o Observed) []Violation {
 	var out []Violation
-	for _, f := range []func(Snapshot, Observed) []Violation{CheckI1, CheckI2, CheckI3, CheckI4, CheckI5, CheckI6, CheckI7, CheckI8} {
+	for _, f := range []func(Snapshot, Observed) []Violation{CheckI1, CheckI2, CheckI3, CheckI4, CheckI5, CheckI6, CheckI7, CheckI8, CheckI9} {
 		out = append(out, f(s, o)...)
 	}
 	return out
