@@ -29,7 +29,7 @@ type Error struct {
 	// Retryable reports whether retrying the same call may succeed.
 	Retryable bool
 	// Err is the underlying error.
-	Err    error
+	Err error
 	// Unknown reports that the request may have reached the server and
 	// committed although no reply came back (OutcomeUnknown).
 	Unknown bool

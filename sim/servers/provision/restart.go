@@ -100,4 +100,3 @@ func ParseServerConfig(kvs []string) ([]string, error) {
 	}
 	return args, nil
 }
-
