@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,6 +47,31 @@ func (a Action) String() string {
 		s += "@" + strconv.Itoa(a.Hit)
 	}
 	return s
+}
+
+// On arms kind at the hit-th hit of a point (0: every hit).
+func On(kind Kind, hit int) Action { return Action{Kind: kind, Hit: hit} }
+
+// PauseOn arms a pause of d at the hit-th hit of a point.
+func PauseOn(d time.Duration, hit int) Action { return Action{Kind: Pause, Hit: hit, PauseFor: d} }
+
+// MarshalText renders the action as String does, so an Action is a
+// string in JSON and YAML (worker specs, scenario files).
+func (a Action) MarshalText() ([]byte, error) {
+	if a.Kind == "" {
+		return nil, fmt.Errorf("fault action without a kind")
+	}
+	return []byte(a.String()), nil
+}
+
+// UnmarshalText parses the ParseAction form.
+func (a *Action) UnmarshalText(b []byte) error {
+	v, err := ParseAction(string(b))
+	if err != nil {
+		return err
+	}
+	*a = v
+	return nil
 }
 
 // ParseAction parses "crash", "crash@2", "pause:1500@1" and the like.
@@ -130,10 +156,20 @@ func (f *Failpoints) Eval(p Point) (Action, bool) {
 	return a, true
 }
 
-// EnvValue renders an arming for GO_FAILPOINTS: "path=return(\"crash@1\")".
-func EnvValue(arms map[Point]Action) string {
+// Arms are the faults armed in one worker: at most one action per point.
+type Arms map[Point]Action
+
+// EnvValue renders an arming for GO_FAILPOINTS: "path=return(\"crash@1\")",
+// points in sorted order so the same arms give the same value.
+func EnvValue(arms Arms) string {
+	points := make([]Point, 0, len(arms))
+	for p := range arms {
+		points = append(points, p)
+	}
+	sort.Slice(points, func(i, j int) bool { return points[i] < points[j] })
 	parts := make([]string, 0, len(arms))
-	for p, a := range arms {
+	for _, p := range points {
+		a := arms[p]
 		parts = append(parts, fmt.Sprintf("%s=return(%q)", Path(p), a.String()))
 	}
 	return strings.Join(parts, ";")

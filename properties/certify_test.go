@@ -5,21 +5,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/properties"
-	"github.com/crashmatrix/crashmatrix/properties/check"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/embedded"
 )
 
 // The embedded default passes the whole matrix, with real process kills of
 // re-executed test binaries: what a store author's own go test does.
 func TestCertifySQLite(t *testing.T) {
-	properties.CertifyCrashSafety(t, sim.SQLiteBackend())
+	properties.CertifyCrashSafety(t, embedded.SQLite())
 }
 
 // The in-memory adapter must fail: after a restart the plan is gone.
 func TestCrashMatrixMemoryFails(t *testing.T) {
-	rep := properties.RunCrashMatrix(t, sim.MemoryBackend(), properties.CrashOptions{
+	rep := properties.RunCrashMatrix(t, embedded.Memory(), properties.CrashOptions{
 		Points: []faults.Point{faults.BeforeGraphApplied, faults.PlanSaveBeforeCheckpoint}, Kinds: []faults.Kind{faults.Crash}})
 	if rep.ExitCode != 1 {
 		t.Fatalf("memory backend: exit code %d, want 1 (an invariant broke)", rep.ExitCode)
@@ -48,5 +48,5 @@ func TestCrashMatrixMemoryFails(t *testing.T) {
 // skip-revision-check by I2, advance-before-graph-write by I4, and System B
 // without its unique constraint by I8.
 func TestMutantsCaught(t *testing.T) {
-	properties.MutantsCaught(t, sim.SQLiteBackend(), properties.CrashOptions{})
+	properties.MutantsCaught(t, embedded.SQLite(), properties.CrashOptions{})
 }

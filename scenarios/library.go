@@ -87,10 +87,7 @@ func FromCase(c sim.Case) (*Scenario, error) {
 		}
 		sort.Slice(points, func(i, j int) bool { return catalogueIndex(points[i]) < catalogueIndex(points[j]) })
 		for _, p := range points {
-			act, err := faults.ParseAction(st.Arms[p])
-			if err != nil {
-				return nil, fmt.Errorf("scenario from case %s: worker %s: %w", c.ID, st.Worker, err)
-			}
+			act := st.Arms[p]
 			out.Faults = append(out.Faults, Fault{Point: p, Kind: act.Kind, Hit: act.Hit, Pause: act.PauseFor})
 		}
 		if !slices.Equal(st.ExpectHit, out.ExpectedHits()) {

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/embedded"
 )
 
 // TestMain lets the test binary act as a worker process of a case (the
@@ -22,7 +24,7 @@ func TestMain(m *testing.M) {
 }
 
 func runWorker(path string) int {
-	if err := sim.RunWorkerFile(context.Background(), path, sim.SQLiteBackend()); err != nil {
+	if err := sim.RunWorkerFile(context.Background(), path, embedded.SQLite()); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 3
 	}
@@ -108,7 +110,7 @@ func TestReplayIsDeterministic(t *testing.T) {
 			var firstVerdict string
 			for i := 0; i < 10; i++ {
 				res := r.RunCase(context.Background(), s.Case())
-				tr, v := sim.Trace(res.Timeline), fmt.Sprintf("%s %v", res.Verdict, res.Broken())
+				tr, v := history.Trace(res.Timeline), fmt.Sprintf("%s %v", res.Verdict, res.Broken())
 				if i == 0 {
 					first, firstVerdict = tr, v
 					continue
@@ -181,7 +183,7 @@ func TestHungWorkerIsKilledAndReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := sim.Case{ID: "hung", System: "ingestion", Class: "hung", Steps: []sim.Step{
-		{Worker: "stuck", Actions: []sim.Action{{Do: "ingest", Doc: "d1", Content: sim.DocD1v1}}, Arms: map[faults.Point]string{faults.BeforeGraphWrite: "pause:600000@1"}},
+		{Worker: "stuck", Actions: []sim.Action{{Do: "ingest", Doc: "d1", Content: sim.DocD1v1}}, Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(600*time.Second, 1)}},
 		{Worker: "quiesce", Actions: []sim.Action{{Do: "recover"}}, ContinueOnError: true},
 	}}
 	start := time.Now()

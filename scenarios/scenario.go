@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/properties/check"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
@@ -147,9 +147,9 @@ func (s *Scenario) Case() sim.Case {
 				Rounds: a.Rounds, Thread: a.Thread, Owner: a.Owner, Question: a.Question, Minutes: a.Minutes, Approve: a.Approve})
 		}
 		if len(st.Faults) > 0 {
-			out.Arms = map[faults.Point]string{}
+			out.Arms = faults.Arms{}
 			for _, f := range st.Faults {
-				out.Arms[f.Point] = f.Action().String()
+				out.Arms[f.Point] = f.Action()
 			}
 		}
 		out.Resubmit = slices.Clone(st.Resubmit)

@@ -7,9 +7,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/properties/check"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
 
@@ -185,7 +186,7 @@ expect: {verdict: pass, holds: [I1, "I3 convergent graph"]}
 	c := s.Case()
 	want := sim.Case{ID: "defaults", System: faults.Ingestion, Class: "defaults", Steps: []sim.Step{
 		{Worker: "fault", Actions: []sim.Action{{Do: "ingest", Doc: "d1", Op: "op-1", Content: "Person:A -KNOWS-> Person:B"}},
-			Arms:      map[faults.Point]string{faults.BeforeLeaseCheck: "pause:1500@1", faults.BeforeStateCommit: "crash@2", faults.BeforeGraphWrite: "error"},
+			Arms:      faults.Arms{faults.BeforeLeaseCheck: faults.PauseOn(1500*time.Millisecond, 1), faults.BeforeStateCommit: faults.On(faults.Crash, 2), faults.BeforeGraphWrite: faults.On(faults.Transient, 0)},
 			ExpectHit: []faults.Point{faults.BeforeLeaseCheck, faults.BeforeStateCommit, faults.BeforeGraphWrite}, Background: true},
 		{Worker: "quiesce", Actions: []sim.Action{{Do: "recover", Rounds: 4}}, Resubmit: []string{"fault"}},
 	}}

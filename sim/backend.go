@@ -4,14 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 
-	"github.com/crashmatrix/crashmatrix/adapters/memory"
-	"github.com/crashmatrix/crashmatrix/adapters/sqlite"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/reference/plansave"
 )
@@ -90,10 +85,10 @@ type BackendFactory func(spec BackendSpec) (Backend, error)
 
 var (
 	backendsMu sync.Mutex
-	backends   = map[string]BackendFactory{
-		"sqlite": func(BackendSpec) (Backend, error) { return SQLiteBackend(), nil },
-		"memory": func(BackendSpec) (Backend, error) { return MemoryBackend(), nil },
-	}
+	// backends are registered by the packages that provide them
+	// (sim/embedded: sqlite and memory; sim/servers: postgres), so that
+	// sim compiles no store.
+	backends = map[string]BackendFactory{}
 )
 
 // RegisterBackend makes a named backend available to workers and the CLI.
@@ -117,58 +112,4 @@ func ResolveBackend(spec BackendSpec) (Backend, error) {
 		return Backend{}, fmt.Errorf("unknown backend %q (known: %v)", spec.Name, names)
 	}
 	return f(spec)
-}
-
-// SQLiteBackend is the embedded default: one SQLite file per case, durable
-// across a process kill. In the in-process mode the shared handle is a
-// SQLite memory database (sqlite.OpenMemory): the same engine, schema and
-// transactions, and, as a process kill leaves the file with every
-// committed transaction and nothing else, a simulated crash leaves the
-// memory database the same way.
-func SQLiteBackend() Backend {
-	return Backend{
-		Name:     "sqlite",
-		Embedded: true,
-		OpenShared: func(_ context.Context, env CaseEnv) (reference.Stores, error) {
-			return sqlite.OpenMemory(memoryName(env.Dir), sqlite.Options{CreateInsteadOfMerge: env.Mutant == MutantCreateNotMerge})
-		},
-		Open: func(_ context.Context, env CaseEnv) (reference.Stores, error) {
-			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
-				return reference.Stores{}, err
-			}
-			return sqlite.Open(filepath.Join(env.Dir, "crashmatrix.db"), sqlite.Options{CreateInsteadOfMerge: env.Mutant == MutantCreateNotMerge})
-		},
-		OpenPlanSave: func(_ context.Context, env CaseEnv) (PlanSaveStores, error) {
-			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
-				return PlanSaveStores{}, err
-			}
-			s, err := plansave.OpenSQLite(env.Dir, env.Mutant != MutantNoUniqueConstraint)
-			if err != nil {
-				return PlanSaveStores{}, err
-			}
-			return PlanSaveStores{Checkpoints: s, Plans: s, Closer: s}, nil
-		},
-	}
-}
-
-// MemoryBackend keeps everything in the opening process's memory: a
-// restarted worker finds nothing. It is expected to fail certification.
-func MemoryBackend() Backend {
-	return Backend{
-		Name:     "memory",
-		Volatile: true,
-		Open: func(context.Context, CaseEnv) (reference.Stores, error) {
-			return memory.New(memory.Options{}), nil
-		},
-		OpenPlanSave: func(context.Context, CaseEnv) (PlanSaveStores, error) {
-			m := plansave.NewMemory()
-			return PlanSaveStores{Checkpoints: m, Plans: m}, nil
-		},
-	}
-}
-
-// memoryName turns a case directory into a memory database name unique in
-// the process.
-func memoryName(dir string) string {
-	return strings.NewReplacer("/", "_", "?", "_", "#", "_").Replace(fmt.Sprintf("crashmatrix-%d%s", os.Getpid(), dir))
 }

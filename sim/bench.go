@@ -15,7 +15,7 @@ func CycleCases(n int) []Case {
 		out[i] = Case{ID: fmt.Sprintf("cycle-%05d", i), System: faults.Ingestion, Class: "kill-restart-recover",
 			Description: "kill after the graph write, restart, recover",
 			Steps: []Step{
-				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d4", Content: DocD4}}, Arms: map[faults.Point]string{faults.BeforeGraphApplied: "crash@1"}, ExpectHit: []faults.Point{faults.BeforeGraphApplied}},
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d4", Content: DocD4}}, Arms: faults.Arms{faults.BeforeGraphApplied: faults.On(faults.Crash, 1)}, ExpectHit: []faults.Point{faults.BeforeGraphApplied}},
 				{Worker: "recover", Actions: []Action{{Do: "recover", Rounds: 5}}, ContinueOnError: true},
 			}}
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 )
@@ -13,8 +14,8 @@ type Step struct {
 	Worker  string   `json:"worker" yaml:"worker"`
 	Actions []Action `json:"actions" yaml:"actions"`
 	// Arms are the faults armed in this worker: point -> action
-	// (faults.ParseAction syntax, e.g. "crash@1", "pause:300@1").
-	Arms map[faults.Point]string `json:"arms,omitempty" yaml:"arms,omitempty"`
+	// (faults.ParseAction syntax, e.g. faults.On(faults.Crash, 1), "pause:300@1").
+	Arms faults.Arms `json:"arms,omitempty" yaml:"arms,omitempty"`
 	// Background starts the worker and moves on to the next step as soon
 	// as it reports its first failpoint hit (or exits); the case waits for
 	// it at the end. This is how a paused worker overlaps another.
@@ -86,7 +87,7 @@ func PlanSaveScript() []Action {
 	}
 }
 
-func recoverStep(name string, arms map[faults.Point]string) Step {
+func recoverStep(name string, arms faults.Arms) Step {
 	return Step{Worker: name, Actions: []Action{{Do: "recover", Rounds: 10}}, Arms: arms, ContinueOnError: true}
 }
 
@@ -105,16 +106,16 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 	if !found || !spec.Applies(k) {
 		return Case{}, false
 	}
-	arm := string(k) + "@1"
+	arm := faults.On(k, 1)
 	if k == faults.Pause {
-		arm = fmt.Sprintf("pause:%d@1", 2*leaseTTLMillis+100)
+		arm = faults.PauseOn(time.Duration(2*leaseTTLMillis+100)*time.Millisecond, 1)
 	}
 	if k == faults.Recrash {
-		arm = "crash@1"
+		arm = faults.On(faults.Crash, 1)
 	}
 	c := Case{ID: caseID(string(p), string(k)), System: spec.System, Point: p, Kind: k,
 		Description: fmt.Sprintf("%s at %q (%s); recovery must: %s", k, spec.Step, spec.Window, spec.Recovery)}
-	fault := Step{Worker: "fault", Arms: map[faults.Point]string{}, ExpectHit: []faults.Point{p}}
+	fault := Step{Worker: "fault", Arms: faults.Arms{}, ExpectHit: []faults.Point{p}}
 	var recovery []Step
 	switch {
 	case spec.System == faults.PlanSave:
@@ -122,26 +123,26 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 		recovery = append(recovery, Step{Worker: "recover", Actions: []Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}}, ContinueOnError: true})
 	case p == faults.BeforeMarkFailed:
 		fault.Actions = StandardScript()
-		fault.Arms[faults.BeforeGraphWrite] = "error@1"
+		fault.Arms[faults.BeforeGraphWrite] = faults.On(faults.Transient, 1)
 	case p == faults.BeforeDeadLetter:
 		// A state commit fails for good: the failure is recorded, the
 		// graph effects reconciled, then the dead letter recorded.
 		fault.Actions = StandardScript()
-		fault.Arms[faults.BeforeStateCommit] = "permanent@1"
+		fault.Arms[faults.BeforeStateCommit] = faults.On(faults.Permanent, 1)
 	case p == faults.BeforeRetryPrepared || p == faults.RecoveryBeforeClaim || p == faults.RecoveryBeforeResume:
 		// Leave work for recovery, then fault inside recovery.
-		setup := "error@1"
+		setup := faults.On(faults.Transient, 1)
 		if p != faults.BeforeRetryPrepared {
-			setup = "crash@1"
+			setup = faults.On(faults.Crash, 1)
 		}
-		c.Steps = append(c.Steps, Step{Worker: "setup", Actions: StandardScript(), Arms: map[faults.Point]string{faults.BeforeGraphWrite: setup}, ExpectHit: []faults.Point{faults.BeforeGraphWrite}})
+		c.Steps = append(c.Steps, Step{Worker: "setup", Actions: StandardScript(), Arms: faults.Arms{faults.BeforeGraphWrite: setup}, ExpectHit: []faults.Point{faults.BeforeGraphWrite}})
 		fault.Actions = []Action{{Do: "recover", Rounds: 3}}
 		fault.ContinueOnError = true
 	case p == faults.ConflictBeforeReplan || p == faults.ConflictBeforeAbandon:
 		// A plan for d3 is persisted and written, then a competing
 		// revision of d3 commits first; recovery finds the conflict.
 		c.Steps = append(c.Steps,
-			Step{Worker: "setup", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3a}}, Arms: map[faults.Point]string{faults.BeforeGraphApplied: "crash@1"}, ExpectHit: []faults.Point{faults.BeforeGraphApplied}},
+			Step{Worker: "setup", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3a}}, Arms: faults.Arms{faults.BeforeGraphApplied: faults.On(faults.Crash, 1)}, ExpectHit: []faults.Point{faults.BeforeGraphApplied}},
 			Step{Worker: "competitor", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3b}}})
 		fault.Actions = []Action{{Do: "recover", Rounds: 3}}
 		fault.ContinueOnError = true
@@ -154,7 +155,7 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 	}
 	c.Steps = append(c.Steps, fault)
 	if k == faults.Recrash {
-		again := recoverStep("recover-crash", map[faults.Point]string{p: "crash@1"})
+		again := recoverStep("recover-crash", faults.Arms{p: faults.On(faults.Crash, 1)})
 		again.ExpectHit = []faults.Point{p}
 		if spec.System == faults.PlanSave {
 			again.Actions = []Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}}
@@ -175,14 +176,14 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 
 // ClassCases are the case classes beside the windows.
 func ClassCases(leaseTTLMillis int64) []Case {
-	long := fmt.Sprintf("pause:%d@1", 2*leaseTTLMillis+100)
-	short := fmt.Sprintf("pause:%d@1", leaseTTLMillis/2)
+	long := faults.PauseOn(time.Duration(2*leaseTTLMillis+100)*time.Millisecond, 1)
+	short := faults.PauseOn(time.Duration(leaseTTLMillis/2)*time.Millisecond, 1)
 	return []Case{
 		{ID: "class-duplicate-delivery", System: faults.Ingestion, Class: "duplicate-delivery",
 			Description: "one operationId delivered three times: after a crash mid-write, two workers resubmit it at once (the first stalls mid-resume past its lease while the second takes over)",
 			Steps: []Step{
-				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "dup-op", Content: DocD1v1}}, Arms: map[faults.Point]string{faults.BetweenGraphBatches: "crash@1"}, ExpectHit: []faults.Point{faults.BetweenGraphBatches}},
-				{Worker: "dup-a", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "dup-op", Content: DocD1v1}}, Arms: map[faults.Point]string{faults.BeforeGraphWrite: long},
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "dup-op", Content: DocD1v1}}, Arms: faults.Arms{faults.BetweenGraphBatches: faults.On(faults.Crash, 1)}, ExpectHit: []faults.Point{faults.BetweenGraphBatches}},
+				{Worker: "dup-a", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "dup-op", Content: DocD1v1}}, Arms: faults.Arms{faults.BeforeGraphWrite: long},
 					Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeGraphWrite}},
 				{Worker: "dup-b", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "dup-op", Content: DocD1v1}}, ContinueOnError: true},
 				quiesceStep(faults.Ingestion),
@@ -190,21 +191,21 @@ func ClassCases(leaseTTLMillis int64) []Case {
 		{ID: "class-model-differs", System: faults.Ingestion, Class: "model-differs",
 			Description: "the model would answer differently on a second call under a used operationId; the resubmission must use the frozen plan",
 			Steps: []Step{
-				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "model-op", Content: DocD1v1}}, Arms: map[faults.Point]string{faults.BeforeGraphWrite: "crash@1"}, ExpectHit: []faults.Point{faults.BeforeGraphWrite}},
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "model-op", Content: DocD1v1}}, Arms: faults.Arms{faults.BeforeGraphWrite: faults.On(faults.Crash, 1)}, ExpectHit: []faults.Point{faults.BeforeGraphWrite}},
 				{Worker: "resubmit", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "model-op", Content: DocD1v1}, {Do: "resume", Op: "model-op"}}, ContinueOnError: true},
 				quiesceStep(faults.Ingestion),
 			}},
 		{ID: "class-entity-race", System: faults.Ingestion, Class: "entity-race",
 			Description: "two documents register the same entity and support the same edge at once; one worker dies before its state commit",
 			Steps: []Step{
-				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, Arms: map[faults.Point]string{faults.BeforeStateCommit: short}, Background: true, ExpectHit: []faults.Point{faults.BeforeStateCommit}},
-				{Worker: "other", Actions: []Action{{Do: "ingest", Doc: "d2", Content: DocD2}}, Arms: map[faults.Point]string{faults.BeforeStateCommit: "crash@1"}, ExpectHit: []faults.Point{faults.BeforeStateCommit}},
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, Arms: faults.Arms{faults.BeforeStateCommit: short}, Background: true, ExpectHit: []faults.Point{faults.BeforeStateCommit}},
+				{Worker: "other", Actions: []Action{{Do: "ingest", Doc: "d2", Content: DocD2}}, Arms: faults.Arms{faults.BeforeStateCommit: faults.On(faults.Crash, 1)}, ExpectHit: []faults.Point{faults.BeforeStateCommit}},
 				quiesceStep(faults.Ingestion, "fault", "other"),
 			}},
 		{ID: "class-competing-revision", System: faults.Ingestion, Class: "competing-revision",
 			Description: "two versions of one document race; the loser pauses past its lease before its state commit and must be refused, then planned anew",
 			Steps: []Step{
-				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3a}}, Arms: map[faults.Point]string{faults.BeforeLeaseCheck: long}, Background: true, ExpectHit: []faults.Point{faults.BeforeLeaseCheck}},
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3a}}, Arms: faults.Arms{faults.BeforeLeaseCheck: long}, Background: true, ExpectHit: []faults.Point{faults.BeforeLeaseCheck}},
 				{Worker: "competitor", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3b}}, ContinueOnError: true},
 				quiesceStep(faults.Ingestion, "fault"),
 			}},
@@ -212,7 +213,7 @@ func ClassCases(leaseTTLMillis int64) []Case {
 			Description: "a document is retracted while another still supports one of its edges; the retraction crashes mid-way",
 			Steps: []Step{
 				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}, {Do: "ingest", Doc: "d2", Content: DocD2}, {Do: "retract", Doc: "d1"}},
-					Arms: map[faults.Point]string{faults.BeforeStateCommit: "crash@3"}, ExpectHit: []faults.Point{faults.BeforeStateCommit}},
+					Arms: faults.Arms{faults.BeforeStateCommit: faults.On(faults.Crash, 3)}, ExpectHit: []faults.Point{faults.BeforeStateCommit}},
 				recoverStep("recover", nil),
 				quiesceStep(faults.Ingestion, "fault"),
 			}},

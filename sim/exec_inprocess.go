@@ -9,8 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/properties/check"
+	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -131,7 +132,7 @@ func (r *Runner) CloseShared() {
 type inprocCase struct {
 	r      *Runner
 	env    CaseEnv
-	hist   *MemHistory
+	hist   *history.Mem
 	clock  *simClock
 	calls  *reference.MemoryCallLog
 	shared *sharedStores
@@ -139,7 +140,7 @@ type inprocCase struct {
 }
 
 func (r *Runner) newInProcessCase(ctx context.Context, c Case, env CaseEnv) (*inprocCase, error) {
-	x := &inprocCase{r: r, env: env, hist: &MemHistory{}, clock: &simClock{now: 1_800_000_000_000}, calls: &reference.MemoryCallLog{}, pid: 100}
+	x := &inprocCase{r: r, env: env, hist: &history.Mem{}, clock: &simClock{now: 1_800_000_000_000}, calls: &reference.MemoryCallLog{}, pid: 100}
 	if !r.backend.Volatile {
 		s, err := r.borrow(ctx, env)
 		if err != nil {
@@ -150,7 +151,7 @@ func (r *Runner) newInProcessCase(ctx context.Context, c Case, env CaseEnv) (*in
 	return x, nil
 }
 
-func (x *inprocCase) history() (History, error) { return x.hist.Snapshot(), nil }
+func (x *inprocCase) history() (history.Log, error) { return x.hist.Snapshot(), nil }
 
 func (x *inprocCase) close() {
 	if x.shared != nil {
@@ -158,7 +159,7 @@ func (x *inprocCase) close() {
 	}
 }
 
-func (x *inprocCase) snapshot(ctx context.Context, c Case, env CaseEnv, space string, h History) (check.Snapshot, check.Observed, error) {
+func (x *inprocCase) snapshot(ctx context.Context, c Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
 	obs := Observe(h, c, space)
 	if x.shared != nil {
 		var ps PlanSaveStores
@@ -173,7 +174,7 @@ func (x *inprocCase) snapshot(ctx context.Context, c Case, env CaseEnv, space st
 
 type inprocWorker struct {
 	spec   WorkerSpec
-	hist   *MemHistory
+	hist   *history.Mem
 	parked chan struct{}
 	done   chan WorkerResult
 	relCh  chan struct{}
@@ -183,14 +184,10 @@ type inprocWorker struct {
 func (x *inprocCase) start(ctx context.Context, spec WorkerSpec) (runningWorker, error) {
 	x.pid++
 	w := &inprocWorker{spec: spec, hist: x.hist, parked: make(chan struct{}, 1), done: make(chan WorkerResult, 1), relCh: make(chan struct{})}
-	hw := x.hist.Writer(spec.Worker, spec.Phase)
+	hw := x.hist.Writer(spec.Worker, spec.Phase, x.clock.Now)
 	sched := faults.NewSchedule()
 	for p, a := range spec.Arms {
-		act, err := faults.ParseAction(a)
-		if err != nil {
-			return nil, fmt.Errorf("worker %s: arm %s: %w", spec.Worker, p, err)
-		}
-		sched.Arm(p, act)
+		sched.Arm(p, a)
 	}
 	crashed := false
 	opt := WorkerOptions{
@@ -204,7 +201,7 @@ func (x *inprocCase) start(ctx context.Context, spec WorkerSpec) (runningWorker,
 			// The simulated process dies here: nothing it would still do
 			// reaches the stores or the history.
 			crashed = true
-			hw.kill()
+			hw.Kill()
 			runtime.Goexit()
 		},
 		Pause: func(ctx context.Context, d time.Duration) {

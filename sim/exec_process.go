@@ -12,15 +12,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/properties/check"
+	"github.com/crashmatrix/crashmatrix/history"
 )
 
 // caseExec runs the workers of one case in some execution mode.
 type caseExec interface {
 	start(ctx context.Context, spec WorkerSpec) (runningWorker, error)
-	history() (History, error)
-	snapshot(ctx context.Context, c Case, env CaseEnv, space string, h History) (check.Snapshot, check.Observed, error)
+	history() (history.Log, error)
+	snapshot(ctx context.Context, c Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error)
 	close()
 }
 
@@ -51,11 +52,11 @@ func (r *Runner) newProcessCase(dir string, env CaseEnv) (*processCase, error) {
 	return &processCase{r: r, dir: dir, histPath: filepath.Join(dir, "history.jsonl")}, nil
 }
 
-func (p *processCase) history() (History, error) { return ReadHistory(p.histPath) }
+func (p *processCase) history() (history.Log, error) { return history.Read(p.histPath) }
 
 func (p *processCase) close() {}
 
-func (p *processCase) snapshot(ctx context.Context, c Case, env CaseEnv, space string, h History) (check.Snapshot, check.Observed, error) {
+func (p *processCase) snapshot(ctx context.Context, c Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
 	return p.r.snapshot(ctx, c, env, space, h)
 }
 
@@ -89,9 +90,9 @@ func (w *processWorker) release() {
 func (w *processWorker) waitHitOrExit(ctx context.Context, limit time.Duration) {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if h, err := ReadHistory(w.hist); err == nil {
+		if h, err := history.Read(w.hist); err == nil {
 			for _, r := range h {
-				if r.Worker == w.spec.Worker && r.Phase == w.spec.Phase && (r.Type == "hit" || r.Type == "exit") {
+				if r.Worker == w.spec.Worker && r.Phase == w.spec.Phase && (r.Kind == history.Hit || r.Kind == history.Exit) {
 					return
 				}
 			}
@@ -142,15 +143,7 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec) (*exec.
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
-	arms := map[faults.Point]faults.Action{}
-	for p, a := range spec.Arms {
-		act, err := faults.ParseAction(a)
-		if err != nil {
-			return nil, nil, fmt.Errorf("case %s worker %s: arm %s: %w", spec.Case, spec.Worker, p, err)
-		}
-		arms[p] = act
-	}
-	cmd.Env = append(filterEnv(cmd.Env, "GO_FAILPOINTS"), "GO_FAILPOINTS="+faults.EnvValue(arms))
+	cmd.Env = append(filterEnv(cmd.Env, "GO_FAILPOINTS"), "GO_FAILPOINTS="+faults.EnvValue(spec.Arms))
 	var stderr strings.Builder
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 8192}
 	cmd.Stdout = &limitedWriter{w: &stderr, n: 8192}
@@ -187,7 +180,7 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec) (*exec.
 
 // snapshot opens the backend afresh (as a new process would) and reads the
 // stores, and distils the history.
-func (r *Runner) snapshot(ctx context.Context, c Case, env CaseEnv, space string, h History) (check.Snapshot, check.Observed, error) {
+func (r *Runner) snapshot(ctx context.Context, c Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
 	obs := Observe(h, c, space)
 	st, err := r.backend.Open(ctx, env)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
 )
 
 // WriteMatrix prints the matrix: one row per window (then the case
@@ -255,9 +256,9 @@ func WriteHTML(w io.Writer, rep Report) error {
 
 var htmlReport = template.Must(template.New("report").Funcs(template.FuncMap{
 	"ms": func(d time.Duration) string { return d.Round(time.Millisecond).String() },
-	"ev": func(r Record) string {
-		switch r.Type {
-		case "event":
+	"ev": func(r history.Record) string {
+		switch r.Kind {
+		case history.Event:
 			e := r.Event
 			s := e.Kind
 			if e.From != "" || e.To != "" {
@@ -276,12 +277,27 @@ var htmlReport = template.Must(template.New("report").Funcs(template.FuncMap{
 				s += " — " + e.Detail
 			}
 			return s
-		case "hit":
-			return fmt.Sprintf("FAILPOINT %s fired: %s", r.Point, r.Action)
-		case "model":
+		case history.Hit:
+			return fmt.Sprintf("FAILPOINT %s fired: %s", r.Point, r.Fault)
+		case history.Model:
 			return fmt.Sprintf("model call %d for %s", r.Call, r.Op)
+		case history.Start:
+			return fmt.Sprintf("start (%d actions)", r.Actions)
+		case history.Exit:
+			return "exit: " + r.Reason
+		case history.Action:
+			return fmt.Sprintf("action #%d %s %s%s", r.Index, r.Do, r.Doc, r.Thread)
 		}
-		s := r.Type + " " + r.Detail
+		s := string(r.Kind) + fmt.Sprintf(" #%d %s", r.Index, r.Do)
+		if o := r.Result; o != nil {
+			s += fmt.Sprintf(" %s %s rev %d", o.Op, o.Outcome, o.Revision)
+			if o.Status != "" {
+				s += fmt.Sprintf(" status %s plan %d", o.Status, o.PlanID)
+			}
+			if o.Rounds != 0 {
+				s += fmt.Sprintf(" rounds %d quiet %v", o.Rounds, o.Quiet)
+			}
+		}
 		if r.Err != "" {
 			s += " — error: " + r.Err
 		}

@@ -9,8 +9,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/properties/check"
+	"github.com/crashmatrix/crashmatrix/history"
 )
 
 // ServerFaults lets the supervisor fault the database servers of a server
@@ -63,10 +64,10 @@ const EndpointControl = "control"
 // ServerFaultRequest is what a worker sends the supervisor when a server
 // fault fires at one of its windows.
 type ServerFaultRequest struct {
-	Worker string       `json:"worker"`
-	Phase  int          `json:"phase"`
-	Point  faults.Point `json:"point"`
-	Action string       `json:"action"`
+	Worker string        `json:"worker"`
+	Phase  int           `json:"phase"`
+	Point  faults.Point  `json:"point"`
+	Action faults.Action `json:"action"`
 }
 
 // serverFaultHook returns the faults.Runtime.Server hook of a worker whose
@@ -75,7 +76,7 @@ type ServerFaultRequest struct {
 func serverFaultHook(url, worker string, phase int) func(context.Context, faults.Hit) error {
 	client := &http.Client{Timeout: 3 * time.Minute}
 	return func(ctx context.Context, h faults.Hit) error {
-		body, err := json.Marshal(ServerFaultRequest{Worker: worker, Phase: phase, Point: h.Point, Action: h.Action.String()})
+		body, err := json.Marshal(ServerFaultRequest{Worker: worker, Phase: phase, Point: h.Point, Action: h.Action})
 		if err != nil {
 			return err
 		}
@@ -150,7 +151,7 @@ func (r *Runner) openServers(ctx context.Context, c Case, cx caseExec, env *Case
 func crashesServer(c Case) bool {
 	for _, st := range c.Steps {
 		for _, a := range st.Arms {
-			if act, err := faults.ParseAction(a); err == nil && act.Kind == faults.ServerCrash {
+			if a.Kind == faults.ServerCrash {
 				return true
 			}
 		}
@@ -161,16 +162,11 @@ func crashesServer(c Case) bool {
 // serverFaultDone reports whether the supervisor recorded that the server
 // fault worker armed at p took effect (a restart, a dropped reply, a reset
 // connection).
-func serverFaultDone(h History, worker string, p faults.Point) bool {
+func serverFaultDone(h history.Log, worker string, p faults.Point) bool {
 	for _, r := range h {
-		if r.Type == RecordServer && r.Point == p && r.Worker == worker && r.Err == "" {
+		if r.Kind == history.Server && r.Point == p && r.Worker == worker && r.Err == "" {
 			return true
 		}
 	}
 	return false
 }
-
-// RecordServer is the history record type of what the supervisor did to a
-// server, written under the name of the worker that hit the fault: Point and Action name the fault,
-// Detail what happened (a restart and how long it took, a reply dropped).
-const RecordServer = "server"

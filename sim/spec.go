@@ -36,12 +36,12 @@ type WorkerSpec struct {
 	CallDir string      `json:"callDir"`
 	Actions []Action    `json:"actions"`
 	// Arms are the faults of this worker (also rendered into GO_FAILPOINTS).
-	Arms           map[faults.Point]string `json:"arms,omitempty"`
-	Bugs           []reference.Bug         `json:"bugs,omitempty"`
-	LeaseTTLMillis int64                   `json:"leaseTtlMillis"`
-	ClaimTTLMillis int64                   `json:"claimTtlMillis"`
-	BatchSize      int                     `json:"batchSize"`
-	Seed           int64                   `json:"seed"`
+	Arms           faults.Arms     `json:"arms,omitempty"`
+	Bugs           []reference.Bug `json:"bugs,omitempty"`
+	LeaseTTLMillis int64           `json:"leaseTtlMillis"`
+	ClaimTTLMillis int64           `json:"claimTtlMillis"`
+	BatchSize      int             `json:"batchSize"`
+	Seed           int64           `json:"seed"`
 	// ContinueOnError keeps going after a failed action (recovery and
 	// quiesce workers); fault workers stop, like a caller whose job failed.
 	ContinueOnError bool `json:"continueOnError,omitempty"`

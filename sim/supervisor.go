@@ -13,8 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/properties/check"
+	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -199,7 +200,7 @@ type CaseResult struct {
 	Took       time.Duration     `json:"took"`
 	Dir        string            `json:"dir"`
 	// Timeline is the case's history, for reports.
-	Timeline []Record `json:"timeline,omitempty"`
+	Timeline []history.Record `json:"timeline,omitempty"`
 }
 
 // Broken returns the short names of the invariants the case broke.
@@ -314,8 +315,8 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 	for i := range res.Workers {
 		w := &res.Workers[i]
 		for _, rec := range h {
-			if rec.Type == "hit" && rec.Worker == w.Worker {
-				w.Hits = append(w.Hits, string(rec.Point)+"="+rec.Action)
+			if rec.Kind == history.Hit && rec.Worker == w.Worker {
+				w.Hits = append(w.Hits, string(rec.Point)+"="+rec.Fault.String())
 			}
 		}
 		if w.Exit == "timeout" {
@@ -323,7 +324,7 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 		}
 	}
 	for _, rec := range h {
-		if rec.Type == "hit" {
+		if rec.Kind == history.Hit {
 			res.Hits[string(rec.Point)]++
 		}
 	}
@@ -332,18 +333,17 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 	exercised := true
 	for _, st := range c.Steps {
 		for _, p := range st.ExpectHit {
-			if !hitBy(h, st.Worker, p) {
+			if !h.HitBy(st.Worker, p) {
 				exercised = false
 				res.Notes = append(res.Notes, fmt.Sprintf("failpoint %s never fired in worker %s", p, st.Worker))
 			}
 		}
 		for p, a := range st.Arms {
-			act, _ := faults.ParseAction(a)
-			if act.Kind.IsServer() && hitBy(h, st.Worker, p) && !serverFaultDone(h, st.Worker, p) {
+			if a.Kind.IsServer() && h.HitBy(st.Worker, p) && !serverFaultDone(h, st.Worker, p) {
 				res.Notes = append(res.Notes, fmt.Sprintf("worker %s hit %s (%s) but the server fault never took effect", st.Worker, p, a))
 				exercised = false
 			}
-			if (act.Kind == faults.Crash || act.Kind == faults.Unknown || act.Kind == faults.Recrash) && hitBy(h, st.Worker, p) {
+			if (a.Kind == faults.Crash || a.Kind == faults.Unknown || a.Kind == faults.Recrash) && h.HitBy(st.Worker, p) {
 				if wr := findWorker(res.Workers, st.Worker); wr != nil && !strings.HasPrefix(wr.Exit, "killed") {
 					res.Notes = append(res.Notes, fmt.Sprintf("worker %s hit %s (%s) but exited %q instead of dying by SIGKILL", st.Worker, p, a, wr.Exit))
 					exercised = false
@@ -399,15 +399,6 @@ func findWorker(ws []WorkerResult, name string) *WorkerResult {
 	return nil
 }
 
-func hitBy(h History, worker string, p faults.Point) bool {
-	for _, r := range h {
-		if r.Type == "hit" && r.Worker == worker && r.Point == p {
-			return true
-		}
-	}
-	return false
-}
-
 func stepActions(c Case, worker string) []Action {
 	for _, s := range c.Steps {
 		if s.Worker == worker {
@@ -419,14 +410,11 @@ func stepActions(c Case, worker string) []Action {
 
 // unfinished returns the actions of worker that never returned successfully
 // (what its caller would resubmit), in order.
-func unfinished(h History, worker string, acts []Action) []Action {
+func unfinished(h history.Log, worker string, acts []Action) []Action {
 	ok := map[int]bool{}
 	for _, r := range h {
-		if r.Worker == worker && r.Type == "result" && r.Err == "" {
-			var i int
-			if _, err := fmt.Sscanf(r.Detail, "#%d", &i); err == nil {
-				ok[i] = true
-			}
+		if r.Worker == worker && r.Kind == history.Result && r.Err == "" {
+			ok[r.Index] = true
 		}
 	}
 	var out []Action
@@ -468,7 +456,7 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 }
 
 // Observe distils a case's history into what the checkers need.
-func Observe(h History, c Case, space string) check.Observed {
+func Observe(h history.Log, c Case, space string) check.Observed {
 	obs := check.Observed{ModelCalls: h.ModelCalls(), Prepared: map[string][]string{}, Quiet: true}
 	obs.Events = h.Events()
 	for _, e := range obs.Events {
@@ -488,32 +476,27 @@ func Observe(h History, c Case, space string) check.Observed {
 	}
 	lastQuiesce := -1
 	for i, rec := range h {
-		if rec.Type == "result" && rec.Action == "recover" && rec.Worker == "quiesce" {
+		if rec.Kind == history.Result && rec.Do == "recover" && rec.Worker == "quiesce" {
 			lastQuiesce = i
 		}
 	}
 	if lastQuiesce >= 0 {
 		rec := h[lastQuiesce]
 		obs.Quiet = rec.Err == ""
-		// Detail is "#<i> rounds=<n> quiet=<bool>".
-		if _, after, ok := strings.Cut(rec.Detail, " "); ok {
-			fmt.Sscanf(after, "rounds=%d", &obs.Rounds)
+		if rec.Result != nil {
+			obs.Rounds = rec.Result.Rounds
 		}
 	}
 	for _, rec := range h {
-		if rec.Type != "result" {
+		if rec.Kind != history.Result {
 			continue
 		}
-		switch rec.Action {
+		switch rec.Do {
 		case "plansave-invoke":
-			var op, status string
-			var id int64
-			if rec.Err == "" {
-				if _, err := fmt.Sscanf(rec.Detail[strings.Index(rec.Detail, " ")+1:], "%s %s plan=%d", &op, &status, &id); err == nil && status == "saved" {
-					for _, t := range threads {
-						if op == "op-"+t.Thread {
-							t.ReturnedIDs = append(t.ReturnedIDs, id)
-						}
+			if o := rec.Result; rec.Err == "" && o != nil && o.Status == "saved" {
+				for _, t := range threads {
+					if o.Op == "op-"+t.Thread {
+						t.ReturnedIDs = append(t.ReturnedIDs, o.PlanID)
 					}
 				}
 			}

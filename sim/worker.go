@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/reference/plansave"
 )
@@ -25,7 +26,7 @@ type WorkerOptions struct {
 	Crash func(faults.Hit)
 
 	// In-process overrides; zero in a worker process.
-	History  *HistoryWriter
+	History  *history.Writer
 	Stores   *reference.Stores // shared; the worker does not close them
 	PlanSave *PlanSaveStores   // shared; the worker does not close them
 	CallLog  reference.CallLog
@@ -78,13 +79,13 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 	pid := opt.PID
 	if hist == nil {
 		var err error
-		if hist, err = OpenHistory(spec.History, spec.Worker, spec.Phase); err != nil {
+		if hist, err = history.Open(spec.History, spec.Worker, spec.Phase, func() int64 { return time.Now().UnixNano() }); err != nil {
 			return err
 		}
 		defer hist.Close()
 		pid = os.Getpid()
 	}
-	hist.Append(Record{Type: "start", PID: pid, Detail: fmt.Sprintf("%d actions", len(spec.Actions))})
+	hist.Append(history.Record{Kind: history.Start, PID: pid, Actions: len(spec.Actions)})
 	pause := opt.Pause
 	if pause == nil {
 		pause = func(ctx context.Context, d time.Duration) { waitRelease(ctx, spec.ReleaseFile, d) }
@@ -92,7 +93,8 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 	rt := &faults.Runtime{
 		Injector: opt.Injector,
 		OnHit: func(h faults.Hit) {
-			hist.Append(Record{Type: "hit", Point: h.Point, Action: h.Action.String(), PID: pid})
+			a := h.Action
+			hist.Append(history.Record{Kind: history.Hit, Point: h.Point, Fault: &a, PID: pid})
 		},
 		Crash: opt.Crash,
 		Sleep: pause,
@@ -112,19 +114,19 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		hist.Append(Record{Type: "action", Action: a.Do, Op: a.Op, Detail: fmt.Sprintf("#%d %s %s", i, a.Do, firstNonEmpty(a.Doc, a.Thread))})
-		detail, err := w.run(ctx, a)
-		r := Record{Type: "result", Action: a.Do, Detail: fmt.Sprintf("#%d %s", i, detail)}
+		hist.Append(history.Record{Kind: history.Action, Index: i, Do: a.Do, Op: a.Op, Doc: a.Doc, Thread: a.Thread})
+		out, err := w.run(ctx, a)
+		r := history.Record{Kind: history.Result, Index: i, Do: a.Do, Result: out}
 		if err != nil {
 			r.Err = err.Error()
 		}
 		hist.Append(r)
 		if err != nil && !spec.ContinueOnError {
-			hist.Append(Record{Type: "exit", Detail: "stopped after a failed action"})
+			hist.Append(history.Record{Kind: history.Exit, Reason: "stopped after a failed action"})
 			return nil
 		}
 	}
-	hist.Append(Record{Type: "exit", Detail: "done"})
+	hist.Append(history.Record{Kind: history.Exit, Reason: "done"})
 	return nil
 }
 
@@ -145,7 +147,7 @@ func firstNonEmpty(a, b string) string {
 
 type worker struct {
 	spec                   WorkerSpec
-	hist                   *HistoryWriter
+	hist                   *history.Writer
 	rt                     *faults.Runtime
 	backend                Backend
 	opt                    WorkerOptions
@@ -184,7 +186,7 @@ func (w *worker) service(ctx context.Context) (*reference.Service, error) {
 		Stores:         *w.stores,
 		Extractor:      &reference.FakeExtractor{Log: calls},
 		Faults:         w.rt,
-		Observer:       reference.ObserverFunc(func(e reference.Event) { w.hist.Append(Record{Type: "event", Event: &e}) }),
+		Observer:       reference.ObserverFunc(func(e reference.Event) { w.hist.Append(history.Record{Kind: history.Event, Event: &e}) }),
 		Now:            w.opt.Now,
 		Sleep:          w.opt.Sleep,
 		Holder:         fmt.Sprintf("%s/%d", w.spec.Worker, w.pid),
@@ -211,12 +213,14 @@ func (w *worker) workflow(ctx context.Context) (*plansave.Workflow, error) {
 		NewOperationID: func(thread string) string { return "op-" + thread }}, nil
 }
 
-func (w *worker) run(ctx context.Context, a Action) (string, error) {
+// run runs one action and says what it returned (nil when it never got
+// as far as a result).
+func (w *worker) run(ctx context.Context, a Action) (*history.Outcome, error) {
 	switch a.Do {
 	case "ingest", "retract", "resume", "recover":
 		s, err := w.service(ctx)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		if a.Op != "" {
 			a.Op = OpID(w.spec.Space, a.Op)
@@ -224,13 +228,13 @@ func (w *worker) run(ctx context.Context, a Action) (string, error) {
 		switch a.Do {
 		case "ingest":
 			r, err := s.Ingest(ctx, reference.IngestRequest{Space: w.spec.Space, DocumentID: a.Doc, OperationID: a.Op, Content: a.Content})
-			return fmt.Sprintf("%s %s rev %d", r.OperationID, r.Outcome, r.Revision), err
+			return serviceOutcome(r), err
 		case "retract":
 			r, err := s.Retract(ctx, w.spec.Space, a.Doc)
-			return fmt.Sprintf("%s %s rev %d", r.OperationID, r.Outcome, r.Revision), err
+			return serviceOutcome(r), err
 		case "resume":
 			r, err := s.Resume(ctx, a.Op)
-			return fmt.Sprintf("%s %s rev %d", r.OperationID, r.Outcome, r.Revision), err
+			return serviceOutcome(r), err
 		default:
 			rounds := a.Rounds
 			if rounds <= 0 {
@@ -246,37 +250,45 @@ func (w *worker) run(ctx context.Context, a Action) (string, error) {
 			if err == nil && !quiet {
 				err = fmt.Errorf("recovery not quiet after %d rounds", n)
 			}
-			return fmt.Sprintf("rounds=%d quiet=%v", n, quiet), err
+			return &history.Outcome{Rounds: n, Quiet: quiet}, err
 		}
 	case "plansave-start", "plansave-invoke", "plansave-conflict":
 		a.Thread = ThreadID(w.spec.Space, a.Thread)
 		wf, err := w.workflow(ctx)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		switch a.Do {
 		case "plansave-start":
 			cp, err := wf.Start(ctx, a.Thread, a.Owner, a.Question, a.Minutes)
-			return fmt.Sprintf("%s %s next=%s", cp.OperationID, cp.Status, cp.Next), err
+			return checkpointOutcome(cp), err
 		case "plansave-invoke":
 			approve := a.Approve
 			cp, err := wf.Invoke(ctx, a.Thread, &approve)
-			return fmt.Sprintf("%s %s plan=%d", cp.OperationID, cp.Status, cp.PlanID), err
+			return checkpointOutcome(cp), err
 		default:
 			// A retry of the same operation_id with other content must fail loudly.
 			cp, ok, err := w.ps.Checkpoints.Load(ctx, a.Thread)
 			if err != nil || !ok {
-				return "", fmt.Errorf("plansave-conflict %s: no checkpoint (%v)", a.Thread, err)
+				return nil, fmt.Errorf("plansave-conflict %s: no checkpoint (%v)", a.Thread, err)
 			}
 			_, err = w.ps.Plans.Save(ctx, cp.Owner, cp.OperationID, cp.Question+" (changed)", cp.Minutes+1)
 			if errors.Is(err, plansave.ErrConflict) {
-				return "conflict refused", nil
+				return &history.Outcome{Op: cp.OperationID, Outcome: "conflict-refused"}, nil
 			}
 			if err == nil {
-				return "", fmt.Errorf("plansave-conflict %s: a save with operation_id %s and other content was accepted", a.Thread, cp.OperationID)
+				return nil, fmt.Errorf("plansave-conflict %s: a save with operation_id %s and other content was accepted", a.Thread, cp.OperationID)
 			}
-			return "", err
+			return nil, err
 		}
 	}
-	return "", fmt.Errorf("unknown action %q", a.Do)
+	return nil, fmt.Errorf("unknown action %q", a.Do)
+}
+
+func serviceOutcome(r reference.Result) *history.Outcome {
+	return &history.Outcome{Op: r.OperationID, Outcome: string(r.Outcome), Revision: r.Revision}
+}
+
+func checkpointOutcome(cp plansave.Checkpoint) *history.Outcome {
+	return &history.Outcome{Op: cp.OperationID, Status: string(cp.Status), Next: string(cp.Next), PlanID: cp.PlanID}
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/crashmatrix/crashmatrix/adapters/postgres/pgtest"
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/properties"
-	"github.com/crashmatrix/crashmatrix/properties/check"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 

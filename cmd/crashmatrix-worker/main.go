@@ -12,7 +12,8 @@ import (
 	"os"
 
 	"github.com/crashmatrix/crashmatrix/sim"
-	_ "github.com/crashmatrix/crashmatrix/sim/servers" // the postgres backend
+	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // the sqlite and memory backends
+	_ "github.com/crashmatrix/crashmatrix/sim/servers"  // the postgres backend
 )
 
 func main() {

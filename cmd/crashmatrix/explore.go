@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crashmatrix/crashmatrix/properties/check"
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"

@@ -11,7 +11,8 @@ import (
 	"runtime/pprof"
 	"syscall"
 
-	_ "github.com/crashmatrix/crashmatrix/sim/servers" // the postgres backend
+	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // the sqlite and memory backends
+	_ "github.com/crashmatrix/crashmatrix/sim/servers"  // the postgres backend
 	"github.com/spf13/cobra"
 )
 

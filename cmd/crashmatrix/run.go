@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/spf13/cobra"
@@ -90,7 +91,7 @@ not load or a run was undecided.`,
 				for i := 0; i < max(repeat, 1); i++ {
 					res := runner.RunCase(cmd.Context(), s.Case())
 					if i == 0 {
-						first, firstTrace = res, sim.Trace(res.Timeline)
+						first, firstTrace = res, history.Trace(res.Timeline)
 						all = append(all, res)
 						continue
 					}
@@ -98,7 +99,7 @@ not load or a run was undecided.`,
 						verdict = fmt.Sprintf("run %d gave %s %v, run 1 gave %s %v", i+1, res.Verdict, res.Broken(), first.Verdict, first.Broken())
 						break
 					}
-					if tr := sim.Trace(res.Timeline); !slices.Equal(tr, firstTrace) {
+					if tr := history.Trace(res.Timeline); !slices.Equal(tr, firstTrace) {
 						verdict = fmt.Sprintf("run %d's history differs from run 1's at record %d", i+1, firstDiff(tr, firstTrace))
 						break
 					}

@@ -13,7 +13,6 @@ import (
 	"math/rand"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -85,16 +84,16 @@ func ingestionPoints(recovery bool) []faults.Spec {
 	return out
 }
 
-func arm(r *rand.Rand, spec faults.Spec, shape Shape) string {
+func arm(r *rand.Rand, spec faults.Spec, shape Shape) faults.Action {
 	k := pick(r, spec.Kinds)
 	hit := 1 + r.Intn(2)
 	switch k {
 	case faults.Pause:
-		return faults.Action{Kind: faults.Pause, Hit: hit, PauseFor: time.Duration(2*shape.LeaseTTLMillis+100) * time.Millisecond}.String()
+		return faults.PauseOn(time.Duration(2*shape.LeaseTTLMillis+100)*time.Millisecond, hit)
 	case faults.Recrash:
 		k = faults.Crash
 	}
-	return faults.Action{Kind: k, Hit: hit}.String()
+	return faults.On(k, hit)
 }
 
 func build(r *rand.Rand, shape Shape) sim.Case {
@@ -105,7 +104,7 @@ func build(r *rand.Rand, shape Shape) sim.Case {
 	clients := 1 + r.Intn(shape.MaxClients)
 	var names []string
 	for i := 0; i < clients; i++ {
-		st := sim.Step{Worker: fmt.Sprintf("w%d", i+1), Arms: map[faults.Point]string{}}
+		st := sim.Step{Worker: fmt.Sprintf("w%d", i+1), Arms: faults.Arms{}}
 		for n := 1 + r.Intn(shape.MaxActions); n > 0; n-- {
 			st.Actions = append(st.Actions, pick(r, corpus))
 		}
@@ -113,13 +112,13 @@ func build(r *rand.Rand, shape Shape) sim.Case {
 			spec := pick(r, clientPoints())
 			switch spec.Point {
 			case faults.BeforeMarkFailed:
-				st.Arms[faults.BeforeGraphWrite] = "error@1"
+				st.Arms[faults.BeforeGraphWrite] = faults.On(faults.Transient, 1)
 			case faults.BeforeDeadLetter:
-				st.Arms[faults.BeforeStateCommit] = "permanent@1"
+				st.Arms[faults.BeforeStateCommit] = faults.On(faults.Permanent, 1)
 			}
 			a := arm(r, spec, shape)
 			st.Arms[spec.Point] = a
-			if strings.HasPrefix(a, "pause") {
+			if a.Kind == faults.Pause {
 				st.Background = true
 			}
 		}
@@ -134,8 +133,8 @@ func build(r *rand.Rand, shape Shape) sim.Case {
 		if r.Intn(2) == 0 {
 			spec := pick(r, recoveryPoints())
 			a := arm(r, spec, shape)
-			if !strings.HasPrefix(a, "pause") {
-				rec.Arms = map[faults.Point]string{spec.Point: a}
+			if a.Kind != faults.Pause {
+				rec.Arms = faults.Arms{spec.Point: a}
 			}
 		}
 		c.Steps = append(c.Steps, rec)
@@ -152,9 +151,9 @@ func buildPlanSave(r *rand.Rand) sim.Case {
 			points = append(points, s)
 		}
 	}
-	st := sim.Step{Worker: "w1", Actions: sim.PlanSaveScript(), Arms: map[faults.Point]string{}}
+	st := sim.Step{Worker: "w1", Actions: sim.PlanSaveScript(), Arms: faults.Arms{}}
 	spec := pick(r, points)
-	st.Arms[spec.Point] = faults.Action{Kind: pick(r, spec.Kinds), Hit: 1}.String()
+	st.Arms[spec.Point] = faults.On(pick(r, spec.Kinds), 1)
 	c.Steps = []sim.Step{st,
 		{Worker: "r1", Actions: []sim.Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}}, ContinueOnError: true},
 		{Worker: "quiesce", Actions: []sim.Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}, {Do: "plansave-conflict", Thread: "t1"}}, ContinueOnError: true}}
@@ -366,8 +365,7 @@ func simpler(a, b sim.Case) bool {
 	score := func(c sim.Case) int {
 		n := 0
 		for _, st := range c.Steps {
-			for _, v := range st.Arms {
-				act, _ := faults.ParseAction(v)
+			for _, act := range st.Arms {
 				if act.Hit > 1 {
 					n++
 				}
@@ -389,7 +387,7 @@ func clone(c sim.Case) sim.Case {
 		st.Resubmit = append([]string(nil), st.Resubmit...)
 		st.ExpectHit = append([]faults.Point(nil), st.ExpectHit...)
 		if st.Arms != nil {
-			m := make(map[faults.Point]string, len(st.Arms))
+			m := make(faults.Arms, len(st.Arms))
 			for k, v := range st.Arms {
 				m[k] = v
 			}
@@ -400,7 +398,7 @@ func clone(c sim.Case) sim.Case {
 	return out
 }
 
-func sortedPoints(m map[faults.Point]string) []faults.Point {
+func sortedPoints(m faults.Arms) []faults.Point {
 	out := make([]faults.Point, 0, len(m))
 	for p := range m {
 		out = append(out, p)
@@ -444,18 +442,18 @@ func candidates(c sim.Case) []sim.Case {
 			}
 			fixBackground(&d.Steps[i])
 			out = append(out, d)
-			act, _ := faults.ParseAction(st.Arms[p])
+			act := st.Arms[p]
 			if act.Hit > 1 {
 				d := clone(c)
 				act2 := act
 				act2.Hit = 1
-				d.Steps[i].Arms[p] = act2.String()
+				d.Steps[i].Arms[p] = act2
 				out = append(out, d)
 			}
 			if act.Kind != faults.Crash {
 				if spec, ok := faults.Lookup(p); ok && spec.Applies(faults.Crash) {
 					d := clone(c)
-					d.Steps[i].Arms[p] = faults.Action{Kind: faults.Crash, Hit: act.Hit}.String()
+					d.Steps[i].Arms[p] = faults.On(faults.Crash, act.Hit)
 					fixBackground(&d.Steps[i])
 					out = append(out, d)
 				}
@@ -470,7 +468,7 @@ func candidates(c sim.Case) []sim.Case {
 func fixBackground(st *sim.Step) {
 	st.Background = false
 	for _, v := range st.Arms {
-		if strings.HasPrefix(v, "pause") {
+		if v.Kind == faults.Pause {
 			st.Background = true
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // the sqlite and memory backends
 	"github.com/crashmatrix/crashmatrix/sim/explore"
 )
 

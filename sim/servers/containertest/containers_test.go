@@ -12,6 +12,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/adapters/neo4j"
 	"github.com/crashmatrix/crashmatrix/adapters/postgres"
 	"github.com/crashmatrix/crashmatrix/adapters/postgres/pgtest"
+	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/properties"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/scenarios"
@@ -156,7 +157,7 @@ func TestReplayIsDeterministicOnContainers(t *testing.T) {
 			if err := s.JudgeResult(res); err != nil {
 				t.Fatalf("%s run %d: %v", s.Name, i+1, err)
 			}
-			tr, v := sim.Trace(res.Timeline), fmt.Sprintf("%s %v", res.Verdict, res.Broken())
+			tr, v := history.Trace(res.Timeline), fmt.Sprintf("%s %v", res.Verdict, res.Broken())
 			if i == 0 {
 				first, firstVerdict = tr, v
 				continue

@@ -19,7 +19,8 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/properties/check"
+	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
 
@@ -245,13 +246,14 @@ func (c *caseServers) closeLocked() {
 // record appends what the supervisor did to the case's history, under the
 // name of the worker that hit the fault.
 func (c *caseServers) record(req sim.ServerFaultRequest, detail, errMsg string) {
-	h, err := sim.OpenHistory(c.sc.History, req.Worker, req.Phase)
+	h, err := history.Open(c.sc.History, req.Worker, req.Phase, func() int64 { return time.Now().UnixNano() })
 	if err != nil {
 		fmt.Fprintf(c.s.log, "server faults: case %s: %v\n", c.sc.ID, err)
 		return
 	}
 	defer h.Close()
-	h.Append(sim.Record{Type: sim.RecordServer, Point: req.Point, Action: req.Action, Detail: detail, Err: errMsg})
+	act := req.Action
+	h.Append(history.Record{Kind: history.Server, Point: req.Point, Fault: &act, Note: detail, Err: errMsg})
 }
 
 func (s *Supervisor) handleFault(w http.ResponseWriter, r *http.Request) {
@@ -267,11 +269,11 @@ func (s *Supervisor) handleFault(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	act, err := faults.ParseAction(req.Action)
-	if err == nil && !act.Kind.IsServer() {
-		err = fmt.Errorf("%s is not a server fault", req.Action)
-	}
-	if err == nil {
+	act := req.Action
+	var err error
+	if !act.Kind.IsServer() {
+		err = fmt.Errorf("%s is not a server fault", act)
+	} else {
 		err = c.fault(r.Context(), req, act)
 	}
 	if err != nil {

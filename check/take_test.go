@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/adapters/sqlite"
-	"github.com/crashmatrix/crashmatrix/properties/check"
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 

@@ -1,0 +1,327 @@
+// Package history holds the records a case's workers append while they run
+// (what each worker set out to do, what the service reported, which fault
+// fired, what each call returned) and the readers the supervisor, the
+// invariant checkers and the reports share. It is a leaf: it imports only
+// the protocol's records and the fault catalogue.
+package history
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// Kind says what a Record reports.
+type Kind string
+
+// The record kinds.
+const (
+	// Start: a worker process (or simulated process) began; Actions counts
+	// what it was given.
+	Start Kind = "start"
+	// Event: the service reported a protocol step (Event).
+	Event Kind = "event"
+	// Hit: an armed fault fired at Point (Fault), before it acted.
+	Hit Kind = "hit"
+	// Model: the model was called for Op; Call is the ordinal over the case.
+	Model Kind = "model"
+	// Action: the worker is about to run action Index (Do, Op, Doc, Thread).
+	Action Kind = "action"
+	// Result: action Index returned (Result, Err).
+	Result Kind = "result"
+	// Exit: the worker finished (Reason) without being killed.
+	Exit Kind = "exit"
+	// Server: the supervisor carried out the server fault (Fault) that the
+	// worker hit at Point: Note says what happened (a restart and how
+	// long it took, a reply dropped), Err that it could not.
+	Server Kind = "server"
+)
+
+// Outcome is what an action returned, typed, so nothing parses it back.
+type Outcome struct {
+	// Op is the operationId (System A) or operation_id (System B) the call
+	// worked on.
+	Op string `json:"op,omitempty"`
+	// Outcome is the service's outcome word (reference.Outcome) or, for a
+	// plan-save conflict, "conflict-refused".
+	Outcome string `json:"outcome,omitempty"`
+	// Revision is the document revision the call left.
+	Revision int64 `json:"rev,omitempty"`
+	// Status, Next and PlanID are a System B checkpoint's fields.
+	Status string `json:"status,omitempty"`
+	Next   string `json:"next,omitempty"`
+	PlanID int64  `json:"plan,omitempty"`
+	// Rounds and Quiet are a recovery run's.
+	Rounds int  `json:"rounds,omitempty"`
+	Quiet  bool `json:"quiet,omitempty"`
+}
+
+// Record is one line of a case's history. Every worker appends to the same
+// file with O_APPEND, one write per record, so records of a killed worker
+// are never torn and never lost once written (the page cache survives a
+// process kill).
+type Record struct {
+	Worker string `json:"w"`
+	Phase  int    `json:"phase"`
+	PID    int    `json:"pid,omitempty"`
+	Kind   Kind   `json:"type"`
+	// At is when the record was written (Unix nanoseconds; simulated time
+	// in the in-process mode).
+	At    int64            `json:"at,omitempty"`
+	Event *reference.Event `json:"ev,omitempty"`
+	// Point and Fault are a Hit's.
+	Point faults.Point   `json:"point,omitempty"`
+	Fault *faults.Action `json:"fault,omitempty"`
+	// Index, Do, Op, Doc, Thread are an Action's (Index and Do also a
+	// Result's); Actions is a Start's count.
+	Index   int    `json:"i,omitempty"`
+	Do      string `json:"do,omitempty"`
+	Op      string `json:"op,omitempty"`
+	Doc     string `json:"doc,omitempty"`
+	Thread  string `json:"thread,omitempty"`
+	Actions int    `json:"actions,omitempty"`
+	// Call is a Model record's ordinal.
+	Call   int      `json:"call,omitempty"`
+	Result *Outcome `json:"res,omitempty"`
+	Err    string   `json:"err,omitempty"`
+	// Reason is an Exit's.
+	Reason string `json:"reason,omitempty"`
+	// Note is a Server record's account of what was done to the server.
+	Note string `json:"note,omitempty"`
+}
+
+// Writer appends records to a case's history as one worker.
+type Writer struct {
+	mu     sync.Mutex
+	f      *os.File
+	dead   bool
+	mem    *Mem
+	worker string
+	phase  int
+	now    func() int64
+}
+
+// Mem is an in-memory history shared by the workers of one in-process
+// case.
+type Mem struct {
+	mu   sync.Mutex
+	recs Log
+}
+
+// Writer returns a writer appending to h as worker; now stamps the records
+// (nil: no time).
+func (h *Mem) Writer(worker string, phase int, now func() int64) *Writer {
+	return &Writer{mem: h, worker: worker, phase: phase, now: now}
+}
+
+// Snapshot returns a copy of the records so far.
+func (h *Mem) Snapshot() Log {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append(Log(nil), h.recs...)
+}
+
+// Open opens path for appending as worker; now stamps the records.
+func Open(path, worker string, phase int, now func() int64) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	return &Writer{f: f, worker: worker, phase: phase, now: now}, nil
+}
+
+// Append writes one record with a single write call.
+func (h *Writer) Append(r Record) {
+	if h == nil {
+		return
+	}
+	r.Worker, r.Phase = h.worker, h.phase
+	if h.now != nil && r.At == 0 {
+		r.At = h.now()
+	}
+	if h.mem != nil {
+		h.mu.Lock()
+		dead := h.dead
+		h.mu.Unlock()
+		if dead {
+			return
+		}
+		if r.Event != nil {
+			e := *r.Event
+			r.Event = &e
+		}
+		h.mem.mu.Lock()
+		if h.mem.recs == nil {
+			h.mem.recs = make(Log, 0, 128)
+		}
+		h.mem.recs = append(h.mem.recs, r)
+		h.mem.mu.Unlock()
+		return
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(fmt.Sprintf("history: %v", err))
+	}
+	b = append(b, '\n')
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, err := h.f.Write(b); err != nil {
+		panic(fmt.Sprintf("history: append: %v", err))
+	}
+}
+
+// Kill drops every later record: the in-process mode's simulated process
+// died, and what its unwinding goroutine would still report never
+// happened.
+func (h *Writer) Kill() { h.mu.Lock(); h.dead = true; h.mu.Unlock() }
+
+// Close closes the file.
+func (h *Writer) Close() error {
+	if h == nil || h.f == nil {
+		return nil
+	}
+	return h.f.Close()
+}
+
+// Log is a case's whole history in file order.
+type Log []Record
+
+// Read reads a history file. A torn last line (impossible with single
+// appends, but a disk may fill up) is reported, not ignored.
+func Read(path string) (Log, error) {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	var out Log
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var r Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return out, fmt.Errorf("history %s:%d: %w", path, line, err)
+		}
+		out = append(out, r)
+	}
+	return out, sc.Err()
+}
+
+// Events returns the service events in history order.
+func (h Log) Events() []reference.Event {
+	n := 0
+	for _, r := range h {
+		if r.Kind == Event && r.Event != nil {
+			n++
+		}
+	}
+	out := make([]reference.Event, 0, n)
+	for _, r := range h {
+		if r.Kind == Event && r.Event != nil {
+			out = append(out, *r.Event)
+		}
+	}
+	return out
+}
+
+// Hits returns the failpoint hits in history order.
+func (h Log) Hits() []Record {
+	var out []Record
+	for _, r := range h {
+		if r.Kind == Hit {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// HitBy reports whether worker's fault at p fired.
+func (h Log) HitBy(worker string, p faults.Point) bool {
+	for _, r := range h {
+		if r.Kind == Hit && r.Worker == worker && r.Point == p {
+			return true
+		}
+	}
+	return false
+}
+
+// ModelCalls counts model calls per operationId.
+func (h Log) ModelCalls() map[string]int {
+	out := map[string]int{}
+	for _, r := range h {
+		if r.Kind == Model {
+			out[r.Op]++
+		}
+	}
+	return out
+}
+
+// Trace renders a history without what legitimately differs between two
+// replays of one case (times, process ids, the run's space): two
+// deterministic runs have equal traces.
+func Trace(h Log) []string {
+	out := make([]string, 0, len(h))
+	for _, r := range h {
+		s := r.Worker + " " + string(r.Kind) + " " + string(r.Point)
+		switch r.Kind {
+		case Event:
+			e := r.Event
+			if e.Kind == reference.EvLeaseRenew {
+				continue // how often a lease is renewed depends on timing
+			}
+			s += fmt.Sprintf(" %s %s %s %s>%s rev=%d exp=%d tok=%d", e.Kind, e.DocumentID, opShape(e.OperationID), e.From, e.To, e.Revision, e.Expected, e.Token)
+		case Hit:
+			if r.Fault != nil {
+				s += " " + r.Fault.String()
+			}
+		case Model:
+			s += fmt.Sprintf(" %s #%d", opShape(r.Op), r.Call)
+		case Action:
+			s += fmt.Sprintf(" #%d %s %s", r.Index, r.Do, opShape(r.Op))
+		case Result:
+			s += fmt.Sprintf(" #%d %s", r.Index, r.Do)
+			if r.Result != nil {
+				s += " " + opShape(r.Result.Op) + " " + r.Result.Outcome + " " + r.Result.Status
+			}
+			s += " err=" + boolStr(r.Err != "")
+		case Start:
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// opShape keeps an id's kind but not its space-derived hash.
+func opShape(s string) string {
+	for _, p := range []string{"ingest-", "retract-", "replan-"} {
+		if i := strings.Index(s, p); i >= 0 {
+			return s[:i] + p + "…"
+		}
+	}
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+func boolStr(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,90 @@
+package layering
+
+import (
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/crashmatrix/crashmatrix/"
+
+// layers maps a package path prefix (relative to the module) to its layer;
+// the longest matching prefix wins. Keep in step with ARCHITECTURE.md.
+var layers = map[string]int{
+	"faults":            0,
+	"reference":         1,
+	"history":           2,
+	"check":             3,
+	"adapters":          4,
+	"sim":               5,
+	"sim/embedded":      6,
+	"sim/servers":       6,
+	"sim/explore":       6,
+	"scenarios":         7,
+	"properties":        7,
+	"report":            7,
+	"internal":          8,
+	"cmd":               9,
+	"examples":          9,
+	"docs":              9,
+	"ci":                9,
+	"adapters/internal": 4,
+}
+
+func layerOf(pkg string) (int, string, bool) {
+	best, bestLen, name := -1, -1, ""
+	for prefix, l := range layers {
+		if (pkg == prefix || strings.HasPrefix(pkg, prefix+"/")) && len(prefix) > bestLen {
+			best, bestLen, name = l, len(prefix), prefix
+		}
+	}
+	return best, name, best >= 0
+}
+
+// TestImportsFollowTheDataFlow fails when a package imports one of a
+// higher layer (for example sim importing properties, or check importing
+// sim), or when a package belongs to no layer.
+func TestImportsFollowTheDataFlow(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	var bad []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg := strings.TrimPrefix(f[0], module)
+		l, _, ok := layerOf(pkg)
+		if !ok {
+			bad = append(bad, pkg+": in no layer (add it to layers and ARCHITECTURE.md)")
+			continue
+		}
+		for _, imp := range f[1:] {
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			dep := strings.TrimPrefix(imp, module)
+			dl, dname, ok := layerOf(dep)
+			if ok && dl > l {
+				bad = append(bad, pkg+" imports "+dep+" (layer "+dname+" is above it)")
+			}
+		}
+	}
+	sort.Strings(bad)
+	for _, b := range bad {
+		t.Error(b)
+	}
+}
+
+// TestLayerOf checks the layer lookup the test above relies on, so a
+// mistake in it cannot make the test pass vacuously.
+func TestLayerOf(t *testing.T) {
+	for pkg, want := range map[string]int{"sim": 5, "sim/servers/provision": 6, "check": 3, "adapters/internal/sqlgraph": 4, "reference/plansave": 1, "cmd/crashmatrix": 9} {
+		if got, _, _ := layerOf(pkg); got != want {
+			t.Errorf("layerOf(%q) = %d, want %d", pkg, got, want)
+		}
+	}
+	if _, _, ok := layerOf("simulator"); ok {
+		t.Error(`layerOf("simulator") matched "sim": prefixes must end at a path boundary`)
+	}
+}

@@ -1,0 +1,255 @@
+package reference
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+)
+
+// conflict handles a lost revision race: the plan is never forced over the
+// newer state. It plans anew against the latest revision (a new operation,
+// derived deterministically so a crash here converges), then abandons the
+// old operation and removes graph effects of the old plan that no ACTIVE
+// document supports.
+func (s *Service) conflict(ctx context.Context, op Operation, plan Plan, lease *Lease) (Result, error) {
+	cur, ok, err := s.States.FindCurrent(ctx, op.Space, op.DocumentID)
+	if err != nil {
+		return Result{}, fmt.Errorf("conflict %s: %w", op.OperationID, err)
+	}
+	latest := int64(0)
+	if ok {
+		latest = cur.Revision
+	}
+	superseding := ""
+	if plan.Kind == Ingestion {
+		newID := "replan-" + hashParts(op.OperationID, fmt.Sprint(latest))[:32]
+		err := s.at(ctx, faults.ConflictBeforeReplan, func() error {
+			if _, err := s.Ops.Get(ctx, newID); err == nil {
+				return nil
+			} else if !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			np, err := s.Plan(ctx, IngestRequest{Space: op.Space, DocumentID: op.DocumentID, OperationID: newID, Content: plan.Content})
+			if err != nil {
+				return err
+			}
+			if np.Kind == NoOp {
+				return nil
+			}
+			_, err = s.prepare(ctx, np, lease)
+			return err
+		})
+		if err != nil {
+			return Result{}, fmt.Errorf("conflict %s: replan: %w", op.OperationID, err)
+		}
+		if _, err := s.Ops.Get(ctx, newID); err == nil {
+			superseding = newID
+		}
+	}
+	// The old plan can never commit (the revision it expects is gone for
+	// good), so its graph effects are reconciled before it is marked
+	// abandoned: a crash in between leaves it active, and recovery comes
+	// back here.
+	if err := s.reconcileAbandoned(ctx, op, plan); err != nil {
+		return Result{}, fmt.Errorf("conflict %s: reconcile: %w", op.OperationID, err)
+	}
+	fresh, err := s.Ops.Get(ctx, op.OperationID)
+	if err != nil {
+		return Result{}, fmt.Errorf("conflict %s: %w", op.OperationID, err)
+	}
+	if !fresh.Finished() {
+		next := fresh
+		next.UpdatedAt = max(s.now(), fresh.UpdatedAt)
+		next.Disposition = Abandoned
+		next.SupersededBy = superseding
+		next.FailureReason = fmt.Sprintf("revision conflict: expected %d, latest %d", plan.ExpectedRevision(), latest)
+		var ok bool
+		if err := s.at(ctx, faults.ConflictBeforeAbandon, func() error {
+			var e error
+			ok, e = s.Ops.CompareAndSet(ctx, fresh, next)
+			return e
+		}); err != nil {
+			return Result{}, fmt.Errorf("conflict %s: abandon: %w", op.OperationID, err)
+		}
+		if ok {
+			s.emit(Event{Kind: EvDisposition, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, Detail: string(Abandoned) + ": " + next.FailureReason})
+		}
+	}
+	res := Result{OperationID: op.OperationID, Outcome: OutcomeAbandoned, SupersededBy: superseding, Revision: latest}
+	if superseding != "" {
+		nop, err := s.Ops.Get(ctx, superseding)
+		if err != nil {
+			return Result{}, err
+		}
+		nplan, err := s.Ops.GetPlan(ctx, superseding)
+		if err != nil {
+			return Result{}, err
+		}
+		r, err := s.execute(ctx, nop, nplan, lease)
+		if err != nil {
+			return Result{}, fmt.Errorf("conflict %s: superseding %s: %w", op.OperationID, superseding, err)
+		}
+		res.Outcome, res.Revision = OutcomeSuperseded, r.Revision
+	}
+	return res, nil
+}
+
+// reconcileAbandoned deletes edges an abandoned plan may have written that
+// no ACTIVE document (this one included) supports.
+func (s *Service) reconcileAbandoned(ctx context.Context, op Operation, plan Plan) error {
+	keys := make([]EdgeKey, 0, len(plan.Mutation.UpsertEdges))
+	for _, e := range plan.Mutation.UpsertEdges {
+		keys = append(keys, e.Key)
+	}
+	del, err := s.unsupported(ctx, op, "", keys)
+	if err != nil {
+		return err
+	}
+	if len(del) > 0 {
+		if err := s.Writer.Apply(ctx, op.Space, Mutation{OperationID: op.OperationID, DeleteEdges: del}); err != nil {
+			return err
+		}
+	}
+	// The plan may also have deleted edges (stale for it) that a committed
+	// ACTIVE state still supports: put them back as that state's plan wrote
+	// them.
+	return s.restoreSupported(ctx, op, append(append([]EdgeKey(nil), plan.Mutation.DeleteEdges...), plan.StaleEdges...))
+}
+
+// restoreSupported re-applies, from the plans that committed them, the
+// edges among keys that an ACTIVE state supports but the graph lacks.
+func (s *Service) restoreSupported(ctx context.Context, op Operation, keys []EdgeKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	g, err := s.Writer.ReadGraph(ctx, op.Space)
+	if err != nil {
+		return err
+	}
+	states, err := s.States.List(ctx, op.Space)
+	if err != nil {
+		return err
+	}
+	m := Mutation{OperationID: op.OperationID}
+	nodes := map[string]bool{}
+	done := map[EdgeKey]bool{}
+	for _, k := range keys {
+		if _, ok := g.Edges[k]; ok || done[k] {
+			continue
+		}
+		for _, st := range states {
+			if st.Status != DocActive || !st.Supports(k) {
+				continue
+			}
+			p, err := s.Ops.GetPlan(ctx, st.OperationID)
+			if err != nil {
+				return fmt.Errorf("restore %s: plan of %s: %w", k, st.OperationID, err)
+			}
+			for _, e := range p.Mutation.UpsertEdges {
+				if e.Key == k {
+					m.UpsertEdges = append(m.UpsertEdges, e)
+					done[k] = true
+				}
+			}
+			for _, n := range p.Mutation.UpsertNodes {
+				if done[k] && (n.ID == k.Source || n.ID == k.Target) && !nodes[n.ID] {
+					if _, ok := g.Nodes[n.ID]; !ok {
+						m.UpsertNodes = append(m.UpsertNodes, n)
+						nodes[n.ID] = true
+					}
+				}
+			}
+			if done[k] {
+				break
+			}
+		}
+	}
+	if m.Empty() {
+		return nil
+	}
+	return s.Writer.Apply(ctx, op.Space, m)
+}
+
+// unsupported returns the edges of keys that nothing supports: no ACTIVE
+// committed state (of a document other than excludeDoc; "" excludes
+// nothing) and no other unfinished operation whose plan will commit them.
+// Counting pending plans closes the race where one document's stale edge
+// is deleted between another's graph write and its state commit.
+func (s *Service) unsupported(ctx context.Context, op Operation, excludeDoc string, keys []EdgeKey) ([]EdgeKey, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	var pending []Plan
+	loaded := false
+	var out []EdgeKey
+	for _, k := range keys {
+		ref, err := s.States.IsReferencedByOtherDocument(ctx, op.Space, excludeDoc, k)
+		if err != nil {
+			return nil, err
+		}
+		if ref {
+			continue
+		}
+		if !loaded {
+			loaded = true
+			ops, err := s.Ops.ListRecoverable(ctx, 10000)
+			if err != nil {
+				return nil, err
+			}
+			for _, o := range ops {
+				if o.Space != op.Space || o.OperationID == op.OperationID {
+					continue
+				}
+				p, err := s.Ops.GetPlan(ctx, o.OperationID)
+				if err != nil {
+					continue // I5 will speak of an unloadable plan
+				}
+				if p.NextState == nil || p.NextState.Status != DocActive {
+					continue
+				}
+				// A plan whose revision is committed (or overtaken) no
+				// longer stands for future support: its document's
+				// current state speaks for it.
+				cur, ok, err := s.States.FindCurrent(ctx, o.Space, o.DocumentID)
+				if err != nil {
+					return nil, err
+				}
+				if ok && cur.Revision >= p.NextState.Revision {
+					continue
+				}
+				pending = append(pending, p)
+			}
+		}
+		held := false
+		for _, p := range pending {
+			if p.NextState.Supports(k) {
+				held = true
+				break
+			}
+		}
+		if !held {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// cleanupStale deletes, after this operation's state commit, the edges its
+// plan made stale that nothing supports any more. The write-time check may
+// have kept an edge for a document whose support has since gone (it was
+// retracted or re-ingested meanwhile); idempotent, so recovery repeats it.
+func (s *Service) cleanupStale(ctx context.Context, op Operation, plan Plan, lease *Lease) error {
+	cand := append(append([]EdgeKey(nil), plan.StaleEdges...), plan.Mutation.DeleteEdges...)
+	del, err := s.unsupported(ctx, op, "", cand)
+	if err != nil || len(del) == 0 {
+		return err
+	}
+	if lease != nil {
+		if err := s.renew(ctx, op, lease); err != nil {
+			return err
+		}
+	}
+	return s.Writer.Apply(ctx, op.Space, Mutation{OperationID: op.OperationID, DeleteEdges: del})
+}

@@ -1,0 +1,79 @@
+// Package embedded registers the simulator's embedded backends: "sqlite",
+// the durable default (one SQLite file per case, nothing to start), and
+// "memory", which forgets everything when its process dies and is expected
+// to fail certification. Importing it is what makes the names resolvable;
+// sim itself compiles no store.
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/crashmatrix/crashmatrix/adapters/memory"
+	"github.com/crashmatrix/crashmatrix/adapters/sqlite"
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/reference/plansave"
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+func init() {
+	sim.RegisterBackend("sqlite", func(sim.BackendSpec) (sim.Backend, error) { return SQLite(), nil })
+	sim.RegisterBackend("memory", func(sim.BackendSpec) (sim.Backend, error) { return Memory(), nil })
+}
+
+// SQLite is the embedded default: one SQLite file per case, durable
+// across a process kill. In the in-process mode the shared handle is a
+// SQLite memory database (sqlite.OpenMemory): the same engine, schema and
+// transactions, and, as a process kill leaves the file with every
+// committed transaction and nothing else, a simulated crash leaves the
+// memory database the same way.
+func SQLite() sim.Backend {
+	return sim.Backend{
+		Name:     "sqlite",
+		Embedded: true,
+		OpenShared: func(_ context.Context, env sim.CaseEnv) (reference.Stores, error) {
+			return sqlite.OpenMemory(memoryName(env.Dir), sqlite.Options{CreateInsteadOfMerge: env.Mutant == sim.MutantCreateNotMerge})
+		},
+		Open: func(_ context.Context, env sim.CaseEnv) (reference.Stores, error) {
+			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
+				return reference.Stores{}, err
+			}
+			return sqlite.Open(filepath.Join(env.Dir, "crashmatrix.db"), sqlite.Options{CreateInsteadOfMerge: env.Mutant == sim.MutantCreateNotMerge})
+		},
+		OpenPlanSave: func(_ context.Context, env sim.CaseEnv) (sim.PlanSaveStores, error) {
+			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
+				return sim.PlanSaveStores{}, err
+			}
+			s, err := plansave.OpenSQLite(env.Dir, env.Mutant != sim.MutantNoUniqueConstraint)
+			if err != nil {
+				return sim.PlanSaveStores{}, err
+			}
+			return sim.PlanSaveStores{Checkpoints: s, Plans: s, Closer: s}, nil
+		},
+	}
+}
+
+// Memory keeps everything in the opening process's memory: a
+// restarted worker finds nothing. It is expected to fail certification.
+func Memory() sim.Backend {
+	return sim.Backend{
+		Name:     "memory",
+		Volatile: true,
+		Open: func(context.Context, sim.CaseEnv) (reference.Stores, error) {
+			return memory.New(memory.Options{}), nil
+		},
+		OpenPlanSave: func(context.Context, sim.CaseEnv) (sim.PlanSaveStores, error) {
+			m := plansave.NewMemory()
+			return sim.PlanSaveStores{Checkpoints: m, Plans: m}, nil
+		},
+	}
+}
+
+// memoryName turns a case directory into a memory database name unique in
+// the process.
+func memoryName(dir string) string {
+	return strings.NewReplacer("/", "_", "?", "_", "#", "_").Replace(fmt.Sprintf("crashmatrix-%d%s", os.Getpid(), dir))
+}
