@@ -21,15 +21,21 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
 )
 
+// started are the package's containers; their server faults (kill,
+// restart, fault proxy) serve the server-fault matrix.
+var started *provision.Started
+
 // TestMain starts PostgreSQL and Neo4j once for the package with
-// testcontainers-go; the re-executed worker processes inherit the
+// testcontainers-go, behind the fault proxy (every test reaches them
+// through its stable endpoints, so the proxy carries all of this
+// package's traffic); the re-executed worker processes inherit the
 // endpoints through the environment and start nothing.
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(sim.WorkerSpecEnv); spec != "" {
 		os.Exit(runWorker(spec))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	env, stop, err := provision.StartContainers(ctx, os.Stderr, provision.ContainerOptions{})
+	st, err := provision.Start(ctx, os.Stderr, provision.ContainerOptions{ServerFaults: true})
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: the container tests need PostgreSQL and Neo4j containers: %v\n"+
@@ -38,12 +44,13 @@ func TestMain(m *testing.M) {
 			"(make test does all of this).\n", err)
 		os.Exit(1)
 	}
-	for k, v := range env {
+	started = st
+	for k, v := range st.Env {
 		os.Setenv(k, v)
 	}
 	fmt.Fprintf(os.Stderr, "containers up: PostgreSQL first query after %s, Neo4j after %s\n", provision.LastTimings.Postgres.Round(time.Millisecond), provision.LastTimings.Neo4j.Round(time.Millisecond))
 	code := m.Run()
-	stop()
+	st.Stop()
 	os.Exit(code)
 }
 

@@ -227,7 +227,10 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 	t1 := time.Now()
 	pw := randomSecret()
 	n4, err := tcneo4j.Run(ctx, o.Neo4jImage, tcneo4j.WithAdminPassword(pw),
-		testcontainers.WithEnv(map[string]string{"NEO4J_server_memory_pagecache_size": "64m", "NEO4J_server_memory_heap_max__size": "768m"}))
+		testcontainers.WithEnv(map[string]string{"NEO4J_server_memory_pagecache_size": "64m", "NEO4J_server_memory_heap_max__size": "768m"}),
+		// The module waits 60 s; a JVM on a busy shared machine can take
+		// longer (the first query below still has to answer).
+		testcontainers.WithWaitStrategyAndDeadline(4*time.Minute, wait.ForLog("Bolt enabled on").WithStartupTimeout(4*time.Minute)))
 	if n4 != nil {
 		mu.Lock()
 		ctrs = append(ctrs, n4)
@@ -270,7 +273,12 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 }
 
 func firstQuery(ctx context.Context, q func(context.Context) error) error {
-	deadline := time.Now().Add(60 * time.Second)
+	return firstQueryWithin(ctx, 60*time.Second, q)
+}
+
+// firstQueryWithin retries q until it succeeds or limit has passed.
+func firstQueryWithin(ctx context.Context, limit time.Duration, q func(context.Context) error) error {
+	deadline := time.Now().Add(limit)
 	var err error
 	for time.Now().Before(deadline) {
 		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)

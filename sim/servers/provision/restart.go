@@ -49,7 +49,7 @@ func containerServer(ctx context.Context, name, protocol, port string, c testcon
 				return "", fmt.Errorf("start container %.12s again: %w", id, err)
 			}
 			var addr string
-			err := firstQuery(ctx, func(ctx context.Context) error {
+			err := firstQueryWithin(ctx, serverfaults.RestartBudget, func(ctx context.Context) error {
 				var err error
 				if addr, err = mappedAddr(ctx, c, port); err != nil {
 					return err

@@ -61,6 +61,11 @@ type Supervisor struct {
 	restarts []RestartTime
 }
 
+// RestartBudget bounds one kill and restart: Neo4j recovers its
+// transaction log in a fresh JVM, which on a busy machine takes tens of
+// seconds.
+const RestartBudget = 5 * time.Minute
+
 // RestartTime is one measured server restart: from the kill to the first
 // answered query.
 type RestartTime struct {
@@ -274,7 +279,11 @@ func (s *Supervisor) handleFault(w http.ResponseWriter, r *http.Request) {
 	if !act.Kind.IsServer() {
 		err = fmt.Errorf("%s is not a server fault", act)
 	} else {
-		err = c.fault(r.Context(), req, act)
+		// Not the request's context: a worker that gives up (or is killed
+		// as hung) must not leave a server half restarted.
+		ctx, cancel := context.WithTimeout(context.Background(), RestartBudget)
+		err = c.fault(ctx, req, act)
+		cancel()
 	}
 	if err != nil {
 		c.record(req, "", err.Error())
