@@ -174,7 +174,7 @@ var (
 	topFields    = []string{"name", "description", "system", "backend", "bugs", "mutant", "seed", "leaseTTL", "documents", "steps", "expect"}
 	stepFields   = []string{"worker", "actions", "faults", "background", "resubmit", "expectHit", "continueOnError"}
 	actionFields = []string{"do", "doc", "document", "op", "rounds", "thread", "owner", "question", "minutes", "approve", "content"}
-	faultFields  = []string{"point", "kind", "hit", "pause"}
+	faultFields  = []string{"point", "kind", "hit", "pause", "server"}
 	expectFields = []string{"verdict", "holds", "breaks"}
 )
 
@@ -840,7 +840,22 @@ func (d *decoder) decodeFault(s *Scenario, n ast.Node, path string) (Fault, bool
 	}
 	if good {
 		spec, _ := faults.Lookup(ft.Point)
-		if !spec.Applies(ft.Kind) {
+		if ft.Kind.IsServer() {
+			ft.Server = "postgres"
+			if f.has("server") {
+				ft.Server = d.str(f, "server")
+			}
+			if !slices.Contains(faults.Servers, ft.Server) {
+				d.errPath(child(path, "server"), "unknown server %q (want one of %s)", ft.Server, strings.Join(faults.Servers, ", "))
+				good = false
+			} else if !spec.AppliesServer(ft.Kind, ft.Server) {
+				d.errPath(child(path, "server"), "a %s fault against %s does not apply at %s (Neo4j holds only System A's graph)", ft.Kind, ft.Server, ft.Point)
+				good = false
+			}
+		} else if f.has("server") {
+			d.errAt(d.keyAt(child(path, "server")), child(path, "server"), "server applies to the server fault kinds only (%s), not %s", "server-crash, ack-lost, conn-reset", ft.Kind)
+			good = false
+		} else if !spec.Applies(ft.Kind) {
 			kinds := make([]string, len(spec.Kinds))
 			for i, k := range spec.Kinds {
 				kinds[i] = string(k)

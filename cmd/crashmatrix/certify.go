@@ -45,7 +45,7 @@ Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undeci
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.backend, "backend", "sqlite", "store backend: sqlite (embedded default), memory, postgres (with --postgres-dsn, optionally --neo4j-uri), containers (starts PostgreSQL and Neo4j with testcontainers-go)")
-	fl.StringVar(&f.mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint)
+	fl.StringVar(&f.mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure)")
 	fl.StringSliceVar(&f.bugs, "bug", nil, "service mutant(s): "+bugNames())
 	fl.StringSliceVar(&f.points, "point", nil, "only these windows (failpoint names)")
 	fl.StringSliceVar(&f.kinds, "kind", nil, "only these fault kinds")
@@ -117,13 +117,19 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		}
 		tmp = true
 	}
-	runner, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
-		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess, InProcessFiles: f.inProcessFiles})
+	cfg := sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
+		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess, InProcessFiles: f.inProcessFiles}
+	f.server.useFaults(&cfg)
+	runner, err := sim.NewRunner(cfg)
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 		return exitError{2}
 	}
-	cases := sim.Filter(sim.Matrix(f.leaseTTL.Milliseconds()), points, kinds, f.only)
+	all := sim.Matrix(f.leaseTTL.Milliseconds())
+	if f.server.faults != nil {
+		all = append(all, sim.ServerMatrix(f.leaseTTL.Milliseconds())...)
+	}
+	cases := sim.Filter(all, points, kinds, f.only)
 	if len(cases) == 0 {
 		return fmt.Errorf("no case matches --point %v --kind %v --class %v", f.points, f.kinds, f.only)
 	}

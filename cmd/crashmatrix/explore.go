@@ -80,8 +80,12 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 				}
 				defer os.RemoveAll(workdir)
 			}
-			runner, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
-				WorkDir: workdir, InProcess: !processes, InProcessFiles: files, Seed: seed, Bugs: bs, Mutant: mutant})
+			cfg := sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
+				WorkDir: workdir, InProcess: !processes, InProcessFiles: files, Seed: seed, Bugs: bs, Mutant: mutant}
+			if processes {
+				server.useFaults(&cfg)
+			}
+			runner, err := sim.NewRunner(cfg)
 			if err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 				return exitError{2}
@@ -97,8 +101,13 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			if parallel <= 0 {
 				parallel = 4 * runtime.NumCPU()
 			}
+			var shape explore.Shape
+			if server.faults != nil && cfg.ServerFaults != nil {
+				// Server faults join the schedules (process kills only).
+				shape.Servers = server.faults.Names()
+			}
 			res := explore.Run(cmd.Context(), runner, explore.Options{Seed: seed, Budget: budget, MaxSchedules: max, ShardIndex: si, ShardCount: sn,
-				Confirm: confirm, Parallel: parallel, Target: target, Progress: func(n int) {
+				Shape: shape, Confirm: confirm, Parallel: parallel, Target: target, Progress: func(n int) {
 					if time.Since(last) > 5*time.Second {
 						last = time.Now()
 						fmt.Fprintf(cmd.ErrOrStderr(), "  %d schedules…\n", n)
@@ -157,7 +166,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.IntVar(&confirm, "confirm", 3, "re-runs a shrink candidate must fail in")
 	fl.StringVar(&target, "invariant", "", "hunt for this invariant only (I1..I8)")
 	fl.StringSliceVar(&bugs, "bug", nil, "run the reference as a mutant: "+bugNames())
-	fl.StringVar(&mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint)
+	fl.StringVar(&mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure)")
 	fl.StringVar(&outDir, "out", "crashmatrix-findings", "where the shrunk scenario is written")
 	fl.StringVar(&workdir, "workdir", "", "scratch directory (default: a temporary one)")
 	server.register(fl)

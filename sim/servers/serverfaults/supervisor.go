@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -132,7 +133,7 @@ func (s *Supervisor) Crash(ctx context.Context, name string) (time.Duration, err
 	srv := s.servers[name]
 	s.mu.Unlock()
 	if srv == nil {
-		return 0, fmt.Errorf("no server %q to crash (servers: %s)", name, strings.Join(s.names(), ", "))
+		return 0, fmt.Errorf("no server %q to crash (servers: %s)", name, strings.Join(s.Names(), ", "))
 	}
 	t0 := time.Now()
 	if err := srv.Kill(ctx); err != nil {
@@ -164,13 +165,15 @@ func (s *Supervisor) Crash(ctx context.Context, name string) (time.Duration, err
 	return took, nil
 }
 
-func (s *Supervisor) names() []string {
+// Names lists the servers the supervisor can fault, sorted.
+func (s *Supervisor) Names() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
 	for n := range s.servers {
 		out = append(out, n)
 	}
+	sort.Strings(out)
 	return out
 }
 
@@ -297,7 +300,7 @@ func (s *Supervisor) handleFault(w http.ResponseWriter, r *http.Request) {
 func (c *caseServers) fault(ctx context.Context, req sim.ServerFaultRequest, act faults.Action) error {
 	p := c.proxies[act.Server]
 	if p == nil {
-		return fmt.Errorf("%s: this run has no %s server (servers: %s)", req.Action, act.Server, strings.Join(c.s.names(), ", "))
+		return fmt.Errorf("%s: this run has no %s server (servers: %s)", req.Action, act.Server, strings.Join(c.s.Names(), ", "))
 	}
 	switch act.Kind {
 	case faults.ServerCrash:
