@@ -30,7 +30,7 @@ func runServerCases(t *testing.T, faulter sim.ServerFaults, mutant string, cases
 		// A worker waits while its server restarts (Neo4j: tens of
 		// seconds on a busy machine).
 		ProcessTimeout: serverfaults.RestartBudget + time.Minute,
-		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}, ServerFaults: faulter})
+		Launcher:       sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}, ServerFaults: faulter})
 	if err != nil {
 		t.Fatal(err)
 	}
