@@ -37,8 +37,13 @@ func certifyCmd() *cobra.Command {
 		Long: `certify runs, for every crash window in the failpoint catalogue and every fault
 kind that applies there, a fresh case: worker processes run the reference service
 over the backend; one is killed (SIGKILL) exactly at the window; new workers recover;
-then, with faults off, the invariants I1-I8 are checked against the stores' contents
+then, with faults off, the invariants I1-I9 are checked against the stores' contents
 and the recorded history.
+
+With --backend containers the database servers are faulted too (unless
+--server-faults=false): killed and restarted on their data (server-crash), a
+committed write's reply dropped (ack-lost), a connection cut before its request
+(conn-reset), at every window.
 
 Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undecided.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCertify(cmd, f) },

@@ -33,7 +33,7 @@ func exploreCmd() *cobra.Command {
 		Short: "Search random fault schedules for invariant violations, shrink the first one, write it as a scenario",
 		Long: `explore generates fault schedules (gopter generators: several workers and
 documents, repeated crashes, crashes during recovery, pauses past the lease,
-retractions racing ingestions), runs each and checks I1-I8. On a violation it
+retractions racing ingestions), runs each and checks I1-I9. On a violation it
 shrinks the schedule (fewer workers, actions and faults; each candidate re-run
 --confirm times so a flaky shrink is rejected), writes the minimal scenario file
 and prints the replay command. One seed decides the run and is always printed;
