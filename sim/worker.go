@@ -138,13 +138,6 @@ func OpID(space, op string) string { return space + "/" + op }
 // cases can share one plan-save database.
 func ThreadID(space, thread string) string { return space + "/" + thread }
 
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 type worker struct {
 	spec                   WorkerSpec
 	hist                   *history.Writer

@@ -254,7 +254,7 @@ func (c *caseServers) closeLocked() {
 // record appends what the supervisor did to the case's history, under the
 // name of the worker that hit the fault.
 func (c *caseServers) record(req sim.ServerFaultRequest, detail, errMsg string) {
-	h, err := history.Open(c.sc.History, req.Worker, req.Phase, func() int64 { return time.Now().UnixNano() })
+	h, err := history.Open(c.sc.History, req.Worker, req.Phase, func() int64 { return time.Now().UnixMilli() })
 	if err != nil {
 		fmt.Fprintf(c.s.log, "server faults: case %s: %v\n", c.sc.ID, err)
 		return
