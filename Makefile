@@ -5,7 +5,7 @@ GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 STATICCHECK_VERSION := v0.8.2
 BIN       := bin/crashmatrix
 
-.PHONY: all build test test-short bench lint vet staticcheck demo certify tools clean containers certify-containers bench-containers
+.PHONY: all build test test-short bench lint vet staticcheck xmllint demo certify tools clean containers certify-containers bench-containers screenshots
 
 all: build
 
@@ -29,7 +29,7 @@ containers:
 # SQLite, on PostgreSQL, and on PostgreSQL + Neo4j in containers started by
 # testcontainers-go, the scenario library in both modes, the mutant tests).
 # Packages run one at a time: the crash tests measure leases in wall time.
-test: vet staticcheck containers
+test: vet staticcheck xmllint containers
 	$(PODMAN_ENV) && $(GO) test -p 1 -count=1 -timeout 60m ./...
 
 test-short:
@@ -57,7 +57,17 @@ $(GOBIN)/staticcheck:
 staticcheck: $(GOBIN)/staticcheck
 	$(GOBIN)/staticcheck ./...
 
-tools: $(GOBIN)/staticcheck
+# xmllint (Debian's libxml2-utils) validates the JUnit XML against
+# report/testdata/junit.xsd in the report package's tests.
+xmllint:
+	@command -v xmllint >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libxml2-utils; }
+
+tools: $(GOBIN)/staticcheck xmllint
+
+# PNGs of a failing and a passing HTML report under docs/ (headless
+# Chromium from Debian, installed by the script when missing).
+screenshots:
+	bash docs/screenshots.sh
 
 demo:
 	$(GO) run ./cmd/crashmatrix demo

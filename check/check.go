@@ -54,6 +54,14 @@ type Violation struct {
 	Document  string    `json:"document,omitempty"`
 	Message   string    `json:"message"`
 	Evidence  []string  `json:"evidence,omitempty"`
+	// Events cites the history events that show the violation, as
+	// indices into Observed.Events (the service's events in history
+	// order), so a report can point at them.
+	Events []int `json:"events,omitempty"`
+	// RootCause marks a violation that explains the case's others: a
+	// store forgot an acknowledged record across a restart, after which
+	// leases, stages and revisions start over and other checks fail too.
+	RootCause bool `json:"rootCause,omitempty"`
 }
 
 func (v Violation) String() string {
@@ -263,6 +271,17 @@ func opIndex(s Snapshot) map[string]reference.Operation {
 	return m
 }
 
+// eventsOf returns the indices of op's events of one kind.
+func (o Observed) eventsOf(kind, op string) []int {
+	var out []int
+	for i, e := range o.Events {
+		if e.Kind == kind && e.OperationID == op {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // CheckI1: one plan per operationId. The stored fingerprint is the one the
 // history saw persisted and its plan hashes to it; no model call for an
 // operationId happened after the call that produced its persisted plan.
@@ -278,7 +297,7 @@ func CheckI1(s Snapshot, o Observed) []Violation {
 			if fp != op.PlanFingerprint {
 				out = append(out, Violation{Invariant: I1, Operation: id, Document: op.DocumentID,
 					Message:  "the stored plan fingerprint changed after the operation was persisted",
-					Evidence: []string{"persisted with " + fp, "stored now " + op.PlanFingerprint}})
+					Evidence: []string{"persisted with " + fp, "stored now " + op.PlanFingerprint}, Events: o.eventsOf(reference.EvPrepared, id)})
 			}
 		}
 	}
@@ -296,7 +315,7 @@ func CheckI1(s Snapshot, o Observed) []Violation {
 			continue
 		}
 		if calls := o.ModelCalls[op.OperationID]; calls > p.ExtractionCall {
-			out = append(out, Violation{Invariant: I1, Operation: op.OperationID, Document: op.DocumentID,
+			out = append(out, Violation{Invariant: I1, Operation: op.OperationID, Document: op.DocumentID, Events: o.eventsOf(reference.EvModelCall, op.OperationID),
 				Message:  fmt.Sprintf("the model was called %d times for this operationId, but the persisted plan came from call %d: the model was called again after the plan was frozen", calls, p.ExtractionCall),
 				Evidence: []string{fmt.Sprintf("model calls (durable call log): %d", calls), fmt.Sprintf("plan.extractionCall: %d", p.ExtractionCall)}})
 		}
@@ -329,7 +348,7 @@ func CheckI2(s Snapshot, o Observed) []Violation {
 				break
 			}
 			if op, ok := ops[v.OperationID]; ok && op.ExpectedRevision != v.Revision-1 {
-				out = append(out, Violation{Invariant: I2, Document: d, Operation: v.OperationID,
+				out = append(out, Violation{Invariant: I2, Document: d, Operation: v.OperationID, Events: o.eventsOf(reference.EvStateCommit, v.OperationID),
 					Message:  fmt.Sprintf("revision %d was committed by an operation that expected revision %d, not %d", v.Revision, op.ExpectedRevision, v.Revision-1),
 					Evidence: append(revs(vs), fmt.Sprintf("operation %s expectedRevision=%d", op.OperationID, op.ExpectedRevision))})
 			}
@@ -346,22 +365,26 @@ func CheckI2(s Snapshot, o Observed) []Violation {
 		doc string
 		rev int64
 	}
-	committed := map[key]string{}
-	for _, e := range o.Events {
+	type commit struct {
+		op    string
+		event int
+	}
+	committed := map[key]commit{}
+	for i, e := range o.Events {
 		if e.Kind != reference.EvStateCommit {
 			continue
 		}
 		if e.Expected != e.Revision-1 {
-			out = append(out, Violation{Invariant: I2, Document: e.DocumentID, Operation: e.OperationID,
+			out = append(out, Violation{Invariant: I2, Document: e.DocumentID, Operation: e.OperationID, Events: []int{i},
 				Message: fmt.Sprintf("a state commit moved revision %d to %d", e.Expected, e.Revision)})
 		}
 		k := key{e.DocumentID, e.Revision}
-		if prev, dup := committed[k]; dup && prev != e.OperationID {
-			out = append(out, Violation{Invariant: I2, Document: e.DocumentID, Operation: e.OperationID,
+		if prev, dup := committed[k]; dup && prev.op != e.OperationID {
+			out = append(out, Violation{Invariant: I2, Document: e.DocumentID, Operation: e.OperationID, Events: []int{prev.event, i},
 				Message:  fmt.Sprintf("revision %d was committed twice (lost update)", e.Revision),
-				Evidence: []string{"first by " + prev, "then by " + e.OperationID}})
+				Evidence: []string{"first by " + prev.op, "then by " + e.OperationID}})
 		}
-		committed[k] = e.OperationID
+		committed[k] = commit{e.OperationID, i}
 	}
 	return out
 }
@@ -433,8 +456,9 @@ func CheckI3(s Snapshot, _ Observed) []Violation {
 func CheckI4(s Snapshot, o Observed) []Violation {
 	var out []Violation
 	last := map[string]reference.Stage{}
+	lastAt := map[string]int{}
 	written := map[string]bool{}
-	for _, e := range o.Events {
+	for i, e := range o.Events {
 		if e.Kind == reference.EvGraphWritten {
 			written[e.OperationID] = true
 		}
@@ -442,19 +466,19 @@ func CheckI4(s Snapshot, o Observed) []Violation {
 			continue
 		}
 		if e.From == reference.Prepared && e.To == reference.GraphApplied && !written[e.OperationID] {
-			out = append(out, Violation{Invariant: I4, Operation: e.OperationID, Document: e.DocumentID,
+			out = append(out, Violation{Invariant: I4, Operation: e.OperationID, Document: e.DocumentID, Events: []int{i},
 				Message:  "stage advanced to GRAPH_APPLIED before the graph writer confirmed the mutation",
 				Evidence: []string{"holder " + e.Holder + " moved PREPARED -> GRAPH_APPLIED; no graph-written event for this operation precedes it"}})
 		}
 		if !e.From.CanTransition(e.To) {
-			out = append(out, Violation{Invariant: I4, Operation: e.OperationID, Document: e.DocumentID,
+			out = append(out, Violation{Invariant: I4, Operation: e.OperationID, Document: e.DocumentID, Events: []int{i},
 				Message: fmt.Sprintf("illegal stage change %s -> %s", e.From, e.To)})
 		}
 		if prev, ok := last[e.OperationID]; ok && !reachable(prev, e.From) {
-			out = append(out, Violation{Invariant: I4, Operation: e.OperationID, Document: e.DocumentID,
+			out = append(out, Violation{Invariant: I4, Operation: e.OperationID, Document: e.DocumentID, Events: []int{lastAt[e.OperationID], i},
 				Message: fmt.Sprintf("stage went back: observed %s, then a change from %s", prev, e.From)})
 		}
-		last[e.OperationID] = e.To
+		last[e.OperationID], lastAt[e.OperationID] = e.To, i
 	}
 	for _, op := range s.Ops {
 		if !op.Stage.Valid() {
@@ -462,7 +486,7 @@ func CheckI4(s Snapshot, o Observed) []Violation {
 			continue
 		}
 		if prev, ok := last[op.OperationID]; ok && !reachable(prev, op.Stage) {
-			out = append(out, Violation{Invariant: I4, Operation: op.OperationID,
+			out = append(out, Violation{Invariant: I4, Operation: op.OperationID, Events: []int{lastAt[op.OperationID]},
 				Message: fmt.Sprintf("stored stage %s cannot follow the last observed stage %s", op.Stage, prev)})
 		}
 	}
@@ -505,7 +529,7 @@ func CheckI5(s Snapshot, o Observed) []Violation {
 	sort.Strings(ids)
 	for _, id := range ids {
 		if _, ok := ops[id]; !ok {
-			out = append(out, Violation{Invariant: I5, Operation: id,
+			out = append(out, Violation{Invariant: I5, Operation: id, RootCause: true, Events: o.eventsOf(reference.EvPrepared, id),
 				Message:  "the operation was persisted (the history saw createIfAbsent succeed) but the store has no record of it after restart: the plan and stage are gone",
 				Evidence: []string{"fingerprint at persist time: " + strings.Join(o.Prepared[id], ", ")}})
 		}
@@ -515,7 +539,7 @@ func CheckI5(s Snapshot, o Observed) []Violation {
 			out = append(out, Violation{Invariant: I5, Operation: op.OperationID, Message: "the operation has no persisted plan: it cannot be resumed", Evidence: []string{msg}})
 		}
 		if !op.Finished() {
-			out = append(out, Violation{Invariant: I5, Operation: op.OperationID, Document: op.DocumentID,
+			out = append(out, Violation{Invariant: I5, Operation: op.OperationID, Document: op.DocumentID, Events: o.eventsOf(reference.EvStage, op.OperationID),
 				Message:  fmt.Sprintf("the operation is stuck at %s after recovery quiesced (attempts %d)", op.Stage, op.Attempts),
 				Evidence: []string{"failure reason: " + op.FailureReason}})
 		}
@@ -555,24 +579,25 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 		holder    string
 		token     int64
 		expiresAt int64
+		event     int
 	}
 	cur := map[string]*grant{}
-	lost := map[string]bool{} // holder+op refused
-	for _, e := range o.Events {
+	lost := map[string]int{} // holder+op refused -> the refusal's event
+	for i, e := range o.Events {
 		doc := e.Space + "/" + e.DocumentID
 		switch e.Kind {
 		case reference.EvLeaseAcquire:
 			if g := cur[doc]; g != nil {
 				if e.Holder != g.holder && e.Token <= g.token {
-					out = append(out, Violation{Invariant: I7, Document: e.DocumentID,
+					out = append(out, Violation{Invariant: I7, Document: e.DocumentID, Events: []int{g.event, i},
 						Message: fmt.Sprintf("fencing token did not grow: %s got token %d after %s held %d", e.Holder, e.Token, g.holder, g.token)})
 				}
 				if e.Holder != g.holder && e.At < g.expiresAt && e.Token != g.token {
-					out = append(out, Violation{Invariant: I7, Document: e.DocumentID,
+					out = append(out, Violation{Invariant: I7, Document: e.DocumentID, Events: []int{g.event, i},
 						Message: fmt.Sprintf("two live holders: %s got token %d at %d while %s's token %d lived until %d", e.Holder, e.Token, e.At, g.holder, g.token, g.expiresAt)})
 				}
 			}
-			cur[doc] = &grant{e.Holder, e.Token, e.ExpiresAt}
+			cur[doc] = &grant{e.Holder, e.Token, e.ExpiresAt, i}
 			for k := range lost {
 				if strings.HasPrefix(k, e.Holder+"\x00") {
 					delete(lost, k) // a new lease: a new epoch for this holder
@@ -582,7 +607,7 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 			if g := cur[doc]; g != nil && g.holder == e.Holder && g.token == e.Token {
 				g.expiresAt = e.ExpiresAt
 			} else if g != nil && g.token > e.Token {
-				out = append(out, Violation{Invariant: I7, Document: e.DocumentID,
+				out = append(out, Violation{Invariant: I7, Document: e.DocumentID, Events: []int{g.event, i},
 					Message: fmt.Sprintf("stale holder %s renewed token %d after token %d was granted to %s", e.Holder, e.Token, g.token, g.holder)})
 			}
 		case reference.EvLeaseRelease:
@@ -590,10 +615,10 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 				delete(cur, doc)
 			}
 		case reference.EvLeaseLost:
-			lost[e.Holder+"\x00"+e.OperationID] = true
+			lost[e.Holder+"\x00"+e.OperationID] = i
 		case reference.EvStateCommit:
-			if lost[e.Holder+"\x00"+e.OperationID] {
-				out = append(out, Violation{Invariant: I7, Operation: e.OperationID, Document: e.DocumentID,
+			if at, ok := lost[e.Holder+"\x00"+e.OperationID]; ok {
+				out = append(out, Violation{Invariant: I7, Operation: e.OperationID, Document: e.DocumentID, Events: []int{at, i},
 					Message: fmt.Sprintf("holder %s committed revision %d after it was refused as a stale holder", e.Holder, e.Revision)})
 			}
 		case reference.EvInvoke:
@@ -616,7 +641,7 @@ func CheckI8(s Snapshot, o Observed) []Violation {
 	for _, th := range o.Threads {
 		cp, ok := s.Checkpoints[th.Thread]
 		if !ok {
-			out = append(out, Violation{Invariant: I8, Operation: th.Thread, Message: "the thread's checkpoint is gone after restart"})
+			out = append(out, Violation{Invariant: I8, Operation: th.Thread, RootCause: true, Message: "the thread's checkpoint is gone after restart"})
 			continue
 		}
 		k := cp.Owner + "/" + cp.OperationID

@@ -72,8 +72,9 @@ type Record struct {
 	Phase  int    `json:"phase"`
 	PID    int    `json:"pid,omitempty"`
 	Kind   Kind   `json:"type"`
-	// At is when the record was written (Unix nanoseconds; simulated time
-	// in the in-process mode).
+	// At is when the record was written, in milliseconds like the
+	// reference's event times (Unix time in a worker process, the simulated
+	// clock in the in-process mode).
 	At    int64            `json:"at,omitempty"`
 	Event *reference.Event `json:"ev,omitempty"`
 	// Point and Fault are a Hit's.

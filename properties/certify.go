@@ -12,6 +12,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
 
@@ -51,7 +52,7 @@ func CertifyCrashSafety(t *testing.T, backend sim.Backend, opts ...CrashOptions)
 	rep := RunCrashMatrix(t, backend, opts...)
 	if rep.ExitCode != 0 {
 		var b strings.Builder
-		sim.WriteMatrix(&b, rep)
+		report.WriteTerminal(&b, rep, testReportOptions(t))
 		t.Fatalf("crash certification of backend %s: %s (exit %d)\n%s", backend.Name, rep.Verdict, rep.ExitCode, b.String())
 	}
 }
@@ -83,6 +84,9 @@ func RunCrashMatrix(t *testing.T, backend sim.Backend, opts ...CrashOptions) sim
 		t.Fatalf("crash matrix: %v", err)
 	}
 	cases := sim.Filter(sim.Matrix(o.LeaseTTL.Milliseconds()), o.Points, o.Kinds, o.Classes)
+	if only := os.Getenv(CaseEnv); only != "" {
+		cases = slices.DeleteFunc(cases, func(c sim.Case) bool { return !slices.Contains(strings.Split(only, ","), c.ID) })
+	}
 	if len(cases) == 0 {
 		t.Fatalf("crash matrix: no case matches points %v kinds %v classes %v", o.Points, o.Kinds, o.Classes)
 	}
@@ -101,7 +105,7 @@ func RunCrashMatrix(t *testing.T, backend sim.Backend, opts ...CrashOptions) sim
 	if dir == "" {
 		dir = work
 	}
-	if err := writeReports(dir, rep); err != nil {
+	if err := writeReports(dir, rep, testReportOptions(t)); err != nil {
 		t.Logf("crash matrix: writing reports: %v", err)
 	} else {
 		t.Logf("crash matrix reports and histories: %s (open report.html)", dir)
@@ -109,14 +113,41 @@ func RunCrashMatrix(t *testing.T, backend sim.Backend, opts ...CrashOptions) sim
 	return rep
 }
 
-func writeReports(dir string, rep sim.Report) error {
+// CaseEnv narrows RunCrashMatrix to the cases it names (ids, comma
+// separated): the replay command of a failing case sets it.
+const CaseEnv = "CRASHMATRIX_CASE"
+
+// testReportOptions names, for each case, the go test command that runs
+// this test again narrowed to that case.
+func testReportOptions(t *testing.T) report.Options {
+	dir := "."
+	if wd, err := os.Getwd(); err == nil {
+		for root := wd; ; root = filepath.Dir(root) {
+			if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+				if rel, err := filepath.Rel(root, wd); err == nil && rel != "." {
+					dir = "./" + filepath.ToSlash(rel)
+				}
+				break
+			}
+			if filepath.Dir(root) == root {
+				break
+			}
+		}
+	}
+	pattern := runPattern(t.Name())
+	return report.Options{Command: "go test " + dir, Rerun: fmt.Sprintf("go test -count=1 -run '%s' %s", pattern, dir), Replay: func(r sim.CaseResult) string {
+		return fmt.Sprintf("%s=%s go test -count=1 -run '%s' %s", CaseEnv, r.Case.ID, pattern, dir)
+	}}
+}
+
+func writeReports(dir string, rep sim.Report, o report.Options) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	for name, w := range map[string]func(*os.File) error{
-		"report.html": func(f *os.File) error { return sim.WriteHTML(f, rep) },
-		"report.json": func(f *os.File) error { return sim.WriteJSON(f, rep) },
-		"junit.xml":   func(f *os.File) error { return sim.WriteJUnit(f, rep) },
+		"report.html": func(f *os.File) error { return report.WriteHTML(f, rep, o) },
+		"report.json": func(f *os.File) error { return report.WriteJSON(f, rep, o) },
+		"junit.xml":   func(f *os.File) error { return report.WriteJUnit(f, rep, o) },
 	} {
 		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {

@@ -50,3 +50,17 @@ func TestCrashMatrixMemoryFails(t *testing.T) {
 func TestMutantsCaught(t *testing.T) {
 	properties.MutantsCaught(t, embedded.SQLite(), properties.CrashOptions{})
 }
+
+// A failing case's replay command narrows the run to that case through
+// CRASHMATRIX_CASE.
+func TestCrashMatrixRunsOnlyTheNamedCase(t *testing.T) {
+	t.Setenv(properties.CaseEnv, "beforegraphapplied-crash")
+	rep := properties.RunCrashMatrix(t, embedded.Memory(), properties.CrashOptions{Points: []faults.Point{faults.BeforeGraphApplied}})
+	if len(rep.Results) != 1 || rep.Results[0].Case.ID != "beforegraphapplied-crash" {
+		var ids []string
+		for _, r := range rep.Results {
+			ids = append(ids, r.Case.ID)
+		}
+		t.Fatalf("ran %v, want only beforegraphapplied-crash", ids)
+	}
+}

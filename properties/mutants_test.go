@@ -221,7 +221,7 @@ func (s *casNotAtomic) CompareAndSet(ctx context.Context, expected, next referen
 	if err != nil {
 		return false, err
 	}
-	if !memory.MatchesExpected(cur, expected) {
+	if !reference.MatchesExpected(cur, expected) {
 		return false, nil
 	}
 	if err := reference.ValidateUpdate(cur, next); err != nil {
@@ -236,7 +236,7 @@ func (s *casNotAtomic) CompareAndSet(ctx context.Context, expected, next referen
 	if err != nil {
 		return false, err
 	}
-	forced := memory.ApplyMutable(now, next)
+	forced := reference.ApplyMutable(now, next)
 	forced.UpdatedAt = max(forced.UpdatedAt, now.UpdatedAt)
 	forced.Attempts = max(forced.Attempts, now.Attempts)
 	_, _ = s.OperationStore.CompareAndSet(ctx, now, forced)
@@ -254,7 +254,7 @@ func (s *casStageOnly) CompareAndSet(ctx context.Context, expected, next referen
 	if cur.Stage != expected.Stage {
 		return false, nil
 	}
-	return s.OperationStore.CompareAndSet(ctx, cur, memory.ApplyMutable(cur, next))
+	return s.OperationStore.CompareAndSet(ctx, cur, reference.ApplyMutable(cur, next))
 }
 
 // lastWriteWinsOps lets a second CreateIfAbsent replace the first: each
@@ -834,7 +834,7 @@ func newRacyLocks() *racyLocks {
 }
 
 func (p *racyLocks) TryAcquire(_ context.Context, space, doc, holder string, now, ttl int64) (reference.Lease, bool, error) {
-	if err := memory.CheckLease(space, doc, holder, ttl); err != nil {
+	if err := reference.CheckLease(space, doc, holder, ttl); err != nil {
 		return reference.Lease{}, false, err
 	}
 	k := [2]string{space, doc}
@@ -865,7 +865,7 @@ func (p *racyLocks) Renew(_ context.Context, l reference.Lease, now, ttl int64) 
 	k := [2]string{l.Space, l.DocumentID}
 	cur, ok := p.leases[k]
 	if !ok || cur.Holder != l.Holder || cur.Token != l.Token || cur.ExpiresAt <= now {
-		return reference.Lease{}, memory.LeaseLost(l, "lost")
+		return reference.Lease{}, reference.LeaseLost(l, "lost")
 	}
 	cur.ExpiresAt = now + ttl
 	p.leases[k] = cur
@@ -878,7 +878,7 @@ func (p *racyLocks) Release(_ context.Context, l reference.Lease) error {
 	k := [2]string{l.Space, l.DocumentID}
 	cur, ok := p.leases[k]
 	if !ok || cur.Holder != l.Holder || cur.Token != l.Token {
-		return memory.LeaseLost(l, "lost")
+		return reference.LeaseLost(l, "lost")
 	}
 	delete(p.leases, k)
 	return nil

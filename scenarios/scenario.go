@@ -255,5 +255,9 @@ func (s *Scenario) Judge(violated []string, verdict string) error {
 
 // JudgeResult is Judge for a sim.CaseResult.
 func (s *Scenario) JudgeResult(r sim.CaseResult) error {
+	if r.Verdict == sim.NotExercised {
+		// No invariant was judged: say why instead of an empty list.
+		return fmt.Errorf("scenario %s: not exercised: %s", s.Name, r.WhyNotExercised())
+	}
 	return s.Judge(r.Broken(), string(r.Verdict))
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -48,10 +49,12 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 				// A fault that did not fire (the worker lost its lease to a
 				// stall before reaching the window, say) is retried from
 				// scratch; it never counts as a pass.
+				var earlier []string
 				for attempt := 2; res.Verdict == NotExercised && attempt <= 3 && ctx.Err() == nil; attempt++ {
-					prev := res.Notes
+					own := slices.DeleteFunc(slices.Clone(res.Notes), func(n string) bool { return strings.HasPrefix(n, EarlierAttempts) })
+					earlier = append(earlier, fmt.Sprintf("attempt %d: %s", attempt-1, strings.Join(own, "; ")))
 					res = r.RunCase(ctx, cases[i])
-					res.Notes = append(res.Notes, fmt.Sprintf("attempt %d; attempt %d was not exercised: %s", attempt, attempt-1, strings.Join(prev, "; ")))
+					res.Notes = append(res.Notes, EarlierAttempts+strings.Join(earlier, " | "))
 				}
 				results[i] = res
 				if progress != nil {
@@ -84,6 +87,14 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 	rep.finish()
 	return rep
 }
+
+// EarlierAttempts starts the note of a case that was run again because
+// it was not exercised; it lists each earlier attempt's own notes, flat.
+const EarlierAttempts = "earlier attempts were not exercised: "
+
+// Finish computes the counts, the verdict and the exit code of a report
+// assembled from cases run one by one (the run command's scenarios).
+func (rep *Report) Finish() { rep.finish() }
 
 // cost estimates a case's duration for scheduling: each worker process,
 // and a paused (background) worker that waits out a lease, counts.

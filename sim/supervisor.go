@@ -217,6 +217,21 @@ func (cr CaseResult) Broken() []string {
 	return out
 }
 
+// WhyNotExercised says why a case was not exercised, from its own notes
+// (not those of earlier attempts), and what that can mean; never empty.
+func (cr CaseResult) WhyNotExercised() string {
+	var why []string
+	for _, n := range cr.Notes {
+		if !strings.HasPrefix(n, EarlierAttempts) {
+			why = append(why, n)
+		}
+	}
+	if len(why) == 0 {
+		why = []string{"the fault did not fire"}
+	}
+	return strings.Join(why, "; ") + ", which can mean the code path changed"
+}
+
 // RunCase runs one case: its workers in order (processes, or goroutines in
 // the in-process mode), then the checks.
 func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {

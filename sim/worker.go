@@ -79,7 +79,7 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 	pid := opt.PID
 	if hist == nil {
 		var err error
-		if hist, err = history.Open(spec.History, spec.Worker, spec.Phase, func() int64 { return time.Now().UnixNano() }); err != nil {
+		if hist, err = history.Open(spec.History, spec.Worker, spec.Phase, func() int64 { return time.Now().UnixMilli() }); err != nil {
 			return err
 		}
 		defer hist.Close()

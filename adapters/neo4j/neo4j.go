@@ -26,16 +26,12 @@ package neo4j
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 	"strings"
 
 	driver "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 
-	"github.com/crashmatrix/crashmatrix/adapters/memory"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -71,13 +67,9 @@ type Options struct {
 	Label string
 }
 
-// DuplicateReporter is implemented by graph writers that can report node ids
-// or edge keys stored more than once.
-type DuplicateReporter = memory.DuplicateReporter
-
 var (
-	_ reference.GraphWriter = (*Writer)(nil)
-	_ DuplicateReporter     = (*Writer)(nil)
+	_ reference.GraphWriter       = (*Writer)(nil)
+	_ reference.DuplicateReporter = (*Writer)(nil)
 )
 
 // Writer is a reference.GraphWriter on Neo4j. It is safe for concurrent use.
@@ -215,216 +207,3 @@ func (w *Writer) Close(ctx context.Context) error {
 
 // Options returns the options the writer was opened with.
 func (w *Writer) Options() Options { return w.opts }
-
-func userProps(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[PropertyPrefix+k] = v
-	}
-	return out
-}
-
-// Apply implements reference.GraphWriter in one write transaction: an edge
-// with a missing endpoint rolls back all of m and returns an error wrapping
-// reference.ErrMissingEndpoint.
-func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) error {
-	if err := memory.CheckMutation(space, m); err != nil {
-		return err
-	}
-	if m.Empty() {
-		return nil
-	}
-	type stmt struct {
-		cypher string
-		params map[string]any
-	}
-	var before, after []stmt
-	if len(m.DeleteNodes) > 0 {
-		before = append(before, stmt{w.q.deleteNodes, map[string]any{"space": space, "ids": slices.Clone(m.DeleteNodes)}})
-	}
-	if len(m.DeleteEdges) > 0 {
-		edges := make([]any, len(m.DeleteEdges))
-		for i, k := range m.DeleteEdges {
-			edges[i] = map[string]any{"source": k.Source, "type": k.Type, "target": k.Target, "rank": k.Rank}
-		}
-		before = append(before, stmt{w.q.deleteEdges, map[string]any{"space": space, "edges": edges}})
-	}
-	if len(m.UpsertNodes) > 0 {
-		nodes := make([]any, len(m.UpsertNodes))
-		for i, n := range m.UpsertNodes {
-			nodes[i] = map[string]any{"id": n.ID, "label": n.Label, "props": userProps(n.Properties)}
-		}
-		before = append(before, stmt{w.q.upsertNodes, map[string]any{"space": space, "nodes": nodes}})
-	}
-	var endpoints []any
-	if len(m.UpsertEdges) > 0 {
-		seen := map[string]bool{}
-		edges := make([]any, len(m.UpsertEdges))
-		for i, e := range m.UpsertEdges {
-			k := e.Key
-			edges[i] = map[string]any{"source": k.Source, "type": k.Type, "target": k.Target, "rank": k.Rank, "props": userProps(e.Properties)}
-			for _, id := range []string{k.Source, k.Target} {
-				if !seen[id] {
-					seen[id] = true
-					endpoints = append(endpoints, id)
-				}
-			}
-		}
-		after = append(after, stmt{w.q.upsertEdges, map[string]any{"space": space, "edges": edges}})
-	}
-	s := w.session(ctx, driver.AccessModeWrite)
-	defer s.Close(ctx)
-	_, err := s.ExecuteWrite(ctx, func(tx driver.ManagedTransaction) (any, error) {
-		run := func(st stmt) error {
-			res, err := tx.Run(ctx, st.cypher, st.params)
-			if err != nil {
-				return err
-			}
-			_, err = res.Consume(ctx)
-			return err
-		}
-		for _, st := range before {
-			if err := run(st); err != nil {
-				return nil, err
-			}
-		}
-		if len(endpoints) > 0 {
-			res, err := tx.Run(ctx, w.q.missing, map[string]any{"space": space, "ids": endpoints})
-			if err != nil {
-				return nil, err
-			}
-			recs, err := res.Collect(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if len(recs) > 0 {
-				missing := map[string]bool{}
-				for _, r := range recs {
-					id, _ := r.Values[0].(string)
-					missing[id] = true
-				}
-				for _, e := range m.UpsertEdges {
-					if missing[e.Key.Source] || missing[e.Key.Target] {
-						// Returning an error rolls the transaction back.
-						return nil, fmt.Errorf("space %s: edge %s: %w", space, e.Key, reference.ErrMissingEndpoint)
-					}
-				}
-			}
-		}
-		for _, st := range after {
-			if err := run(st); err != nil {
-				return nil, err
-			}
-		}
-		return nil, nil
-	})
-	if err != nil {
-		if errors.Is(err, reference.ErrMissingEndpoint) {
-			return err
-		}
-		return w.wrap("apply to space "+space, err)
-	}
-	return nil
-}
-
-// scan reads every node and edge of a space in one read transaction; reset
-// is called before each (re)try of the transaction.
-func (w *Writer) scan(ctx context.Context, space string, reset func(),
-	node func(id, label string, props map[string]string), edge func(k reference.EdgeKey, props map[string]string)) error {
-	s := w.session(ctx, driver.AccessModeRead)
-	defer s.Close(ctx)
-	_, err := s.ExecuteRead(ctx, func(tx driver.ManagedTransaction) (any, error) {
-		reset()
-		p := map[string]any{"space": space}
-		res, err := tx.Run(ctx, w.q.readNodes, p)
-		if err != nil {
-			return nil, err
-		}
-		for res.Next(ctx) {
-			v := res.Record().Values
-			id, _ := v[0].(string)
-			label, _ := v[1].(string)
-			node(id, label, readProps(v[2]))
-		}
-		if err := res.Err(); err != nil {
-			return nil, err
-		}
-		res, err = tx.Run(ctx, w.q.readEdges, p)
-		if err != nil {
-			return nil, err
-		}
-		for res.Next(ctx) {
-			v := res.Record().Values
-			var k reference.EdgeKey
-			k.Source, _ = v[0].(string)
-			k.Type, _ = v[1].(string)
-			k.Target, _ = v[2].(string)
-			k.Rank, _ = v[3].(int64)
-			edge(k, readProps(v[4]))
-		}
-		return nil, res.Err()
-	})
-	if err != nil {
-		return w.wrap("read space "+space, err)
-	}
-	return nil
-}
-
-// readProps extracts the user properties (PropertyPrefix stripped) of a
-// stored property map; the result is never nil.
-func readProps(v any) map[string]string {
-	out := map[string]string{}
-	m, _ := v.(map[string]any)
-	for k, x := range m {
-		if name, ok := strings.CutPrefix(k, PropertyPrefix); ok {
-			if s, ok := x.(string); ok {
-				out[name] = s
-			} else {
-				out[name] = fmt.Sprint(x)
-			}
-		}
-	}
-	return out
-}
-
-// ReadGraph implements reference.GraphWriter. Duplicates (only the
-// CreateInsteadOfMerge mutant makes them) are folded, the properties of
-// later copies winning; Properties maps are never nil.
-func (w *Writer) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
-	var g reference.Graph
-	err := w.scan(ctx, space, func() { g = reference.NewGraph() }, func(id, label string, props map[string]string) {
-		if cur, ok := g.Nodes[id]; ok {
-			maps.Copy(cur.Properties, props)
-			return
-		}
-		g.Nodes[id] = reference.Node{ID: id, Label: label, Properties: props}
-	}, func(k reference.EdgeKey, props map[string]string) {
-		if cur, ok := g.Edges[k]; ok {
-			maps.Copy(cur.Properties, props)
-			return
-		}
-		g.Edges[k] = reference.Edge{Key: k, Properties: props}
-	})
-	if err != nil {
-		return reference.Graph{}, err
-	}
-	return g, nil
-}
-
-// Duplicates implements DuplicateReporter: entries like "node person:abc x2"
-// and "edge (a)-[KNOWS#0]->(b) x3", nodes first, each group sorted.
-func (w *Writer) Duplicates(ctx context.Context, space string) ([]string, error) {
-	var nodes map[string]int
-	var edges map[reference.EdgeKey]int
-	err := w.scan(ctx, space, func() {
-		nodes, edges = map[string]int{}, map[reference.EdgeKey]int{}
-	}, func(id, _ string, _ map[string]string) {
-		nodes[id]++
-	}, func(k reference.EdgeKey, _ map[string]string) {
-		edges[k]++
-	})
-	if err != nil {
-		return nil, err
-	}
-	return memory.FormatDuplicates(nodes, edges), nil
-}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlcore"
 	"github.com/crashmatrix/crashmatrix/adapters/internal/storetest"
 	"os"
 	"strings"
@@ -166,7 +167,7 @@ func TestRecoveryScanUsesIndex(t *testing.T) {
 	storetest.Must(t, err)
 	_, err = raw.Exec(ctx, `SET enable_seqscan = off`)
 	storetest.Must(t, err)
-	rows, err := raw.Query(ctx, `EXPLAIN SELECT `+opColumns+` FROM crashmatrix_operations
+	rows, err := raw.Query(ctx, `EXPLAIN SELECT `+sqlcore.OpColumns+` FROM crashmatrix_operations
 		WHERE stage <> 'COMPLETED' AND disposition = ''
 		ORDER BY updated_at, operation_id LIMIT 10`)
 	storetest.Must(t, err)
@@ -377,7 +378,7 @@ func TestCreateInsteadOfMergeDuplicates(t *testing.T) {
 	mutant := openDSN(t, dsn, true)
 	storetest.Must(t, mutant.Writer.Apply(ctx, "create", m))
 	storetest.Must(t, mutant.Writer.Apply(ctx, "create", m))
-	d, err := mutant.Writer.(DuplicateReporter).Duplicates(ctx, "create")
+	d, err := mutant.Writer.(reference.DuplicateReporter).Duplicates(ctx, "create")
 	storetest.Must(t, err)
 	want := []string{"node a x2", "node b x2", "edge (a)-[KNOWS#0]->(b) x2"}
 	if strings.Join(d, "|") != strings.Join(want, "|") {

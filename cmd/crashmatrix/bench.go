@@ -10,6 +10,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
 	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
@@ -62,7 +63,7 @@ func benchCmd() *cobra.Command {
 				cases := sim.Matrix(leaseTTL.Milliseconds())
 				rep := r.RunAll(ctx, cases, parallel, nil)
 				if rep.ExitCode != 0 {
-					sim.WriteMatrix(out, rep)
+					report.WriteTerminal(out, rep, report.Options{Command: "bench"})
 					fmt.Fprintf(out, "case data and histories: %s\n", work)
 					return fmt.Errorf("full matrix round %d did not certify: the figure would be meaningless", i+1)
 				}
@@ -171,7 +172,7 @@ func benchCycles(cmd *cobra.Command, self, backend, benchDir string, cycles, par
 	}
 	rep := r.RunAll(cmd.Context(), sim.CycleCases(cycles), parallel, nil)
 	if good := rep.Counts[sim.Pass]; good != cycles {
-		sim.WriteMatrix(out, rep)
+		report.WriteTerminal(out, rep, report.Options{Command: "bench"})
 		return fmt.Errorf("%d of %d kill-restart-recover cycles did not pass (data in %s)", cycles-good, cycles, work)
 	}
 	os.RemoveAll(work)
@@ -272,8 +273,8 @@ func benchExplore(cmd *cobra.Command, self string, d time.Duration) error {
 		if f == nil {
 			return fmt.Errorf("mutant %s: no %s violation within a minute", m.name, m.want)
 		}
-		fmt.Fprintf(out, "mutant %-28s %s after %3d schedules: first violation %6s, shrunk file %6s (%d steps, reproduced %d/%d)\n",
-			m.name, f.Invariant, res.Schedules, f.FoundAfter.Round(time.Millisecond), f.ShrunkAfter.Round(time.Millisecond), explore.Size(f.Shrunk), f.Reproduced, f.Reruns)
+		fmt.Fprintf(out, "mutant %-28s %s after %3d schedules: first violation %6s, shrunk file %6s (%d actions and faults outside the final recovery; %s; reproduced %d/%d)\n",
+			m.name, f.Invariant, res.Schedules, f.FoundAfter.Round(time.Millisecond), f.ShrunkAfter.Round(time.Millisecond), explore.Size(f.Shrunk), explore.Describe(f.Shrunk), f.Reproduced, f.Reruns)
 	}
 	return nil
 }

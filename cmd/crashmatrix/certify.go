@@ -10,6 +10,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
@@ -25,6 +26,7 @@ type certifyFlags struct {
 	seed                      int64
 	leaseTTL                  time.Duration
 	keep, quiet, inProcess    bool
+	details                   bool
 	inProcessFiles            bool
 	server                    serverFlags
 }
@@ -64,6 +66,7 @@ Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undeci
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "document lease TTL in workers; a killed worker blocks its document this long (default 250ms embedded, 600ms on servers)")
 	fl.BoolVar(&f.keep, "keep", false, "keep the workdir even when certified")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+	fl.BoolVarP(&f.details, "details", "v", false, "list every failing case with every violation, its evidence, history and replay command (the default is a digest by cause)")
 	f.server.register(fl)
 	fl.BoolVar(&f.inProcess, "in-process", false, "simulate crashes in-process (workers are goroutines, time is simulated) instead of killing processes")
 	fl.BoolVar(&f.inProcessFiles, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
@@ -114,6 +117,8 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		return err
 	}
 	defer cleanup()
+	rerun, replay := certifyReplay(f, backend)
+	ropt := report.Options{Replay: replay, Rerun: rerun, Details: f.details, Command: "certify"}
 	f.leaseTTL = defaultLeaseTTL(f.leaseTTL, backend)
 	workdir, tmp := f.workdir, false
 	if workdir == "" {
@@ -152,18 +157,12 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if pb != nil {
 		pb.Wait()
 	}
-	sim.WriteMatrix(out, rep)
-	for _, w := range []struct {
-		path  string
-		write func(io.Writer, sim.Report) error
-	}{{f.jsonOut, sim.WriteJSON}, {f.junitOut, sim.WriteJUnit}, {f.html, sim.WriteHTML}} {
-		if w.path == "" {
-			continue
-		}
-		if err := writeFile(w.path, func(wr io.Writer) error { return w.write(wr, rep) }); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "wrote %s\n", w.path)
+	if err := report.SaveTimelines(workdir, &rep); err != nil {
+		return err
+	}
+	report.WriteTerminal(out, rep, ropt)
+	if err := writeReports(out, rep, ropt, f.jsonOut, f.junitOut, f.html); err != nil {
+		return err
 	}
 	if tmp && rep.ExitCode == 0 && !f.keep {
 		_ = os.RemoveAll(workdir)
@@ -172,6 +171,24 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	}
 	if rep.ExitCode != 0 {
 		return exitError{rep.ExitCode}
+	}
+	return nil
+}
+
+// writeReports writes the JSON, JUnit and HTML reports the flags asked
+// for ("" skips one) and names each file written.
+func writeReports(out io.Writer, rep sim.Report, o report.Options, jsonPath, junitPath, htmlPath string) error {
+	for _, w := range []struct {
+		path  string
+		write func(io.Writer, sim.Report, report.Options) error
+	}{{jsonPath, report.WriteJSON}, {junitPath, report.WriteJUnit}, {htmlPath, report.WriteHTML}} {
+		if w.path == "" {
+			continue
+		}
+		if err := writeFile(w.path, func(wr io.Writer) error { return w.write(wr, rep, o) }); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "wrote %s\n", w.path)
 	}
 	return nil
 }

@@ -11,11 +11,35 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
 	"github.com/spf13/cobra"
 )
+
+// findingComment is the head of a shrunk scenario file, as YAML comments:
+// the violation the explorer saw in the shrunk schedule, one line of what
+// happened, the operations' short names, and the replay command.
+func findingComment(inv string, r sim.CaseResult, replay string) []byte {
+	vs, seq, legend := report.Explain(r, inv)
+	var b strings.Builder
+	for i, v := range vs {
+		if i == 5 {
+			fmt.Fprintf(&b, "# … and %d more %s violations\n", len(vs)-i, inv)
+			break
+		}
+		fmt.Fprintf(&b, "# violation: %s\n", oneLine(v))
+	}
+	fmt.Fprintf(&b, "# what happened: %s\n", oneLine(seq))
+	if len(legend) > 0 {
+		fmt.Fprintf(&b, "# operations: %s\n", oneLine(strings.Join(legend, ", ")))
+	}
+	fmt.Fprintf(&b, "# replay: %s\n", replay)
+	return []byte(b.String())
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func exploreCmd() *cobra.Command {
 	var (
@@ -131,8 +155,8 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			sc.Bugs, sc.Mutant, sc.Seed = bs, mutant, seed
 			inv, _ := check.ParseInvariant(f.Invariant)
 			sc.Expect = scenarios.Expect{Verdict: "fail", Breaks: []check.Invariant{inv}}
-			sc.Description = fmt.Sprintf("Found by crashmatrix explore --seed %d (schedule %d, %s) and shrunk from %d to %d steps; breaks %s.",
-				seed, f.Index, mode, explore.Size(f.Original), explore.Size(f.Shrunk), inv)
+			sc.Description = fmt.Sprintf("Found by crashmatrix explore --seed %d (schedule %d, %s) and shrunk from %s to %s; breaks %s.",
+				seed, f.Index, mode, explore.Describe(f.Original), explore.Describe(f.Shrunk), inv)
 			b, err := sc.Marshal()
 			if err != nil {
 				return err
@@ -141,16 +165,27 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 				return err
 			}
 			path := filepath.Join(outDir, sc.Name+".yaml")
-			if err := os.WriteFile(path, b, 0o644); err != nil {
+			replay := []string{selfCommand(), "run", shellQuote(path), "--repeat", "10"}
+			if backendName != "sqlite" {
+				replay = append(replay, "--backend", shellQuote(backendName))
+			}
+			if !processes {
+				replay = append(replay, "--in-process")
+			}
+			shown := f.ShrunkResult
+			if shown.Case.ID == "" {
+				shown = f.Result // the shrunk case never broke it again: say what the original did
+			}
+			if err := os.WriteFile(path, append(findingComment(inv.Short(), shown, strings.Join(replay, " ")), b...), 0o644); err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "VIOLATION %s in schedule %d of seed %d, found after %s\n", inv, f.Index, seed, f.FoundAfter.Round(time.Millisecond))
 			for _, v := range f.Result.Violations {
 				fmt.Fprintf(out, "  %s\n", v)
 			}
-			fmt.Fprintf(out, "shrunk from %d to %d steps in %s (%d reductions); reproduced %d/%d\n", explore.Size(f.Original), explore.Size(f.Shrunk),
+			fmt.Fprintf(out, "shrunk from %s to %s in %s (%d reductions); reproduced %d/%d\n", explore.Describe(f.Original), explore.Describe(f.Shrunk),
 				(f.ShrunkAfter - f.FoundAfter).Round(time.Millisecond), f.ShrinkSteps, f.Reproduced, f.Reruns)
-			fmt.Fprintf(out, "scenario: %s\nreplay:   crashmatrix run %s --repeat 10%s\n", path, path, map[bool]string{true: " --in-process", false: ""}[!processes])
+			fmt.Fprintf(out, "scenario: %s\nreplay:   %s\n", path, strings.Join(replay, " "))
 			return exitError{1}
 		},
 	}

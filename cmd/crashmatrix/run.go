@@ -11,14 +11,17 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/servers"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func runCmd() *cobra.Command {
-	var backendName, workdir, html string
-	var inProcess, library, files bool
+	var backendName, workdir, html, jsonOut, junitOut string
+	var inProcess, library, files, details bool
 	var repeat int
 	var server serverFlags
 	cmd := &cobra.Command{
@@ -35,10 +38,15 @@ not load or a run was undecided.`,
 			out := cmd.OutOrStdout()
 			var scs []*scenarios.Scenario
 			var loadErrs []error
+			// Where each scenario's file is, for its replay command.
+			paths := map[*scenarios.Scenario]string{}
 			if library {
 				lib, err := scenarios.Library()
 				if err != nil {
 					return err
+				}
+				for _, s := range lib {
+					paths[s] = "scenarios/library/" + s.Name + ".yaml"
 				}
 				scs = append(scs, lib...)
 			}
@@ -48,6 +56,7 @@ not load or a run was undecided.`,
 					loadErrs = append(loadErrs, err)
 					continue
 				}
+				paths[s] = a
 				scs = append(scs, s)
 			}
 			if len(loadErrs) > 0 {
@@ -72,6 +81,8 @@ not load or a run was undecided.`,
 				mode = "in-process"
 			}
 			var all []sim.CaseResult
+			replays := map[string]string{}
+			rep := sim.Report{Backend: backend, Started: time.Now(), Seed: -1}
 			code := 0
 			for _, s := range scs {
 				if err := s.CheckBackend(backendName); err != nil && s.Backend != "" {
@@ -86,6 +97,19 @@ not load or a run was undecided.`,
 					fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 					return exitError{2}
 				}
+				if rep.Seed == -1 {
+					rep.Seed = runner.Config().Seed
+				} else if rep.Seed != runner.Config().Seed {
+					rep.Seed = 0 // scenarios with different seeds: each file names its own
+				}
+				if cfg.Mutant != "" && !slices.Contains(strings.Split(rep.Mutant, ","), cfg.Mutant) {
+					rep.Mutant = strings.Trim(rep.Mutant+","+cfg.Mutant, ",")
+				}
+				for _, b := range cfg.Bugs {
+					if !slices.Contains(rep.Bugs, string(b)) {
+						rep.Bugs = append(rep.Bugs, string(b))
+					}
+				}
 				var first sim.CaseResult
 				var firstTrace []string
 				verdict := "ok"
@@ -93,7 +117,7 @@ not load or a run was undecided.`,
 					res := runner.RunCase(cmd.Context(), s.Case())
 					if i == 0 {
 						first, firstTrace = res, history.Trace(res.Timeline)
-						all = append(all, res)
+						replays[res.Case.ID] = runReplay(paths[s], backendName, inProcess, files)
 						continue
 					}
 					if res.Verdict != first.Verdict || !slices.Equal(res.Broken(), first.Broken()) {
@@ -106,6 +130,10 @@ not load or a run was undecided.`,
 					}
 				}
 				runner.CloseShared()
+				if err := report.SaveTimeline(cfg.WorkDir, &first); err != nil {
+					return err
+				}
+				all = append(all, first)
 				jerr := s.JudgeResult(first)
 				switch {
 				case first.Verdict == sim.Undecided:
@@ -124,12 +152,19 @@ not load or a run was undecided.`,
 					}
 					fmt.Fprintf(out, "ok    %-45s %s %s (%s, %dx %s)\n", s.Name, first.Verdict, broke, first.Took.Round(time.Millisecond), max(repeat, 1), mode)
 				}
-			}
-			if html != "" {
-				rep := sim.Report{Backend: backend, Results: all}
-				if err := writeFile(html, func(w io.Writer) error { return sim.WriteHTML(w, rep) }); err != nil {
-					return err
+				if details {
+					printCase(out, first, replays[first.Case.ID])
 				}
+			}
+			rep.Results, rep.Took = all, time.Since(rep.Started)
+			if rep.Seed < 0 {
+				rep.Seed = 0
+			}
+			rep.Finish()
+			ropt := report.Options{Command: "run", Details: details, Replay: func(r sim.CaseResult) string { return replays[r.Case.ID] },
+				Rerun: strings.Join(append([]string{selfCommand()}, rerunArgs(cmd)...), " ")}
+			if err := writeReports(out, rep, ropt, jsonOut, junitOut, html); err != nil {
+				return err
 			}
 			fmt.Fprintf(out, "histories: %s\n", workdir)
 			if code != 0 {
@@ -145,9 +180,75 @@ not load or a run was undecided.`,
 	fl.BoolVar(&library, "library", false, "run the built-in scenario library")
 	fl.IntVar(&repeat, "repeat", 1, "replay each scenario N times; all must agree")
 	fl.StringVar(&workdir, "workdir", "", "where histories go")
-	fl.StringVar(&html, "html", "", "write an HTML report")
+	fl.StringVar(&html, "html", "", "write the self-contained HTML report here (the scenarios' verdicts, violations and timelines)")
+	fl.StringVar(&jsonOut, "json", "", "write the JSON report here")
+	fl.StringVar(&junitOut, "junit", "", "write JUnit XML here")
+	fl.BoolVarP(&details, "details", "v", false, "print each scenario's violations with their evidence, its history and its replay command")
 	server.register(fl)
 	return cmd
+}
+
+// rerunArgs are the arguments this command was given (flags and files),
+// quoted for a shell, minus the report outputs.
+func rerunArgs(cmd *cobra.Command) []string {
+	args := []string{cmd.Name()}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		switch {
+		case f.Name == "html" || f.Name == "json" || f.Name == "junit" || f.Name == "workdir" || f.Name == "neo4j-password":
+			return // outputs, scratch space and secrets stay out of reports
+		case f.Name == "postgres-dsn":
+			args = append(args, "--"+f.Name, `"$`+servers.EnvPostgresDSN+`"`)
+		case f.Value.Type() == "bool" && f.Value.String() == "true":
+			args = append(args, "--"+f.Name)
+		default:
+			args = append(args, "--"+f.Name+"="+shellQuote(f.Value.String()))
+		}
+	})
+	for _, a := range cmd.Flags().Args() {
+		args = append(args, shellQuote(a))
+	}
+	return args
+}
+
+// runReplay is the command that replays one scenario file as this run
+// did.
+func runReplay(file, backend string, inProcess, inFiles bool) string {
+	if file == "" {
+		return ""
+	}
+	args := []string{selfCommand(), "run", shellQuote(file)}
+	if backend != "sqlite" {
+		args = append(args, "--backend", shellQuote(backend))
+	}
+	if inProcess {
+		args = append(args, "--in-process")
+	}
+	if inFiles {
+		args = append(args, "--in-process-files")
+	}
+	return strings.Join(append(args, "-v"), " ")
+}
+
+// printCase prints one scenario's outcome in detail: why it was not
+// exercised, its notes, every violation with evidence, its history and
+// its replay command.
+func printCase(out io.Writer, r sim.CaseResult, replay string) {
+	if r.Verdict == sim.NotExercised {
+		fmt.Fprintf(out, "      not exercised: %s\n", r.WhyNotExercised())
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(out, "      note: %s\n", n)
+	}
+	for _, v := range r.Violations {
+		fmt.Fprintf(out, "      %s\n", v)
+		for _, e := range v.Evidence {
+			fmt.Fprintf(out, "          %s\n", e)
+		}
+	}
+	fmt.Fprintf(out, "      history: %s\n", report.HistoryPath(r))
+	if replay != "" {
+		fmt.Fprintf(out, "      replay:  %s\n", replay)
+	}
 }
 
 func firstDiff(a, b []string) int {

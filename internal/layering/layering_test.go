@@ -88,3 +88,25 @@ func TestLayerOf(t *testing.T) {
 		t.Error(`layerOf("simulator") matched "sim": prefixes must end at a path boundary`)
 	}
 }
+
+// TestLibrariesCompileNoStore fails when importing the checker, the
+// history, the simulator core or the exported suites would compile a
+// database driver or the container libraries: a store author's test binary
+// carries only their own store.
+func TestLibrariesCompileNoStore(t *testing.T) {
+	drivers := []string{"modernc.org/sqlite", "github.com/jackc/pgx/v5", "github.com/neo4j/neo4j-go-driver/v5/neo4j", "github.com/testcontainers/testcontainers-go"}
+	for _, pkg := range []string{"history", "check", "sim", "properties"} {
+		out, err := exec.Command("go", "list", "-deps", module+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		deps := strings.Fields(string(out))
+		for _, d := range drivers {
+			for _, dep := range deps {
+				if dep == d {
+					t.Errorf("importing %s compiles %s", pkg, d)
+				}
+			}
+		}
+	}
+}

@@ -47,7 +47,7 @@ func SQLite() sim.Backend {
 			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
 				return sim.PlanSaveStores{}, err
 			}
-			s, err := plansave.OpenSQLite(env.Dir, env.Mutant != sim.MutantNoUniqueConstraint)
+			s, err := sqlite.OpenPlanSave(env.Dir, env.Mutant != sim.MutantNoUniqueConstraint)
 			if err != nil {
 				return sim.PlanSaveStores{}, err
 			}

@@ -13,6 +13,7 @@ import (
 	"math/rand"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -183,6 +184,52 @@ func Size(c sim.Case) int {
 	return n
 }
 
+// Lines counts the document lines a schedule ingests (outside the final
+// quiesce worker, whose actions are resubmissions): shrinking removes
+// lines that the violation does not need.
+func Lines(c sim.Case) int {
+	n := 0
+	for _, st := range c.Steps {
+		if st.Worker == "quiesce" {
+			continue
+		}
+		for _, a := range st.Actions {
+			n += len(contentLines(a.Content))
+		}
+	}
+	return n
+}
+
+func contentLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Describe says how big a schedule is as its scenario file shows it: the entries
+// under steps: (one per worker, the final quiesce included), then the
+// actions, faults and document lines in them.
+func Describe(c sim.Case) string {
+	actions, arms := 0, 0
+	for _, st := range c.Steps {
+		actions += len(st.Actions)
+		arms += len(st.Arms)
+	}
+	return fmt.Sprintf("%d %s (%d %s, %d %s, %d document %s)", len(c.Steps), plural(len(c.Steps), "step", "steps"),
+		actions, plural(actions, "action", "actions"), arms, plural(arms, "fault", "faults"), Lines(c), plural(Lines(c), "line", "lines"))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // Options configure an exploration.
 type Options struct {
 	Seed   int64
@@ -215,6 +262,10 @@ type Finding struct {
 	Original  sim.Case
 	Shrunk    sim.Case
 	Result    sim.CaseResult
+	// ShrunkResult is a confirmation run of the shrunk case that broke
+	// the invariant again (its violations and timeline go into the
+	// written scenario).
+	ShrunkResult sim.CaseResult
 	// Reproduced counts the confirmation re-runs of the shrunk case that
 	// broke the invariant again.
 	Reproduced, Reruns int
@@ -329,8 +380,9 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 		fd.Shrunk, fd.ShrinkSteps = Shrink(ctx, runner, f.cr.Case, inv, o.Confirm)
 		fd.Reruns = 10
 		for i := 0; i < fd.Reruns; i++ {
-			if slices.Contains(runner.RunCase(ctx, fd.Shrunk).Broken(), inv) {
+			if cr := runner.RunCase(ctx, fd.Shrunk); slices.Contains(cr.Broken(), inv) {
 				fd.Reproduced++
+				fd.ShrunkResult = cr
 			}
 		}
 		fd.ShrunkAfter = time.Since(start)
@@ -357,7 +409,7 @@ func Shrink(ctx context.Context, runner *sim.Runner, c sim.Case, invariant strin
 	for progress := true; progress && ctx.Err() == nil; {
 		progress = false
 		for _, cand := range candidates(c) {
-			if Size(cand) >= Size(c) && !simpler(cand, c) {
+			if Size(cand) >= Size(c) && !simpler(cand, c) && Lines(cand) >= Lines(c) {
 				continue
 			}
 			if breaks(cand) {
@@ -419,7 +471,8 @@ func sortedPoints(m faults.Arms) []faults.Point {
 	return out
 }
 
-// candidates lists one-step reductions of c, biggest first.
+// candidates lists one-step reductions of c, biggest first; a document's
+// lines go last, one at a time.
 func candidates(c sim.Case) []sim.Case {
 	var out []sim.Case
 	for i, st := range c.Steps {
@@ -469,6 +522,22 @@ func candidates(c sim.Case) []sim.Case {
 					fixBackground(&d.Steps[i])
 					out = append(out, d)
 				}
+			}
+		}
+	}
+	for i, st := range c.Steps {
+		if st.Worker == "quiesce" {
+			continue
+		}
+		for j, a := range st.Actions {
+			lines := contentLines(a.Content)
+			if len(lines) < 2 {
+				continue
+			}
+			for k := range lines {
+				d := clone(c)
+				d.Steps[i].Actions[j].Content = strings.Join(slices.Delete(slices.Clone(lines), k, k+1), "\n") + "\n"
+				out = append(out, d)
 			}
 		}
 	}

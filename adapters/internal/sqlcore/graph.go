@@ -1,0 +1,187 @@
+package sqlcore
+
+// What the SQL graph writers share: the property encoding of their node and
+// edge rows, and building a graph or a duplicate report from a scan of
+// those rows. Rows carry no unique constraint on identity (so the
+// CREATE-instead-of-MERGE mutant can store duplicates); a scan reports them
+// in insertion order.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// EncodeProps renders properties as a JSON object ("{}" for none).
+func EncodeProps(m map[string]string) (string, error) {
+	if m == nil {
+		m = map[string]string{}
+	}
+	b, err := json.Marshal(m)
+	return string(b), err
+}
+
+// DecodeProps reads properties written by EncodeProps; never nil.
+func DecodeProps(s string) (map[string]string, error) {
+	m := map[string]string{}
+	if s == "" {
+		return m, nil
+	}
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fmt.Errorf("properties %q: %w", s, err)
+	}
+	if m == nil {
+		m = map[string]string{}
+	}
+	return m, nil
+}
+
+// readGraph builds the graph of a scan and reports the identities stored
+// more than once; a duplicated row folds into one, the last stored
+// winning.
+func readGraph(scan func(reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error) (reference.Graph, []string, error) {
+	var g reference.Graph
+	var nodes map[string]int
+	var edges map[reference.EdgeKey]int
+	err := scan(func() {
+		g, nodes, edges = reference.NewGraph(), map[string]int{}, map[reference.EdgeKey]int{}
+	}, func(id, label, props string) error {
+		nodes[id]++
+		p, err := DecodeProps(props)
+		g.Nodes[id] = reference.Node{ID: id, Label: label, Properties: p}
+		return err
+	}, func(k reference.EdgeKey, props string) error {
+		edges[k]++
+		p, err := DecodeProps(props)
+		g.Edges[k] = reference.Edge{Key: k, Properties: p}
+		return err
+	})
+	if err != nil {
+		return reference.Graph{}, nil, err
+	}
+	return g, reference.FormatDuplicates(nodes, edges), nil
+}
+
+// Querier runs one statement of a transaction and calls row for each
+// result row.
+type Querier func(query string, args []any, row func(Row) error) error
+
+// Snapshot runs f on one consistent read-only snapshot of the adapter's
+// database, retried as the adapter needs (f starts over), its errors
+// wrapped with op and ids.
+type Snapshot func(ctx context.Context, op, ids string, f func(q Querier) error) error
+
+// Apply applies a checked mutation to a space in one transaction of the
+// adapter: an edge with a missing endpoint (reference.MissingEndpoint)
+// rolls all of it back.
+type Apply func(ctx context.Context, space string, m reference.Mutation) error
+
+// Writer is a reference.GraphWriter on the {graph_nodes} and
+// {graph_edges} tables: Apply checks the mutation and hands it to the
+// adapter's transaction; the read-back (graph, duplicates) is one snapshot
+// read of both tables in insertion order.
+type Writer struct {
+	apply        Apply
+	snapshot     Snapshot
+	nodes, edges string
+}
+
+// NewWriter returns the writer of an adapter's apply and snapshot.
+func NewWriter(apply Apply, snapshot Snapshot, d Dialect) *Writer {
+	return &Writer{apply: apply, snapshot: snapshot,
+		nodes: d.SQL(`SELECT node_id, label, properties_json FROM {graph_nodes} WHERE space = ? ORDER BY seq`),
+		edges: d.SQL(`SELECT source, type, target, rank, properties_json FROM {graph_edges} WHERE space = ? ORDER BY seq`),
+	}
+}
+
+var (
+	_ reference.GraphWriter       = (*Writer)(nil)
+	_ reference.DuplicateReporter = (*Writer)(nil)
+)
+
+// Apply implements reference.GraphWriter.
+func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) error {
+	if err := reference.CheckMutation(space, m); err != nil {
+		return err
+	}
+	return w.apply(ctx, space, m)
+}
+
+// scan reads every node row, then every edge row, of a space in one
+// snapshot; reset is called before each attempt.
+func (w *Writer) scan(ctx context.Context, space string) func(reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error {
+	return func(reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error {
+		return w.snapshot(ctx, "graph.read", "space "+space, func(q Querier) error {
+			reset()
+			if err := q(w.nodes, []any{space}, func(r Row) error {
+				var id, label, props string
+				if err := r.Scan(&id, &label, &props); err != nil {
+					return err
+				}
+				return node(id, label, props)
+			}); err != nil {
+				return err
+			}
+			return q(w.edges, []any{space}, func(r Row) error {
+				var k reference.EdgeKey
+				var props string
+				if err := r.Scan(&k.Source, &k.Type, &k.Target, &k.Rank, &props); err != nil {
+					return err
+				}
+				return edge(k, props)
+			})
+		})
+	}
+}
+
+// ReadGraph implements reference.GraphWriter. Duplicates are folded, the
+// last stored row winning; Properties maps are never nil.
+func (w *Writer) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
+	g, _, err := readGraph(w.scan(ctx, space))
+	return g, err
+}
+
+// ReadGraphAndDuplicates implements check.GraphDuplicateReader: one scan.
+func (w *Writer) ReadGraphAndDuplicates(ctx context.Context, space string) (reference.Graph, []string, error) {
+	return readGraph(w.scan(ctx, space))
+}
+
+// Duplicates implements reference.DuplicateReporter.
+func (w *Writer) Duplicates(ctx context.Context, space string) ([]string, error) {
+	_, d, err := readGraph(w.scan(ctx, space))
+	return d, err
+}
+
+// GraphDeletes are the deletions of a mutation, written for one dialect.
+type GraphDeletes struct{ edgesOf, node, edge string }
+
+// NewGraphDeletes writes the deletion statements for d.
+func NewGraphDeletes(d Dialect) GraphDeletes {
+	return GraphDeletes{
+		edgesOf: d.SQL(`DELETE FROM {graph_edges} WHERE space = ? AND (source = ? OR target = ?)`),
+		node:    d.SQL(`DELETE FROM {graph_nodes} WHERE space = ? AND node_id = ?`),
+		edge:    d.SQL(`DELETE FROM {graph_edges} WHERE space = ? AND source = ? AND type = ? AND target = ? AND rank = ?`),
+	}
+}
+
+// Apply runs m's deletions with exec (one statement of the adapter's
+// transaction): each deleted node with every edge touching it, then each
+// deleted edge. Deleting what is absent changes nothing.
+func (g GraphDeletes) Apply(space string, m reference.Mutation, exec func(query string, args ...any) error) error {
+	for _, id := range m.DeleteNodes {
+		if err := exec(g.edgesOf, space, id, id); err != nil {
+			return err
+		}
+		if err := exec(g.node, space, id); err != nil {
+			return err
+		}
+	}
+	for _, k := range m.DeleteEdges {
+		if err := exec(g.edge, space, k.Source, k.Type, k.Target, k.Rank); err != nil {
+			return err
+		}
+	}
+	return nil
+}

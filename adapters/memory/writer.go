@@ -1,0 +1,174 @@
+package memory
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+type nodeRow struct {
+	id, label string
+	props     map[string]string
+}
+
+type edgeRow struct {
+	key   reference.EdgeKey
+	props map[string]string
+}
+
+type graphSpace struct {
+	nodes []nodeRow
+	edges []edgeRow
+}
+
+func (g *graphSpace) clone() *graphSpace {
+	c := &graphSpace{nodes: make([]nodeRow, len(g.nodes)), edges: make([]edgeRow, len(g.edges))}
+	for i, n := range g.nodes {
+		c.nodes[i] = nodeRow{n.id, n.label, maps.Clone(n.props)}
+	}
+	for i, e := range g.edges {
+		c.edges[i] = edgeRow{e.key, maps.Clone(e.props)}
+	}
+	return c
+}
+
+// Writer is an in-memory reference.GraphWriter. Nodes and edges are kept as
+// lists (not maps keyed by identity) so the CreateInsteadOfMerge mutant can
+// store duplicates, which Duplicates reports.
+type Writer struct {
+	mu     sync.Mutex
+	opts   Options
+	spaces map[string]*graphSpace
+}
+
+// NewWriter returns an empty graph writer.
+func NewWriter(opts Options) *Writer {
+	return &Writer{opts: opts, spaces: map[string]*graphSpace{}}
+}
+
+// Apply implements reference.GraphWriter.
+func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	if err := reference.CheckMutation(space, m); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	cur := w.spaces[space]
+	if cur == nil {
+		cur = &graphSpace{}
+	}
+	g := cur.clone() // work on a copy: all or nothing
+	for _, id := range m.DeleteNodes {
+		g.nodes = slices.DeleteFunc(g.nodes, func(n nodeRow) bool { return n.id == id })
+		g.edges = slices.DeleteFunc(g.edges, func(e edgeRow) bool { return e.key.Source == id || e.key.Target == id })
+	}
+	for _, k := range m.DeleteEdges {
+		g.edges = slices.DeleteFunc(g.edges, func(e edgeRow) bool { return e.key == k })
+	}
+	for _, n := range m.UpsertNodes {
+		merged := false
+		if !w.opts.CreateInsteadOfMerge {
+			for i := range g.nodes {
+				if g.nodes[i].id == n.ID {
+					maps.Copy(g.nodes[i].props, n.Properties)
+					merged = true
+				}
+			}
+		}
+		if !merged {
+			props := maps.Clone(n.Properties)
+			if props == nil {
+				props = map[string]string{}
+			}
+			g.nodes = append(g.nodes, nodeRow{n.ID, n.Label, props})
+		}
+	}
+	exists := map[string]bool{}
+	for _, n := range g.nodes {
+		exists[n.id] = true
+	}
+	for _, e := range m.UpsertEdges {
+		if !exists[e.Key.Source] || !exists[e.Key.Target] {
+			return reference.MissingEndpoint(space, e.Key)
+		}
+	}
+	for _, e := range m.UpsertEdges {
+		merged := false
+		if !w.opts.CreateInsteadOfMerge {
+			for i := range g.edges {
+				if g.edges[i].key == e.Key {
+					maps.Copy(g.edges[i].props, e.Properties)
+					merged = true
+				}
+			}
+		}
+		if !merged {
+			props := maps.Clone(e.Properties)
+			if props == nil {
+				props = map[string]string{}
+			}
+			g.edges = append(g.edges, edgeRow{e.Key, props})
+		}
+	}
+	w.spaces[space] = g
+	return nil
+}
+
+// ReadGraph implements reference.GraphWriter. Duplicates are folded, the
+// last stored copy winning; Properties maps are never nil.
+func (w *Writer) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
+	if err := ctxErr(ctx); err != nil {
+		return reference.Graph{}, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := reference.NewGraph()
+	g := w.spaces[space]
+	if g == nil {
+		return out, nil
+	}
+	for _, n := range g.nodes {
+		props := maps.Clone(n.props)
+		if props == nil {
+			props = map[string]string{}
+		}
+		out.Nodes[n.id] = reference.Node{ID: n.id, Label: n.label, Properties: props}
+	}
+	for _, e := range g.edges {
+		props := maps.Clone(e.props)
+		if props == nil {
+			props = map[string]string{}
+		}
+		out.Edges[e.key] = reference.Edge{Key: e.key, Properties: props}
+	}
+	return out, nil
+}
+
+// Duplicates implements DuplicateReporter: entries like "node person:abc x2"
+// and "edge (a)-[KNOWS#0]->(b) x3", nodes first, each group sorted.
+func (w *Writer) Duplicates(ctx context.Context, space string) ([]string, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	g := w.spaces[space]
+	if g == nil {
+		return nil, nil
+	}
+	nodes := map[string]int{}
+	for _, n := range g.nodes {
+		nodes[n.id]++
+	}
+	edges := map[reference.EdgeKey]int{}
+	for _, e := range g.edges {
+		edges[e.key]++
+	}
+	return reference.FormatDuplicates(nodes, edges), nil
+}

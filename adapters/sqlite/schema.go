@@ -1,0 +1,133 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+
+	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlcore"
+)
+
+// schema creates every table Open needs; sqlcore's stores declare theirs.
+var schema = slices.Concat([]string{
+	`CREATE TABLE IF NOT EXISTS schema_version (
+		version INTEGER NOT NULL PRIMARY KEY
+	)`,
+	`CREATE TABLE IF NOT EXISTS operations (
+		operation_id      TEXT    NOT NULL PRIMARY KEY,
+		space             TEXT    NOT NULL,
+		document_id       TEXT    NOT NULL,
+		expected_revision INTEGER NOT NULL,
+		plan_fingerprint  TEXT    NOT NULL,
+		stage             TEXT    NOT NULL,
+		updated_at        INTEGER NOT NULL,
+		failure_reason    TEXT    NOT NULL DEFAULT '',
+		attempts          INTEGER NOT NULL DEFAULT 0,
+		disposition       TEXT    NOT NULL DEFAULT '',
+		superseded_by     TEXT    NOT NULL DEFAULT '',
+		claim_holder      TEXT    NOT NULL DEFAULT '',
+		claim_expires_at  INTEGER NOT NULL DEFAULT 0,
+		plan              BLOB    NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS operations_recovery_idx
+		ON operations (updated_at, operation_id)
+		WHERE stage <> 'COMPLETED' AND disposition = ''`,
+	`CREATE INDEX IF NOT EXISTS operations_space_idx ON operations (space, operation_id)`,
+}, sqlcore.StatesTables(dialect), []string{
+	`CREATE INDEX IF NOT EXISTS document_operation_idx
+		ON document_versions (space, document_id, operation_id)`,
+	`CREATE TABLE IF NOT EXISTS entities (
+		space           TEXT NOT NULL,
+		node_id         TEXT NOT NULL,
+		entity_type     TEXT NOT NULL,
+		canonical_name  TEXT NOT NULL,
+		properties_json TEXT NOT NULL DEFAULT '{}',
+		PRIMARY KEY (space, node_id)
+	)`,
+	`CREATE TABLE IF NOT EXISTS entity_names (
+		space           TEXT NOT NULL,
+		entity_type     TEXT NOT NULL,
+		normalized_name TEXT NOT NULL,
+		node_id         TEXT NOT NULL,
+		PRIMARY KEY (space, entity_type, normalized_name),
+		FOREIGN KEY (space, node_id) REFERENCES entities (space, node_id)
+	)`,
+	`CREATE INDEX IF NOT EXISTS entity_names_node_idx ON entity_names (space, node_id)`,
+	// No unique constraint on the node and edge identities: the
+	// CreateInsteadOfMerge mutant must be able to store duplicates.
+	`CREATE TABLE IF NOT EXISTS graph_nodes (
+		seq             INTEGER PRIMARY KEY,
+		space           TEXT NOT NULL,
+		node_id         TEXT NOT NULL,
+		label           TEXT NOT NULL,
+		properties_json TEXT NOT NULL DEFAULT '{}'
+	)`,
+	`CREATE INDEX IF NOT EXISTS graph_nodes_id_idx ON graph_nodes (space, node_id)`,
+	`CREATE TABLE IF NOT EXISTS graph_edges (
+		seq             INTEGER PRIMARY KEY,
+		space           TEXT    NOT NULL,
+		source          TEXT    NOT NULL,
+		type            TEXT    NOT NULL,
+		target          TEXT    NOT NULL,
+		rank            INTEGER NOT NULL,
+		properties_json TEXT    NOT NULL DEFAULT '{}'
+	)`,
+	`CREATE INDEX IF NOT EXISTS graph_edges_key_idx ON graph_edges (space, source, type, target, rank)`,
+	`CREATE INDEX IF NOT EXISTS graph_edges_target_idx ON graph_edges (space, target)`,
+	// One row per document ever leased: a release empties holder and
+	// expiry but keeps the token, so fencing tokens strictly increase.
+	`CREATE TABLE IF NOT EXISTS leases (
+		space       TEXT    NOT NULL,
+		document_id TEXT    NOT NULL,
+		holder      TEXT    NOT NULL,
+		token       INTEGER NOT NULL,
+		expires_at  INTEGER NOT NULL,
+		PRIMARY KEY (space, document_id)
+	)`,
+})
+
+// migrations[v] takes a database from schema version v to v+1.
+var migrations = map[int64][]string{
+	// Version 1 kept the last token of each document in lease_tokens and
+	// deleted a lease row on release; version 2 keeps the row.
+	1: {
+		`INSERT INTO leases (space, document_id, holder, token, expires_at)
+			SELECT space, document_id, '', last_token, 0 FROM lease_tokens WHERE true
+			ON CONFLICT (space, document_id) DO UPDATE SET token = max(leases.token, excluded.token)`,
+		`DROP TABLE lease_tokens`,
+	},
+}
+
+func (d *db) migrate(ctx context.Context) error {
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		var v sql.NullInt64
+		// The table may not exist yet; create everything first.
+		for _, stmt := range schema {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("schema: %w", err)
+			}
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT max(version) FROM schema_version`).Scan(&v); err != nil {
+			return err
+		}
+		switch {
+		case !v.Valid:
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, SchemaVersion)
+			return err
+		case v.Int64 > SchemaVersion:
+			return fmt.Errorf("database schema version %d is newer than %d", v.Int64, SchemaVersion)
+		}
+		for from := v.Int64; from < SchemaVersion; from++ {
+			for _, stmt := range migrations[from] {
+				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return fmt.Errorf("migrate schema %d -> %d: %w", from, from+1, err)
+				}
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, from+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

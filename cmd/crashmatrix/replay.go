@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/servers"
+)
+
+// selfCommand is how a person runs this binary again: the path it was
+// started by, or `go run ./cmd/crashmatrix` when `go run` built it into a
+// temporary directory that is gone once it exits.
+func selfCommand() string {
+	arg0 := os.Args[0]
+	if strings.Contains(arg0, "go-build") || strings.HasPrefix(arg0, os.TempDir()+"/go-") {
+		return "go run ./cmd/crashmatrix"
+	}
+	return shellQuote(arg0)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == ',' || r == '=' || r == '@' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// certifyReplay returns the command that runs a certify run again (the
+// same binary, backend, mode, mutants, seed and lease), and the one that
+// replays one case of it: narrowed to the case's window and kind (or
+// class), with the details printed.
+func certifyReplay(f certifyFlags, backend string) (string, func(sim.CaseResult) string) {
+	base := []string{selfCommand(), "certify", "--backend", shellQuote(backend)}
+	if f.server.postgresDSN != "" {
+		base = append(base, "--postgres-dsn", `"$`+servers.EnvPostgresDSN+`"`)
+	}
+	if f.inProcess {
+		base = append(base, "--in-process")
+	}
+	if f.inProcessFiles {
+		base = append(base, "--in-process-files")
+	}
+	for _, b := range f.bugs {
+		base = append(base, "--bug", shellQuote(b))
+	}
+	if f.mutant != "" {
+		base = append(base, "--mutant", shellQuote(f.mutant))
+	}
+	if f.seed != 1 {
+		base = append(base, "--seed", fmt.Sprint(f.seed))
+	}
+	if f.leaseTTL > 0 {
+		base = append(base, "--lease-ttl", f.leaseTTL.String())
+	}
+	rerun := base
+	for _, p := range f.points {
+		rerun = append(rerun, "--point", shellQuote(p))
+	}
+	for _, k := range f.kinds {
+		rerun = append(rerun, "--kind", shellQuote(k))
+	}
+	for _, c := range f.only {
+		rerun = append(rerun, "--class", shellQuote(c))
+	}
+	return strings.Join(rerun, " "), func(r sim.CaseResult) string {
+		args := append([]string(nil), base...)
+		if r.Case.Class != "" {
+			args = append(args, "--class", shellQuote(r.Case.Class))
+		} else {
+			args = append(args, "--point", string(r.Case.Point), "--kind", string(r.Case.Kind))
+		}
+		return strings.Join(append(args, "-v"), " ")
+	}
+}

@@ -1,0 +1,358 @@
+// Package report turns a run of the crash matrix (or of scenarios) into
+// what a person reads: a digest of the failures (violations grouped by
+// invariant and cause, rarest first, root causes separated from the
+// consequences they imply, each failing case with its replay command), the
+// terminal matrix, a self-contained HTML page with a per-worker timeline,
+// JSON and JUnit XML.
+//
+// The flow of the project is reference → faults → sim → check → report:
+// this package only reads sim's results and check's violations.
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/crashmatrix/crashmatrix/check"
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+// Options tell the writers what a sim.Report does not hold.
+type Options struct {
+	// Replay returns the shell command that replays one case (nil or ""
+	// when there is none). certify names the case's window and kind, run
+	// the scenario file, a test the test binary.
+	Replay func(sim.CaseResult) string
+	// Details lists every failing case with every violation (the
+	// terminal's -v); the default is the digest.
+	Details bool
+	// Command names what produced the run ("certify", "run"), for titles.
+	Command string
+	// Rerun is the shell command that runs the whole run again ("" when
+	// there is none).
+	Rerun string
+}
+
+func (o Options) replay(r sim.CaseResult) string {
+	if o.Replay == nil {
+		return ""
+	}
+	return o.Replay(r)
+}
+
+// CaseRef names one case of the run and how to replay it.
+type CaseRef struct {
+	ID     string `json:"id"`
+	Label  string `json:"label"`
+	Replay string `json:"replay,omitempty"`
+	// Why is the reason for a case that did not run to a verdict (not
+	// exercised, undecided).
+	Why string `json:"why,omitempty"`
+}
+
+// Consequence is a group of violations folded under a root cause: in the
+// cases where the root cause showed, they follow from it.
+type Consequence struct {
+	Invariant  string `json:"invariant"`
+	Summary    string `json:"summary"`
+	Cases      int    `json:"cases"`
+	Violations int    `json:"violations"`
+}
+
+// Cause is one finding: violations of one invariant that say the same
+// thing (their messages differ only in ids and numbers).
+type Cause struct {
+	Invariant string `json:"invariant"`
+	Name      string `json:"name"`
+	// Summary is the message with ids and numbers elided; Example one
+	// full message.
+	Summary string `json:"summary"`
+	Example string `json:"example"`
+	// Root: a store forgot an acknowledged record across a restart; the
+	// case's other violations are folded under it as Consequences.
+	Root         bool          `json:"root,omitempty"`
+	Consequences []Consequence `json:"consequences,omitempty"`
+	Violations   int           `json:"violations"`
+	Cases        []CaseRef     `json:"cases"`
+}
+
+// Broken is one broken invariant with its counts and the case to look at
+// first: the one showing its rarest cause.
+type Broken struct {
+	Invariant  string `json:"invariant"`
+	Name       string `json:"name"`
+	Cases      int    `json:"cases"`
+	Violations int    `json:"violations"`
+	// FoldedCases counts the cases where every violation of this
+	// invariant follows from a root cause.
+	FoldedCases int     `json:"foldedCases"`
+	FoldedUnder string  `json:"foldedUnder,omitempty"`
+	Rarest      CaseRef `json:"rarest"`
+}
+
+// Digest is the run's failures grouped so that one cause reads once.
+type Digest struct {
+	// Verdict is "CERTIFIED", "NOT CERTIFIED" or "UNDECIDED".
+	Verdict string `json:"verdict"`
+	// Headline says in one line what is wrong (or that nothing is).
+	Headline     string    `json:"headline"`
+	Cases        int       `json:"cases"`
+	Failed       int       `json:"failed"`
+	Causes       []Cause   `json:"causes,omitempty"`
+	Broken       []Broken  `json:"broken,omitempty"`
+	NotExercised []CaseRef `json:"notExercised,omitempty"`
+	Undecided    []CaseRef `json:"undecided,omitempty"`
+}
+
+// Summarize builds the digest of a run.
+func Summarize(rep sim.Report, o Options) Digest {
+	d := Digest{Cases: len(rep.Results)}
+	type key struct{ inv, sum string }
+	causes := map[key]*Cause{}
+	var order []key
+	type conKey struct {
+		root key
+		con  key
+	}
+	conCases := map[conKey]map[string]bool{}
+	conCount := map[conKey]int{}
+	type invStat struct {
+		cases, folded map[string]bool
+		count         int
+		root          string
+	}
+	invs := map[string]*invStat{}
+	stat := func(inv string) *invStat {
+		s := invs[inv]
+		if s == nil {
+			s = &invStat{cases: map[string]bool{}, folded: map[string]bool{}}
+			invs[inv] = s
+		}
+		return s
+	}
+	for _, r := range rep.Results {
+		switch r.Verdict {
+		case sim.NotExercised:
+			d.NotExercised = append(d.NotExercised, CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Replay: o.replay(r), Why: notExercisedWhy(r)})
+			continue
+		case sim.Undecided:
+			d.Undecided = append(d.Undecided, CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Replay: o.replay(r), Why: strings.Join(r.Notes, "; ")})
+			continue
+		case sim.Fail:
+			d.Failed++
+		}
+		if len(r.Violations) == 0 {
+			continue
+		}
+		ref := CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Replay: o.replay(r)}
+		var root *key
+		for _, v := range r.Violations {
+			if IsRoot(v) {
+				k := key{v.Invariant.Short(), Summary(v.Message)}
+				root = &k
+				break
+			}
+		}
+		// Folded invariants: those whose every violation in this case
+		// follows from the root.
+		unfolded := map[string]bool{}
+		for _, v := range r.Violations {
+			inv := v.Invariant.Short()
+			k := key{inv, Summary(v.Message)}
+			s := stat(inv)
+			s.cases[r.Case.ID] = true
+			s.count++
+			if root != nil && !IsRoot(v) {
+				ck := conKey{*root, k}
+				if conCases[ck] == nil {
+					conCases[ck] = map[string]bool{}
+				}
+				conCases[ck][r.Case.ID] = true
+				conCount[ck]++
+				if s.root == "" {
+					s.root = root.inv
+				}
+				continue
+			}
+			unfolded[inv] = true
+			c := causes[k]
+			if c == nil {
+				c = &Cause{Invariant: inv, Name: string(v.Invariant), Summary: k.sum, Example: v.String(), Root: IsRoot(v)}
+				causes[k] = c
+				order = append(order, k)
+			}
+			c.Violations++
+			if n := len(c.Cases); n == 0 || c.Cases[n-1].ID != ref.ID {
+				c.Cases = append(c.Cases, ref)
+			}
+		}
+		for _, v := range r.Violations {
+			if inv := v.Invariant.Short(); !unfolded[inv] {
+				stat(inv).folded[r.Case.ID] = true
+			}
+		}
+	}
+	for ck, cs := range conCases {
+		c := causes[ck.root]
+		c.Consequences = append(c.Consequences, Consequence{Invariant: ck.con.inv, Summary: ck.con.sum, Cases: len(cs), Violations: conCount[ck]})
+	}
+	for _, k := range order {
+		c := causes[k]
+		sort.Slice(c.Consequences, func(i, j int) bool {
+			a, b := c.Consequences[i], c.Consequences[j]
+			if a.Invariant != b.Invariant {
+				return a.Invariant < b.Invariant
+			}
+			if a.Cases != b.Cases {
+				return a.Cases > b.Cases
+			}
+			return a.Summary < b.Summary
+		})
+		d.Causes = append(d.Causes, *c)
+	}
+	// Rarest first: the cause seen in the fewest cases is the one most
+	// likely hidden by the others.
+	sort.SliceStable(d.Causes, func(i, j int) bool {
+		a, b := d.Causes[i], d.Causes[j]
+		if len(a.Cases) != len(b.Cases) {
+			return len(a.Cases) < len(b.Cases)
+		}
+		return a.Violations < b.Violations
+	})
+	for _, inv := range check.All {
+		s := invs[inv.Short()]
+		if s == nil {
+			continue
+		}
+		b := Broken{Invariant: inv.Short(), Name: string(inv), Cases: len(s.cases), Violations: s.count, FoldedCases: len(s.folded), FoldedUnder: s.root}
+		b.Rarest = rarestCase(rep, inv.Short(), o)
+		d.Broken = append(d.Broken, b)
+	}
+	// Invariants the check package does not list (added later) still
+	// count.
+	var extra []string
+	for inv := range invs {
+		if _, err := check.ParseInvariant(inv); err != nil {
+			extra = append(extra, inv)
+		}
+	}
+	sort.Strings(extra)
+	for _, inv := range extra {
+		s := invs[inv]
+		d.Broken = append(d.Broken, Broken{Invariant: inv, Name: inv, Cases: len(s.cases), Violations: s.count, FoldedCases: len(s.folded), FoldedUnder: s.root, Rarest: rarestCase(rep, inv, o)})
+	}
+	d.Verdict, d.Headline = headline(rep, d)
+	return d
+}
+
+// IsRoot reports whether a violation can explain the others of its case:
+// the checker marked it (a store forgot an acknowledged record across a
+// restart), or it breaks I9 (acknowledged durability), which says exactly
+// that.
+func IsRoot(v check.Violation) bool {
+	return v.RootCause || v.Invariant.Short() == "I9"
+}
+
+// rarestCase picks, for one invariant, the case that shows its rarest
+// cause (fewest cases with the same summary), then the one with the
+// fewest violations in all, then the first in matrix order.
+func rarestCase(rep sim.Report, inv string, o Options) CaseRef {
+	freq := map[string]map[string]bool{}
+	for _, r := range rep.Results {
+		for _, v := range r.Violations {
+			if v.Invariant.Short() == inv {
+				s := Summary(v.Message)
+				if freq[s] == nil {
+					freq[s] = map[string]bool{}
+				}
+				freq[s][r.Case.ID] = true
+			}
+		}
+	}
+	best, bestRare, bestSize := -1, 0, 0
+	for i, r := range rep.Results {
+		rare := 0
+		for _, v := range r.Violations {
+			if v.Invariant.Short() != inv {
+				continue
+			}
+			if n := len(freq[Summary(v.Message)]); rare == 0 || n < rare {
+				rare = n
+			}
+		}
+		if rare == 0 {
+			continue
+		}
+		if best < 0 || rare < bestRare || (rare == bestRare && len(r.Violations) < bestSize) {
+			best, bestRare, bestSize = i, rare, len(r.Violations)
+		}
+	}
+	if best < 0 {
+		return CaseRef{}
+	}
+	r := rep.Results[best]
+	return CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Replay: o.replay(r)}
+}
+
+// notExercisedWhy says why a case was not exercised and what that can
+// mean.
+func notExercisedWhy(r sim.CaseResult) string { return r.WhyNotExercised() }
+
+func headline(rep sim.Report, d Digest) (string, string) {
+	switch rep.Verdict {
+	case sim.Pass:
+		return "CERTIFIED", fmt.Sprintf("CERTIFIED: all %d cases were exercised and every invariant held", len(rep.Results))
+	case sim.Fail:
+		var parts []string
+		if len(d.Broken) > 0 {
+			var bs []string
+			for _, b := range d.Broken {
+				bs = append(bs, fmt.Sprintf("%s in %d %s", b.Invariant, b.Cases, plural(b.Cases, "case", "cases")))
+			}
+			parts = append(parts, "broken "+strings.Join(bs, ", "))
+		}
+		if n := len(d.NotExercised); n > 0 {
+			var ls []string
+			for _, c := range d.NotExercised {
+				ls = append(ls, c.Label)
+			}
+			parts = append(parts, fmt.Sprintf("%d not exercised (%s)", n, strings.Join(ls, ", ")))
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "a case failed without a recorded violation")
+		}
+		return "NOT CERTIFIED", fmt.Sprintf("NOT CERTIFIED: %s", strings.Join(parts, "; "))
+	}
+	var ls []string
+	for _, c := range d.Undecided {
+		ls = append(ls, c.Label+": "+c.Why)
+	}
+	if len(ls) == 0 {
+		ls = []string{"no case ran"}
+	}
+	return "UNDECIDED", "UNDECIDED: " + strings.Join(ls, "; ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// Summary elides what differs between violations of one cause: every
+// word holding a digit, a path, a key or a quoted name becomes "…".
+func Summary(msg string) string {
+	words := strings.Fields(msg)
+	for i, w := range words {
+		core := strings.Trim(w, ".,;:()[]")
+		if core == "" || core == "->" {
+			continue
+		}
+		if strings.ContainsAny(core, "0123456789/:>\"#") || strings.HasPrefix(core, "'") {
+			words[i] = strings.Replace(w, core, "…", 1)
+		}
+	}
+	return strings.Join(words, " ")
+}

@@ -1,0 +1,228 @@
+package report
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+// WriteJSON writes the report as JSON: the run (every case with its
+// violations, workers and timeline) and its digest.
+func WriteJSON(w io.Writer, rep sim.Report, o Options) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		sim.Report
+		Digest Digest `json:"digest"`
+	}{rep, Summarize(rep, o)})
+}
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr,omitempty"`
+	Hostname   string          `xml:"hostname,attr,omitempty"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+	SystemOut  *junitText      `xml:"system-out,omitempty"`
+}
+
+// junitText is element text written as CDATA, so that multi-line output
+// reads as it was printed in the file too.
+type junitText struct {
+	Text string `xml:",cdata"`
+}
+
+func text(s string) *junitText {
+	if s == "" {
+		return nil
+	}
+	return &junitText{s}
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Error     *junitMessage `xml:"error,omitempty"`
+	SystemOut *junitText    `xml:"system-out,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Body    string `xml:",cdata"`
+}
+
+func seconds(d interface{ Seconds() float64 }) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
+}
+
+// WriteJUnit writes the report as JUnit XML for CI (the format Jenkins,
+// GitLab and GitHub test reporters read): one testcase per case. The suite's
+// properties name the seed, backend, mutants and the command that replays
+// the whole run; its system-out holds the digest. A failing testcase's
+// message names each broken invariant with its cause and count; its body
+// has every violation with evidence, the history's path and the replay
+// command, which its system-out repeats.
+func WriteJUnit(w io.Writer, rep sim.Report, o Options) error {
+	d := Summarize(rep, o)
+	s := junitSuite{Name: "crashmatrix/" + rep.Backend, Tests: len(rep.Results), Time: seconds(rep.Took)}
+	if !rep.Started.IsZero() {
+		s.Timestamp = rep.Started.UTC().Format("2006-01-02T15:04:05")
+	}
+	if h, err := os.Hostname(); err == nil {
+		s.Hostname = h
+	}
+	prop := func(k, v string) {
+		if v != "" {
+			s.Properties = append(s.Properties, junitProperty{k, v})
+		}
+	}
+	prop("seed", strconv.FormatInt(rep.Seed, 10))
+	prop("backend", rep.Backend)
+	prop("mutant", rep.Mutant)
+	prop("bugs", strings.Join(rep.Bugs, ","))
+	prop("verdict", d.Verdict)
+	prop("command", o.Command)
+	prop("replay", o.Rerun)
+	prop("histories", histories(rep))
+	var digest strings.Builder
+	writeDigest(&digest, d, Options{Details: true})
+	s.SystemOut = text(strings.TrimSpace(digest.String()))
+	for _, r := range rep.Results {
+		jc := junitCase{Name: r.Case.Label(), Classname: "crashmatrix." + string(r.Case.System), Time: seconds(r.Took)}
+		var body strings.Builder
+		if r.Verdict == sim.NotExercised {
+			fmt.Fprintf(&body, "not exercised: %s\n", notExercisedWhy(r))
+		}
+		for _, v := range r.Violations {
+			fmt.Fprintf(&body, "%s\n", v)
+			for _, e := range v.Evidence {
+				fmt.Fprintf(&body, "    %s\n", e)
+			}
+		}
+		for _, n := range r.Notes {
+			fmt.Fprintf(&body, "note: %s\n", n)
+		}
+		var out strings.Builder
+		fmt.Fprintf(&out, "%s\nhistory: %s\n", r.Case.Description, HistoryPath(r))
+		if rp := o.replay(r); rp != "" {
+			fmt.Fprintf(&out, "replay: %s\n", rp)
+			fmt.Fprintf(&body, "replay: %s\n", rp)
+		}
+		fmt.Fprintf(&body, "history: %s\n", HistoryPath(r))
+		jc.SystemOut = text(out.String())
+		switch r.Verdict {
+		case sim.Fail:
+			s.Failures++
+			jc.Failure = &junitMessage{Message: failureMessage(r), Type: "invariant", Body: body.String()}
+		case sim.NotExercised:
+			s.Failures++
+			jc.Failure = &junitMessage{Message: "not exercised: " + notExercisedWhy(r), Type: "not-exercised", Body: body.String()}
+		case sim.Undecided:
+			s.Errors++
+			jc.Error = &junitMessage{Message: "undecided: " + strings.Join(r.Notes, "; "), Type: "undecided", Body: body.String()}
+		}
+		s.Cases = append(s.Cases, jc)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(junitSuites{Name: "crashmatrix", Tests: s.Tests, Failures: s.Failures, Errors: s.Errors, Time: s.Time, Suites: []junitSuite{s}}); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// histories is the folder that holds the cases' histories (their common
+// parent), "" when none was written.
+func histories(rep sim.Report) string {
+	common := ""
+	for _, r := range rep.Results {
+		if r.Dir == "" {
+			continue
+		}
+		d := filepath.Dir(r.Dir)
+		switch {
+		case common == "":
+			common = d
+		case common != d:
+			for common != "/" && common != "." && !strings.HasPrefix(d+"/", common+"/") {
+				common = filepath.Dir(common)
+			}
+		}
+	}
+	return common
+}
+
+// failureMessage names each broken invariant of a case with its causes and
+// counts, root causes first: "I5 ×5 (the operation was persisted … gone);
+// follows from it: I7 ×1 (fencing token did not grow …)".
+func failureMessage(r sim.CaseResult) string {
+	type group struct {
+		inv, sum string
+		n        int
+		root     bool
+	}
+	var groups []*group
+	by := map[string]*group{}
+	hasRoot := false
+	for _, v := range r.Violations {
+		k := v.Invariant.Short() + "\x00" + Summary(v.Message)
+		g := by[k]
+		if g == nil {
+			g = &group{inv: v.Invariant.Short(), sum: Summary(v.Message), root: IsRoot(v)}
+			by[k] = g
+			groups = append(groups, g)
+		}
+		g.n++
+		hasRoot = hasRoot || g.root
+	}
+	var roots, rest []string
+	for _, g := range groups {
+		s := fmt.Sprintf("%s ×%d (%s)", g.inv, g.n, g.sum)
+		if g.root {
+			roots = append(roots, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	if !hasRoot {
+		return "broken: " + strings.Join(rest, "; ")
+	}
+	msg := "root cause: " + strings.Join(roots, "; ")
+	if len(rest) > 0 {
+		msg += "; following from it: " + strings.Join(rest, "; ")
+	}
+	return msg
+}

@@ -1,0 +1,315 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/check"
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+const opA = "r1-case-1/ingest-3e9c078181c692f382db29aaf971335a"
+
+// forgetfulCase is a case on a store that forgot everything across the
+// restart: I5 says so, and the I2 and I7 it implies follow.
+func forgetfulCase(id string, p faults.Point) sim.CaseResult {
+	tl := []history.Record{
+		{Worker: "fault", PID: 10, Kind: history.Start, Actions: 1},
+		{Worker: "fault", Kind: history.Event, Event: &reference.Event{Kind: reference.EvLeaseAcquire, DocumentID: "d1", Holder: "fault/10#1", Token: 1, At: 1000}},
+		{Worker: "fault", Kind: history.Event, Event: &reference.Event{Kind: reference.EvPrepared, OperationID: opA, DocumentID: "d1", Detail: "fp1", At: 1002}},
+		{Worker: "fault", Kind: history.Event, Event: &reference.Event{Kind: reference.EvStateCommit, OperationID: opA, DocumentID: "d1", Revision: 1, At: 1003}},
+		{Worker: "fault", PID: 10, Kind: history.Hit, Point: p, Fault: &faults.Action{Kind: faults.Crash, Hit: 1}},
+		{Worker: "quiesce", PID: 11, Kind: history.Start, Actions: 1},
+		{Worker: "quiesce", Kind: history.Event, Event: &reference.Event{Kind: reference.EvLeaseAcquire, DocumentID: "d1", Holder: "quiesce/11#1", Token: 1, At: 1040}},
+		{Worker: "quiesce", Kind: history.Event, Event: &reference.Event{Kind: reference.EvStateCommit, OperationID: "r1-case-1/ingest-other", DocumentID: "d1", Revision: 1, At: 1045}},
+		{Worker: "quiesce", Kind: "server-restart", Reason: "postgres restarted"},
+		{Worker: "quiesce", Kind: history.Exit, Reason: "done"},
+	}
+	return sim.CaseResult{
+		Case:    sim.Case{ID: id, System: faults.Ingestion, Point: p, Kind: faults.Crash, Description: "crash at " + string(p)},
+		Verdict: sim.Fail, Hits: map[string]int{string(p): 1}, Dir: "/work/" + id, Timeline: tl,
+		Workers: []sim.WorkerResult{{Worker: "fault", PID: 10, Exit: "killed (SIGKILL)"}, {Worker: "quiesce", PID: 11, Exit: "ok"}},
+		Violations: []check.Violation{
+			{Invariant: check.I5, Operation: opA, RootCause: true, Events: []int{1}, Message: "the operation was persisted (the history saw createIfAbsent succeed) but the store has no record of it after restart: the plan and stage are gone"},
+			{Invariant: check.I2, Document: "d1", Operation: "r1-case-1/ingest-other", Events: []int{2, 4}, Message: "revision 1 was committed twice (lost update)"},
+			{Invariant: check.I7, Document: "d1", Events: []int{0, 3}, Message: "fencing token did not grow: quiesce/11#1 got token 1 after fault/10#1 held 1"},
+		},
+	}
+}
+
+// independentCase breaks I2 on a store that forgot nothing.
+func independentCase() sim.CaseResult {
+	return sim.CaseResult{
+		Case:    sim.Case{ID: "class-competing-revision", System: faults.Ingestion, Class: "competing-revision", Description: "two versions race"},
+		Verdict: sim.Fail, Hits: map[string]int{"beforeLeaseCheck": 1}, Dir: "/work/class-competing-revision",
+		Timeline: []history.Record{{Worker: "fault", PID: 20, Kind: history.Start}, {Worker: "fault", Kind: history.Event, Event: &reference.Event{Kind: reference.EvStateCommit, OperationID: "r1/ingest-x", DocumentID: "d3", Expected: 0, Revision: 2, At: 5}}},
+		Workers:  []sim.WorkerResult{{Worker: "fault", PID: 20, Exit: "ok"}},
+		Violations: []check.Violation{{Invariant: check.I2, Document: "d3", Operation: "r1/ingest-x", Events: []int{0},
+			Message: "a state commit moved revision 0 to 2"}},
+	}
+}
+
+func notExercisedCase() sim.CaseResult {
+	return sim.CaseResult{
+		Case:    sim.Case{ID: "beforecompleted-pause", System: faults.Ingestion, Point: faults.BeforeCompleted, Kind: faults.Pause, Description: "pause"},
+		Verdict: sim.NotExercised, Hits: map[string]int{}, Dir: "/work/beforecompleted-pause",
+		Notes: []string{"failpoint beforeCompleted never fired in worker fault",
+			sim.EarlierAttempts + "attempt 1: failpoint beforeCompleted never fired in worker fault"},
+	}
+}
+
+func testReport(results ...sim.CaseResult) sim.Report {
+	rep := sim.Report{Backend: "memory", Seed: 7, Started: time.Date(2026, 11, 30, 19, 0, 0, 0, time.UTC), Took: 1500 * time.Millisecond, Results: results}
+	rep.Finish()
+	return rep
+}
+
+var testOpts = Options{Command: "certify", Rerun: "crashmatrix certify --backend memory", Replay: func(r sim.CaseResult) string { return "crashmatrix certify --backend memory --case " + r.Case.ID }}
+
+func failingReport() sim.Report {
+	return testReport(
+		forgetfulCase("beforegraphwrite-crash", faults.BeforeGraphWrite),
+		forgetfulCase("beforestatecommit-crash", faults.BeforeStateCommit),
+		independentCase(),
+		notExercisedCase(),
+	)
+}
+
+func TestDigestFoldsConsequencesUnderTheRootCauseAndListsRarestFirst(t *testing.T) {
+	d := Summarize(failingReport(), testOpts)
+	if d.Verdict != "NOT CERTIFIED" {
+		t.Fatalf("verdict %q, want NOT CERTIFIED", d.Verdict)
+	}
+	if len(d.Causes) != 2 {
+		t.Fatalf("causes: got %d, want 2 (the independent I2, the root I5): %+v", len(d.Causes), d.Causes)
+	}
+	first, root := d.Causes[0], d.Causes[1]
+	if first.Invariant != "I2" || len(first.Cases) != 1 || first.Cases[0].ID != "class-competing-revision" || first.Root {
+		t.Errorf("rarest cause: got %+v, want the independent I2 of class-competing-revision", first)
+	}
+	if root.Invariant != "I5" || !root.Root || len(root.Cases) != 2 || root.Violations != 2 {
+		t.Errorf("root cause: got %+v, want I5 in 2 cases", root)
+	}
+	folded := map[string]int{}
+	for _, c := range root.Consequences {
+		folded[c.Invariant] += c.Violations
+	}
+	if folded["I2"] != 2 || folded["I7"] != 2 || len(folded) != 2 {
+		t.Errorf("folded under I5: got %v, want I2 2 and I7 2", folded)
+	}
+	if first.Cases[0].Replay != "crashmatrix certify --backend memory --case class-competing-revision" {
+		t.Errorf("replay of the rarest case: %q", first.Cases[0].Replay)
+	}
+	byInv := map[string]Broken{}
+	for _, b := range d.Broken {
+		byInv[b.Invariant] = b
+	}
+	if b := byInv["I2"]; b.Cases != 3 || b.FoldedCases != 2 || b.FoldedUnder != "I5" || b.Rarest.ID != "class-competing-revision" {
+		t.Errorf("I2: got %+v, want 3 cases, 2 folded under I5, rarest class-competing-revision", b)
+	}
+	if b := byInv["I7"]; b.Cases != 2 || b.FoldedCases != 2 {
+		t.Errorf("I7: got %+v, want 2 cases, both folded", b)
+	}
+	if len(d.NotExercised) != 1 || !strings.Contains(d.NotExercised[0].Why, "never fired") || !strings.Contains(d.NotExercised[0].Why, "the code path changed") || strings.Contains(d.NotExercised[0].Why, "attempt 1") {
+		t.Errorf("not exercised: got %+v, want the case's own reason and what it can mean, without the earlier attempts", d.NotExercised)
+	}
+	for _, want := range []string{"I2 in 3 cases", "I5 in 2 cases", "I7 in 2 cases", "1 not exercised (beforeCompleted x pause)"} {
+		if !strings.Contains(d.Headline, want) {
+			t.Errorf("headline %q does not say %q", d.Headline, want)
+		}
+	}
+}
+
+func TestVerdictNamesWhatIsWrongWhenOnlyAFaultStoppedFiring(t *testing.T) {
+	d := Summarize(testReport(notExercisedCase()), testOpts)
+	if d.Verdict != "NOT CERTIFIED" || strings.Contains(d.Headline, "[]") || !strings.Contains(d.Headline, "beforeCompleted x pause") {
+		t.Errorf("headline %q: want NOT CERTIFIED naming the case that was not exercised", d.Headline)
+	}
+	var b bytes.Buffer
+	WriteTerminal(&b, testReport(notExercisedCase()), testOpts)
+	out := b.String()
+	if strings.Contains(out, "broken invariants []") || !strings.Contains(out, "which can mean the code path changed") {
+		t.Errorf("terminal output does not say why the case was not exercised:\n%s", out)
+	}
+}
+
+func TestSummaryElidesIdsButKeepsTheSentence(t *testing.T) {
+	for msg, want := range map[string]string{
+		"fencing token did not grow: quiesce/3299#1 got token 1 after fault/3282#1 held 1": "fencing token did not grow: … got token … after … held …",
+		"the thread's checkpoint is gone after restart":                                    "the thread's checkpoint is gone after restart",
+		"illegal stage change PREPARED -> COMPLETED":                                       "illegal stage change PREPARED -> COMPLETED",
+	} {
+		if got := Summary(msg); got != want {
+			t.Errorf("Summary(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}
+
+func TestTerminalEndsWithEachBrokenInvariantItsCountRarestCaseAndReplay(t *testing.T) {
+	var b bytes.Buffer
+	WriteTerminal(&b, failingReport(), testOpts)
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	last := strings.Join(lines[len(lines)-8:], "\n")
+	for _, want := range []string{
+		"I2 no stale-revision commit", "3 cases", "2 following from I5", "rarest: competing-revision",
+		"crashmatrix certify --backend memory --case class-competing-revision",
+		"I5 liveness", "I7 leases",
+	} {
+		if !strings.Contains(last, want) {
+			t.Errorf("last screen lacks %q:\n%s", want, last)
+		}
+	}
+	if strings.Contains(b.String(), "fingerprint at persist time") {
+		t.Errorf("the default output lists evidence; that is for -v")
+	}
+	b.Reset()
+	o := testOpts
+	o.Details = true
+	WriteTerminal(&b, failingReport(), o)
+	if !strings.Contains(b.String(), "history: /work/beforegraphwrite-crash/history.jsonl") || !strings.Contains(b.String(), "revision 1 was committed twice") {
+		t.Errorf("-v does not list each violation with its history:\n%s", b.String())
+	}
+}
+
+// Every in-page link of the HTML report points at an element that exists,
+// the timeline has a column per worker process with KILL and RESTART
+// markers, operations get short names with the full id on hover, the
+// cited events are highlighted, and unknown record kinds still show.
+func TestHTMLLinksResolveAndTheTimelineExplainsItself(t *testing.T) {
+	for name, rep := range map[string]sim.Report{"failing": failingReport(), "passing": passingReport()} {
+		var b bytes.Buffer
+		if err := WriteHTML(&b, rep, testOpts); err != nil {
+			t.Fatal(err)
+		}
+		page := b.String()
+		ids := map[string]bool{}
+		for _, m := range regexp.MustCompile(` id="([^"]+)"`).FindAllStringSubmatch(page, -1) {
+			ids[m[1]] = true
+		}
+		for _, m := range regexp.MustCompile(`href="#([^"]*)"`).FindAllStringSubmatch(page, -1) {
+			if !ids[m[1]] {
+				t.Errorf("%s report: link #%s points nowhere", name, m[1])
+			}
+		}
+		if name == "passing" {
+			if !strings.Contains(page, "CERTIFIED") || strings.Contains(page, "NOT CERTIFIED") {
+				t.Errorf("passing report does not say CERTIFIED")
+			}
+			continue
+		}
+		sec := page[strings.Index(page, `id="beforegraphwrite-crash"`):]
+		sec = sec[:strings.Index(sec, "</section>")]
+		for _, want := range []string{
+			`<th>fault <span class="meta">pid 10</span>`, `<th>quiesce <span class="meta">pid 11</span>`,
+			`<b>KILL</b> killed (SIGKILL)`, `<b>RESTART</b> pid 11 · 1 action`, `<b>FAULT</b> beforeGraphWrite fired: crash@1`,
+			`<abbr class="op" title="` + opA + `">A</abbr>`, ">&#43;0 ms</td>", ">&#43;45 ms</td>",
+			`<tr id="beforegraphwrite-crash-r3" class="cited">`, `<b>SERVER-RESTART</b>`,
+			`<a href="#beforegraphwrite-crash-r3">`, "root cause", "follows from the root cause",
+		} {
+			if !strings.Contains(sec, want) {
+				t.Errorf("failing case section lacks %q", want)
+			}
+		}
+		if strings.Contains(sec, "state-commit "+opA) || strings.Contains(sec, "prepared "+opA) {
+			t.Errorf("the timeline shows the full operation id as text instead of its short name")
+		}
+		for _, want := range []string{"I1", "I8", "pass N", "not-exercised", "does not apply at this window", "NOT CERTIFIED"} {
+			if !strings.Contains(page, want) {
+				t.Errorf("report lacks %q (key or verdict)", want)
+			}
+		}
+	}
+}
+
+func passingReport() sim.Report {
+	r := forgetfulCase("beforegraphwrite-crash", faults.BeforeGraphWrite)
+	r.Verdict, r.Violations = sim.Pass, nil
+	return testReport(r)
+}
+
+func TestJSONCarriesTheDigest(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, failingReport(), testOpts); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Backend string `json:"backend"`
+		Digest  Digest `json:"digest"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Backend != "memory" || got.Digest.Verdict != "NOT CERTIFIED" || len(got.Digest.Causes) != 2 || got.Digest.Causes[0].Cases[0].Replay == "" {
+		t.Errorf("JSON digest: %+v", got.Digest)
+	}
+}
+
+// The JUnit XML validates against the JUnit schema CI servers read, and
+// carries what a CI page needs to be useful: seed, backend, the cause in
+// the failure message, the history and the replay command.
+func TestJUnitValidatesAndSaysWhatBroke(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJUnit(&b, failingReport(), testOpts); err != nil {
+		t.Fatal(err)
+	}
+	x := b.String()
+	for _, want := range []string{
+		`<property name="seed" value="7">`, `<property name="backend" value="memory">`,
+		`<property name="replay" value="crashmatrix certify --backend memory">`, `<property name="histories" value="/work">`,
+		`message="root cause: I5 ×1 (the operation was persisted`, `following from it: I2 ×1 (revision … was committed twice (lost update)); I7 ×1`,
+		`message="broken: I2 ×1 (a state commit moved revision … to …)"`,
+		`message="not exercised: failpoint beforeCompleted never fired in worker fault, which can mean the code path changed"`,
+		"history: /work/beforegraphwrite-crash/history.jsonl", "replay: crashmatrix certify --backend memory --case beforegraphwrite-crash",
+	} {
+		if !strings.Contains(x, want) {
+			t.Errorf("JUnit lacks %q", want)
+		}
+	}
+	validateXSD(t, x)
+}
+
+func validateXSD(t *testing.T, doc string) {
+	t.Helper()
+	xmllint, err := exec.LookPath("xmllint")
+	if err != nil {
+		t.Fatalf("xmllint is needed to validate the JUnit XML against testdata/junit.xsd: run `make tools` (apt-get install libxml2-utils)")
+	}
+	f := filepath.Join(t.TempDir(), "junit.xml")
+	if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(xmllint, "--noout", "--schema", "testdata/junit.xsd", f).CombinedOutput()
+	if err != nil {
+		t.Fatalf("JUnit XML does not validate against testdata/junit.xsd: %v\n%s", err, out)
+	}
+	// The schema bites: a testcase without its name is refused.
+	bad := strings.Replace(doc, `<testcase name=`, `<testcase nom=`, 1)
+	if err := os.WriteFile(f, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(xmllint, "--noout", "--schema", "testdata/junit.xsd", f).CombinedOutput(); err == nil {
+		t.Fatalf("the schema accepted a testcase without a name:\n%s", out)
+	}
+}
+
+func TestSequenceTellsTheCaseOnOneLine(t *testing.T) {
+	got := Sequence(forgetfulCase("beforegraphwrite-crash", faults.BeforeGraphWrite))
+	want := "fault: A prepared for d1 · A commits d1 rev 0→1 · FAULT beforeGraphWrite crash@1 · KILL fault | quiesce: B commits d1 rev 0→1"
+	if got != want {
+		t.Errorf("Sequence:\n got %s\nwant %s", got, want)
+	}
+	vs, _, legend := Explain(forgetfulCase("c", faults.BeforeGraphWrite), "I2")
+	if len(vs) != 1 || !strings.HasPrefix(vs[0], "I2: revision 1 was committed twice (lost update) [op B]") || len(legend) != 2 || legend[0] != "A = "+opA {
+		t.Errorf("Explain: violations %q, legend %q", vs, legend)
+	}
+}

@@ -1,0 +1,253 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+// MaxCasesListed bounds how many failing cases the terminal digest names
+// per cause (the HTML and JSON reports name them all).
+const MaxCasesListed = 3
+
+// WriteTerminal prints a run for a terminal: the verdict line, the matrix
+// (one row per window, then the case classes; one column per fault kind),
+// the failures grouped by cause (every violation with -v / Details), and
+// last the verdict with each broken invariant, its count, the case to look
+// at first and the command that replays it.
+func WriteTerminal(w io.Writer, rep sim.Report, o Options) {
+	d := Summarize(rep, o)
+	fmt.Fprintln(w, d.Headline)
+	fmt.Fprintln(w)
+	WriteMatrix(w, rep)
+	fmt.Fprintf(w, "\n%s\n", runLine(rep))
+	if o.Details {
+		writeDetails(w, rep, o)
+	}
+	writeDigest(w, d, o)
+}
+
+// runLine counts the verdicts and names the run.
+func runLine(rep sim.Report) string {
+	s := fmt.Sprintf("%d %s in %s: %d pass, %d FAIL, %d not exercised, %d undecided (backend %s",
+		len(rep.Results), plural(len(rep.Results), "case", "cases"), rep.Took.Round(time.Millisecond), rep.Counts[sim.Pass], rep.Counts[sim.Fail], rep.Counts[sim.NotExercised], rep.Counts[sim.Undecided], rep.Backend)
+	if rep.Mutant != "" {
+		s += ", mutant " + rep.Mutant
+	}
+	if len(rep.Bugs) > 0 {
+		s += ", bugs " + strings.Join(rep.Bugs, ",")
+	}
+	return s + fmt.Sprintf(", seed %d)", rep.Seed)
+}
+
+// WriteMatrix prints the matrix alone: each cell is pass with the
+// failpoint's hit count, FAIL with the broken invariants, not-exercised,
+// or · where the fault kind does not apply at the window.
+func WriteMatrix(w io.Writer, rep sim.Report) {
+	m := buildMatrix(rep)
+	const cw = 14
+	fmt.Fprintf(w, "%-30s", "window \\ fault")
+	for _, k := range m.kinds {
+		fmt.Fprintf(w, " %-*s", cw, k)
+	}
+	fmt.Fprintln(w)
+	for _, row := range m.rows {
+		fmt.Fprintf(w, "%-30s", row.name)
+		for _, c := range row.cells {
+			fmt.Fprintf(w, " %-*s", cw, c.text)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, row := range m.classes {
+		fmt.Fprintf(w, "%-30s %s\n", "class "+row.name, row.cells[0].text)
+	}
+}
+
+type matrixCell struct {
+	text  string
+	class string
+	res   *sim.CaseResult
+}
+
+type matrixRow struct {
+	name  string
+	cells []matrixCell
+}
+
+type matrix struct {
+	kinds         []faults.Kind
+	rows, classes []matrixRow
+}
+
+// buildMatrix lays the results out as the terminal and HTML matrices show
+// them; cases of other classes (a scenario, an explored schedule) become
+// class rows.
+func buildMatrix(rep sim.Report) matrix {
+	m := matrix{kinds: sim.Columns(rep)} // the server fault columns too
+	byCell := map[string]*sim.CaseResult{}
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		if r.Case.Class != "" || r.Case.Point == "" {
+			name := r.Case.Class
+			if name == "" {
+				name = r.Case.ID
+			}
+			m.classes = append(m.classes, matrixRow{name: name, cells: []matrixCell{cellOf(r, "")}})
+			continue
+		}
+		byCell[string(r.Case.Point)+"|"+string(r.Case.Column())] = r
+	}
+	for _, s := range faults.Catalogue {
+		row := matrixRow{name: string(s.Point)}
+		any := false
+		for _, k := range m.kinds {
+			r, ok := byCell[string(s.Point)+"|"+string(k)]
+			if !ok {
+				row.cells = append(row.cells, matrixCell{text: "·", class: "na"})
+				continue
+			}
+			any = true
+			row.cells = append(row.cells, cellOf(r, s.Point))
+		}
+		if any {
+			m.rows = append(m.rows, row)
+		}
+	}
+	return m
+}
+
+func cellOf(r *sim.CaseResult, p faults.Point) matrixCell {
+	hits := 0
+	if p != "" {
+		hits = r.Hits[string(p)]
+	} else {
+		for _, n := range r.Hits {
+			hits += n
+		}
+	}
+	c := matrixCell{res: r}
+	switch r.Verdict {
+	case sim.Pass:
+		c.text, c.class = fmt.Sprintf("pass %d", hits), "pass"
+	case sim.Fail:
+		c.text, c.class = "FAIL "+strings.Join(r.Broken(), ","), "fail"
+	case sim.NotExercised:
+		c.text, c.class = "not-exercised", "nx"
+	default:
+		c.text, c.class = "undecided", "und"
+	}
+	return c
+}
+
+// writeDetails lists every case that did not pass, with its notes, every
+// violation and its evidence, where its history is and how to replay it.
+func writeDetails(w io.Writer, rep sim.Report, o Options) {
+	for _, r := range rep.Results {
+		if r.Verdict == sim.Pass {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s %s — %s\n", r.Verdict, r.Case.Label(), r.Case.Description)
+		if r.Verdict == sim.NotExercised {
+			fmt.Fprintf(w, "  not exercised: %s\n", notExercisedWhy(r))
+		}
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "  note: %s\n", n)
+		}
+		for _, v := range r.Violations {
+			fmt.Fprintf(w, "  %s\n", v)
+			for _, e := range v.Evidence {
+				fmt.Fprintf(w, "      %s\n", e)
+			}
+		}
+		fmt.Fprintf(w, "  history: %s\n", HistoryPath(r))
+		if rp := o.replay(r); rp != "" {
+			fmt.Fprintf(w, "  replay:  %s\n", rp)
+		}
+	}
+}
+
+// HistoryPath says where a case's history is: its file, or, for the
+// in-process mode (no file), the report's timeline.
+func HistoryPath(r sim.CaseResult) string {
+	if r.Dir == "" {
+		return "in memory (in-process run): the JSON and HTML reports hold its timeline"
+	}
+	return r.Dir + "/history.jsonl"
+}
+
+// writeDigest prints the causes, rarest first, then the verdict block.
+func writeDigest(w io.Writer, d Digest, o Options) {
+	if len(d.Causes) > 0 {
+		fmt.Fprintf(w, "\nFAILURES by cause, rarest first (%d %s", len(d.Causes), plural(len(d.Causes), "cause", "causes"))
+		if !o.Details {
+			fmt.Fprint(w, "; -v lists every violation")
+		}
+		fmt.Fprintln(w, ")")
+		for i, c := range d.Causes {
+			fmt.Fprintf(w, "%2d. %s in %d %s (%d %s): %s\n", i+1, c.Invariant, len(c.Cases), plural(len(c.Cases), "case", "cases"),
+				c.Violations, plural(c.Violations, "violation", "violations"), c.Summary)
+			if c.Root && len(c.Consequences) > 0 {
+				fmt.Fprintf(w, "    root cause: the store forgot what it had acknowledged; folded under it: %s\n", foldedList(c.Consequences))
+			}
+			for j, cr := range c.Cases {
+				if j == MaxCasesListed {
+					fmt.Fprintf(w, "    … and %d more %s\n", len(c.Cases)-j, plural(len(c.Cases)-j, "case", "cases"))
+					break
+				}
+				fmt.Fprintf(w, "    %-40s %s\n", cr.Label, cr.Replay)
+			}
+		}
+	}
+	if len(d.NotExercised) > 0 {
+		fmt.Fprintf(w, "\nNOT EXERCISED (%d): the fault did not fire, so these cases prove nothing\n", len(d.NotExercised))
+		for _, c := range d.NotExercised {
+			fmt.Fprintf(w, "    %s: %s\n", c.Label, c.Why)
+			if c.Replay != "" {
+				fmt.Fprintf(w, "      %s\n", c.Replay)
+			}
+		}
+	}
+	if len(d.Undecided) > 0 {
+		fmt.Fprintf(w, "\nUNDECIDED (%d)\n", len(d.Undecided))
+		for _, c := range d.Undecided {
+			fmt.Fprintf(w, "    %s: %s\n", c.Label, c.Why)
+		}
+	}
+	fmt.Fprintf(w, "\n%s\n", d.Headline)
+	for _, b := range d.Broken {
+		fold := ""
+		switch {
+		case b.FoldedCases == b.Cases && b.FoldedUnder != "":
+			fold = fmt.Sprintf(", all following from %s", b.FoldedUnder)
+		case b.FoldedCases > 0 && b.FoldedUnder != "":
+			fold = fmt.Sprintf(", %d following from %s", b.FoldedCases, b.FoldedUnder)
+		}
+		fmt.Fprintf(w, "  %-30s %3d %-6s %4d %s%s; rarest: %s\n", b.Name, b.Cases, plural(b.Cases, "case,", "cases,"),
+			b.Violations, plural(b.Violations, "violation", "violations"), fold, b.Rarest.Label)
+		if b.Rarest.Replay != "" {
+			fmt.Fprintf(w, "      %s\n", b.Rarest.Replay)
+		}
+	}
+}
+
+// foldedList is "I2 (5 violations), I4 (35 violations)", one entry per
+// invariant.
+func foldedList(cs []Consequence) string {
+	var order []string
+	n := map[string]int{}
+	for _, c := range cs {
+		if _, ok := n[c.Invariant]; !ok {
+			order = append(order, c.Invariant)
+		}
+		n[c.Invariant] += c.Violations
+	}
+	out := make([]string, len(order))
+	for i, inv := range order {
+		out[i] = fmt.Sprintf("%s (%d %s)", inv, n[inv], plural(n[inv], "violation", "violations"))
+	}
+	return strings.Join(out, ", ")
+}
