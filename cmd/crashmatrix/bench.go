@@ -143,7 +143,7 @@ func benchServerFaults(cmd *cobra.Command, server *serverFlags, self, backend, b
 	cases := sim.ServerMatrix(leaseTTL.Milliseconds())
 	rep := r.RunAll(ctx, cases, parallel, nil)
 	if rep.ExitCode != 0 {
-		sim.WriteMatrix(out, rep)
+		report.WriteTerminal(out, rep, report.Options{Command: "bench"})
 		fmt.Fprintf(out, "case data and histories: %s\n", work)
 		return fmt.Errorf("server-fault matrix did not certify: the figure would be meaningless")
 	}

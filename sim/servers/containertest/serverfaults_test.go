@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/servers"
 	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
@@ -36,7 +37,7 @@ func runServerCases(t *testing.T, faulter sim.ServerFaults, mutant string, cases
 	}
 	rep := r.RunAll(context.Background(), cases, 4, nil)
 	var sb strings.Builder
-	sim.WriteMatrix(&sb, rep)
+	report.WriteTerminal(&sb, rep, report.Options{Command: "test", Details: true})
 	t.Logf("%s", sb.String())
 	return rep
 }
