@@ -103,6 +103,9 @@ func serverFaultHook(url, worker string, phase int) func(context.Context, faults
 // or exclusively when it crashes one. unlock releases what it took.
 func (r *Runner) openServers(ctx context.Context, c Case, cx caseExec, env *CaseEnv, space, history string) (CaseServers, func(), error) {
 	if r.cfg.ServerFaults == nil || r.cfg.InProcess {
+		if k, ok := serverFaultOf(c); ok {
+			return nil, func() {}, fmt.Errorf("case arms a server fault (%s) but this run cannot fault servers: it needs a server backend whose servers crashmatrix started (--backend containers, with server faults on) and real worker processes", k)
+		}
 		return nil, func() {}, nil
 	}
 	if crashesServer(c) {
@@ -145,6 +148,18 @@ func (r *Runner) openServers(ctx context.Context, c Case, cx caseExec, env *Case
 	}
 	env.Servers = cs.Endpoints()
 	return cs, func() { cs.Close(); unlock() }, nil
+}
+
+// serverFaultOf returns a server fault the case arms, if any.
+func serverFaultOf(c Case) (faults.Action, bool) {
+	for _, st := range c.Steps {
+		for _, a := range st.Arms {
+			if a.Kind.IsServer() {
+				return a, true
+			}
+		}
+	}
+	return faults.Action{}, false
 }
 
 // crashesServer reports whether a case arms a server crash.
