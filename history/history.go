@@ -307,15 +307,16 @@ func Trace(h Log) []string {
 	return out
 }
 
-// opShape keeps an id's kind but not its space-derived hash.
+// opShape keeps an id's kind but not its space-derived hash, nor the
+// space a scenario's (or a loaded initial) operationId is scoped to.
 func opShape(s string) string {
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		s = s[i+1:]
+	}
 	for _, p := range []string{"ingest-", "retract-", "replan-"} {
 		if i := strings.Index(s, p); i >= 0 {
 			return s[:i] + p + "…"
 		}
-	}
-	if i := strings.LastIndexByte(s, '/'); i >= 0 {
-		return s[i+1:]
 	}
 	return s
 }

@@ -171,7 +171,7 @@ var Mutants = []string{sim.MutantCreateNotMerge, sim.MutantNoUniqueConstraint}
 
 // The fields of each mapping, in canonical order.
 var (
-	topFields    = []string{"name", "description", "system", "backend", "bugs", "mutant", "seed", "leaseTTL", "documents", "steps", "expect"}
+	topFields    = []string{"name", "description", "system", "backend", "bugs", "mutant", "seed", "leaseTTL", "documents", "initial", "steps", "expect"}
 	stepFields   = []string{"worker", "actions", "faults", "background", "resubmit", "expectHit", "continueOnError"}
 	actionFields = []string{"do", "doc", "document", "op", "rounds", "thread", "owner", "question", "minutes", "approve", "content"}
 	faultFields  = []string{"point", "kind", "hit", "pause", "server"}
@@ -535,6 +535,7 @@ func (d *decoder) decode() *Scenario {
 	s.Seed = d.integer(top, "seed")
 	s.LeaseTTL = d.duration(top, "leaseTTL")
 	d.decodeDocuments(s, top)
+	d.decodeInitial(s, top)
 	d.decodeSteps(s, top)
 	d.decodeExpect(s, top)
 	return s

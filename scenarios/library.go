@@ -35,7 +35,7 @@ var StandardDocuments = map[string]string{
 // under its names, others after their documentId), arms become faults.
 // The caller sets Expect and the run settings before Marshal.
 func FromCase(c sim.Case) (*Scenario, error) {
-	s := &Scenario{Name: c.ID, Description: c.Description, System: c.System}
+	s := &Scenario{Name: c.ID, Description: c.Description, System: c.System, Initial: c.Initial}
 	if s.System == "" {
 		s.System = faults.Ingestion
 	}

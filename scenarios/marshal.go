@@ -54,6 +54,13 @@ func (s *Scenario) Marshal() ([]byte, error) {
 			b.WriteString("  " + scalar(k, false) + ": " + block(n.Documents[k], "    "))
 		}
 	}
+	if n.Initial != nil {
+		block, err := marshalInitial(n.Initial)
+		if err != nil {
+			return nil, fmt.Errorf("marshal scenario %s: %w", n.Name, err)
+		}
+		b.WriteString(block)
+	}
 	b.WriteString("steps:\n")
 	for _, st := range n.Steps {
 		kv("  - ", "worker", scalar(st.Worker, false))
@@ -119,6 +126,11 @@ func (s *Scenario) normalized() *Scenario {
 	}
 	if len(n.Documents) == 0 {
 		n.Documents = nil
+	}
+	if n.Initial != nil {
+		st := *n.Initial
+		st.Normalize()
+		n.Initial = &st
 	}
 	n.Steps = nil
 	for _, st := range s.Steps {

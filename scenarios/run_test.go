@@ -95,7 +95,7 @@ func TestReplayIsDeterministic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real worker processes")
 	}
-	for _, name := range []string{"class-unknown-window", "class-lease-expiry-stale-writer", "class-competing-revision", "mutant-skip-revision-check"} {
+	for _, name := range []string{"class-unknown-window", "class-lease-expiry-stale-writer", "class-competing-revision", "mutant-skip-revision-check", "incident-stuck-graph-applied"} {
 		s, err := Load("library/" + name + ".yaml")
 		if err != nil {
 			t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/initial"
 )
 
 // Scenario is one scenario file.
@@ -43,6 +44,9 @@ type Scenario struct {
 	// Documents maps a name to a document in the fake extractor's line
 	// language (reference.ParseFakeDocument); ingest actions refer to them.
 	Documents map[string]string
+	// Initial, when set, is the state the stores hold before the first
+	// step (the initial block; see initial.State).
+	Initial *initial.State
 	// Steps are the worker processes, run in order.
 	Steps  []Step
 	Expect Expect
@@ -142,7 +146,7 @@ func (st Step) ExpectedHits() []faults.Point {
 // Case converts the scenario to the simulator's case. The case's Class is
 // the scenario name, so reports list it as a row beside the windows.
 func (s *Scenario) Case() sim.Case {
-	c := sim.Case{ID: s.Name, System: s.system(), Class: s.Name, Description: s.Description}
+	c := sim.Case{ID: s.Name, System: s.system(), Class: s.Name, Description: s.Description, Initial: s.Initial}
 	for _, st := range s.Steps {
 		out := sim.Step{Worker: st.Worker, Background: st.Background, ContinueOnError: st.ContinueOnError}
 		for _, a := range st.Actions {

@@ -2,8 +2,6 @@ package sim
 
 import (
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
@@ -34,7 +32,7 @@ func (l *memCallLog) Record(op string) (int, error) {
 }
 
 func (l *fileCallLog) Record(op string) (int, error) {
-	name := filepath.Join(l.dir, strings.NewReplacer("/", "_", "\x00", "_").Replace(op))
+	name := callLogFile(l.dir, op)
 	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return 0, err

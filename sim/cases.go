@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/sim/initial"
 )
 
 // Step is one worker process of a case.
@@ -46,6 +47,9 @@ type Case struct {
 	Class       string `json:"class,omitempty"`
 	Description string `json:"description"`
 	Steps       []Step `json:"steps"`
+	// Initial, when set, is loaded into the case's space before the
+	// first step (a scenario's initial block).
+	Initial *initial.State `json:"initial,omitempty"`
 }
 
 // Label is the case's row x column in the matrix.

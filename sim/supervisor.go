@@ -199,6 +199,9 @@ type CaseResult struct {
 	Completed  int               `json:"completed"`
 	Took       time.Duration     `json:"took"`
 	Dir        string            `json:"dir"`
+	// Space is the space the run wrote in (its operationIds are scoped by
+	// OpID to it).
+	Space string `json:"space,omitempty"`
 	// Timeline is the case's history, for reports.
 	Timeline []history.Record `json:"timeline,omitempty"`
 }
@@ -247,6 +250,7 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 	// Every run of a case gets a fresh space: stores shared between cases
 	// (a server, or the in-process mode's one handle) keep earlier runs.
 	space := fmt.Sprintf("%s-%s-%d", r.cfg.Namespace, c.ID, r.runs.Add(1))
+	res.Space = space
 	env := CaseEnv{Dir: filepath.Join(dir, "data"), Namespace: space, Mutant: r.cfg.Mutant}
 	var cx caseExec
 	var err error
@@ -265,6 +269,9 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 		return fail(Undecided, err.Error())
 	}
 	defer unlock()
+	if err := r.loadInitial(ctx, c, cx, env, space, dir); err != nil {
+		return fail(Undecided, "initial state: "+err.Error())
+	}
 	var paused []runningWorker
 	releasePaused := func() {
 		for _, w := range paused {
@@ -379,6 +386,7 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 	if cs != nil {
 		obs.Restarts = cs.Restarts()
 	}
+	observeInitial(c, space, &obs)
 	res.Violations = check.Check(snap, obs)
 	for _, op := range snap.Ops {
 		if op.Stage == reference.Completed {

@@ -107,20 +107,28 @@ func (s *OperationStore) CompareAndSet(ctx context.Context, expected, next refer
 	if err := reference.ValidateUpdate(expected, next); err != nil {
 		return false, err
 	}
+	return s.update(expected.OperationID, func(r *opRecord) (bool, error) {
+		if !reference.MatchesExpected(r.op, expected) {
+			return false, nil
+		}
+		if err := reference.ValidateUpdate(r.op, next); err != nil {
+			return false, err
+		}
+		r.op = reference.ApplyMutable(r.op, next)
+		return true, nil
+	})
+}
+
+// update runs f on the record of an operation under the store's lock; an
+// unknown operation is ErrNotFound.
+func (s *OperationStore) update(operationID string, f func(r *opRecord) (bool, error)) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.ops[expected.OperationID]
+	r, ok := s.ops[operationID]
 	if !ok {
-		return false, notFound(expected.OperationID)
+		return false, notFound(operationID)
 	}
-	if !reference.MatchesExpected(r.op, expected) {
-		return false, nil
-	}
-	if err := reference.ValidateUpdate(r.op, next); err != nil {
-		return false, err
-	}
-	r.op = reference.ApplyMutable(r.op, next)
-	return true, nil
+	return f(r)
 }
 
 // ListRecoverable implements reference.OperationStore.
@@ -190,17 +198,13 @@ func (s *OperationStore) Claim(ctx context.Context, operationID, holder string, 
 	if err := reference.CheckClaim(holder, ttlMillis); err != nil {
 		return false, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.ops[operationID]
-	if !ok {
-		return false, notFound(operationID)
-	}
-	if r.op.ClaimHolder != "" && r.op.ClaimHolder != holder && r.op.ClaimExpiresAt > now {
-		return false, nil
-	}
-	r.op.ClaimHolder, r.op.ClaimExpiresAt = holder, now+ttlMillis
-	return true, nil
+	return s.update(operationID, func(r *opRecord) (bool, error) {
+		if r.op.ClaimHolder != "" && r.op.ClaimHolder != holder && r.op.ClaimExpiresAt > now {
+			return false, nil
+		}
+		r.op.ClaimHolder, r.op.ClaimExpiresAt = holder, now+ttlMillis
+		return true, nil
+	})
 }
 
 // ReleaseClaim implements reference.OperationStore.
@@ -208,15 +212,11 @@ func (s *OperationStore) ReleaseClaim(ctx context.Context, operationID, holder s
 	if err := ctxErr(ctx); err != nil {
 		return false, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.ops[operationID]
-	if !ok {
-		return false, notFound(operationID)
-	}
-	if blank(holder) || r.op.ClaimHolder != holder {
-		return false, nil
-	}
-	r.op.ClaimHolder, r.op.ClaimExpiresAt = "", 0
-	return true, nil
+	return s.update(operationID, func(r *opRecord) (bool, error) {
+		if blank(holder) || r.op.ClaimHolder != holder {
+			return false, nil
+		}
+		r.op.ClaimHolder, r.op.ClaimExpiresAt = "", 0
+		return true, nil
+	})
 }

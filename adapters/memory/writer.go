@@ -71,23 +71,11 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 	for _, k := range m.DeleteEdges {
 		g.edges = slices.DeleteFunc(g.edges, func(e edgeRow) bool { return e.key == k })
 	}
+	create := w.opts.CreateInsteadOfMerge
 	for _, n := range m.UpsertNodes {
-		merged := false
-		if !w.opts.CreateInsteadOfMerge {
-			for i := range g.nodes {
-				if g.nodes[i].id == n.ID {
-					maps.Copy(g.nodes[i].props, n.Properties)
-					merged = true
-				}
-			}
-		}
-		if !merged {
-			props := maps.Clone(n.Properties)
-			if props == nil {
-				props = map[string]string{}
-			}
-			g.nodes = append(g.nodes, nodeRow{n.ID, n.Label, props})
-		}
+		g.nodes = upsert(g.nodes, create, n.Properties, func(r nodeRow) bool { return r.id == n.ID },
+			func(r *nodeRow) map[string]string { return r.props },
+			func(p map[string]string) nodeRow { return nodeRow{n.ID, n.Label, p} })
 	}
 	exists := map[string]bool{}
 	for _, n := range g.nodes {
@@ -99,25 +87,35 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 		}
 	}
 	for _, e := range m.UpsertEdges {
-		merged := false
-		if !w.opts.CreateInsteadOfMerge {
-			for i := range g.edges {
-				if g.edges[i].key == e.Key {
-					maps.Copy(g.edges[i].props, e.Properties)
-					merged = true
-				}
-			}
-		}
-		if !merged {
-			props := maps.Clone(e.Properties)
-			if props == nil {
-				props = map[string]string{}
-			}
-			g.edges = append(g.edges, edgeRow{e.Key, props})
-		}
+		g.edges = upsert(g.edges, create, e.Properties, func(r edgeRow) bool { return r.key == e.Key },
+			func(r *edgeRow) map[string]string { return r.props },
+			func(p map[string]string) edgeRow { return edgeRow{e.Key, p} })
 	}
 	w.spaces[space] = g
 	return nil
+}
+
+// upsert merges props into every row that match selects (MERGE), or
+// appends the row newRow makes with a copy of props when none matched or
+// create is set (the CREATE-instead-of-MERGE mutant).
+func upsert[R any](rows []R, create bool, props map[string]string, match func(R) bool, propsOf func(*R) map[string]string, newRow func(map[string]string) R) []R {
+	merged := false
+	if !create {
+		for i := range rows {
+			if match(rows[i]) {
+				maps.Copy(propsOf(&rows[i]), props)
+				merged = true
+			}
+		}
+	}
+	if merged {
+		return rows
+	}
+	p := maps.Clone(props)
+	if p == nil {
+		p = map[string]string{}
+	}
+	return append(rows, newRow(p))
 }
 
 // ReadGraph implements reference.GraphWriter. Duplicates are folded, the

@@ -26,7 +26,6 @@ package neo4j
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"strings"
 
@@ -128,26 +127,12 @@ func buildQueries(label string, create bool) queries {
 // space. Errors are *Error values that never contain the password. Close
 // the writer when done.
 func Open(ctx context.Context, uri, user, password string, opts Options) (*Writer, error) {
-	label := opts.Label
-	if label == "" {
-		label = NodeLabel
-	}
-	if !identRE.MatchString(label) {
-		return nil, &Error{Op: "open", Err: fmt.Errorf("%w: label %q is not a plain identifier", reference.ErrInvalidArgument, label)}
-	}
-	w := &Writer{opts: opts, label: label, secret: password, database: opts.Database,
-		q: buildQueries(label, opts.CreateInsteadOfMerge)}
-	drv, err := driver.NewDriverWithContext(uri, driver.BasicAuth(user, password, ""))
+	w, err := connect(ctx, uri, user, password, opts)
 	if err != nil {
-		return nil, w.wrap("open", err)
-	}
-	w.drv = drv
-	if err := drv.VerifyConnectivity(ctx); err != nil {
-		_ = drv.Close(ctx)
-		return nil, w.wrap("open: verify connectivity to "+redactURI(uri), err)
+		return nil, err
 	}
 	if err := w.ensureSchema(ctx); err != nil {
-		_ = drv.Close(ctx)
+		_ = w.drv.Close(ctx)
 		return nil, err
 	}
 	return w, nil

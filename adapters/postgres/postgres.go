@@ -10,6 +10,14 @@
 // are conditional UPDATEs (or INSERT ... ON CONFLICT DO NOTHING), checked by
 // the number of rows affected; multi-statement writes run in transactions
 // that are retried on serialization failures and deadlocks.
+//
+// The operation store, the document-state store, the graph writer's checks
+// and read-back and the lock provider's renewal and release are the ones
+// SQLite runs too (adapters/internal/sqlcore); this package gives them
+// PostgreSQL's statement execution and error classification, and adds
+// what is PostgreSQL's own: the registry's claims with RETURNING, the graph
+// merge under a per-space advisory lock, the lease acquisition with SELECT
+// ... FOR UPDATE, and System B's stores (OpenPlanSave).
 package postgres
 
 import (
@@ -81,7 +89,12 @@ func Open(ctx context.Context, dsn string, opts Options) (reference.Stores, erro
 		pool.Close()
 		return reference.Stores{}, d.wrapConnect("migrate", ids, err)
 	}
-	return sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), sqlcore.NewLocks(d, dialect, d.acquireLease), &closer{d}), nil
+	return d.stores(), nil
+}
+
+// stores are every store on the pool.
+func (d *db) stores() reference.Stores {
+	return sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), sqlcore.NewLocks(d, dialect, d.acquireLease), &closer{d})
 }
 
 // wrapConnect wraps an error of Open; a failure to connect that is not a

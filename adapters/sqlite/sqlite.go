@@ -3,6 +3,13 @@
 // (WAL journal, synchronous=FULL) and may be shared by several OS processes:
 // every write runs in a BEGIN IMMEDIATE transaction, and a busy database is
 // waited for (busy_timeout) and retried.
+//
+// The operation store, the document-state store, the graph writer's checks
+// and read-back and the lock provider's renewal and release are the ones
+// PostgreSQL runs too (adapters/internal/sqlcore); this package gives them
+// SQLite's statement execution, and adds what is SQLite's own: the
+// registry's batched writes, the graph merge (json_patch), the lease
+// acquisition in one upsert, and System B's stores (OpenPlanSave).
 package sqlite
 
 import (
@@ -125,7 +132,12 @@ func open(what, dsn string, pin bool, opts Options) (reference.Stores, error) {
 		d.close()
 		return reference.Stores{}, fmt.Errorf("open %s: %w", what, err)
 	}
-	return sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), sqlcore.NewLocks(d, dialect, d.acquireLease), &closer{d}), nil
+	return d.stores(), nil
+}
+
+// stores are every store on the handle.
+func (d *db) stores() reference.Stores {
+	return sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), sqlcore.NewLocks(d, dialect, d.acquireLease), &closer{d})
 }
 
 // connect opens dsn with the statement cache and waits until the database

@@ -2,18 +2,21 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/crashmatrix/crashmatrix/adapters/sqlite"
+	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/spf13/cobra"
 )
 
 func demoCmd() *cobra.Command {
-	var dir, space string
+	var dir, space, killAt string
 	cmd := &cobra.Command{
 		Use:     "demo",
 		Aliases: []string{"ingest"},
@@ -27,6 +30,9 @@ func demoCmd() *cobra.Command {
 				}
 				defer os.RemoveAll(d)
 				dir = d
+			}
+			if killAt != "" && !cmd.Flags().Changed("dir") {
+				return fmt.Errorf("--kill-at needs --dir: the database the killed process leaves is the point")
 			}
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return err
@@ -51,6 +57,11 @@ func demoCmd() *cobra.Command {
 						fmt.Fprintf(out, "    model call       #%s\n", e.Detail)
 					}
 				})}
+			if killAt != "" {
+				if svc.Faults, err = killSelfAt(killAt, out); err != nil {
+					return err
+				}
+			}
 			ctx := cmd.Context()
 			fmt.Fprintf(out, "crashmatrix demo: reference service on SQLite (%s), space %q\n\n", path, space)
 			steps := []struct {
@@ -98,6 +109,7 @@ func demoCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "keep the SQLite database in this directory")
 	cmd.Flags().StringVar(&space, "space", "demo", "graph space")
+	cmd.Flags().StringVar(&killAt, "kill-at", "", "POINT[@HIT]: the process kills itself (SIGKILL) at that hit of an ingestion failpoint, leaving the database in --dir as a crash leaves it (input for crashmatrix snapshot)")
 	return cmd
 }
 
@@ -106,4 +118,33 @@ func short(s string) string {
 		return s[:i+13] + "…"
 	}
 	return s
+}
+
+// killSelfAt arms a SIGKILL of this process at the given hit of an
+// ingestion failpoint ("beforeStateCommit@2").
+func killSelfAt(spec string, out io.Writer) (*faults.Runtime, error) {
+	p, h, hasHit := strings.Cut(spec, "@")
+	hit := 1
+	if hasHit {
+		n, err := strconv.Atoi(h)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--kill-at %q: the hit must be a positive number", spec)
+		}
+		hit = n
+	}
+	fs, ok := faults.Lookup(faults.Point(p))
+	if !ok || fs.System != faults.Ingestion || fs.InRecovery {
+		var names []string
+		for _, s := range faults.Catalogue {
+			if s.System == faults.Ingestion && !s.InRecovery {
+				names = append(names, string(s.Point))
+			}
+		}
+		return nil, fmt.Errorf("--kill-at %q: not an ingestion failpoint the demo passes (want one of %s)", p, strings.Join(names, ", "))
+	}
+	sched := faults.NewSchedule()
+	sched.Arm(fs.Point, faults.Action{Kind: faults.Crash, Hit: hit})
+	return &faults.Runtime{Injector: sched, Crash: sim.KillSelf, OnHit: func(h faults.Hit) {
+		fmt.Fprintf(out, "  killed by SIGKILL at %s (%s)\n", h.Point, fs.Window)
+	}}, nil
 }

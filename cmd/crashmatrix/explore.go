@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
+	"github.com/crashmatrix/crashmatrix/sim/initial"
 	"github.com/spf13/cobra"
 )
 
@@ -48,6 +50,7 @@ func exploreCmd() *cobra.Command {
 		max, parallel, confirm     int
 		shard, backendName, outDir string
 		target, mutant, workdir    string
+		from                       string
 		bugs                       []string
 		processes, files           bool
 		server                     serverFlags
@@ -125,13 +128,17 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			if parallel <= 0 {
 				parallel = 4 * runtime.NumCPU()
 			}
+			start, err := exploreFrom(cmd, runner, from, target)
+			if err != nil {
+				return err
+			}
 			var shape explore.Shape
 			if server.faults != nil && cfg.ServerFaults != nil {
 				// Server faults join the schedules (process kills only).
 				shape.Servers = server.faults.Names()
 			}
 			res := explore.Run(cmd.Context(), runner, explore.Options{Seed: seed, Budget: budget, MaxSchedules: max, ShardIndex: si, ShardCount: sn,
-				Shape: shape, Confirm: confirm, Parallel: parallel, Target: target, Progress: func(n int) {
+				Shape: shape, Confirm: confirm, Parallel: parallel, Target: target, Initial: start, Progress: func(n int) {
 					if time.Since(last) > 5*time.Second {
 						last = time.Now()
 						fmt.Fprintf(cmd.ErrOrStderr(), "  %d schedules…\n", n)
@@ -157,6 +164,9 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			sc.Expect = scenarios.Expect{Verdict: "fail", Breaks: []check.Invariant{inv}}
 			sc.Description = fmt.Sprintf("Found by crashmatrix explore --seed %d (schedule %d, %s) and shrunk from %s to %s; breaks %s.",
 				seed, f.Index, mode, explore.Describe(f.Original), explore.Describe(f.Shrunk), inv)
+			if from != "" {
+				sc.Description += " Starts from the initial state of " + from + "."
+			}
 			b, err := sc.Marshal()
 			if err != nil {
 				return err
@@ -204,6 +214,43 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.StringVar(&mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure)")
 	fl.StringVar(&outDir, "out", "crashmatrix-findings", "where the shrunk scenario is written")
 	fl.StringVar(&workdir, "workdir", "", "scratch directory (default: a temporary one)")
+	fl.StringVar(&from, "from", "", "start every schedule from the initial block of this scenario file (crashmatrix snapshot writes one)")
 	server.register(fl)
 	return cmd
+}
+
+// exploreFrom loads the initial state of --from (nil without it) and runs
+// it once with recovery only, so that a state that breaks an invariant
+// before any fault is said up front: every schedule would then find it.
+// With --invariant naming one the baseline does not break, the search goes
+// on for that one.
+func exploreFrom(cmd *cobra.Command, runner *sim.Runner, from, target string) (*initial.State, error) {
+	if from == "" {
+		return nil, nil
+	}
+	sc, err := scenarios.Load(from)
+	if err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), err)
+		return nil, exitError{2}
+	}
+	if sc.Initial == nil {
+		return nil, fmt.Errorf("--from %s: the scenario has no initial block (crashmatrix snapshot writes one)", from)
+	}
+	base := scenarios.FromState("baseline", "", sc.Initial).Case()
+	res := runner.RunCase(cmd.Context(), base)
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "from %s: %d operations (%d unfinished), %d documents; with recovery only: %s %v\n",
+		from, len(sc.Initial.Operations), len(sc.Initial.Unfinished()), len(sc.Initial.Documents), res.Verdict, res.Broken())
+	switch {
+	case res.Verdict == sim.Undecided:
+		fmt.Fprintf(cmd.ErrOrStderr(), "crashmatrix: the initial state does not run: %s\n", strings.Join(res.Notes, "; "))
+		return nil, exitError{2}
+	case res.Verdict == sim.Fail && (target == "" || slices.Contains(res.Broken(), target)):
+		for _, v := range res.Violations {
+			fmt.Fprintf(out, "  %s\n", v)
+		}
+		fmt.Fprintf(out, "the initial state breaks %s before any fault: replay it with crashmatrix run %s (or hunt another invariant with --invariant)\n", strings.Join(res.Broken(), ","), from)
+		return nil, exitError{1}
+	}
+	return sc.Initial, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/initial"
 	"github.com/leanovate/gopter"
 )
 
@@ -252,6 +253,9 @@ type Options struct {
 	// Target, when set ("I2"), hunts for that invariant only: other
 	// violations are counted but not reported.
 	Target string
+	// Initial, when set, is the state every schedule starts from
+	// (ScheduleFrom).
+	Initial *initial.State
 }
 
 // Finding is a violation and its shrunk reproduction.
@@ -344,7 +348,7 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 				if !ok {
 					return
 				}
-				ch <- out{i, runner.RunCase(ctx, Schedule(o.Seed, i, o.Shape))}
+				ch <- out{i, runner.RunCase(ctx, o.schedule(i))}
 			}
 		}()
 	}

@@ -22,6 +22,7 @@ type Locks struct {
 	db             DB
 	acquire        Acquire
 	renew, release string
+	list           string
 }
 
 var _ reference.LockProvider = (*Locks)(nil)
@@ -33,6 +34,7 @@ func NewLocks(db DB, d Dialect, acquire Acquire) *Locks {
 			WHERE space = ? AND document_id = ? AND holder = ? AND token = ? AND expires_at > ?`),
 		release: d.SQL(`UPDATE {leases} SET holder = '', expires_at = 0
 			WHERE space = ? AND document_id = ? AND holder = ? AND token = ? AND holder <> ''`),
+		list: d.SQL(listLeases),
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/embedded"
 	"github.com/crashmatrix/crashmatrix/sim/servers"
 	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
 )
@@ -56,10 +57,16 @@ func TestMain(m *testing.M) {
 
 // runWorker is a re-executed worker process of a case: it runs against the
 // servers the parent started (their endpoints are in the environment).
+// A case on the embedded default (a replay of a snapshot on SQLite) runs
+// on it.
 func runWorker(specPath string) int {
-	backend, err := servers.PostgresBackend()
+	spec, err := sim.ReadWorkerSpec(specPath)
+	backend := embedded.SQLite()
+	if err == nil && spec.Backend.Name != backend.Name {
+		backend, err = servers.PostgresBackend()
+	}
 	if err == nil {
-		err = sim.RunWorkerFile(context.Background(), specPath, backend)
+		err = sim.RunWorker(context.Background(), spec, backend, sim.ProcessWorkerOptions())
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
