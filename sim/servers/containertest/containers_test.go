@@ -27,10 +27,11 @@ import (
 var started *provision.Started
 
 // TestMain starts PostgreSQL and Neo4j once for the package with
-// testcontainers-go, behind the fault proxy (every test reaches them
-// through its stable endpoints, so the proxy carries all of this
-// package's traffic); the re-executed worker processes inherit the
-// endpoints through the environment and start nothing.
+// testcontainers-go, with server faults on; the tests that do not fault
+// the servers reach them directly, as before (their lease timing is not
+// the proxy's business), the server-fault tests through the fault proxy
+// (serverfaults_test.go, run last). The re-executed worker processes
+// inherit the endpoints through the environment and start nothing.
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(sim.WorkerSpecEnv); spec != "" {
 		os.Exit(runWorker(spec))
@@ -46,7 +47,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	started = st
-	for k, v := range st.Env {
+	for k, v := range st.Direct {
 		os.Setenv(k, v)
 	}
 	fmt.Fprintf(os.Stderr, "containers up: PostgreSQL first query after %s, Neo4j after %s\n", provision.LastTimings.Postgres.Round(time.Millisecond), provision.LastTimings.Neo4j.Round(time.Millisecond))

@@ -23,6 +23,12 @@ const serverLeaseTTL = 600 * time.Millisecond
 // the environment names, and logs every case that did not pass.
 func runServerCases(t *testing.T, faulter sim.ServerFaults, mutant string, cases []sim.Case) sim.Report {
 	t.Helper()
+	if faulter == sim.ServerFaults(started.Faults) {
+		// Through the fault proxy's stable endpoints (workers inherit them).
+		for k, v := range started.Env {
+			t.Setenv(k, v)
+		}
+	}
 	b, err := servers.PostgresBackend()
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ package provision
 
 import (
 	"context"
+	"maps"
 	"errors"
 	"fmt"
 	"io"
@@ -55,8 +56,13 @@ type ContainerOptions struct {
 
 // Started are the running containers.
 type Started struct {
-	// Env points the postgres backend (and its workers) at the servers.
+	// Env points the postgres backend (and its workers) at the servers:
+	// with server faults, through the fault proxy's stable endpoints.
 	Env map[string]string
+	// Direct points at the containers themselves, bypassing the fault
+	// proxy (the same as Env without server faults). A server restart
+	// may move them.
+	Direct map[string]string
 	// Faults carries out server faults (nil unless asked for).
 	Faults *serverfaults.Supervisor
 	// Stop terminates the containers (and the fault proxy); safe to call
@@ -111,7 +117,7 @@ func Start(ctx context.Context, log io.Writer, o ContainerOptions) (*Started, er
 	if err != nil {
 		return nil, err
 	}
-	st := &Started{Env: env, Stop: stop}
+	st := &Started{Env: env, Direct: maps.Clone(env), Stop: stop}
 	if !o.ServerFaults {
 		return st, nil
 	}
