@@ -6,10 +6,10 @@ package provision
 
 import (
 	"context"
-	"maps"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"strings"

@@ -21,7 +21,7 @@ func pgMsg(typ byte, body string) []byte {
 }
 
 func complete(tag string) []byte { return pgMsg('C', tag+"\x00") }
-func ready(status byte) []byte    { return pgMsg('Z', string(status)) }
+func ready(status byte) []byte   { return pgMsg('Z', string(status)) }
 
 func TestPgRepliesFindsTheReplyThatCompletesACommittedWrite(t *testing.T) {
 	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
