@@ -240,6 +240,10 @@ type Runtime struct {
 	// the server, or arms the fault proxy in front of it. It returns once
 	// that is done; the step then runs against the faulted server.
 	Server func(context.Context, Hit) error
+	// OnReach, when set, is told every pass through a store-declared
+	// window (At), armed or not: the probe run discovers a store's windows
+	// from it.
+	OnReach func(Reach)
 }
 
 // InjectedError is the error a Transient or Permanent fault returns.

@@ -36,12 +36,18 @@ const (
 	Action Kind = "action"
 	// Result: action Index returned (Result, Err).
 	Result Kind = "result"
-	// Exit: the worker finished (Reason) without being killed.
+	// Exit: the worker finished (Reason) without being killed; Micros is
+	// its run time.
 	Exit Kind = "exit"
 	// Server: the supervisor carried out the server fault (Fault) that the
 	// worker hit at Point: Note says what happened (a restart and how
 	// long it took, a reply dropped), Err that it could not.
 	Server Kind = "server"
+	// Reach: the worker passed a window a store declared in its own code
+	// (faults.At) at Point, from the store function Method; armed or not.
+	Reach Kind = "reach"
+	// Kill: a random-instant kill fired Micros into the worker's run.
+	Kill Kind = "kill"
 )
 
 // Outcome is what an action returned, typed, so nothing parses it back.
@@ -96,6 +102,13 @@ type Record struct {
 	Reason string `json:"reason,omitempty"`
 	// Note is a Server record's account of what was done to the server.
 	Note string `json:"note,omitempty"`
+	// Method is a Reach's store function.
+	Method string `json:"method,omitempty"`
+	// Micros is the worker's run time at an Exit or a Kill, in
+	// microseconds; Since is a Kill's delay after the worker's previous
+	// record (what a replay of the kill waits after that record).
+	Micros int64 `json:"us,omitempty"`
+	Since  int64 `json:"since,omitempty"`
 }
 
 // Writer appends records to a case's history as one worker.
@@ -107,7 +120,13 @@ type Writer struct {
 	worker string
 	phase  int
 	now    func() int64
+	// observe, when set, sees every record this writer appended.
+	observe func(Record)
 }
+
+// Observe has f called with every record h appends from now on, after it
+// is written (a replayed random kill waits for its anchor record).
+func (h *Writer) Observe(f func(Record)) { h.mu.Lock(); h.observe = f; h.mu.Unlock() }
 
 // Mem is an in-memory history shared by the workers of one in-process
 // case.
@@ -146,6 +165,12 @@ func (h *Writer) Append(r Record) {
 	r.Worker, r.Phase = h.worker, h.phase
 	if h.now != nil && r.At == 0 {
 		r.At = h.now()
+	}
+	h.mu.Lock()
+	observe := h.observe
+	h.mu.Unlock()
+	if observe != nil {
+		defer observe(r)
 	}
 	if h.mem != nil {
 		h.mu.Lock()

@@ -18,11 +18,14 @@ import (
 
 // CrashOptions narrow or adjust a crash-matrix run from a test.
 type CrashOptions struct {
-	// Points, Kinds and Classes select cases (empty: the whole matrix).
+	// Points, Kinds and Classes select cases (empty: the whole matrix);
+	// a store-declared window is selected by its name like a catalogue
+	// point.
 	Points  []faults.Point
 	Kinds   []faults.Kind
 	Classes []string
-	// LeaseTTL of the workers' document leases (default 250ms).
+	// LeaseTTL fixes the workers' document lease TTL; zero adapts it to
+	// the machine, from 250ms up (sim.Config.Adaptive).
 	LeaseTTL time.Duration
 	// Parallel cases at once (default 8).
 	Parallel int
@@ -30,6 +33,18 @@ type CrashOptions struct {
 	// deliberate mutant (to prove a checker bites).
 	Bugs   []reference.Bug
 	Mutant string
+	// RandomKills adds that many random-instant kills (the standard
+	// script's worker SIGKILLed at a seeded instant of its run).
+	RandomKills int
+	// Seed seeds the random kills (default 1).
+	Seed int64
+	// Cases, when set, are run instead of the matrix (after the probe):
+	// replays of scenarios or of cases an earlier run reported.
+	Cases []sim.Case
+	// StopAtFirstFailure ends the run once a case breaks an invariant
+	// (cases not yet run are reported undecided): for hunts that only ask
+	// whether, and how soon, something is found.
+	StopAtFirstFailure bool
 	// ReportDir receives report.html, report.json and junit.xml when the
 	// run does not certify (default: a fresh temporary directory, named in
 	// the failure).
@@ -40,7 +55,10 @@ type CrashOptions struct {
 // from a plain `go test`: every window of the failpoint catalogue x every
 // fault kind, with worker processes that are re-executions of the test
 // binary, killed with SIGKILL at the window; then recovery, then the
-// invariants I1–I8 against the stores' contents. No code rewriting, no extra
+// invariants I1–I8 against the stores' contents. A fault-free probe run first
+// discovers the crash windows the store declares inside its own methods
+// (faults.At); each is run with every faults.StoreKinds kind and reported in
+// a section of its own. No code rewriting, no extra
 // build step, no server for an embedded backend.
 //
 // Call it from a top-level test function; the re-executed workers run that
@@ -69,8 +87,13 @@ func RunCrashMatrix(t *testing.T, backend sim.Backend, opts ...CrashOptions) sim
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	if o.LeaseTTL <= 0 {
+	// Without a fixed TTL the timings adapt to the machine (sim.Config.Adaptive).
+	adaptive := o.LeaseTTL <= 0
+	if adaptive {
 		o.LeaseTTL = 250 * time.Millisecond
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
 	}
 	work, err := os.MkdirTemp("", "crashmatrix-test-")
 	if err != nil {
@@ -79,16 +102,9 @@ func RunCrashMatrix(t *testing.T, backend sim.Backend, opts ...CrashOptions) sim
 	b := backend
 	runner, err := sim.NewRunner(sim.Config{Use: &b, Backend: sim.BackendSpec{Name: backend.Name},
 		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: runPattern(t.Name())},
-		WorkDir:  work, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: 1})
+		WorkDir:  work, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: o.Seed, Adaptive: adaptive})
 	if err != nil {
 		t.Fatalf("crash matrix: %v", err)
-	}
-	cases := sim.Filter(sim.Matrix(o.LeaseTTL.Milliseconds()), o.Points, o.Kinds, o.Classes)
-	if only := os.Getenv(CaseEnv); only != "" {
-		cases = slices.DeleteFunc(cases, func(c sim.Case) bool { return !slices.Contains(strings.Split(only, ","), c.ID) })
-	}
-	if len(cases) == 0 {
-		t.Fatalf("crash matrix: no case matches points %v kinds %v classes %v", o.Points, o.Kinds, o.Classes)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -96,7 +112,36 @@ func RunCrashMatrix(t *testing.T, backend sim.Backend, opts ...CrashOptions) sim
 		ctx, cancel = context.WithDeadline(ctx, d.Add(-5*time.Second))
 		defer cancel()
 	}
-	rep := runner.RunAll(ctx, cases, o.Parallel, nil)
+	probe, perr := runner.Probe(ctx)
+	sel := sim.Selection{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, RandomKills: o.RandomKills}
+	cases := sel.Cases(probe, o.LeaseTTL.Milliseconds(), o.Seed)
+	if len(o.Cases) > 0 {
+		cases = o.Cases
+	}
+	if only := os.Getenv(CaseEnv); only != "" {
+		cases = slices.DeleteFunc(cases, func(c sim.Case) bool { return !slices.Contains(strings.Split(only, ","), c.ID) })
+	}
+	for _, p := range o.Points {
+		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w sim.StoreWindow) bool { return w.Point == p }) {
+			t.Fatalf("crash matrix: the probe run never reached store window %s (found %+v); is faults.At called with the context the store method was given?", p, probe.Windows)
+		}
+	}
+	if len(cases) == 0 {
+		t.Fatalf("crash matrix: no case matches points %v kinds %v classes %v", o.Points, o.Kinds, o.Classes)
+	}
+	var progress func(sim.CaseResult)
+	if o.StopAtFirstFailure {
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(ctx)
+		defer stop()
+		progress = func(r sim.CaseResult) {
+			if r.Verdict == sim.Fail {
+				stop()
+			}
+		}
+	}
+	rep := runner.RunAll(ctx, cases, o.Parallel, progress)
+	rep.WithProbe(probe, perr, sel)
 	if rep.ExitCode == 0 {
 		_ = os.RemoveAll(work)
 		return rep

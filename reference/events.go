@@ -54,9 +54,13 @@ const (
 	EvLeaseRenew   = "lease-renew"   // a lease was extended (ExpiresAt)
 	EvLeaseLost    = "lease-lost"    // a stale holder was refused
 	EvLeaseRelease = "lease-release" // a lease was released
-	EvDisposition  = "disposition"   // dead letter or abandoned (Detail)
-	EvOK           = "ok"            // the call returned (Detail: outcome)
-	EvError        = "error"         // the call failed (Detail: error)
+	// EvLeaseReleasing: a release is about to be sent. A process killed
+	// between the store's release and EvLeaseRelease leaves only this one,
+	// and the lease may be free (a random-instant kill found the gap).
+	EvLeaseReleasing = "lease-releasing"
+	EvDisposition    = "disposition" // dead letter or abandoned (Detail)
+	EvOK             = "ok"          // the call returned (Detail: outcome)
+	EvError          = "error"       // the call failed (Detail: error)
 )
 
 // Observer receives the service's events.

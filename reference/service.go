@@ -356,6 +356,7 @@ func (s *Service) withLease(ctx context.Context, space, documentID string, fn fu
 	}
 	s.emit(Event{Kind: EvLeaseAcquire, Space: space, DocumentID: documentID, Token: lease.Token, ExpiresAt: lease.ExpiresAt, Holder: lease.Holder})
 	err := fn(&lease)
+	s.emit(Event{Kind: EvLeaseReleasing, Space: space, DocumentID: documentID, Token: lease.Token, Holder: lease.Holder})
 	if rerr := s.Locks.Release(ctx, lease); rerr == nil {
 		s.emit(Event{Kind: EvLeaseRelease, Space: space, DocumentID: documentID, Token: lease.Token, Holder: lease.Holder})
 	}

@@ -137,7 +137,8 @@ func WriteHTML(w io.Writer, rep sim.Report, o Options) error {
 		Cases     []htmlCase
 		Key       []htmlKeyItem
 		Anchors   map[string]bool
-	}{rep, o, d, m.kinds, rows, classes, cases, key, anchors}
+		Store     storeHTML
+	}{rep, o, d, m.kinds, rows, classes, cases, key, anchors, storeSections(rep, func(c matrixCell) htmlCell { return cell(c) })}
 	return htmlReport.Execute(w, data)
 }
 
@@ -200,7 +201,7 @@ func htmlCaseOf(r sim.CaseResult, o Options, open bool) htmlCase {
 	return hc
 }
 
-var htmlReport = template.Must(template.New("report").Funcs(template.FuncMap{
+var htmlReport = template.Must(template.Must(template.New("report").Parse(storeHTMLTemplate)).Funcs(template.FuncMap{
 	"ms": func(d time.Duration) string { return d.Round(time.Millisecond).String() },
 	"verdictClass": func(v string) string {
 		switch v {
@@ -293,6 +294,7 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 {{range .Rows}}<tr><th>{{.Name}}</th>{{range .Cells}}<td class="{{.Class}}" title="{{.Title}}">{{if .Anchor}}<a href="#{{.Anchor}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
 {{end}}</table></div>{{end}}
 {{if .ClassRows}}<div class="scroll"><table><tr><th>{{if .Rows}}case class{{else}}case{{end}}</th><th>verdict</th></tr>{{range .ClassRows}}<tr><th>{{.Name}}</th>{{range .Cells}}<td class="{{.Class}}" title="{{.Title}}">{{if .Anchor}}<a href="#{{.Anchor}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>{{end}}</table></div>{{end}}
+{{template "store" .Store}}
 <table class="key"><tr><td><b>pass N</b></td><td>the fault fired (N = hits of the window's failpoint) and every invariant held</td></tr>
 <tr><td><b>FAIL I2,…</b></td><td>the invariants the case broke (links to the case)</td></tr>
 <tr><td><b>not-exercised</b></td><td>the fault did not fire: the case proves nothing (never a pass)</td></tr>

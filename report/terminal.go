@@ -65,6 +65,7 @@ func WriteMatrix(w io.Writer, rep sim.Report) {
 	for _, row := range m.classes {
 		fmt.Fprintf(w, "%-30s %s\n", "class "+row.name, row.cells[0].text)
 	}
+	writeStoreSections(w, rep)
 }
 
 type matrixCell struct {
@@ -91,6 +92,9 @@ func buildMatrix(rep sim.Report) matrix {
 	byCell := map[string]*sim.CaseResult{}
 	for i := range rep.Results {
 		r := &rep.Results[i]
+		if r.Case.Class == sim.RandomKillClass || r.Case.Store {
+			continue // their own sections (storewin.go)
+		}
 		if r.Case.Class != "" || r.Case.Point == "" {
 			name := r.Case.Class
 			if name == "" {

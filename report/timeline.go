@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
@@ -248,6 +249,10 @@ func recordHTML(rec history.Record, ops *opNames, afterKill bool) (template.HTML
 		return template.HTML(s), "result"
 	case history.Exit:
 		return template.HTML("exit · " + esc(rec.Reason)), "exit"
+	case history.Reach:
+		return template.HTML(fmt.Sprintf("store window %s passed in %s", esc(string(rec.Point)), esc(rec.Method))), "reach"
+	case history.Kill:
+		return template.HTML(fmt.Sprintf("<b>RANDOM KILL</b> %s into the run", time.Duration(rec.Micros)*time.Microsecond)), "fault"
 	}
 	// A record kind this report does not know yet: its kind and every
 	// field, so additions to the history show up.

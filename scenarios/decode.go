@@ -172,7 +172,8 @@ var Mutants = []string{sim.MutantCreateNotMerge, sim.MutantNoUniqueConstraint}
 // The fields of each mapping, in canonical order.
 var (
 	topFields    = []string{"name", "description", "system", "backend", "bugs", "mutant", "seed", "leaseTTL", "documents", "initial", "steps", "expect"}
-	stepFields   = []string{"worker", "actions", "faults", "background", "resubmit", "expectHit", "continueOnError"}
+	stepFields   = []string{"worker", "actions", "faults", "background", "resubmit", "expectHit", "continueOnError", "kill"}
+	killFields   = []string{"seed", "offset", "base", "after", "afterIndex", "delta"}
 	actionFields = []string{"do", "doc", "document", "op", "rounds", "thread", "owner", "question", "minutes", "approve", "content"}
 	faultFields  = []string{"point", "kind", "hit", "pause", "server"}
 	expectFields = []string{"verdict", "holds", "breaks"}
@@ -701,7 +702,7 @@ func (d *decoder) decodeSteps(s *Scenario, top fields) {
 			st.ExpectHit = []faults.Point{}
 			for j, h := range hits {
 				hp := index(child(sp, "expectHit"), j)
-				p, err := faults.ParsePoint(h)
+				p, err := parsePoint(h)
 				switch {
 				case err != nil:
 					d.errPath(hp, "%v", err)
@@ -712,6 +713,12 @@ func (d *decoder) decodeSteps(s *Scenario, top fields) {
 				default:
 					st.ExpectHit = append(st.ExpectHit, p)
 				}
+			}
+		}
+		if kn, ok := f.vals["kill"]; ok {
+			st.Kill = d.decodeKill(kn, child(sp, "kill"))
+			if st.Kill != nil && st.Background {
+				d.errPath(child(sp, "kill"), "a killed worker cannot run in the background")
 			}
 		}
 		s.Steps = append(s.Steps, st)
@@ -729,6 +736,9 @@ func (d *decoder) decodeSteps(s *Scenario, top fields) {
 	}
 	if len(q.Faults) > 0 {
 		d.errPath(child(lp, "faults"), "the %s step arms no faults: faults stop before the final recovery", QuiesceWorker)
+	}
+	if q.Kill != nil {
+		d.errPath(child(lp, "kill"), "the %s step is not killed: faults stop before the final recovery", QuiesceWorker)
 	}
 	if q.Background {
 		d.errPath(child(lp, "background"), "the %s step cannot run in the background", QuiesceWorker)
@@ -824,7 +834,7 @@ func (d *decoder) decodeFault(s *Scenario, n ast.Node, path string) (Fault, bool
 	if ps == "" {
 		d.errAt(n, child(path, "point"), "required")
 		good = false
-	} else if p, err := faults.ParsePoint(ps); err != nil {
+	} else if p, err := parsePoint(ps); err != nil {
 		d.errPath(child(path, "point"), "%v", err)
 		good = false
 	} else {
@@ -840,7 +850,11 @@ func (d *decoder) decodeFault(s *Scenario, n ast.Node, path string) (Fault, bool
 		ft.Kind = k
 	}
 	if good {
-		spec, _ := faults.Lookup(ft.Point)
+		spec, ok := faults.Lookup(ft.Point)
+		if !ok {
+			// A store-declared window: any store fault kind, either system.
+			spec = faults.Spec{Point: ft.Point, System: s.System, Kinds: faults.StoreKinds}
+		}
 		if ft.Kind.IsServer() {
 			ft.Server = "postgres"
 			if f.has("server") {
@@ -888,6 +902,78 @@ func (d *decoder) decodeFault(s *Scenario, n ast.Node, path string) (Fault, bool
 		good = false
 	}
 	return ft, good
+}
+
+// parsePoint accepts a catalogue point or a store-declared window's name
+// ("<store>/<window>", see faults.At).
+func parsePoint(s string) (faults.Point, error) {
+	p, err := faults.ParsePoint(s)
+	if err != nil && faults.IsStorePoint(faults.Point(s)) {
+		return faults.Point(s), faults.ValidateStorePoint(faults.Point(s))
+	}
+	return p, err
+}
+
+// decodeKill decodes a random-instant kill: {seed, offset, base}; offset
+// (required, positive, microseconds at the finest) is what a replay uses.
+func (d *decoder) decodeKill(n ast.Node, path string) *sim.RandomKill {
+	n, ok := d.plain(n, path)
+	if !ok {
+		return nil
+	}
+	f, ok := d.mapping(n, path, killFields)
+	if !ok {
+		return nil
+	}
+	k := &sim.RandomKill{Seed: d.integer(f, "seed")}
+	micros := func(key string, required bool) (time.Duration, bool) {
+		if !f.has(key) {
+			if required {
+				d.errAt(n, child(path, key), "required: how long after its start the worker is killed (a duration such as 97.065ms)")
+			}
+			return 0, !required
+		}
+		s := d.str(f, key)
+		v, err := time.ParseDuration(s)
+		switch {
+		case err != nil || v <= 0:
+			d.errPath(child(path, key), "bad duration %q (want a positive Go duration such as 97.065ms)", s)
+		case v%time.Microsecond != 0:
+			d.errPath(child(path, key), "duration %q is finer than a microsecond", s)
+		default:
+			return v, true
+		}
+		return 0, false
+	}
+	off, ok1 := micros("offset", true)
+	base, ok2 := micros("base", false)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	if f.has("after") || f.has("afterIndex") || f.has("delta") {
+		k.After, k.AfterIndex = d.str(f, "after"), int(d.integer(f, "afterIndex"))
+		if k.After == "" {
+			d.errAt(n, child(path, "after"), "required with afterIndex and delta: the trace line of the record the kill follows")
+			return nil
+		}
+		if k.AfterIndex < 1 {
+			d.errAt(n, child(path, "afterIndex"), "required with after: which occurrence of that record (1-based)")
+			return nil
+		}
+		s := d.str(f, "delta")
+		v, err := time.ParseDuration(s)
+		if err != nil || v < 0 || v%time.Microsecond != 0 {
+			d.errAt(n, child(path, "delta"), "want how long after that record the kill comes, a duration of whole microseconds (0s or more), got %q", s)
+			return nil
+		}
+		k.Delta = v
+	}
+	if base != 0 && off > base {
+		d.errPath(child(path, "offset"), "offset %s is beyond base %s (the fault-free run it was drawn from)", off, base)
+		return nil
+	}
+	k.Offset, k.Base = off, base
+	return k
 }
 
 func (d *decoder) decodeExpect(s *Scenario, top fields) {

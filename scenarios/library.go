@@ -90,6 +90,10 @@ func FromCase(c sim.Case) (*Scenario, error) {
 			act := st.Arms[p]
 			out.Faults = append(out.Faults, Fault{Point: p, Kind: act.Kind, Hit: act.Hit, Pause: act.PauseFor, Server: act.Server})
 		}
+		if st.Kill != nil {
+			k := *st.Kill
+			out.Kill = &k
+		}
 		if !slices.Equal(st.ExpectHit, out.ExpectedHits()) {
 			out.ExpectHit = append([]faults.Point{}, st.ExpectHit...)
 		}

@@ -89,6 +89,16 @@ func (s *Scenario) Marshal() ([]byte, error) {
 		if st.ContinueOnError {
 			kv(in, "continueOnError", "true")
 		}
+		if k := st.Kill; k != nil {
+			kill := fmt.Sprintf("{seed: %d, offset: %s", k.Seed, k.Offset)
+			if k.Base != 0 {
+				kill += ", base: " + k.Base.String()
+			}
+			if k.After != "" {
+				kill += fmt.Sprintf(", after: %s, afterIndex: %d, delta: %s", scalar(k.After, true), k.AfterIndex, k.Delta)
+			}
+			kv(in, "kill", kill+"}")
+		}
 	}
 	b.WriteString("expect:\n")
 	kv("  ", "verdict", scalar(n.Expect.Verdict, false))

@@ -68,6 +68,9 @@ type Step struct {
 	// (expectHit: [] in the file) expects nothing.
 	ExpectHit       []faults.Point
 	ContinueOnError bool
+	// Kill, when set, SIGKILLs the worker Kill.Offset into its run (a
+	// random-instant kill, replayed at the same offset).
+	Kill *sim.RandomKill
 }
 
 // Action is one thing a worker does (sim.Action). An ingest names its
@@ -160,6 +163,10 @@ func (s *Scenario) Case() sim.Case {
 			}
 		}
 		out.Resubmit = slices.Clone(st.Resubmit)
+		if st.Kill != nil {
+			k := *st.Kill
+			out.Kill = &k
+		}
 		if hits := st.ExpectedHits(); len(hits) > 0 {
 			out.ExpectHit = slices.Clone(hits)
 		}

@@ -29,6 +29,10 @@ type Step struct {
 	ExpectHit []faults.Point `json:"expectHit,omitempty" yaml:"expectHit,omitempty"`
 	// ContinueOnError keeps the worker going after a failed action.
 	ContinueOnError bool `json:"continueOnError,omitempty" yaml:"continueOnError,omitempty"`
+	// Kill, when set, SIGKILLs the worker at an instant of its run instead
+	// of at a failpoint (a random-instant kill); it must fire for the case
+	// to count as exercised.
+	Kill *RandomKill `json:"kill,omitempty" yaml:"kill,omitempty"`
 }
 
 // Case is one cell of the crash matrix, or one named scenario.
@@ -47,6 +51,12 @@ type Case struct {
 	Class       string `json:"class,omitempty"`
 	Description string `json:"description"`
 	Steps       []Step `json:"steps"`
+	// TTLMillis is the lease TTL the case's pause lengths were computed
+	// for (0: they are absolute); ForTTL rescales them to another TTL.
+	TTLMillis int64 `json:"ttlMillis,omitempty"`
+	// Store marks a store-declared window's case (Point is the store's
+	// point name).
+	Store bool `json:"store,omitempty"`
 	// Initial, when set, is loaded into the case's space before the
 	// first step (a scenario's initial block).
 	Initial *initial.State `json:"initial,omitempty"`
@@ -54,6 +64,9 @@ type Case struct {
 
 // Label is the case's row x column in the matrix.
 func (c Case) Label() string {
+	if c.Class == RandomKillClass {
+		return c.ID
+	}
 	if c.Class != "" {
 		return c.Class
 	}
@@ -118,7 +131,16 @@ func quiesceStep(system faults.System, resubmit ...string) Step {
 // when the kind does not apply at the window.
 func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool) {
 	spec, found := faults.Lookup(p)
-	if !found || !spec.Applies(k) {
+	if !found {
+		return Case{}, false
+	}
+	return windowCase(spec, k, leaseTTLMillis)
+}
+
+// windowCase builds the case of a catalogue or store-declared window.
+func windowCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case, bool) {
+	p := spec.Point
+	if !spec.Applies(k) {
 		return Case{}, false
 	}
 	arm := faults.On(k, 1)
@@ -128,7 +150,7 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 	if k == faults.Recrash {
 		arm = faults.On(faults.Crash, 1)
 	}
-	c := Case{ID: caseID(string(p), string(k)), System: spec.System, Point: p, Kind: k,
+	c := Case{ID: caseID(strings.ReplaceAll(string(p), "/", "-"), string(k)), System: spec.System, Point: p, Kind: k, TTLMillis: leaseTTLMillis,
 		Description: fmt.Sprintf("%s at %q (%s); recovery must: %s", k, spec.Step, spec.Window, spec.Recovery)}
 	fault := Step{Worker: "fault", Arms: faults.Arms{}, ExpectHit: []faults.Point{p}}
 	var recovery []Step
@@ -144,7 +166,7 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 		// graph effects reconciled, then the dead letter recorded.
 		fault.Actions = StandardScript()
 		fault.Arms[faults.BeforeStateCommit] = faults.On(faults.Permanent, 1)
-	case p == faults.BeforeRetryPrepared || p == faults.RecoveryBeforeClaim || p == faults.RecoveryBeforeResume:
+	case p == faults.BeforeRetryPrepared || p == faults.RecoveryBeforeClaim || p == faults.RecoveryBeforeResume || (faults.IsStorePoint(p) && spec.InRecovery):
 		// Leave work for recovery, then fault inside recovery.
 		setup := faults.On(faults.Transient, 1)
 		if p != faults.BeforeRetryPrepared {
@@ -174,6 +196,11 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 		again.ExpectHit = []faults.Point{p}
 		if spec.System == faults.PlanSave {
 			again.Actions = []Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}}
+		} else if faults.IsStorePoint(p) && !spec.InRecovery {
+			// Recovery alone may never call the store method again (a
+			// crash before the operation existed leaves it nothing to
+			// do): the re-run is the caller's resubmission, then recovery.
+			again.Resubmit = []string{"fault"}
 		}
 		c.Steps = append(c.Steps, again)
 	}
@@ -193,7 +220,7 @@ func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool
 func ClassCases(leaseTTLMillis int64) []Case {
 	long := faults.PauseOn(time.Duration(2*leaseTTLMillis+100)*time.Millisecond, 1)
 	short := faults.PauseOn(time.Duration(leaseTTLMillis/2)*time.Millisecond, 1)
-	return []Case{
+	cases := []Case{
 		{ID: "class-duplicate-delivery", System: faults.Ingestion, Class: "duplicate-delivery",
 			Description: "one operationId delivered three times: after a crash mid-write, two workers resubmit it at once (the first stalls mid-resume past its lease while the second takes over)",
 			Steps: []Step{
@@ -233,6 +260,10 @@ func ClassCases(leaseTTLMillis int64) []Case {
 				quiesceStep(faults.Ingestion, "fault"),
 			}},
 	}
+	for i := range cases {
+		cases[i].TTLMillis = leaseTTLMillis
+	}
+	return cases
 }
 
 // Matrix returns every window x applicable kind, then the case classes.

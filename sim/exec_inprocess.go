@@ -181,7 +181,10 @@ type inprocWorker struct {
 	res    *WorkerResult
 }
 
-func (x *inprocCase) start(ctx context.Context, spec WorkerSpec) (runningWorker, error) {
+func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration) (runningWorker, error) {
+	if spec.KillAfterMicros > 0 {
+		return nil, fmt.Errorf("worker %s: a random-instant kill needs real worker processes, not the in-process mode (a goroutine cannot be stopped at an instant)", spec.Worker)
+	}
 	x.pid++
 	w := &inprocWorker{spec: spec, hist: x.hist, parked: make(chan struct{}, 1), done: make(chan WorkerResult, 1), relCh: make(chan struct{})}
 	hw := x.hist.Writer(spec.Worker, spec.Phase, x.clock.Now)

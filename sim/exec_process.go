@@ -19,7 +19,9 @@ import (
 
 // caseExec runs the workers of one case in some execution mode.
 type caseExec interface {
-	start(ctx context.Context, spec WorkerSpec) (runningWorker, error)
+	// start runs a worker; a process worker is killed once deadline has
+	// passed.
+	start(ctx context.Context, spec WorkerSpec, deadline time.Duration) (runningWorker, error)
 	history() (history.Log, error)
 	snapshot(ctx context.Context, c Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error)
 	close()
@@ -67,8 +69,8 @@ type processWorker struct {
 	res  *WorkerResult
 }
 
-func (p *processCase) start(ctx context.Context, spec WorkerSpec) (runningWorker, error) {
-	_, done, err := p.r.start(ctx, p.dir, spec)
+func (p *processCase) start(ctx context.Context, spec WorkerSpec, deadline time.Duration) (runningWorker, error) {
+	_, done, err := p.r.start(ctx, p.dir, spec, deadline)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +121,9 @@ func waitRelease(ctx context.Context, file string, d time.Duration) {
 	if file == "" {
 		return
 	}
-	deadline := time.Now().Add(2 * time.Minute)
+	// A release normally comes within a few lease TTLs; the stall d is
+	// one of those, so the wait grows with the timings in use.
+	deadline := time.Now().Add(2*time.Minute + 10*d)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if _, err := os.Stat(file); err == nil {
 			return
@@ -129,8 +133,9 @@ func waitRelease(ctx context.Context, file string, d time.Duration) {
 }
 
 // start launches a worker with its failpoints armed through GO_FAILPOINTS
-// and a deadline; the returned channel yields its result.
-func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec) (*exec.Cmd, chan WorkerResult, error) {
+// and a deadline, after which its whole process group is killed; the
+// returned channel yields its result.
+func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadline time.Duration) (*exec.Cmd, chan WorkerResult, error) {
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, nil, err
@@ -155,7 +160,7 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec) (*exec.
 	r.procs.Store(cmd, struct{}{})
 	done := make(chan WorkerResult, 1)
 	go func() {
-		timer := time.AfterFunc(r.cfg.ProcessTimeout, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+		timer := time.AfterFunc(deadline, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 		stop := context.AfterFunc(ctx, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 		err := cmd.Wait()
 		timedOut := !timer.Stop()

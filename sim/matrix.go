@@ -24,6 +24,46 @@ type Report struct {
 	Counts   map[Verdict]int `json:"counts"`
 	Verdict  Verdict         `json:"verdict"`
 	ExitCode int             `json:"exitCode"`
+	// Timing is what the run used: the lease TTL and what follows from
+	// it, the calibration and every rise while it ran.
+	Timing Timing `json:"timing"`
+	// StoreWindows are the windows the store declared, as the probe run
+	// found them; Probed says a probe ran (so an empty list means none).
+	StoreWindows []StoreWindow `json:"storeWindows,omitempty"`
+	Probed       bool          `json:"probed,omitempty"`
+}
+
+// maxAttempts bounds the runs of a case that is not exercised.
+const maxAttempts = 3
+
+// runWithRetries runs a case; one that was not exercised (a fault that did
+// not fire never counts as a pass) is run again from scratch, with a lease
+// TTL twice as long when time ran out and the run is adaptive. Every
+// result feeds the runner's rescaling.
+func (r *Runner) runWithRetries(ctx context.Context, c Case) CaseResult {
+	tm := r.Timing()
+	var attempts []Attempt
+	var earlier []string
+	for n := 1; ; n++ {
+		res := r.runCase(ctx, c.ForTTL(tm.LeaseTTL), tm)
+		r.rescaleFrom(res)
+		res.Attempts = attempts
+		if len(earlier) > 0 {
+			// One flat note for the reports, whatever the number of runs.
+			res.Notes = append(res.Notes, EarlierAttempts+strings.Join(earlier, " | "))
+		}
+		if res.Verdict != NotExercised || n == maxAttempts || ctx.Err() != nil || res.NotExercised == nil {
+			return res
+		}
+		attempts = append(attempts, Attempt{LeaseTTL: tm.LeaseTTL, Reason: *res.NotExercised})
+		own := slices.DeleteFunc(slices.Clone(res.Notes), func(n string) bool { return strings.HasPrefix(n, EarlierAttempts) })
+		earlier = append(earlier, fmt.Sprintf("attempt %d: %s (lease TTL %s)", n, strings.Join(own, "; "), tm.LeaseTTL))
+		next := r.Timing() // it may have risen meanwhile
+		if res.NotExercised.Cause == CauseTiming && r.cfg.Adaptive && !r.cfg.InProcess {
+			next = next.withTTL(max(next.LeaseTTL, 2*tm.LeaseTTL), r.claimFixed)
+		}
+		tm = next
+	}
 }
 
 // RunAll runs cases on parallel workers slots and reports each result as it
@@ -33,6 +73,15 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 		parallel = 4
 	}
 	rep := Report{Backend: r.backend.Name, Mutant: r.cfg.Mutant, Seed: r.cfg.Seed, Started: time.Now(), Counts: map[Verdict]int{}}
+	if _, err := r.Calibrate(ctx, min(parallel, len(cases))); err != nil {
+		// The backend cannot run a fault-free case: every case would be
+		// undecided for the same reason, said once.
+		rep.Results = []CaseResult{{Case: CalibrationCase(0), Verdict: Undecided, Notes: []string{err.Error()}}}
+		rep.Timing = r.Timing()
+		rep.Took = time.Since(rep.Started)
+		rep.finish()
+		return rep
+	}
 	for _, b := range r.cfg.Bugs {
 		rep.Bugs = append(rep.Bugs, string(b))
 	}
@@ -45,17 +94,7 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				res := r.RunCase(ctx, cases[i])
-				// A fault that did not fire (the worker lost its lease to a
-				// stall before reaching the window, say) is retried from
-				// scratch; it never counts as a pass.
-				var earlier []string
-				for attempt := 2; res.Verdict == NotExercised && attempt <= 3 && ctx.Err() == nil; attempt++ {
-					own := slices.DeleteFunc(slices.Clone(res.Notes), func(n string) bool { return strings.HasPrefix(n, EarlierAttempts) })
-					earlier = append(earlier, fmt.Sprintf("attempt %d: %s", attempt-1, strings.Join(own, "; ")))
-					res = r.RunCase(ctx, cases[i])
-					res.Notes = append(res.Notes, EarlierAttempts+strings.Join(earlier, " | "))
-				}
+				res := r.runWithRetries(ctx, cases[i])
 				results[i] = res
 				if progress != nil {
 					mu.Lock()
@@ -91,6 +130,7 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 	close(jobs)
 	wg.Wait()
 	rep.Results = results
+	rep.Timing = r.Timing()
 	rep.Took = time.Since(rep.Started)
 	rep.finish()
 	return rep

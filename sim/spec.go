@@ -50,4 +50,13 @@ type WorkerSpec struct {
 	// pause just stalls.
 	Background  bool   `json:"background,omitempty"`
 	ReleaseFile string `json:"releaseFile,omitempty"`
+	// KillAfterMicros, when positive, SIGKILLs the worker this long after
+	// it starts (a random-instant kill).
+	KillAfterMicros int64 `json:"killAfterMicros,omitempty"`
+	// KillAnchor, when set, replaces KillAfterMicros: the worker is killed
+	// KillDeltaMicros after the KillAnchorIndex-th of its records whose
+	// trace line is KillAnchor.
+	KillAnchor      string `json:"killAnchor,omitempty"`
+	KillAnchorIndex int    `json:"killAnchorIndex,omitempty"`
+	KillDeltaMicros int64  `json:"killDeltaMicros,omitempty"`
 }

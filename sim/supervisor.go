@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -113,6 +114,12 @@ type Config struct {
 	// ServerFaults, when set, lets cases fault the backend's servers
 	// (server-crash, ack-lost, conn-reset); process mode only.
 	ServerFaults ServerFaults
+	// Adaptive lets a process-mode run derive its timings from what it
+	// measures: RunAll calibrates step latency before the cases (LeaseTTL
+	// is then a floor), raises the TTL when a case's steps come close to
+	// it, and retries a case not exercised for lack of time with a longer
+	// TTL. Off, LeaseTTL is used as given.
+	Adaptive bool
 }
 
 // Runner runs cases with real worker processes.
@@ -129,6 +136,13 @@ type Runner struct {
 	// and exclusively by a case that crashes a server: a restart must not
 	// fail the workers of another case.
 	servers sync.RWMutex
+	// timing is the live timing (see Timing); claimFixed says the
+	// caller set ClaimTTL, which then scales with the lease TTL.
+	timing     adaptive
+	claimFixed bool
+	// killBase is the shortest fault-free span a random kill's worker was
+	// seen to take (nanoseconds; 0: none yet), see rescaleKills.
+	killBase atomic.Int64
 }
 
 // NewRunner resolves the backend and fills in defaults.
@@ -148,7 +162,8 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = 250 * time.Millisecond
 	}
-	if cfg.ClaimTTL <= 0 {
+	claimFixed := cfg.ClaimTTL > 0
+	if !claimFixed {
 		cfg.ClaimTTL = cfg.LeaseTTL + 50*time.Millisecond
 	}
 	if cfg.BatchSize <= 0 {
@@ -160,7 +175,16 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Namespace == "" {
 		cfg.Namespace = fmt.Sprintf("r%x", time.Now().UnixNano()&0xffffffff)
 	}
-	return &Runner{cfg: cfg, backend: b}, nil
+	r := &Runner{cfg: cfg, backend: b, claimFixed: claimFixed}
+	src := "fixed"
+	switch {
+	case cfg.InProcess:
+		src = "simulated"
+	case cfg.Adaptive:
+		src = "default"
+	}
+	r.timing.t = Timing{LeaseTTL: cfg.LeaseTTL, ClaimTTL: cfg.ClaimTTL, ProcessTimeout: cfg.ProcessTimeout, Source: src}
+	return r, nil
 }
 
 // Backend returns the resolved backend.
@@ -199,6 +223,13 @@ type CaseResult struct {
 	Completed  int               `json:"completed"`
 	Took       time.Duration     `json:"took"`
 	Dir        string            `json:"dir"`
+	// LeaseTTL is the lease TTL the case ran with (its last attempt's).
+	LeaseTTL time.Duration `json:"leaseTtl,omitempty"`
+	// NotExercised says why, when the verdict is NotExercised.
+	NotExercised *NotExercisedReason `json:"notExercised,omitempty"`
+	// Attempts are the earlier runs of a case retried because it was not
+	// exercised, oldest first.
+	Attempts []Attempt `json:"attempts,omitempty"`
 	// Space is the space the run wrote in (its operationIds are scoped by
 	// OpID to it).
 	Space string `json:"space,omitempty"`
@@ -232,15 +263,34 @@ func (cr CaseResult) WhyNotExercised() string {
 	if len(why) == 0 {
 		why = []string{"the fault did not fire"}
 	}
-	return strings.Join(why, "; ") + ", which can mean the code path changed"
+	x := cr.NotExercised
+	if x == nil || x.Cause == CauseUnreachable {
+		return strings.Join(why, "; ") + ", which can mean the code path changed"
+	}
+	s := strings.Join(why, "; ") + " (" + string(x.Cause)
+	if x.Detail != "" {
+		s += ": " + x.Detail
+	}
+	s += ")"
+	if x.Advice != "" {
+		s += "; what to do: " + x.Advice
+	}
+	return s
 }
 
 // RunCase runs one case: its workers in order (processes, or goroutines in
-// the in-process mode), then the checks.
+// the in-process mode), then the checks, with the runner's current timing
+// (pause lengths rescaled to its lease TTL).
 func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
+	tm := r.Timing()
+	return r.runCase(ctx, c.ForTTL(tm.LeaseTTL), tm)
+}
+
+func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	start := time.Now()
 	dir := filepath.Join(r.cfg.WorkDir, c.ID)
-	res := CaseResult{Case: c, Hits: map[string]int{}, Dir: dir}
+	c = r.rescaleKills(c)
+	res := CaseResult{Case: c, Hits: map[string]int{}, Dir: dir, LeaseTTL: tm.LeaseTTL}
 	fail := func(v Verdict, note string) CaseResult {
 		res.Verdict = v
 		res.Notes = append(res.Notes, note)
@@ -306,13 +356,20 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 		}
 		spec := WorkerSpec{Case: c.ID, Worker: st.Worker, Phase: i, Space: space, Backend: r.cfg.Backend, Env: env,
 			History: filepath.Join(dir, "history.jsonl"), CallDir: filepath.Join(dir, "calls"), Actions: acts, Arms: st.Arms, Bugs: r.cfg.Bugs,
-			LeaseTTLMillis: r.cfg.LeaseTTL.Milliseconds(), ClaimTTLMillis: r.cfg.ClaimTTL.Milliseconds(),
+			LeaseTTLMillis: tm.LeaseTTL.Milliseconds(), ClaimTTLMillis: tm.ClaimTTL.Milliseconds(),
 			BatchSize: r.cfg.BatchSize, Seed: r.cfg.Seed, ContinueOnError: st.ContinueOnError,
 			Background: st.Background}
+		if st.Kill != nil {
+			spec.KillAfterMicros = max(st.Kill.Offset.Microseconds(), 1)
+			if st.Kill.After != "" {
+				spec.KillAfterMicros = 0
+				spec.KillAnchor, spec.KillAnchorIndex, spec.KillDeltaMicros = st.Kill.After, st.Kill.AfterIndex, st.Kill.Delta.Microseconds()
+			}
+		}
 		if st.Background {
 			spec.ReleaseFile = filepath.Join(dir, fmt.Sprintf("release-%d", i))
 		}
-		w, err := cx.start(ctx, spec)
+		w, err := cx.start(ctx, spec, tm.ProcessTimeout)
 		if err != nil {
 			return fail(Undecided, fmt.Sprintf("start worker %s: %v", st.Worker, err))
 		}
@@ -321,7 +378,7 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 			// dead) or exits; a paused worker resumes when the next
 			// foreground worker is done, so the interleaving is the same
 			// on every run.
-			w.waitHitOrExit(ctx, r.cfg.ProcessTimeout)
+			w.waitHitOrExit(ctx, tm.ProcessTimeout)
 			paused = append(paused, w)
 			continue
 		}
@@ -342,7 +399,7 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 			}
 		}
 		if w.Exit == "timeout" {
-			res.Notes = append(res.Notes, fmt.Sprintf("worker %s (pid %d) hung and was killed after %s", w.Worker, w.PID, r.cfg.ProcessTimeout))
+			res.Notes = append(res.Notes, fmt.Sprintf("worker %s (pid %d) hung and was killed after %s", w.Worker, w.PID, tm.ProcessTimeout))
 		}
 	}
 	for _, rec := range h {
@@ -352,27 +409,44 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 	}
 	// Was every expected fault exercised, and did each armed crash end its
 	// worker by the kill?
-	exercised := true
-	for _, st := range c.Steps {
+	var miss *NotExercisedReason
+	for i, st := range c.Steps {
 		for _, p := range st.ExpectHit {
 			if !h.HitBy(st.Worker, p) {
-				exercised = false
+				why := whyNotHit(h, i, st, p, findWorker(res.Workers, st.Worker), tm)
+				// The note keeps the reports' wording; the reason, with
+				// its cause and advice, is in NotExercised.
 				res.Notes = append(res.Notes, fmt.Sprintf("failpoint %s never fired in worker %s", p, st.Worker))
+				miss = cmp.Or(miss, &why)
 			}
 		}
 		for p, a := range st.Arms {
 			if a.Kind.IsServer() && h.HitBy(st.Worker, p) && !serverFaultDone(h, st.Worker, p) {
-				res.Notes = append(res.Notes, fmt.Sprintf("worker %s hit %s (%s) but the server fault never took effect", st.Worker, p, a))
-				exercised = false
+				note := fmt.Sprintf("worker %s hit %s (%s) but the server fault never took effect", st.Worker, p, a)
+				res.Notes = append(res.Notes, note)
+				miss = cmp.Or(miss, &NotExercisedReason{Cause: CauseServerFault, Detail: note,
+					Advice: "the armed fault found no matching traffic before faults stopped (ack-lost waits for a committed write's reply, conn-reset for a request), or the supervisor could not restart the server: see the case's server records"})
 			}
 			if (a.Kind == faults.Crash || a.Kind == faults.Unknown || a.Kind == faults.Recrash) && h.HitBy(st.Worker, p) {
 				if wr := findWorker(res.Workers, st.Worker); wr != nil && !strings.HasPrefix(wr.Exit, "killed") {
-					res.Notes = append(res.Notes, fmt.Sprintf("worker %s hit %s (%s) but exited %q instead of dying by SIGKILL", st.Worker, p, a, wr.Exit))
-					exercised = false
+					note := fmt.Sprintf("worker %s hit %s (%s) but exited %q instead of dying by SIGKILL", st.Worker, p, a, wr.Exit)
+					res.Notes = append(res.Notes, note)
+					miss = cmp.Or(miss, &NotExercisedReason{Cause: CauseNotKilled, Detail: note,
+						Advice: "the crash did not end the worker: check the worker's Crash function (it must not return) and that nothing catches the kill"})
 				}
 			}
 		}
 	}
+	r.learnKillBase(c, h)
+	res.Case = anchorKills(res.Case, h)
+	if notes, ok := killNotes(c, h); len(notes) > 0 {
+		res.Notes = append(res.Notes, notes...)
+		if !ok {
+			miss = cmp.Or(miss, &NotExercisedReason{Cause: CauseKillMissed, Detail: strings.Join(notes, "; "),
+				Advice: "the worker finished before its random kill (this run was faster than the measured one): run again, or pick another seed"})
+		}
+	}
+	exercised := miss == nil
 	for _, w := range res.Workers {
 		if w.Exit == "timeout" || strings.HasPrefix(w.Exit, "error") {
 			return fail(Undecided, fmt.Sprintf("worker %s: %s", w.Worker, w.Exit))
@@ -404,9 +478,11 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 		res.Verdict = Fail
 	case !exercised:
 		res.Verdict = NotExercised
+		res.NotExercised = miss
 	case res.Completed == 0:
 		res.Verdict = NotExercised
 		res.Notes = append(res.Notes, "too little happened: no operation reached COMPLETED after recovery")
+		res.NotExercised = nothingCompleted(h, tm)
 	default:
 		res.Verdict = Pass
 	}

@@ -86,6 +86,7 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 		pid = os.Getpid()
 	}
 	hist.Append(history.Record{Kind: history.Start, PID: pid, Actions: len(spec.Actions)})
+	began := time.Now()
 	pause := opt.Pause
 	if pause == nil {
 		pause = func(ctx context.Context, d time.Duration) { waitRelease(ctx, spec.ReleaseFile, d) }
@@ -98,10 +99,17 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 		},
 		Crash: opt.Crash,
 		Sleep: pause,
+		OnReach: func(r faults.Reach) {
+			hist.Append(history.Record{Kind: history.Reach, Point: r.Point, Method: r.Method, PID: pid})
+		},
 	}
 	if url := spec.Env.Servers[EndpointControl]; url != "" {
 		rt.Server = serverFaultHook(url, spec.Worker, spec.Phase)
 	}
+	// Store code reached from the service sees the runtime and can declare
+	// its own windows (faults.At).
+	ctx = faults.WithRuntime(ctx, rt)
+	defer armRandomKill(spec, hist, pid, began)()
 	w := &worker{spec: spec, hist: hist, rt: rt, backend: b, opt: opt, pid: pid}
 	if opt.Stores != nil {
 		w.stores, w.sharedStores = opt.Stores, true
@@ -122,11 +130,11 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 		}
 		hist.Append(r)
 		if err != nil && !spec.ContinueOnError {
-			hist.Append(history.Record{Kind: history.Exit, Reason: "stopped after a failed action"})
+			hist.Append(history.Record{Kind: history.Exit, Reason: "stopped after a failed action", Micros: time.Since(began).Microseconds()})
 			return nil
 		}
 	}
-	hist.Append(history.Record{Kind: history.Exit, Reason: "done"})
+	hist.Append(history.Record{Kind: history.Exit, Reason: "done", Micros: time.Since(began).Microseconds()})
 	return nil
 }
 
@@ -170,6 +178,7 @@ func (w *worker) service(ctx context.Context) (*reference.Service, error) {
 			return nil, fmt.Errorf("open backend %s: %w", w.backend.Name, err)
 		}
 		w.stores = &st
+		warmUp(ctx, st, w.spec.Space)
 	}
 	var calls reference.CallLog = &fileCallLog{dir: w.spec.CallDir, hist: w.hist}
 	if w.opt.CallLog != nil {
@@ -284,4 +293,25 @@ func serviceOutcome(r reference.Result) *history.Outcome {
 
 func checkpointOutcome(cp plansave.Checkpoint) *history.Outcome {
 	return &history.Outcome{Op: cp.OperationID, Status: string(cp.Status), Next: string(cp.Next), PlanID: cp.PlanID}
+}
+
+// warmUp reads once from every store a fresh worker process opened, before
+// it takes any lease: drivers connect lazily, and a first connection (to a
+// server on a loaded machine, seconds) would otherwise be paid inside the
+// first lease and cost the worker its lease, so the case would measure the
+// machine instead of the protocol. A long-running service has warm
+// connections too. Errors are left to the real calls to report.
+func warmUp(ctx context.Context, st reference.Stores, space string) {
+	if st.Ops != nil {
+		_, _ = st.Ops.Get(ctx, space+"/warm-up")
+	}
+	if st.States != nil {
+		_, _, _ = st.States.FindCurrent(ctx, space, "warm-up")
+	}
+	if st.Registry != nil {
+		_, _ = st.Registry.FindMatches(ctx, space, "warm-up", []string{"warm-up"})
+	}
+	if st.Writer != nil {
+		_, _ = st.Writer.ReadGraph(ctx, space)
+	}
 }

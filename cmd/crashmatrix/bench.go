@@ -18,7 +18,7 @@ import (
 )
 
 func benchCmd() *cobra.Command {
-	var rounds, cycles, parallel, cycleParallel, restarts int
+	var rounds, cycles, parallel, cycleParallel, randomKills, restarts int
 	var leaseTTL, cycleTTL, exploreFor time.Duration
 	var backend, benchDir string
 	var server serverFlags
@@ -28,6 +28,9 @@ func benchCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			ctx := cmd.Context()
+			if rounds < 1 {
+				return fmt.Errorf("--rounds must be at least 1")
+			}
 			if benchDir == "" {
 				benchDir = os.TempDir()
 				if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
@@ -45,6 +48,7 @@ func benchCmd() *cobra.Command {
 			}
 			defer cleanup()
 			fmt.Fprintf(out, "crashmatrix bench: backend %s, %d cores, %s/%s, case data in %s\n", name, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, benchDir)
+			adaptive := leaseTTL <= 0
 			leaseTTL = defaultLeaseTTL(leaseTTL, backend)
 			if name == "containers" {
 				fmt.Fprintf(out, "containers: PostgreSQL answered its first query %s after Run, Neo4j %s after Run\n",
@@ -52,11 +56,7 @@ func benchCmd() *cobra.Command {
 			}
 			var walls []time.Duration
 			for i := 0; i < rounds; i++ {
-				work, err := os.MkdirTemp(benchDir, "crashmatrix-bench-")
-				if err != nil {
-					return err
-				}
-				r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work, LeaseTTL: leaseTTL, Seed: int64(i + 1)})
+				r, work, err := benchRunner(benchDir, backend, self, leaseTTL, int64(i+1), adaptive)
 				if err != nil {
 					return err
 				}
@@ -69,10 +69,7 @@ func benchCmd() *cobra.Command {
 				}
 				os.RemoveAll(work)
 				walls = append(walls, rep.Took)
-				fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %s\n", i+1, len(cases), rep.Took.Round(time.Millisecond))
-			}
-			if len(walls) == 0 {
-				return fmt.Errorf("--rounds must be at least 1")
+				fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %s; %s\n", i+1, len(cases), rep.Took.Round(time.Millisecond), rep.Timing)
 			}
 			sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
 			fmt.Fprintf(out, "full matrix wall time: median %s, min %s, max %s over %d rounds (target <= 5s on the embedded default, <= 60s on PostgreSQL + Neo4j)\n",
@@ -80,6 +77,11 @@ func benchCmd() *cobra.Command {
 
 			if server.faults != nil {
 				if err := benchServerFaults(cmd, &server, self, backend, benchDir, leaseTTL, parallel, restarts); err != nil {
+					return err
+				}
+			}
+			if randomKills > 0 {
+				if err := benchStoreWindows(cmd, self, backend, benchDir, rounds, parallel, randomKills, leaseTTL, walls[len(walls)/2]); err != nil {
 					return err
 				}
 			}
@@ -101,6 +103,7 @@ func benchCmd() *cobra.Command {
 	fl.IntVar(&rounds, "rounds", 3, "full-matrix rounds")
 	fl.IntVar(&parallel, "parallel", 12, "cases at once in the full matrix")
 	fl.DurationVar(&leaseTTL, "lease-ttl", 0, "lease TTL for the full matrix (default as for certify)")
+	fl.IntVar(&randomKills, "random-kills", 100, "random-instant kills added to the full matrix with the store's own windows (0 skips that figure)")
 	fl.IntVar(&cycles, "cycles", 300, "kill-restart-recover cycles")
 	fl.IntVar(&restarts, "restarts", 3, "with --backend containers and server faults: server restarts measured per server (kill -> first answered query); then the server-fault matrix runs once")
 	fl.IntVar(&cycleParallel, "cycle-parallel", 16, "cycles at once")
@@ -277,4 +280,51 @@ func benchExplore(cmd *cobra.Command, self string, d time.Duration) error {
 			m.name, f.Invariant, res.Schedules, f.FoundAfter.Round(time.Millisecond), f.ShrunkAfter.Round(time.Millisecond), explore.Size(f.Shrunk), explore.Describe(f.Shrunk), f.Reproduced, f.Reruns)
 	}
 	return nil
+}
+
+// benchStoreWindows prints the wall time of the full matrix with the
+// store's own windows (the probe run that finds them included) and kills
+// random-instant kills, next to the plain matrix's median.
+func benchStoreWindows(cmd *cobra.Command, self, backend, benchDir string, rounds, parallel, kills int, ttl, plain time.Duration) error {
+	out := cmd.OutOrStdout()
+	var walls []time.Duration
+	for i := 0; i < rounds; i++ {
+		r, work, err := benchRunner(benchDir, backend, self, ttl, int64(i+1), false)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		probe, err := r.Probe(cmd.Context())
+		if err != nil {
+			return fmt.Errorf("store windows round %d: %w", i+1, err)
+		}
+		cases := sim.Selection{RandomKills: kills}.Cases(probe, ttl.Milliseconds(), int64(i+1))
+		rep := r.RunAll(cmd.Context(), cases, parallel, nil)
+		rep.WithProbe(probe, nil, sim.Selection{})
+		took := time.Since(start)
+		if rep.ExitCode != 0 {
+			sim.WriteMatrix(out, rep)
+			fmt.Fprintf(out, "case data and histories: %s\n", work)
+			return fmt.Errorf("matrix with store windows and random kills, round %d, did not certify: the figure would be meaningless", i+1)
+		}
+		os.RemoveAll(work)
+		walls = append(walls, took)
+		fmt.Fprintf(out, "  with store windows and random kills, round %d: probe (%d store windows, fault-free run %s) + %d cases, %s\n",
+			i+1, len(probe.Windows), probe.Base.Round(time.Millisecond), len(cases), took.Round(time.Millisecond))
+	}
+	sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
+	med := walls[len(walls)/2]
+	fmt.Fprintf(out, "full matrix + store windows + %d random kills: median %s, min %s, max %s over %d rounds = %.2fx the plain matrix's median %s (target <= 2x)\n",
+		kills, med.Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond), len(walls), float64(med)/float64(plain), plain.Round(time.Millisecond))
+	return nil
+}
+
+// benchRunner is one full-matrix round's runner, on a fresh work directory.
+func benchRunner(benchDir, backend, self string, ttl time.Duration, seed int64, adaptive bool) (*sim.Runner, string, error) {
+	work, err := os.MkdirTemp(benchDir, "crashmatrix-bench-")
+	if err != nil {
+		return nil, "", err
+	}
+	r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work, LeaseTTL: ttl, Seed: seed, Adaptive: adaptive})
+	return r, work, err
 }

@@ -5,12 +5,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/report"
+	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
@@ -22,7 +25,7 @@ type certifyFlags struct {
 	backend, mutant, workdir  string
 	jsonOut, junitOut, html   string
 	bugs, points, kinds, only []string
-	parallel                  int
+	parallel, randomKills     int
 	seed                      int64
 	leaseTTL                  time.Duration
 	keep, quiet, inProcess    bool
@@ -62,8 +65,9 @@ Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undeci
 	fl.StringVar(&f.junitOut, "junit", "", "write JUnit XML here")
 	fl.StringVar(&f.html, "html", "", "write the self-contained HTML report here")
 	fl.IntVar(&f.parallel, "parallel", 12, "cases run at once")
+	fl.IntVar(&f.randomKills, "random-kills", 0, "also run N random-instant kills: the standard script's worker SIGKILLed at a seeded instant drawn from its measured fault-free run (real processes only)")
 	fl.Int64Var(&f.seed, "seed", 1, "seed for retry jitter")
-	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "document lease TTL in workers; a killed worker blocks its document this long (default 250ms embedded, 600ms on servers)")
+	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "fix the document lease TTL in workers (a killed worker blocks its document this long); by default it adapts: at least 250ms embedded, 600ms on servers, raised to what a calibration of step latency before the matrix, and the cases themselves, measure")
 	fl.BoolVar(&f.keep, "keep", false, "keep the workdir even when certified")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fl.BoolVarP(&f.details, "details", "v", false, "list every failing case with every violation, its evidence, history and replay command (the default is a digest by cause)")
@@ -81,11 +85,27 @@ func bugNames() string {
 	return strings.Join(s, ", ")
 }
 
+// parseBugs checks --bug values against the service mutants.
+func parseBugs(names []string) ([]reference.Bug, error) {
+	var bugs []reference.Bug
+	for _, b := range names {
+		if !slices.Contains(reference.Bugs, reference.Bug(b)) {
+			return nil, fmt.Errorf("--bug %q: unknown (known: %s)", b, bugNames())
+		}
+		bugs = append(bugs, reference.Bug(b))
+	}
+	return bugs, nil
+}
+
 func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	out := cmd.OutOrStdout()
 	var points []faults.Point
 	for _, p := range f.points {
 		pp, err := faults.ParsePoint(p)
+		if err != nil && faults.IsStorePoint(faults.Point(p)) {
+			// A store-declared window: the probe decides whether it exists.
+			pp, err = faults.Point(p), faults.ValidateStorePoint(faults.Point(p))
+		}
 		if err != nil {
 			return fmt.Errorf("--point: %w", err)
 		}
@@ -99,24 +119,25 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		}
 		kinds = append(kinds, kk)
 	}
-	var bugs []reference.Bug
-	for _, b := range f.bugs {
-		ok := false
-		for _, x := range reference.Bugs {
-			if string(x) == b {
-				ok = true
-			}
-		}
-		if !ok {
-			return fmt.Errorf("--bug %q: unknown (known: %s)", b, bugNames())
-		}
-		bugs = append(bugs, reference.Bug(b))
+	bugs, err := parseBugs(f.bugs)
+	if err != nil {
+		return err
+	}
+	if f.randomKills < 0 {
+		return fmt.Errorf("--random-kills %d: must not be negative", f.randomKills)
+	}
+	if f.randomKills > 0 && f.inProcess {
+		return fmt.Errorf("--random-kills needs real worker processes: a goroutine cannot be stopped at an instant (drop --in-process)")
 	}
 	backend, self, cleanup, err := f.server.setUp(cmd, f.backend)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
+	// Without --lease-ttl the timings adapt: the default is a floor, raised
+	// to what a calibration before the matrix and the cases themselves
+	// measure on this machine now.
+	adaptive := f.leaseTTL <= 0
 	rerun, replay := certifyReplay(f, backend)
 	ropt := report.Options{Replay: replay, Rerun: rerun, Details: f.details, Command: "certify"}
 	f.leaseTTL = defaultLeaseTTL(f.leaseTTL, backend)
@@ -128,18 +149,34 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		tmp = true
 	}
 	cfg := sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
-		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess, InProcessFiles: f.inProcessFiles}
+		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess, InProcessFiles: f.inProcessFiles,
+		Adaptive: adaptive}
 	f.server.useFaults(&cfg)
 	runner, err := sim.NewRunner(cfg)
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 		return exitError{2}
 	}
-	all := sim.Matrix(f.leaseTTL.Milliseconds())
-	if f.server.faults != nil {
-		all = append(all, sim.ServerMatrix(f.leaseTTL.Milliseconds())...)
+	// A fault-free probe run discovers the windows the store declares and
+	// measures the worker random kills are drawn over. A probe that fails
+	// (the store breaks without any fault) fails the report, beside the
+	// matrix.
+	probe, perr := runner.Probe(cmd.Context())
+	sel := sim.Selection{Points: points, Kinds: kinds, Classes: f.only, RandomKills: f.randomKills}
+	cases := sel.Cases(probe, f.leaseTTL.Milliseconds(), f.seed)
+	for _, p := range points {
+		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w sim.StoreWindow) bool { return w.Point == p }) {
+			found := make([]string, len(probe.Windows))
+			for i, w := range probe.Windows {
+				found[i] = string(w.Point)
+			}
+			return fmt.Errorf("--point %s: the probe run never reached this store window (found: %v); is faults.At called with the context the store method was given?", p, found)
+		}
 	}
-	cases := sim.Filter(all, points, kinds, f.only)
+	if f.server.faults != nil {
+		// Every window x server fault x server, as filtered.
+		cases = append(cases, sim.Filter(sim.ServerMatrix(f.leaseTTL.Milliseconds()), points, kinds, f.only)...)
+	}
 	if len(cases) == 0 {
 		return fmt.Errorf("no case matches --point %v --kind %v --class %v", f.points, f.kinds, f.only)
 	}
@@ -153,6 +190,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		progress = func(sim.CaseResult) { bar.Increment() }
 	}
 	rep := runner.RunAll(cmd.Context(), cases, f.parallel, progress)
+	rep.WithProbe(probe, perr, sel)
 	runner.CloseShared()
 	if pb != nil {
 		pb.Wait()
@@ -161,11 +199,22 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		return err
 	}
 	report.WriteTerminal(out, rep, ropt)
+	fmt.Fprintln(out, rep.Timing)
 	if err := writeReports(out, rep, ropt, f.jsonOut, f.junitOut, f.html); err != nil {
 		return err
 	}
-	if tmp && rep.ExitCode == 0 && !f.keep {
+	if err := writeKillReplays(out, workdir, backend, f.leaseTTL, rep); err != nil {
+		return err
+	}
+	interrupted := cmd.Context().Err() != nil
+	if tmp && !f.keep && (rep.ExitCode == 0 || interrupted) {
+		// An interrupted run leaves nothing behind: its workers are
+		// killed (RunAll), its containers stopped (cleanup), and its
+		// temporary case data removed here; --workdir or --keep keep it.
 		_ = os.RemoveAll(workdir)
+		if interrupted {
+			fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix: interrupted; every worker killed, temporary case data removed")
+		}
 	} else {
 		fmt.Fprintf(out, "case data and histories: %s\n", workdir)
 	}
@@ -222,4 +271,38 @@ func defaultLeaseTTL(flag time.Duration, backend string) time.Duration {
 	default:
 		return 600 * time.Millisecond
 	}
+}
+
+// writeKillReplays writes each random-instant kill that broke an invariant
+// as a scenario (same offset, expecting the same invariants to break) and
+// prints the command that replays it.
+func writeKillReplays(out io.Writer, workdir, backend string, leaseTTL time.Duration, rep sim.Report) error {
+	for _, r := range rep.Results {
+		if r.Case.Class != sim.RandomKillClass || r.Verdict != sim.Fail {
+			continue
+		}
+		sc, err := scenarios.FromCase(r.Case)
+		if err != nil {
+			return err
+		}
+		sc.Backend, sc.LeaseTTL, sc.Seed = backend, leaseTTL, rep.Seed
+		sc.Expect.Verdict = scenarios.ExpectFail
+		for _, b := range r.Broken() {
+			inv, err := check.ParseInvariant(b)
+			if err != nil {
+				return err
+			}
+			sc.Expect.Breaks = append(sc.Expect.Breaks, inv)
+		}
+		b, err := sc.Marshal()
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(workdir, r.Case.ID+".yaml")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s broke %s: replay with: crashmatrix run %s --repeat 10\n", r.Case.ID, strings.Join(r.Broken(), ","), path)
+	}
+	return nil
 }

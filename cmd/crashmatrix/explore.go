@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/check"
-	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
@@ -53,6 +52,7 @@ func exploreCmd() *cobra.Command {
 		from                       string
 		bugs                       []string
 		processes, files           bool
+		randomKills                float64
 		server                     serverFlags
 	)
 	cmd := &cobra.Command{
@@ -86,9 +86,15 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 				}
 				target = inv.Short()
 			}
-			var bs []reference.Bug
-			for _, b := range bugs {
-				bs = append(bs, reference.Bug(b))
+			if randomKills < 0 || randomKills > 1 {
+				return fmt.Errorf("--random-kills %v: want a share between 0 and 1", randomKills)
+			}
+			if randomKills > 0 && !processes {
+				return fmt.Errorf("--random-kills needs --processes: a goroutine cannot be stopped at an instant")
+			}
+			bs, err := parseBugs(bugs)
+			if err != nil {
+				return err
 			}
 			backend, self, cleanup, err := server.setUp(cmd, backendName)
 			if err != nil {
@@ -123,7 +129,21 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			if processes {
 				mode = "process kills"
 			}
-			fmt.Fprintf(out, "exploring: seed %d, shard %d/%d, budget %s, backend %s, %s\n", seed, si, sn, budget, backend, mode)
+			// The probe finds the windows the store declares (schedules arm
+			// them too) and measures the run random kills are drawn over.
+			probe, err := runner.Probe(cmd.Context())
+			if err != nil {
+				// A store that fails without faults is what exploring will
+				// show too; the windows found so far still count.
+				fmt.Fprintf(cmd.ErrOrStderr(), "crashmatrix: warning: %v\n", err)
+			}
+			shape := explore.DefaultShape
+			shape.StoreWindows, shape.RandomKill, shape.KillBase = probe.Windows, randomKills, probe.Base
+			fmt.Fprintf(out, "exploring: seed %d, shard %d/%d, budget %s, backend %s, %s, %d store windows", seed, si, sn, budget, backend, mode, len(probe.Windows))
+			if randomKills > 0 {
+				fmt.Fprintf(out, ", random kills on %.0f%% of clients over %s", 100*randomKills, probe.Base.Round(time.Millisecond))
+			}
+			fmt.Fprintln(out)
 			last := time.Now()
 			if parallel <= 0 {
 				parallel = 4 * runtime.NumCPU()
@@ -132,13 +152,12 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			if err != nil {
 				return err
 			}
-			var shape explore.Shape
 			if server.faults != nil && cfg.ServerFaults != nil {
 				// Server faults join the schedules (process kills only).
 				shape.Servers = server.faults.Names()
 			}
 			res := explore.Run(cmd.Context(), runner, explore.Options{Seed: seed, Budget: budget, MaxSchedules: max, ShardIndex: si, ShardCount: sn,
-				Shape: shape, Confirm: confirm, Parallel: parallel, Target: target, Initial: start, Progress: func(n int) {
+				Confirm: confirm, Parallel: parallel, Target: target, Shape: shape, Initial: start, Progress: func(n int) {
 					if time.Since(last) > 5*time.Second {
 						last = time.Now()
 						fmt.Fprintf(cmd.ErrOrStderr(), "  %d schedules…\n", n)
@@ -206,6 +225,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.StringVar(&shard, "shard", "", "i/n: run schedules i, i+n, i+2n, … of the seed")
 	fl.StringVar(&backendName, "backend", "sqlite", "backend")
 	fl.BoolVar(&processes, "processes", false, "kill real worker processes instead of the in-process mode")
+	fl.Float64Var(&randomKills, "random-kills", 0, "share (0..1) of client workers SIGKILLed at a random instant of their run instead of (or besides) failpoints; needs --processes")
 	fl.BoolVar(&files, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
 	fl.IntVar(&parallel, "parallel", 0, "schedules at once (default 4 per core)")
 	fl.IntVar(&confirm, "confirm", 3, "re-runs a shrink candidate must fail in")

@@ -48,6 +48,14 @@ type Shape struct {
 	// third of the armed faults become server faults (server-crash,
 	// ack-lost, conn-reset) against one of them.
 	Servers []string
+	// StoreWindows are the windows the store declared (sim.Runner.Probe):
+	// clients arm them like the catalogue's.
+	StoreWindows []sim.StoreWindow
+	// RandomKill is the share (0..1) of client workers SIGKILLed at a
+	// random instant of their run, drawn over KillBase (the probe's
+	// measured fault-free run); real processes only.
+	RandomKill float64
+	KillBase   time.Duration
 }
 
 // DefaultShape is small enough to shrink fast and rich enough to find the
@@ -90,6 +98,17 @@ func ingestionPoints(recovery bool) []faults.Spec {
 	return out
 }
 
+// withStoreWindows adds the store's client-side windows to the catalogue's.
+func withStoreWindows(points []faults.Spec, ws []sim.StoreWindow) []faults.Spec {
+	out := slices.Clone(points)
+	for _, w := range ws {
+		if w.System == faults.Ingestion && !w.InRecovery {
+			out = append(out, w.Spec())
+		}
+	}
+	return out
+}
+
 func arm(r *rand.Rand, spec faults.Spec, shape Shape) faults.Action {
 	if len(shape.Servers) > 0 && r.Float64() < 1.0/3 {
 		srv, k := pick(r, shape.Servers), pick(r, faults.ServerKinds)
@@ -120,8 +139,12 @@ func build(r *rand.Rand, shape Shape) sim.Case {
 		for n := 1 + r.Intn(shape.MaxActions); n > 0; n-- {
 			st.Actions = append(st.Actions, pick(r, corpus))
 		}
+		points := clientPoints()
+		if len(shape.StoreWindows) > 0 {
+			points = withStoreWindows(points, shape.StoreWindows)
+		}
 		for n := r.Intn(shape.MaxFaults + 1); n > 0; n-- {
-			spec := pick(r, clientPoints())
+			spec := pick(r, points)
 			switch spec.Point {
 			case faults.BeforeMarkFailed:
 				st.Arms[faults.BeforeGraphWrite] = faults.On(faults.Transient, 1)
@@ -136,6 +159,12 @@ func build(r *rand.Rand, shape Shape) sim.Case {
 		}
 		if len(st.Arms) == 0 {
 			st.Arms = nil
+		}
+		// Drawn only when asked for, so that seeds without random kills
+		// keep the schedules they always had.
+		if shape.RandomKill > 0 && !st.Background && r.Float64() < shape.RandomKill {
+			seed := r.Int63()
+			st.Kill = &sim.RandomKill{Seed: seed, Offset: sim.KillOffset(seed, shape.KillBase), Base: shape.KillBase}
 		}
 		names = append(names, st.Worker)
 		c.Steps = append(c.Steps, st)
@@ -181,6 +210,9 @@ func Size(c sim.Case) int {
 			continue
 		}
 		n += len(st.Actions) + len(st.Arms)
+		if st.Kill != nil {
+			n++
+		}
 	}
 	return n
 }
@@ -503,6 +535,11 @@ func candidates(c sim.Case) []sim.Case {
 			d.Steps[i].Actions = slices.Delete(d.Steps[i].Actions, j, j+1)
 			out = append(out, d)
 		}
+		if st.Kill != nil {
+			d := clone(c)
+			d.Steps[i].Kill = nil
+			out = append(out, d)
+		}
 		for _, p := range sortedPoints(st.Arms) {
 			d := clone(c)
 			delete(d.Steps[i].Arms, p)
@@ -520,7 +557,7 @@ func candidates(c sim.Case) []sim.Case {
 				out = append(out, d)
 			}
 			if act.Kind != faults.Crash {
-				if spec, ok := faults.Lookup(p); ok && spec.Applies(faults.Crash) {
+				if spec, ok := faults.Lookup(p); (ok && spec.Applies(faults.Crash)) || faults.IsStorePoint(p) {
 					d := clone(c)
 					d.Steps[i].Arms[p] = faults.On(faults.Crash, act.Hit)
 					fixBackground(&d.Steps[i])

@@ -97,6 +97,9 @@ func CheckEngine(ctx context.Context) error {
 	return nil
 }
 
+// neo4jStartup bounds Neo4j's start-up (JVM, store creation).
+const neo4jStartup = 5 * time.Minute
+
 // StartContainers starts PostgreSQL and Neo4j with testcontainers-go and
 // returns the environment that points the postgres backend (and its
 // workers) at them, and a stop function that terminates both; it is safe to
@@ -234,9 +237,11 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 	pw := randomSecret()
 	n4, err := tcneo4j.Run(ctx, o.Neo4jImage, tcneo4j.WithAdminPassword(pw),
 		testcontainers.WithEnv(map[string]string{"NEO4J_server_memory_pagecache_size": "64m", "NEO4J_server_memory_heap_max__size": "768m"}),
-		// The module waits 60 s; a JVM on a busy shared machine can take
-		// longer (the first query below still has to answer).
-		testcontainers.WithWaitStrategyAndDeadline(4*time.Minute, wait.ForLog("Bolt enabled on").WithStartupTimeout(4*time.Minute)))
+		// The module's own wait (same checks) gives up after 60s; on a
+		// busy 2-core machine Neo4j took 38-58s to start, and sometimes more.
+		testcontainers.WithWaitStrategyAndDeadline(neo4jStartup,
+			wait.ForLog("Bolt enabled on").WithStartupTimeout(neo4jStartup),
+			wait.ForHTTP("/").WithPort("7474/tcp").WithStartupTimeout(neo4jStartup)))
 	if n4 != nil {
 		mu.Lock()
 		ctrs = append(ctrs, n4)

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Load check: does certify give the same verdict on a busy machine?
+#
+# For each backend, certify runs IDLE_RUNS times on an otherwise quiet
+# machine (the baseline), then RUNS times in a row while BURNERS CPU-bound
+# processes run. Each run's verdict, not-exercised count, wall time and
+# lease TTL (the timings adapt to load) and how many cases had to be run
+# again are printed, then a summary: how
+# many runs gave the majority verdict, the not-exercised total, and the
+# median loaded / median idle wall-time ratio. Target: the same verdict
+# 10/10, no case not exercised.
+#
+# Exit status: 0 when every backend met the target, 1 otherwise.
+#
+#   ci/bench-load.sh                      # embedded default and containers
+#   BACKENDS=sqlite RUNS=10 ci/bench-load.sh
+#
+# The containers backend needs podman and the local images (make
+# containers; the Makefile's bench-load target sets the environment).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+BIN=${BIN:-bin/crashmatrix}
+RUNS=${RUNS:-10}
+IDLE_RUNS=${IDLE_RUNS:-3}
+BURNERS=${BURNERS:-2}
+BACKENDS=${BACKENDS:-sqlite containers}
+OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/crashmatrix-load-XXXXXX")}
+
+[ -x "$BIN" ] || { echo "bench-load: $BIN missing (make build)" >&2; exit 2; }
+
+burners=()
+stop_burners() {
+	for pid in "${burners[@]}"; do kill "$pid" 2>/dev/null || true; done
+	for pid in "${burners[@]}"; do wait "$pid" 2>/dev/null || true; done
+	burners=()
+}
+trap stop_burners EXIT INT TERM
+start_burners() {
+	for _ in $(seq "$BURNERS"); do
+		bash -c 'while :; do :; done' &
+		burners+=("$!")
+	done
+}
+
+# run BACKEND LABEL I: one certify run; prints "verdict notexercised seconds ttl".
+run() {
+	local backend=$1 label=$2 i=$3 log="$OUT/$1-$2-$3.log" code=0
+	"$BIN" certify --quiet --backend "$backend" --json "$OUT/$1-$2-$3.json" >"$log" 2>&1 || code=$?
+	# "88 cases in 7.291s: 88 pass, 0 FAIL, 0 not exercised, 0 undecided (...)"
+	local summary secs ne ttl verdict
+	summary=$(grep -E '^[0-9]+ cases in ' "$log" | tail -1 || true)
+	secs=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "in") { print $(i + 1); exit } }' <<<"$summary" | tr -d 's:')
+	# A Go duration: 7.291s, 1m16.2s or 912ms.
+	secs=$(awk -v d="$secs" 'BEGIN { m = 0; if (d ~ /m[0-9]/) { split(d, a, "m"); m = a[1]; d = a[2] } if (d ~ /ms$/) { sub(/ms$/, "", d); d = d / 1000 } print m * 60 + d }')
+	ne=$(sed -nE 's/.* ([0-9]+) not exercised.*/\1/p' <<<"$summary")
+	ttl=$(sed -nE 's/^timing: lease TTL ([^ ]+) .*/\1/p' "$log" | tail -1)
+	case $code in
+	0) verdict=CERTIFIED ;;
+	1) verdict=NOT-CERTIFIED ;;
+	*) verdict=UNDECIDED ;;
+	esac
+	# Cases run again (not exercised at first, for lack of time or not).
+	local retried
+	retried=$(grep -o '"attempts":\[' "$OUT/$1-$2-$3.json" 2>/dev/null | wc -l || true)
+	echo "$verdict ${ne:-?} ${secs:-0} ${ttl:-?} $retried"
+}
+
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+status=0
+echo "bench-load: $(nproc) cores, $BURNERS CPU-bound processes during the loaded runs, logs in $OUT"
+for backend in $BACKENDS; do
+	idle=()
+	for i in $(seq "$IDLE_RUNS"); do
+		read -r v ne secs ttl retried < <(run "$backend" idle "$i")
+		echo "  $backend idle   run $i: $v, $ne not exercised, ${secs}s, lease TTL $ttl, $retried cases retried"
+		idle+=("$secs")
+	done
+	start_burners
+	loaded=() verdicts=() nes=0
+	for i in $(seq "$RUNS"); do
+		read -r v ne secs ttl retried < <(run "$backend" loaded "$i")
+		echo "  $backend loaded run $i: $v, $ne not exercised, ${secs}s, lease TTL $ttl, $retried cases retried"
+		loaded+=("$secs")
+		verdicts+=("$v")
+		[[ $ne =~ ^[0-9]+$ ]] && nes=$((nes + ne))
+	done
+	stop_burners
+	same=$(printf '%s\n' "${verdicts[@]}" | sort | uniq -c | sort -rn | head -1)
+	idle_med=$(printf '%s\n' "${idle[@]}" | median)
+	loaded_med=$(printf '%s\n' "${loaded[@]}" | median)
+	ratio=$(awk -v l="$loaded_med" -v i="$idle_med" 'BEGIN { if (i > 0) printf "%.2f", l / i; else print "not measured (IDLE_RUNS=0)" }')
+	echo "$backend: same verdict $(awk '{print $1}' <<<"$same")/$RUNS ($(awk '{print $2}' <<<"$same")), $nes not exercised in $RUNS loaded runs, wall time median idle ${idle_med}s, loaded ${loaded_med}s, ratio loaded/idle $ratio"
+	if [ "$(awk '{print $1}' <<<"$same")" != "$RUNS" ] || [ "$nes" != 0 ] || [ "$(awk '{print $2}' <<<"$same")" != CERTIFIED ]; then
+		status=1
+	fi
+done
+exit $status

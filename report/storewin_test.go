@@ -1,0 +1,98 @@
+package report_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/check"
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/report"
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+// The reports name a store's windows in a section of their own and tally
+// the random kills, naming the one that broke an invariant.
+func TestReportsShowStoreWindowsAndRandomKills(t *testing.T) {
+	w := sim.StoreWindow{Point: "mystore/afterOperationRow", System: faults.Ingestion, Methods: []string{"mystore.(*Ops).CreateIfAbsent"}, Hits: 5}
+	var results []sim.CaseResult
+	for _, c := range sim.StoreMatrix([]sim.StoreWindow{w}, 250) {
+		r := sim.CaseResult{Case: c, Verdict: sim.Pass, Hits: map[string]int{string(w.Point): 1}}
+		if c.Kind == faults.Crash {
+			r.Verdict = sim.Fail
+			r.Violations = []check.Violation{{Invariant: check.I5, Message: "the operation has no persisted plan"}}
+		}
+		results = append(results, r)
+	}
+	kills := sim.RandomKills(1, 3, 40*time.Millisecond)
+	for i, c := range kills {
+		r := sim.CaseResult{Case: c, Verdict: sim.Pass, Hits: map[string]int{}}
+		if i == 1 {
+			r.Verdict = sim.Fail
+			r.Violations = []check.Violation{{Invariant: check.I2, Message: "revision chain broken"}}
+			r.Notes = []string{"random kill of worker fault: seed 1000004, offset 1ms; last history event before the kill: x"}
+		}
+		results = append(results, r)
+	}
+	rep := sim.Report{Backend: "mystore", Results: results, StoreWindows: []sim.StoreWindow{w}, Probed: true, ExitCode: 1, Verdict: sim.Fail}
+	if len(results) != len(faults.StoreKinds)+3 {
+		t.Fatalf("%d results, want one per store kind and 3 kills", len(results))
+	}
+
+	var text bytes.Buffer
+	report.WriteTerminal(&text, rep, report.Options{Details: true})
+	row := ""
+	for _, line := range strings.Split(text.String(), "\n") {
+		if strings.HasPrefix(line, "mystore/afterOperationRow ") {
+			row = strings.Join(strings.Fields(line)[:11], " ")
+		}
+	}
+	if row != "mystore/afterOperationRow FAIL I5 pass 1 pass 1 pass 1 pass 1" {
+		t.Errorf("store window row %q, want crash FAIL I5 and the other four kinds pass 1", row)
+	}
+	for _, want := range []string{"store window \\ fault", "in mystore.(*Ops).CreateIfAbsent, reached 5× in the probe",
+		"random-instant kills: 3 cases: 2 pass, 1 FAIL", "FAIL random-kill-1000004", "seed 1000004, offset 1ms"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("terminal report lacks %q:\n%s", want, text.String())
+		}
+	}
+	if strings.Contains(text.String(), "class random-kill") {
+		t.Errorf("random kills listed as class rows:\n%s", text.String())
+	}
+
+	var html bytes.Buffer
+	if err := report.WriteHTML(&html, rep, report.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<h2>Store windows</h2>", "<th>mystore/afterOperationRow</th>", "mystore.(*Ops).CreateIfAbsent (5× in the probe)",
+		"<h2>Random-instant kills</h2>", `href="#random-kill-1000004"`} {
+		if !strings.Contains(html.String(), want) {
+			t.Errorf("HTML report lacks %q", want)
+		}
+	}
+
+	var js bytes.Buffer
+	if err := report.WriteJSON(&js, rep, report.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	var back sim.Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.StoreWindows) != 1 || !back.Results[0].Case.Store || back.Results[len(back.Results)-2].Case.Steps[0].Kill == nil {
+		t.Errorf("JSON report lost the store windows or the kills: %v", err)
+	}
+
+	var ju bytes.Buffer
+	if err := report.WriteJUnit(&ju, rep, report.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := xml.Unmarshal(ju.Bytes(), new(struct{})); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`name="mystore/afterOperationRow x crash"`, `name="random-kill-1000004"`} {
+		if !strings.Contains(ju.String(), want) {
+			t.Errorf("JUnit report lacks %s", want)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// Cause classifies why a case was not exercised: the remedy differs.
+type Cause string
+
+// The causes of a case not exercised.
+const (
+	// CauseTiming: the worker ran out of time before the window (it lost
+	// its lease after a slow step, timed out waiting for a lease, or hit
+	// its deadline). A slower machine or a longer lease TTL changes it.
+	CauseTiming Cause = "timing"
+	// CauseUnreachable: the worker finished, or stopped at an error,
+	// without passing the failpoint. More time does not change it: the
+	// code path or the case's script does not lead there.
+	CauseUnreachable Cause = "unreachable"
+	// CauseNotKilled: the crash fired but the worker did not die by it.
+	CauseNotKilled Cause = "not-killed"
+	// CauseKillMissed: a random-instant kill came after its worker had
+	// already finished (the instant is drawn from a measured run; this
+	// one was faster).
+	CauseKillMissed Cause = "kill-missed"
+	// CauseServerFault: a server fault was asked for but never took effect
+	// (no matching traffic after the window, or the restart failed).
+	CauseServerFault Cause = "server-fault"
+	// CauseNothingCompleted: every fault fired, but after recovery no
+	// operation had completed, so the checks had nothing to judge.
+	CauseNothingCompleted Cause = "nothing-completed"
+)
+
+// NotExercisedReason says why a case did not exercise its fault, and what a
+// person can do about it.
+type NotExercisedReason struct {
+	Cause  Cause  `json:"cause"`
+	Detail string `json:"detail"`
+	Advice string `json:"advice"`
+}
+
+// Attempt is one earlier run of a case that was not exercised.
+type Attempt struct {
+	LeaseTTL time.Duration      `json:"leaseTtl"`
+	Reason   NotExercisedReason `json:"reason"`
+}
+
+// timingAdvice is what to do about a case that ran out of time.
+func timingAdvice(tm Timing) string {
+	return fmt.Sprintf("the machine was too slow for the lease TTL %s (step latency above half of it); rerun on a quieter machine, or fix a longer TTL with --lease-ttl %s", tm.LeaseTTL, 4*tm.LeaseTTL)
+}
+
+const unreachableAdvice = "check that the failpoint is still on the code path (faults catalogue, reference service) and that the case's script leads there: this can mean the code path changed"
+
+// whyNotHit explains why point p never fired in step i's worker.
+func whyNotHit(h history.Log, i int, st Step, p faults.Point, wr *WorkerResult, tm Timing) NotExercisedReason {
+	var started bool
+	var exit, lastErr string
+	for _, r := range h {
+		if r.Worker != st.Worker || r.Phase != i {
+			continue
+		}
+		switch r.Kind {
+		case history.Start:
+			started = true
+		case history.Exit:
+			exit = r.Reason
+		case history.Result:
+			if r.Err != "" {
+				lastErr = r.Err
+			}
+		case history.Event:
+			if r.Event != nil && r.Event.Kind == reference.EvLeaseLost {
+				return NotExercisedReason{Cause: CauseTiming, Advice: timingAdvice(tm),
+					Detail: fmt.Sprintf("worker %s lost its lease on %s before reaching %s: a step took more than half the lease TTL %s", st.Worker, r.Event.DocumentID, p, tm.LeaseTTL)}
+			}
+		}
+	}
+	timingErr := func(e string) bool {
+		for _, te := range []error{reference.ErrLockTimeout, reference.ErrLeaseLost, reference.ErrLeaseHeld} {
+			if strings.Contains(e, te.Error()) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case wr != nil && wr.Exit == "timeout":
+		return NotExercisedReason{Cause: CauseTiming, Advice: timingAdvice(tm),
+			Detail: fmt.Sprintf("worker %s hit its deadline of %s before reaching %s", st.Worker, tm.ProcessTimeout, p)}
+	case lastErr != "" && timingErr(lastErr):
+		return NotExercisedReason{Cause: CauseTiming, Advice: timingAdvice(tm),
+			Detail: fmt.Sprintf("worker %s gave up before reaching %s: %s", st.Worker, p, lastErr)}
+	case !started:
+		return NotExercisedReason{Cause: CauseTiming, Advice: timingAdvice(tm),
+			Detail: fmt.Sprintf("worker %s never started its work (exit %q)", st.Worker, exitOf(wr))}
+	case exit == "done":
+		return NotExercisedReason{Cause: CauseUnreachable, Advice: unreachableAdvice,
+			Detail: fmt.Sprintf("worker %s ran all %d actions without passing %s", st.Worker, len(st.Actions), p)}
+	case lastErr != "":
+		return NotExercisedReason{Cause: CauseUnreachable, Advice: unreachableAdvice,
+			Detail: fmt.Sprintf("worker %s stopped at an error before reaching %s: %s", st.Worker, p, lastErr)}
+	default:
+		return NotExercisedReason{Cause: CauseUnreachable, Advice: unreachableAdvice,
+			Detail: fmt.Sprintf("worker %s ended (exit %q) before reporting a hit of %s", st.Worker, exitOf(wr), p)}
+	}
+}
+
+func exitOf(wr *WorkerResult) string {
+	if wr == nil {
+		return "unknown"
+	}
+	return wr.Exit
+}
+
+// nothingCompleted explains a case in which no operation completed: if a
+// worker lost a lease or timed out waiting for one, time ran out.
+func nothingCompleted(h history.Log, tm Timing) *NotExercisedReason {
+	for _, r := range h {
+		lost := r.Kind == history.Event && r.Event != nil && r.Event.Kind == reference.EvLeaseLost
+		if lost || (r.Err != "" && strings.Contains(r.Err, reference.ErrLockTimeout.Error())) {
+			return &NotExercisedReason{Cause: CauseTiming, Advice: timingAdvice(tm),
+				Detail: fmt.Sprintf("no operation reached COMPLETED after recovery, and worker %s ran out of lease time", r.Worker)}
+		}
+	}
+	return &NotExercisedReason{Cause: CauseNothingCompleted,
+		Detail: "no operation reached COMPLETED after recovery: the case's workers did too little for the checks to judge",
+		Advice: "look at the case's history: its script or its faults stop every operation before completion"}
+}

@@ -1,0 +1,82 @@
+package sim
+
+import (
+	"strings"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+)
+
+// StoreRow is one store-declared window in a report: the author's point
+// name, the store methods that reached it in the probe, and one result
+// per store fault kind (nil where the kind was not run).
+type StoreRow struct {
+	Point   faults.Point
+	Methods string
+	Probe   int
+	Cells   []*CaseResult
+}
+
+// StoreRows groups a report's store-window cases by point, in the order
+// the probe found them (then by name for points the probe did not list).
+func StoreRows(rep Report) []StoreRow {
+	idx := map[faults.Point]int{}
+	var rows []StoreRow
+	add := func(p faults.Point, methods string, probe int) int {
+		if i, ok := idx[p]; ok {
+			return i
+		}
+		idx[p] = len(rows)
+		rows = append(rows, StoreRow{Point: p, Methods: methods, Probe: probe, Cells: make([]*CaseResult, len(faults.StoreKinds))})
+		return idx[p]
+	}
+	for _, w := range rep.StoreWindows {
+		add(w.Point, strings.Join(w.Methods, ", "), w.Hits)
+	}
+	for _, p := range storeWindowsOf(rep.Results) {
+		add(p, "", 0)
+	}
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		if !r.Case.Store {
+			continue
+		}
+		row := &rows[idx[r.Case.Point]]
+		for k, kind := range faults.StoreKinds {
+			if kind == r.Case.Kind {
+				row.Cells[k] = r
+			}
+		}
+	}
+	return rows
+}
+
+// RandomKillSummary counts a report's random-kill cases by verdict.
+type RandomKillSummary struct {
+	Cases, Pass, Fail, NotExercised, Undecided int
+	// Failed are the cases that broke an invariant or did not fire.
+	Failed []CaseResult
+}
+
+// RandomKillsOf summarises a report's random-kill cases.
+func RandomKillsOf(rep Report) RandomKillSummary {
+	var s RandomKillSummary
+	for _, r := range rep.Results {
+		if r.Case.Class != RandomKillClass {
+			continue
+		}
+		s.Cases++
+		switch r.Verdict {
+		case Pass:
+			s.Pass++
+			continue
+		case Fail:
+			s.Fail++
+		case NotExercised:
+			s.NotExercised++
+		default:
+			s.Undecided++
+		}
+		s.Failed = append(s.Failed, r)
+	}
+	return s
+}

@@ -1,0 +1,421 @@
+package sim_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/embedded"
+)
+
+// The test binary is also the worker (and, for one test, a supervisor):
+// the runner re-executes it with the worker's spec in the environment.
+const supervisorDirEnv = "CRASHMATRIX_TEST_SUPERVISOR_DIR"
+
+func TestMain(m *testing.M) {
+	sim.RegisterBackend(dieInGraphWrite, func(sim.BackendSpec) (sim.Backend, error) { return dyingBackend(), nil })
+	sim.RegisterBackend(spawnsChild, func(sim.BackendSpec) (sim.Backend, error) { return childBackend(), nil })
+	sim.RegisterBackend(slowAlways, func(sim.BackendSpec) (sim.Backend, error) { return slowBackend(slowAlways, false), nil })
+	sim.RegisterBackend(slowOnce, func(sim.BackendSpec) (sim.Backend, error) { return slowBackend(slowOnce, true), nil })
+	if path := os.Getenv(sim.WorkerSpecEnv); path != "" {
+		os.Exit(testWorker(path))
+	}
+	if dir := os.Getenv(supervisorDirEnv); dir != "" {
+		os.Exit(testSupervisor(dir))
+	}
+	os.Exit(m.Run())
+}
+
+func testWorker(path string) int {
+	spec, err := sim.ReadWorkerSpec(path)
+	if err == nil {
+		var b sim.Backend
+		if b, err = sim.ResolveBackend(spec.Backend); err == nil {
+			err = sim.RunWorker(context.Background(), spec, b, sim.ProcessWorkerOptions())
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 3
+	}
+	return 0
+}
+
+// Test backends: the embedded default, with a twist in worker processes.
+const (
+	dieInGraphWrite = "sqlite-dies-in-graph-write"
+	spawnsChild     = "sqlite-spawns-child"
+	slowAlways      = "sqlite-slow-first-write"
+	slowOnce        = "sqlite-slow-first-write-once"
+)
+
+// workerName is the name of the worker this process runs, or "" in the
+// supervisor.
+func workerName() string {
+	path := os.Getenv(sim.WorkerSpecEnv)
+	if path == "" {
+		return ""
+	}
+	spec, err := sim.ReadWorkerSpec(path)
+	if err != nil {
+		return ""
+	}
+	return spec.Worker
+}
+
+// dyingWriter kills its process (SIGKILL, as the OOM killer or a node
+// failure would) on its first write: the worker dies between two
+// failpoints, before it can report any hit after the graph write.
+type dyingWriter struct{ reference.GraphWriter }
+
+func (dyingWriter) Apply(context.Context, string, reference.Mutation) error {
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
+}
+
+// faultWorkerBackend is the embedded default under another name, with
+// twist applied to the stores the "fault" worker process opens.
+func faultWorkerBackend(name string, twist func(env sim.CaseEnv, st *reference.Stores) error) sim.Backend {
+	b := embedded.SQLite()
+	b.Name = name
+	open := b.Open
+	b.Open = func(ctx context.Context, env sim.CaseEnv) (reference.Stores, error) {
+		st, err := open(ctx, env)
+		if err == nil && workerName() == "fault" {
+			err = twist(env, &st)
+		}
+		return st, err
+	}
+	return b
+}
+
+// slowWriter takes d over its first graph write: a step longer than the
+// lease, as on an overloaded machine.
+type slowWriter struct {
+	reference.GraphWriter
+	d    time.Duration
+	once sync.Once
+}
+
+func (w *slowWriter) Apply(ctx context.Context, space string, m reference.Mutation) error {
+	w.once.Do(func() { time.Sleep(w.d) })
+	return w.GraphWriter.Apply(ctx, space, m)
+}
+
+// slowBackend makes the fault worker's first graph write take three lease
+// TTLs (the TTL it was given); once makes only the first fault worker of
+// the run that slow (a marker in the run's work directory), as a machine
+// that was busy for a moment.
+func slowBackend(name string, once bool) sim.Backend {
+	return faultWorkerBackend(name, func(env sim.CaseEnv, st *reference.Stores) error {
+		spec, err := sim.ReadWorkerSpec(os.Getenv(sim.WorkerSpecEnv))
+		if err != nil {
+			return err
+		}
+		d := 3 * time.Duration(spec.LeaseTTLMillis) * time.Millisecond
+		if once {
+			// env.Dir is <workdir>/<case>/data.
+			marker := filepath.Join(filepath.Dir(filepath.Dir(env.Dir)), "slowed-once")
+			f, err := os.OpenFile(marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+			if err != nil {
+				d = 0
+			} else {
+				f.Close()
+			}
+		}
+		st.Writer = &slowWriter{GraphWriter: st.Writer, d: d}
+		return nil
+	})
+}
+
+func dyingBackend() sim.Backend {
+	return faultWorkerBackend(dieInGraphWrite, func(_ sim.CaseEnv, st *reference.Stores) error {
+		st.Writer = dyingWriter{st.Writer}
+		return nil
+	})
+}
+
+// childBackend starts a grandchild (sleep) in the fault worker's process
+// group and writes its pid next to the case's data: killing the worker
+// alone would leave it running.
+func childBackend() sim.Backend {
+	return faultWorkerBackend(spawnsChild, func(env sim.CaseEnv, _ *reference.Stores) error {
+		cmd := exec.Command("sleep", "600")
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(env.Dir, "child.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
+	})
+}
+
+func processRunner(t *testing.T, backend string, mod func(*sim.Config)) *sim.Runner {
+	t.Helper()
+	cfg := sim.Config{Backend: sim.BackendSpec{Name: backend}, WorkDir: t.TempDir(), Seed: 1,
+		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}}
+	if mod != nil {
+		mod(&cfg)
+	}
+	r, err := sim.NewRunner(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// alive says whether pid is a process that has not ended (a zombie has).
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z' && s[i+2] != 'X'
+	}
+	return true
+}
+
+func waitGone(t *testing.T, what string, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) still running", what, pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the worker did not start its child: %v", err)
+	}
+	pid, err := strconv.Atoi(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// hangCase is a case whose only worker stalls for ten minutes at its first
+// graph write (a foreground pause just sleeps).
+func hangCase() sim.Case {
+	return sim.Case{ID: "hang", System: faults.Ingestion, Class: "hang",
+		Steps: []sim.Step{{Worker: "fault", Actions: sim.StandardScript(), ExpectHit: []faults.Point{faults.BeforeGraphWrite},
+			Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(10*time.Minute, 1)}}}}
+}
+
+// A worker that hangs is killed at its deadline, with its whole process
+// group (a grandchild it started dies too), and the case is undecided,
+// never a pass.
+func TestDeadlineKillsHungWorkerAndItsGroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes")
+	}
+	r := processRunner(t, spawnsChild, func(c *sim.Config) { c.ProcessTimeout = 5 * time.Second })
+	start := time.Now()
+	res := r.RunCase(context.Background(), hangCase())
+	took := time.Since(start)
+	if res.Verdict != sim.Undecided {
+		t.Fatalf("verdict %s, want %s (notes %v)", res.Verdict, sim.Undecided, res.Notes)
+	}
+	if len(res.Workers) != 1 || res.Workers[0].Exit != "timeout" {
+		t.Fatalf("workers %+v, want one that timed out", res.Workers)
+	}
+	if !strings.Contains(strings.Join(res.Notes, "; "), "hung and was killed after 5s") {
+		t.Fatalf("notes %v do not say the worker hung", res.Notes)
+	}
+	if took > 20*time.Second {
+		t.Fatalf("the case took %s: the 5s deadline did not act", took)
+	}
+	if alive(res.Workers[0].PID) {
+		t.Fatalf("worker %d still running", res.Workers[0].PID)
+	}
+	waitGone(t, "the hung worker's grandchild", readPID(t, filepath.Join(res.Dir, "data", "child.pid")))
+}
+
+// A worker that dies before it reports its hit leaves the case not
+// exercised, whatever the checks say: never a pass. Retries do not change
+// that, and the reason says the point was not reached.
+func TestWorkerDyingBeforeItsHitIsNotExercised(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes")
+	}
+	r := processRunner(t, dieInGraphWrite, nil)
+	c, _ := sim.WindowCase(faults.BeforeGraphApplied, faults.Crash, 250)
+	rep := r.RunAll(context.Background(), []sim.Case{c}, 1, nil)
+	res := rep.Results[0]
+	if res.Verdict != sim.NotExercised {
+		t.Fatalf("verdict %s, want %s (notes %v, violations %v)", res.Verdict, sim.NotExercised, res.Notes, res.Violations)
+	}
+	if rep.ExitCode != 1 || rep.Verdict == sim.Pass {
+		t.Fatalf("run verdict %s exit %d, want a failing run", rep.Verdict, rep.ExitCode)
+	}
+	if res.NotExercised == nil || res.NotExercised.Cause != sim.CauseUnreachable || !strings.Contains(res.NotExercised.Detail, "killed") {
+		t.Fatalf("reason %+v, want unreachable: the worker was killed before the hit", res.NotExercised)
+	}
+	if len(res.Attempts) != 2 {
+		t.Fatalf("%d earlier attempts, want 2 (three runs in all)", len(res.Attempts))
+	}
+	if res.Hits[string(faults.BeforeGraphApplied)] != 0 {
+		t.Fatalf("hits %v", res.Hits)
+	}
+}
+
+// Cancelling a run (Ctrl-C) kills every worker process group at once: no
+// worker and no grandchild outlives the run.
+func TestCancelKillsEveryWorkerGroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes")
+	}
+	r := processRunner(t, spawnsChild, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan sim.CaseResult)
+	go func() { done <- r.RunCase(ctx, hangCase()) }()
+	// Wait for the hang.
+	hist := filepath.Join(r.Config().WorkDir, "hang", "history.jsonl")
+	waitFor(t, func() bool { h, _ := history.Read(hist); return len(h.Hits()) > 0 })
+	h, _ := history.Read(hist)
+	workerPID := h[0].PID
+	childPID := readPID(t, filepath.Join(r.Config().WorkDir, "hang", "data", "child.pid"))
+	cancel()
+	res := <-done
+	if res.Verdict != sim.Undecided {
+		t.Fatalf("verdict %s after cancel, want undecided", res.Verdict)
+	}
+	waitGone(t, "worker", workerPID)
+	waitGone(t, "grandchild", childPID)
+}
+
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// testSupervisor is the supervisor process TestHistorySurvivesSupervisorCrash
+// kills: it runs the hanging case in dir.
+func testSupervisor(dir string) int {
+	r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: spawnsChild}, WorkDir: dir, Seed: 1,
+		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	r.RunCase(context.Background(), hangCase())
+	return 0
+}
+
+// The history is the workers' own appends to a file: a supervisor killed
+// mid-case loses the case's verdict and its report, nothing the workers
+// recorded. Its worker dies with it (the parent-death signal), and the
+// grandchild in the worker's group is left to the next run's clean-up:
+// this test documents that.
+func TestHistorySurvivesSupervisorCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes")
+	}
+	dir := t.TempDir()
+	sup := exec.Command(os.Args[0], "-test.run=^$")
+	sup.Env = append(os.Environ(), supervisorDirEnv+"="+dir)
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	hist := filepath.Join(dir, "hang", "history.jsonl")
+	waitFor(t, func() bool { h, _ := history.Read(hist); return len(h.Hits()) > 0 })
+	before, err := os.ReadFile(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = sup.Process.Kill()
+	_ = sup.Wait()
+	h, err := history.Read(hist)
+	if err != nil {
+		t.Fatalf("history after the supervisor's crash: %v", err)
+	}
+	after, _ := os.ReadFile(hist)
+	if !strings.HasPrefix(string(after), string(before)) {
+		t.Fatal("the history lost records when the supervisor died")
+	}
+	var kinds []string
+	for _, r := range h {
+		kinds = append(kinds, string(r.Kind))
+	}
+	if len(h) < 3 || h[0].Kind != history.Start || h[len(h)-1].Kind != history.Hit || len(h.Events()) == 0 {
+		t.Fatalf("history %v: want start, the worker's events, its hit", kinds)
+	}
+	waitGone(t, "worker after its supervisor died", h[0].PID)
+	child := readPID(t, filepath.Join(dir, "hang", "data", "child.pid"))
+	if alive(child) {
+		// Documented loss: a grandchild outlives a killed supervisor.
+		_ = syscall.Kill(child, syscall.SIGKILL)
+	}
+}
+
+// A case whose worker lost its lease to one slow step (three TTLs long) is
+// not exercised for lack of time: with fixed timings it is reported so
+// (cause timing, with advice); with adaptive timings the run raises the TTL
+// and the retry, with a longer TTL, exercises the window.
+func TestSlowStepIsRetriedWithLongerTimings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes")
+	}
+	c, _ := sim.WindowCase(faults.BeforeStateCommitted, faults.Crash, 250)
+
+	fixed := processRunner(t, slowAlways, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond })
+	res := fixed.RunAll(context.Background(), []sim.Case{c}, 1, nil).Results[0]
+	if res.Verdict != sim.NotExercised || res.NotExercised == nil || res.NotExercised.Cause != sim.CauseTiming {
+		t.Fatalf("fixed timings: verdict %s, reason %+v; want not exercised for timing", res.Verdict, res.NotExercised)
+	}
+	if !strings.Contains(res.NotExercised.Detail, "lost its lease") || !strings.Contains(res.NotExercised.Advice, "--lease-ttl") {
+		t.Fatalf("reason %+v does not say what happened and what to do", res.NotExercised)
+	}
+	for _, a := range res.Attempts {
+		if a.LeaseTTL != 250*time.Millisecond {
+			t.Fatalf("fixed timings changed the TTL: attempts %+v", res.Attempts)
+		}
+	}
+
+	adaptive := processRunner(t, slowOnce, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond; c.Adaptive = true })
+	rep := adaptive.RunAll(context.Background(), []sim.Case{c}, 1, nil)
+	res = rep.Results[0]
+	if res.Verdict != sim.Pass {
+		t.Fatalf("adaptive timings: verdict %s (notes %v, attempts %+v), want pass", res.Verdict, res.Notes, res.Attempts)
+	}
+	if len(res.Attempts) != 1 || res.Attempts[0].Reason.Cause != sim.CauseTiming {
+		t.Fatalf("attempts %+v, want one earlier attempt not exercised for timing (timing %s, case TTL %s)", res.Attempts, rep.Timing, res.LeaseTTL)
+	}
+	if res.LeaseTTL < 2*res.Attempts[0].LeaseTTL {
+		t.Fatalf("retried with lease TTL %s after %s, want at least twice as long", res.LeaseTTL, res.Attempts[0].LeaseTTL)
+	}
+	if len(rep.Timing.Rescales) == 0 || rep.Timing.LeaseTTL != rep.Timing.Rescales[len(rep.Timing.Rescales)-1].To {
+		t.Fatalf("timing %+v: want the rise recorded", rep.Timing)
+	}
+	if rep.Timing.Calibration == nil || rep.Timing.Source != "calibrated" {
+		t.Fatalf("timing %+v: want a calibration", rep.Timing)
+	}
+}

@@ -1,0 +1,145 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+func ev(w string, phase int, kind string, at int64) history.Record {
+	return history.Record{Worker: w, Phase: phase, Kind: history.Event, Event: &reference.Event{Kind: kind, At: at}}
+}
+
+// Step latency is measured between consecutive steps of one worker; waits
+// that belong to the case (a pause after a hit, waiting for a lease, the
+// refusal after a stall) are not steps.
+func TestStepLatenciesLeaveOutWaits(t *testing.T) {
+	h := history.Log{
+		ev("a", 0, reference.EvInvoke, 0),
+		ev("a", 0, reference.EvLeaseAcquire, 900), // waited for a killed worker's lease
+		ev("a", 0, reference.EvModelCall, 910),
+		ev("b", 1, reference.EvInvoke, 915), // another worker interleaves
+		ev("a", 0, reference.EvPrepared, 930),
+		{Worker: "a", Phase: 0, Kind: history.Hit, Point: faults.BeforeGraphWrite},
+		ev("a", 0, reference.EvLeaseLost, 2000), // woke from a pause
+		ev("b", 1, reference.EvLeaseAcquire, 916),
+		ev("b", 1, reference.EvModelCall, 966),
+		ev("b", 1, reference.EvLeaseLost, 1066), // a slow step cost the lease: it counts
+	}
+	got := stepLatencies(h)
+	want := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
+	if len(got) != len(want) {
+		t.Fatalf("latencies %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("latencies %v, want %v", got, want)
+		}
+	}
+	med, p99, mx := latencyStats(got)
+	if med != 50*time.Millisecond || p99 != 100*time.Millisecond || mx != 100*time.Millisecond {
+		t.Fatalf("stats %s %s %s", med, p99, mx)
+	}
+}
+
+// The TTL is never below the configured floor, grows with the slowest
+// steps, is capped, and is rounded up to 50ms.
+func TestTTLForFollowsStepLatency(t *testing.T) {
+	base := 250 * time.Millisecond
+	for _, c := range []struct {
+		p99, max, want time.Duration
+	}{
+		{5 * time.Millisecond, 30 * time.Millisecond, 250 * time.Millisecond},
+		{80 * time.Millisecond, 70 * time.Millisecond, 350 * time.Millisecond},  // 4 x p99 = 320 -> 350
+		{60 * time.Millisecond, 210 * time.Millisecond, 650 * time.Millisecond}, // 3 x max = 630 -> 650
+		{time.Second, 20 * time.Second, 40 * base},                              // capped
+	} {
+		if got := ttlFor(base, c.p99, c.max); got != c.want {
+			t.Errorf("ttlFor(%s, p99 %s, max %s) = %s, want %s", base, c.p99, c.max, got, c.want)
+		}
+	}
+	tm := Timing{LeaseTTL: base, ClaimTTL: base + 50*time.Millisecond, ProcessTimeout: 30 * time.Second}.withTTL(time.Second, false)
+	if tm.ClaimTTL != time.Second+50*time.Millisecond || tm.ProcessTimeout != 60*time.Second || tm.LongPause() != 2100*time.Millisecond {
+		t.Fatalf("derived timing %+v, long pause %s", tm, tm.LongPause())
+	}
+}
+
+// A case's pauses keep their relation to the lease when the TTL changes.
+func TestCaseForTTLRescalesPauses(t *testing.T) {
+	c, ok := WindowCase(faults.BeforeStateCommit, faults.Pause, 250)
+	if !ok {
+		t.Fatal("no pause case at beforeStateCommit")
+	}
+	if got := c.Steps[0].Arms[faults.BeforeStateCommit].String(); got != "pause:600@1" {
+		t.Fatalf("arm %q, want pause:600@1", got)
+	}
+	d := c.ForTTL(time.Second)
+	if got := d.Steps[0].Arms[faults.BeforeStateCommit].String(); got != "pause:2400@1" {
+		t.Fatalf("rescaled arm %q, want pause:2400@1 (still past twice the lease)", got)
+	}
+	if c.Steps[0].Arms[faults.BeforeStateCommit].String() != "pause:600@1" {
+		t.Fatal("ForTTL changed the original case")
+	}
+	if d.TTLMillis != 1000 {
+		t.Fatalf("TTLMillis %d", d.TTLMillis)
+	}
+	crash, _ := WindowCase(faults.BeforeStateCommit, faults.Crash, 250)
+	if got := crash.ForTTL(time.Second).Steps[0].Arms[faults.BeforeStateCommit].String(); got != "crash@1" {
+		t.Fatalf("a crash arm became %q", got)
+	}
+}
+
+// Not exercised says whether time ran out or the point was never on the
+// path, and what to do.
+func TestWhyNotHitTellsTimingFromUnreachable(t *testing.T) {
+	tm := Timing{LeaseTTL: 250 * time.Millisecond, ProcessTimeout: 30 * time.Second}
+	st := Step{Worker: "fault", Actions: StandardScript()}
+	p := faults.BeforeStateCommitted
+	start := history.Record{Worker: "fault", Kind: history.Start}
+	for _, c := range []struct {
+		name string
+		h    history.Log
+		wr   *WorkerResult
+		want Cause
+		text string
+	}{
+		{"lease lost", history.Log{start, {Worker: "fault", Kind: history.Event, Event: &reference.Event{Kind: reference.EvLeaseLost, DocumentID: "d4"}}}, &WorkerResult{Exit: "ok"}, CauseTiming, "lost its lease on d4"},
+		{"lease wait", history.Log{start, {Worker: "fault", Kind: history.Result, Err: "lease s/d4 held by x: " + reference.ErrLockTimeout.Error()}}, &WorkerResult{Exit: "ok"}, CauseTiming, "gave up"},
+		{"deadline", history.Log{start}, &WorkerResult{Exit: "timeout"}, CauseTiming, "deadline of 30s"},
+		{"finished", history.Log{start, {Worker: "fault", Kind: history.Exit, Reason: "done"}}, &WorkerResult{Exit: "ok"}, CauseUnreachable, "ran all 5 actions without passing"},
+		{"error", history.Log{start, {Worker: "fault", Kind: history.Result, Err: "boom"}, {Worker: "fault", Kind: history.Exit, Reason: "stopped after a failed action"}}, &WorkerResult{Exit: "ok"}, CauseUnreachable, "stopped at an error"},
+		{"died", history.Log{start}, &WorkerResult{Exit: "killed (SIGKILL)"}, CauseUnreachable, "ended (exit \"killed (SIGKILL)\")"},
+		{"another phase", history.Log{{Worker: "fault", Phase: 3, Kind: history.Event, Event: &reference.Event{Kind: reference.EvLeaseLost}}, start, {Worker: "fault", Kind: history.Exit, Reason: "done"}}, &WorkerResult{Exit: "ok"}, CauseUnreachable, "ran all"},
+	} {
+		got := whyNotHit(c.h, 0, st, p, c.wr, tm)
+		if got.Cause != c.want || !strings.Contains(got.Detail, c.text) || got.Advice == "" {
+			t.Errorf("%s: got %+v, want cause %s and detail containing %q", c.name, got, c.want, c.text)
+		}
+	}
+}
+
+// A case not exercised for lack of time says so and what to do, instead
+// of suggesting that the code path changed; one whose point was never
+// reached says the code path may have changed.
+func TestWhyNotExercisedNamesTheCause(t *testing.T) {
+	note := "failpoint beforeCompleted never fired in worker fault"
+	timing := CaseResult{Verdict: NotExercised, Notes: []string{note},
+		NotExercised: &NotExercisedReason{Cause: CauseTiming, Detail: "the worker lost its lease", Advice: "rerun with --lease-ttl 2s"}}
+	got := timing.WhyNotExercised()
+	for _, want := range []string{note, "timing: the worker lost its lease", "what to do: rerun with --lease-ttl 2s"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("timing: %q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "code path changed") {
+		t.Errorf("timing: %q blames the code path", got)
+	}
+	unreachable := CaseResult{Verdict: NotExercised, Notes: []string{note}, NotExercised: &NotExercisedReason{Cause: CauseUnreachable}}
+	if got := unreachable.WhyNotExercised(); got != note+", which can mean the code path changed" {
+		t.Errorf("unreachable: %q", got)
+	}
+}
