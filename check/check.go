@@ -88,31 +88,6 @@ type Snapshot struct {
 	Checkpoints map[string]plansave.Checkpoint
 }
 
-// DuplicateReporter is implemented by graph writers that can tell stored
-// duplicates apart (ReadGraph folds them).
-type DuplicateReporter interface {
-	Duplicates(ctx context.Context, space string) ([]string, error)
-}
-
-// GraphDuplicateReader is an optional writer method: ReadGraph and
-// Duplicates from one read of the stored graph.
-type GraphDuplicateReader interface {
-	ReadGraphAndDuplicates(ctx context.Context, space string) (reference.Graph, []string, error)
-}
-
-// SpacePlanReader is an optional OperationStore method: every plan of a
-// space at once, by operation id (an unreadable plan as an error, as
-// GetPlan would return it).
-type SpacePlanReader interface {
-	SpacePlans(ctx context.Context, space string) (map[string]reference.Plan, map[string]error, error)
-}
-
-// SpaceVersionReader is an optional DocumentStateStore method: the version
-// history of every document of a space at once, by document id.
-type SpaceVersionReader interface {
-	SpaceVersions(ctx context.Context, space string) (map[string][]reference.DocumentState, error)
-}
-
 // Take reads a snapshot of one space from the stores, and of System B's
 // threads (may be empty).
 func Take(ctx context.Context, st reference.Stores, space string, cps plansave.CheckpointStore, plans plansave.PlanStore, threads []PlanSaveThread) (Snapshot, error) {
@@ -130,7 +105,7 @@ func Take(ctx context.Context, st reference.Stores, space string, cps plansave.C
 		}
 		var plans map[string]reference.Plan
 		var planErrs map[string]error
-		if pr, ok := st.Ops.(SpacePlanReader); ok {
+		if pr, ok := st.Ops.(reference.SpacePlanReader); ok {
 			if plans, planErrs, err = pr.SpacePlans(ctx, space); err != nil {
 				return s, fmt.Errorf("snapshot: plans: %w", err)
 			}
@@ -169,7 +144,7 @@ func Take(ctx context.Context, st reference.Stores, space string, cps plansave.C
 			docs[op.DocumentID] = true
 		}
 		var all map[string][]reference.DocumentState
-		if vr, ok := st.States.(SpaceVersionReader); ok {
+		if vr, ok := st.States.(reference.SpaceVersionReader); ok {
 			if all, err = vr.SpaceVersions(ctx, space); err != nil {
 				return s, fmt.Errorf("snapshot: versions: %w", err)
 			}
@@ -188,17 +163,13 @@ func Take(ctx context.Context, st reference.Stores, space string, cps plansave.C
 		if s.Registry, err = st.Registry.List(ctx, space); err != nil {
 			return s, fmt.Errorf("snapshot: registry: %w", err)
 		}
-		if gd, ok := st.Writer.(GraphDuplicateReader); ok {
-			if s.Graph, s.Duplicates, err = gd.ReadGraphAndDuplicates(ctx, space); err != nil {
-				return s, fmt.Errorf("snapshot: graph: %w", err)
-			}
-		} else if s.Graph, err = st.Writer.ReadGraph(ctx, space); err != nil {
+		// The required record read: duplicates are seen whatever the
+		// writer offers beyond the interface.
+		recs, err := st.Writer.ReadRecords(ctx, space)
+		if err != nil {
 			return s, fmt.Errorf("snapshot: graph: %w", err)
-		} else if dr, ok := st.Writer.(DuplicateReporter); ok {
-			if s.Duplicates, err = dr.Duplicates(ctx, space); err != nil {
-				return s, fmt.Errorf("snapshot: duplicates: %w", err)
-			}
 		}
+		s.Graph, s.Duplicates = recs.Graph(), recs.Duplicates()
 	}
 	owners := map[string]bool{}
 	for _, t := range threads {
@@ -621,6 +592,9 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 			if g := cur[doc]; g != nil && g.holder == e.Holder && g.token == e.Token {
 				delete(cur, doc)
 			}
+		case reference.EvLeaseBroken:
+			out = append(out, Violation{Invariant: I7, Document: e.DocumentID,
+				Message: "the lock provider broke the lease contract: " + e.Detail})
 		case reference.EvLeaseLost:
 			lost[e.Holder+"\x00"+e.OperationID] = i
 		case reference.EvStateCommit:
@@ -680,15 +654,14 @@ func CheckI8(s Snapshot, o Observed) []Violation {
 	return out
 }
 
-// plainOps, plainStates and plainWriter hide every optional method of the
-// stores, so that Take falls back to the one-by-one reads.
+// plainOps and plainStates hide every optional method of the stores, so
+// that Take falls back to the one-by-one reads.
 type plainOps struct{ reference.OperationStore }
 type plainStates struct{ reference.DocumentStateStore }
-type plainWriter struct{ reference.GraphWriter }
 
 // CompareBatchedReads takes the snapshot of space twice, with the stores'
-// optional batch reads (SpacePlanReader, SpaceVersionReader,
-// GraphDuplicateReader) and with the one-by-one reads every store
+// optional batch reads (reference.SpacePlanReader, reference.SpaceVersionReader,
+// reference.SpaceLister) and with the one-by-one reads every store
 // supports, and describes how the two differ ("" when they agree). A store
 // that offers the batch reads must give the same snapshot both ways.
 func CompareBatchedReads(ctx context.Context, st reference.Stores, space string) (string, error) {
@@ -697,7 +670,7 @@ func CompareBatchedReads(ctx context.Context, st reference.Stores, space string)
 		return "", err
 	}
 	plain := st
-	plain.Ops, plain.States, plain.Writer = plainOps{st.Ops}, plainStates{st.States}, plainWriter{st.Writer}
+	plain.Ops, plain.States = plainOps{st.Ops}, plainStates{st.States}
 	oneByOne, err := Take(ctx, plain, space, nil, nil, nil)
 	if err != nil {
 		return "", err

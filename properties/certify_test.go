@@ -1,13 +1,21 @@
 package properties_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/crashmatrix/crashmatrix/adapters/sqlite"
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/properties"
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/report"
+	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 )
 
@@ -17,21 +25,61 @@ func TestCertifySQLite(t *testing.T) {
 	properties.CertifyCrashSafety(t, embedded.SQLite())
 }
 
-// The in-memory adapter must fail: after a restart the plan is gone.
-func TestCrashMatrixMemoryFails(t *testing.T) {
-	rep := properties.RunCrashMatrix(t, embedded.Memory(), properties.CrashOptions{
-		Points: []faults.Point{faults.BeforeGraphApplied, faults.PlanSaveBeforeCheckpoint}, Kinds: []faults.Kind{faults.Crash}})
-	if rep.ExitCode != 1 {
-		t.Fatalf("memory backend: exit code %d, want 1 (an invariant broke)", rep.ExitCode)
+// A backend with only Name and Open (the README's snippet: no System B)
+// certifies: the plan-save cases are listed as not applicable, never
+// failed.
+func TestCertifyWithoutSystemB(t *testing.T) {
+	b := properties.Backend{
+		Name: "sqlite-system-a-only",
+		Open: func(_ context.Context, env properties.CaseEnv) (reference.Stores, error) {
+			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
+				return reference.Stores{}, err
+			}
+			return sqlite.Open(filepath.Join(env.Dir, "store.db"), sqlite.Options{})
+		},
 	}
-	broken := rep.Broken()
+	o := crashrun.Options{Points: []faults.Point{faults.BeforeGraphApplied, faults.PlanSaveBeforeBusiness, faults.PlanSaveBeforeCheckpoint},
+		Kinds: []faults.Kind{faults.Crash}}
+	res := crashrun.Run(t, b, o)
+	if res.ExitCode != 0 {
+		t.Fatalf("want exit 0 with System B not applicable:\n%s", crashrun.Describe(b.Name, res))
+	}
+	if res.Counts[sim.NotApplicable] != 2 || res.Counts[sim.Pass] != 1 {
+		t.Errorf("counts %v: want 1 pass and 2 not applicable", res.Counts)
+	}
+	var out strings.Builder
+	report.WriteTerminal(&out, res.Report, res.Options)
+	if !strings.Contains(out.String(), "2 not applicable") || !strings.Contains(out.String(), "does not provide System B") {
+		t.Errorf("the matrix does not say why the System B cases did not run:\n%s", out.String())
+	}
+	// Nothing but not-applicable cases is no certificate.
+	only := crashrun.Run(t, b, crashrun.Options{Points: []faults.Point{faults.PlanSaveBeforeCheckpoint}, Kinds: []faults.Kind{faults.Crash}})
+	if only.ExitCode != 2 {
+		t.Errorf("a run of only not-applicable cases: exit %d, want 2 (undecided)", only.ExitCode)
+	}
+	if only.Dir != "" {
+		os.RemoveAll(only.Dir)
+	}
+}
+
+// The in-memory adapter must fail: after a restart the plan is gone. The
+// failing run keeps its reports and histories under ReportDir, names the
+// folder, and removes nothing else from ReportDir.
+func TestCrashMatrixMemoryFails(t *testing.T) {
+	reports := t.TempDir()
+	res := crashrun.Run(t, embedded.Memory(), crashrun.Options{ReportDir: reports,
+		Points: []faults.Point{faults.BeforeGraphApplied, faults.PlanSaveBeforeCheckpoint}, Kinds: []faults.Kind{faults.Crash}})
+	if res.ExitCode != 1 {
+		t.Fatalf("memory backend: exit code %d, want 1 (an invariant broke)", res.ExitCode)
+	}
+	broken := res.Broken()
 	for _, want := range []string{"I5", "I8"} {
 		if !slices.Contains(broken, want) {
 			t.Errorf("memory backend broke %v, want %s among them", broken, want)
 		}
 	}
 	found := false
-	for _, r := range rep.Results {
+	for _, r := range res.Results {
 		for _, v := range r.Violations {
 			if v.Invariant == check.I5 && strings.Contains(v.Message, "plan and stage are gone") {
 				found = true
@@ -41,6 +89,48 @@ func TestCrashMatrixMemoryFails(t *testing.T) {
 	if !found {
 		t.Errorf("no readable I5 finding saying the plan is gone after restart")
 	}
+	if filepath.Dir(res.Dir) != reports {
+		t.Fatalf("the failing run's folder %q is not under ReportDir %s", res.Dir, reports)
+	}
+	for _, f := range []string{"report.html", "report.json", "junit.xml"} {
+		if _, err := os.Stat(filepath.Join(res.Dir, f)); err != nil {
+			t.Errorf("report %s: %v", f, err)
+		}
+	}
+	for _, r := range res.Results {
+		if !strings.HasPrefix(r.Dir, res.Dir+string(filepath.Separator)) {
+			t.Errorf("case %s kept its history in %s, outside %s", r.Case.ID, r.Dir, res.Dir)
+		} else if _, err := os.Stat(filepath.Join(r.Dir, "history.jsonl")); err != nil {
+			t.Errorf("case %s: %v", r.Case.ID, err)
+		}
+	}
+	if msg := crashrun.Describe("memory", res); !strings.Contains(msg, filepath.Join(res.Dir, "report.html")) {
+		t.Errorf("the failure message does not name the report:\n%s", msg)
+	}
+}
+
+// Without ReportDir a failing run keeps only reports and histories (the
+// stores' data is removed) in one temporary folder that the failure names.
+func TestFailingRunKeepsNoStoreData(t *testing.T) {
+	b := embedded.SQLite()
+	b.Name = "sqlite-mutant"
+	res := crashrun.Run(t, b, crashrun.Options{Mutant: sim.MutantCreateNotMerge,
+		Points: []faults.Point{faults.BeforeGraphApplied}, Kinds: []faults.Kind{faults.Unknown}})
+	if res.ExitCode != 1 || res.Dir == "" {
+		t.Fatalf("mutant run: exit %d dir %q, want 1 and a folder", res.ExitCode, res.Dir)
+	}
+	defer os.RemoveAll(res.Dir)
+	if filepath.Dir(res.Dir) != filepath.Clean(os.TempDir()) {
+		t.Errorf("folder %s is not in the temporary directory", res.Dir)
+	}
+	for _, r := range res.Results {
+		if _, err := os.Stat(filepath.Join(r.Dir, "data")); !os.IsNotExist(err) {
+			t.Errorf("case %s still holds its store data (%v)", r.Case.ID, err)
+		}
+		if _, err := os.Stat(filepath.Join(r.Dir, "history.jsonl")); err != nil {
+			t.Errorf("case %s lost its history: %v", r.Case.ID, err)
+		}
+	}
 }
 
 // Each reference mutant is caught by the invariant that names its defect:
@@ -48,17 +138,20 @@ func TestCrashMatrixMemoryFails(t *testing.T) {
 // skip-revision-check by I2, advance-before-graph-write by I4, and System B
 // without its unique constraint by I8.
 func TestMutantsCaught(t *testing.T) {
-	properties.MutantsCaught(t, embedded.SQLite(), properties.CrashOptions{})
+	crashrun.MutantsCaught(t, embedded.SQLite(), crashrun.Options{})
 }
 
 // A failing case's replay command narrows the run to that case through
 // CRASHMATRIX_CASE.
 func TestCrashMatrixRunsOnlyTheNamedCase(t *testing.T) {
-	t.Setenv(properties.CaseEnv, "beforegraphapplied-crash")
-	rep := properties.RunCrashMatrix(t, embedded.Memory(), properties.CrashOptions{Points: []faults.Point{faults.BeforeGraphApplied}})
-	if len(rep.Results) != 1 || rep.Results[0].Case.ID != "beforegraphapplied-crash" {
+	t.Setenv(crashrun.CaseFilterEnv, "beforegraphapplied-crash")
+	res := crashrun.Run(t, embedded.Memory(), crashrun.Options{Points: []faults.Point{faults.BeforeGraphApplied}})
+	if res.Dir != "" {
+		defer os.RemoveAll(res.Dir)
+	}
+	if len(res.Results) != 1 || res.Results[0].Case.ID != "beforegraphapplied-crash" {
 		var ids []string
-		for _, r := range rep.Results {
+		for _, r := range res.Results {
 			ids = append(ids, r.Case.ID)
 		}
 		t.Fatalf("ran %v, want only beforegraphapplied-crash", ids)

@@ -228,7 +228,7 @@ func confMutable(o reference.Operation) reference.Operation {
 
 // confSeed returns the gopter seed: ConformanceSeedEnv if set, else the
 // clock.
-func confSeed(t T) int64 {
+func confSeed(t suiteT) int64 {
 	if s := os.Getenv(ConformanceSeedEnv); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
@@ -241,7 +241,7 @@ func confSeed(t T) int64 {
 
 // confCheckProp runs a gopter property and fails t with gopter's report,
 // the seed and the command line that replays it.
-func confCheckProp(t T, name string, prop gopter.Prop, minTests, maxSize int) {
+func confCheckProp(t suiteT, name string, prop gopter.Prop, minTests, maxSize int) {
 	t.Helper()
 	seed := confSeed(t)
 	params := gopter.DefaultTestParametersWithSeed(seed)

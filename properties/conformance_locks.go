@@ -4,60 +4,48 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"testing"
 
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
-// LockProvider runs the lease conformance suite: mutual exclusion, scope
-// isolation, expiry with fencing tokens, holder-only renew and release, and
-// a single winner under concurrency, as named subtests on fresh providers
-// from newStore. Time is passed explicitly; nothing sleeps.
-// newStore is called once per subtest, and once per command sequence in
-// the model-based subtest; register any cleanup with t.Cleanup.
-func LockProvider(t *testing.T, newStore func(t *testing.T) reference.LockProvider) {
-	t.Helper()
-	RunLockProvider(WrapT(t), confLift(newStore))
-}
-
-// RunLockProvider is LockProvider on a T, so it can run into a Recorder.
-func RunLockProvider(t T, newStore func(t T) reference.LockProvider) {
+// runLockProvider runs the LockProvider suite on a suiteT (a *testing.T or a recorder).
+func runLockProvider(t suiteT, newStore func(t suiteT) reference.LockProvider) {
 	t.Helper()
 	confRun(t, newStore, lockCases)
 }
 
 // The subtest names of the LockProvider suite.
 const (
-	LockMutualExclusion = "MutualExclusion"                  // a live lease refuses other holders
-	LockScopes          = "DifferentScopesDoNotBlock"        // other documents and other spaces are other leases
-	LockExpiry          = "ExpiryHandsOverWithGreaterToken"  // an expired lease passes on with a greater token
-	LockRenew           = "RenewOnlyByLiveHolder"            // only the live holder with its token renews
-	LockRelease         = "ReleaseOnlyByHolder"              // only the holder with its token releases, once
-	LockReacquire       = "ReacquireByHolderKeepsToken"      // a holder re-acquiring keeps its token and extends
-	LockTokens          = "TokensStrictlyIncrease"           // tokens strictly increase across releases and expiries
-	LockConcurrent      = "ConcurrentTryAcquireSingleWinner" // racing acquirers of a free lease: exactly one wins
-	LockBlankIDs        = "BlankIDsAreInvalid"               // blank space, documentId or holder wrap ErrInvalidArgument
-	LockModel           = "ModelBasedCommands"               // gopter commands against a model of the provider
+	subLockMutualExclusion = "MutualExclusion"                  // a live lease refuses other holders
+	subLockScopes          = "DifferentScopesDoNotBlock"        // other documents and other spaces are other leases
+	subLockExpiry          = "ExpiryHandsOverWithGreaterToken"  // an expired lease passes on with a greater token
+	subLockRenew           = "RenewOnlyByLiveHolder"            // only the live holder with its token renews
+	subLockRelease         = "ReleaseOnlyByHolder"              // only the holder with its token releases, once
+	subLockReacquire       = "ReacquireByHolderKeepsToken"      // a holder re-acquiring keeps its token and extends
+	subLockTokens          = "TokensStrictlyIncrease"           // tokens strictly increase across releases and expiries
+	subLockConcurrent      = "ConcurrentTryAcquireSingleWinner" // racing acquirers of a free lease: exactly one wins
+	subLockBlankIDs        = "BlankIDsAreInvalid"               // blank space, documentId or holder wrap ErrInvalidArgument
+	subLockModel           = "ModelBasedCommands"               // gopter commands against a model of the provider
 )
 
 // lockTTL is the lease length the lock subtests use.
 const lockTTL int64 = 1000
 
 var lockCases = []confCase[reference.LockProvider]{
-	{LockMutualExclusion, lockMutualExclusion},
-	{LockScopes, lockScopes},
-	{LockExpiry, lockExpiry},
-	{LockRenew, lockRenew},
-	{LockRelease, lockRelease},
-	{LockReacquire, lockReacquire},
-	{LockTokens, lockTokens},
-	{LockConcurrent, lockConcurrent},
-	{LockBlankIDs, lockBlankIDs},
-	{LockModel, lockModel},
+	{subLockMutualExclusion, lockMutualExclusion},
+	{subLockScopes, lockScopes},
+	{subLockExpiry, lockExpiry},
+	{subLockRenew, lockRenew},
+	{subLockRelease, lockRelease},
+	{subLockReacquire, lockReacquire},
+	{subLockTokens, lockTokens},
+	{subLockConcurrent, lockConcurrent},
+	{subLockBlankIDs, lockBlankIDs},
+	{subLockModel, lockModel},
 }
 
 // lockAcquire runs TryAcquire and fails t unless ok matches want.
-func lockAcquire(t T, p reference.LockProvider, space, doc, holder string, now int64, want bool, why string) reference.Lease {
+func lockAcquire(t suiteT, p reference.LockProvider, space, doc, holder string, now int64, want bool, why string) reference.Lease {
 	t.Helper()
 	l, ok, err := p.TryAcquire(confCtx, space, doc, holder, now, lockTTL)
 	if err != nil || ok != want {
@@ -69,14 +57,14 @@ func lockAcquire(t T, p reference.LockProvider, space, doc, holder string, now i
 	return l
 }
 
-func lockLost(t T, err error, what string) {
+func lockLost(t suiteT, err error, what string) {
 	t.Helper()
 	if !errors.Is(err, reference.ErrLeaseLost) {
 		t.Errorf("%s = %v; want an error wrapping ErrLeaseLost", what, err)
 	}
 }
 
-func lockMutualExclusion(t T, fresh func() reference.LockProvider) {
+func lockMutualExclusion(t suiteT, fresh func() reference.LockProvider) {
 	p := fresh()
 	a := lockAcquire(t, p, "space_a", "doc-1", "A", confNow, true, "the lease is free")
 	for _, at := range []int64{confNow, confNow + 1, confNow + lockTTL/2, confNow + lockTTL - 1} {
@@ -93,7 +81,7 @@ func lockMutualExclusion(t T, fresh func() reference.LockProvider) {
 	}
 }
 
-func lockScopes(t T, fresh func() reference.LockProvider) {
+func lockScopes(t suiteT, fresh func() reference.LockProvider) {
 	p := fresh()
 	lockAcquire(t, p, "space_a", "doc-1", "A", confNow, true, "free")
 	b1 := lockAcquire(t, p, "space_a", "doc-2", "B", confNow, true, "another document is another lease")
@@ -107,10 +95,11 @@ func lockScopes(t T, fresh func() reference.LockProvider) {
 	lockAcquire(t, p, "space_a", "doc-1", "C", confNow+1, false, "A still holds space_a/doc-1 after B released the others")
 }
 
-func lockExpiry(t T, fresh func() reference.LockProvider) {
+func lockExpiry(t suiteT, fresh func() reference.LockProvider) {
 	p := fresh()
 	a := lockAcquire(t, p, "space_a", "doc-1", "A", confNow, true, "free")
-	b := lockAcquire(t, p, "space_a", "doc-1", "B", confNow+lockTTL+1, true, "A's lease expired")
+	lockAcquire(t, p, "space_a", "doc-1", "B", confNow+lockTTL-1, false, "A's lease is live until its expiry instant")
+	b := lockAcquire(t, p, "space_a", "doc-1", "B", confNow+lockTTL, true, "A's lease expired (free from now >= ExpiresAt)")
 	if b.Token <= a.Token {
 		t.Errorf("token after expiry = %d; want greater than the expired holder's %d (fencing)", b.Token, a.Token)
 	}
@@ -124,7 +113,7 @@ func lockExpiry(t T, fresh func() reference.LockProvider) {
 	}
 }
 
-func lockRenew(t T, fresh func() reference.LockProvider) {
+func lockRenew(t suiteT, fresh func() reference.LockProvider) {
 	p := fresh()
 	a := lockAcquire(t, p, "space_a", "doc-1", "A", confNow, true, "free")
 	r, err := p.Renew(confCtx, a, confNow+500, lockTTL)
@@ -148,7 +137,7 @@ func lockRenew(t T, fresh func() reference.LockProvider) {
 	lockAcquire(t, p, "space_a", "doc-1", "B", r.ExpiresAt+2, true, "A's renewed lease expired and a late renew must not revive it")
 }
 
-func lockRelease(t T, fresh func() reference.LockProvider) {
+func lockRelease(t suiteT, fresh func() reference.LockProvider) {
 	p := fresh()
 	a := lockAcquire(t, p, "space_a", "doc-1", "A", confNow, true, "free")
 	forged := a
@@ -170,7 +159,7 @@ func lockRelease(t T, fresh func() reference.LockProvider) {
 	lockAcquire(t, p, "space_a", "doc-1", "C", confNow+3, false, "A's stale release must not free B's lease")
 }
 
-func lockReacquire(t T, fresh func() reference.LockProvider) {
+func lockReacquire(t suiteT, fresh func() reference.LockProvider) {
 	p := fresh()
 	a := lockAcquire(t, p, "space_a", "doc-1", "A", confNow, true, "free")
 	again := lockAcquire(t, p, "space_a", "doc-1", "A", confNow+400, true, "the holder re-acquires its own live lease")
@@ -180,7 +169,7 @@ func lockReacquire(t T, fresh func() reference.LockProvider) {
 	lockAcquire(t, p, "space_a", "doc-1", "B", confNow+lockTTL+100, false, "the re-acquire extended A's lease to now+1400")
 }
 
-func lockTokens(t T, fresh func() reference.LockProvider) {
+func lockTokens(t suiteT, fresh func() reference.LockProvider) {
 	p := fresh()
 	var last int64 = -1 << 62
 	now := confNow
@@ -207,7 +196,7 @@ func lockTokens(t T, fresh func() reference.LockProvider) {
 	}
 }
 
-func lockConcurrent(t T, fresh func() reference.LockProvider) {
+func lockConcurrent(t suiteT, fresh func() reference.LockProvider) {
 	p := fresh()
 	for round := 0; round < 5; round++ {
 		doc := fmt.Sprintf("doc-%d", round)
@@ -241,7 +230,7 @@ func lockConcurrent(t T, fresh func() reference.LockProvider) {
 	}
 }
 
-func lockBlankIDs(t T, fresh func() reference.LockProvider) {
+func lockBlankIDs(t suiteT, fresh func() reference.LockProvider) {
 	p := fresh()
 	for _, c := range [][3]string{{"", "doc-1", "A"}, {" ", "doc-1", "A"}, {"space_a", "", "A"}, {"space_a", "\t", "A"}, {"space_a", "doc-1", ""}, {"space_a", "doc-1", "  "}} {
 		l, ok, err := p.TryAcquire(confCtx, c[0], c[1], c[2], confNow, lockTTL)
@@ -262,7 +251,7 @@ type lockModelState struct {
 	last   map[string]int64
 }
 
-func lockModel(t T, fresh func() reference.LockProvider) {
+func lockModel(t suiteT, fresh func() reference.LockProvider) {
 	prop := confModelProp(func() *lockModelState {
 		return &lockModelState{p: fresh(), clock: confNow, leases: map[string]reference.Lease{}, held: map[string]reference.Lease{}, last: map[string]int64{}}
 	}, lockModelPick)

@@ -27,7 +27,7 @@ type opModelRec struct {
 func opModelIDs() []string { return []string{"op-1", "op-2", "op-3", "op-4"} }
 
 // opModel runs random command sequences against fresh stores and the model.
-func opModel(t T, fresh func() reference.OperationStore) {
+func opModel(t suiteT, fresh func() reference.OperationStore) {
 	prop := confModelProp(func() *opModelStore {
 		return &opModelStore{s: fresh(), clock: confNow, ops: map[string]*opModelRec{}}
 	}, opModelPick)

@@ -4,23 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"testing"
 
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
-// OperationStore runs the operation-store conformance suite: every
-// "Operation store requirement" of protocol.md, as named subtests on fresh
-// stores from newStore. A backend calls it from its own go test.
-// newStore is called once per subtest, and once per command sequence in
-// the model-based subtest; register any cleanup with t.Cleanup.
-func OperationStore(t *testing.T, newStore func(t *testing.T) reference.OperationStore) {
-	t.Helper()
-	RunOperationStore(WrapT(t), confLift(newStore))
-}
-
-// RunOperationStore is OperationStore on a T, so it can run into a Recorder.
-func RunOperationStore(t T, newStore func(t T) reference.OperationStore) {
+// runOperationStore runs the OperationStore suite on a suiteT (a *testing.T or a recorder).
+func runOperationStore(t suiteT, newStore func(t suiteT) reference.OperationStore) {
 	t.Helper()
 	confRun(t, newStore, opStoreCases)
 }
@@ -28,46 +17,46 @@ func RunOperationStore(t T, newStore func(t T) reference.OperationStore) {
 // The subtest names of the OperationStore suite, for tests that assert where
 // a broken store fails.
 const (
-	OpCreateFirstWriteWins        = "CreateIfAbsentFirstWriteWins"           // a second create with a used id changes nothing
-	OpCreateConcurrent            = "CreateIfAbsentConcurrentSingleWinner"   // racing creates of one id: one winner, op and plan together
-	OpCreateRejectsInvalid        = "CreateIfAbsentRejectsInvalidPair"       // invalid op/plan pairs are refused and nothing is stored
-	OpGetUnknown                  = "GetUnknownIsNotFound"                   // Get and GetPlan of an unknown id wrap ErrNotFound
-	OpPlanRoundTrip               = "PlanRoundTrip"                          // every plan field survives storage; the fingerprint still matches
-	OpCASProtectsStageAndIdentity = "CompareAndSetProtectsStageAndIdentity"  // a stale stage or another identity in expected gives false
-	OpCASIllegalTransitions       = "CompareAndSetRejectsIllegalTransitions" // illegal successors are errors and change nothing
-	OpCASTimeBackwards            = "CompareAndSetRejectsTimeBackwards"      // an update dated before the stored one is ErrTimeBackwards
-	OpStageWalk                   = "StageWalkKeepsFailureRecord"            // failure reason, attempts and updatedAt are kept along the full walk
-	OpCASConcurrent               = "CompareAndSetConcurrentSingleWinner"    // racing compare-and-sets on one record: exactly one wins
-	OpCASKeepsClaim               = "CompareAndSetKeepsClaim"                // a stage change does not drop the recovery claim
-	OpListRecoverable             = "ListRecoverableStableBoundedDetached"   // recoverable scan: filtered, ordered, bounded, detached
-	OpList                        = "ListReturnsEveryOperation"              // List returns every operation ordered by id
-	OpClaimConcurrent             = "ClaimConcurrentSingleWinner"            // racing claims of a free operation: exactly one wins
-	OpClaimLifecycle              = "ClaimExclusiveRenewExpireRelease"       // claims: exclusive while live, renewable, expire, holder-only release
-	OpModel                       = "ModelBasedCommands"                     // gopter commands against a model of the store
+	subOpCreateFirstWriteWins        = "CreateIfAbsentFirstWriteWins"           // a second create with a used id changes nothing
+	subOpCreateConcurrent            = "CreateIfAbsentConcurrentSingleWinner"   // racing creates of one id: one winner, op and plan together
+	subOpCreateRejectsInvalid        = "CreateIfAbsentRejectsInvalidPair"       // invalid op/plan pairs are refused and nothing is stored
+	subOpGetUnknown                  = "GetUnknownIsNotFound"                   // Get and GetPlan of an unknown id wrap ErrNotFound
+	subOpPlanRoundTrip               = "PlanRoundTrip"                          // every plan field survives storage; the fingerprint still matches
+	subOpCASProtectsStageAndIdentity = "CompareAndSetProtectsStageAndIdentity"  // a stale stage or another identity in expected gives false
+	subOpCASIllegalTransitions       = "CompareAndSetRejectsIllegalTransitions" // illegal successors are errors and change nothing
+	subOpCASTimeBackwards            = "CompareAndSetRejectsTimeBackwards"      // an update dated before the stored one is ErrTimeBackwards
+	subOpStageWalk                   = "StageWalkKeepsFailureRecord"            // failure reason, attempts and updatedAt are kept along the full walk
+	subOpCASConcurrent               = "CompareAndSetConcurrentSingleWinner"    // racing compare-and-sets on one record: exactly one wins
+	subOpCASKeepsClaim               = "CompareAndSetKeepsClaim"                // a stage change does not drop the recovery claim
+	subOpListRecoverable             = "ListRecoverableStableBoundedDetached"   // recoverable scan: filtered, ordered, bounded, detached
+	subOpList                        = "ListReturnsEveryOperation"              // List returns every operation ordered by id
+	subOpClaimConcurrent             = "ClaimConcurrentSingleWinner"            // racing claims of a free operation: exactly one wins
+	subOpClaimLifecycle              = "ClaimExclusiveRenewExpireRelease"       // claims: exclusive while live, renewable, expire, holder-only release
+	subOpModel                       = "ModelBasedCommands"                     // gopter commands against a model of the store
 )
 
 var opStoreCases = []confCase[reference.OperationStore]{
-	{OpCreateFirstWriteWins, opCreateFirstWriteWins},
-	{OpCreateConcurrent, opCreateConcurrent},
-	{OpCreateRejectsInvalid, opCreateRejectsInvalid},
-	{OpGetUnknown, opGetUnknown},
-	{OpPlanRoundTrip, opPlanRoundTrip},
-	{OpCASProtectsStageAndIdentity, opCASProtects},
-	{OpCASIllegalTransitions, opCASIllegal},
-	{OpCASTimeBackwards, opCASTimeBackwards},
-	{OpStageWalk, opStageWalk},
-	{OpCASConcurrent, opCASConcurrent},
-	{OpCASKeepsClaim, opCASKeepsClaim},
-	{OpListRecoverable, opListRecoverable},
-	{OpList, opList},
-	{OpClaimConcurrent, opClaimConcurrent},
-	{OpClaimLifecycle, opClaimLifecycle},
-	{OpModel, opModel},
+	{subOpCreateFirstWriteWins, opCreateFirstWriteWins},
+	{subOpCreateConcurrent, opCreateConcurrent},
+	{subOpCreateRejectsInvalid, opCreateRejectsInvalid},
+	{subOpGetUnknown, opGetUnknown},
+	{subOpPlanRoundTrip, opPlanRoundTrip},
+	{subOpCASProtectsStageAndIdentity, opCASProtects},
+	{subOpCASIllegalTransitions, opCASIllegal},
+	{subOpCASTimeBackwards, opCASTimeBackwards},
+	{subOpStageWalk, opStageWalk},
+	{subOpCASConcurrent, opCASConcurrent},
+	{subOpCASKeepsClaim, opCASKeepsClaim},
+	{subOpListRecoverable, opListRecoverable},
+	{subOpList, opList},
+	{subOpClaimConcurrent, opClaimConcurrent},
+	{subOpClaimLifecycle, opClaimLifecycle},
+	{subOpModel, opModel},
 }
 
 // opCreate creates the PREPARED operation of p at time at and fails t unless
 // it is new.
-func opCreate(t T, s reference.OperationStore, p reference.Plan, at int64) reference.Operation {
+func opCreate(t suiteT, s reference.OperationStore, p reference.Plan, at int64) reference.Operation {
 	t.Helper()
 	op := confOp(p, at)
 	ok, err := s.CreateIfAbsent(confCtx, op, p)
@@ -78,7 +67,7 @@ func opCreate(t T, s reference.OperationStore, p reference.Plan, at int64) refer
 }
 
 // opMustGet reads an operation and fails t if it cannot.
-func opMustGet(t T, s reference.OperationStore, id string) reference.Operation {
+func opMustGet(t suiteT, s reference.OperationStore, id string) reference.Operation {
 	t.Helper()
 	got, err := s.Get(confCtx, id)
 	if err != nil {
@@ -88,7 +77,7 @@ func opMustGet(t T, s reference.OperationStore, id string) reference.Operation {
 }
 
 // opExpectStored fails t unless the stored mutable record equals want.
-func opExpectStored(t T, s reference.OperationStore, want reference.Operation, context string) {
+func opExpectStored(t suiteT, s reference.OperationStore, want reference.Operation, context string) {
 	t.Helper()
 	got := opMustGet(t, s, want.OperationID)
 	if !confEqual(confMutable(got), confMutable(want)) {
@@ -104,7 +93,7 @@ func opAdvance(cur reference.Operation, to reference.Stage, at int64, reason str
 }
 
 // opCAS runs CompareAndSet and fails t unless it returns want with no error.
-func opCAS(t T, s reference.OperationStore, expected, next reference.Operation, want bool, context string) {
+func opCAS(t suiteT, s reference.OperationStore, expected, next reference.Operation, want bool, context string) {
 	t.Helper()
 	ok, err := s.CompareAndSet(confCtx, expected, next)
 	if err != nil || ok != want {
@@ -113,7 +102,7 @@ func opCAS(t T, s reference.OperationStore, expected, next reference.Operation, 
 	}
 }
 
-func opCreateFirstWriteWins(t T, fresh func() reference.OperationStore) {
+func opCreateFirstWriteWins(t suiteT, fresh func() reference.OperationStore) {
 	s := fresh()
 	p1 := confPlan("op-1", "space_a", "doc-1", 0)
 	first := opCreate(t, s, p1, confNow)
@@ -142,7 +131,7 @@ func opCreateFirstWriteWins(t T, fresh func() reference.OperationStore) {
 	}
 }
 
-func opCreateConcurrent(t T, fresh func() reference.OperationStore) {
+func opCreateConcurrent(t suiteT, fresh func() reference.OperationStore) {
 	for round := 0; round < 5; round++ {
 		s := fresh()
 		id := fmt.Sprintf("operation-concurrent-%d", round)
@@ -188,7 +177,7 @@ func opCreateConcurrent(t T, fresh func() reference.OperationStore) {
 	}
 }
 
-func opCreateRejectsInvalid(t T, fresh func() reference.OperationStore) {
+func opCreateRejectsInvalid(t suiteT, fresh func() reference.OperationStore) {
 	type bad struct {
 		name  string
 		op    func() (reference.Operation, reference.Plan)
@@ -245,7 +234,7 @@ func opCreateRejectsInvalid(t T, fresh func() reference.OperationStore) {
 		}, []error{reference.ErrIllegalTransition}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t T) {
+		t.Run(c.name, func(t suiteT) {
 			s := fresh()
 			op, p := c.op()
 			ok, err := s.CreateIfAbsent(confCtx, op, p)
@@ -269,7 +258,7 @@ func opCreateRejectsInvalid(t T, fresh func() reference.OperationStore) {
 	}
 }
 
-func opGetUnknown(t T, fresh func() reference.OperationStore) {
+func opGetUnknown(t suiteT, fresh func() reference.OperationStore) {
 	s := fresh()
 	opCreate(t, s, confPlan("op-known", "space_a", "doc-1", 0), confNow)
 	for _, id := range []string{"op-unknown", "op-know", "OP-KNOWN"} {
@@ -282,7 +271,7 @@ func opGetUnknown(t T, fresh func() reference.OperationStore) {
 	}
 }
 
-func opPlanRoundTrip(t T, fresh func() reference.OperationStore) {
+func opPlanRoundTrip(t suiteT, fresh func() reference.OperationStore) {
 	plans := map[string]reference.Plan{
 		"Full":    confFullPlan("op-full", "space_a", "doc-full"),
 		"Minimal": confPlan("op-min", "space_a", "doc-min", 0),
@@ -298,7 +287,7 @@ func opPlanRoundTrip(t T, fresh func() reference.OperationStore) {
 		}(),
 	}
 	for _, name := range []string{"Full", "Minimal", "NoOp", "Retraction"} {
-		t.Run(name, func(t T) {
+		t.Run(name, func(t suiteT) {
 			s := fresh()
 			p := plans[name]
 			if err := p.Validate(); err != nil {
@@ -331,7 +320,7 @@ func opPlanRoundTrip(t T, fresh func() reference.OperationStore) {
 	}
 }
 
-func opCASProtects(t T, fresh func() reference.OperationStore) {
+func opCASProtects(t suiteT, fresh func() reference.OperationStore) {
 	s := fresh()
 	op := opCreate(t, s, confPlan("op-1", "space_a", "doc-1", 0), confNow)
 	other := opCreate(t, s, confPlan("op-2", "space_a", "doc-1", 0), confNow)
@@ -381,7 +370,7 @@ func opCASProtects(t T, fresh func() reference.OperationStore) {
 	opExpectStored(t, s, other, "the other operation")
 }
 
-func opCASIllegal(t T, fresh func() reference.OperationStore) {
+func opCASIllegal(t suiteT, fresh func() reference.OperationStore) {
 	s := fresh()
 	op := opCreate(t, s, confPlan("op-1", "space_a", "doc-1", 0), confNow)
 	reject := func(cur, next reference.Operation, want error, what string) {
@@ -437,7 +426,7 @@ func opCASIllegal(t T, fresh func() reference.OperationStore) {
 	reject(dead, revived, reference.ErrIllegalTransition, "clearing a DEAD_LETTER disposition")
 }
 
-func opCASTimeBackwards(t T, fresh func() reference.OperationStore) {
+func opCASTimeBackwards(t suiteT, fresh func() reference.OperationStore) {
 	s := fresh()
 	op := opCreate(t, s, confPlan("op-1", "space_a", "doc-1", 0), confNow)
 	ok, err := s.CompareAndSet(confCtx, op, opAdvance(op, reference.GraphApplied, confNow-1, "", 0))
@@ -456,7 +445,7 @@ func opCASTimeBackwards(t T, fresh func() reference.OperationStore) {
 	opCAS(t, s, next, opAdvance(next, reference.StateCommitted, confNow+100, "", 0), true, "same timestamp")
 }
 
-func opStageWalk(t T, fresh func() reference.OperationStore) {
+func opStageWalk(t suiteT, fresh func() reference.OperationStore) {
 	s := fresh()
 	op := opCreate(t, s, confPlan("op-walk", "space_a", "doc-1", 0), confNow)
 	steps := []struct {
@@ -486,7 +475,7 @@ func opStageWalk(t T, fresh func() reference.OperationStore) {
 	}
 }
 
-func opCASConcurrent(t T, fresh func() reference.OperationStore) {
+func opCASConcurrent(t suiteT, fresh func() reference.OperationStore) {
 	s := fresh()
 	for round := 0; round < 10; round++ {
 		op := opCreate(t, s, confPlan(fmt.Sprintf("op-race-%d", round), "space_a", "doc-1", 0), confNow)
@@ -522,7 +511,7 @@ func opCASConcurrent(t T, fresh func() reference.OperationStore) {
 	}
 }
 
-func opCASKeepsClaim(t T, fresh func() reference.OperationStore) {
+func opCASKeepsClaim(t suiteT, fresh func() reference.OperationStore) {
 	s := fresh()
 	op := opCreate(t, s, confPlan("op-claimed", "space_a", "doc-1", 0), confNow)
 	if ok, err := s.Claim(confCtx, op.OperationID, "recoverer-1", confNow, 10_000); err != nil || !ok {
@@ -538,7 +527,7 @@ func opCASKeepsClaim(t T, fresh func() reference.OperationStore) {
 	}
 }
 
-func opListRecoverable(t T, fresh func() reference.OperationStore) {
+func opListRecoverable(t suiteT, fresh func() reference.OperationStore) {
 	s := fresh()
 	mk := func(id string, at int64) reference.Operation {
 		return opCreate(t, s, confPlan(id, "space_a", "doc-"+id, 0), at)
@@ -619,7 +608,7 @@ func opListRecoverable(t T, fresh func() reference.OperationStore) {
 	}
 }
 
-func opList(t T, fresh func() reference.OperationStore) {
+func opList(t suiteT, fresh func() reference.OperationStore) {
 	s := fresh()
 	if all, err := s.List(confCtx); err != nil || len(all) != 0 {
 		t.Errorf("List() on an empty store = %d operations, %v; want none", len(all), err)
@@ -641,7 +630,7 @@ func opList(t T, fresh func() reference.OperationStore) {
 	}
 }
 
-func opClaimConcurrent(t T, fresh func() reference.OperationStore) {
+func opClaimConcurrent(t suiteT, fresh func() reference.OperationStore) {
 	s := fresh()
 	for round := 0; round < 5; round++ {
 		op := opCreate(t, s, confPlan(fmt.Sprintf("op-claim-%d", round), "space_a", "doc-1", 0), confNow)
@@ -671,7 +660,7 @@ func opClaimConcurrent(t T, fresh func() reference.OperationStore) {
 	}
 }
 
-func opClaimLifecycle(t T, fresh func() reference.OperationStore) {
+func opClaimLifecycle(t suiteT, fresh func() reference.OperationStore) {
 	s := fresh()
 	op := opCreate(t, s, confPlan("op-1", "space_a", "doc-1", 0), confNow)
 	claim := func(holder string, at, ttl int64, want bool, why string) {

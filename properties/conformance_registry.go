@@ -7,53 +7,41 @@ import (
 	"math/rand"
 	"slices"
 	"sort"
-	"testing"
 
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
-// EntityRegistry runs the entity-registry conformance suite: lookup by
-// canonical name and alias, normalisation, all-or-nothing conflicts and the
-// unique name constraint under concurrency, as named subtests on fresh
-// registries from newStore.
-// newStore is called once per subtest, and once per command sequence in
-// the model-based subtest; register any cleanup with t.Cleanup.
-func EntityRegistry(t *testing.T, newStore func(t *testing.T) reference.EntityRegistry) {
-	t.Helper()
-	RunEntityRegistry(WrapT(t), confLift(newStore))
-}
-
-// RunEntityRegistry is EntityRegistry on a T, so it can run into a Recorder.
-func RunEntityRegistry(t T, newStore func(t T) reference.EntityRegistry) {
+// runEntityRegistry runs the EntityRegistry suite on a suiteT (a *testing.T or a recorder).
+func runEntityRegistry(t suiteT, newStore func(t suiteT) reference.EntityRegistry) {
 	t.Helper()
 	confRun(t, newStore, registryCases)
 }
 
 // The subtest names of the EntityRegistry suite.
 const (
-	RegSaveAndFind       = "SaveAndFindByNameAndAlias"     // entities are found by canonical name and by alias
-	RegNormalisation     = "NamesAreNormalised"            // names match after NFKC, case and whitespace folding
-	RegConflictAllOrNone = "ConflictSavesNothing"          // a batch with a conflict saves nothing
-	RegConflictInBatch   = "ConflictWithinOneBatch"        // two node ids for one name within a batch conflict
-	RegSaveAgainNoOp     = "SaveAgainIsNoOp"               // saving the same registrations again changes nothing
-	RegAliasesMerged     = "AliasesAreMerged"              // aliases and properties saved for one node accumulate
-	RegConcurrentUnique  = "ConcurrentSaveKeepsNameUnique" // racing saves of one name to different nodes: one wins
-	RegSpaceIsolation    = "SpaceIsolation"                // names are unique per space only
-	RegTypeInKey         = "TypeIsPartOfTheKey"            // names are unique per entity type only
-	RegModel             = "ModelBasedCommands"            // gopter commands against a model of the registry
+	subRegSaveAndFind       = "SaveAndFindByNameAndAlias"     // entities are found by canonical name and by alias
+	subRegNormalisation     = "NamesAreNormalised"            // names match after NFKC, case and whitespace folding
+	subRegConflictAllOrNone = "ConflictSavesNothing"          // a batch with a conflict saves nothing
+	subRegConflictInBatch   = "ConflictWithinOneBatch"        // two node ids for one name within a batch conflict
+	subRegSaveAgainNoOp     = "SaveAgainIsNoOp"               // saving the same registrations again changes nothing
+	subRegAliasesMerged     = "AliasesAreMerged"              // aliases and properties saved for one node accumulate
+	subRegConcurrentUnique  = "ConcurrentSaveKeepsNameUnique" // racing saves of one name to different nodes: one wins
+	subRegSpaceIsolation    = "SpaceIsolation"                // names are unique per space only
+	subRegTypeInKey         = "TypeIsPartOfTheKey"            // names are unique per entity type only
+	subRegModel             = "ModelBasedCommands"            // gopter commands against a model of the registry
 )
 
 var registryCases = []confCase[reference.EntityRegistry]{
-	{RegSaveAndFind, regSaveAndFind},
-	{RegNormalisation, regNormalisation},
-	{RegConflictAllOrNone, regConflictAllOrNone},
-	{RegConflictInBatch, regConflictInBatch},
-	{RegSaveAgainNoOp, regSaveAgainNoOp},
-	{RegAliasesMerged, regAliasesMerged},
-	{RegConcurrentUnique, regConcurrentUnique},
-	{RegSpaceIsolation, regSpaceIsolation},
-	{RegTypeInKey, regTypeInKey},
-	{RegModel, regModel},
+	{subRegSaveAndFind, regSaveAndFind},
+	{subRegNormalisation, regNormalisation},
+	{subRegConflictAllOrNone, regConflictAllOrNone},
+	{subRegConflictInBatch, regConflictInBatch},
+	{subRegSaveAgainNoOp, regSaveAgainNoOp},
+	{subRegAliasesMerged, regAliasesMerged},
+	{subRegConcurrentUnique, regConcurrentUnique},
+	{subRegSpaceIsolation, regSpaceIsolation},
+	{subRegTypeInKey, regTypeInKey},
+	{subRegModel, regModel},
 }
 
 func regOf(node, typ, name string, aliases ...string) reference.EntityRegistration {
@@ -61,7 +49,7 @@ func regOf(node, typ, name string, aliases ...string) reference.EntityRegistrati
 }
 
 // regSave saves regs and fails t on an error.
-func regSave(t T, s reference.EntityRegistry, space string, regs ...reference.EntityRegistration) {
+func regSave(t suiteT, s reference.EntityRegistry, space string, regs ...reference.EntityRegistration) {
 	t.Helper()
 	if err := s.SaveAll(confCtx, space, regs); err != nil {
 		t.Fatalf("SaveAll(%s, %d registrations, first %s %q) = %v; want nil", space, len(regs), regs[0].NodeID, regs[0].CanonicalName, err)
@@ -69,7 +57,7 @@ func regSave(t T, s reference.EntityRegistry, space string, regs ...reference.En
 }
 
 // regConflict saves regs and fails t unless the store reports a conflict.
-func regConflict(t T, s reference.EntityRegistry, space string, why string, regs ...reference.EntityRegistration) {
+func regConflict(t suiteT, s reference.EntityRegistry, space string, why string, regs ...reference.EntityRegistration) {
 	t.Helper()
 	if err := s.SaveAll(confCtx, space, regs); !errors.Is(err, reference.ErrRegistryConflict) {
 		t.Errorf("SaveAll(%s, %s) = %v; want an error wrapping ErrRegistryConflict: %s", space, confShow(regs), err, why)
@@ -77,7 +65,7 @@ func regConflict(t T, s reference.EntityRegistry, space string, why string, regs
 }
 
 // regFind returns the node ids FindMatches gives for names.
-func regFind(t T, s reference.EntityRegistry, space, typ string, names ...string) []string {
+func regFind(t suiteT, s reference.EntityRegistry, space, typ string, names ...string) []string {
 	t.Helper()
 	got, err := s.FindMatches(confCtx, space, typ, names)
 	if err != nil {
@@ -92,7 +80,7 @@ func regFind(t T, s reference.EntityRegistry, space, typ string, names ...string
 }
 
 // regExpectFind fails t unless FindMatches gives exactly want.
-func regExpectFind(t T, s reference.EntityRegistry, space, typ string, names []string, want []string, why string) {
+func regExpectFind(t suiteT, s reference.EntityRegistry, space, typ string, names []string, want []string, why string) {
 	t.Helper()
 	got := regFind(t, s, space, typ, names...)
 	if want == nil {
@@ -104,7 +92,7 @@ func regExpectFind(t T, s reference.EntityRegistry, space, typ string, names []s
 }
 
 // regList returns the node ids of List(space).
-func regList(t T, s reference.EntityRegistry, space string) []reference.RegisteredEntity {
+func regList(t suiteT, s reference.EntityRegistry, space string) []reference.RegisteredEntity {
 	t.Helper()
 	l, err := s.List(confCtx, space)
 	if err != nil {
@@ -121,7 +109,7 @@ func regIDs(l []reference.RegisteredEntity) []string {
 	return out
 }
 
-func regSaveAndFind(t T, fresh func() reference.EntityRegistry) {
+func regSaveAndFind(t suiteT, fresh func() reference.EntityRegistry) {
 	s := fresh()
 	alice := reference.NodeID("Person", "Alice Smith")
 	r := regOf(alice, "Person", "Alice Smith", "Alice", "A. Smith")
@@ -162,7 +150,7 @@ func regSaveAndFind(t T, fresh func() reference.EntityRegistry) {
 	}
 }
 
-func regNormalisation(t T, fresh func() reference.EntityRegistry) {
+func regNormalisation(t suiteT, fresh func() reference.EntityRegistry) {
 	s := fresh()
 	regSave(t, s, "space_a", regOf("n-alice", "Person", "alice smith"), regOf("n-lin", "Character", "林默"))
 	for _, q := range []string{"  ALICE  smith", "Alice Smith", "alice\tSMITH ", "ＡＬＩＣＥ Ｓｍｉｔｈ"} {
@@ -175,7 +163,7 @@ func regNormalisation(t T, fresh func() reference.EntityRegistry) {
 	regExpectFind(t, s, "space_a", "Person", []string{"Someone"}, nil, "the conflicting registration saved nothing")
 }
 
-func regConflictAllOrNone(t T, fresh func() reference.EntityRegistry) {
+func regConflictAllOrNone(t suiteT, fresh func() reference.EntityRegistry) {
 	s := fresh()
 	regSave(t, s, "space_a", regOf("n-alice", "Person", "Alice"))
 	before := regList(t, s, "space_a")
@@ -193,7 +181,7 @@ func regConflictAllOrNone(t T, fresh func() reference.EntityRegistry) {
 	}
 }
 
-func regConflictInBatch(t T, fresh func() reference.EntityRegistry) {
+func regConflictInBatch(t suiteT, fresh func() reference.EntityRegistry) {
 	s := fresh()
 	regConflict(t, s, "space_a", "two node ids for 'eve' in one batch", regOf("n-1", "Person", "Eve"), regOf("n-2", "Person", "eve "))
 	regConflict(t, s, "space_a", "an alias of one and the name of another", regOf("n-3", "Person", "Frank", "Frankie"), regOf("n-4", "Person", "FRANKIE"))
@@ -204,7 +192,7 @@ func regConflictInBatch(t T, fresh func() reference.EntityRegistry) {
 	regExpectFind(t, s, "space_a", "Person", []string{"Evie"}, []string{"n-1"}, "the same node twice in one batch is fine")
 }
 
-func regSaveAgainNoOp(t T, fresh func() reference.EntityRegistry) {
+func regSaveAgainNoOp(t suiteT, fresh func() reference.EntityRegistry) {
 	s := fresh()
 	batch := []reference.EntityRegistration{
 		regOf("n-alice", "Person", "Alice", "Ally"),
@@ -225,7 +213,7 @@ func regSaveAgainNoOp(t T, fresh func() reference.EntityRegistry) {
 	}
 }
 
-func regAliasesMerged(t T, fresh func() reference.EntityRegistry) {
+func regAliasesMerged(t suiteT, fresh func() reference.EntityRegistry) {
 	s := fresh()
 	withProps := func(r reference.EntityRegistration, kv ...string) reference.EntityRegistration {
 		r.Properties = map[string]string{}
@@ -257,7 +245,7 @@ func regAliasesMerged(t T, fresh func() reference.EntityRegistry) {
 	}
 }
 
-func regConcurrentUnique(t T, fresh func() reference.EntityRegistry) {
+func regConcurrentUnique(t suiteT, fresh func() reference.EntityRegistry) {
 	s := fresh()
 	for round := 0; round < 5; round++ {
 		name := fmt.Sprintf("Zed %d", round)
@@ -293,7 +281,7 @@ func regConcurrentUnique(t T, fresh func() reference.EntityRegistry) {
 	}
 }
 
-func regSpaceIsolation(t T, fresh func() reference.EntityRegistry) {
+func regSpaceIsolation(t suiteT, fresh func() reference.EntityRegistry) {
 	s := fresh()
 	regSave(t, s, "space_a", regOf("n-a", "Person", "Alice"))
 	regSave(t, s, "space_b", regOf("n-b", "Person", "Alice"))
@@ -306,7 +294,7 @@ func regSpaceIsolation(t T, fresh func() reference.EntityRegistry) {
 	regConflict(t, s, "space_b", "space_b's Alice is n-b", regOf("n-a", "Person", "Alice"))
 }
 
-func regTypeInKey(t T, fresh func() reference.EntityRegistry) {
+func regTypeInKey(t suiteT, fresh func() reference.EntityRegistry) {
 	s := fresh()
 	regSave(t, s, "space_a", regOf("n-person", "Person", "Jordan"), regOf("n-country", "Country", "Jordan"))
 	regExpectFind(t, s, "space_a", "Person", []string{"Jordan"}, []string{"n-person"}, "Person Jordan")
@@ -322,7 +310,7 @@ type regModelStore struct {
 	nodes map[[2]string]map[string]bool // space, node -> normalised names
 }
 
-func regModel(t T, fresh func() reference.EntityRegistry) {
+func regModel(t suiteT, fresh func() reference.EntityRegistry) {
 	prop := confModelProp(func() *regModelStore {
 		return &regModelStore{s: fresh(), names: map[[3]string]string{}, nodes: map[[2]string]map[string]bool{}}
 	}, regModelPick)

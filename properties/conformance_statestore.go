@@ -5,53 +5,42 @@ import (
 	"fmt"
 	"math/rand"
 	"sort"
-	"testing"
 
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
-// DocumentStateStore runs the document-state conformance suite: the
-// revision compare-and-set, history, removal and fact-source lookups, as
-// named subtests on fresh stores from newStore.
-// newStore is called once per subtest, and once per command sequence in
-// the model-based subtest; register any cleanup with t.Cleanup.
-func DocumentStateStore(t *testing.T, newStore func(t *testing.T) reference.DocumentStateStore) {
-	t.Helper()
-	RunDocumentStateStore(WrapT(t), confLift(newStore))
-}
-
-// RunDocumentStateStore is DocumentStateStore on a T, so it can run into a
-// Recorder.
-func RunDocumentStateStore(t T, newStore func(t T) reference.DocumentStateStore) {
+// runDocumentStateStore runs the DocumentStateStore suite on a suiteT (a
+// *testing.T or a recorder).
+func runDocumentStateStore(t suiteT, newStore func(t suiteT) reference.DocumentStateStore) {
 	t.Helper()
 	confRun(t, newStore, stateStoreCases)
 }
 
 // The subtest names of the DocumentStateStore suite.
 const (
-	StateCASExactlyOneRevision = "CompareAndSetAdvancesExactlyOneRevision"    // a commit advances the revision by exactly one
-	StateCASConcurrent         = "ConcurrentInitialCompareAndSetSingleWinner" // racing commits from one revision: exactly one wins
-	StateSpaceIsolation        = "SpaceIsolation"                             // the same documentId in two spaces are two documents
-	StateFindByOperationID     = "FindByOperationIDCurrentAndHistory"         // the state of an operation is found, current or in history
-	StateVersions              = "VersionsIdempotentAscendingDetached"        // history is idempotent, ascending and returned as a copy
-	StateRemove                = "RemoveIsRevisionProtected"                  // remove needs the current revision
-	StateFactSources           = "IsReferencedByOtherDocument"                // edge support counts only ACTIVE other documents of the space
-	StateBlankIDs              = "BlankIDsAreInvalid"                         // blank space or documentId wrap ErrInvalidArgument
-	StateDetached              = "ReturnedStatesAreDetached"                  // values passed in or returned do not alias the store
-	StateModel                 = "ModelBasedCommands"                         // gopter commands against a model of the store
+	subStateCASExactlyOneRevision = "CompareAndSetAdvancesExactlyOneRevision"    // a commit advances the revision by exactly one
+	subStateCASConcurrent         = "ConcurrentInitialCompareAndSetSingleWinner" // racing commits from one revision: exactly one wins
+	subStateSpaceIsolation        = "SpaceIsolation"                             // the same documentId in two spaces are two documents
+	subStateFindByOperationID     = "FindByOperationIDCurrentAndHistory"         // the state of an operation is found, current or in history
+	subStateVersions              = "VersionsIdempotentAscendingDetached"        // history is idempotent, ascending and returned as a copy
+	subStateRemove                = "RemoveIsRevisionProtected"                  // remove needs the current revision
+	subStateFactSources           = "IsReferencedByOtherDocument"                // edge support counts only ACTIVE other documents of the space
+	subStateBlankIDs              = "BlankIDsAreInvalid"                         // blank space or documentId wrap ErrInvalidArgument
+	subStateDetached              = "ReturnedStatesAreDetached"                  // values passed in or returned do not alias the store
+	subStateModel                 = "ModelBasedCommands"                         // gopter commands against a model of the store
 )
 
 var stateStoreCases = []confCase[reference.DocumentStateStore]{
-	{StateCASExactlyOneRevision, stateCASExactlyOne},
-	{StateCASConcurrent, stateCASConcurrent},
-	{StateSpaceIsolation, stateSpaceIsolation},
-	{StateFindByOperationID, stateFindByOperationID},
-	{StateVersions, stateVersions},
-	{StateRemove, stateRemove},
-	{StateFactSources, stateFactSources},
-	{StateBlankIDs, stateBlankIDs},
-	{StateDetached, stateDetached},
-	{StateModel, stateModel},
+	{subStateCASExactlyOneRevision, stateCASExactlyOne},
+	{subStateCASConcurrent, stateCASConcurrent},
+	{subStateSpaceIsolation, stateSpaceIsolation},
+	{subStateFindByOperationID, stateFindByOperationID},
+	{subStateVersions, stateVersions},
+	{subStateRemove, stateRemove},
+	{subStateFactSources, stateFactSources},
+	{subStateBlankIDs, stateBlankIDs},
+	{subStateDetached, stateDetached},
+	{subStateModel, stateModel},
 }
 
 // stateAt builds a committed state of a document.
@@ -64,7 +53,7 @@ func stateAt(space, doc string, rev int64, opID string, edges ...reference.EdgeK
 }
 
 // stateCAS runs CompareAndSet and fails t unless it returns want, nil.
-func stateCAS(t T, s reference.DocumentStateStore, expected int64, next reference.DocumentState, want bool) {
+func stateCAS(t suiteT, s reference.DocumentStateStore, expected int64, next reference.DocumentState, want bool) {
 	t.Helper()
 	ok, err := s.CompareAndSet(confCtx, expected, next)
 	if err != nil || ok != want {
@@ -74,7 +63,7 @@ func stateCAS(t T, s reference.DocumentStateStore, expected int64, next referenc
 
 // stateExpectCurrent fails t unless the current state is want (or absent
 // when want is nil).
-func stateExpectCurrent(t T, s reference.DocumentStateStore, space, doc string, want *reference.DocumentState, context string) {
+func stateExpectCurrent(t suiteT, s reference.DocumentStateStore, space, doc string, want *reference.DocumentState, context string) {
 	t.Helper()
 	got, ok, err := s.FindCurrent(confCtx, space, doc)
 	switch {
@@ -89,7 +78,7 @@ func stateExpectCurrent(t T, s reference.DocumentStateStore, space, doc string, 
 	}
 }
 
-func stateCASExactlyOne(t T, fresh func() reference.DocumentStateStore) {
+func stateCASExactlyOne(t suiteT, fresh func() reference.DocumentStateStore) {
 	s := fresh()
 	r1 := stateAt("space_a", "doc-1", 1, "op-1")
 	r2 := stateAt("space_a", "doc-1", 2, "op-2")
@@ -132,7 +121,7 @@ func stateCASExactlyOne(t T, fresh func() reference.DocumentStateStore) {
 	stateExpectCurrent(t, s, "space_a", "doc-1", &r3, "after 2->3")
 }
 
-func stateCASConcurrent(t T, fresh func() reference.DocumentStateStore) {
+func stateCASConcurrent(t suiteT, fresh func() reference.DocumentStateStore) {
 	s := fresh()
 	for round := 0; round < 5; round++ {
 		doc := fmt.Sprintf("doc-%d", round)
@@ -173,7 +162,7 @@ func stateCASConcurrent(t T, fresh func() reference.DocumentStateStore) {
 	}
 }
 
-func stateSpaceIsolation(t T, fresh func() reference.DocumentStateStore) {
+func stateSpaceIsolation(t suiteT, fresh func() reference.DocumentStateStore) {
 	s := fresh()
 	a := stateAt("space_a", "doc-1", 1, "op-a")
 	b := stateAt("space_b", "doc-1", 1, "op-b")
@@ -208,7 +197,7 @@ func stateSpaceIsolation(t T, fresh func() reference.DocumentStateStore) {
 	stateExpectCurrent(t, s, "space_b", "doc-1", &b, "space_b after space_a restarted")
 }
 
-func stateFindByOperationID(t T, fresh func() reference.DocumentStateStore) {
+func stateFindByOperationID(t suiteT, fresh func() reference.DocumentStateStore) {
 	s := fresh()
 	r1 := stateAt("space_a", "doc-1", 1, "op-1")
 	r2 := stateAt("space_a", "doc-1", 2, "op-2")
@@ -241,7 +230,7 @@ func stateFindByOperationID(t T, fresh func() reference.DocumentStateStore) {
 	}
 }
 
-func stateVersions(t T, fresh func() reference.DocumentStateStore) {
+func stateVersions(t suiteT, fresh func() reference.DocumentStateStore) {
 	s := fresh()
 	r1 := stateAt("space_a", "doc-1", 1, "op-1", reference.EdgeKey{Source: "a", Type: "R", Target: "b"})
 	r2 := stateAt("space_a", "doc-1", 2, "op-2")
@@ -278,7 +267,7 @@ func stateVersions(t T, fresh func() reference.DocumentStateStore) {
 	}
 }
 
-func stateRemove(t T, fresh func() reference.DocumentStateStore) {
+func stateRemove(t suiteT, fresh func() reference.DocumentStateStore) {
 	s := fresh()
 	r1 := stateAt("space_a", "doc-1", 1, "op-1")
 	stateCAS(t, s, 0, r1, true)
@@ -304,7 +293,7 @@ func stateRemove(t T, fresh func() reference.DocumentStateStore) {
 	}
 }
 
-func stateFactSources(t T, fresh func() reference.DocumentStateStore) {
+func stateFactSources(t suiteT, fresh func() reference.DocumentStateStore) {
 	s := fresh()
 	shared := reference.EdgeKey{Source: "a", Type: "REL", Target: "b"}
 	onlyRetracted := reference.EdgeKey{Source: "a", Type: "REL", Target: "c"}
@@ -346,7 +335,7 @@ func stateFactSources(t T, fresh func() reference.DocumentStateStore) {
 	check("space_a", "missing", shared, false, "'active' r3 no longer lists it")
 }
 
-func stateBlankIDs(t T, fresh func() reference.DocumentStateStore) {
+func stateBlankIDs(t suiteT, fresh func() reference.DocumentStateStore) {
 	s := fresh()
 	for _, key := range [][2]string{{"", "doc-1"}, {"  ", "doc-1"}, {"space_a", ""}, {"space_a", "\t"}} {
 		space, doc := key[0], key[1]
@@ -377,7 +366,7 @@ func stateBlankIDs(t T, fresh func() reference.DocumentStateStore) {
 	}
 }
 
-func stateDetached(t T, fresh func() reference.DocumentStateStore) {
+func stateDetached(t suiteT, fresh func() reference.DocumentStateStore) {
 	s := fresh()
 	edge := reference.EdgeKey{Source: "a", Type: "R", Target: "b"}
 	r1 := stateAt("space_a", "doc-1", 1, "op-1", edge)
@@ -411,7 +400,7 @@ var stateModelEdges = []reference.EdgeKey{
 	{Source: "a", Type: "R", Target: "b", Rank: 1},
 }
 
-func stateModel(t T, fresh func() reference.DocumentStateStore) {
+func stateModel(t suiteT, fresh func() reference.DocumentStateStore) {
 	prop := confModelProp(func() *stateModelStore {
 		return &stateModelStore{s: fresh(), current: map[[2]string]reference.DocumentState{}, versions: map[[2]string]map[int64]reference.DocumentState{}}
 	}, stateModelPick)

@@ -11,10 +11,10 @@ import (
 	"testing"
 )
 
-// T is the part of testing.TB the conformance suites use; it exists so a
+// suiteT is the part of testing.TB the conformance suites use; it exists so a
 // suite can run into a Recorder (to prove it fails for a broken store) as
 // well as into a real *testing.T.
-type T interface {
+type suiteT interface {
 	// Helper marks the caller as a helper, as testing.TB.Helper.
 	Helper()
 	// Name is the full name of the (sub)test, used in reproduce lines.
@@ -27,21 +27,27 @@ type T interface {
 	Logf(format string, args ...any)
 	// Failed reports whether the (sub)test failed so far.
 	Failed() bool
+	// Fatal is Fatalf with the arguments printed as fmt.Sprint does.
+	Fatal(args ...any)
+	// Error is Errorf with the arguments printed as fmt.Sprint does.
+	Error(args ...any)
+	// Skipf records why the (sub)test does not apply and ends it.
+	Skipf(format string, args ...any)
 	// Cleanup registers a function to run when the (sub)test ends.
 	Cleanup(func())
 	// TempDir returns a directory removed when the (sub)test ends.
 	TempDir() string
 	// Run runs f as a subtest named name and reports whether it passed.
-	Run(name string, f func(T)) bool
+	Run(name string, f func(suiteT)) bool
 }
 
-// WrapT adapts a *testing.T to T, so the Run* suite cores can be called from
+// wrapT adapts a *testing.T to suiteT, so the run* suite cores can be called from
 // an ordinary test.
-func WrapT(t *testing.T) T { return confTB{t} }
+func wrapT(t *testing.T) suiteT { return confTB{t} }
 
-// UnwrapT returns the *testing.T behind a T made by WrapT, or nil; it exists
+// unwrapT returns the *testing.T behind a suiteT made by wrapT, or nil; it exists
 // so factories written for *testing.T can be reached from a T.
-func UnwrapT(t T) *testing.T {
+func unwrapT(t suiteT) *testing.T {
 	if w, ok := t.(confTB); ok {
 		return w.T
 	}
@@ -51,16 +57,16 @@ func UnwrapT(t T) *testing.T {
 type confTB struct{ *testing.T }
 
 // Run runs f as a *testing.T subtest, handing it a T.
-func (c confTB) Run(name string, f func(T)) bool {
+func (c confTB) Run(name string, f func(suiteT)) bool {
 	return c.T.Run(name, func(t *testing.T) { f(confTB{t}) })
 }
 
 // confLift turns a *testing.T factory into a T factory. A T that is not a
 // wrapped *testing.T (a Recorder) cannot be passed to such a factory, so the
 // suite fails loudly instead.
-func confLift[S any](newStore func(t *testing.T) S) func(T) S {
-	return func(t T) S {
-		tt := UnwrapT(t)
+func confLift[S any](newStore func(t *testing.T) S) func(suiteT) S {
+	return func(t suiteT) S {
+		tt := unwrapT(t)
 		if tt == nil {
 			t.Fatalf("factory needs a *testing.T; use the Run* form of the suite with a T factory")
 		}
@@ -68,9 +74,9 @@ func confLift[S any](newStore func(t *testing.T) S) func(T) S {
 	}
 }
 
-// Failure is one failure a Recorder collected: the full subtest name and the
+// failure is one failure a recorder collected: the full subtest name and the
 // message.
-type Failure struct {
+type failure struct {
 	// Test is the full subtest name, e.g. "Mutant/PlanRoundTrip/Full".
 	Test string
 	// Message is the failure text.
@@ -80,12 +86,12 @@ type Failure struct {
 }
 
 // String renders the failure like the testing package does.
-func (f Failure) String() string { return f.Test + ": " + f.Message }
+func (f failure) String() string { return f.Test + ": " + f.Message }
 
-// Recorder is a T that collects failures instead of failing the calling
+// recorder is a suiteT that collects failures instead of failing the calling
 // test. Mutation tests run a suite against a deliberately broken store into
 // a Recorder and assert that the suite failed, and where.
-type Recorder struct {
+type recorder struct {
 	name   string
 	root   *confRecorderLog
 	mu     sync.Mutex
@@ -95,63 +101,76 @@ type Recorder struct {
 
 type confRecorderLog struct {
 	mu       sync.Mutex
-	failures []Failure
+	failures []failure
 	logs     []string
 }
 
-// NewRecorder returns a Recorder whose tests are named under name.
-func NewRecorder(name string) *Recorder {
-	return &Recorder{name: name, root: &confRecorderLog{}}
+// newRecorder returns a recorder whose tests are named under name.
+func newRecorder(name string) *recorder {
+	return &recorder{name: name, root: &confRecorderLog{}}
 }
 
 // Helper does nothing; it exists to satisfy T.
-func (r *Recorder) Helper() {}
+func (r *recorder) Helper() {}
 
 // Name returns the full name of the (sub)test.
-func (r *Recorder) Name() string { return r.name }
+func (r *recorder) Name() string { return r.name }
 
-func (r *Recorder) fail(fatal bool, format string, args ...any) {
+func (r *recorder) fail(fatal bool, format string, args ...any) {
 	r.mu.Lock()
 	r.failed = true
 	r.mu.Unlock()
 	r.root.mu.Lock()
-	r.root.failures = append(r.root.failures, Failure{Test: r.name, Message: fmt.Sprintf(format, args...), Fatal: fatal})
+	r.root.failures = append(r.root.failures, failure{Test: r.name, Message: fmt.Sprintf(format, args...), Fatal: fatal})
 	r.root.mu.Unlock()
 }
 
 // Errorf records a failure and continues.
-func (r *Recorder) Errorf(format string, args ...any) { r.fail(false, format, args...) }
+func (r *recorder) Errorf(format string, args ...any) { r.fail(false, format, args...) }
 
 // Fatalf records a failure and stops the (sub)test goroutine, as
 // testing.T.Fatalf does.
-func (r *Recorder) Fatalf(format string, args ...any) {
+func (r *recorder) Fatalf(format string, args ...any) {
 	r.fail(true, format, args...)
 	runtime.Goexit()
 }
 
+// Fatal records a failure and stops the (sub)test goroutine.
+func (r *recorder) Fatal(args ...any) { r.Fatalf("%s", fmt.Sprintln(args...)) }
+
+// Error records a failure and continues.
+func (r *recorder) Error(args ...any) { r.Errorf("%s", fmt.Sprintln(args...)) }
+
+// Skipf keeps the reason as a log line and stops the (sub)test goroutine
+// without failing it, as testing.T.Skipf does.
+func (r *recorder) Skipf(format string, args ...any) {
+	r.Logf("SKIP: "+format, args...)
+	runtime.Goexit()
+}
+
 // Logf keeps a log line (see Logs).
-func (r *Recorder) Logf(format string, args ...any) {
+func (r *recorder) Logf(format string, args ...any) {
 	r.root.mu.Lock()
 	r.root.logs = append(r.root.logs, r.name+": "+fmt.Sprintf(format, args...))
 	r.root.mu.Unlock()
 }
 
 // Failed reports whether this (sub)test or one of its subtests failed.
-func (r *Recorder) Failed() bool {
+func (r *recorder) Failed() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.failed
 }
 
 // Cleanup registers f to run when the (sub)test ends, last registered first.
-func (r *Recorder) Cleanup(f func()) {
+func (r *recorder) Cleanup(f func()) {
 	r.mu.Lock()
 	r.clean = append(r.clean, f)
 	r.mu.Unlock()
 }
 
 // TempDir returns a fresh directory removed when the (sub)test ends.
-func (r *Recorder) TempDir() string {
+func (r *recorder) TempDir() string {
 	dir, err := os.MkdirTemp("", "conformance-")
 	if err != nil {
 		r.Fatalf("TempDir: %v", err)
@@ -162,8 +181,8 @@ func (r *Recorder) TempDir() string {
 
 // Run runs f as a subtest in its own goroutine (so Fatalf can stop it),
 // waits for it, runs its cleanups and reports whether it passed.
-func (r *Recorder) Run(name string, f func(T)) bool {
-	child := &Recorder{name: r.name + "/" + name, root: r.root}
+func (r *recorder) Run(name string, f func(suiteT)) bool {
+	child := &recorder{name: r.name + "/" + name, root: r.root}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -186,9 +205,9 @@ func (r *Recorder) Run(name string, f func(T)) bool {
 }
 
 // Close runs the cleanups registered on the top-level recorder.
-func (r *Recorder) Close() { r.runCleanups() }
+func (r *recorder) Close() { r.runCleanups() }
 
-func (r *Recorder) runCleanups() {
+func (r *recorder) runCleanups() {
 	for {
 		r.mu.Lock()
 		if len(r.clean) == 0 {
@@ -203,16 +222,16 @@ func (r *Recorder) runCleanups() {
 }
 
 // Failures returns every failure recorded so far, in order.
-func (r *Recorder) Failures() []Failure {
+func (r *recorder) Failures() []failure {
 	r.root.mu.Lock()
 	defer r.root.mu.Unlock()
-	return append([]Failure(nil), r.root.failures...)
+	return append([]failure(nil), r.root.failures...)
 }
 
 // FailuresIn returns the failures of the subtest whose full name is test or
 // starts with test + "/".
-func (r *Recorder) FailuresIn(test string) []Failure {
-	var out []Failure
+func (r *recorder) FailuresIn(test string) []failure {
+	var out []failure
 	for _, f := range r.Failures() {
 		if f.Test == test || strings.HasPrefix(f.Test, test+"/") {
 			out = append(out, f)
@@ -222,7 +241,7 @@ func (r *Recorder) FailuresIn(test string) []Failure {
 }
 
 // Logs returns every log line recorded so far.
-func (r *Recorder) Logs() []string {
+func (r *recorder) Logs() []string {
 	r.root.mu.Lock()
 	defer r.root.mu.Unlock()
 	return append([]string(nil), r.root.logs...)
@@ -232,15 +251,15 @@ func (r *Recorder) Logs() []string {
 // the subtest, so each call gives a fresh store.
 type confCase[S any] struct {
 	name string
-	run  func(t T, fresh func() S)
+	run  func(t suiteT, fresh func() S)
 }
 
 // confRun runs every case as a subtest on fresh stores; a failing subtest
 // logs the go test -run pattern that reproduces it.
-func confRun[S any](t T, newStore func(T) S, cases []confCase[S]) {
+func confRun[S any](t suiteT, newStore func(suiteT) S, cases []confCase[S]) {
 	t.Helper()
 	for _, c := range cases {
-		t.Run(c.name, func(t T) {
+		t.Run(c.name, func(t suiteT) {
 			defer func() {
 				if t.Failed() {
 					t.Logf("reproduce: go test -run '%s'", confRunPattern(t.Name()))

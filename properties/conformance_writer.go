@@ -1,68 +1,46 @@
 package properties
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand"
-	"testing"
 
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
-// GraphWriter runs the graph-writer conformance suite: idempotent replay,
-// property patching, detaching deletes, all-or-nothing missing endpoints,
-// phase order, space isolation and batch splitting, as named subtests on
-// fresh writers from newStore. The expected graph is always the reference
-// fold reference.Graph.Apply.
-// newStore is called once per subtest, and once per command sequence in
-// the model-based subtest; register any cleanup with t.Cleanup.
-func GraphWriter(t *testing.T, newStore func(t *testing.T) reference.GraphWriter) {
-	t.Helper()
-	RunGraphWriter(WrapT(t), confLift(newStore))
-}
-
-// RunGraphWriter is GraphWriter on a T, so it can run into a Recorder.
-func RunGraphWriter(t T, newStore func(t T) reference.GraphWriter) {
+// runGraphWriter runs the GraphWriter suite on a suiteT (a *testing.T or a recorder).
+func runGraphWriter(t suiteT, newStore func(t suiteT) reference.GraphWriter) {
 	t.Helper()
 	confRun(t, newStore, writerCases)
 }
 
-// DuplicateReporter is the optional method a GraphWriter may offer to
-// report node ids or edge keys it stores more than once; the suite checks
-// it reports none.
-type DuplicateReporter interface {
-	// Duplicates lists node ids or edge keys stored more than once.
-	Duplicates(ctx context.Context, space string) ([]string, error)
-}
-
 // The subtest names of the GraphWriter suite.
 const (
-	WriterApplyTwice        = "ApplyTwiceEqualsOnce"          // replaying a mutation equals applying it once
-	WriterPatch             = "UpsertPatchesProperties"       // upserts patch properties, keeping omitted ones
-	WriterDetach            = "DeleteNodeDetachesEdges"       // deleting a node deletes its edges
-	WriterDeleteAbsent      = "DeleteAbsentIsRepeatableNoOp"  // deleting what is absent is no error, repeatedly
-	WriterMissingEndpoint   = "MissingEndpointAppliesNothing" // an edge to a missing node fails the whole mutation
-	WriterPhaseOrder        = "PhaseOrder"                    // node deletes, edge deletes, node upserts, edge upserts, in that order
-	WriterSpaceIsolation    = "SpaceIsolation"                // spaces are separate graphs
-	WriterNoDuplicates      = "NoDuplicatesAfterReplay"       // replays leave no duplicate nodes or edges
-	WriterBatches           = "BatchesEqualWhole"             // Mutation.Batches applied one by one equal the whole
-	WriterReadGraphDetached = "ReadGraphIsDetached"           // read graphs and applied mutations do not alias the store
-	WriterModel             = "ModelBasedMutations"           // random mutations against the reference fold
+	subWriterApplyTwice        = "ApplyTwiceEqualsOnce"          // replaying a mutation equals applying it once
+	subWriterPatch             = "UpsertPatchesProperties"       // upserts patch properties, keeping omitted ones
+	subWriterDetach            = "DeleteNodeDetachesEdges"       // deleting a node deletes its edges
+	subWriterDeleteAbsent      = "DeleteAbsentIsRepeatableNoOp"  // deleting what is absent is no error, repeatedly
+	subWriterMissingEndpoint   = "MissingEndpointAppliesNothing" // an edge to a missing node fails the whole mutation
+	subWriterPhaseOrder        = "PhaseOrder"                    // node deletes, edge deletes, node upserts, edge upserts, in that order
+	subWriterSpaceIsolation    = "SpaceIsolation"                // spaces are separate graphs
+	subWriterNoDuplicates      = "NoDuplicatesAfterReplay"       // replays leave no duplicate nodes or edges
+	subWriterBatches           = "BatchesEqualWhole"             // Mutation.Batches applied one by one equal the whole
+	subWriterReadGraphDetached = "ReadGraphIsDetached"           // read graphs and applied mutations do not alias the store
+	subWriterModel             = "ModelBasedMutations"           // random mutations against the reference fold
 )
 
 var writerCases = []confCase[reference.GraphWriter]{
-	{WriterApplyTwice, writerApplyTwice},
-	{WriterPatch, writerPatch},
-	{WriterDetach, writerDetach},
-	{WriterDeleteAbsent, writerDeleteAbsent},
-	{WriterMissingEndpoint, writerMissingEndpoint},
-	{WriterPhaseOrder, writerPhaseOrder},
-	{WriterSpaceIsolation, writerSpaceIsolation},
-	{WriterNoDuplicates, writerNoDuplicates},
-	{WriterBatches, writerBatches},
-	{WriterReadGraphDetached, writerReadGraphDetached},
-	{WriterModel, writerModel},
+	{subWriterApplyTwice, writerApplyTwice},
+	{subWriterPatch, writerPatch},
+	{subWriterDetach, writerDetach},
+	{subWriterDeleteAbsent, writerDeleteAbsent},
+	{subWriterMissingEndpoint, writerMissingEndpoint},
+	{subWriterPhaseOrder, writerPhaseOrder},
+	{subWriterSpaceIsolation, writerSpaceIsolation},
+	{subWriterNoDuplicates, writerNoDuplicates},
+	{subWriterBatches, writerBatches},
+	{subWriterReadGraphDetached, writerReadGraphDetached},
+	{subWriterModel, writerModel},
 }
 
 func wNode(id string, props ...string) reference.NodeUpsert {
@@ -163,7 +141,7 @@ func wGraphDiff(want, got reference.Graph) string {
 }
 
 // wApply applies m and fails t on an error.
-func wApply(t T, w reference.GraphWriter, space string, m reference.Mutation, what string) {
+func wApply(t suiteT, w reference.GraphWriter, space string, m reference.Mutation, what string) {
 	t.Helper()
 	if err := w.Apply(confCtx, space, m); err != nil {
 		t.Fatalf("Apply(%s, %s) = %v; want nil", space, what, err)
@@ -171,7 +149,7 @@ func wApply(t T, w reference.GraphWriter, space string, m reference.Mutation, wh
 }
 
 // wExpect fails t unless space's graph equals want.
-func wExpect(t T, w reference.GraphWriter, space string, want reference.Graph, context string) {
+func wExpect(t suiteT, w reference.GraphWriter, space string, want reference.Graph, context string) {
 	t.Helper()
 	got, err := w.ReadGraph(confCtx, space)
 	if err != nil {
@@ -180,10 +158,29 @@ func wExpect(t T, w reference.GraphWriter, space string, want reference.Graph, c
 	if d := wGraphDiff(want, got); d != "" {
 		t.Errorf("%s: ReadGraph(%s) differs from the expected graph:%s", context, space, d)
 	}
+	if msg := wRecords(w, space, got); msg != "" {
+		t.Errorf("%s: %s", context, msg)
+	}
+}
+
+// wRecords checks the required record read against ReadGraph's answer g:
+// no node id or edge key stored twice, and the records fold to g.
+func wRecords(w reference.GraphWriter, space string, g reference.Graph) string {
+	recs, err := w.ReadRecords(confCtx, space)
+	if err != nil {
+		return fmt.Sprintf("ReadRecords(%s) error: %v", space, err)
+	}
+	if dups := recs.Duplicates(); len(dups) > 0 {
+		return fmt.Sprintf("ReadRecords(%s): stored more than once: %q (an upsert must MERGE, not CREATE)", space, dups)
+	}
+	if d := wGraphDiff(g, recs.Graph()); d != "" {
+		return fmt.Sprintf("ReadRecords(%s) disagrees with ReadGraph:%s", space, d)
+	}
+	return ""
 }
 
 // wFold returns the reference fold of ms over an empty graph.
-func wFold(t T, ms ...reference.Mutation) reference.Graph {
+func wFold(t suiteT, ms ...reference.Mutation) reference.Graph {
 	t.Helper()
 	g := reference.NewGraph()
 	for i, m := range ms {
@@ -207,7 +204,7 @@ func writerRich() reference.Mutation {
 	}
 }
 
-func writerApplyTwice(t T, fresh func() reference.GraphWriter) {
+func writerApplyTwice(t suiteT, fresh func() reference.GraphWriter) {
 	w := fresh()
 	m := writerRich()
 	want := wFold(t, m)
@@ -224,7 +221,7 @@ func writerApplyTwice(t T, fresh func() reference.GraphWriter) {
 	}
 }
 
-func writerPatch(t T, fresh func() reference.GraphWriter) {
+func writerPatch(t suiteT, fresh func() reference.GraphWriter) {
 	w := fresh()
 	m1 := reference.Mutation{OperationID: "op-1",
 		UpsertNodes: []reference.NodeUpsert{wNode("a", "x", "1", "y", "2"), wNode("b")},
@@ -244,7 +241,7 @@ func writerPatch(t T, fresh func() reference.GraphWriter) {
 	wExpect(t, w, "space_a", want, "after upserts without properties: nothing is cleared")
 }
 
-func writerDetach(t T, fresh func() reference.GraphWriter) {
+func writerDetach(t suiteT, fresh func() reference.GraphWriter) {
 	w := fresh()
 	setup := reference.Mutation{OperationID: "op-1",
 		UpsertNodes: []reference.NodeUpsert{wNode("a"), wNode("b", "k", "v"), wNode("c")},
@@ -264,7 +261,7 @@ func writerDetach(t T, fresh func() reference.GraphWriter) {
 	wExpect(t, w, "space_a", wFold(t, setup, del, re), "after re-creating b: no old edges, no old properties")
 }
 
-func writerDeleteAbsent(t T, fresh func() reference.GraphWriter) {
+func writerDeleteAbsent(t suiteT, fresh func() reference.GraphWriter) {
 	w := fresh()
 	ghost := reference.Mutation{OperationID: "op-ghost", DeleteNodes: []string{"ghost", "x"}, DeleteEdges: []reference.EdgeKey{wKey("ghost", "R", "x"), wKey("a", "R", "b")}}
 	for i := 0; i < 2; i++ {
@@ -287,7 +284,7 @@ func writerDeleteAbsent(t T, fresh func() reference.GraphWriter) {
 	}
 }
 
-func writerMissingEndpoint(t T, fresh func() reference.GraphWriter) {
+func writerMissingEndpoint(t suiteT, fresh func() reference.GraphWriter) {
 	w := fresh()
 	setup := reference.Mutation{OperationID: "op-1", UpsertNodes: []reference.NodeUpsert{wNode("x", "k", "v")}}
 	wApply(t, w, "space_a", setup, "setup")
@@ -320,7 +317,7 @@ func writerMissingEndpoint(t T, fresh func() reference.GraphWriter) {
 	wExpect(t, w, "space_empty", reference.NewGraph(), "a failed apply must not create endpoints")
 }
 
-func writerPhaseOrder(t T, fresh func() reference.GraphWriter) {
+func writerPhaseOrder(t suiteT, fresh func() reference.GraphWriter) {
 	w := fresh()
 	setup := reference.Mutation{OperationID: "op-1",
 		UpsertNodes: []reference.NodeUpsert{wNode("x", "old", "1"), wNode("y")},
@@ -344,7 +341,7 @@ func writerPhaseOrder(t T, fresh func() reference.GraphWriter) {
 	wExpect(t, w, "space_a", wFold(t, setup, recreate, relink), "after delete+upsert of one edge (edge deletes run before edge upserts)")
 }
 
-func writerSpaceIsolation(t T, fresh func() reference.GraphWriter) {
+func writerSpaceIsolation(t suiteT, fresh func() reference.GraphWriter) {
 	w := fresh()
 	ma := reference.Mutation{OperationID: "op-a", UpsertNodes: []reference.NodeUpsert{wNode("n", "space", "a"), wNode("m")}, UpsertEdges: []reference.EdgeUpsert{wEdge("n", "R", "m")}}
 	mb := reference.Mutation{OperationID: "op-b", UpsertNodes: []reference.NodeUpsert{wNode("n", "space", "b")}}
@@ -362,12 +359,8 @@ func writerSpaceIsolation(t T, fresh func() reference.GraphWriter) {
 	wExpect(t, w, "space_b", reference.NewGraph(), "space_b after deleting n")
 }
 
-func writerNoDuplicates(t T, fresh func() reference.GraphWriter) {
+func writerNoDuplicates(t suiteT, fresh func() reference.GraphWriter) {
 	w := fresh()
-	d, ok := w.(DuplicateReporter)
-	if !ok {
-		t.Logf("%T has no Duplicates(ctx, space) method; duplicates are checked through ReadGraph only", w)
-	}
 	m := writerRich()
 	for i := 0; i < 3; i++ {
 		wApply(t, w, "space_a", m, "rich mutation")
@@ -375,16 +368,10 @@ func writerNoDuplicates(t T, fresh func() reference.GraphWriter) {
 			wApply(t, w, "space_a", b, "a batch of the rich mutation")
 		}
 	}
-	wExpect(t, w, "space_a", wFold(t, m), "after repeated applies")
-	if ok {
-		dups, err := d.Duplicates(confCtx, "space_a")
-		if err != nil || len(dups) != 0 {
-			t.Errorf("Duplicates(space_a) after repeated applies = %q, %v; want none", dups, err)
-		}
-	}
+	wExpect(t, w, "space_a", wFold(t, m), "after repeated applies") // ReadRecords included
 }
 
-func writerBatches(t T, fresh func() reference.GraphWriter) {
+func writerBatches(t suiteT, fresh func() reference.GraphWriter) {
 	setup := reference.Mutation{OperationID: "op-setup",
 		UpsertNodes: []reference.NodeUpsert{wNode("old1", "k", "v"), wNode("old2"), wNode("keep", "k", "1")},
 		UpsertEdges: []reference.EdgeUpsert{wEdge("old1", "R", "old2"), wEdge("keep", "R", "old2"), wEdge("keep", "R", "old1")}}
@@ -415,7 +402,7 @@ func writerBatches(t T, fresh func() reference.GraphWriter) {
 	}
 }
 
-func writerReadGraphDetached(t T, fresh func() reference.GraphWriter) {
+func writerReadGraphDetached(t suiteT, fresh func() reference.GraphWriter) {
 	w := fresh()
 	m := writerRich()
 	wApply(t, w, "space_a", m, "rich mutation")
@@ -449,7 +436,7 @@ type writerModelState struct {
 	last   map[string]reference.Mutation
 }
 
-func writerModel(t T, fresh func() reference.GraphWriter) {
+func writerModel(t suiteT, fresh func() reference.GraphWriter) {
 	prop := confModelProp(func() *writerModelState {
 		return &writerModelState{w: fresh(), graphs: map[string]reference.Graph{}, last: map[string]reference.Mutation{}}
 	}, writerModelPick)
@@ -512,10 +499,5 @@ func (s *writerModelState) apply(space string, m reference.Mutation) string {
 	if d := wGraphDiff(s.graphs[space], got); d != "" {
 		return "ReadGraph differs from the reference fold:" + d
 	}
-	if dr, ok := s.w.(DuplicateReporter); ok {
-		if dups, err := dr.Duplicates(confCtx, space); err != nil || len(dups) != 0 {
-			return confMismatch("Duplicates", "none", fmt.Sprintf("%q, %v", dups, err))
-		}
-	}
-	return ""
+	return wRecords(s.w, space, got)
 }

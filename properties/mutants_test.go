@@ -1,4 +1,4 @@
-package properties_test
+package properties
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/adapters/memory"
-	"github.com/crashmatrix/crashmatrix/properties"
+
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -28,39 +28,39 @@ func newMem() reference.Stores { return memory.New(memory.Options{}) }
 type mutant struct {
 	name string
 	// suite runs the conformance suite of the broken interface into r.
-	suite func(r properties.T)
+	suite func(r suiteT)
 	// catchers are the subtests that must fail; at least one is required,
 	// all are checked.
 	catchers []string
 }
 
 func opMutant(name string, wrap func(reference.OperationStore) reference.OperationStore, catchers ...string) mutant {
-	return mutant{name, func(r properties.T) {
-		properties.RunOperationStore(r, func(properties.T) reference.OperationStore { return wrap(newMem().Ops) })
+	return mutant{name, func(r suiteT) {
+		runOperationStore(r, func(suiteT) reference.OperationStore { return wrap(newMem().Ops) })
 	}, catchers}
 }
 
 func stateMutant(name string, wrap func(reference.DocumentStateStore) reference.DocumentStateStore, catchers ...string) mutant {
-	return mutant{name, func(r properties.T) {
-		properties.RunDocumentStateStore(r, func(properties.T) reference.DocumentStateStore { return wrap(newMem().States) })
+	return mutant{name, func(r suiteT) {
+		runDocumentStateStore(r, func(suiteT) reference.DocumentStateStore { return wrap(newMem().States) })
 	}, catchers}
 }
 
 func regMutant(name string, mk func() reference.EntityRegistry, catchers ...string) mutant {
-	return mutant{name, func(r properties.T) {
-		properties.RunEntityRegistry(r, func(properties.T) reference.EntityRegistry { return mk() })
+	return mutant{name, func(r suiteT) {
+		runEntityRegistry(r, func(suiteT) reference.EntityRegistry { return mk() })
 	}, catchers}
 }
 
 func writerMutant(name string, mk func() reference.GraphWriter, catchers ...string) mutant {
-	return mutant{name, func(r properties.T) {
-		properties.RunGraphWriter(r, func(properties.T) reference.GraphWriter { return mk() })
+	return mutant{name, func(r suiteT) {
+		runGraphWriter(r, func(suiteT) reference.GraphWriter { return mk() })
 	}, catchers}
 }
 
 func lockMutant(name string, wrap func(reference.LockProvider) reference.LockProvider, catchers ...string) mutant {
-	return mutant{name, func(r properties.T) {
-		properties.RunLockProvider(r, func(properties.T) reference.LockProvider { return wrap(newMem().Locks) })
+	return mutant{name, func(r suiteT) {
+		runLockProvider(r, func(suiteT) reference.LockProvider { return wrap(newMem().Locks) })
 	}, catchers}
 }
 
@@ -68,65 +68,69 @@ func mutants() []mutant {
 	return []mutant{
 		// OperationStore
 		opMutant("OpCASNotAtomic", func(s reference.OperationStore) reference.OperationStore { return &casNotAtomic{OperationStore: s} },
-			properties.OpCASConcurrent),
+			subOpCASConcurrent),
 		opMutant("OpCASIgnoresIdentity", func(s reference.OperationStore) reference.OperationStore { return &casStageOnly{OperationStore: s} },
-			properties.OpCASProtectsStageAndIdentity),
+			subOpCASProtectsStageAndIdentity),
 		opMutant("OpCreateOverwrites", func(reference.OperationStore) reference.OperationStore {
 			return &lastWriteWinsOps{byID: map[string]reference.OperationStore{}}
 		},
-			properties.OpCreateFirstWriteWins),
+			subOpCreateFirstWriteWins),
 		opMutant("OpPlanLosesFields", func(s reference.OperationStore) reference.OperationStore { return &lossyPlans{OperationStore: s} },
-			properties.OpPlanRoundTrip),
+			subOpPlanRoundTrip),
 		opMutant("OpListIncludesCompleted", func(s reference.OperationStore) reference.OperationStore { return &listAll{OperationStore: s} },
-			properties.OpListRecoverable),
+			subOpListRecoverable),
 		opMutant("OpListIgnoresLimit", func(s reference.OperationStore) reference.OperationStore { return &listNoLimit{OperationStore: s} },
-			properties.OpListRecoverable),
+			subOpListRecoverable),
 		opMutant("OpClaimNeverExpires", func(s reference.OperationStore) reference.OperationStore { return &claimForever{OperationStore: s} },
-			properties.OpClaimLifecycle),
+			subOpClaimLifecycle),
 		opMutant("OpReleaseClaimByAnyone", func(s reference.OperationStore) reference.OperationStore { return &releaseAnyClaim{OperationStore: s} },
-			properties.OpClaimLifecycle),
+			subOpClaimLifecycle),
 		// DocumentStateStore
 		stateMutant("StateCASAcceptsJump", func(s reference.DocumentStateStore) reference.DocumentStateStore {
 			return &stateJump{DocumentStateStore: s}
 		},
-			properties.StateCASExactlyOneRevision),
+			subStateCASExactlyOneRevision),
 		stateMutant("StateRemoveIgnoresRevision", func(s reference.DocumentStateStore) reference.DocumentStateStore {
 			return &removeAny{DocumentStateStore: s}
 		},
-			properties.StateRemove),
+			subStateRemove),
 		stateMutant("StateFactSourcesCountRetracted", func(s reference.DocumentStateStore) reference.DocumentStateStore {
 			return &refsAnyStatus{DocumentStateStore: s}
 		},
-			properties.StateFactSources),
+			subStateFactSources),
 		// EntityRegistry
 		regMutant("RegistryNotAllOrNothing", func() reference.EntityRegistry { return &saveOneByOne{EntityRegistry: newMem().Registry} },
-			properties.RegConflictAllOrNone),
+			subRegConflictAllOrNone),
 		regMutant("RegistryRebindsNames", func() reference.EntityRegistry { return newRebindRegistry() },
-			properties.RegConflictAllOrNone, properties.RegConcurrentUnique),
+			subRegConflictAllOrNone, subRegConcurrentUnique),
 		regMutant("RegistryNoNormalisation", func() reference.EntityRegistry { return &rawNames{EntityRegistry: newMem().Registry} },
-			properties.RegNormalisation),
+			subRegNormalisation),
 		regMutant("RegistryIgnoresType", func() reference.EntityRegistry { return &anyType{EntityRegistry: newMem().Registry} },
-			properties.RegTypeInKey),
+			subRegTypeInKey),
 		// GraphWriter
 		writerMutant("WriterCreateInsteadOfMerge", func() reference.GraphWriter { return memory.New(memory.Options{CreateInsteadOfMerge: true}).Writer },
-			properties.WriterPatch, properties.WriterNoDuplicates),
+			subWriterPatch, subWriterNoDuplicates),
 		writerMutant("WriterUpsertReplacesProperties", func() reference.GraphWriter { return newReplaceWriter(newMem().Writer) },
-			properties.WriterPatch),
+			subWriterPatch),
 		writerMutant("WriterCreatesMissingEndpoints", func() reference.GraphWriter { return &createEndpoints{GraphWriter: newMem().Writer} },
-			properties.WriterMissingEndpoint),
+			subWriterMissingEndpoint),
 		writerMutant("WriterDeleteLeavesEdges", func() reference.GraphWriter { return newDanglingWriter(newMem().Writer) },
-			properties.WriterDetach),
+			subWriterDetach),
 		writerMutant("WriterNotAtomic", func() reference.GraphWriter { return &splitApply{GraphWriter: newMem().Writer} },
-			properties.WriterMissingEndpoint, properties.WriterPhaseOrder),
+			subWriterMissingEndpoint, subWriterPhaseOrder),
 		// LockProvider
 		lockMutant("LockExpiredHolderRenews", func(p reference.LockProvider) reference.LockProvider { return &renewByReacquire{LockProvider: p} },
-			properties.LockRenew),
+			subLockRenew),
 		lockMutant("LockReleaseByAnyone", func(p reference.LockProvider) reference.LockProvider { return &releaseAnyLease{LockProvider: p} },
-			properties.LockRelease),
+			subLockRelease),
 		lockMutant("LockReusesTokens", func(p reference.LockProvider) reference.LockProvider { return newTokenReset(p) },
-			properties.LockTokens, properties.LockRelease),
+			subLockTokens, subLockRelease),
 		lockMutant("LockTryAcquireNotAtomic", func(p reference.LockProvider) reference.LockProvider { return newRacyLocks() },
-			properties.LockConcurrent),
+			subLockConcurrent),
+		// The same check-then-act bug, seen by readers under concurrency.
+		mutant{"LockTryAcquireNotAtomicLinearizability", func(r suiteT) {
+			runConcurrency(r, func(suiteT) reference.Stores { s := newMem(); s.Locks = newRacyLocks(); return s })
+		}, []string{subLinLeases}},
 	}
 }
 
@@ -136,7 +140,7 @@ func TestMutantsAreCaught(t *testing.T) {
 	for _, m := range mutants() {
 		t.Run(m.name, func(t *testing.T) {
 			start := time.Now()
-			r := properties.NewRecorder("Mutant")
+			r := newRecorder("Mutant")
 			m.suite(r)
 			r.Close()
 			fails := r.Failures()
@@ -166,8 +170,8 @@ func TestMutantsAreCaught(t *testing.T) {
 // TestRecorderPassesForMemory checks the Recorder as a T: the suites record
 // no failure for the correct in-memory stores.
 func TestRecorderPassesForMemory(t *testing.T) {
-	r := properties.NewRecorder("Memory")
-	properties.RunStores(r, func(properties.T) reference.Stores { return newMem() })
+	r := newRecorder("Memory")
+	runStores(r, func(suiteT) reference.Stores { return newMem() })
 	r.Close()
 	for _, f := range r.Failures() {
 		t.Errorf("unexpected failure: %s", f)
@@ -180,14 +184,14 @@ func TestRecorderPassesForMemory(t *testing.T) {
 // TestRecorderFatalStopsSubtest checks that Fatalf ends only its subtest and
 // that cleanups run.
 func TestRecorderFatalStopsSubtest(t *testing.T) {
-	r := properties.NewRecorder("R")
+	r := newRecorder("R")
 	cleaned, after := false, false
-	ok := r.Run("sub", func(t properties.T) {
+	ok := r.Run("sub", func(t suiteT) {
 		t.Cleanup(func() { cleaned = true })
 		t.Fatalf("stop %d", 1)
 		after = true
 	})
-	r.Run("next", func(t properties.T) {})
+	r.Run("next", func(t suiteT) {})
 	if ok || after || !cleaned || len(r.FailuresIn("R/sub")) != 1 || len(r.FailuresIn("R/next")) != 0 || !r.Failed() {
 		t.Errorf("Run ok=%v after=%v cleaned=%v failures=%v", ok, after, cleaned, r.Failures())
 	}
@@ -617,7 +621,7 @@ func (s *anyType) FindMatches(ctx context.Context, space, _ string, names []stri
 // GraphWriter mutants
 
 // replaceWriter sets properties (SET n = $props) instead of patching them
-// (SET n += $props): ReadGraph shows only the last upsert's properties.
+// (SET n += $props): ReadGraph shows only the last upsert's
 type replaceWriter struct {
 	reference.GraphWriter
 	mu   sync.Mutex
@@ -645,6 +649,12 @@ func (w *replaceWriter) Apply(ctx context.Context, space string, m reference.Mut
 		w.last[space][n.ID] = p
 	}
 	return nil
+}
+
+// ReadRecords lists what ReadGraph shows (the mutant's own view).
+func (w *replaceWriter) ReadRecords(ctx context.Context, space string) (reference.GraphRecords, error) {
+	g, err := w.ReadGraph(ctx, space)
+	return g.Records(), err
 }
 
 func (w *replaceWriter) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
@@ -712,6 +722,12 @@ func (w *danglingWriter) Apply(ctx context.Context, space string, m reference.Mu
 		delete(w.dangling[space], k)
 	}
 	return nil
+}
+
+// ReadRecords lists what ReadGraph shows (the mutant's own view).
+func (w *danglingWriter) ReadRecords(ctx context.Context, space string) (reference.GraphRecords, error) {
+	g, err := w.ReadGraph(ctx, space)
+	return g.Records(), err
 }
 
 func (w *danglingWriter) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {

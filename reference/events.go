@@ -54,6 +54,7 @@ const (
 	EvLeaseRenew   = "lease-renew"   // a lease was extended (ExpiresAt)
 	EvLeaseLost    = "lease-lost"    // a stale holder was refused
 	EvLeaseRelease = "lease-release" // a lease was released
+	EvLeaseBroken  = "lease-broken"  // the lock provider broke its contract (Detail: how)
 	// EvLeaseReleasing: a release is about to be sent. A process killed
 	// between the store's release and EvLeaseRelease leaves only this one,
 	// and the lease may be free (a random-instant kill found the gap).

@@ -171,7 +171,7 @@ func IsRetryable(err error) bool {
 		return false
 	}
 	for _, perm := range []error{ErrMissingEndpoint, ErrRegistryConflict, ErrInvalidPlan, ErrCorruptPlan, ErrFingerprint,
-		ErrPlanConflict, ErrInvalidArgument, ErrIdentityMismatch, ErrNoPersistedPlan, ErrIllegalTransition, ErrUnknownStage, ErrInvalidRevision} {
+		ErrPlanConflict, ErrInvalidArgument, ErrIdentityMismatch, ErrNoPersistedPlan, ErrIllegalTransition, ErrUnknownStage, ErrInvalidRevision, ErrLeaseContract} {
 		if errors.Is(err, perm) {
 			return false
 		}

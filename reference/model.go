@@ -451,6 +451,7 @@ var (
 	ErrLeaseHeld         = errors.New("lease held by another holder")
 	ErrLeaseLost         = errors.New("lease lost")
 	ErrLockTimeout       = errors.New("timed out waiting for document lease")
+	ErrLeaseContract     = errors.New("the lock provider broke the lease contract")
 	ErrInvalidArgument   = errors.New("invalid argument")
 	ErrNoPersistedPlan   = errors.New("operation has no persisted plan")
 	ErrRevisionConflict  = errors.New("document revision changed concurrently")

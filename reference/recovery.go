@@ -95,7 +95,7 @@ func (r *Recovery) RunOnce(ctx context.Context) (RoundReport, error) {
 		var claimed bool
 		err := s.at(ctx, faults.RecoveryBeforeClaim, func() error {
 			var e error
-			claimed, e = s.Ops.Claim(ctx, op.OperationID, s.Holder, s.now(), ttl.Milliseconds())
+			claimed, e = s.Ops.Claim(ctx, op.OperationID, s.holder(), s.now(), ttl.Milliseconds())
 			return e
 		})
 		if err != nil {
@@ -109,7 +109,7 @@ func (r *Recovery) RunOnce(ctx context.Context) (RoundReport, error) {
 		}
 		rep.Claimed++
 		r.recoverOne(ctx, op, maxAttempts, &rep)
-		if _, err := s.Ops.ReleaseClaim(ctx, op.OperationID, s.Holder); err != nil {
+		if _, err := s.Ops.ReleaseClaim(ctx, op.OperationID, s.holder()); err != nil {
 			rep.Errors = append(rep.Errors, fmt.Sprintf("release claim %s: %v", op.OperationID, err))
 		}
 	}

@@ -2,8 +2,11 @@ package reference
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,7 +27,10 @@ type Service struct {
 	Now func() int64
 	// Sleep waits d (a timer when nil); a simulated clock advances instead.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Holder identifies this instance in leases and claims.
+	// Holder identifies this instance in leases and claims. Empty: a
+	// name unique to this Service value is made on first use (two
+	// instances must never share one, or the per-document lock and the
+	// recovery claim no longer keep them apart).
 	Holder string
 	// LeaseTTL is the document lease's time to live (default 2s).
 	LeaseTTL time.Duration
@@ -39,7 +45,25 @@ type Service struct {
 	// Bugs switches on deliberate defects (mutants) for the harness.
 	Bugs []Bug
 
-	calls atomic.Int64
+	calls    atomic.Int64
+	autoOnce sync.Once
+	auto     string
+}
+
+// holder is the identity this Service uses in leases, claims and events:
+// Holder, or a name unique to this Service value when Holder is empty.
+func (s *Service) holder() string {
+	if s.Holder != "" {
+		return s.Holder
+	}
+	s.autoOnce.Do(func() {
+		var b [6]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			panic(fmt.Sprintf("reference: no randomness for a service holder name: %v", err))
+		}
+		s.auto = fmt.Sprintf("service-%d-%x", os.Getpid(), b)
+	})
+	return s.auto
 }
 
 func (s *Service) has(b Bug) bool {
@@ -77,7 +101,7 @@ func (s *Service) emit(e Event) {
 		if e.At == 0 {
 			e.At = s.now()
 		}
-		e.Holder = firstNonEmpty(e.Holder, s.Holder)
+		e.Holder = firstNonEmpty(e.Holder, s.holder())
 		s.Observer.Observe(e)
 	}
 }
@@ -322,6 +346,19 @@ func finishedResult(op Operation) Result {
 	return Result{OperationID: op.OperationID, Outcome: OutcomeAlreadyDone, Revision: op.ExpectedRevision + 1}
 }
 
+// leaseContract describes how a TryAcquire answer at now with ttl breaks
+// the LockProvider contract, or is "": a granted lease runs until exactly
+// now+ttl, and a refusal comes from a lease still live at now.
+func leaseContract(l Lease, ok bool, now, ttl int64) string {
+	switch {
+	case ok && l.ExpiresAt != now+ttl:
+		return fmt.Sprintf("TryAcquire at %d with ttl %d granted a lease until %d, not %d (a lease that does not expire when asked never frees a dead holder's document)", now, ttl, l.ExpiresAt, now+ttl)
+	case !ok && l.ExpiresAt <= now:
+		return fmt.Sprintf("TryAcquire at %d was refused by %s's lease (token %d) that expired at %d (an expired lease must be free; it never expires)", now, l.Holder, l.Token, l.ExpiresAt)
+	}
+	return ""
+}
+
 // withLease runs fn holding the document lease, released afterwards (a
 // lease already lost is not an error of fn's).
 func (s *Service) withLease(ctx context.Context, space, documentID string, fn func(*Lease) error) error {
@@ -334,11 +371,22 @@ func (s *Service) withLease(ctx context.Context, space, documentID string, fn fu
 	var lease Lease
 	// Each call holds the lease under its own identity, so two calls on one
 	// Service exclude each other as two instances do.
-	holder := fmt.Sprintf("%s#%d", firstNonEmpty(s.Holder, "service"), s.calls.Add(1))
+	holder := fmt.Sprintf("%s#%d", s.holder(), s.calls.Add(1))
 	for {
-		l, ok, err := s.Locks.TryAcquire(ctx, space, documentID, holder, s.now(), s.leaseTTL())
+		now, ttl := s.now(), s.leaseTTL()
+		l, ok, err := s.Locks.TryAcquire(ctx, space, documentID, holder, now, ttl)
 		if err != nil {
 			return fmt.Errorf("lease %s/%s: %w", space, documentID, err)
+		}
+		if broken := leaseContract(l, ok, now, ttl); broken != "" {
+			// A lease that never expires (or expires early) would wedge
+			// the document or let two holders in; say so at once rather
+			// than time out waiting.
+			s.emit(Event{Kind: EvLeaseBroken, Space: space, DocumentID: documentID, Token: l.Token, ExpiresAt: l.ExpiresAt, Holder: l.Holder, Detail: broken})
+			if ok {
+				_ = s.Locks.Release(ctx, l)
+			}
+			return fmt.Errorf("lease %s/%s: %w: %s", space, documentID, ErrLeaseContract, broken)
 		}
 		if ok {
 			lease = l

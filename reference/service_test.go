@@ -542,6 +542,36 @@ func TestConcurrentSameDocumentAcrossServiceInstances(t *testing.T) {
 	checkWrittenOnce(t, w, results)
 }
 
+// Two instances built without a Holder share one store and one lock
+// provider: each must still lease under its own name, so the per-document
+// lock keeps them apart and the model is called once (before the fix both
+// leased as "service#1" and both ran the model).
+func TestConcurrentSameDocumentInstancesWithoutHolder(t *testing.T) {
+	w := newWorld()
+	w.writer.delay = 20 * time.Millisecond
+	a, b := w.service(), w.service()
+	for _, s := range []*reference.Service{a, b} {
+		s.Holder = ""
+		s.Extractor = slowExtractor{Extractor: s.Extractor, delay: 20 * time.Millisecond}
+		s.BatchSize = 100
+	}
+	var mu sync.Mutex
+	holders := map[string]bool{}
+	obs := reference.ObserverFunc(func(e reference.Event) {
+		if e.Kind == reference.EvLeaseAcquire {
+			mu.Lock()
+			holders[e.Holder] = true
+			mu.Unlock()
+		}
+	})
+	a.Observer, b.Observer = obs, obs
+	results := concurrently(t, a, b, req1("same-document"))
+	checkWrittenOnce(t, w, results)
+	if len(holders) != 2 {
+		t.Errorf("lease holders %v: want two distinct names for two instances", holders)
+	}
+}
+
 func TestConcurrentSameDocumentSameService(t *testing.T) {
 	w := newWorld()
 	w.writer.delay = 20 * time.Millisecond

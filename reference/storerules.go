@@ -1,7 +1,6 @@
 package reference
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -225,17 +224,8 @@ func MissingEndpoint(space string, edge EdgeKey) error {
 	return fmt.Errorf("space %s: edge %s: %w", space, edge, ErrMissingEndpoint)
 }
 
-// DuplicateReporter is an optional GraphWriter method: the checks use it
-// to tell a graph that folds duplicates on read from one without them.
-type DuplicateReporter interface {
-	// Duplicates returns one human-readable entry per node id or edge key
-	// stored more than once in space (FormatDuplicates); empty when there
-	// are none.
-	Duplicates(ctx context.Context, space string) ([]string, error)
-}
-
-// FormatDuplicates renders per-identity counts as DuplicateReporter
-// entries, so every writer reports alike: "node person:abc x2" and "edge
+// FormatDuplicates renders per-identity counts as duplicate entries
+// (GraphRecords.Duplicates), so every report reads alike: "node person:abc x2" and "edge
 // (a)-[KNOWS#0]->(b) x3", nodes first, each group sorted, identities stored
 // once skipped.
 func FormatDuplicates(nodes map[string]int, edges map[EdgeKey]int) []string {

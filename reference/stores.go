@@ -3,6 +3,7 @@ package reference
 import (
 	"context"
 	"io"
+	"maps"
 )
 
 // OperationStore keeps operations and their frozen plans. Every method is
@@ -64,6 +65,14 @@ type SpaceLister interface {
 	ListSpace(ctx context.Context, space string) ([]Operation, error)
 }
 
+// SpacePlanReader is an optional OperationStore method: every plan of a
+// space at once, by operation id (an unreadable plan as an error, as
+// GetPlan would return it). The checkers use it when a store offers it;
+// properties.Stores checks it against GetPlan.
+type SpacePlanReader interface {
+	SpacePlans(ctx context.Context, space string) (map[string]Plan, map[string]error, error)
+}
+
 // DocumentStateStore keeps the committed state of each document, guarded by
 // a revision compare-and-set, and its version history.
 type DocumentStateStore interface {
@@ -89,6 +98,14 @@ type DocumentStateStore interface {
 	// IsReferencedByOtherDocument reports whether an ACTIVE current state of
 	// another document in the same space supports edge.
 	IsReferencedByOtherDocument(ctx context.Context, space, documentID string, edge EdgeKey) (bool, error)
+}
+
+// SpaceVersionReader is an optional DocumentStateStore method: the version
+// history of every document of a space at once, by document id. The
+// checkers use it when a store offers it; properties.Stores checks it
+// against Versions.
+type SpaceVersionReader interface {
+	SpaceVersions(ctx context.Context, space string) (map[string][]DocumentState, error)
 }
 
 // EntityRegistry binds entity names to node ids, unique on (space,
@@ -149,8 +166,71 @@ type GraphWriter interface {
 	// an edge whose endpoint does not exist is an error wrapping
 	// ErrMissingEndpoint and nothing of m is applied.
 	Apply(ctx context.Context, space string, m Mutation) error
-	// ReadGraph returns the whole graph of a space.
+	// ReadGraph returns the whole graph of a space: the fold of
+	// ReadRecords (one entry per node id and edge key, the last record
+	// winning); Properties maps are never nil.
 	ReadGraph(ctx context.Context, space string) (Graph, error)
+	// ReadRecords returns every node and edge record stored for space,
+	// one entry per stored record, in any order: a store that holds two
+	// records for one node id or edge key (a CREATE where a MERGE was
+	// due) returns both. The convergence and registry checks (I3, I6) see
+	// duplicates through it, so it must read what is stored, not a map.
+	ReadRecords(ctx context.Context, space string) (GraphRecords, error)
+}
+
+// GraphRecords is a space's graph as stored, duplicates included (see
+// GraphWriter.ReadRecords).
+type GraphRecords struct {
+	Nodes []Node
+	Edges []Edge
+}
+
+// Graph folds the records into one entry per node id and edge key, the
+// last record of each winning; Properties maps are copies, never nil.
+func (r GraphRecords) Graph() Graph {
+	g := NewGraph()
+	props := func(m map[string]string) map[string]string {
+		if m == nil {
+			return map[string]string{}
+		}
+		return maps.Clone(m)
+	}
+	for _, n := range r.Nodes {
+		n.Properties = props(n.Properties)
+		g.Nodes[n.ID] = n
+	}
+	for _, e := range r.Edges {
+		e.Properties = props(e.Properties)
+		g.Edges[e.Key] = e
+	}
+	return g
+}
+
+// Duplicates lists the node ids and edge keys stored more than once, as
+// FormatDuplicates renders them ("node person:abc x2"); nil when there
+// are none.
+func (r GraphRecords) Duplicates() []string {
+	nodes, edges := map[string]int{}, map[EdgeKey]int{}
+	for _, n := range r.Nodes {
+		nodes[n.ID]++
+	}
+	for _, e := range r.Edges {
+		edges[e.Key]++
+	}
+	return FormatDuplicates(nodes, edges)
+}
+
+// Records lists a graph as records (one per node and edge): what
+// ReadRecords returns for a store that keeps no duplicates.
+func (g Graph) Records() GraphRecords {
+	var r GraphRecords
+	for _, n := range g.Nodes {
+		r.Nodes = append(r.Nodes, n)
+	}
+	for _, e := range g.Edges {
+		r.Edges = append(r.Edges, e)
+	}
+	return r
 }
 
 // LockProvider hands out per-document leases with fencing tokens. Time is

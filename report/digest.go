@@ -103,6 +103,9 @@ type Digest struct {
 	Broken       []Broken  `json:"broken,omitempty"`
 	NotExercised []CaseRef `json:"notExercised,omitempty"`
 	Undecided    []CaseRef `json:"undecided,omitempty"`
+	// NotApplicable are cases of a system the backend does not provide
+	// (System B without Backend.OpenPlanSave): listed, never failed.
+	NotApplicable []CaseRef `json:"notApplicable,omitempty"`
 }
 
 // Summarize builds the digest of a run.
@@ -138,6 +141,9 @@ func Summarize(rep sim.Report, o Options) Digest {
 			continue
 		case sim.Undecided:
 			d.Undecided = append(d.Undecided, CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Replay: o.replay(r), Why: strings.Join(r.Notes, "; ")})
+			continue
+		case sim.NotApplicable:
+			d.NotApplicable = append(d.NotApplicable, CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Why: strings.Join(r.Notes, "; ")})
 			continue
 		case sim.Fail:
 			d.Failed++
@@ -302,6 +308,10 @@ func notExercisedWhy(r sim.CaseResult) string { return r.WhyNotExercised() }
 func headline(rep sim.Report, d Digest) (string, string) {
 	switch rep.Verdict {
 	case sim.Pass:
+		if n := len(d.NotApplicable); n > 0 {
+			return "CERTIFIED", fmt.Sprintf("CERTIFIED: all %d applicable cases were exercised and every invariant held (%d not applicable: %s)",
+				len(rep.Results)-n, n, d.NotApplicable[0].Why)
+		}
 		return "CERTIFIED", fmt.Sprintf("CERTIFIED: all %d cases were exercised and every invariant held", len(rep.Results))
 	case sim.Fail:
 		var parts []string
@@ -327,6 +337,9 @@ func headline(rep sim.Report, d Digest) (string, string) {
 	var ls []string
 	for _, c := range d.Undecided {
 		ls = append(ls, c.Label+": "+c.Why)
+	}
+	if len(ls) == 0 && len(d.NotApplicable) > 0 {
+		ls = []string{fmt.Sprintf("no applicable case ran (%d not applicable: %s)", len(d.NotApplicable), d.NotApplicable[0].Why)}
 	}
 	if len(ls) == 0 {
 		ls = []string{"no case ran"}

@@ -71,6 +71,7 @@ type junitCase struct {
 	Time      string        `xml:"time,attr"`
 	Failure   *junitMessage `xml:"failure,omitempty"`
 	Error     *junitMessage `xml:"error,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
 	SystemOut *junitText    `xml:"system-out,omitempty"`
 }
 
@@ -149,6 +150,8 @@ func WriteJUnit(w io.Writer, rep sim.Report, o Options) error {
 		case sim.Undecided:
 			s.Errors++
 			jc.Error = &junitMessage{Message: "undecided: " + strings.Join(r.Notes, "; "), Type: "undecided", Body: body.String()}
+		case sim.NotApplicable:
+			jc.Skipped = &junitMessage{Message: "not applicable: " + strings.Join(r.Notes, "; "), Type: "not-applicable"}
 		}
 		s.Cases = append(s.Cases, jc)
 	}

@@ -33,8 +33,12 @@ func WriteTerminal(w io.Writer, rep sim.Report, o Options) {
 
 // runLine counts the verdicts and names the run.
 func runLine(rep sim.Report) string {
-	s := fmt.Sprintf("%d %s in %s: %d pass, %d FAIL, %d not exercised, %d undecided (backend %s",
-		len(rep.Results), plural(len(rep.Results), "case", "cases"), rep.Took.Round(time.Millisecond), rep.Counts[sim.Pass], rep.Counts[sim.Fail], rep.Counts[sim.NotExercised], rep.Counts[sim.Undecided], rep.Backend)
+	s := fmt.Sprintf("%d %s in %s: %d pass, %d FAIL, %d not exercised, %d undecided",
+		len(rep.Results), plural(len(rep.Results), "case", "cases"), rep.Took.Round(time.Millisecond), rep.Counts[sim.Pass], rep.Counts[sim.Fail], rep.Counts[sim.NotExercised], rep.Counts[sim.Undecided])
+	if n := rep.Counts[sim.NotApplicable]; n > 0 {
+		s += fmt.Sprintf(", %d not applicable", n)
+	}
+	s += " (backend " + rep.Backend
 	if rep.Mutant != "" {
 		s += ", mutant " + rep.Mutant
 	}
@@ -141,6 +145,8 @@ func cellOf(r *sim.CaseResult, p faults.Point) matrixCell {
 		c.text, c.class = "FAIL "+strings.Join(r.Broken(), ","), "fail"
 	case sim.NotExercised:
 		c.text, c.class = "not-exercised", "nx"
+	case sim.NotApplicable:
+		c.text, c.class = "n/a", "na"
 	default:
 		c.text, c.class = "undecided", "und"
 	}
@@ -151,7 +157,7 @@ func cellOf(r *sim.CaseResult, p faults.Point) matrixCell {
 // violation and its evidence, where its history is and how to replay it.
 func writeDetails(w io.Writer, rep sim.Report, o Options) {
 	for _, r := range rep.Results {
-		if r.Verdict == sim.Pass {
+		if r.Verdict == sim.Pass || r.Verdict == sim.NotApplicable { // the digest lists the latter
 			continue
 		}
 		fmt.Fprintf(w, "\n%s %s — %s\n", r.Verdict, r.Case.Label(), r.Case.Description)
@@ -214,6 +220,13 @@ func writeDigest(w io.Writer, d Digest, o Options) {
 				fmt.Fprintf(w, "      %s\n", c.Replay)
 			}
 		}
+	}
+	if n := len(d.NotApplicable); n > 0 {
+		var ls []string
+		for _, c := range d.NotApplicable {
+			ls = append(ls, c.Label)
+		}
+		fmt.Fprintf(w, "\nNOT APPLICABLE (%d): %s\n    %s\n", n, d.NotApplicable[0].Why, strings.Join(ls, ", "))
 	}
 	if len(d.Undecided) > 0 {
 		fmt.Fprintf(w, "\nUNDECIDED (%d)\n", len(d.Undecided))

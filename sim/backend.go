@@ -28,7 +28,7 @@ const (
 // opens the backend with the same CaseEnv and must reach the same data.
 type CaseEnv struct {
 	// Dir is a directory private to the case (embedded backends keep their
-	// files here).
+	// files here); it may not exist yet: Open creates it.
 	Dir string `json:"dir"`
 	// Namespace is unique per case; server backends scope keys by it.
 	Namespace string `json:"namespace"`

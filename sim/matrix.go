@@ -158,7 +158,8 @@ func cost(c Case) int {
 
 // finish computes counts, the overall verdict and the exit code (0
 // certified, 1 an invariant broke or a case was not exercised, 2
-// undecided).
+// undecided or nothing applicable ran). Not-applicable cases neither pass
+// nor fail.
 func (rep *Report) finish() {
 	rep.Counts = map[Verdict]int{}
 	for _, r := range rep.Results {
@@ -167,7 +168,7 @@ func (rep *Report) finish() {
 	switch {
 	case rep.Counts[Fail] > 0 || rep.Counts[NotExercised] > 0:
 		rep.Verdict, rep.ExitCode = Fail, 1
-	case rep.Counts[Undecided] > 0 || len(rep.Results) == 0:
+	case rep.Counts[Undecided] > 0 || len(rep.Results) == rep.Counts[NotApplicable]:
 		rep.Verdict, rep.ExitCode = Undecided, 2
 	default:
 		rep.Verdict, rep.ExitCode = Pass, 0

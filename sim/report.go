@@ -57,8 +57,12 @@ func WriteMatrix(w io.Writer, rep Report) {
 	for _, r := range classes {
 		fmt.Fprintf(w, "%-30s %s\n", "class "+r.Case.Class, cellText(r, ""))
 	}
-	fmt.Fprintf(w, "\n%d cases in %s: %d pass, %d FAIL, %d not exercised, %d undecided (backend %s",
-		len(rep.Results), rep.Took.Round(time.Millisecond), rep.Counts[Pass], rep.Counts[Fail], rep.Counts[NotExercised], rep.Counts[Undecided], rep.Backend)
+	fmt.Fprintf(w, "\n%d cases in %s: %d pass, %d FAIL, %d not exercised, %d undecided", len(rep.Results),
+		rep.Took.Round(time.Millisecond), rep.Counts[Pass], rep.Counts[Fail], rep.Counts[NotExercised], rep.Counts[Undecided])
+	if n := rep.Counts[NotApplicable]; n > 0 {
+		fmt.Fprintf(w, ", %d not applicable", n)
+	}
+	fmt.Fprintf(w, " (backend %s", rep.Backend)
 	if rep.Mutant != "" {
 		fmt.Fprintf(w, ", mutant %s", rep.Mutant)
 	}
@@ -66,9 +70,17 @@ func WriteMatrix(w io.Writer, rep Report) {
 		fmt.Fprintf(w, ", bugs %s", strings.Join(rep.Bugs, ","))
 	}
 	fmt.Fprintf(w, ", seed %d)\n", rep.Seed)
+	notApplicable := 0
 	for _, r := range rep.Results {
 		if r.Verdict == Pass {
 			continue
+		}
+		if r.Verdict == NotApplicable {
+			// One line for all of them (below), not one block each.
+			notApplicable++
+			if notApplicable > 1 {
+				continue
+			}
 		}
 		fmt.Fprintf(w, "\n%s %s — %s\n", r.Verdict, r.Case.Label(), r.Case.Description)
 		for _, n := range r.Notes {
@@ -84,7 +96,12 @@ func WriteMatrix(w io.Writer, rep Report) {
 				fmt.Fprintf(w, "      %s\n", e)
 			}
 		}
-		fmt.Fprintf(w, "  history: %s/history.jsonl\n", r.Dir)
+		if r.Dir != "" {
+			fmt.Fprintf(w, "  history: %s/history.jsonl\n", r.Dir)
+		}
+	}
+	if notApplicable > 1 {
+		fmt.Fprintf(w, "\n(%d more not-applicable cases for the same reason)\n", notApplicable-1)
 	}
 	switch rep.Verdict {
 	case Pass:
@@ -112,6 +129,8 @@ func cellText(r CaseResult, p faults.Point) string {
 		return "FAIL " + strings.Join(r.Broken(), ",")
 	case NotExercised:
 		return "not-exercised"
+	case NotApplicable:
+		return "n/a"
 	}
 	return "undecided"
 }
@@ -133,6 +152,7 @@ type junitSuite struct {
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
 	Errors   int         `xml:"errors,attr"`
+	Skipped  int         `xml:"skipped,attr"`
 	Time     float64     `xml:"time,attr"`
 	Cases    []junitCase `xml:"testcase"`
 }
@@ -143,6 +163,7 @@ type junitCase struct {
 	Time      float64       `xml:"time,attr"`
 	Failure   *junitMessage `xml:"failure,omitempty"`
 	Error     *junitMessage `xml:"error,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
 }
 
@@ -177,6 +198,9 @@ func WriteJUnit(w io.Writer, rep Report) error {
 		case Undecided:
 			s.Errors++
 			jc.Error = &junitMessage{Message: "undecided", Body: body.String()}
+		case NotApplicable:
+			s.Skipped++
+			jc.Skipped = &junitMessage{Message: strings.Join(r.Notes, "; ")}
 		}
 		s.Cases = append(s.Cases, jc)
 	}
@@ -210,6 +234,8 @@ func WriteHTML(w io.Writer, rep Report) error {
 			return "fail"
 		case NotExercised:
 			return "nx"
+		case NotApplicable:
+			return "na"
 		}
 		return "und"
 	}

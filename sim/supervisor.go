@@ -29,6 +29,10 @@ const (
 	Fail         Verdict = "FAIL"
 	NotExercised Verdict = "not exercised"
 	Undecided    Verdict = "undecided"
+	// NotApplicable: the case tests a system the backend does not
+	// provide (System B when Backend.OpenPlanSave is nil). It is listed,
+	// neither passed nor failed.
+	NotApplicable Verdict = "not applicable"
 )
 
 // Launcher starts worker processes.
@@ -289,6 +293,10 @@ func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	start := time.Now()
 	dir := filepath.Join(r.cfg.WorkDir, c.ID)
+	if c.System == faults.PlanSave && r.backend.OpenPlanSave == nil {
+		return CaseResult{Case: c, Verdict: NotApplicable, Notes: []string{fmt.Sprintf(
+			"backend %s does not provide System B (its OpenPlanSave is nil): the plan-save case is not applicable", r.backend.Name)}}
+	}
 	c = r.rescaleKills(c)
 	res := CaseResult{Case: c, Hits: map[string]int{}, Dir: dir, LeaseTTL: tm.LeaseTTL}
 	fail := func(v Verdict, note string) CaseResult {

@@ -37,7 +37,6 @@ var (
 	_ reference.EntityRegistry     = (*Registry)(nil)
 	_ reference.GraphWriter        = (*Writer)(nil)
 	_ reference.LockProvider       = (*Locks)(nil)
-	_ reference.DuplicateReporter  = (*Writer)(nil)
 )
 
 func blank(s string) bool { return strings.TrimSpace(s) == "" }

@@ -2,7 +2,8 @@ package memory
 
 import (
 	"context"
-	"github.com/crashmatrix/crashmatrix/adapters/internal/storetest"
+	"github.com/crashmatrix/crashmatrix/internal/storetest"
+	"github.com/crashmatrix/crashmatrix/properties"
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/reference"
@@ -12,7 +13,13 @@ func openMemory(t *testing.T, mutant bool) reference.Stores {
 	return New(Options{CreateInsteadOfMerge: mutant})
 }
 
-func TestStores(t *testing.T) { storetest.Run(t, openMemory) }
+// The exported conformance suite, as every store runs it.
+func TestStores(t *testing.T) {
+	properties.Stores(t, func(t *testing.T) reference.Stores { return openMemory(t, false) })
+}
+
+// The CreateInsteadOfMerge option stores copies that ReadRecords lists.
+func TestCreateInsteadOfMerge(t *testing.T) { storetest.Mutant(t, openMemory) }
 
 func TestCorruptPlan(t *testing.T) {
 	ctx := context.Background()

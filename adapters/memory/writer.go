@@ -118,55 +118,33 @@ func upsert[R any](rows []R, create bool, props map[string]string, match func(R)
 	return append(rows, newRow(p))
 }
 
-// ReadGraph implements reference.GraphWriter. Duplicates are folded, the
-// last stored copy winning; Properties maps are never nil.
+// ReadGraph implements reference.GraphWriter: the fold of ReadRecords.
 func (w *Writer) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
-	if err := ctxErr(ctx); err != nil {
+	r, err := w.ReadRecords(ctx, space)
+	if err != nil {
 		return reference.Graph{}, err
+	}
+	return r.Graph(), nil
+}
+
+// ReadRecords implements reference.GraphWriter: every stored row (the
+// CreateInsteadOfMerge mutant stores copies), detached from the store.
+func (w *Writer) ReadRecords(ctx context.Context, space string) (reference.GraphRecords, error) {
+	if err := ctxErr(ctx); err != nil {
+		return reference.GraphRecords{}, err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := reference.NewGraph()
+	var out reference.GraphRecords
 	g := w.spaces[space]
 	if g == nil {
 		return out, nil
 	}
 	for _, n := range g.nodes {
-		props := maps.Clone(n.props)
-		if props == nil {
-			props = map[string]string{}
-		}
-		out.Nodes[n.id] = reference.Node{ID: n.id, Label: n.label, Properties: props}
+		out.Nodes = append(out.Nodes, reference.Node{ID: n.id, Label: n.label, Properties: maps.Clone(n.props)})
 	}
 	for _, e := range g.edges {
-		props := maps.Clone(e.props)
-		if props == nil {
-			props = map[string]string{}
-		}
-		out.Edges[e.key] = reference.Edge{Key: e.key, Properties: props}
+		out.Edges = append(out.Edges, reference.Edge{Key: e.key, Properties: maps.Clone(e.props)})
 	}
 	return out, nil
-}
-
-// Duplicates implements DuplicateReporter: entries like "node person:abc x2"
-// and "edge (a)-[KNOWS#0]->(b) x3", nodes first, each group sorted.
-func (w *Writer) Duplicates(ctx context.Context, space string) ([]string, error) {
-	if err := ctxErr(ctx); err != nil {
-		return nil, err
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	g := w.spaces[space]
-	if g == nil {
-		return nil, nil
-	}
-	nodes := map[string]int{}
-	for _, n := range g.nodes {
-		nodes[n.id]++
-	}
-	edges := map[reference.EdgeKey]int{}
-	for _, e := range g.edges {
-		edges[e.key]++
-	}
-	return reference.FormatDuplicates(nodes, edges), nil
 }

@@ -67,8 +67,7 @@ type Options struct {
 }
 
 var (
-	_ reference.GraphWriter       = (*Writer)(nil)
-	_ reference.DuplicateReporter = (*Writer)(nil)
+	_ reference.GraphWriter = (*Writer)(nil)
 )
 
 // Writer is a reference.GraphWriter on Neo4j. It is safe for concurrent use.
@@ -79,14 +78,26 @@ type Writer struct {
 	secret   string // the password, redacted from error messages
 	database string
 	q        queries
+	// readOnly reads in read transactions without taking the space's
+	// gate (OpenReadOnly writes nothing, not even the gate).
+	readOnly bool
 }
 
 // queries are the Cypher statements of one label and mode.
 type queries struct {
 	deleteNodes, deleteEdges, upsertNodes, missing, upsertEdges, readNodes, readEdges string
+	// gate locks a space's gate node (unique per space) for the rest of
+	// the transaction: every Apply and every read takes it first. Neo4j
+	// reads at read-committed, and a read of nodes then edges could
+	// otherwise see half of a concurrent write (the linearizability check
+	// of properties.Stores found it).
+	gate string
 }
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// gateLabel labels the per-space gate nodes of label (queries.gate).
+func gateLabel(label string) string { return label + "SpaceGate" }
 
 // constraintName is the name of the uniqueness constraint of label.
 func constraintName(label string) string {
@@ -99,6 +110,7 @@ func constraintName(label string) string {
 func buildQueries(label string, create bool) queries {
 	n := func(v, id string) string { return "(" + v + ":" + label + " {space: $space, id: " + id + "})" }
 	q := queries{
+		gate:        "MERGE (g:" + gateLabel(label) + " {space: $space}) SET g.uses = coalesce(g.uses, 0) + 1",
 		deleteNodes: "UNWIND $ids AS id MATCH " + n("n", "id") + " DETACH DELETE n",
 		deleteEdges: "UNWIND $edges AS e MATCH " + n("a", "e.source") +
 			"-[r:" + EdgeType + " {space: $space, type: e.type, rank: e.rank}]->" + n("b", "e.target") + " DELETE r",
@@ -144,6 +156,8 @@ func Open(ctx context.Context, uri, user, password string, opts Options) (*Write
 func (w *Writer) ensureSchema(ctx context.Context) error {
 	stmts := []string{
 		"CREATE INDEX " + constraintName(w.label) + "_space IF NOT EXISTS FOR (n:" + w.label + ") ON (n.space)",
+		// One gate per space, so that racing first writers lock the same node.
+		"CREATE CONSTRAINT " + constraintName(w.label) + "_gate IF NOT EXISTS FOR (g:" + gateLabel(w.label) + ") REQUIRE g.space IS UNIQUE",
 	}
 	if !w.opts.CreateInsteadOfMerge {
 		stmts = append([]string{"CREATE CONSTRAINT " + constraintName(w.label) + " IF NOT EXISTS FOR (n:" + w.label +

@@ -27,6 +27,7 @@ func OpenReadOnly(ctx context.Context, uri, user, password string, opts Options)
 	if err != nil {
 		return nil, err
 	}
+	w.readOnly = true
 	return &ReadOnlyWriter{w}, nil
 }
 
@@ -62,6 +63,12 @@ func (r *ReadOnlyWriter) Apply(context.Context, string, reference.Mutation) erro
 // ReadGraph implements reference.GraphWriter.
 func (r *ReadOnlyWriter) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
 	return r.w.ReadGraph(ctx, space)
+}
+
+// ReadRecords implements reference.GraphWriter: every stored node and
+// relationship, copies included, in a read transaction.
+func (r *ReadOnlyWriter) ReadRecords(ctx context.Context, space string) (reference.GraphRecords, error) {
+	return r.w.ReadRecords(ctx, space)
 }
 
 // Duplicates reports node ids and edge keys stored more than once.

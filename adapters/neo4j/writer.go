@@ -80,6 +80,9 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 			_, err = res.Consume(ctx)
 			return err
 		}
+		if err := run(stmt{w.q.gate, map[string]any{"space": space}}); err != nil {
+			return nil, err
+		}
 		for _, st := range before {
 			if err := run(st); err != nil {
 				return nil, err
@@ -124,47 +127,76 @@ func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) 
 	return nil
 }
 
-// scan reads every node and edge of a space in one read transaction; reset
-// is called before each (re)try of the transaction.
+// scan reads every node and edge of a space in one transaction holding the
+// space's gate; reset is called before each (re)try of the transaction.
 func (w *Writer) scan(ctx context.Context, space string, reset func(),
 	node func(id, label string, props map[string]string), edge func(k reference.EdgeKey, props map[string]string)) error {
-	s := w.session(ctx, driver.AccessModeRead)
+	p := map[string]any{"space": space}
+	var err error
+	if w.readOnly {
+		// A read-only handle writes nothing, so it cannot take the gate:
+		// its reads are consistent only on a graph nobody writes.
+		s := w.session(ctx, driver.AccessModeRead)
+		defer s.Close(ctx)
+		_, err = s.ExecuteRead(ctx, func(tx driver.ManagedTransaction) (any, error) {
+			return nil, w.scanOnce(ctx, tx, p, reset, node, edge)
+		})
+		if err != nil {
+			return w.wrap("read space "+space, err)
+		}
+		return nil
+	}
+	// A write transaction: it takes the space's gate, so no Apply commits
+	// between the node scan and the edge scan.
+	s := w.session(ctx, driver.AccessModeWrite)
 	defer s.Close(ctx)
-	_, err := s.ExecuteRead(ctx, func(tx driver.ManagedTransaction) (any, error) {
-		reset()
-		p := map[string]any{"space": space}
-		res, err := tx.Run(ctx, w.q.readNodes, p)
+	_, err = s.ExecuteWrite(ctx, func(tx driver.ManagedTransaction) (any, error) {
+		res, err := tx.Run(ctx, w.q.gate, p)
 		if err != nil {
 			return nil, err
 		}
-		for res.Next(ctx) {
-			v := res.Record().Values
-			id, _ := v[0].(string)
-			label, _ := v[1].(string)
-			node(id, label, readProps(v[2]))
-		}
-		if err := res.Err(); err != nil {
+		if _, err := res.Consume(ctx); err != nil {
 			return nil, err
 		}
-		res, err = tx.Run(ctx, w.q.readEdges, p)
-		if err != nil {
-			return nil, err
-		}
-		for res.Next(ctx) {
-			v := res.Record().Values
-			var k reference.EdgeKey
-			k.Source, _ = v[0].(string)
-			k.Type, _ = v[1].(string)
-			k.Target, _ = v[2].(string)
-			k.Rank, _ = v[3].(int64)
-			edge(k, readProps(v[4]))
-		}
-		return nil, res.Err()
+		return nil, w.scanOnce(ctx, tx, p, reset, node, edge)
 	})
 	if err != nil {
 		return w.wrap("read space "+space, err)
 	}
 	return nil
+}
+
+// scanOnce reads the nodes, then the edges, of a space.
+func (w *Writer) scanOnce(ctx context.Context, tx driver.ManagedTransaction, p map[string]any, reset func(),
+	node func(id, label string, props map[string]string), edge func(k reference.EdgeKey, props map[string]string)) error {
+	reset()
+	res, err := tx.Run(ctx, w.q.readNodes, p)
+	if err != nil {
+		return err
+	}
+	for res.Next(ctx) {
+		v := res.Record().Values
+		id, _ := v[0].(string)
+		label, _ := v[1].(string)
+		node(id, label, readProps(v[2]))
+	}
+	if err := res.Err(); err != nil {
+		return err
+	}
+	res, err = tx.Run(ctx, w.q.readEdges, p)
+	if err != nil {
+		return err
+	}
+	for res.Next(ctx) {
+		v := res.Record().Values
+		var k reference.EdgeKey
+		k.Source, _ = v[0].(string)
+		k.Type, _ = v[1].(string)
+		k.Target, _ = v[2].(string)
+		k.Rank, _ = v[3].(int64)
+		edge(k, readProps(v[4]))
+	}
+	return res.Err()
 }
 
 // readProps extracts the user properties (PropertyPrefix stripped) of a
@@ -208,20 +240,29 @@ func (w *Writer) ReadGraph(ctx context.Context, space string) (reference.Graph, 
 	return g, nil
 }
 
-// Duplicates implements DuplicateReporter: entries like "node person:abc x2"
-// and "edge (a)-[KNOWS#0]->(b) x3", nodes first, each group sorted.
-func (w *Writer) Duplicates(ctx context.Context, space string) ([]string, error) {
-	var nodes map[string]int
-	var edges map[reference.EdgeKey]int
-	err := w.scan(ctx, space, func() {
-		nodes, edges = map[string]int{}, map[reference.EdgeKey]int{}
-	}, func(id, _ string, _ map[string]string) {
-		nodes[id]++
-	}, func(k reference.EdgeKey, _ map[string]string) {
-		edges[k]++
+// ReadRecords implements reference.GraphWriter: every node and
+// relationship stored for the space, copies included (only the
+// CreateInsteadOfMerge mutant makes them).
+func (w *Writer) ReadRecords(ctx context.Context, space string) (reference.GraphRecords, error) {
+	var r reference.GraphRecords
+	err := w.scan(ctx, space, func() { r = reference.GraphRecords{} }, func(id, label string, props map[string]string) {
+		r.Nodes = append(r.Nodes, reference.Node{ID: id, Label: label, Properties: props})
+	}, func(k reference.EdgeKey, props map[string]string) {
+		r.Edges = append(r.Edges, reference.Edge{Key: k, Properties: props})
 	})
+	if err != nil {
+		return reference.GraphRecords{}, err
+	}
+	return r, nil
+}
+
+// Duplicates lists the node ids and edge keys stored more than once
+// (ReadRecords, then GraphRecords.Duplicates): entries like "node
+// person:abc x2".
+func (w *Writer) Duplicates(ctx context.Context, space string) ([]string, error) {
+	r, err := w.ReadRecords(ctx, space)
 	if err != nil {
 		return nil, err
 	}
-	return reference.FormatDuplicates(nodes, edges), nil
+	return r.Duplicates(), nil
 }

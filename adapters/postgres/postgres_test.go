@@ -6,7 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlcore"
-	"github.com/crashmatrix/crashmatrix/adapters/internal/storetest"
+	"github.com/crashmatrix/crashmatrix/internal/storetest"
 	"os"
 	"strings"
 	"sync"
@@ -92,9 +92,9 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestStores runs the behaviour suite shared with adapters/memory and
-// adapters/sqlite.
-func TestStores(t *testing.T) { storetest.Run(t, openFresh) }
+// The CreateInsteadOfMerge option stores copies that ReadRecords lists
+// (the conformance suite itself runs in TestConformance).
+func TestCreateInsteadOfMerge(t *testing.T) { storetest.Mutant(t, openFresh) }
 
 func migrationRows(t *testing.T, dsn string) []int {
 	t.Helper()
@@ -378,8 +378,7 @@ func TestCreateInsteadOfMergeDuplicates(t *testing.T) {
 	mutant := openDSN(t, dsn, true)
 	storetest.Must(t, mutant.Writer.Apply(ctx, "create", m))
 	storetest.Must(t, mutant.Writer.Apply(ctx, "create", m))
-	d, err := mutant.Writer.(reference.DuplicateReporter).Duplicates(ctx, "create")
-	storetest.Must(t, err)
+	d := storetest.Duplicates(t, mutant, "create")
 	want := []string{"node a x2", "node b x2", "edge (a)-[KNOWS#0]->(b) x2"}
 	if strings.Join(d, "|") != strings.Join(want, "|") {
 		t.Fatalf("mutant Duplicates = %q, want %q", d, want)

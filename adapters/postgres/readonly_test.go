@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/crashmatrix/crashmatrix/adapters/internal/storetest"
+	"github.com/crashmatrix/crashmatrix/internal/storetest"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 

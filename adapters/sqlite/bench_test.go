@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/crashmatrix/crashmatrix/adapters/internal/storetest"
+	"github.com/crashmatrix/crashmatrix/internal/storetest"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 

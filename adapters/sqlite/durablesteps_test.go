@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/crashmatrix/crashmatrix/adapters/internal/storetest"
 	"github.com/crashmatrix/crashmatrix/adapters/sqlite"
+	"github.com/crashmatrix/crashmatrix/internal/storetest"
 )
 
 // walCommits counts the commit frames of the current generation of a

@@ -6,7 +6,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/crashmatrix/crashmatrix/adapters/internal/storetest"
+	"github.com/crashmatrix/crashmatrix/internal/storetest"
+	"github.com/crashmatrix/crashmatrix/properties"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,7 +48,13 @@ func rawDB(t *testing.T, path string) *sql.DB {
 	return db
 }
 
-func TestStores(t *testing.T) { storetest.Run(t, openTemp) }
+// The exported conformance suite, as every store runs it.
+func TestStores(t *testing.T) {
+	properties.Stores(t, func(t *testing.T) reference.Stores { return openTemp(t, false) })
+}
+
+// The CreateInsteadOfMerge option stores copies that ReadRecords lists.
+func TestCreateInsteadOfMerge(t *testing.T) { storetest.Mutant(t, openTemp) }
 
 func TestPragmas(t *testing.T) {
 	s := openTemp(t, false)
@@ -274,9 +281,12 @@ func openMem(t *testing.T, name string, mutant bool) reference.Stores {
 	return s
 }
 
-// The memory database passes the same behaviour suite as the file.
+// The memory database passes the same conformance suite as the file.
 func TestMemoryStores(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, mutant bool) reference.Stores { return openMem(t, memName(t), mutant) })
+	properties.Stores(t, func(t *testing.T) reference.Stores { return openMem(t, memName(t), false) })
+	t.Run("CreateInsteadOfMerge", func(t *testing.T) {
+		storetest.Mutant(t, func(t *testing.T, mutant bool) reference.Stores { return openMem(t, memName(t), mutant) })
+	})
 }
 
 // Handles that name one memory database share it; it ends with the last

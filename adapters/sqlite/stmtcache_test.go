@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/crashmatrix/crashmatrix/adapters/internal/storetest"
+	"github.com/crashmatrix/crashmatrix/internal/storetest"
 )
 
 func cachedDB(t *testing.T) *sql.DB {

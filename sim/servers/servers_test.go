@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/adapters/postgres/pgtest"
+	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/properties"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/servers"
@@ -46,7 +47,7 @@ func TestCertifyPostgres(t *testing.T) {
 
 // The reference mutants are caught on PostgreSQL too.
 func TestPostgresCatchesMutants(t *testing.T) {
-	properties.MutantsCaught(t, backend(t), properties.CrashOptions{})
+	crashrun.MutantsCaught(t, backend(t), crashrun.Options{})
 }
 
 func TestCheckDisposable(t *testing.T) {

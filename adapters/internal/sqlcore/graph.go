@@ -38,30 +38,24 @@ func DecodeProps(s string) (map[string]string, error) {
 	return m, nil
 }
 
-// readGraph builds the graph of a scan and reports the identities stored
-// more than once; a duplicated row folds into one, the last stored
-// winning.
-func readGraph(scan func(reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error) (reference.Graph, []string, error) {
-	var g reference.Graph
-	var nodes map[string]int
-	var edges map[reference.EdgeKey]int
+// readRecords lists every row of a scan, in the order stored.
+func readRecords(scan func(reset func(), node func(id, label, props string) error, edge func(k reference.EdgeKey, props string) error) error) (reference.GraphRecords, error) {
+	var r reference.GraphRecords
 	err := scan(func() {
-		g, nodes, edges = reference.NewGraph(), map[string]int{}, map[reference.EdgeKey]int{}
+		r = reference.GraphRecords{}
 	}, func(id, label, props string) error {
-		nodes[id]++
 		p, err := DecodeProps(props)
-		g.Nodes[id] = reference.Node{ID: id, Label: label, Properties: p}
+		r.Nodes = append(r.Nodes, reference.Node{ID: id, Label: label, Properties: p})
 		return err
 	}, func(k reference.EdgeKey, props string) error {
-		edges[k]++
 		p, err := DecodeProps(props)
-		g.Edges[k] = reference.Edge{Key: k, Properties: p}
+		r.Edges = append(r.Edges, reference.Edge{Key: k, Properties: p})
 		return err
 	})
 	if err != nil {
-		return reference.Graph{}, nil, err
+		return reference.GraphRecords{}, err
 	}
-	return g, reference.FormatDuplicates(nodes, edges), nil
+	return r, nil
 }
 
 // Querier runs one statement of a transaction and calls row for each
@@ -80,7 +74,7 @@ type Apply func(ctx context.Context, space string, m reference.Mutation) error
 
 // Writer is a reference.GraphWriter on the {graph_nodes} and
 // {graph_edges} tables: Apply checks the mutation and hands it to the
-// adapter's transaction; the read-back (graph, duplicates) is one snapshot
+// adapter's transaction; the read-back (every record) is one snapshot
 // read of both tables in insertion order.
 type Writer struct {
 	apply        Apply
@@ -97,8 +91,7 @@ func NewWriter(apply Apply, snapshot Snapshot, d Dialect) *Writer {
 }
 
 var (
-	_ reference.GraphWriter       = (*Writer)(nil)
-	_ reference.DuplicateReporter = (*Writer)(nil)
+	_ reference.GraphWriter = (*Writer)(nil)
 )
 
 // Apply implements reference.GraphWriter.
@@ -136,22 +129,20 @@ func (w *Writer) scan(ctx context.Context, space string) func(reset func(), node
 	}
 }
 
-// ReadGraph implements reference.GraphWriter. Duplicates are folded, the
-// last stored row winning; Properties maps are never nil.
+// ReadGraph implements reference.GraphWriter: the fold of ReadRecords
+// (a duplicated row folds into one, the last stored winning).
 func (w *Writer) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
-	g, _, err := readGraph(w.scan(ctx, space))
-	return g, err
+	r, err := w.ReadRecords(ctx, space)
+	if err != nil {
+		return reference.Graph{}, err
+	}
+	return r.Graph(), nil
 }
 
-// ReadGraphAndDuplicates implements check.GraphDuplicateReader: one scan.
-func (w *Writer) ReadGraphAndDuplicates(ctx context.Context, space string) (reference.Graph, []string, error) {
-	return readGraph(w.scan(ctx, space))
-}
-
-// Duplicates implements reference.DuplicateReporter.
-func (w *Writer) Duplicates(ctx context.Context, space string) ([]string, error) {
-	_, d, err := readGraph(w.scan(ctx, space))
-	return d, err
+// ReadRecords implements reference.GraphWriter: one snapshot read of every
+// node row, then every edge row, of a space.
+func (w *Writer) ReadRecords(ctx context.Context, space string) (reference.GraphRecords, error) {
+	return readRecords(w.scan(ctx, space))
 }
 
 // GraphDeletes are the deletions of a mutation, written for one dialect.

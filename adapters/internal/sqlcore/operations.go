@@ -110,7 +110,7 @@ func (s *Operations) GetPlan(ctx context.Context, operationID string) (reference
 	return reference.DecodeStoredPlan(operationID, payload, fp)
 }
 
-// SpacePlans implements check.SpacePlanReader: every plan of a space in
+// SpacePlans implements reference.SpacePlanReader: every plan of a space in
 // one statement, each decoded and checked as GetPlan does.
 func (s *Operations) SpacePlans(ctx context.Context, space string) (map[string]reference.Plan, map[string]error, error) {
 	var plans map[string]reference.Plan

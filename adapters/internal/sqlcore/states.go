@@ -163,7 +163,7 @@ func (s *States) RecordVersion(ctx context.Context, state reference.DocumentStat
 	return err
 }
 
-// SpaceVersions implements check.SpaceVersionReader: every version of a
+// SpaceVersions implements reference.SpaceVersionReader: every version of a
 // space in one statement, by document.
 func (s *States) SpaceVersions(ctx context.Context, space string) (map[string][]reference.DocumentState, error) {
 	all, err := s.many(ctx, "states.spaceVersions", "space "+space, s.q.spaceVersions, space)

@@ -1,8 +1,4 @@
-// Package storetest is the adapters' own behaviour suite: every detail of
-// the store contracts (beyond the exported conformance suites) tested the
-// same way on the memory, SQLite and PostgreSQL adapters, plus the helpers
-// their adapter-specific tests share.
-package storetest
+package properties
 
 import (
 	"context"
@@ -13,122 +9,65 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"testing"
 
+	"github.com/crashmatrix/crashmatrix/internal/storetest"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
-// opener returns fresh, empty stores; mutant selects CreateInsteadOfMerge.
-type Opener func(t *testing.T, mutant bool) reference.Stores
+// The behaviour suite: every detail of the store contracts the project's
+// own adapters were tested on (formerly adapters/internal/storetest), now
+// run by Stores on every store, in the subtest Behaviour. Each test takes
+// a fresh bundle and skips when the bundle lacks the store it needs.
 
-// Must fails the test on an error.
-func Must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
+// bhOpener returns a fresh, empty bundle.
+type bhOpener func(t suiteT) reference.Stores
+
+// runBehaviour runs every behaviour test against bundles from open.
+func runBehaviour(t suiteT, open bhOpener) {
+	probe := open(t)
+	for _, c := range []struct {
+		name  string
+		needs []bool
+		run   func(suiteT, bhOpener)
+	}{
+		{"Operations", []bool{probe.Ops != nil}, testOperations},
+		{"OperationCAS", []bool{probe.Ops != nil}, testOperationCAS},
+		{"Recoverable", []bool{probe.Ops != nil}, testRecoverable},
+		{"Claims", []bool{probe.Ops != nil}, testClaims},
+		{"States", []bool{probe.States != nil}, testStates},
+		{"StateHistory", []bool{probe.States != nil}, testStateHistory},
+		{"References", []bool{probe.States != nil}, testReferences},
+		{"Registry", []bool{probe.Registry != nil}, testRegistry},
+		{"Graph", []bool{probe.Writer != nil}, testGraph},
+		{"GraphRandom", []bool{probe.Writer != nil}, testGraphRandom},
+		{"Locks", []bool{probe.Locks != nil}, testLocks},
+		{"Races", []bool{confComplete(probe)}, testRaces},
+	} {
+		t.Run(c.name, func(t suiteT) {
+			if slices.Contains(c.needs, false) {
+				t.Skipf("the bundle lacks a store %s needs", c.name)
+			}
+			c.run(t, open)
+		})
 	}
 }
 
-// WantErr fails the test unless err wraps target.
-func WantErr(t *testing.T, err, target error) {
-	t.Helper()
-	if !errors.Is(err, target) {
-		t.Fatalf("error %v, want one wrapping %v", err, target)
-	}
-}
-
-// FixturePlan builds a valid INGESTION plan of opID for (space, doc) against
-// revision expected.
-func FixturePlan(space, doc, opID string, expected int64) reference.Plan {
-	node := reference.NodeID("Person", "Ada "+opID)
-	p := reference.Plan{
-		Kind:        reference.Ingestion,
-		OperationID: opID,
-		Space:       space,
-		DocumentID:  doc,
-		Options:     reference.GraphOptions{Space: space, Attributes: map[string]string{"db": "neo4j"}},
-		Mutation: reference.Mutation{
-			OperationID: opID,
-			DeleteEdges: []reference.EdgeKey{{Source: "x", Type: "OLD", Target: "y"}},
-			UpsertNodes: []reference.NodeUpsert{{ID: node, Label: "Person", Properties: map[string]string{"name": "Ada"}}},
-			UpsertEdges: []reference.EdgeUpsert{{Key: reference.EdgeKey{Source: node, Type: "SELF", Target: node, Rank: 1}, Properties: map[string]string{"w": "1"}}},
-		},
-		NextState: &reference.DocumentState{
-			Space: space, DocumentID: doc, Revision: expected + 1, OperationID: opID,
-			ContentHash: reference.ContentHash("content " + opID), ExtractionFingerprint: "fake-model-1",
-			Status: reference.DocActive, FactSources: []reference.EdgeKey{{Source: node, Type: "SELF", Target: node, Rank: 1}},
-			NodeIDs: []string{node},
-		},
-		StaleEdges:     []reference.EdgeKey{{Source: "x", Type: "OLD", Target: "y"}},
-		Registrations:  []reference.EntityRegistration{{NodeID: node, Type: "Person", CanonicalName: "Ada " + opID, Aliases: []string{"A. " + opID}, Properties: map[string]string{"k": "v"}}},
-		Content:        "content " + opID,
-		ExtractionCall: 1,
-	}
-	if expected > 0 {
-		p.PreviousState = &reference.DocumentState{Space: space, DocumentID: doc, Revision: expected, OperationID: "prev", Status: reference.DocActive}
-	}
-	return p
-}
-
-// FixtureOp builds a PREPARED operation and its plan.
-func FixtureOp(space, doc, opID string, expected, now int64) (reference.Operation, reference.Plan) {
-	p := FixturePlan(space, doc, opID, expected)
-	return reference.NewOperation(p, now), p
-}
-
-// CreateOp stores a fixture operation and returns it.
-func CreateOp(t *testing.T, s reference.Stores, opID string, now int64) reference.Operation {
-	t.Helper()
-	op, p := FixtureOp("sp", "doc-"+opID, opID, 0, now)
-	ok, err := s.Ops.CreateIfAbsent(context.Background(), op, p)
-	Must(t, err)
-	if !ok {
-		t.Fatalf("create %s: not created", opID)
-	}
-	return op
-}
-
-// Advance moves op to a stage or fails the test.
-func Advance(t *testing.T, op reference.Operation, to reference.Stage, at int64) reference.Operation {
-	t.Helper()
-	n, err := op.Advance(to, at, "")
-	Must(t, err)
-	return n
-}
-
-// Run runs every behaviour test against stores from open.
-func Run(t *testing.T, open Opener) {
-	t.Run("Operations", func(t *testing.T) { testOperations(t, open) })
-	t.Run("OperationCAS", func(t *testing.T) { testOperationCAS(t, open) })
-	t.Run("Recoverable", func(t *testing.T) { testRecoverable(t, open) })
-	t.Run("Claims", func(t *testing.T) { testClaims(t, open) })
-	t.Run("States", func(t *testing.T) { testStates(t, open) })
-	t.Run("StateHistory", func(t *testing.T) { testStateHistory(t, open) })
-	t.Run("References", func(t *testing.T) { testReferences(t, open) })
-	t.Run("Registry", func(t *testing.T) { testRegistry(t, open) })
-	t.Run("Graph", func(t *testing.T) { testGraph(t, open) })
-	t.Run("GraphRandom", func(t *testing.T) { testGraphRandom(t, open) })
-	t.Run("Mutant", func(t *testing.T) { testMutant(t, open) })
-	t.Run("Locks", func(t *testing.T) { testLocks(t, open) })
-	t.Run("Races", func(t *testing.T) { testRaces(t, open) })
-}
-
-func testOperations(t *testing.T, open Opener) {
+func testOperations(t suiteT, open bhOpener) {
 	ctx := context.Background()
-	s := open(t, false)
-	op, p := FixtureOp("sp", "d1", "op-1", 0, 100)
+	s := open(t)
+	op, p := storetest.FixtureOp("sp", "d1", "op-1", 0, 100)
 	ok, err := s.Ops.CreateIfAbsent(ctx, op, p)
-	Must(t, err)
+	storetest.Must(t, err)
 	if !ok {
 		t.Fatal("first create returned false")
 	}
 	got, err := s.Ops.Get(ctx, "op-1")
-	Must(t, err)
+	storetest.Must(t, err)
 	if got != op {
 		t.Fatalf("Get = %+v, want %+v", got, op)
 	}
 	gp, err := s.Ops.GetPlan(ctx, "op-1")
-	Must(t, err)
+	storetest.Must(t, err)
 	if !reflect.DeepEqual(gp, p) {
 		t.Fatalf("plan did not round-trip:\n got %+v\nwant %+v", gp, p)
 	}
@@ -137,24 +76,24 @@ func testOperations(t *testing.T, open Opener) {
 	gp.NextState.FactSources[0].Type = "changed"
 	p.Registrations[0].Aliases[0] = "changed"
 	gp2, err := s.Ops.GetPlan(ctx, "op-1")
-	Must(t, err)
+	storetest.Must(t, err)
 	if gp2.Mutation.UpsertNodes[0].Properties["name"] != "Ada" || gp2.NextState.FactSources[0].Type != "SELF" ||
 		gp2.Registrations[0].Aliases[0] != "A. op-1" {
 		t.Fatalf("store aliased a caller's plan: %+v", gp2)
 	}
 
 	// Same id again, same or another plan: false, nothing changes.
-	op0, p0 := FixtureOp("sp", "d1", "op-1", 0, 100)
+	op0, p0 := storetest.FixtureOp("sp", "d1", "op-1", 0, 100)
 	ok, err = s.Ops.CreateIfAbsent(ctx, op0, p0)
-	Must(t, err)
+	storetest.Must(t, err)
 	if ok {
 		t.Fatal("second create returned true")
 	}
-	other := FixturePlan("sp", "d1", "op-1", 0)
+	other := storetest.FixturePlan("sp", "d1", "op-1", 0)
 	other.Content = "a different model answer"
 	otherOp := reference.NewOperation(other, 200)
 	ok, err = s.Ops.CreateIfAbsent(ctx, otherOp, other)
-	Must(t, err)
+	storetest.Must(t, err)
 	if ok {
 		t.Fatal("create with another plan under a used id returned true")
 	}
@@ -163,71 +102,71 @@ func testOperations(t *testing.T, open Opener) {
 	}
 
 	// Invalid pairs are rejected and store nothing.
-	bad, bp := FixtureOp("sp", "d1", "op-bad", 0, 100)
+	bad, bp := storetest.FixtureOp("sp", "d1", "op-bad", 0, 100)
 	bad.PlanFingerprint = "0000"
 	_, err = s.Ops.CreateIfAbsent(ctx, bad, bp)
-	WantErr(t, err, reference.ErrFingerprint)
-	bad, bp = FixtureOp("sp", "d1", "op-bad", 0, 100)
+	storetest.WantErr(t, err, reference.ErrFingerprint)
+	bad, bp = storetest.FixtureOp("sp", "d1", "op-bad", 0, 100)
 	bad.Stage = reference.GraphApplied
 	_, err = s.Ops.CreateIfAbsent(ctx, bad, bp)
-	WantErr(t, err, reference.ErrIllegalTransition)
-	bad, bp = FixtureOp("sp", "d1", "op-bad", 0, 100)
+	storetest.WantErr(t, err, reference.ErrIllegalTransition)
+	bad, bp = storetest.FixtureOp("sp", "d1", "op-bad", 0, 100)
 	bad.DocumentID = "d2"
 	_, err = s.Ops.CreateIfAbsent(ctx, bad, bp)
-	WantErr(t, err, reference.ErrIdentityMismatch)
-	bad, bp = FixtureOp("sp", "d1", "op-bad", 0, 100)
+	storetest.WantErr(t, err, reference.ErrIdentityMismatch)
+	bad, bp = storetest.FixtureOp("sp", "d1", "op-bad", 0, 100)
 	bp.Mutation.OperationID = "someone-else"
 	bad.PlanFingerprint = reference.Fingerprint(bp)
 	_, err = s.Ops.CreateIfAbsent(ctx, bad, bp)
-	WantErr(t, err, reference.ErrInvalidPlan)
+	storetest.WantErr(t, err, reference.ErrInvalidPlan)
 	_, err = s.Ops.Get(ctx, "op-bad")
-	WantErr(t, err, reference.ErrNotFound)
+	storetest.WantErr(t, err, reference.ErrNotFound)
 
-	blankOp, blankPlan := FixtureOp("sp", "d1", " ", 0, 100)
+	blankOp, blankPlan := storetest.FixtureOp("sp", "d1", " ", 0, 100)
 	_, err = s.Ops.CreateIfAbsent(ctx, blankOp, blankPlan)
-	WantErr(t, err, reference.ErrInvalidArgument)
-	blankOp, blankPlan = FixtureOp("", "d1", "op-x", 0, 100)
+	storetest.WantErr(t, err, reference.ErrInvalidArgument)
+	blankOp, blankPlan = storetest.FixtureOp("", "d1", "op-x", 0, 100)
 	_, err = s.Ops.CreateIfAbsent(ctx, blankOp, blankPlan)
-	WantErr(t, err, reference.ErrInvalidArgument)
+	storetest.WantErr(t, err, reference.ErrInvalidArgument)
 
 	_, err = s.Ops.Get(ctx, "nope")
-	WantErr(t, err, reference.ErrNotFound)
+	storetest.WantErr(t, err, reference.ErrNotFound)
 	_, err = s.Ops.GetPlan(ctx, "nope")
-	WantErr(t, err, reference.ErrNotFound)
+	storetest.WantErr(t, err, reference.ErrNotFound)
 
 	// A plan against revision 3 round-trips its previous state too.
-	op3, p3 := FixtureOp("sp", "d3", "op-3", 3, 100)
+	op3, p3 := storetest.FixtureOp("sp", "d3", "op-3", 3, 100)
 	ok, err = s.Ops.CreateIfAbsent(ctx, op3, p3)
-	Must(t, err)
+	storetest.Must(t, err)
 	if !ok || op3.ExpectedRevision != 3 {
 		t.Fatalf("create op-3: ok=%v expected=%d", ok, op3.ExpectedRevision)
 	}
 	gp3, err := s.Ops.GetPlan(ctx, "op-3")
-	Must(t, err)
+	storetest.Must(t, err)
 	if !reflect.DeepEqual(gp3, p3) {
 		t.Fatalf("plan op-3 did not round-trip")
 	}
 	all, err := s.Ops.List(ctx)
-	Must(t, err)
+	storetest.Must(t, err)
 	if len(all) != 2 || all[0].OperationID != "op-1" || all[1].OperationID != "op-3" {
 		t.Fatalf("List = %+v", all)
 	}
 }
 
-func testOperationCAS(t *testing.T, open Opener) {
+func testOperationCAS(t suiteT, open bhOpener) {
 	ctx := context.Background()
-	s := open(t, false)
-	op := CreateOp(t, s, "op-1", 100)
+	s := open(t)
+	op := storetest.CreateOp(t, s, "op-1", 100)
 	ok, err := s.Ops.Claim(ctx, "op-1", "inst-a", 100, 1000)
-	Must(t, err)
+	storetest.Must(t, err)
 	if !ok {
 		t.Fatal("claim failed")
 	}
 
-	next := Advance(t, op, reference.GraphApplied, 150)
+	next := storetest.Advance(t, op, reference.GraphApplied, 150)
 	next.FailureReason = "note"
 	ok, err = s.Ops.CompareAndSet(ctx, op, next)
-	Must(t, err)
+	storetest.Must(t, err)
 	if !ok {
 		t.Fatal("CAS PREPARED -> GRAPH_APPLIED failed")
 	}
@@ -240,14 +179,14 @@ func testOperationCAS(t *testing.T, open Opener) {
 	}
 
 	// Stale expected: false, nothing changes.
-	ok, err = s.Ops.CompareAndSet(ctx, op, Advance(t, op, reference.GraphApplied, 160))
-	Must(t, err)
+	ok, err = s.Ops.CompareAndSet(ctx, op, storetest.Advance(t, op, reference.GraphApplied, 160))
+	storetest.Must(t, err)
 	if ok {
 		t.Fatal("CAS with stale expected stage succeeded")
 	}
 	// A lost race is false even if next would be illegal after the winner.
-	ok, err = s.Ops.CompareAndSet(ctx, op, Advance(t, op, reference.Failed, 160))
-	Must(t, err)
+	ok, err = s.Ops.CompareAndSet(ctx, op, storetest.Advance(t, op, reference.Failed, 160))
+	storetest.Must(t, err)
 	if ok {
 		t.Fatal("CAS with stale expected stage succeeded")
 	}
@@ -261,7 +200,7 @@ func testOperationCAS(t *testing.T, open Opener) {
 	n := cur
 	n.Attempts, n.UpdatedAt = 8, 170
 	ok, err = s.Ops.CompareAndSet(ctx, stale, n)
-	Must(t, err)
+	storetest.Must(t, err)
 	if ok {
 		t.Fatal("CAS with wrong attempts succeeded")
 	}
@@ -287,19 +226,19 @@ func testOperationCAS(t *testing.T, open Opener) {
 	ill := cur
 	ill.Stage, ill.UpdatedAt = reference.Prepared, 170
 	_, err = s.Ops.CompareAndSet(ctx, cur, ill)
-	WantErr(t, err, reference.ErrIllegalTransition)
+	storetest.WantErr(t, err, reference.ErrIllegalTransition)
 	ill = cur
 	ill.UpdatedAt = 10
 	_, err = s.Ops.CompareAndSet(ctx, cur, ill)
-	WantErr(t, err, reference.ErrTimeBackwards)
+	storetest.WantErr(t, err, reference.ErrTimeBackwards)
 	ill = cur
 	ill.PlanFingerprint, ill.UpdatedAt = "forged", 170
 	_, err = s.Ops.CompareAndSet(ctx, cur, ill)
-	WantErr(t, err, reference.ErrIdentityMismatch)
+	storetest.WantErr(t, err, reference.ErrIdentityMismatch)
 	ill = cur
 	ill.Stage, ill.UpdatedAt = "BOGUS", 170
 	_, err = s.Ops.CompareAndSet(ctx, cur, ill)
-	WantErr(t, err, reference.ErrUnknownStage)
+	storetest.WantErr(t, err, reference.ErrUnknownStage)
 	ill = cur
 	ill.Attempts, ill.UpdatedAt = -1, 170
 	if _, err = s.Ops.CompareAndSet(ctx, cur, ill); err == nil {
@@ -312,7 +251,7 @@ func testOperationCAS(t *testing.T, open Opener) {
 	ill = old
 	ill.Stage, ill.UpdatedAt = reference.StateCommitted, 130
 	_, err = s.Ops.CompareAndSet(ctx, old, ill)
-	WantErr(t, err, reference.ErrTimeBackwards)
+	storetest.WantErr(t, err, reference.ErrTimeBackwards)
 	if again, _ := s.Ops.Get(ctx, "op-1"); again != cur {
 		t.Fatalf("failed CAS changed the record: %+v vs %+v", again, cur)
 	}
@@ -321,14 +260,14 @@ func testOperationCAS(t *testing.T, open Opener) {
 	n = cur
 	n.Attempts, n.UpdatedAt, n.FailureReason = 1, 200, "boom"
 	ok, err = s.Ops.CompareAndSet(ctx, cur, n)
-	Must(t, err)
+	storetest.Must(t, err)
 	if !ok {
 		t.Fatal("same-stage CAS failed")
 	}
 	d := n
 	d.Disposition, d.SupersededBy, d.UpdatedAt = reference.Abandoned, "op-2", 210
 	ok, err = s.Ops.CompareAndSet(ctx, n, d)
-	Must(t, err)
+	storetest.Must(t, err)
 	if !ok {
 		t.Fatal("disposition CAS failed")
 	}
@@ -339,14 +278,14 @@ func testOperationCAS(t *testing.T, open Opener) {
 	after := d
 	after.UpdatedAt = 220
 	_, err = s.Ops.CompareAndSet(ctx, d, after)
-	WantErr(t, err, reference.ErrIllegalTransition)
+	storetest.WantErr(t, err, reference.ErrIllegalTransition)
 
 	// Full happy path on another op, with FAILED -> PREPARED.
-	o := CreateOp(t, s, "op-2", 100)
+	o := storetest.CreateOp(t, s, "op-2", 100)
 	for _, st := range []reference.Stage{reference.Failed, reference.Prepared, reference.GraphApplied, reference.StateCommitted, reference.Completed} {
-		nx := Advance(t, o, st, o.UpdatedAt+1)
+		nx := storetest.Advance(t, o, st, o.UpdatedAt+1)
 		ok, err := s.Ops.CompareAndSet(ctx, o, nx)
-		Must(t, err)
+		storetest.Must(t, err)
 		if !ok {
 			t.Fatalf("CAS to %s failed", st)
 		}
@@ -355,28 +294,28 @@ func testOperationCAS(t *testing.T, open Opener) {
 	nx := o
 	nx.UpdatedAt++
 	_, err = s.Ops.CompareAndSet(ctx, o, nx)
-	WantErr(t, err, reference.ErrIllegalTransition)
+	storetest.WantErr(t, err, reference.ErrIllegalTransition)
 
-	missing, _ := FixtureOp("sp", "d", "ghost", 0, 1)
-	_, err = s.Ops.CompareAndSet(ctx, missing, Advance(t, missing, reference.GraphApplied, 2))
-	WantErr(t, err, reference.ErrNotFound)
+	missing, _ := storetest.FixtureOp("sp", "d", "ghost", 0, 1)
+	_, err = s.Ops.CompareAndSet(ctx, missing, storetest.Advance(t, missing, reference.GraphApplied, 2))
+	storetest.WantErr(t, err, reference.ErrNotFound)
 }
 
-func testRecoverable(t *testing.T, open Opener) {
+func testRecoverable(t suiteT, open bhOpener) {
 	ctx := context.Background()
-	s := open(t, false)
+	s := open(t)
 	// Same update time for b and a: ordered by id.
-	b := CreateOp(t, s, "b", 300)
-	CreateOp(t, s, "a", 300)
-	CreateOp(t, s, "c", 100)
-	d := CreateOp(t, s, "d", 50)
-	e := CreateOp(t, s, "e", 60)
-	f := CreateOp(t, s, "f", 70)
-	g := CreateOp(t, s, "g", 400)
+	b := storetest.CreateOp(t, s, "b", 300)
+	storetest.CreateOp(t, s, "a", 300)
+	storetest.CreateOp(t, s, "c", 100)
+	d := storetest.CreateOp(t, s, "d", 50)
+	e := storetest.CreateOp(t, s, "e", 60)
+	f := storetest.CreateOp(t, s, "f", 70)
+	g := storetest.CreateOp(t, s, "g", 400)
 	// d completes; e is dead-lettered; f fails (still recoverable); b moves
 	// to GRAPH_APPLIED at 500 (moves to the end).
 	for _, st := range []reference.Stage{reference.GraphApplied, reference.StateCommitted, reference.Completed} {
-		nx := Advance(t, d, st, d.UpdatedAt+1)
+		nx := storetest.Advance(t, d, st, d.UpdatedAt+1)
 		if ok, err := s.Ops.CompareAndSet(ctx, d, nx); err != nil || !ok {
 			t.Fatal(ok, err)
 		}
@@ -387,11 +326,11 @@ func testRecoverable(t *testing.T, open Opener) {
 	if ok, err := s.Ops.CompareAndSet(ctx, e, ne); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	nf := Advance(t, f, reference.Failed, 80)
+	nf := storetest.Advance(t, f, reference.Failed, 80)
 	if ok, err := s.Ops.CompareAndSet(ctx, f, nf); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	nb := Advance(t, b, reference.GraphApplied, 500)
+	nb := storetest.Advance(t, b, reference.GraphApplied, 500)
 	if ok, err := s.Ops.CompareAndSet(ctx, b, nb); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
@@ -404,7 +343,7 @@ func testRecoverable(t *testing.T, open Opener) {
 		return out
 	}
 	got, err := s.Ops.ListRecoverable(ctx, 100)
-	Must(t, err)
+	storetest.Must(t, err)
 	if want := []string{"f", "c", "a", "g", "b"}; !slices.Equal(ids(got), want) {
 		t.Fatalf("ListRecoverable = %v, want %v", ids(got), want)
 	}
@@ -413,29 +352,29 @@ func testRecoverable(t *testing.T, open Opener) {
 	}
 	got[0].OperationID = "scribbled"
 	got, err = s.Ops.ListRecoverable(ctx, 2)
-	Must(t, err)
+	storetest.Must(t, err)
 	if want := []string{"f", "c"}; !slices.Equal(ids(got), want) {
 		t.Fatalf("ListRecoverable(2) = %v, want %v", ids(got), want)
 	}
 	for _, lim := range []int{0, -1} {
 		_, err = s.Ops.ListRecoverable(ctx, lim)
-		WantErr(t, err, reference.ErrInvalidArgument)
+		storetest.WantErr(t, err, reference.ErrInvalidArgument)
 	}
 	all, err := s.Ops.List(ctx)
-	Must(t, err)
+	storetest.Must(t, err)
 	if want := []string{"a", "b", "c", "d", "e", "f", "g"}; !slices.Equal(ids(all), want) {
 		t.Fatalf("List = %v, want %v", ids(all), want)
 	}
 }
 
-func testClaims(t *testing.T, open Opener) {
+func testClaims(t suiteT, open bhOpener) {
 	ctx := context.Background()
-	s := open(t, false)
-	CreateOp(t, s, "op", 0)
+	s := open(t)
+	storetest.CreateOp(t, s, "op", 0)
 	claim := func(holder string, now int64) bool {
 		t.Helper()
 		ok, err := s.Ops.Claim(ctx, "op", holder, now, 100)
-		Must(t, err)
+		storetest.Must(t, err)
 		return ok
 	}
 	if !claim("a", 1000) {
@@ -472,42 +411,33 @@ func testClaims(t *testing.T, open Opener) {
 		t.Fatal("claim after release refused")
 	}
 	_, err := s.Ops.Claim(ctx, "ghost", "a", 1, 10)
-	WantErr(t, err, reference.ErrNotFound)
+	storetest.WantErr(t, err, reference.ErrNotFound)
 	_, err = s.Ops.Claim(ctx, "op", " ", 1, 10)
-	WantErr(t, err, reference.ErrInvalidArgument)
+	storetest.WantErr(t, err, reference.ErrInvalidArgument)
 }
 
-// State builds an ACTIVE document state supporting edges.
-func State(space, doc string, rev int64, opID string, edges ...reference.EdgeKey) reference.DocumentState {
-	return reference.DocumentState{
-		Space: space, DocumentID: doc, Revision: rev, OperationID: opID,
-		ContentHash: "h-" + opID, ExtractionFingerprint: "m1", Status: reference.DocActive,
-		FactSources: edges, NodeIDs: []string{"n-" + opID}, CommittedAt: 1000 + rev,
-	}
-}
-
-func testStates(t *testing.T, open Opener) {
+func testStates(t suiteT, open bhOpener) {
 	ctx := context.Background()
-	s := open(t, false)
+	s := open(t)
 	cas := func(expected int64, next reference.DocumentState) bool {
 		t.Helper()
 		ok, err := s.States.CompareAndSet(ctx, expected, next)
-		Must(t, err)
+		storetest.Must(t, err)
 		return ok
 	}
 	if _, ok, err := s.States.FindCurrent(ctx, "sp", "d"); err != nil || ok {
 		t.Fatalf("FindCurrent on empty: %v %v", ok, err)
 	}
 	e1 := reference.EdgeKey{Source: "a", Type: "T", Target: "b"}
-	s1 := State("sp", "d", 1, "op1", e1)
+	s1 := storetest.State("sp", "d", 1, "op1", e1)
 	if !cas(0, s1) {
 		t.Fatal("insert at 0 failed")
 	}
-	if cas(0, State("sp", "d", 1, "op1b")) {
+	if cas(0, storetest.State("sp", "d", 1, "op1b")) {
 		t.Fatal("second insert at 0 succeeded")
 	}
 	got, ok, err := s.States.FindCurrent(ctx, "sp", "d")
-	Must(t, err)
+	storetest.Must(t, err)
 	if !ok || !reflect.DeepEqual(got, s1) {
 		t.Fatalf("FindCurrent = %+v %v, want %+v", got, ok, s1)
 	}
@@ -516,28 +446,28 @@ func testStates(t *testing.T, open Opener) {
 	if again, _, _ := s.States.FindCurrent(ctx, "sp", "d"); again.FactSources[0].Type != "T" || again.NodeIDs[0] != "n-op1" {
 		t.Fatalf("state aliased: %+v", again)
 	}
-	if cas(2, State("sp", "d", 3, "op3")) {
+	if cas(2, storetest.State("sp", "d", 3, "op3")) {
 		t.Fatal("CAS at wrong expected revision succeeded")
 	}
-	if !cas(1, State("sp", "d", 2, "op2")) {
+	if !cas(1, storetest.State("sp", "d", 2, "op2")) {
 		t.Fatal("CAS 1 -> 2 failed")
 	}
-	if cas(1, State("sp", "d", 2, "op2x")) {
+	if cas(1, storetest.State("sp", "d", 2, "op2x")) {
 		t.Fatal("stale CAS 1 -> 2 succeeded")
 	}
 	for _, c := range []struct {
 		exp  int64
 		next int64
 	}{{2, 2}, {2, 4}, {-1, 0}, {0, 0}, {2, 0}} {
-		_, err := s.States.CompareAndSet(ctx, c.exp, State("sp", "d", c.next, "bad"))
-		WantErr(t, err, reference.ErrInvalidRevision)
+		_, err := s.States.CompareAndSet(ctx, c.exp, storetest.State("sp", "d", c.next, "bad"))
+		storetest.WantErr(t, err, reference.ErrInvalidRevision)
 	}
-	_, err = s.States.CompareAndSet(ctx, 0, State("", "d", 1, "x"))
-	WantErr(t, err, reference.ErrInvalidArgument)
-	_, err = s.States.CompareAndSet(ctx, 0, State("sp", " ", 1, "x"))
-	WantErr(t, err, reference.ErrInvalidArgument)
+	_, err = s.States.CompareAndSet(ctx, 0, storetest.State("", "d", 1, "x"))
+	storetest.WantErr(t, err, reference.ErrInvalidArgument)
+	_, err = s.States.CompareAndSet(ctx, 0, storetest.State("sp", " ", 1, "x"))
+	storetest.WantErr(t, err, reference.ErrInvalidArgument)
 	_, _, err = s.States.FindCurrent(ctx, "sp", "")
-	WantErr(t, err, reference.ErrInvalidArgument)
+	storetest.WantErr(t, err, reference.ErrInvalidArgument)
 	if cur, _, _ := s.States.FindCurrent(ctx, "sp", "d"); cur.Revision != 2 || cur.OperationID != "op2" {
 		t.Fatalf("current = %+v", cur)
 	}
@@ -555,21 +485,21 @@ func testStates(t *testing.T, open Opener) {
 	if _, ok, _ := s.States.FindCurrent(ctx, "sp", "d"); ok {
 		t.Fatal("state still present after remove")
 	}
-	if !cas(0, State("sp", "d", 1, "op-again")) {
+	if !cas(0, storetest.State("sp", "d", 1, "op-again")) {
 		t.Fatal("insert after remove failed")
 	}
 
 	// List by documentId, spaces isolated.
 	for _, d := range []string{"z", "b", "m"} {
-		if !cas(0, State("sp", d, 1, "op-"+d)) {
+		if !cas(0, storetest.State("sp", d, 1, "op-"+d)) {
 			t.Fatal("insert", d)
 		}
 	}
-	if !cas(0, State("other", "a", 1, "op-other")) {
+	if !cas(0, storetest.State("other", "a", 1, "op-other")) {
 		t.Fatal("insert other space")
 	}
 	list, err := s.States.List(ctx, "sp")
-	Must(t, err)
+	storetest.Must(t, err)
 	var docs []string
 	for _, st := range list {
 		docs = append(docs, st.DocumentID)
@@ -582,29 +512,29 @@ func testStates(t *testing.T, open Opener) {
 	}
 }
 
-func testStateHistory(t *testing.T, open Opener) {
+func testStateHistory(t suiteT, open bhOpener) {
 	ctx := context.Background()
-	s := open(t, false)
-	v1, v2, v3 := State("sp", "d", 1, "op-a"), State("sp", "d", 2, "op-b"), State("sp", "d", 3, "op-a")
+	s := open(t)
+	v1, v2, v3 := storetest.State("sp", "d", 1, "op-a"), storetest.State("sp", "d", 2, "op-b"), storetest.State("sp", "d", 3, "op-a")
 	for _, v := range []reference.DocumentState{v3, v1, v2} {
-		Must(t, s.States.RecordVersion(ctx, v))
+		storetest.Must(t, s.States.RecordVersion(ctx, v))
 	}
 	dup := v2
 	dup.OperationID, dup.ContentHash = "op-z", "other"
-	Must(t, s.States.RecordVersion(ctx, dup)) // idempotent: no-op
-	Must(t, s.States.RecordVersion(ctx, State("sp", "e", 1, "op-e")))
+	storetest.Must(t, s.States.RecordVersion(ctx, dup)) // idempotent: no-op
+	storetest.Must(t, s.States.RecordVersion(ctx, storetest.State("sp", "e", 1, "op-e")))
 	vs, err := s.States.Versions(ctx, "sp", "d")
-	Must(t, err)
+	storetest.Must(t, err)
 	if !reflect.DeepEqual(vs, []reference.DocumentState{v1, v2, v3}) {
 		t.Fatalf("Versions = %+v", vs)
 	}
-	if err := s.States.RecordVersion(ctx, State("sp", "", 1, "x")); !errors.Is(err, reference.ErrInvalidArgument) {
+	if err := s.States.RecordVersion(ctx, storetest.State("sp", "", 1, "x")); !errors.Is(err, reference.ErrInvalidArgument) {
 		t.Fatalf("blank document accepted: %v", err)
 	}
 
 	// Not current: found in the history, highest revision.
 	got, ok, err := s.States.FindByOperationID(ctx, "sp", "d", "op-a")
-	Must(t, err)
+	storetest.Must(t, err)
 	if !ok || got.Revision != 3 {
 		t.Fatalf("FindByOperationID(op-a) = %+v %v", got, ok)
 	}
@@ -619,7 +549,7 @@ func testStateHistory(t *testing.T, open Opener) {
 		t.Fatal("FindByOperationID crossed documents")
 	}
 	// The current row wins even without a version.
-	cur := State("sp", "d", 1, "op-cur")
+	cur := storetest.State("sp", "d", 1, "op-cur")
 	if ok, err := s.States.CompareAndSet(ctx, 0, cur); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
@@ -629,15 +559,15 @@ func testStateHistory(t *testing.T, open Opener) {
 	}
 }
 
-func testReferences(t *testing.T, open Opener) {
+func testReferences(t suiteT, open bhOpener) {
 	ctx := context.Background()
-	s := open(t, false)
+	s := open(t)
 	e := reference.EdgeKey{Source: "a", Type: "KNOWS", Target: "b"}
 	e2 := reference.EdgeKey{Source: "a", Type: "KNOWS", Target: "b", Rank: 2}
 	ref := func(space, doc string, k reference.EdgeKey) bool {
 		t.Helper()
 		ok, err := s.States.IsReferencedByOtherDocument(ctx, space, doc, k)
-		Must(t, err)
+		storetest.Must(t, err)
 		return ok
 	}
 	mustCAS := func(exp int64, st reference.DocumentState) {
@@ -646,7 +576,7 @@ func testReferences(t *testing.T, open Opener) {
 			t.Fatal(ok, err)
 		}
 	}
-	mustCAS(0, State("sp", "d1", 1, "o1", e))
+	mustCAS(0, storetest.State("sp", "d1", 1, "o1", e))
 	if ref("sp", "d1", e) {
 		t.Fatal("own document counted")
 	}
@@ -660,12 +590,12 @@ func testReferences(t *testing.T, open Opener) {
 		t.Fatal("spaces not isolated")
 	}
 	// A history-only reference does not count.
-	Must(t, s.States.RecordVersion(ctx, State("sp", "d3", 1, "o3", e2)))
+	storetest.Must(t, s.States.RecordVersion(ctx, storetest.State("sp", "d3", 1, "o3", e2)))
 	if ref("sp", "d1", e2) {
 		t.Fatal("version history counted")
 	}
 	// A RETRACTED current state does not count.
-	r := State("sp", "d1", 2, "o1r", e)
+	r := storetest.State("sp", "d1", 2, "o1r", e)
 	r.Status = reference.DocRetracted
 	mustCAS(1, r)
 	if ref("sp", "d2", e) || ref("sp", "", e) {
@@ -673,21 +603,16 @@ func testReferences(t *testing.T, open Opener) {
 	}
 }
 
-// Reg builds an entity registration.
-func Reg(node, typ, canonical string, aliases ...string) reference.EntityRegistration {
-	return reference.EntityRegistration{NodeID: node, Type: typ, CanonicalName: canonical, Aliases: aliases}
-}
-
-func testRegistry(t *testing.T, open Opener) {
+func testRegistry(t suiteT, open bhOpener) {
 	ctx := context.Background()
-	s := open(t, false)
-	r1 := Reg("person:1", "Person", "Ada  Lovelace", "Countess of Lovelace")
+	s := open(t)
+	r1 := storetest.Reg("person:1", "Person", "Ada  Lovelace", "Countess of Lovelace")
 	r1.Properties = map[string]string{"born": "1815"}
-	Must(t, s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{r1, Reg("org:1", "Org", "ACME")}))
-	Must(t, s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{r1})) // no-op
+	storetest.Must(t, s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{r1, storetest.Reg("org:1", "Org", "ACME")}))
+	storetest.Must(t, s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{r1})) // no-op
 
 	hits, err := s.Registry.FindMatches(ctx, "sp", " PERSON ", []string{"ada lovelace", "nobody"})
-	Must(t, err)
+	storetest.Must(t, err)
 	want := reference.RegisteredEntity{Space: "sp", NodeID: "person:1", Type: "Person", CanonicalName: "Ada  Lovelace",
 		Names: []string{"ada lovelace", "countess of lovelace"}, Properties: map[string]string{"born": "1815"}}
 	if len(hits) != 1 || !reflect.DeepEqual(hits[0], want) {
@@ -697,7 +622,7 @@ func testRegistry(t *testing.T, open Opener) {
 	hits[0].Properties["born"] = "scribbled"
 	// NFKC folding: the full-width letters match.
 	hits, err = s.Registry.FindMatches(ctx, "sp", "person", []string{"ＡＤＡ LOVELACE"})
-	Must(t, err)
+	storetest.Must(t, err)
 	if len(hits) != 1 || hits[0].Names[0] != "ada lovelace" || hits[0].Properties["born"] != "1815" {
 		t.Fatalf("FindMatches (NFKC) = %+v", hits)
 	}
@@ -710,44 +635,44 @@ func testRegistry(t *testing.T, open Opener) {
 
 	// Conflict with the store: nothing of the batch is saved.
 	err = s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{
-		Reg("person:9", "Person", "Grace Hopper"),
-		Reg("person:2", "person", "ADA LOVELACE"),
+		storetest.Reg("person:9", "Person", "Grace Hopper"),
+		storetest.Reg("person:2", "person", "ADA LOVELACE"),
 	})
-	WantErr(t, err, reference.ErrRegistryConflict)
+	storetest.WantErr(t, err, reference.ErrRegistryConflict)
 	if hits, _ := s.Registry.FindMatches(ctx, "sp", "Person", []string{"Grace Hopper"}); len(hits) != 0 {
 		t.Fatalf("partial batch saved: %+v", hits)
 	}
 	// Conflict within a batch.
 	err = s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{
-		Reg("person:3", "Person", "Alan Turing"),
-		Reg("person:4", "Person", "Turing", "alan  turing"),
+		storetest.Reg("person:3", "Person", "Alan Turing"),
+		storetest.Reg("person:4", "Person", "Turing", "alan  turing"),
 	})
-	WantErr(t, err, reference.ErrRegistryConflict)
+	storetest.WantErr(t, err, reference.ErrRegistryConflict)
 	if hits, _ := s.Registry.FindMatches(ctx, "sp", "Person", []string{"Alan Turing", "Turing"}); len(hits) != 0 {
 		t.Fatalf("partial batch saved: %+v", hits)
 	}
 	// Same name in another type or space is fine.
-	Must(t, s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{Reg("ship:1", "Ship", "Ada Lovelace")}))
-	Must(t, s.Registry.SaveAll(ctx, "other", []reference.EntityRegistration{Reg("person:x", "Person", "Ada Lovelace")}))
+	storetest.Must(t, s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{storetest.Reg("ship:1", "Ship", "Ada Lovelace")}))
+	storetest.Must(t, s.Registry.SaveAll(ctx, "other", []reference.EntityRegistration{storetest.Reg("person:x", "Person", "Ada Lovelace")}))
 	// Aliases of the same node merge; one batch may repeat a node.
-	Must(t, s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{
-		Reg("person:1", "Person", "Ada Lovelace", "A. A. Lovelace"),
-		Reg("person:1", "Person", "Ada Lovelace", "Augusta Ada King"),
+	storetest.Must(t, s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{
+		storetest.Reg("person:1", "Person", "Ada Lovelace", "A. A. Lovelace"),
+		storetest.Reg("person:1", "Person", "Ada Lovelace", "Augusta Ada King"),
 	}))
 	hits, err = s.Registry.FindMatches(ctx, "sp", "Person", []string{"augusta ada king", "a. a. lovelace", "Ada Lovelace"})
-	Must(t, err)
+	storetest.Must(t, err)
 	if len(hits) != 1 || !slices.Equal(hits[0].Names, []string{"a. a. lovelace", "ada lovelace", "augusta ada king", "countess of lovelace"}) {
 		t.Fatalf("merged aliases: %+v", hits)
 	}
-	Must(t, s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{Reg("person:0", "Person", "Babbage")}))
+	storetest.Must(t, s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{storetest.Reg("person:0", "Person", "Babbage")}))
 	hits, err = s.Registry.FindMatches(ctx, "sp", "Person", []string{"Babbage", "Ada Lovelace"})
-	Must(t, err)
+	storetest.Must(t, err)
 	if len(hits) != 2 || hits[0].NodeID != "person:0" || hits[1].NodeID != "person:1" {
 		t.Fatalf("two matches: %+v", hits)
 	}
 
 	list, err := s.Registry.List(ctx, "sp")
-	Must(t, err)
+	storetest.Must(t, err)
 	var ids []string
 	for _, e := range list {
 		ids = append(ids, e.NodeID)
@@ -755,36 +680,14 @@ func testRegistry(t *testing.T, open Opener) {
 	if want := []string{"org:1", "person:0", "person:1", "ship:1"}; !slices.Equal(ids, want) {
 		t.Fatalf("List = %v, want %v", ids, want)
 	}
-	err = s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{Reg("", "Person", "X")})
-	WantErr(t, err, reference.ErrInvalidArgument)
-	Must(t, s.Registry.SaveAll(ctx, "sp", nil))
+	err = s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{storetest.Reg("", "Person", "X")})
+	storetest.WantErr(t, err, reference.ErrInvalidArgument)
+	storetest.Must(t, s.Registry.SaveAll(ctx, "sp", nil))
 }
 
-// ReadGraph reads a space's graph or fails the test.
-func ReadGraph(t *testing.T, s reference.Stores, space string) reference.Graph {
-	t.Helper()
-	g, err := s.Writer.ReadGraph(context.Background(), space)
-	Must(t, err)
-	return g
-}
-
-// Duplicates lists the writer's duplicates in a space or fails the test.
-func Duplicates(t *testing.T, s reference.Stores, space string) []string {
-	t.Helper()
-	d, ok := s.Writer.(interface {
-		Duplicates(ctx context.Context, space string) ([]string, error)
-	})
-	if !ok {
-		t.Fatalf("%T has no Duplicates method", s.Writer)
-	}
-	out, err := d.Duplicates(context.Background(), space)
-	Must(t, err)
-	return out
-}
-
-func testGraph(t *testing.T, open Opener) {
+func testGraph(t suiteT, open bhOpener) {
 	ctx := context.Background()
-	s := open(t, false)
+	s := open(t)
 	ab := reference.EdgeKey{Source: "a", Type: "KNOWS", Target: "b"}
 	ab1 := reference.EdgeKey{Source: "a", Type: "KNOWS", Target: "b", Rank: 1}
 	bc := reference.EdgeKey{Source: "b", Type: "KNOWS", Target: "c"}
@@ -804,16 +707,16 @@ func testGraph(t *testing.T, open Opener) {
 		},
 	}
 	want := reference.NewGraph()
-	Must(t, want.Apply(m1))
-	Must(t, s.Writer.Apply(ctx, "sp", m1))
-	if g := ReadGraph(t, s, "sp"); !reflect.DeepEqual(g, want) {
+	storetest.Must(t, want.Apply(m1))
+	storetest.Must(t, s.Writer.Apply(ctx, "sp", m1))
+	if g := storetest.ReadGraph(t, s, "sp"); !reflect.DeepEqual(g, want) {
 		t.Fatalf("graph = %+v\nwant %+v", g, want)
 	}
-	Must(t, s.Writer.Apply(ctx, "sp", m1)) // idempotent
-	if g := ReadGraph(t, s, "sp"); !reflect.DeepEqual(g, want) {
+	storetest.Must(t, s.Writer.Apply(ctx, "sp", m1)) // idempotent
+	if g := storetest.ReadGraph(t, s, "sp"); !reflect.DeepEqual(g, want) {
 		t.Fatalf("graph after re-apply = %+v\nwant %+v", g, want)
 	}
-	if d := Duplicates(t, s, "sp"); len(d) != 0 {
+	if d := storetest.Duplicates(t, s, "sp"); len(d) != 0 {
 		t.Fatalf("duplicates after MERGE: %v", d)
 	}
 	// Patch: given properties set, the others kept; label kept.
@@ -821,9 +724,9 @@ func testGraph(t *testing.T, open Opener) {
 		UpsertNodes: []reference.NodeUpsert{{ID: "a", Label: "Other", Properties: map[string]string{"age": "2", "x": "y"}}},
 		UpsertEdges: []reference.EdgeUpsert{{Key: ab, Properties: map[string]string{"w": "3"}}},
 	}
-	Must(t, want.Apply(m2))
-	Must(t, s.Writer.Apply(ctx, "sp", m2))
-	g := ReadGraph(t, s, "sp")
+	storetest.Must(t, want.Apply(m2))
+	storetest.Must(t, s.Writer.Apply(ctx, "sp", m2))
+	g := storetest.ReadGraph(t, s, "sp")
 	if !reflect.DeepEqual(g, want) {
 		t.Fatalf("graph after patch = %+v\nwant %+v", g, want)
 	}
@@ -834,7 +737,7 @@ func testGraph(t *testing.T, open Opener) {
 		t.Fatalf("patched edge = %+v", e)
 	}
 	g.Nodes["a"].Properties["name"] = "scribbled"
-	if again := ReadGraph(t, s, "sp"); again.Nodes["a"].Properties["name"] != "A" {
+	if again := storetest.ReadGraph(t, s, "sp"); again.Nodes["a"].Properties["name"] != "A" {
 		t.Fatal("ReadGraph aliased the store")
 	}
 
@@ -845,30 +748,30 @@ func testGraph(t *testing.T, open Opener) {
 		UpsertNodes: []reference.NodeUpsert{{ID: "d", Label: "Person"}},
 		UpsertEdges: []reference.EdgeUpsert{{Key: reference.EdgeKey{Source: "a", Type: "KNOWS", Target: "d"}}, {Key: reference.EdgeKey{Source: "d", Type: "KNOWS", Target: "nobody"}}},
 	}
-	WantErr(t, s.Writer.Apply(ctx, "sp", m3), reference.ErrMissingEndpoint)
-	if g := ReadGraph(t, s, "sp"); !reflect.DeepEqual(g, want) {
+	storetest.WantErr(t, s.Writer.Apply(ctx, "sp", m3), reference.ErrMissingEndpoint)
+	if g := storetest.ReadGraph(t, s, "sp"); !reflect.DeepEqual(g, want) {
 		t.Fatalf("failed Apply changed the graph: %+v", g)
 	}
 	// An edge to a node deleted in the same mutation is missing too.
 	m4 := reference.Mutation{OperationID: "op4", DeleteNodes: []string{"c"}, UpsertEdges: []reference.EdgeUpsert{{Key: reference.EdgeKey{Source: "a", Type: "T", Target: "c"}}}}
-	WantErr(t, s.Writer.Apply(ctx, "sp", m4), reference.ErrMissingEndpoint)
-	if g := ReadGraph(t, s, "sp"); !reflect.DeepEqual(g, want) {
+	storetest.WantErr(t, s.Writer.Apply(ctx, "sp", m4), reference.ErrMissingEndpoint)
+	if g := storetest.ReadGraph(t, s, "sp"); !reflect.DeepEqual(g, want) {
 		t.Fatalf("failed Apply changed the graph: %+v", g)
 	}
 	// Delete a node: its incident edges go too; delete an edge.
 	m5 := reference.Mutation{OperationID: "op5", DeleteNodes: []string{"b"}, DeleteEdges: []reference.EdgeKey{ab1}}
-	Must(t, want.Apply(m5))
-	Must(t, s.Writer.Apply(ctx, "sp", m5))
-	g = ReadGraph(t, s, "sp")
+	storetest.Must(t, want.Apply(m5))
+	storetest.Must(t, s.Writer.Apply(ctx, "sp", m5))
+	g = storetest.ReadGraph(t, s, "sp")
 	if !reflect.DeepEqual(g, want) || len(g.Edges) != 0 || len(g.Nodes) != 2 {
 		t.Fatalf("graph after deletes = %+v\nwant %+v", g, want)
 	}
 	// Spaces are isolated.
-	if g := ReadGraph(t, s, "other"); len(g.Nodes) != 0 || len(g.Edges) != 0 || g.Nodes == nil || g.Edges == nil {
+	if g := storetest.ReadGraph(t, s, "other"); len(g.Nodes) != 0 || len(g.Edges) != 0 || g.Nodes == nil || g.Edges == nil {
 		t.Fatalf("other space = %+v", g)
 	}
-	Must(t, s.Writer.Apply(ctx, "other", reference.Mutation{UpsertNodes: []reference.NodeUpsert{{ID: "a", Label: "L", Properties: map[string]string{"q": "1"}}}}))
-	if g := ReadGraph(t, s, "sp"); !reflect.DeepEqual(g, want) {
+	storetest.Must(t, s.Writer.Apply(ctx, "other", reference.Mutation{UpsertNodes: []reference.NodeUpsert{{ID: "a", Label: "L", Properties: map[string]string{"q": "1"}}}}))
+	if g := storetest.ReadGraph(t, s, "sp"); !reflect.DeepEqual(g, want) {
 		t.Fatal("write to another space leaked")
 	}
 	if err := s.Writer.Apply(ctx, "", m1); !errors.Is(err, reference.ErrInvalidArgument) {
@@ -878,9 +781,9 @@ func testGraph(t *testing.T, open Opener) {
 
 // testGraphRandom compares the writer with the reference fold over random
 // mutations, including failing ones, batches and re-applications.
-func testGraphRandom(t *testing.T, open Opener) {
+func testGraphRandom(t suiteT, open bhOpener) {
 	ctx := context.Background()
-	s := open(t, false)
+	s := open(t)
 	rng := rand.New(rand.NewSource(7))
 	ids := []string{"n1", "n2", "n3", "n4", "n5"}
 	key := func() reference.EdgeKey {
@@ -913,70 +816,32 @@ func testGraphRandom(t *testing.T, open Opener) {
 			t.Fatalf("step %d: Apply error %v, reference error %v", i, err, wantErrBool)
 		}
 		if err == nil && rng.Intn(3) == 0 {
-			Must(t, s.Writer.Apply(ctx, "sp", m))
+			storetest.Must(t, s.Writer.Apply(ctx, "sp", m))
 		}
-		if g := ReadGraph(t, s, "sp"); !reflect.DeepEqual(g, want) {
+		if g := storetest.ReadGraph(t, s, "sp"); !reflect.DeepEqual(g, want) {
 			t.Fatalf("step %d: graph = %+v\nwant %+v", i, g, want)
 		}
 	}
-	if d := Duplicates(t, s, "sp"); len(d) != 0 {
+	if d := storetest.Duplicates(t, s, "sp"); len(d) != 0 {
 		t.Fatalf("duplicates: %v", d)
 	}
 }
 
-func testMutant(t *testing.T, open Opener) {
+func testLocks(t suiteT, open bhOpener) {
 	ctx := context.Background()
-	s := open(t, true)
-	ab := reference.EdgeKey{Source: "a", Type: "KNOWS", Target: "b"}
-	m := reference.Mutation{OperationID: "op1",
-		UpsertNodes: []reference.NodeUpsert{{ID: "a", Label: "P", Properties: map[string]string{"v": "1"}}, {ID: "b", Label: "P"}},
-		UpsertEdges: []reference.EdgeUpsert{{Key: ab, Properties: map[string]string{"v": "1"}}},
-	}
-	Must(t, s.Writer.Apply(ctx, "sp", m))
-	if d := Duplicates(t, s, "sp"); len(d) != 0 {
-		t.Fatalf("duplicates after one apply: %v", d)
-	}
-	Must(t, s.Writer.Apply(ctx, "sp", m))
-	m.UpsertNodes = m.UpsertNodes[:1]
-	m.UpsertNodes[0].Properties = map[string]string{"v": "2"}
-	m.UpsertEdges[0].Properties = map[string]string{"v": "3"}
-	Must(t, s.Writer.Apply(ctx, "sp", m))
-	want := []string{"node a x3", "node b x2", "edge (a)-[KNOWS#0]->(b) x3"}
-	if d := Duplicates(t, s, "sp"); !slices.Equal(d, want) {
-		t.Fatalf("Duplicates = %q, want %q", d, want)
-	}
-	g := ReadGraph(t, s, "sp")
-	if len(g.Nodes) != 2 || len(g.Edges) != 1 || g.Nodes["a"].Properties["v"] != "2" || g.Edges[ab].Properties["v"] != "3" {
-		t.Fatalf("folded graph = %+v", g)
-	}
-	if d := Duplicates(t, s, "other"); len(d) != 0 {
-		t.Fatalf("duplicates in an empty space: %v", d)
-	}
-	// Deleting removes every copy.
-	Must(t, s.Writer.Apply(ctx, "sp", reference.Mutation{DeleteNodes: []string{"a"}}))
-	if d := Duplicates(t, s, "sp"); !slices.Equal(d, []string{"node b x2"}) {
-		t.Fatalf("Duplicates after delete = %q", d)
-	}
-	if g := ReadGraph(t, s, "sp"); len(g.Nodes) != 1 || len(g.Edges) != 0 {
-		t.Fatalf("graph after delete = %+v", g)
-	}
-}
-
-func testLocks(t *testing.T, open Opener) {
-	ctx := context.Background()
-	s := open(t, false)
+	s := open(t)
 	l1, ok, err := s.Locks.TryAcquire(ctx, "sp", "d", "a", 1000, 100)
-	Must(t, err)
+	storetest.Must(t, err)
 	if !ok || l1.Holder != "a" || l1.Token < 1 || l1.ExpiresAt != 1100 || l1.Space != "sp" || l1.DocumentID != "d" {
 		t.Fatalf("first acquire = %+v %v", l1, ok)
 	}
 	cur, ok, err := s.Locks.TryAcquire(ctx, "sp", "d", "b", 1099, 100)
-	Must(t, err)
+	storetest.Must(t, err)
 	if ok || cur != l1 {
 		t.Fatalf("live lease taken: %+v %v", cur, ok)
 	}
 	re, ok, err := s.Locks.TryAcquire(ctx, "sp", "d", "a", 1050, 100)
-	Must(t, err)
+	storetest.Must(t, err)
 	if !ok || re.Token != l1.Token || re.ExpiresAt != 1150 {
 		t.Fatalf("re-acquire by holder = %+v %v", re, ok)
 	}
@@ -985,50 +850,50 @@ func testLocks(t *testing.T, open Opener) {
 		t.Fatalf("other document: %+v %v %v", o, ok, err)
 	}
 	rn, err := s.Locks.Renew(ctx, re, 1100, 100)
-	Must(t, err)
+	storetest.Must(t, err)
 	if rn.ExpiresAt != 1200 || rn.Token != l1.Token {
 		t.Fatalf("renew = %+v", rn)
 	}
 	stale := rn
 	stale.Token++
 	_, err = s.Locks.Renew(ctx, stale, 1100, 100)
-	WantErr(t, err, reference.ErrLeaseLost)
-	WantErr(t, s.Locks.Release(ctx, stale), reference.ErrLeaseLost)
+	storetest.WantErr(t, err, reference.ErrLeaseLost)
+	storetest.WantErr(t, s.Locks.Release(ctx, stale), reference.ErrLeaseLost)
 	other := rn
 	other.Holder = "b"
-	WantErr(t, s.Locks.Release(ctx, other), reference.ErrLeaseLost)
+	storetest.WantErr(t, s.Locks.Release(ctx, other), reference.ErrLeaseLost)
 	_, err = s.Locks.Renew(ctx, rn, 1200, 100) // expired exactly now
-	WantErr(t, err, reference.ErrLeaseLost)
+	storetest.WantErr(t, err, reference.ErrLeaseLost)
 
 	// Expired: another holder takes it with a greater token; the old
 	// holder can neither renew nor release.
 	l2, ok, err := s.Locks.TryAcquire(ctx, "sp", "d", "b", 1200, 100)
-	Must(t, err)
+	storetest.Must(t, err)
 	if !ok || l2.Holder != "b" || l2.Token <= l1.Token {
 		t.Fatalf("takeover = %+v %v", l2, ok)
 	}
-	WantErr(t, s.Locks.Release(ctx, rn), reference.ErrLeaseLost)
+	storetest.WantErr(t, s.Locks.Release(ctx, rn), reference.ErrLeaseLost)
 	_, err = s.Locks.Renew(ctx, rn, 1201, 100)
-	WantErr(t, err, reference.ErrLeaseLost)
-	Must(t, s.Locks.Release(ctx, l2))
-	WantErr(t, s.Locks.Release(ctx, l2), reference.ErrLeaseLost)
+	storetest.WantErr(t, err, reference.ErrLeaseLost)
+	storetest.Must(t, s.Locks.Release(ctx, l2))
+	storetest.WantErr(t, s.Locks.Release(ctx, l2), reference.ErrLeaseLost)
 	_, err = s.Locks.Renew(ctx, l2, 1201, 100)
-	WantErr(t, err, reference.ErrLeaseLost)
+	storetest.WantErr(t, err, reference.ErrLeaseLost)
 	// Tokens keep increasing across releases, also for the same holder.
 	l3, ok, err := s.Locks.TryAcquire(ctx, "sp", "d", "b", 1201, 100)
-	Must(t, err)
+	storetest.Must(t, err)
 	if !ok || l3.Token <= l2.Token {
 		t.Fatalf("after release = %+v %v", l3, ok)
 	}
 	for _, c := range [][3]string{{"", "d", "a"}, {"sp", " ", "a"}, {"sp", "d", ""}} {
 		_, _, err := s.Locks.TryAcquire(ctx, c[0], c[1], c[2], 1, 10)
-		WantErr(t, err, reference.ErrInvalidArgument)
+		storetest.WantErr(t, err, reference.ErrInvalidArgument)
 	}
 }
 
-func testRaces(t *testing.T, open Opener) {
+func testRaces(t suiteT, open bhOpener) {
 	ctx := context.Background()
-	s := open(t, false)
+	s := open(t)
 	const n = 16
 	run := func(f func(i int) bool) int {
 		var wins atomic.Int32
@@ -1052,7 +917,7 @@ func testRaces(t *testing.T, open Opener) {
 		}
 	}
 	check("CreateIfAbsent", run(func(i int) bool {
-		p := FixturePlan("sp", "d", "race", 0)
+		p := storetest.FixturePlan("sp", "d", "race", 0)
 		p.Content = fmt.Sprint("answer ", i)
 		ok, err := s.Ops.CreateIfAbsent(ctx, reference.NewOperation(p, int64(i)), p)
 		if err != nil {
@@ -1062,7 +927,7 @@ func testRaces(t *testing.T, open Opener) {
 	}))
 	op, _ := s.Ops.Get(ctx, "race")
 	check("Operation CAS", run(func(i int) bool {
-		ok, err := s.Ops.CompareAndSet(ctx, op, Advance(t, op, reference.GraphApplied, op.UpdatedAt+int64(i)))
+		ok, err := s.Ops.CompareAndSet(ctx, op, storetest.Advance(t, op, reference.GraphApplied, op.UpdatedAt+int64(i)))
 		if err != nil {
 			t.Error(err)
 		}
@@ -1076,7 +941,7 @@ func testRaces(t *testing.T, open Opener) {
 		return ok
 	}))
 	check("State CAS", run(func(i int) bool {
-		ok, err := s.States.CompareAndSet(ctx, 0, State("sp", "d", 1, fmt.Sprint("op", i)))
+		ok, err := s.States.CompareAndSet(ctx, 0, storetest.State("sp", "d", 1, fmt.Sprint("op", i)))
 		if err != nil {
 			t.Error(err)
 		}
@@ -1091,7 +956,7 @@ func testRaces(t *testing.T, open Opener) {
 	}))
 	var regErrs atomic.Int32
 	check("SaveAll", run(func(i int) bool {
-		err := s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{Reg(fmt.Sprint("n", i), "T", "Contested")})
+		err := s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{storetest.Reg(fmt.Sprint("n", i), "T", "Contested")})
 		if err != nil && !errors.Is(err, reference.ErrRegistryConflict) {
 			t.Error(err)
 		}
@@ -1108,10 +973,10 @@ func testRaces(t *testing.T, open Opener) {
 		}
 		return true
 	})
-	if d := Duplicates(t, s, "sp"); len(d) != 0 {
+	if d := storetest.Duplicates(t, s, "sp"); len(d) != 0 {
 		t.Fatalf("duplicates after concurrent MERGE: %v", d)
 	}
-	if g := ReadGraph(t, s, "sp"); len(g.Nodes["shared"].Properties) != n {
+	if g := storetest.ReadGraph(t, s, "sp"); len(g.Nodes["shared"].Properties) != n {
 		t.Fatalf("concurrent patches lost: %+v", g.Nodes["shared"])
 	}
 }

@@ -1,0 +1,19 @@
+module example.com/boltstore
+
+go 1.26.0
+
+require (
+	github.com/crashmatrix/crashmatrix v0.0.0
+	go.etcd.io/bbolt v1.5.0
+)
+
+require (
+	github.com/anishathalye/porcupine v1.3.1 // indirect
+	github.com/leanovate/gopter v0.2.11 // indirect
+	github.com/pingcap/errors v0.11.4 // indirect
+	github.com/pingcap/failpoint v0.0.0-20240528011301-b51a646c7c86 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+)
+
+replace github.com/crashmatrix/crashmatrix => ../..

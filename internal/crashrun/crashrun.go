@@ -1,0 +1,293 @@
+// Package crashrun runs the crash matrix from inside a go test: the engine
+// behind properties.CertifyCrashSafety, and the project's own tests that
+// expect a run to fail (mutants, broken backends). It is internal so that
+// the exported properties package stays one screen long.
+package crashrun
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/report"
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+// Options narrow or adjust a run (see properties.CrashOptions, which
+// mirrors the fields a store author sets).
+type Options struct {
+	Points    []faults.Point
+	Kinds     []faults.Kind
+	Classes   []string
+	LeaseTTL  time.Duration // zero: adaptive, from 250ms up (sim.Config.Adaptive)
+	Parallel  int
+	Bugs      []reference.Bug
+	Mutant    string
+	ReportDir string
+	// RandomKills adds that many random-instant kills, seeded by Seed
+	// (default 1).
+	RandomKills int
+	Seed        int64
+	// Cases, when set, are run instead of the matrix (after the probe).
+	Cases []sim.Case
+	// StopAtFirstFailure ends the run once a case breaks an invariant
+	// (cases not yet run are reported undecided).
+	StopAtFirstFailure bool
+}
+
+// CaseFilterEnv names the environment variable that narrows a run to the
+// listed case ids (comma-separated): what a failing case's replay command
+// sets.
+const CaseFilterEnv = "CRASHMATRIX_CASE"
+
+// Result is a finished run: its report and, when it did not certify, the
+// folder that holds its reports and histories.
+type Result struct {
+	sim.Report
+	// Dir holds report.html, report.json, junit.xml and one folder per
+	// case (its history.jsonl); empty when the run certified (its data
+	// is then removed).
+	Dir string
+	// Options are the report options of the run's test (rerun and replay
+	// commands).
+	Options report.Options
+}
+
+// Run runs the crash matrix with worker processes that re-execute the
+// test binary (running only t's test). In such a re-executed worker it
+// runs the worker and exits the process.
+//
+// Where the data goes: with o.ReportDir set, the run works in a fresh
+// folder under it; otherwise in a fresh temporary folder. A run that
+// certifies removes its folder. A run that does not keeps the reports and
+// every case's history there, removes the stores' data (the bulk, up to
+// tens of MB) unless ReportDir was set, and returns the folder in Dir.
+func Run(t *testing.T, backend sim.Backend, o Options) Result {
+	t.Helper()
+	if spec := os.Getenv(sim.WorkerSpecEnv); spec != "" {
+		os.Exit(runWorker(spec, backend))
+	}
+	// Without a fixed TTL the timings adapt to the machine (sim.Config.Adaptive).
+	adaptive := o.LeaseTTL <= 0
+	if adaptive {
+		o.LeaseTTL = 250 * time.Millisecond
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	parent := o.ReportDir
+	if parent != "" {
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			t.Fatalf("crash matrix: report folder: %v", err)
+		}
+	}
+	work, err := os.MkdirTemp(parent, "crashmatrix-test-")
+	if err != nil {
+		t.Fatalf("crash matrix: work folder: %v", err)
+	}
+	b := backend
+	runner, err := sim.NewRunner(sim.Config{Use: &b, Backend: sim.BackendSpec{Name: backend.Name},
+		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: RunPattern(t.Name())},
+		WorkDir:  work, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: o.Seed, Adaptive: adaptive})
+	if err != nil {
+		os.RemoveAll(work)
+		t.Fatalf("crash matrix: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if d, ok := t.Deadline(); ok {
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-5*time.Second))
+		defer cancel()
+	}
+	// A fault-free probe run discovers the crash windows the store
+	// declares inside its own methods (faults.At).
+	probe, perr := runner.Probe(ctx)
+	sel := sim.Selection{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, RandomKills: o.RandomKills}
+	cases := sel.Cases(probe, o.LeaseTTL.Milliseconds(), o.Seed)
+	if len(o.Cases) > 0 {
+		cases = o.Cases
+	}
+	if only := os.Getenv(CaseFilterEnv); only != "" {
+		cases = slices.DeleteFunc(cases, func(c sim.Case) bool { return !slices.Contains(strings.Split(only, ","), c.ID) })
+	}
+	for _, p := range o.Points {
+		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w sim.StoreWindow) bool { return w.Point == p }) {
+			os.RemoveAll(work)
+			t.Fatalf("crash matrix: the probe run never reached store window %s (found %+v); is faults.At called with the context the store method was given?", p, probe.Windows)
+		}
+	}
+	if len(cases) == 0 {
+		os.RemoveAll(work)
+		t.Fatalf("crash matrix: no case matches points %v kinds %v classes %v", o.Points, o.Kinds, o.Classes)
+	}
+	var progress func(sim.CaseResult)
+	if o.StopAtFirstFailure {
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(ctx)
+		defer stop()
+		progress = func(r sim.CaseResult) {
+			if r.Verdict == sim.Fail {
+				stop()
+			}
+		}
+	}
+	rep := runner.RunAll(ctx, cases, o.Parallel, progress)
+	rep.WithProbe(probe, perr, sel)
+	ro := ReportOptions(t)
+	if rep.ExitCode == 0 {
+		if err := os.RemoveAll(work); err != nil {
+			t.Logf("crash matrix: removing %s: %v", work, err)
+		}
+		return Result{Report: rep, Options: ro}
+	}
+	if o.ReportDir == "" {
+		for _, r := range rep.Results {
+			if r.Dir != "" {
+				os.RemoveAll(filepath.Join(r.Dir, "data"))
+			}
+		}
+	}
+	if err := WriteReports(work, rep, ro); err != nil {
+		t.Logf("crash matrix: writing reports to %s: %v", work, err)
+	}
+	return Result{Report: rep, Dir: work, Options: ro}
+}
+
+// ReportOptions are the report options of a run from t: the go test
+// command of t's package, and per case the command that replays it alone.
+func ReportOptions(t *testing.T) report.Options {
+	dir := "."
+	if wd, err := os.Getwd(); err == nil {
+		for root := wd; ; root = filepath.Dir(root) {
+			if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+				if rel, err := filepath.Rel(root, wd); err == nil && rel != "." {
+					dir = "./" + filepath.ToSlash(rel)
+				}
+				break
+			}
+			if filepath.Dir(root) == root {
+				break
+			}
+		}
+	}
+	pattern := RunPattern(t.Name())
+	return report.Options{Command: "go test " + dir, Rerun: fmt.Sprintf("go test -count=1 -run '%s' %s", pattern, dir), Replay: func(r sim.CaseResult) string {
+		return fmt.Sprintf("%s=%s go test -count=1 -run '%s' %s", CaseFilterEnv, r.Case.ID, pattern, dir)
+	}}
+}
+
+// WriteReports writes report.html, report.json and junit.xml into dir.
+func WriteReports(dir string, rep sim.Report, o report.Options) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, w := range map[string]func(*os.File) error{
+		"report.html": func(f *os.File) error { return report.WriteHTML(f, rep, o) },
+		"report.json": func(f *os.File) error { return report.WriteJSON(f, rep, o) },
+		"junit.xml":   func(f *os.File) error { return report.WriteJUnit(f, rep, o) },
+	} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		err = w(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Describe renders a run that did not certify for a failure message: the
+// matrix, each failing case, and where the reports and histories are.
+func Describe(backend string, res Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "crash certification of backend %s: %s (exit %d)\n", backend, res.Verdict, res.ExitCode)
+	report.WriteTerminal(&b, res.Report, res.Options)
+	if res.Dir != "" {
+		fmt.Fprintf(&b, "\nreports and histories: %s (open %s)\n", res.Dir, filepath.Join(res.Dir, "report.html"))
+	}
+	return b.String()
+}
+
+// RunPattern turns a test name into a -test.run pattern that matches it
+// exactly (each subtest level anchored).
+func RunPattern(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexpQuote(p) + "$"
+	}
+	return strings.Join(parts, "/")
+}
+
+func regexpQuote(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`\.+*?()|[]{}^$`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func runWorker(specPath string, backend sim.Backend) int {
+	if err := sim.RunWorkerFile(context.Background(), specPath, backend); err != nil {
+		fmt.Fprintln(os.Stderr, "crashmatrix worker:", err)
+		return 3
+	}
+	return 0
+}
+
+// Mutant is a deliberate defect of the reference (or of the stores), the
+// slice of the matrix that exposes it, and the invariant that must catch
+// it: the proof that the certification bites.
+type Mutant struct {
+	Name      string
+	Options   Options
+	Invariant string
+}
+
+// Mutants lists the reference mutants with the invariant that catches each.
+func Mutants() []Mutant {
+	crash := []faults.Kind{faults.Crash}
+	return []Mutant{
+		{string(reference.BugRecallModelOnResume), Options{Bugs: []reference.Bug{reference.BugRecallModelOnResume}, Points: []faults.Point{faults.BeforeGraphWrite}, Kinds: crash}, "I1"},
+		{sim.MutantCreateNotMerge, Options{Mutant: sim.MutantCreateNotMerge, Points: []faults.Point{faults.BeforeGraphApplied}, Kinds: []faults.Kind{faults.Unknown}}, "I3"},
+		{string(reference.BugSkipRevisionCheck), Options{Bugs: []reference.Bug{reference.BugSkipRevisionCheck}, Points: []faults.Point{faults.ConflictBeforeReplan}, Kinds: crash}, "I2"},
+		{string(reference.BugAdvanceBeforeGraphWrite), Options{Bugs: []reference.Bug{reference.BugAdvanceBeforeGraphWrite}, Points: []faults.Point{faults.BeforeGraphWrite}, Kinds: crash}, "I4"},
+		{sim.MutantNoUniqueConstraint, Options{Mutant: sim.MutantNoUniqueConstraint, Points: []faults.Point{faults.PlanSaveBeforeCheckpoint}, Kinds: crash}, "I8"},
+	}
+}
+
+// MutantsCaught runs every mutant against backend (a subtest each) and
+// fails unless each is caught by its invariant. Call it from a top-level
+// test (the workers re-execute it).
+func MutantsCaught(t *testing.T, backend sim.Backend, base Options) {
+	t.Helper()
+	for _, m := range Mutants() {
+		t.Run(m.Name, func(t *testing.T) {
+			o := m.Options
+			o.LeaseTTL, o.Parallel, o.ReportDir = base.LeaseTTL, base.Parallel, base.ReportDir
+			res := Run(t, backend, o)
+			if res.ExitCode != 1 || !slices.Contains(res.Broken(), m.Invariant) {
+				t.Errorf("mutant %s on %s: exit %d, broke %v; want exit 1 and %s\n%s", m.Name, backend.Name, res.ExitCode, res.Broken(), m.Invariant, Describe(backend.Name, res))
+				return
+			}
+			// Caught as expected: its reports are of no further use.
+			if res.Dir != "" {
+				os.RemoveAll(res.Dir)
+			}
+		})
+	}
+}
