@@ -29,10 +29,11 @@ const (
 	I6 Invariant = "I6 registry"
 	I7 Invariant = "I7 leases"
 	I8 Invariant = "I8 plan save"
+	I9 Invariant = "I9 acknowledged durability"
 )
 
 // All lists every invariant.
-var All = []Invariant{I1, I2, I3, I4, I5, I6, I7, I8}
+var All = []Invariant{I1, I2, I3, I4, I5, I6, I7, I8, I9}
 
 // Short returns "I3" for I3.
 func (i Invariant) Short() string { s, _, _ := strings.Cut(string(i), " "); return s }
@@ -44,7 +45,7 @@ func ParseInvariant(s string) (Invariant, error) {
 			return i, nil
 		}
 	}
-	return "", fmt.Errorf("unknown invariant %q (want I1..I8)", s)
+	return "", fmt.Errorf("unknown invariant %q (want I1..I9)", s)
 }
 
 // Violation is one broken invariant with its evidence.
@@ -224,12 +225,14 @@ type Observed struct {
 	// Log is the whole history: the intent-based checks (CheckIntents)
 	// read the harness's own observations and which worker did what.
 	Log history.Log
+	// Restarts are the database server restarts of the case (I9).
+	Restarts []Restart
 }
 
 // Check runs every checker.
 func Check(s Snapshot, o Observed) []Violation {
 	var out []Violation
-	for _, f := range []func(Snapshot, Observed) []Violation{CheckI1, CheckI2, CheckI3, CheckI4, CheckI5, CheckI6, CheckI7, CheckI8, CheckIntents} {
+	for _, f := range []func(Snapshot, Observed) []Violation{CheckI1, CheckI2, CheckI3, CheckI4, CheckI5, CheckI6, CheckI7, CheckI8, CheckI9, CheckIntents} {
 		out = append(out, f(s, o)...)
 	}
 	return out

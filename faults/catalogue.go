@@ -22,6 +22,16 @@
 //   - expire:    the store lets the lease expire at once while its holder
 //     believes it for the whole TTL (early expiry).
 //
+// Three more kinds act on a database server instead of the worker (server
+// backends only; the supervisor carries them out through sim/servers):
+//
+//   - server-crash: the server is killed with SIGKILL at the window,
+//     restarted on the same data, and the worker goes on;
+//   - ack-lost:     the next write to reach the server commits, its reply is
+//     dropped and the connection cut (the client cannot know the outcome);
+//   - conn-reset:   the connection of the next request is reset before the
+//     request reaches the server.
+//
 // The names are pingcap/failpoint paths, so they can be armed with
 // failpoint.Enable or the GO_FAILPOINTS environment variable without any code
 // rewriting.
@@ -56,25 +66,45 @@ const (
 	Split Kind = "split"
 	// Expire grants a lease the store forgets at once (early expiry).
 	Expire Kind = "expire"
+	// ServerCrash kills the database server at the window (SIGKILL) and
+	// restarts it on the same data.
+	ServerCrash Kind = "server-crash"
+	// AckLost lets the next write reach the server and commit, then drops
+	// its reply and cuts the connection.
+	AckLost Kind = "ack-lost"
+	// ConnReset resets the connection of the next request before the
+	// request reaches the server.
+	ConnReset Kind = "conn-reset"
 )
 
-// Kinds lists every fault kind in a stable order.
+// Kinds lists every worker-side fault kind in a stable order: the crash
+// matrix of every backend.
 var Kinds = []Kind{Crash, Transient, Permanent, Unknown, Pause, Recrash, Persistent, Split, Expire}
 
 // IsLeaseFault reports whether k breaks the document lease (split brain or
 // early expiry) instead of the step after its point.
 func (k Kind) IsLeaseFault() bool { return k == Split || k == Expire }
 
+// ServerKinds are the fault kinds that act on a database server; they
+// apply at every window of a server backend whose servers may be faulted.
+var ServerKinds = []Kind{ServerCrash, AckLost, ConnReset}
+
+// Servers names the servers a server fault can target.
+var Servers = []string{"postgres", "neo4j"}
+
+// IsServer reports whether k acts on a database server.
+func (k Kind) IsServer() bool { return k == ServerCrash || k == AckLost || k == ConnReset }
+
 // ParseKind parses a fault kind name.
 func ParseKind(s string) (Kind, error) {
-	for _, k := range Kinds {
+	for _, k := range append(Kinds[:len(Kinds):len(Kinds)], ServerKinds...) {
 		if string(k) == s {
 			return k, nil
 		}
 	}
-	names := make([]string, len(Kinds))
-	for i, k := range Kinds {
-		names[i] = string(k)
+	names := make([]string, 0, len(Kinds)+len(ServerKinds))
+	for _, k := range append(Kinds[:len(Kinds):len(Kinds)], ServerKinds...) {
+		names = append(names, string(k))
 	}
 	return "", fmt.Errorf("unknown fault kind %q (want one of %s)", s, strings.Join(names, ", "))
 }
@@ -180,6 +210,20 @@ func ParsePoint(s string) (Point, error) {
 	}
 	sort.Strings(names)
 	return "", fmt.Errorf("unknown failpoint %q (known: %v)", s, names)
+}
+
+// AppliesServer reports whether a server fault of kind k against server is
+// meaningful at this window: PostgreSQL (every store) at every window,
+// Neo4j (the graph only) at the windows of System A.
+func (s Spec) AppliesServer(k Kind, server string) bool {
+	switch {
+	case !k.IsServer():
+		return false
+	case server == "neo4j":
+		return s.System == Ingestion
+	default:
+		return server == "postgres"
+	}
 }
 
 // Applies reports whether kind k is meaningful at this window.

@@ -179,3 +179,25 @@ func TestParseAction(t *testing.T) {
 		}
 	}
 }
+
+func TestServerFaultActionsRoundTrip(t *testing.T) {
+	for _, s := range []string{"server-crash:postgres@1", "ack-lost:neo4j@1", "conn-reset:postgres"} {
+		a, err := faults.ParseAction(s)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if !a.Kind.IsServer() || a.String() != s {
+			t.Fatalf("%s parsed to %+v, renders %q", s, a, a.String())
+		}
+	}
+	if a, err := faults.ParseAction("ack-lost@2"); err != nil || a.Server != "postgres" || a.Hit != 2 {
+		t.Fatalf("ack-lost@2: %+v %v; want server postgres by default", a, err)
+	}
+	if _, err := faults.ParseAction("server-crash:mysql@1"); err == nil || !strings.Contains(err.Error(), "targets a server") {
+		t.Fatalf("an unknown server must be refused, got %v", err)
+	}
+	spec, _ := faults.Lookup(faults.PlanSaveBeforeBusiness)
+	if spec.AppliesServer(faults.ServerCrash, "neo4j") || !spec.AppliesServer(faults.AckLost, "postgres") || spec.AppliesServer(faults.Crash, "postgres") {
+		t.Fatal("server faults: Neo4j holds System A's graph only; worker kinds are not server faults")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,13 +29,19 @@ type Action struct {
 	Hit int
 	// PauseFor is how long a Pause stalls.
 	PauseFor time.Duration
+	// Server is the server a server fault targets ("postgres", "neo4j").
+	Server string
 }
 
-// String renders the action in the form ParseAction reads: kind[:pauseMillis][@hit].
+// String renders the action in the form ParseAction reads:
+// kind[:pauseMillis|:server][@hit].
 func (a Action) String() string {
 	s := string(a.Kind)
 	if a.Kind == Pause {
 		s += ":" + strconv.FormatInt(a.PauseFor.Milliseconds(), 10)
+	}
+	if a.Kind.IsServer() {
+		s += ":" + a.Server
 	}
 	if a.Hit > 0 {
 		s += "@" + strconv.Itoa(a.Hit)
@@ -94,6 +101,14 @@ func ParseAction(s string) (Action, error) {
 			}
 		}
 		a.PauseFor = time.Duration(ms) * time.Millisecond
+	} else if k.IsServer() {
+		a.Server = "postgres"
+		if hasArg {
+			if !slices.Contains(Servers, arg) {
+				return a, fmt.Errorf("fault action %q: kind %s targets a server, one of %v, got %q", s, k, Servers, arg)
+			}
+			a.Server = arg
+		}
 	} else if hasArg {
 		return a, fmt.Errorf("fault action %q: kind %s takes no argument", s, k)
 	}
@@ -220,6 +235,11 @@ type Runtime struct {
 	Crash func(Hit)
 	// Sleep stalls for a Pause; time.Sleep when nil.
 	Sleep func(context.Context, time.Duration)
+	// Server carries out a server fault (server-crash, ack-lost,
+	// conn-reset) before the step runs: the supervisor kills and restarts
+	// the server, or arms the fault proxy in front of it. It returns once
+	// that is done; the step then runs against the faulted server.
+	Server func(context.Context, Hit) error
 	// OnReach, when set, is told every pass through a store-declared
 	// window (At), armed or not: the probe run discovers a store's windows
 	// from it.
@@ -305,6 +325,16 @@ func (r *Runtime) At(ctx context.Context, p Point, step func() error) error {
 			case <-ctx.Done():
 				t.Stop()
 			}
+		}
+		return step()
+	case ServerCrash, AckLost, ConnReset:
+		if r.Server == nil {
+			panic(fmt.Sprintf("fault %s fired at %s but this worker cannot reach a server supervisor (a server fault needs a server backend run by the supervisor)", a, p))
+		}
+		if err := r.Server(ctx, h); err != nil {
+			// The harness could not carry out the fault: a harness
+			// failure, not a store error the service should handle.
+			panic(fmt.Sprintf("fault %s at %s: %v", a, p, err))
 		}
 		return step()
 	}

@@ -43,6 +43,10 @@ const (
 	// system under test (Seen): an intent, a model answer, a frozen plan,
 	// a commit, a graph write, a claim, a plan save (observation.go).
 	Seen Kind = "seen"
+	// Server: the supervisor carried out the server fault (Fault) that the
+	// worker hit at Point: Note says what happened (a restart and how
+	// long it took, a reply dropped), Err that it could not.
+	Server Kind = "server"
 	// Reach: the worker passed a window a store declared in its own code
 	// (faults.At) at Point, from the store function Method; armed or not.
 	Reach Kind = "reach"
@@ -102,6 +106,8 @@ type Record struct {
 	Reason string `json:"reason,omitempty"`
 	// Obs is a Seen record's observation.
 	Obs *Observation `json:"obs,omitempty"`
+	// Note is a Server record's account of what was done to the server.
+	Note string `json:"note,omitempty"`
 	// Method is a Reach's store function.
 	Method string `json:"method,omitempty"`
 	// Micros is the worker's run time at an Exit or a Kill, in

@@ -117,7 +117,7 @@ func (s *Service) reconcileAbandoned(ctx context.Context, op Operation, plan Pla
 		return err
 	}
 	if len(del) > 0 {
-		if err := s.Writer.Apply(ctx, op.Space, Mutation{OperationID: op.OperationID, DeleteEdges: del}); err != nil {
+		if err := s.applyGraph(ctx, op, Mutation{OperationID: op.OperationID, DeleteEdges: del}, "reconcile"); err != nil {
 			return err
 		}
 	}
@@ -178,7 +178,7 @@ func (s *Service) restoreSupported(ctx context.Context, op Operation, keys []Edg
 	if m.Empty() {
 		return nil
 	}
-	return s.Writer.Apply(ctx, op.Space, m)
+	return s.applyGraph(ctx, op, m, "reconcile")
 }
 
 // unsupported returns the edges of keys that nothing supports: no ACTIVE
@@ -260,5 +260,16 @@ func (s *Service) cleanupStale(ctx context.Context, op Operation, plan Plan, lea
 			return err
 		}
 	}
-	return s.Writer.Apply(ctx, op.Space, Mutation{OperationID: op.OperationID, DeleteEdges: del})
+	return s.applyGraph(ctx, op, Mutation{OperationID: op.OperationID, DeleteEdges: del}, "stale edges")
+}
+
+// applyGraph is a graph write outside the plan's batches (reconciliation,
+// stale edges); what the writer confirmed is reported as EvGraphBatch, so
+// the history knows every acknowledged graph write (I9).
+func (s *Service) applyGraph(ctx context.Context, op Operation, m Mutation, what string) error {
+	if err := s.Writer.Apply(ctx, op.Space, m); err != nil {
+		return err
+	}
+	s.emit(Event{Kind: EvGraphBatch, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, Detail: what, Batch: &m})
+	return nil
 }

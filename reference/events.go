@@ -14,7 +14,9 @@ type Event struct {
 	Holder      string `json:"holder,omitempty"`
 	ExpiresAt   int64  `json:"expiresAt,omitempty"`
 	Detail      string `json:"detail,omitempty"`
-	At          int64  `json:"at"`
+	// Batch is what one graph batch wrote (EvGraphBatch).
+	Batch *Mutation `json:"batch,omitempty"`
+	At    int64     `json:"at"`
 }
 
 // Event kinds.
@@ -24,6 +26,8 @@ const (
 	EvPrepared     = "prepared"      // createIfAbsent stored a new operation
 	EvStage        = "stage"         // a stage CAS succeeded (From -> To)
 	EvGraphWritten = "graph-written" // the writer confirmed the whole mutation (Detail: batches)
+	EvGraphBatch   = "graph-batch"   // the writer confirmed one batch (Batch: what it wrote)
+	EvVersion      = "version"       // the version history recorded a revision (Revision)
 	EvStateCommit  = "state-commit"  // a revision CAS succeeded (Expected -> Revision)
 	EvLeaseAcquire = "lease-acquire" // a lease was granted
 	EvLeaseRenew   = "lease-renew"   // a lease was extended (ExpiresAt)

@@ -23,6 +23,13 @@ func (s *Service) advance(ctx context.Context, op *Operation, to Stage, p faults
 		ok, e = s.Ops.CompareAndSet(ctx, *op, next)
 		return e
 	})
+	if err != nil && IsOutcomeUnknown(err) {
+		// The CAS may have committed: read back by operationId.
+		if stored, gerr := s.Ops.Get(ctx, op.OperationID); gerr == nil && stored.SameIdentity(*op) && stored.Stage == to {
+			err, ok = nil, true
+			next = stored
+		}
+	}
 	if err != nil {
 		err = fmt.Errorf("operation %s %s -> %s: %w", op.OperationID, op.Stage, to, err)
 		if !s.retryable(err) {
@@ -194,6 +201,14 @@ func (s *Service) executeFresh(ctx context.Context, op Operation, plan Plan, lea
 		if refused {
 			return Result{}, fmt.Errorf("state commit %s refused: %w", op.OperationID, err)
 		}
+		if err != nil && IsOutcomeUnknown(err) {
+			// The revision CAS may have committed: read back by
+			// operationId; if it did not, the error stands and the same
+			// plan is retried later.
+			if st, mine, gerr := s.States.FindByOperationID(ctx, op.Space, op.DocumentID, op.OperationID); gerr == nil && mine && st.Revision == next.Revision {
+				err, ok = nil, true
+			}
+		}
 		if err != nil {
 			return Result{}, s.fail(ctx, op, fmt.Errorf("state commit %s: %w", op.OperationID, err))
 		}
@@ -265,6 +280,7 @@ func (s *Service) finishCommitted(ctx context.Context, op Operation, plan Plan, 
 	if err := s.at(ctx, faults.BeforeRecordVersion, func() error { return s.States.RecordVersion(ctx, st) }); err != nil {
 		return Result{}, s.fail(ctx, op, fmt.Errorf("history %s: %w", op.OperationID, err))
 	}
+	s.emit(Event{Kind: EvVersion, OperationID: st.OperationID, Space: st.Space, DocumentID: st.DocumentID, Revision: st.Revision})
 	if op.Stage.Rank() < StateCommitted.Rank() {
 		if err := s.cleanupStale(ctx, op, plan, lease); err != nil {
 			return Result{}, fmt.Errorf("stale edges of %s: %w", op.OperationID, err)
@@ -323,6 +339,7 @@ func (s *Service) writeGraph(ctx context.Context, op Operation, plan Plan, lease
 		}); err != nil {
 			return writes, fmt.Errorf("graph write %s batch %d: %w", op.OperationID, i+1, err)
 		}
+		s.emit(Event{Kind: EvGraphBatch, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, Detail: fmt.Sprint(i + 1), Batch: &b})
 		writes++
 	}
 	return writes, nil

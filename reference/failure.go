@@ -163,6 +163,25 @@ func withoutProperties(p Plan) Plan {
 	return p
 }
 
+// IsOutcomeUnknown reports whether err says a write may or may not have
+// taken effect: its request may have reached the store, and no reply came
+// back (a lost reply, a cut connection). Such an error is neither a
+// definite failure (retry as new) nor a permanent one; the service reads
+// back by operationId before it decides. Stores report it with an
+// OutcomeUnknown() bool method on their errors.
+func IsOutcomeUnknown(err error) bool {
+	var u interface{ OutcomeUnknown() bool }
+	return errors.As(err, &u) && u.OutcomeUnknown()
+}
+
+// definiteStoreFailure reports whether err is a store's definite,
+// retryable failure of a write: not an injected fault, not a refused lease,
+// not a permanent error, and not an unknown outcome.
+func definiteStoreFailure(err error) bool {
+	return IsRetryable(err) && !IsOutcomeUnknown(err) && !faults.IsInjected(err) &&
+		!errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrLockTimeout) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
 // IsRetryable classifies an error: permanent errors (schema, protocol,
 // permission, a broken plan, an injected permanent fault) go to the dead
 // letter; anything else may be retried with the same plan.

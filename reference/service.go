@@ -191,6 +191,19 @@ func (s *Service) ingestLocked(ctx context.Context, req IngestRequest, lease *Le
 		return Result{OperationID: plan.OperationID, Outcome: OutcomeNoOp, Revision: plan.ExpectedRevision()}, nil
 	}
 	op, err := s.prepare(ctx, plan, lease)
+	if err != nil && definiteStoreFailure(err) {
+		// The store said the create failed: nothing durable exists, so
+		// protocol.md's first window applies and a new plan is made (the
+		// model's answer is frozen only once stored). This is only sound
+		// because an unknown outcome is never reported as a failure.
+		if plan, err = s.Plan(ctx, req); err != nil {
+			return Result{}, err
+		}
+		if plan.Kind == NoOp {
+			return Result{OperationID: plan.OperationID, Outcome: OutcomeNoOp, Revision: plan.ExpectedRevision()}, nil
+		}
+		op, err = s.prepare(ctx, plan, lease)
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -213,6 +226,20 @@ func (s *Service) prepare(ctx context.Context, plan Plan, lease *Lease) (Operati
 		created, e = s.Ops.CreateIfAbsent(ctx, op, plan)
 		return e
 	})
+	if err != nil && IsOutcomeUnknown(err) {
+		// The create may have committed: read back by operationId. A
+		// stored record is this create's or an earlier one's (first write
+		// wins, so the plan is frozen either way); none means the create
+		// did not commit, and it is tried again with the same plan, never
+		// a new one (the first may still land).
+		stored, gerr := s.Ops.Get(ctx, op.OperationID)
+		switch {
+		case gerr == nil:
+			err, created = nil, stored.SameIdentity(op)
+		case errors.Is(gerr, ErrNotFound):
+			created, err = s.Ops.CreateIfAbsent(ctx, op, plan)
+		}
+	}
 	if err != nil {
 		return Operation{}, fmt.Errorf("prepare %s: %w", op.OperationID, err)
 	}

@@ -43,6 +43,8 @@ func tell(r sim.CaseResult, ops *opNames) string {
 			if rec.Fault != nil {
 				s += " " + rec.Fault.String()
 			}
+		case history.Server:
+			s = "SERVER " + firstWords(rec.Note+rec.Err, 12)
 		case history.Model:
 			if rec.Call > 1 {
 				s = fmt.Sprintf("model called again for %s (call %d)", ops.name(rec.Op), rec.Call)

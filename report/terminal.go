@@ -92,7 +92,7 @@ type matrix struct {
 // them; cases of other classes (a scenario, an explored schedule) become
 // class rows.
 func buildMatrix(rep sim.Report) matrix {
-	m := matrix{kinds: faults.Kinds}
+	m := matrix{kinds: sim.Columns(rep)} // the server fault columns too
 	byCell := map[string]*sim.CaseResult{}
 	for i := range rep.Results {
 		r := &rep.Results[i]
@@ -107,12 +107,12 @@ func buildMatrix(rep sim.Report) matrix {
 			m.classes = append(m.classes, matrixRow{name: name, cells: []matrixCell{cellOf(r, "")}})
 			continue
 		}
-		byCell[string(r.Case.Point)+"|"+string(r.Case.Kind)] = r
+		byCell[string(r.Case.Point)+"|"+string(r.Case.Column())] = r
 	}
 	for _, s := range faults.Catalogue {
 		row := matrixRow{name: string(s.Point)}
 		any := false
-		for _, k := range faults.Kinds {
+		for _, k := range m.kinds {
 			r, ok := byCell[string(s.Point)+"|"+string(k)]
 			if !ok {
 				row.cells = append(row.cells, matrixCell{text: "·", class: "na"})

@@ -208,6 +208,12 @@ func recordHTML(rec history.Record, ops *opNames, afterKill bool) (template.HTML
 			fault = rec.Fault.String()
 		}
 		return template.HTML(fmt.Sprintf("<b>FAULT</b> %s fired: %s", esc(string(rec.Point)), esc(fault))), "fault"
+	case history.Server:
+		// What the supervisor did to a server: a restart, a dropped reply.
+		if rec.Err != "" {
+			return template.HTML(`<b>SERVER</b> <span class="err">` + esc(rec.Err) + `</span>`), "fault"
+		}
+		return template.HTML("<b>SERVER</b> " + esc(rec.Note)), "kill"
 	case history.Event:
 		return eventHTML(rec.Event, ops), "event " + eventClass(rec.Event)
 	case history.Model:

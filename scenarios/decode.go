@@ -175,7 +175,7 @@ var (
 	stepFields   = []string{"worker", "actions", "faults", "background", "resubmit", "expectHit", "continueOnError", "kill"}
 	killFields   = []string{"seed", "offset", "base", "after", "afterIndex", "delta"}
 	actionFields = []string{"do", "doc", "document", "op", "rounds", "thread", "owner", "question", "minutes", "approve", "content"}
-	faultFields  = []string{"point", "kind", "hit", "pause"}
+	faultFields  = []string{"point", "kind", "hit", "pause", "server"}
 	expectFields = []string{"verdict", "holds", "breaks"}
 )
 
@@ -855,7 +855,22 @@ func (d *decoder) decodeFault(s *Scenario, n ast.Node, path string) (Fault, bool
 			// A store-declared window: any store fault kind, either system.
 			spec = faults.Spec{Point: ft.Point, System: s.System, Kinds: faults.StoreKinds}
 		}
-		if !spec.Applies(ft.Kind) {
+		if ft.Kind.IsServer() {
+			ft.Server = "postgres"
+			if f.has("server") {
+				ft.Server = d.str(f, "server")
+			}
+			if !slices.Contains(faults.Servers, ft.Server) {
+				d.errPath(child(path, "server"), "unknown server %q (want one of %s)", ft.Server, strings.Join(faults.Servers, ", "))
+				good = false
+			} else if !spec.AppliesServer(ft.Kind, ft.Server) {
+				d.errPath(child(path, "server"), "a %s fault against %s does not apply at %s (Neo4j holds only System A's graph)", ft.Kind, ft.Server, ft.Point)
+				good = false
+			}
+		} else if f.has("server") {
+			d.errAt(d.keyAt(child(path, "server")), child(path, "server"), "server applies to the server fault kinds only (%s), not %s", "server-crash, ack-lost, conn-reset", ft.Kind)
+			good = false
+		} else if !spec.Applies(ft.Kind) {
 			kinds := make([]string, len(spec.Kinds))
 			for i, k := range spec.Kinds {
 				kinds[i] = string(k)

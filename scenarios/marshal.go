@@ -203,6 +203,9 @@ func faultFlow(f Fault) string {
 	if f.Pause != 0 {
 		parts = append(parts, "pause: "+f.Pause.String())
 	}
+	if f.Server != "" {
+		parts = append(parts, "server: "+scalar(f.Server, true))
+	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 

@@ -104,11 +104,14 @@ type Fault struct {
 	Hit int
 	// Pause is how long a pause stalls (kind pause only, required there).
 	Pause time.Duration
+	// Server is the server a server fault targets (server-crash,
+	// ack-lost, conn-reset; Parse fills in the default postgres).
+	Server string
 }
 
 // Action returns the fault as a faults.Action.
 func (f Fault) Action() faults.Action {
-	return faults.Action{Kind: f.Kind, Hit: f.Hit, PauseFor: f.Pause}
+	return faults.Action{Kind: f.Kind, Hit: f.Hit, PauseFor: f.Pause, Server: f.Server}
 }
 
 // The expected verdicts.

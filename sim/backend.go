@@ -18,6 +18,10 @@ const (
 	// MutantNoUniqueConstraint drops UNIQUE(owner, operation_id) from the
 	// plan table of System B.
 	MutantNoUniqueConstraint = "no-unique-constraint"
+	// MutantLostCommitIsFailure makes the PostgreSQL stores report a write
+	// whose reply was lost as a definite failure ("failed, retry as new")
+	// instead of an unknown outcome.
+	MutantLostCommitIsFailure = "lost-commit-is-failure"
 )
 
 // CaseEnv locates one case's data in a backend. Every process of a case
@@ -30,6 +34,10 @@ type CaseEnv struct {
 	Namespace string `json:"namespace"`
 	// Mutant names a backend-level mutant, or is empty.
 	Mutant string `json:"mutant,omitempty"`
+	// Servers, when the supervisor may fault the servers, maps a server
+	// name to the host:port of the case's own fault proxy in front of it,
+	// and EndpointControl to the URL server faults are asked for at.
+	Servers map[string]string `json:"servers,omitempty"`
 }
 
 // PlanSaveStores are the two stores of System B.

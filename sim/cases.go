@@ -44,6 +44,8 @@ type Case struct {
 	// case class).
 	Point faults.Point `json:"point,omitempty"`
 	Kind  faults.Kind  `json:"kind,omitempty"`
+	// Server is the server a server fault targets (Kind.IsServer()).
+	Server string `json:"server,omitempty"`
 	// Class names a case class (duplicate-delivery, ...), for rows beside
 	// the windows.
 	Class       string `json:"class,omitempty"`
@@ -68,7 +70,16 @@ func (c Case) Label() string {
 	if c.Class != "" {
 		return c.Class
 	}
-	return string(c.Point) + " x " + string(c.Kind)
+	return string(c.Point) + " x " + string(c.Column())
+}
+
+// Column is the case's column in the matrix: its fault kind, and for a
+// server fault the server ("server-crash:neo4j").
+func (c Case) Column() faults.Kind {
+	if c.Server != "" {
+		return c.Kind + ":" + faults.Kind(c.Server)
+	}
+	return c.Kind
 }
 
 // The standard corpus: four documents' worth of changes that pass every

@@ -29,6 +29,9 @@ const (
 	// already finished (the instant is drawn from a measured run; this
 	// one was faster).
 	CauseKillMissed Cause = "kill-missed"
+	// CauseServerFault: a server fault was asked for but never took effect
+	// (no matching traffic after the window, or the restart failed).
+	CauseServerFault Cause = "server-fault"
 	// CauseNothingCompleted: every fault fired, but after recovery no
 	// operation had completed, so the checks had nothing to judge.
 	CauseNothingCompleted Cause = "nothing-completed"

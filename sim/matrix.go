@@ -111,7 +111,15 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return cost(cases[order[a]]) > cost(cases[order[b]]) })
+	// A case that crashes a server runs alone: those go last, together,
+	// so that the run drains once for them instead of once per crash.
+	sort.SliceStable(order, func(a, b int) bool {
+		ca, cb := crashesServer(cases[order[a]]), crashesServer(cases[order[b]])
+		if ca != cb {
+			return cb
+		}
+		return cost(cases[order[a]]) > cost(cases[order[b]])
+	})
 	for _, i := range order {
 		if ctx.Err() != nil {
 			results[i] = CaseResult{Case: cases[i], Verdict: Undecided, Notes: []string{"interrupted"}}

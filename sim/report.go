@@ -25,17 +25,17 @@ func WriteMatrix(w io.Writer, rep Report) {
 			classes = append(classes, r)
 			continue
 		}
-		byCell[string(r.Case.Point)+"|"+string(r.Case.Kind)] = r
+		byCell[string(r.Case.Point)+"|"+string(r.Case.Column())] = r
 	}
 	const cw = 14
 	fmt.Fprintf(w, "%-30s", "window \\ fault")
-	for _, k := range faults.Kinds {
+	for _, k := range Columns(rep) {
 		fmt.Fprintf(w, " %-*s", cw, k)
 	}
 	fmt.Fprintln(w)
 	for _, s := range faults.Catalogue {
 		row := false
-		for _, k := range faults.Kinds {
+		for _, k := range Columns(rep) {
 			if _, ok := byCell[string(s.Point)+"|"+string(k)]; ok {
 				row = true
 			}
@@ -44,7 +44,7 @@ func WriteMatrix(w io.Writer, rep Report) {
 			continue
 		}
 		fmt.Fprintf(w, "%-30s", s.Point)
-		for _, k := range faults.Kinds {
+		for _, k := range Columns(rep) {
 			r, ok := byCell[string(s.Point)+"|"+string(k)]
 			cell := "·"
 			if ok {
@@ -224,7 +224,7 @@ func WriteHTML(w io.Writer, rep Report) error {
 	}
 	byCell := map[string]CaseResult{}
 	for _, r := range rep.Results {
-		byCell[string(r.Case.Point)+"|"+string(r.Case.Kind)+"|"+r.Case.Class] = r
+		byCell[string(r.Case.Point)+"|"+string(r.Case.Column())+"|"+r.Case.Class] = r
 	}
 	cls := func(v Verdict) string {
 		switch v {
@@ -243,7 +243,7 @@ func WriteHTML(w io.Writer, rep Report) error {
 	for _, s := range faults.Catalogue {
 		rw := row{Name: string(s.Point)}
 		any := false
-		for _, k := range faults.Kinds {
+		for _, k := range Columns(rep) {
 			r, ok := byCell[string(s.Point)+"|"+string(k)+"|"]
 			if !ok {
 				rw.Cells = append(rw.Cells, cell{Text: "·", Class: "na"})
@@ -276,7 +276,7 @@ func WriteHTML(w io.Writer, rep Report) error {
 		ClassRows []row
 		Details   []CaseResult
 		Broken    []string
-	}{rep, faults.Kinds, rows, classRows, details, rep.Broken()}
+	}{rep, Columns(rep), rows, classRows, details, rep.Broken()}
 	return htmlReport.Execute(w, data)
 }
 

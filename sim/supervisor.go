@@ -115,6 +115,9 @@ type Config struct {
 	// InProcessFiles keeps an embedded backend's data in files in the
 	// in-process mode too (by default it lives in memory there).
 	InProcessFiles bool
+	// ServerFaults, when set, lets cases fault the backend's servers
+	// (server-crash, ack-lost, conn-reset); process mode only.
+	ServerFaults ServerFaults
 	// Adaptive lets a process-mode run derive its timings from what it
 	// measures: RunAll calibrates step latency before the cases (LeaseTTL
 	// is then a floor), raises the TTL when a case's steps come close to
@@ -133,6 +136,10 @@ type Runner struct {
 	all     []*sharedStores
 	opened  int
 	runs    atomic.Int64
+	// servers is held shared by every case while server faults are on,
+	// and exclusively by a case that crashes a server: a restart must not
+	// fail the workers of another case.
+	servers sync.RWMutex
 	// timing is the live timing (see Timing); claimFixed says the
 	// caller set ClaimTTL, which then scales with the lease TTL.
 	timing     adaptive
@@ -315,6 +322,11 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 		return fail(Undecided, err.Error())
 	}
 	defer cx.close()
+	cs, unlock, err := r.openServers(ctx, c, cx, &env, space, filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return fail(Undecided, err.Error())
+	}
+	defer unlock()
 	if err := r.loadInitial(ctx, c, cx, env, space, dir); err != nil {
 		return fail(Undecided, "initial state: "+err.Error())
 	}
@@ -334,6 +346,9 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 			// Faults stop, and every worker is done, before the final
 			// recovery: nothing may act after it.
 			releasePaused()
+			if cs != nil {
+				cs.StopFaults()
+			}
 		}
 		acts := st.Actions
 		if len(st.Resubmit) > 0 {
@@ -414,6 +429,12 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 			}
 		}
 		for p, a := range st.Arms {
+			if a.Kind.IsServer() && h.HitBy(st.Worker, p) && !serverFaultDone(h, st.Worker, p) {
+				note := fmt.Sprintf("worker %s hit %s (%s) but the server fault never took effect", st.Worker, p, a)
+				res.Notes = append(res.Notes, note)
+				miss = cmp.Or(miss, &NotExercisedReason{Cause: CauseServerFault, Detail: note,
+					Advice: "the armed fault found no matching traffic before faults stopped (ack-lost waits for a committed write's reply, conn-reset for a request), or the supervisor could not restart the server: see the case's server records"})
+			}
 			if (a.Kind == faults.Crash || a.Kind == faults.Unknown || a.Kind == faults.Recrash) && h.HitBy(st.Worker, p) {
 				if wr := findWorker(res.Workers, st.Worker); wr != nil && !strings.HasPrefix(wr.Exit, "killed") {
 					note := fmt.Sprintf("worker %s hit %s (%s) but exited %q instead of dying by SIGKILL", st.Worker, p, a, wr.Exit)
@@ -443,6 +464,9 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	snap, obs, err := cx.snapshot(ctx, c, env, space, h)
 	if err != nil {
 		return fail(Undecided, "snapshot: "+err.Error())
+	}
+	if cs != nil {
+		obs.Restarts = cs.Restarts()
 	}
 	observeInitial(c, space, &obs)
 	res.Violations = check.Check(snap, obs)

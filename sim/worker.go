@@ -103,6 +103,9 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 			hist.Append(history.Record{Kind: history.Reach, Point: r.Point, Method: r.Method, PID: pid})
 		},
 	}
+	if url := spec.Env.Servers[EndpointControl]; url != "" {
+		rt.Server = serverFaultHook(url, spec.Worker, spec.Phase)
+	}
 	// Store code reached from the service sees the runtime and can declare
 	// its own windows (faults.At).
 	ctx = faults.WithRuntime(ctx, rt)

@@ -3,8 +3,11 @@ package neo4j
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/url"
 	"strings"
+	"syscall"
 
 	driver "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 )
@@ -26,8 +29,11 @@ type Error struct {
 	// Retryable reports whether retrying the same call may succeed.
 	Retryable bool
 	// Err is the underlying error.
-	Err    error
-	secret string
+	Err error
+	// Unknown reports that the request may have reached the server and
+	// committed although no reply came back (OutcomeUnknown).
+	Unknown bool
+	secret  string
 }
 
 // Error renders the error, with the password redacted.
@@ -47,6 +53,39 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Permanent reports whether a retry of the same call cannot succeed.
 func (e *Error) Permanent() bool { return !e.Retryable }
+
+// OutcomeUnknown reports whether the write may have committed although no
+// reply came back: the connection failed mid-request (the driver's own
+// retries of a managed transaction were exhausted on it). The caller must
+// read back before deciding (reference.IsOutcomeUnknown).
+func (e *Error) OutcomeUnknown() bool { return e.Unknown }
+
+// OutcomeUnknown reports whether err is a connection failure after the
+// request may have left: a ConnectivityError that is not a failure to
+// connect or to get a connection from the pool, or a context that ended
+// mid-request; a server answer (Neo4jError) is a known outcome.
+func OutcomeUnknown(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ne *driver.Neo4jError
+	if errors.As(err, &ne) {
+		return false
+	}
+	var ce *driver.ConnectivityError
+	if errors.As(err, &ce) {
+		// Waiting for a pooled connection, or dialling one, sent nothing.
+		msg := ce.Error()
+		var op *net.OpError
+		if strings.Contains(msg, "waiting for connection") || strings.Contains(msg, "No idle connections") ||
+			errors.As(ce.Inner, &op) && op.Op == "dial" {
+			return false
+		}
+		return true // "Connection lost during commit", a read or write that failed mid-request
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
 
 // Classify reports the Neo4j status code of err (if any) and whether
 // retrying may succeed.
@@ -106,7 +145,7 @@ func (w *Writer) wrap(op string, err error) error {
 		return nil
 	}
 	code, retryable := Classify(err)
-	return &Error{Op: op, Code: code, Retryable: retryable, Err: err, secret: w.secret}
+	return &Error{Op: op, Code: code, Retryable: retryable, Unknown: retryable && OutcomeUnknown(err), Err: err, secret: w.secret}
 }
 
 // redactURI drops a password embedded in uri, for messages.

@@ -2,9 +2,12 @@ package postgres
 
 import (
 	"errors"
+	"io"
+	"net"
 	"net/url"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -23,6 +26,7 @@ type Error struct {
 	Err error
 
 	permanent bool
+	unknown   bool
 	secret    string
 }
 
@@ -44,6 +48,9 @@ func (e *Error) Error() string {
 	if e.permanent {
 		b.WriteString(" (permanent)")
 	}
+	if e.unknown {
+		b.WriteString(" (outcome unknown)")
+	}
 	if e.Err != nil {
 		b.WriteString(": ")
 		b.WriteString(redact(e.Err.Error(), e.secret))
@@ -58,6 +65,43 @@ func (e *Error) Unwrap() error { return e.Err }
 // permission, authentication or data errors): the reference service
 // dead-letters such an operation instead of retrying it.
 func (e *Error) Permanent() bool { return e.permanent }
+
+// OutcomeUnknown reports whether the request may have reached the server
+// and committed although no reply came back (a lost reply, a connection
+// cut or reset mid-request, a timeout after the request left): neither a
+// definite failure, which may be retried as new, nor a permanent one. The
+// caller must read back what it wrote before deciding
+// (reference.IsOutcomeUnknown).
+func (e *Error) OutcomeUnknown() bool { return e.unknown }
+
+// OutcomeUnknown reports whether err is a failure of the connection after
+// the request may have left: pgx's SafeToRetry tells the requests that
+// never left apart (a refused or failed connect, a write that sent
+// nothing); a server error is an answer, so its outcome is known.
+func OutcomeUnknown(err error) bool {
+	if err == nil || pgconn.SafeToRetry(err) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return false
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return false
+	}
+	if pgconn.Timeout(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"conn closed", "unexpected EOF", "connection reset", "broken pipe", "failed to receive message", "timeout"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
 
 // permanentClasses are the SQLSTATE classes (first two characters) that no
 // retry can fix.
@@ -118,7 +162,10 @@ func (d *db) wrap(op, ids string, err error) error {
 		return err
 	}
 	code := SQLState(err)
-	return &Error{Op: op, IDs: ids, Code: code, Err: err, permanent: IsPermanentCode(code), secret: d.password}
+	// The lost-commit-is-failure mutant reports a lost reply as a definite
+	// failure ("failed, retry as new").
+	unknown := OutcomeUnknown(err) && !d.opts.LostCommitIsFailure
+	return &Error{Op: op, IDs: ids, Code: code, Err: err, permanent: IsPermanentCode(code), unknown: unknown, secret: d.password}
 }
 
 // isPgxError reports whether err comes from the driver (connection

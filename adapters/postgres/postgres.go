@@ -40,6 +40,9 @@ type Options struct {
 	// row on every upsert instead of merging into the existing one: a
 	// mutant that produces duplicates.
 	CreateInsteadOfMerge bool
+	// LostCommitIsFailure is a mutant: a write whose reply was lost is
+	// reported as a definite failure instead of an unknown outcome.
+	LostCommitIsFailure bool
 }
 
 // db is the shared pool of one Open call.

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
@@ -17,7 +18,7 @@ import (
 )
 
 func benchCmd() *cobra.Command {
-	var rounds, cycles, parallel, cycleParallel, randomKills int
+	var rounds, cycles, parallel, cycleParallel, randomKills, restarts int
 	var leaseTTL, cycleTTL, exploreFor time.Duration
 	var backend, benchDir string
 	var server serverFlags
@@ -74,6 +75,11 @@ func benchCmd() *cobra.Command {
 			fmt.Fprintf(out, "full matrix wall time: median %s, min %s, max %s over %d rounds (target <= 5s on the embedded default, <= 60s on PostgreSQL + Neo4j)\n",
 				walls[len(walls)/2].Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond), len(walls))
 
+			if server.faults != nil {
+				if err := benchServerFaults(cmd, &server, self, backend, benchDir, leaseTTL, parallel, restarts); err != nil {
+					return err
+				}
+			}
 			if randomKills > 0 {
 				if err := benchStoreWindows(cmd, self, backend, benchDir, rounds, parallel, randomKills, leaseTTL, walls[len(walls)/2]); err != nil {
 					return err
@@ -99,10 +105,61 @@ func benchCmd() *cobra.Command {
 	fl.DurationVar(&leaseTTL, "lease-ttl", 0, "lease TTL for the full matrix (default as for certify)")
 	fl.IntVar(&randomKills, "random-kills", 100, "random-instant kills added to the full matrix with the store's own windows (0 skips that figure)")
 	fl.IntVar(&cycles, "cycles", 300, "kill-restart-recover cycles")
+	fl.IntVar(&restarts, "restarts", 3, "with --backend containers and server faults: server restarts measured per server (kill -> first answered query); then the server-fault matrix runs once")
 	fl.IntVar(&cycleParallel, "cycle-parallel", 16, "cycles at once")
 	fl.DurationVar(&cycleTTL, "cycle-lease-ttl", 50*time.Millisecond, "lease TTL for the cycles (a killed worker blocks its document this long)")
 	fl.DurationVar(&exploreFor, "explore", 10*time.Second, "how long each exploration rate is measured (0 skips the exploration figures)")
 	return cmd
+}
+
+// benchServerFaults measures each server's restart (SIGKILL to the first
+// answered query, the server back on its data) and the wall time of the
+// server-fault matrix (every window x server-crash, ack-lost, conn-reset x
+// server).
+func benchServerFaults(cmd *cobra.Command, server *serverFlags, self, backend, benchDir string, leaseTTL time.Duration, parallel, restarts int) error {
+	out, ctx := cmd.OutOrStdout(), cmd.Context()
+	for _, name := range server.faults.Names() {
+		var took []time.Duration
+		for i := 0; i < restarts; i++ {
+			d, err := server.faults.Crash(ctx, name)
+			if err != nil {
+				return err
+			}
+			took = append(took, d)
+		}
+		if len(took) > 0 {
+			slices.Sort(took)
+			fmt.Fprintf(out, "%s restart (SIGKILL -> first answered query, same data): median %s, min %s, max %s over %d restarts\n",
+				name, took[len(took)/2].Round(time.Millisecond), took[0].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), len(took))
+		}
+	}
+	work, err := os.MkdirTemp(benchDir, "crashmatrix-bench-")
+	if err != nil {
+		return err
+	}
+	cfg := sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work, LeaseTTL: leaseTTL, Seed: 1}
+	server.useFaults(&cfg)
+	r, err := sim.NewRunner(cfg)
+	if err != nil {
+		return err
+	}
+	cases := sim.ServerMatrix(leaseTTL.Milliseconds())
+	rep := r.RunAll(ctx, cases, parallel, nil)
+	if rep.ExitCode != 0 {
+		report.WriteTerminal(out, rep, report.Options{Command: "bench"})
+		fmt.Fprintf(out, "case data and histories: %s\n", work)
+		return fmt.Errorf("server-fault matrix did not certify: the figure would be meaningless")
+	}
+	os.RemoveAll(work)
+	crashes := 0
+	for _, c := range cases {
+		if c.Kind == faults.ServerCrash {
+			crashes++
+		}
+	}
+	fmt.Fprintf(out, "server-fault matrix: %d cases (%d server restarts, run one at a time; the others %d at once), wall time %s (target <= 3m)\n",
+		len(cases), crashes, parallel, rep.Took.Round(time.Millisecond))
+	return nil
 }
 
 // benchCycles prints the kill-restart-recover cycle rate.

@@ -42,15 +42,20 @@ func certifyCmd() *cobra.Command {
 		Long: `certify runs, for every crash window in the failpoint catalogue and every fault
 kind that applies there, a fresh case: worker processes run the reference service
 over the backend; one is killed (SIGKILL) exactly at the window; new workers recover;
-then, with faults off, the invariants I1-I8 are checked against the stores' contents
+then, with faults off, the invariants I1-I9 are checked against the stores' contents
 and the recorded history.
+
+With --backend containers the database servers are faulted too (unless
+--server-faults=false): killed and restarted on their data (server-crash), a
+committed write's reply dropped (ack-lost), a connection cut before its request
+(conn-reset), at every window.
 
 Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undecided.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCertify(cmd, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.backend, "backend", "sqlite", "store backend: sqlite (embedded default), memory, postgres (with --postgres-dsn, optionally --neo4j-uri), containers (starts PostgreSQL and Neo4j with testcontainers-go)")
-	fl.StringVar(&f.mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint)
+	fl.StringVar(&f.mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure)")
 	fl.StringSliceVar(&f.bugs, "bug", nil, "service mutant(s): "+bugNames())
 	fl.StringSliceVar(&f.points, "point", nil, "only these windows (failpoint names)")
 	fl.StringSliceVar(&f.kinds, "kind", nil, "only these fault kinds")
@@ -143,9 +148,11 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		}
 		tmp = true
 	}
-	runner, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
+	cfg := sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
 		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess, InProcessFiles: f.inProcessFiles,
-		Adaptive: adaptive})
+		Adaptive: adaptive}
+	f.server.useFaults(&cfg)
+	runner, err := sim.NewRunner(cfg)
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 		return exitError{2}
@@ -165,6 +172,10 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 			}
 			return fmt.Errorf("--point %s: the probe run never reached this store window (found: %v); is faults.At called with the context the store method was given?", p, found)
 		}
+	}
+	if f.server.faults != nil {
+		// Every window x server fault x server, as filtered.
+		cases = append(cases, sim.Filter(sim.ServerMatrix(f.leaseTTL.Milliseconds()), points, kinds, f.only)...)
 	}
 	if len(cases) == 0 {
 		return fmt.Errorf("no case matches --point %v --kind %v --class %v", f.points, f.kinds, f.only)

@@ -60,7 +60,7 @@ func exploreCmd() *cobra.Command {
 		Short: "Search random fault schedules for invariant violations, shrink the first one, write it as a scenario",
 		Long: `explore generates fault schedules (gopter generators: several workers and
 documents, repeated crashes, crashes during recovery, pauses past the lease,
-retractions racing ingestions), runs each and checks I1-I8. On a violation it
+retractions racing ingestions), runs each and checks I1-I9. On a violation it
 shrinks the schedule (fewer workers, actions and faults; each candidate re-run
 --confirm times so a flaky shrink is rejected), writes the minimal scenario file
 and prints the replay command. One seed decides the run and is always printed;
@@ -113,8 +113,12 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 				}
 				defer os.RemoveAll(workdir)
 			}
-			runner, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
-				WorkDir: workdir, InProcess: !processes, InProcessFiles: files, Seed: seed, Bugs: bs, Mutant: mutant})
+			cfg := sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
+				WorkDir: workdir, InProcess: !processes, InProcessFiles: files, Seed: seed, Bugs: bs, Mutant: mutant}
+			if processes {
+				server.useFaults(&cfg)
+			}
+			runner, err := sim.NewRunner(cfg)
 			if err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 				return exitError{2}
@@ -147,6 +151,10 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			start, err := exploreFrom(cmd, runner, from, target)
 			if err != nil {
 				return err
+			}
+			if server.faults != nil && cfg.ServerFaults != nil {
+				// Server faults join the schedules (process kills only).
+				shape.Servers = server.faults.Names()
 			}
 			res := explore.Run(cmd.Context(), runner, explore.Options{Seed: seed, Budget: budget, MaxSchedules: max, ShardIndex: si, ShardCount: sn,
 				Confirm: confirm, Parallel: parallel, Target: target, Shape: shape, Initial: start, Progress: func(n int) {
@@ -223,7 +231,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.IntVar(&confirm, "confirm", 3, "re-runs a shrink candidate must fail in")
 	fl.StringVar(&target, "invariant", "", "hunt for this invariant only (I1..I8)")
 	fl.StringSliceVar(&bugs, "bug", nil, "run the reference as a mutant: "+bugNames())
-	fl.StringVar(&mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint)
+	fl.StringVar(&mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure)")
 	fl.StringVar(&outDir, "out", "crashmatrix-findings", "where the shrunk scenario is written")
 	fl.StringVar(&workdir, "workdir", "", "scratch directory (default: a temporary one)")
 	fl.StringVar(&from, "from", "", "start every schedule from the initial block of this scenario file (crashmatrix snapshot writes one)")

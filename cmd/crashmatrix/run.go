@@ -91,6 +91,7 @@ not load or a run was undecided.`,
 				}
 				cfg := s.Apply(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
 					WorkDir: filepath.Join(workdir, s.Name), InProcess: inProcess, InProcessFiles: files, Seed: 1})
+				server.useFaults(&cfg)
 				runner, err := sim.NewRunner(cfg)
 				if err != nil {
 					fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)

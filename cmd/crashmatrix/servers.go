@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
+	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/servers"
 	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
+	"github.com/crashmatrix/crashmatrix/sim/servers/serverfaults"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -17,6 +20,15 @@ type serverFlags struct {
 	postgresDSN, neo4jURI, neo4jUser, neo4jPassword string
 	postgresImage, neo4jImage                       string
 	allowNondisposable                              bool
+	// serverFaults lets --backend containers kill and restart its servers
+	// and cut their connections (on by default: they are crashmatrix's own
+	// disposable servers); postgresConfig are the PostgreSQL settings the
+	// container starts with.
+	serverFaults   bool
+	postgresConfig []string
+	// faults carries out server faults once prepare started containers.
+	faults          *serverfaults.Supervisor
+	serverFaultsSet bool
 }
 
 func (s *serverFlags) register(fl *pflag.FlagSet) {
@@ -27,6 +39,18 @@ func (s *serverFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&s.postgresImage, "postgres-image", provision.DefaultPostgresImage, "image for --backend containers")
 	fl.StringVar(&s.neo4jImage, "neo4j-image", provision.DefaultNeo4jImage, "image for --backend containers")
 	fl.BoolVar(&s.allowNondisposable, "allow-nondisposable", false, "use a server that does not look disposable (crashmatrix writes to it and kills clients mid-transaction)")
+	fl.BoolVar(&s.serverFaults, "server-faults", true, "with --backend containers: also kill and restart the database servers (server-crash) and lose replies or cut connections through a fault proxy (ack-lost, conn-reset) at every window; --server-faults=false runs the client-side matrix only")
+	fl.StringArrayVar(&s.postgresConfig, "postgres-config", nil, "with --backend containers: a PostgreSQL setting key=value the server starts with (repeatable), e.g. synchronous_commit=off")
+}
+
+// useFaults lets a runner fault the servers when prepare started them so.
+func (s *serverFlags) useFaults(cfg *sim.Config) {
+	if s.faults == nil {
+		return
+	}
+	cfg.ServerFaults = s.faults
+	// A worker waits while its server restarts.
+	cfg.ProcessTimeout = max(cfg.ProcessTimeout, serverfaults.RestartBudget+time.Minute)
 }
 
 // setUp is prepare for a command: a backend that cannot be set up is
@@ -36,6 +60,7 @@ func (s *serverFlags) setUp(cmd *cobra.Command, backend string) (name, self stri
 	if self, err = os.Executable(); err != nil {
 		return "", "", nil, err
 	}
+	s.serverFaultsSet = cmd.Flags().Changed("server-faults")
 	name, cleanup, err = s.prepare(cmd.Context(), cmd.ErrOrStderr(), backend)
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
@@ -62,16 +87,24 @@ func (s *serverFlags) prepare(ctx context.Context, log io.Writer, backend string
 			os.Setenv(servers.EnvNeo4jPassword, s.neo4jPassword)
 		}
 	}
+	if backend != "containers" && len(s.postgresConfig) > 0 {
+		return "", nothing, fmt.Errorf("--postgres-config needs --backend containers (crashmatrix starts that server; configure your own server yourself)")
+	}
+	if backend != "containers" && s.serverFaultsSet && s.serverFaults {
+		return "", nothing, fmt.Errorf("--server-faults needs --backend containers: crashmatrix kills and restarts only servers it started")
+	}
 	switch backend {
 	case "containers":
-		env, stop, err := provision.StartContainers(ctx, log, provision.ContainerOptions{PostgresImage: s.postgresImage, Neo4jImage: s.neo4jImage})
+		st, err := provision.Start(ctx, log, provision.ContainerOptions{PostgresImage: s.postgresImage, Neo4jImage: s.neo4jImage,
+			ServerFaults: s.serverFaults, PostgresConfig: s.postgresConfig})
 		if err != nil {
 			return "", nothing, err
 		}
-		for k, v := range env {
+		for k, v := range st.Env {
 			os.Setenv(k, v)
 		}
-		return "postgres", stop, nil
+		s.faults = st.Faults
+		return "postgres", st.Stop, nil
 	case "postgres":
 		dsn := os.Getenv(servers.EnvPostgresDSN)
 		if dsn == "" {

@@ -44,6 +44,10 @@ type Shape struct {
 	PlanSave float64
 	// LeaseTTL scales pause faults.
 	LeaseTTLMillis int64
+	// Servers, when set, are the servers a schedule may fault too: a
+	// third of the armed faults become server faults (server-crash,
+	// ack-lost, conn-reset) against one of them.
+	Servers []string
 	// StoreWindows are the windows the store declared (sim.Runner.Probe):
 	// clients arm them like the catalogue's.
 	StoreWindows []sim.StoreWindow
@@ -106,6 +110,12 @@ func withStoreWindows(points []faults.Spec, ws []sim.StoreWindow) []faults.Spec 
 }
 
 func arm(r *rand.Rand, spec faults.Spec, shape Shape) faults.Action {
+	if len(shape.Servers) > 0 && r.Float64() < 1.0/3 {
+		srv, k := pick(r, shape.Servers), pick(r, faults.ServerKinds)
+		if spec.AppliesServer(k, srv) {
+			return faults.Action{Kind: k, Hit: 1, Server: srv}
+		}
+	}
 	k := pick(r, spec.Kinds)
 	hit := 1 + r.Intn(2)
 	switch k {
@@ -343,7 +353,9 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 		o.Parallel = 2
 	}
 	if o.Shape.MaxClients == 0 {
+		servers := o.Shape.Servers
 		o.Shape = DefaultShape
+		o.Shape.Servers = servers
 	}
 	start := time.Now()
 	deadline := start.Add(o.Budget)

@@ -31,7 +31,7 @@ var Neo4jPing func(ctx context.Context, uri, user, password string) error
 // The CREATE-instead-of-MERGE mutant gets a label of its own: the correct
 // writer's uniqueness constraint would refuse its duplicates.
 func openNeo4j(ctx context.Context, env sim.CaseEnv) (reference.GraphWriter, func() error, error) {
-	uri := os.Getenv(EnvNeo4jURI)
+	uri := ViaEndpoint(os.Getenv(EnvNeo4jURI), env.Servers["neo4j"])
 	user := os.Getenv(EnvNeo4jUser)
 	if user == "" {
 		user = "neo4j"

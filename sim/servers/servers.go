@@ -59,7 +59,8 @@ func PostgresBackend() (sim.Backend, error) {
 	return sim.Backend{
 		Name: name,
 		Open: func(ctx context.Context, env sim.CaseEnv) (reference.Stores, error) {
-			st, err := postgres.Open(ctx, dsn, postgres.Options{CreateInsteadOfMerge: env.Mutant == sim.MutantCreateNotMerge})
+			st, err := postgres.Open(ctx, ViaEndpoint(dsn, env.Servers["postgres"]), postgres.Options{CreateInsteadOfMerge: env.Mutant == sim.MutantCreateNotMerge,
+				LostCommitIsFailure: env.Mutant == sim.MutantLostCommitIsFailure})
 			if err != nil || !useNeo {
 				return st, err
 			}
@@ -73,13 +74,29 @@ func PostgresBackend() (sim.Backend, error) {
 			return st, nil
 		},
 		OpenPlanSave: func(ctx context.Context, env sim.CaseEnv) (sim.PlanSaveStores, error) {
-			p, err := postgres.OpenPlanSave(ctx, dsn, env.Mutant != sim.MutantNoUniqueConstraint)
+			p, err := postgres.OpenPlanSave(ctx, ViaEndpoint(dsn, env.Servers["postgres"]), env.Mutant != sim.MutantNoUniqueConstraint)
 			if err != nil {
 				return sim.PlanSaveStores{}, err
 			}
 			return sim.PlanSaveStores{Checkpoints: p, Plans: p, Closer: p}, nil
 		},
 	}, nil
+}
+
+// ViaEndpoint points a PostgreSQL DSN or a Neo4j URI (URL form) at
+// hostPort instead of its own host and port: a case whose servers may be
+// faulted reaches them through its own fault proxy. An empty hostPort, or
+// a DSN that is not a URL, leaves it as it is.
+func ViaEndpoint(dsnOrURI, hostPort string) string {
+	if hostPort == "" {
+		return dsnOrURI
+	}
+	u, err := url.Parse(dsnOrURI)
+	if err != nil || u.Host == "" {
+		return dsnOrURI
+	}
+	u.Host = hostPort
+	return u.String()
 }
 
 type closeFunc func() error

@@ -24,15 +24,22 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
 )
 
+// started are the package's containers; their server faults (kill,
+// restart, fault proxy) serve the server-fault matrix.
+var started *provision.Started
+
 // TestMain starts PostgreSQL and Neo4j once for the package with
-// testcontainers-go; the re-executed worker processes inherit the
-// endpoints through the environment and start nothing.
+// testcontainers-go, with server faults on; the tests that do not fault
+// the servers reach them directly, as before (their lease timing is not
+// the proxy's business), the server-fault tests through the fault proxy
+// (serverfaults_test.go, run last). The re-executed worker processes
+// inherit the endpoints through the environment and start nothing.
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(sim.WorkerSpecEnv); spec != "" {
 		os.Exit(runWorker(spec))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	env, stop, err := provision.StartContainers(ctx, os.Stderr, provision.ContainerOptions{})
+	st, err := provision.Start(ctx, os.Stderr, provision.ContainerOptions{ServerFaults: true})
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: the container tests need PostgreSQL and Neo4j containers: %v\n"+
@@ -41,12 +48,13 @@ func TestMain(m *testing.M) {
 			"(make test does all of this).\n", err)
 		os.Exit(1)
 	}
-	for k, v := range env {
+	started = st
+	for k, v := range st.Direct {
 		os.Setenv(k, v)
 	}
 	fmt.Fprintf(os.Stderr, "containers up: PostgreSQL first query after %s, Neo4j after %s\n", provision.LastTimings.Postgres.Round(time.Millisecond), provision.LastTimings.Neo4j.Round(time.Millisecond))
 	code := m.Run()
-	stop()
+	st.Stop()
 	os.Exit(code)
 }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/sim/servers"
+	"github.com/crashmatrix/crashmatrix/sim/servers/serverfaults"
 	"github.com/jackc/pgx/v5"
 	"github.com/testcontainers/testcontainers-go"
 	tcneo4j "github.com/testcontainers/testcontainers-go/modules/neo4j"
@@ -43,6 +45,29 @@ type ContainerOptions struct {
 	PostgresImage, Neo4jImage string
 	// NoNeo4j starts PostgreSQL only (the graph then lives in PostgreSQL).
 	NoNeo4j bool
+	// ServerFaults lets the run kill and restart the servers and put a
+	// fault proxy between the workers and them (Started.Faults): the
+	// endpoints handed out are then the proxy's stable ones.
+	ServerFaults bool
+	// PostgresConfig are PostgreSQL settings (key=value) the server is
+	// started with, e.g. synchronous_commit=off.
+	PostgresConfig []string
+}
+
+// Started are the running containers.
+type Started struct {
+	// Env points the postgres backend (and its workers) at the servers:
+	// with server faults, through the fault proxy's stable endpoints.
+	Env map[string]string
+	// Direct points at the containers themselves, bypassing the fault
+	// proxy (the same as Env without server faults). A server restart
+	// may move them.
+	Direct map[string]string
+	// Faults carries out server faults (nil unless asked for).
+	Faults *serverfaults.Supervisor
+	// Stop terminates the containers (and the fault proxy); safe to call
+	// more than once.
+	Stop func()
 }
 
 // Timings says how long each container took from Run to its first
@@ -80,6 +105,42 @@ const neo4jStartup = 5 * time.Minute
 // workers) at them, and a stop function that terminates both; it is safe to
 // call stop more than once, and every path out of a run should.
 func StartContainers(ctx context.Context, log io.Writer, o ContainerOptions) (map[string]string, func(), error) {
+	st, err := Start(ctx, log, o)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	return st.Env, st.Stop, nil
+}
+
+// Start is StartContainers with the server-fault supervisor: with
+// o.ServerFaults the returned endpoints are the fault proxy's stable ones
+// and Started.Faults can kill and restart each server.
+func Start(ctx context.Context, log io.Writer, o ContainerOptions) (*Started, error) {
+	env, stop, srvs, err := startContainers(ctx, log, o)
+	if err != nil {
+		return nil, err
+	}
+	st := &Started{Env: env, Direct: maps.Clone(env), Stop: stop}
+	if !o.ServerFaults {
+		return st, nil
+	}
+	sup, err := serverfaults.NewSupervisor(srvs, log)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	st.Faults = sup
+	var once sync.Once
+	st.Stop = func() { once.Do(func() { sup.Close(); stop() }) }
+	env[servers.EnvPostgresDSN] = servers.ViaEndpoint(env[servers.EnvPostgresDSN], sup.Stable("postgres"))
+	if uri := env[servers.EnvNeo4jURI]; uri != "" {
+		env[servers.EnvNeo4jURI] = servers.ViaEndpoint(uri, sup.Stable("neo4j"))
+	}
+	return st, nil
+}
+
+func startContainers(ctx context.Context, log io.Writer, o ContainerOptions) (map[string]string, func(), []*serverfaults.Server, error) {
+	var srvs []*serverfaults.Server
 	if o.PostgresImage == "" {
 		o.PostgresImage = DefaultPostgresImage
 	}
@@ -87,7 +148,7 @@ func StartContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 		o.Neo4jImage = DefaultNeo4jImage
 	}
 	if err := CheckEngine(ctx); err != nil {
-		return nil, func() {}, err
+		return nil, func() {}, nil, err
 	}
 	var (
 		mu   sync.Mutex
@@ -105,10 +166,21 @@ func StartContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 	}
 	env := map[string]string{}
 	t0 := time.Now()
-	pg, err := tcpostgres.Run(ctx, o.PostgresImage,
+	pgArgs, err := ParseServerConfig(o.PostgresConfig)
+	if err != nil {
+		return nil, func() {}, nil, err
+	}
+	pgOpts := []testcontainers.ContainerCustomizer{
 		tcpostgres.WithDatabase("crashmatrix"), tcpostgres.WithUsername("crashmatrix"), tcpostgres.WithPassword(randomSecret()),
-		testcontainers.WithWaitStrategy(wait.ForLog("database system is ready to accept connections").WithOccurrence(2).WithStartupTimeout(120*time.Second)),
-	)
+		testcontainers.WithWaitStrategy(wait.ForLog("database system is ready to accept connections").WithOccurrence(2).WithStartupTimeout(120 * time.Second)),
+	}
+	if o.ServerFaults || len(pgArgs) > 0 {
+		// The module's default command turns fsync off; a server that is
+		// certified against its own crashes runs with its own defaults
+		// (fsync on) plus what was asked for.
+		pgOpts = append(pgOpts, testcontainers.WithCmd(append([]string{"postgres"}, pgArgs...)...))
+	}
+	pg, err := tcpostgres.Run(ctx, o.PostgresImage, pgOpts...)
 	if pg != nil {
 		mu.Lock()
 		ctrs = append(ctrs, pg)
@@ -116,16 +188,16 @@ func StartContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 	}
 	if err != nil {
 		stop()
-		return nil, stop, fmt.Errorf("start PostgreSQL (image %s%s): %w", o.PostgresImage, buildHint(o.PostgresImage, "postgres"), err)
+		return nil, stop, nil, fmt.Errorf("start PostgreSQL (image %s%s): %w", o.PostgresImage, buildHint(o.PostgresImage, "postgres"), err)
 	}
 	dsn, err := pg.ConnectionString(ctx, "sslmode=disable")
 	if err != nil {
 		stop()
-		return nil, stop, err
+		return nil, stop, nil, err
 	}
 	if err := loopback(dsn); err != nil {
 		stop()
-		return nil, stop, err
+		return nil, stop, nil, err
 	}
 	if err := firstQuery(ctx, func(ctx context.Context) error {
 		c, err := pgx.Connect(ctx, dsn)
@@ -137,13 +209,29 @@ func StartContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 		return c.QueryRow(ctx, "SELECT 1").Scan(&one)
 	}); err != nil {
 		stop()
-		return nil, stop, fmt.Errorf("PostgreSQL container does not answer: %w", err)
+		return nil, stop, nil, fmt.Errorf("PostgreSQL container does not answer: %w", err)
 	}
 	LastTimings.Postgres = time.Since(t0)
+	if o.ServerFaults {
+		srv, err := containerServer(ctx, "postgres", "postgres", "5432/tcp", pg, func(ctx context.Context, addr string) error {
+			c, err := pgx.Connect(ctx, servers.ViaEndpoint(dsn, addr))
+			if err != nil {
+				return err
+			}
+			defer c.Close(ctx)
+			var one int
+			return c.QueryRow(ctx, "SELECT 1").Scan(&one)
+		})
+		if err != nil {
+			stop()
+			return nil, stop, nil, err
+		}
+		srvs = append(srvs, srv)
+	}
 	env[servers.EnvPostgresDSN] = dsn
 	fmt.Fprintf(log, "PostgreSQL %s up: first query %s after Run\n", o.PostgresImage, LastTimings.Postgres.Round(time.Millisecond))
 	if o.NoNeo4j {
-		return env, stop, nil
+		return env, stop, srvs, nil
 	}
 	t1 := time.Now()
 	pw := randomSecret()
@@ -161,32 +249,47 @@ func StartContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 	}
 	if err != nil {
 		stop()
-		return nil, stop, fmt.Errorf("start Neo4j (image %s%s): %w", o.Neo4jImage, buildHint(o.Neo4jImage, "neo4j"), err)
+		return nil, stop, nil, fmt.Errorf("start Neo4j (image %s%s): %w", o.Neo4jImage, buildHint(o.Neo4jImage, "neo4j"), err)
 	}
 	uri, err := n4.BoltUrl(ctx)
 	if err != nil {
 		stop()
-		return nil, stop, err
+		return nil, stop, nil, err
 	}
 	uri = strings.Replace(uri, "neo4j://", "bolt://", 1)
 	if err := loopback(uri); err != nil {
 		stop()
-		return nil, stop, err
+		return nil, stop, nil, err
 	}
 	env[servers.EnvNeo4jURI], env[servers.EnvNeo4jUser], env[servers.EnvNeo4jPassword] = uri, "neo4j", pw
 	if servers.Neo4jPing != nil {
 		if err := firstQuery(ctx, func(ctx context.Context) error { return servers.Neo4jPing(ctx, uri, "neo4j", pw) }); err != nil {
 			stop()
-			return nil, stop, fmt.Errorf("Neo4j container does not answer: %w", err)
+			return nil, stop, nil, fmt.Errorf("Neo4j container does not answer: %w", err)
 		}
 	}
 	LastTimings.Neo4j = time.Since(t1)
+	if o.ServerFaults && servers.Neo4jPing != nil {
+		srv, err := containerServer(ctx, "neo4j", "bolt", "7687/tcp", n4, func(ctx context.Context, addr string) error {
+			return servers.Neo4jPing(ctx, servers.ViaEndpoint(uri, addr), "neo4j", pw)
+		})
+		if err != nil {
+			stop()
+			return nil, stop, nil, err
+		}
+		srvs = append(srvs, srv)
+	}
 	fmt.Fprintf(log, "Neo4j %s up: first query %s after Run\n", o.Neo4jImage, LastTimings.Neo4j.Round(time.Millisecond))
-	return env, stop, nil
+	return env, stop, srvs, nil
 }
 
 func firstQuery(ctx context.Context, q func(context.Context) error) error {
-	deadline := time.Now().Add(60 * time.Second)
+	return firstQueryWithin(ctx, 60*time.Second, q)
+}
+
+// firstQueryWithin retries q until it succeeds or limit has passed.
+func firstQueryWithin(ctx context.Context, limit time.Duration, q func(context.Context) error) error {
+	deadline := time.Now().Add(limit)
 	var err error
 	for time.Now().Before(deadline) {
 		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -1,0 +1,187 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/check"
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
+)
+
+// ServerFaults lets the supervisor fault the database servers of a server
+// backend (server-crash, ack-lost, conn-reset); sim/servers implements it
+// with the containers it started and an embedded fault proxy. It is
+// defined here, where the supervisor consumes it, so that sim does not
+// depend on the container libraries.
+type ServerFaults interface {
+	// OpenCase gives one run of a case its own way to the servers (a
+	// fault proxy per server) and the address its workers ask for server
+	// faults at.
+	OpenCase(ctx context.Context, sc ServerCase) (CaseServers, error)
+}
+
+// ServerCase is what the server faults of one case run need to know.
+type ServerCase struct {
+	// ID names the case run (unique in the supervisor).
+	ID string
+	// History is the case's history file; the supervisor appends what it
+	// did to the servers (a restart, a reply it dropped) to it.
+	History string
+	// Snapshot reads the case's stores; it is taken right after a server
+	// restart, before any worker writes again (invariant I9).
+	Snapshot func(ctx context.Context) (check.Snapshot, error)
+	// Acknowledged says what the history has acknowledged so far: how
+	// many service events it holds and the plan row ids saves returned.
+	// It is asked at a server kill.
+	Acknowledged func() (events int, savedPlans []int64, err error)
+}
+
+// CaseServers are one case run's endpoints and server faults.
+type CaseServers interface {
+	// Endpoints are what the workers reach the servers through
+	// (CaseEnv.Servers): server name -> host:port, and EndpointControl ->
+	// the URL they ask for server faults at.
+	Endpoints() map[string]string
+	// StopFaults disarms every proxy fault still armed: faults stop
+	// before the final recovery.
+	StopFaults()
+	// Restarts lists the server restarts of the case so far.
+	Restarts() []check.Restart
+	// Close removes the case's proxies.
+	Close()
+}
+
+// EndpointControl is the CaseEnv.Servers key of the URL a worker asks for
+// server faults at.
+const EndpointControl = "control"
+
+// ServerFaultRequest is what a worker sends the supervisor when a server
+// fault fires at one of its windows.
+type ServerFaultRequest struct {
+	Worker string        `json:"worker"`
+	Phase  int           `json:"phase"`
+	Point  faults.Point  `json:"point"`
+	Action faults.Action `json:"action"`
+}
+
+// serverFaultHook returns the faults.Runtime.Server hook of a worker whose
+// case may fault servers: it asks the supervisor at url and waits for the
+// fault to be in place (a restart can take seconds).
+func serverFaultHook(url, worker string, phase int) func(context.Context, faults.Hit) error {
+	client := &http.Client{Timeout: 3 * time.Minute}
+	return func(ctx context.Context, h faults.Hit) error {
+		body, err := json.Marshal(ServerFaultRequest{Worker: worker, Phase: phase, Point: h.Point, Action: h.Action})
+		if err != nil {
+			return err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return fmt.Errorf("ask the supervisor for %s: %w", h.Action, err)
+		}
+		defer resp.Body.Close()
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("supervisor refused %s at %s: %s: %s", h.Action, h.Point, resp.Status, bytes.TrimSpace(msg))
+		}
+		return nil
+	}
+}
+
+// openServers opens the case's server faults when the run has them: the
+// workers' endpoints go into env, and the case holds the servers shared,
+// or exclusively when it crashes one. unlock releases what it took.
+func (r *Runner) openServers(ctx context.Context, c Case, cx caseExec, env *CaseEnv, space, history string) (CaseServers, func(), error) {
+	if r.cfg.ServerFaults == nil || r.cfg.InProcess {
+		if k, ok := serverFaultOf(c); ok {
+			return nil, func() {}, fmt.Errorf("case arms a server fault (%s) but this run cannot fault servers: it needs a server backend whose servers crashmatrix started (--backend containers, with server faults on) and real worker processes", k)
+		}
+		return nil, func() {}, nil
+	}
+	if crashesServer(c) {
+		r.servers.Lock()
+	} else {
+		r.servers.RLock()
+	}
+	unlock := func() {
+		if crashesServer(c) {
+			r.servers.Unlock()
+		} else {
+			r.servers.RUnlock()
+		}
+	}
+	snapEnv := *env
+	cs, err := r.cfg.ServerFaults.OpenCase(ctx, ServerCase{ID: space, History: history,
+		Snapshot: func(ctx context.Context) (check.Snapshot, error) {
+			h, err := cx.history()
+			if err != nil {
+				return check.Snapshot{}, err
+			}
+			s, _, err := cx.snapshot(ctx, c, snapEnv, space, h)
+			return s, err
+		},
+		Acknowledged: func() (int, []int64, error) {
+			h, err := cx.history()
+			if err != nil {
+				return 0, nil, err
+			}
+			obs := Observe(h, c, space)
+			var saved []int64
+			for _, t := range obs.Threads {
+				saved = append(saved, t.ReturnedIDs...)
+			}
+			return len(obs.Events), saved, nil
+		}})
+	if err != nil {
+		unlock()
+		return nil, func() {}, fmt.Errorf("server faults: %w", err)
+	}
+	env.Servers = cs.Endpoints()
+	return cs, func() { cs.Close(); unlock() }, nil
+}
+
+// serverFaultOf returns a server fault the case arms, if any.
+func serverFaultOf(c Case) (faults.Action, bool) {
+	for _, st := range c.Steps {
+		for _, a := range st.Arms {
+			if a.Kind.IsServer() {
+				return a, true
+			}
+		}
+	}
+	return faults.Action{}, false
+}
+
+// crashesServer reports whether a case arms a server crash.
+func crashesServer(c Case) bool {
+	for _, st := range c.Steps {
+		for _, a := range st.Arms {
+			if a.Kind == faults.ServerCrash {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// serverFaultDone reports whether the supervisor recorded that the server
+// fault worker armed at p took effect (a restart, a dropped reply, a reset
+// connection).
+func serverFaultDone(h history.Log, worker string, p faults.Point) bool {
+	for _, r := range h {
+		if r.Kind == history.Server && r.Point == p && r.Worker == worker && r.Err == "" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,102 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+
+	"github.com/crashmatrix/crashmatrix/sim/servers/serverfaults"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+)
+
+// containerServer is a started container as a server the supervisor may
+// kill (SIGKILL to the container, which ends every process in it) and
+// start again: the container keeps its writable layer, so the server
+// comes back on its data. ping answers once the server at addr answers a
+// query.
+func containerServer(ctx context.Context, name, protocol, port string, c testcontainers.Container, ping func(ctx context.Context, addr string) error) (*serverfaults.Server, error) {
+	addr, err := mappedAddr(ctx, c, port)
+	if err != nil {
+		return nil, err
+	}
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("container engine client for %s: %w", name, err)
+	}
+	id := c.GetContainerID()
+	return &serverfaults.Server{
+		Name: name, Protocol: protocol, Addr: addr,
+		Kill: func(ctx context.Context) error {
+			if _, err := cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+				return fmt.Errorf("SIGKILL container %.12s: %w", id, err)
+			}
+			w := cli.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+			select {
+			case <-w.Result:
+				return nil
+			case err := <-w.Error:
+				return fmt.Errorf("wait for container %.12s to die: %w", id, err)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+		Start: func(ctx context.Context) (string, error) {
+			if _, err := cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+				return "", fmt.Errorf("start container %.12s again: %w", id, err)
+			}
+			var addr string
+			err := firstQueryWithin(ctx, serverfaults.RestartBudget, func(ctx context.Context) error {
+				var err error
+				if addr, err = mappedAddr(ctx, c, port); err != nil {
+					return err
+				}
+				return ping(ctx, addr)
+			})
+			if err != nil {
+				return "", fmt.Errorf("%s does not answer after its restart: %w", name, err)
+			}
+			return addr, nil
+		},
+	}, nil
+}
+
+// mappedAddr is where the host reaches a container's port now.
+func mappedAddr(ctx context.Context, c testcontainers.Container, port string) (string, error) {
+	host, err := c.Host(ctx)
+	if err != nil {
+		return "", err
+	}
+	p, err := c.MappedPort(ctx, port)
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(host, p.Port()), nil
+}
+
+// ParseServerConfig parses --postgres-config values (key=value each) into
+// the server's -c arguments; a bad entry is named.
+func ParseServerConfig(kvs []string) ([]string, error) {
+	var args []string
+	keys := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" || strings.ContainsAny(k, " \t\n'\"") {
+			return nil, fmt.Errorf("--postgres-config %q: want key=value (a PostgreSQL setting, e.g. synchronous_commit=off)", kv)
+		}
+		keys[k] = v
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		args = append(args, "-c", k+"="+keys[k])
+	}
+	return args, nil
+}

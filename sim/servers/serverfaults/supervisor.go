@@ -1,0 +1,351 @@
+// Package serverfaults carries out the server faults of a run
+// (server-crash, ack-lost, conn-reset) for the supervisor: it kills and
+// restarts database servers on their data and drives an embedded
+// toxiproxy between the workers and each server. It is kept apart from
+// sim/servers so that worker processes do not load the proxy.
+package serverfaults
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/crashmatrix/crashmatrix/check"
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+// Server is one database server the supervisor may fault: it can tell
+// where the server listens, kill it, and start it again on its data.
+// provision builds these for the containers it starts.
+type Server struct {
+	// Name is "postgres" or "neo4j" (the name a fault action targets).
+	Name string
+	// Protocol is the wire protocol the fault proxy reads: "postgres" or
+	// "bolt".
+	Protocol string
+	// Addr is the server's host:port now.
+	Addr string
+	// Kill kills the whole server with SIGKILL and returns once it is
+	// dead.
+	Kill func(ctx context.Context) error
+	// Start starts the killed server again on the same data and returns
+	// its host:port (it may change) once it answers a query.
+	Start func(ctx context.Context) (string, error)
+}
+
+// Supervisor carries out server faults for the simulator
+// (sim.ServerFaults): it owns an embedded toxiproxy with a stable proxy in
+// front of each server, a proxy per case run, and a loopback HTTP
+// endpoint the workers ask for faults at.
+type Supervisor struct {
+	proxy   *toxiproxy.ApiServer
+	ctrl    *http.Server
+	ctrlURL string
+	log     io.Writer
+
+	mu       sync.Mutex
+	servers  map[string]*Server
+	stable   map[string]*toxiproxy.Proxy
+	cases    map[string]*caseServers
+	seq      int
+	restarts []RestartTime
+}
+
+// RestartBudget bounds one kill and restart: Neo4j recovers its
+// transaction log in a fresh JVM, which on a busy machine takes tens of
+// seconds.
+const RestartBudget = 5 * time.Minute
+
+// RestartTime is one measured server restart: from the kill to the first
+// answered query.
+type RestartTime struct {
+	Server string
+	Took   time.Duration
+}
+
+// NewSupervisor puts a stable proxy on 127.0.0.1 in front of each server
+// and starts the control endpoint. Close stops both.
+func NewSupervisor(servers []*Server, log io.Writer) (*Supervisor, error) {
+	s := &Supervisor{proxy: newToxiproxy(), log: log, servers: map[string]*Server{}, stable: map[string]*toxiproxy.Proxy{}, cases: map[string]*caseServers{}}
+	for _, srv := range servers {
+		p := toxiproxy.NewProxy(s.proxy, "stable-"+srv.Name, "127.0.0.1:0", srv.Addr)
+		if err := s.proxy.Collection.Add(p, true); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("fault proxy for %s: %w", srv.Name, err)
+		}
+		s.servers[srv.Name], s.stable[srv.Name] = srv, p
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("server fault control endpoint: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /case/{id}", s.handleFault)
+	s.ctrl = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.ctrlURL = "http://" + ln.Addr().String()
+	go func() { _ = s.ctrl.Serve(ln) }()
+	return s, nil
+}
+
+// Stable returns the endpoint (host:port on 127.0.0.1) that reaches the
+// named server across its restarts.
+func (s *Supervisor) Stable(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.stable[name]; p != nil {
+		return p.Listen
+	}
+	return ""
+}
+
+// Restarts returns every restart measured so far.
+func (s *Supervisor) Restarts() []RestartTime {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]RestartTime(nil), s.restarts...)
+}
+
+// Close stops the control endpoint and every proxy.
+func (s *Supervisor) Close() {
+	if s.ctrl != nil {
+		_ = s.ctrl.Close()
+	}
+	_ = s.proxy.Collection.Clear()
+}
+
+// Crash kills the named server and starts it again on its data, then
+// points every proxy at it; it returns how long the server was gone (kill
+// to first answered query).
+func (s *Supervisor) Crash(ctx context.Context, name string) (time.Duration, error) {
+	s.mu.Lock()
+	srv := s.servers[name]
+	s.mu.Unlock()
+	if srv == nil {
+		return 0, fmt.Errorf("no server %q to crash (servers: %s)", name, strings.Join(s.Names(), ", "))
+	}
+	t0 := time.Now()
+	if err := srv.Kill(ctx); err != nil {
+		return 0, fmt.Errorf("kill %s: %w", name, err)
+	}
+	addr, err := srv.Start(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("restart %s on its data: %w", name, err)
+	}
+	took := time.Since(t0)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.restarts = append(s.restarts, RestartTime{Server: name, Took: took})
+	if addr != srv.Addr {
+		srv.Addr = addr
+		proxies := []*toxiproxy.Proxy{s.stable[name]}
+		for _, c := range s.cases {
+			proxies = append(proxies, c.proxies[name])
+		}
+		for _, p := range proxies {
+			if p == nil {
+				continue
+			}
+			if err := p.Update(&toxiproxy.Proxy{Listen: p.Listen, Upstream: addr, Enabled: true}); err != nil {
+				return took, fmt.Errorf("point the %s proxy at the restarted server: %w", name, err)
+			}
+		}
+	}
+	return took, nil
+}
+
+// Names lists the servers the supervisor can fault, sorted.
+func (s *Supervisor) Names() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for n := range s.servers {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// OpenCase implements sim.ServerFaults: a proxy per server for the case
+// run, and the URL its workers ask for faults at.
+func (s *Supervisor) OpenCase(_ context.Context, sc sim.ServerCase) (sim.CaseServers, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	c := &caseServers{s: s, sc: sc, key: fmt.Sprintf("c%d", s.seq), proxies: map[string]*toxiproxy.Proxy{}, armed: map[string]string{}}
+	for name, srv := range s.servers {
+		p := toxiproxy.NewProxy(s.proxy, c.key+"-"+name, "127.0.0.1:0", srv.Addr)
+		if err := s.proxy.Collection.Add(p, true); err != nil {
+			c.closeLocked()
+			return nil, fmt.Errorf("fault proxy for %s of case %s: %w", name, sc.ID, err)
+		}
+		c.proxies[name] = p
+	}
+	s.cases[c.key] = c
+	return c, nil
+}
+
+// caseServers are one case run's proxies and faults.
+type caseServers struct {
+	s       *Supervisor
+	sc      sim.ServerCase
+	key     string
+	proxies map[string]*toxiproxy.Proxy
+
+	mu       sync.Mutex
+	armed    map[string]string // toxic name -> latch id, on proxy "server/toxic"
+	restarts []check.Restart
+	n        int
+}
+
+func (c *caseServers) Endpoints() map[string]string {
+	out := map[string]string{sim.EndpointControl: c.s.ctrlURL + "/case/" + c.key}
+	for name, p := range c.proxies {
+		out[name] = p.Listen
+	}
+	return out
+}
+
+func (c *caseServers) StopFaults() {
+	c.mu.Lock()
+	armed := c.armed
+	c.armed = map[string]string{}
+	c.mu.Unlock()
+	for key, id := range armed {
+		server, toxic, _ := strings.Cut(key, "/")
+		if p := c.proxies[server]; p != nil {
+			_ = p.Toxics.RemoveToxic(context.Background(), toxic)
+		}
+		dropLatch(id)
+	}
+}
+
+func (c *caseServers) Restarts() []check.Restart {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]check.Restart(nil), c.restarts...)
+}
+
+func (c *caseServers) Close() {
+	c.StopFaults()
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	c.closeLocked()
+}
+
+func (c *caseServers) closeLocked() {
+	for _, p := range c.proxies {
+		_ = c.s.proxy.Collection.Remove(p.Name)
+	}
+	delete(c.s.cases, c.key)
+}
+
+// record appends what the supervisor did to the case's history, under the
+// name of the worker that hit the fault.
+func (c *caseServers) record(req sim.ServerFaultRequest, detail, errMsg string) {
+	h, err := history.Open(c.sc.History, req.Worker, req.Phase, func() int64 { return time.Now().UnixMilli() })
+	if err != nil {
+		fmt.Fprintf(c.s.log, "server faults: case %s: %v\n", c.sc.ID, err)
+		return
+	}
+	defer h.Close()
+	act := req.Action
+	h.Append(history.Record{Kind: history.Server, Point: req.Point, Fault: &act, Note: detail, Err: errMsg})
+}
+
+func (s *Supervisor) handleFault(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	c := s.cases[r.PathValue("id")]
+	s.mu.Unlock()
+	if c == nil {
+		http.Error(w, "no such case run (it ended?)", http.StatusNotFound)
+		return
+	}
+	var req sim.ServerFaultRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
+		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	act := req.Action
+	var err error
+	if !act.Kind.IsServer() {
+		err = fmt.Errorf("%s is not a server fault", act)
+	} else {
+		// Not the request's context: a worker that gives up (or is killed
+		// as hung) must not leave a server half restarted.
+		ctx, cancel := context.WithTimeout(context.Background(), RestartBudget)
+		err = c.fault(ctx, req, act)
+		cancel()
+	}
+	if err != nil {
+		c.record(req, "", err.Error())
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// fault carries out one server fault for the case.
+func (c *caseServers) fault(ctx context.Context, req sim.ServerFaultRequest, act faults.Action) error {
+	p := c.proxies[act.Server]
+	if p == nil {
+		return fmt.Errorf("%s: this run has no %s server (servers: %s)", req.Action, act.Server, strings.Join(c.s.Names(), ", "))
+	}
+	switch act.Kind {
+	case faults.ServerCrash:
+		events, saved, err := c.sc.Acknowledged()
+		if err != nil {
+			return fmt.Errorf("read the history before the kill: %w", err)
+		}
+		took, err := c.s.Crash(ctx, act.Server)
+		if err != nil {
+			return err
+		}
+		rs := check.Restart{Server: act.Server, Point: string(req.Point), Worker: req.Worker, Took: took, Events: events, SavedPlans: saved}
+		// Read the stores before any worker writes again: what a write
+		// acknowledged before the kill must be there now (I9).
+		if snap, err := c.sc.Snapshot(ctx); err != nil {
+			rs.SnapshotErr = err.Error()
+		} else {
+			rs.Snapshot = snap
+		}
+		c.mu.Lock()
+		c.restarts = append(c.restarts, rs)
+		c.mu.Unlock()
+		c.record(req, fmt.Sprintf("%s killed (SIGKILL) and restarted on its data: first answered query %s after the kill", act.Server, took.Round(time.Millisecond)), "")
+		return nil
+	case faults.AckLost, faults.ConnReset:
+		c.mu.Lock()
+		c.n++
+		name := fmt.Sprintf("%s-%d", act.Kind, c.n)
+		c.mu.Unlock()
+		id, _ := newLatch(func(detail string) { c.record(req, act.Server+": "+detail, "") })
+		body := map[string]any{"name": name, "type": ToxicAckLost, "stream": "downstream", "toxicity": 1.0,
+			"attributes": map[string]any{"latch": id, "protocol": c.s.servers[act.Server].Protocol}}
+		if act.Kind == faults.ConnReset {
+			body["type"], body["stream"] = ToxicConnReset, "upstream"
+			body["attributes"] = map[string]any{"latch": id}
+		}
+		b, _ := json.Marshal(body)
+		if _, err := p.Toxics.AddToxicJson(strings.NewReader(string(b))); err != nil {
+			dropLatch(id)
+			return fmt.Errorf("arm %s on the %s proxy: %w", act.Kind, act.Server, err)
+		}
+		c.mu.Lock()
+		c.armed[act.Server+"/"+name] = id
+		c.mu.Unlock()
+		return nil
+	}
+	return errors.New("unreachable")
+}
