@@ -1,0 +1,198 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/reference/plansave"
+)
+
+// CheckI3: convergent graph. Once recovery quiesced, the graph's edges are
+// exactly the fact sources of the ACTIVE documents, every node an ACTIVE
+// document mentions exists, and nothing is stored twice.
+func CheckI3(s Snapshot, _ Observed) []Violation {
+	var out []Violation
+	want := map[reference.EdgeKey][]string{}
+	nodes := map[string][]string{}
+	for _, st := range s.States {
+		if st.Status != reference.DocActive {
+			continue
+		}
+		for _, k := range st.FactSources {
+			want[k] = append(want[k], st.DocumentID)
+		}
+		for _, n := range st.NodeIDs {
+			nodes[n] = append(nodes[n], st.DocumentID)
+		}
+	}
+	for _, k := range s.Graph.SortedEdges() {
+		if _, ok := want[k]; !ok {
+			out = append(out, Violation{Invariant: I3, Message: "the graph holds edge " + k.String() + " that no ACTIVE document supports (an unreconciled effect)",
+				Evidence: []string{fmt.Sprintf("%d edges in graph, %d supported", len(s.Graph.Edges), len(want))}})
+		}
+	}
+	keys := make([]reference.EdgeKey, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
+	for _, k := range keys {
+		if _, ok := s.Graph.Edges[k]; !ok {
+			out = append(out, Violation{Invariant: I3, Document: strings.Join(want[k], ","),
+				Message: "edge " + k.String() + " supported by ACTIVE document(s) " + strings.Join(want[k], ", ") + " is missing from the graph"})
+		}
+	}
+	ids := make([]string, 0, len(nodes))
+	for n := range nodes {
+		ids = append(ids, n)
+	}
+	sort.Strings(ids)
+	for _, n := range ids {
+		if _, ok := s.Graph.Nodes[n]; !ok {
+			out = append(out, Violation{Invariant: I3, Document: strings.Join(nodes[n], ","),
+				Message: "node " + n + " mentioned by ACTIVE document(s) " + strings.Join(nodes[n], ", ") + " is missing from the graph"})
+		}
+	}
+	for _, d := range s.Duplicates {
+		out = append(out, Violation{Invariant: I3, Message: "duplicate in the graph: " + d})
+	}
+	return out
+}
+
+// CheckI6: registry. Each (type, name) maps to one node id, and each
+// registered node exists in the graph.
+func CheckI6(s Snapshot, _ Observed) []Violation {
+	var out []Violation
+	owner := map[string]string{}
+	for _, e := range s.Registry {
+		for _, n := range e.Names {
+			k := reference.Normalize(e.Type) + "/" + reference.Normalize(n)
+			if prev, ok := owner[k]; ok && prev != e.NodeID {
+				out = append(out, Violation{Invariant: I6, Message: fmt.Sprintf("name %q of type %s is bound to two nodes", n, e.Type), Evidence: []string{prev, e.NodeID}})
+			}
+			owner[k] = e.NodeID
+		}
+		if _, ok := s.Graph.Nodes[e.NodeID]; !ok {
+			out = append(out, Violation{Invariant: I6, Message: fmt.Sprintf("registered entity %s (%s %q) has no node in the graph", e.NodeID, e.Type, e.CanonicalName)})
+		}
+	}
+	return out
+}
+
+// CheckI7: leases. Per document, fencing tokens grow with each grant; a new
+// holder is granted only after the previous holder's lease (as last
+// renewed) expired; a holder refused as stale commits nothing afterwards.
+func CheckI7(_ Snapshot, o Observed) []Violation {
+	var out []Violation
+	type grant struct {
+		holder    string
+		token     int64
+		expiresAt int64
+		event     int
+		// releasing: the holder sent a release whose outcome the
+		// history may not show (killed right after it).
+		releasing bool
+	}
+	cur := map[string]*grant{}
+	lost := map[string]int{} // holder+op refused -> the refusal's event
+	// A lease a fault broke on purpose (split brain, early expiry) is not
+	// the lock provider's fault: its grants are not judged here.
+	broken := newIntentIndex(o.Log).leaseFaultedHolder
+	for i, e := range o.Events {
+		doc := e.Space + "/" + e.DocumentID
+		switch e.Kind {
+		case reference.EvLeaseAcquire:
+			if g := cur[doc]; g != nil && !broken(g.holder) && !broken(e.Holder) {
+				if e.Holder != g.holder && e.Token <= g.token {
+					out = append(out, Violation{Invariant: I7, Document: e.DocumentID, Events: []int{g.event, i},
+						Message: fmt.Sprintf("fencing token did not grow: %s got token %d after %s held %d", e.Holder, e.Token, g.holder, g.token)})
+				}
+				if e.Holder != g.holder && e.At < g.expiresAt && e.Token != g.token && !g.releasing {
+					out = append(out, Violation{Invariant: I7, Document: e.DocumentID, Events: []int{g.event, i},
+						Message: fmt.Sprintf("two live holders: %s got token %d at %d while %s's token %d lived until %d", e.Holder, e.Token, e.At, g.holder, g.token, g.expiresAt)})
+				}
+			}
+			cur[doc] = &grant{holder: e.Holder, token: e.Token, expiresAt: e.ExpiresAt, event: i}
+			for k := range lost {
+				if strings.HasPrefix(k, e.Holder+"\x00") {
+					delete(lost, k) // a new lease: a new epoch for this holder
+				}
+			}
+		case reference.EvLeaseRenew:
+			if g := cur[doc]; g != nil && g.holder == e.Holder && g.token == e.Token {
+				g.expiresAt = e.ExpiresAt
+			} else if g != nil && g.token > e.Token && !broken(g.holder) && !broken(e.Holder) {
+				out = append(out, Violation{Invariant: I7, Document: e.DocumentID, Events: []int{g.event, i},
+					Message: fmt.Sprintf("stale holder %s renewed token %d after token %d was granted to %s", e.Holder, e.Token, g.token, g.holder)})
+			}
+		case reference.EvLeaseReleasing:
+			if g := cur[doc]; g != nil && g.holder == e.Holder && g.token == e.Token {
+				g.releasing = true
+			}
+		case reference.EvLeaseRelease:
+			if g := cur[doc]; g != nil && g.holder == e.Holder && g.token == e.Token {
+				delete(cur, doc)
+			}
+		case reference.EvLeaseBroken:
+			out = append(out, Violation{Invariant: I7, Document: e.DocumentID,
+				Message: "the lock provider broke the lease contract: " + e.Detail})
+		case reference.EvLeaseLost:
+			lost[e.Holder+"\x00"+e.OperationID] = i
+		case reference.EvStateCommit:
+			if at, ok := lost[e.Holder+"\x00"+e.OperationID]; ok {
+				out = append(out, Violation{Invariant: I7, Operation: e.OperationID, Document: e.DocumentID, Events: []int{at, i},
+					Message: fmt.Sprintf("holder %s committed revision %d after it was refused as a stale holder", e.Holder, e.Revision)})
+			}
+		case reference.EvInvoke:
+			delete(lost, e.Holder+"\x00"+e.OperationID)
+		}
+	}
+	return out
+}
+
+// CheckI8: plan save. One row per (owner, operation_id); the checkpoint of
+// a saved thread names the first row's id; every id a retry returned is that
+// id; a conflicting retry failed loudly.
+func CheckI8(s Snapshot, o Observed) []Violation {
+	var out []Violation
+	rows := map[string][]plansave.PlanRow{}
+	for _, r := range s.PlanRows {
+		k := r.Owner + "/" + r.OperationID
+		rows[k] = append(rows[k], r)
+	}
+	for _, th := range o.Threads {
+		cp, ok := s.Checkpoints[th.Thread]
+		if !ok {
+			out = append(out, Violation{Invariant: I8, Operation: th.Thread, RootCause: true, Message: "the thread's checkpoint is gone after restart"})
+			continue
+		}
+		k := cp.Owner + "/" + cp.OperationID
+		rs := rows[k]
+		if len(rs) != 1 {
+			var ev []string
+			for _, r := range rs {
+				ev = append(ev, fmt.Sprintf("row id %d (%s, %d min)", r.ID, r.Question, r.Minutes))
+			}
+			out = append(out, Violation{Invariant: I8, Operation: cp.OperationID,
+				Message: fmt.Sprintf("%d plan rows for (owner %s, operation_id %s), want exactly 1", len(rs), cp.Owner, cp.OperationID), Evidence: ev})
+			continue
+		}
+		first := rs[0].ID
+		if cp.Status != plansave.StatusSaved || cp.PlanID != first {
+			out = append(out, Violation{Invariant: I8, Operation: cp.OperationID,
+				Message: fmt.Sprintf("checkpoint is %s with plan id %d, want saved with the first row id %d", cp.Status, cp.PlanID, first)})
+		}
+		for _, id := range th.ReturnedIDs {
+			if id != first {
+				out = append(out, Violation{Invariant: I8, Operation: cp.OperationID,
+					Message: fmt.Sprintf("a retry returned row id %d, not the first id %d", id, first)})
+			}
+		}
+	}
+	for _, t := range o.ConflictAccepted {
+		out = append(out, Violation{Invariant: I8, Operation: t, Message: "a retry with the same operation_id and other content was accepted instead of failing loudly"})
+	}
+	return out
+}
