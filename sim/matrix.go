@@ -52,6 +52,16 @@ func (r *Runner) runWithRetries(ctx context.Context, c Case) CaseResult {
 			// One flat note for the reports, whatever the number of runs.
 			res.Notes = append(res.Notes, EarlierAttempts+strings.Join(earlier, " | "))
 		}
+		if why, ok := hungUnderOldTiming(res, tm, r.Timing()); ok && r.cfg.Adaptive && !r.cfg.InProcess && n < maxAttempts && ctx.Err() == nil {
+			// A worker was killed at the deadline of a timing the run has
+			// since raised (another case measured a slower machine): that
+			// is time running out, not a hang, so run it again with the
+			// raised timing.
+			attempts = append(attempts, Attempt{LeaseTTL: tm.LeaseTTL, Reason: why})
+			earlier = append(earlier, fmt.Sprintf("attempt %d: %s (lease TTL %s)", n, why.Detail, tm.LeaseTTL))
+			tm = r.Timing()
+			continue
+		}
 		if res.Verdict != NotExercised || n == maxAttempts || ctx.Err() != nil || res.NotExercised == nil {
 			return res
 		}
@@ -64,6 +74,23 @@ func (r *Runner) runWithRetries(ctx context.Context, c Case) CaseResult {
 		}
 		tm = next
 	}
+}
+
+// hungUnderOldTiming reports whether an undecided case's worker was killed
+// at its deadline (started with timing was) while the run's timing now
+// allows a longer one, and says so as a timing reason.
+func hungUnderOldTiming(res CaseResult, was, now Timing) (NotExercisedReason, bool) {
+	if res.Verdict != Undecided || now.ProcessTimeout <= was.ProcessTimeout {
+		return NotExercisedReason{}, false
+	}
+	for _, w := range res.Workers {
+		if w.Exit == "timeout" {
+			return NotExercisedReason{Cause: CauseTiming,
+				Detail: fmt.Sprintf("worker %s outlived the %s deadline of lease TTL %s, and the run's timing has since risen to lease TTL %s (deadline %s)", w.Worker, was.ProcessTimeout, was.LeaseTTL, now.LeaseTTL, now.ProcessTimeout),
+				Advice: timingAdvice(now)}, true
+		}
+	}
+	return NotExercisedReason{}, false
 }
 
 // RunAll runs cases on parallel workers slots and reports each result as it

@@ -143,3 +143,28 @@ func TestWhyNotExercisedNamesTheCause(t *testing.T) {
 		t.Errorf("unreachable: %q", got)
 	}
 }
+
+// An undecided case whose worker was killed at the deadline of a timing
+// the run has since raised is a timing problem (run again with the raised
+// timing); a hang under the current timing, or an undecided case without
+// a timeout, is not.
+func TestHungUnderOldTimingIsTiming(t *testing.T) {
+	old := Timing{LeaseTTL: 1500 * time.Millisecond, ProcessTimeout: 90 * time.Second}
+	raised := old.withTTL(24*time.Second, false)
+	hung := CaseResult{Verdict: Undecided, Workers: []WorkerResult{{Worker: "fault", Exit: "ok"}, {Worker: "recover", Exit: "timeout"}}}
+	why, ok := hungUnderOldTiming(hung, old, raised)
+	if !ok || why.Cause != CauseTiming || !strings.Contains(why.Detail, "worker recover") || !strings.Contains(why.Detail, "1m30s") || why.Advice == "" {
+		t.Fatalf("hung under a since-raised timing: %+v, %v; want a timing reason naming the worker and the old deadline", why, ok)
+	}
+	if _, ok := hungUnderOldTiming(hung, raised, raised); ok {
+		t.Error("a hang under the current timing was taken for a timing problem")
+	}
+	other := CaseResult{Verdict: Undecided, Workers: []WorkerResult{{Worker: "fault", Exit: "error: exit status 2"}}}
+	if _, ok := hungUnderOldTiming(other, old, raised); ok {
+		t.Error("an undecided case without a timeout was taken for a timing problem")
+	}
+	failed := CaseResult{Verdict: Fail, Workers: []WorkerResult{{Worker: "fault", Exit: "timeout"}}}
+	if _, ok := hungUnderOldTiming(failed, old, raised); ok {
+		t.Error("a failed case was retried")
+	}
+}
