@@ -50,27 +50,12 @@ func (c *clock) Now() int64 { return c.t.Add(1) }
 // dead process's lease has expired).
 func (c *clock) Jump(d time.Duration) { c.t.Add(d.Milliseconds()) }
 
-// crashSignal is the panic value of a simulated process death.
-type crashSignal struct{ hit faults.Hit }
-
-func crashRuntime(s *faults.Schedule) *faults.Runtime {
-	return &faults.Runtime{Injector: s, Crash: func(h faults.Hit) { panic(crashSignal{h}) }}
-}
+// crashRuntime simulates a process death at an armed point by a panic
+// that runUntilCrash catches.
+func crashRuntime(s *faults.Schedule) *faults.Runtime { return faults.PanicCrash(s) }
 
 // runUntilCrash runs f and reports the crash that ended it, or nil.
-func runUntilCrash(f func()) (hit *faults.Hit) {
-	defer func() {
-		if r := recover(); r != nil {
-			c, ok := r.(crashSignal)
-			if !ok {
-				panic(r)
-			}
-			hit = &c.hit
-		}
-	}()
-	f()
-	return nil
-}
+var runUntilCrash = faults.RunUntilCrash
 
 // countingWriter counts writer calls and can fail the next call or stall.
 type countingWriter struct {

@@ -35,26 +35,12 @@ var ctx = context.Background()
 var yes = func() *bool { b := true; return &b }()
 var no = func() *bool { b := false; return &b }()
 
-type crashSignal struct{ hit faults.Hit }
+// crashRuntime simulates a process death at an armed point by a panic
+// that runUntilCrash catches.
+func crashRuntime(s *faults.Schedule) *faults.Runtime { return faults.PanicCrash(s) }
 
-func crashRuntime(s *faults.Schedule) *faults.Runtime {
-	return &faults.Runtime{Injector: s, Crash: func(h faults.Hit) { panic(crashSignal{h}) }}
-}
-
-// runUntilCrash runs f and returns the hit that crashed it (nil if none).
-func runUntilCrash(f func()) (hit *faults.Hit) {
-	defer func() {
-		if r := recover(); r != nil {
-			c, ok := r.(crashSignal)
-			if !ok {
-				panic(r)
-			}
-			hit = &c.hit
-		}
-	}()
-	f()
-	return nil
-}
+// runUntilCrash runs f and reports the crash that ended it, or nil.
+var runUntilCrash = faults.RunUntilCrash
 
 func must(t *testing.T, err error) {
 	t.Helper()
