@@ -1,14 +1,17 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -150,39 +153,164 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
-	cmd.Env = append(filterEnv(cmd.Env, "GO_FAILPOINTS"), "GO_FAILPOINTS="+faults.EnvValue(spec.Arms))
-	var stderr strings.Builder
-	cmd.Stderr = &limitedWriter{w: &stderr, n: 8192}
-	cmd.Stdout = &limitedWriter{w: &stderr, n: 8192}
+	// GOTRACEBACK=all: a worker that hangs past its deadline gets a
+	// SIGQUIT first, and prints every goroutine's stack to its output file.
+	cmd.Env = append(filterEnv(filterEnv(cmd.Env, "GO_FAILPOINTS"), "GOTRACEBACK"),
+		"GO_FAILPOINTS="+faults.EnvValue(spec.Arms), "GOTRACEBACK=all")
+	// The worker's output goes to a file of the case (no pipe to drain: a
+	// worker that dies leaves everything it wrote).
+	outPath := filepath.Join(dir, fmt.Sprintf("worker-%d-%s.out", spec.Phase, spec.Worker))
+	out, err := os.Create(outPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd.Stderr, cmd.Stdout = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
+		out.Close()
 		return nil, nil, err
 	}
 	r.procs.Store(cmd, struct{}{})
 	done := make(chan WorkerResult, 1)
+	exited := make(chan struct{})
+	var timedOut atomic.Bool
+	go r.watchDeadline(cmd.Process.Pid, deadline, exited, &timedOut)
 	go func() {
-		timer := time.AfterFunc(deadline, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 		stop := context.AfterFunc(ctx, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 		err := cmd.Wait()
-		timedOut := !timer.Stop()
+		close(exited)
 		stop()
+		out.Close()
 		r.procs.Delete(cmd)
 		wr := WorkerResult{Worker: spec.Worker, PID: cmd.Process.Pid, Took: time.Since(t0)}
 		var ee *exec.ExitError
 		switch {
-		case timedOut:
+		case timedOut.Load():
 			wr.Exit = "timeout"
+			wr.Output = outPath
+			wr.Stuck = stuckFrames(outPath)
 		case err == nil:
 			wr.Exit = "ok"
 		case errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL:
 			wr.Exit = "killed (SIGKILL)"
 		default:
-			wr.Exit = fmt.Sprintf("error: %v: %s", err, strings.TrimSpace(stderr.String()))
+			wr.Exit = fmt.Sprintf("error: %v: %s", err, strings.TrimSpace(headOf(outPath, 8192)))
 		}
 		done <- wr
 	}()
 	return cmd, done, nil
+}
+
+// watchDeadline kills the worker pid once deadline has passed. A run whose
+// timings were raised while the worker ran (a slower machine now) gives it
+// the raised deadline instead: the worker was started under timings the
+// run itself no longer holds. At the deadline the worker first gets a
+// SIGQUIT, so that its goroutines' stacks (where it hung) land in its
+// output file, then its process group a SIGKILL.
+func (r *Runner) watchDeadline(pid int, deadline time.Duration, exited <-chan struct{}, timedOut *atomic.Bool) {
+	t := time.NewTimer(deadline)
+	defer t.Stop()
+	limit := deadline
+	for {
+		select {
+		case <-exited:
+			return
+		case <-t.C:
+		}
+		if cur := r.Timing().ProcessTimeout; cur > limit {
+			t.Reset(cur - limit)
+			limit = cur
+			continue
+		}
+		timedOut.Store(true)
+		_ = syscall.Kill(pid, syscall.SIGQUIT)
+		select {
+		case <-exited:
+		case <-time.After(stackDumpWait):
+		}
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		return
+	}
+}
+
+// stackDumpWait is how long a worker past its deadline gets to print its
+// stacks after SIGQUIT before SIGKILL.
+const stackDumpWait = 2 * time.Second
+
+// headOf returns up to n bytes from the start of a file.
+func headOf(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	k, _ := io.ReadFull(f, b)
+	return string(b[:k])
+}
+
+// stuckFrames reads the goroutine dump a worker printed at its deadline
+// and returns, for each goroutine running crashmatrix code (the worker
+// machinery aside), its state and innermost crashmatrix frame: where the
+// worker hung, e.g. "IO wait, 1 minutes: adapters/postgres.(*db).acquireLease
+// (locks.go:27)". At most five, longest waits first as the runtime lists them.
+func stuckFrames(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	const mod = "github.com/crashmatrix/crashmatrix/"
+	var out []string
+	seen := map[string]bool{}
+	for _, g := range strings.Split(string(b), "\n\n") {
+		lines := strings.Split(strings.TrimSpace(g), "\n")
+		if len(lines) < 3 || !strings.HasPrefix(lines[0], "goroutine ") {
+			continue
+		}
+		state := lines[0]
+		if i, j := strings.Index(state, "["), strings.LastIndex(state, "]"); i >= 0 && j > i {
+			state = state[i+1 : j]
+		}
+		// The innermost crashmatrix frame, and the first frame of another
+		// package that called it (the store or reference step).
+		var frames []string
+		var firstPkg string
+		for k := 1; k+1 < len(lines) && len(frames) < 2; k += 2 {
+			fn := strings.TrimSpace(lines[k])
+			if !strings.HasPrefix(fn, mod) || strings.HasPrefix(fn, mod+"sim.") || strings.HasPrefix(fn, mod+"cmd/") {
+				continue
+			}
+			fn = strings.TrimPrefix(fn, mod)
+			if i := strings.LastIndex(fn, "("); i > 0 {
+				fn = fn[:i]
+			}
+			pkg := fn[:strings.Index(fn+".", ".")]
+			if len(frames) == 1 && pkg == firstPkg {
+				continue
+			}
+			firstPkg = cmp.Or(firstPkg, pkg)
+			loc := strings.TrimSpace(lines[k+1])
+			if i := strings.LastIndex(loc, "/"); i >= 0 {
+				loc = loc[i+1:]
+			}
+			if i := strings.Index(loc, " +0x"); i >= 0 {
+				loc = loc[:i]
+			}
+			frames = append(frames, fmt.Sprintf("%s (%s)", fn, loc))
+		}
+		if len(frames) > 0 {
+			f := state + ": " + strings.Join(frames, " called from ")
+			if !seen[f] {
+				seen[f] = true
+				out = append(out, f)
+			}
+		}
+		if len(out) == 5 {
+			break
+		}
+	}
+	return out
 }
 
 // snapshot opens the backend afresh (as a new process would) and reads the

@@ -214,6 +214,11 @@ type WorkerResult struct {
 	Exit   string        `json:"exit"` // "ok", "killed at <point>", "timeout", "error: ..."
 	Hits   []string      `json:"hits,omitempty"`
 	Took   time.Duration `json:"took"`
+	// Output is the worker's output file, kept when it hung: its
+	// goroutines' stacks at the deadline are there. Stuck names where it
+	// hung, read from them.
+	Output string   `json:"output,omitempty"`
+	Stuck  []string `json:"stuck,omitempty"`
 }
 
 // CaseResult is the outcome of one case.
@@ -407,7 +412,11 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 			}
 		}
 		if w.Exit == "timeout" {
-			res.Notes = append(res.Notes, fmt.Sprintf("worker %s (pid %d) hung and was killed after %s", w.Worker, w.PID, tm.ProcessTimeout))
+			note := fmt.Sprintf("worker %s (pid %d) hung and was killed after %s", w.Worker, w.PID, w.Took.Round(time.Second))
+			if len(w.Stuck) > 0 {
+				note += fmt.Sprintf(", stuck in %s (stacks: %s)", strings.Join(w.Stuck, "; "), w.Output)
+			}
+			res.Notes = append(res.Notes, note)
 		}
 	}
 	for _, rec := range h {
@@ -541,25 +550,6 @@ func filterEnv(env []string, key string) []string {
 		}
 	}
 	return out
-}
-
-type limitedWriter struct {
-	mu sync.Mutex
-	w  *strings.Builder
-	n  int
-}
-
-func (l *limitedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if room := l.n - l.w.Len(); room > 0 {
-		if len(p) > room {
-			l.w.Write(p[:room])
-		} else {
-			l.w.Write(p)
-		}
-	}
-	return len(p), nil
 }
 
 // Observe distils a case's history into what the checkers need.

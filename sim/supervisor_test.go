@@ -244,6 +244,15 @@ func TestDeadlineKillsHungWorkerAndItsGroup(t *testing.T) {
 	if !strings.Contains(strings.Join(res.Notes, "; "), "hung and was killed after 5s") {
 		t.Fatalf("notes %v do not say the worker hung", res.Notes)
 	}
+	// Its stacks at the deadline say where it hung: parked at the pause
+	// armed at beforeGraphWrite, inside the reference's graph step.
+	stuck := strings.Join(res.Workers[0].Stuck, "; ")
+	if !strings.Contains(stuck, "reference.") || !strings.Contains(strings.Join(res.Notes, "; "), "stuck in") {
+		t.Fatalf("stuck %q, notes %v: want the reference frame the worker hung in", stuck, res.Notes)
+	}
+	if b, err := os.ReadFile(res.Workers[0].Output); err != nil || !strings.Contains(string(b), "goroutine ") {
+		t.Fatalf("the hung worker's output %s holds no goroutine dump (%v)", res.Workers[0].Output, err)
+	}
 	if took > 20*time.Second {
 		t.Fatalf("the case took %s: the 5s deadline did not act", took)
 	}

@@ -1,7 +1,10 @@
 package sim
 
 import (
+	"os/exec"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -166,5 +169,41 @@ func TestHungUnderOldTimingIsTiming(t *testing.T) {
 	failed := CaseResult{Verdict: Fail, Workers: []WorkerResult{{Worker: "fault", Exit: "timeout"}}}
 	if _, ok := hungUnderOldTiming(failed, old, raised); ok {
 		t.Error("a failed case was retried")
+	}
+}
+
+// A worker started under timings the run has since raised gets the raised
+// deadline: it is not killed at the one it started with.
+func TestDeadlineFollowsRaisedTiming(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep command:", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	r := &Runner{}
+	r.timing.t.ProcessTimeout = 300 * time.Millisecond
+	var timedOut atomic.Bool
+	start := time.Now()
+	go r.watchDeadline(cmd.Process.Pid, 300*time.Millisecond, exited, &timedOut)
+	time.Sleep(100 * time.Millisecond)
+	r.timing.raise("case", time.Second, "test", false) // ProcessTimeout becomes 60s
+	r.timing.mu.Lock()
+	r.timing.t.ProcessTimeout = 1500 * time.Millisecond
+	r.timing.mu.Unlock()
+	select {
+	case <-exited:
+		t.Fatalf("killed after %s, at the deadline it started with", time.Since(start))
+	case <-time.After(time.Second):
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("not killed at the raised deadline")
+	}
+	if took := time.Since(start); took < 1500*time.Millisecond || !timedOut.Load() {
+		t.Fatalf("killed after %s (timed out %v), want at the raised 1.5s deadline", took, timedOut.Load())
 	}
 }
