@@ -33,6 +33,7 @@ CONTAINERS_ARGS=${CONTAINERS_ARGS:---server-faults=false}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/crashmatrix-load-XXXXXX")}
 
 [ -x "$BIN" ] || { echo "bench-load: $BIN missing (make build)" >&2; exit 2; }
+mkdir -p "$OUT"
 
 burners=()
 stop_burners() {
