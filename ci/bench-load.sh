@@ -97,7 +97,7 @@ for backend in $BACKENDS; do
 	same=$(printf '%s\n' "${verdicts[@]}" | sort | uniq -c | sort -rn | head -1)
 	idle_med=$(printf '%s\n' "${idle[@]}" | median)
 	loaded_med=$(printf '%s\n' "${loaded[@]}" | median)
-	ratio=$(awk -v l="$loaded_med" -v i="$idle_med" 'BEGIN { if (i > 0) printf "%.2f", l / i; else print "not measured (IDLE_RUNS=0)" }')
+	ratio=$(awk -v l="$loaded_med" -v i="$idle_med" 'BEGIN { if (i > 0) printf "%.2f", l / i; else print "not measured (no idle run)" }')
 	echo "$backend: same verdict $(awk '{print $1}' <<<"$same")/$RUNS ($(awk '{print $2}' <<<"$same")), $nes not exercised in $RUNS loaded runs, wall time median idle ${idle_med}s, loaded ${loaded_med}s, ratio loaded/idle $ratio"
 	if [ "$(awk '{print $1}' <<<"$same")" != "$RUNS" ] || [ "$nes" != 0 ] || [ "$(awk '{print $2}' <<<"$same")" != CERTIFIED ]; then
 		status=1

@@ -195,7 +195,7 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 		case errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL:
 			wr.Exit = "killed (SIGKILL)"
 		default:
-			wr.Exit = fmt.Sprintf("error: %v: %s", err, strings.TrimSpace(headOf(outPath, 8192)))
+			wr.Exit = fmt.Sprintf("error: %v: %s", err, panicMessage(headOf(outPath, 8192)))
 		}
 		done <- wr
 	}()
@@ -248,6 +248,15 @@ func headOf(path string, n int) string {
 	b := make([]byte, n)
 	k, _ := io.ReadFull(f, b)
 	return string(b[:k])
+}
+
+// panicMessage is a worker's output without the goroutine stacks a panic
+// prints after its message (they are in the output file).
+func panicMessage(out string) string {
+	if i := strings.Index(out, "\ngoroutine "); i >= 0 {
+		out = out[:i]
+	}
+	return strings.TrimSpace(out)
 }
 
 // stuckFrames reads the goroutine dump a worker printed at its deadline

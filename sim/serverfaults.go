@@ -57,6 +57,11 @@ type CaseServers interface {
 	Close()
 }
 
+// ServerRestartBudget bounds one server kill and restart: Neo4j recovers
+// its transaction log in a fresh JVM, which on a busy machine takes tens
+// of seconds.
+const ServerRestartBudget = 5 * time.Minute
+
 // EndpointControl is the CaseEnv.Servers key of the URL a worker asks for
 // server faults at.
 const EndpointControl = "control"
@@ -74,7 +79,9 @@ type ServerFaultRequest struct {
 // case may fault servers: it asks the supervisor at url and waits for the
 // fault to be in place (a restart can take seconds).
 func serverFaultHook(url, worker string, phase int) func(context.Context, faults.Hit) error {
-	client := &http.Client{Timeout: 3 * time.Minute}
+	// The supervisor answers once the fault is in place: a server restart
+	// may take up to its budget.
+	client := &http.Client{Timeout: ServerRestartBudget + time.Minute}
 	return func(ctx context.Context, h faults.Hit) error {
 		body, err := json.Marshal(ServerFaultRequest{Worker: worker, Phase: phase, Point: h.Point, Action: h.Action})
 		if err != nil {

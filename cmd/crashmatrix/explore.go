@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/check"
+	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
@@ -155,6 +156,11 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			if server.faults != nil && cfg.ServerFaults != nil {
 				// Server faults join the schedules (process kills only).
 				shape.Servers = server.faults.Names()
+				for _, n := range shape.Servers {
+					if !server.faults.Can(faults.ServerCrash, n) {
+						shape.NoCrash = append(shape.NoCrash, n)
+					}
+				}
 			}
 			res := explore.Run(cmd.Context(), runner, explore.Options{Seed: seed, Budget: budget, MaxSchedules: max, ShardIndex: si, ShardCount: sn,
 				Confirm: confirm, Parallel: parallel, Target: target, Shape: shape, Initial: start, Progress: func(n int) {

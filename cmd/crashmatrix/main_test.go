@@ -66,6 +66,7 @@ func TestScripts(t *testing.T) {
 			"emptydir":     cmdEmptyDir,
 			"closedport":   cmdClosedPort,
 			"nocontainers": cmdNoContainers,
+			"localpg":      cmdLocalPG,
 		},
 	})
 }
@@ -145,6 +146,13 @@ func cmdReport(ts *testscript.TestScript, neg bool, args []string) {
 		got["cases"] = strconv.Itoa(len(rep.Results))
 		got["pass"], got["fail"] = strconv.Itoa(counts[sim.Pass]), strconv.Itoa(counts[sim.Fail])
 		got["notexercised"], got["undecided"] = strconv.Itoa(counts[sim.NotExercised]), strconv.Itoa(counts[sim.Undecided])
+		kinds := map[string]int{}
+		for _, r := range rep.Results {
+			kinds["kind."+string(r.Case.Kind)]++
+		}
+		for k, n := range kinds {
+			got[k] = strconv.Itoa(n)
+		}
 		got["verdict"], got["exit"] = string(rep.Verdict), strconv.Itoa(rep.ExitCode)
 		got["timing"] = rep.Timing.Source
 	case "junit":
@@ -212,6 +220,9 @@ func cmdReport(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	for k, v := range want {
 		g, ok := got[k]
+		if !ok && strings.HasPrefix(k, "kind.") {
+			g, ok = "0", true // no case of that kind
+		}
 		if !ok {
 			ts.Fatalf("report %s: cannot check %s", args[0], k)
 		}

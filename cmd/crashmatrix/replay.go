@@ -38,6 +38,15 @@ func certifyReplay(f certifyFlags, backend string) (string, func(sim.CaseResult)
 	base := []string{selfCommand(), "certify", "--backend", shellQuote(backend)}
 	if f.server.postgresDSN != "" {
 		base = append(base, "--postgres-dsn", `"$`+servers.EnvPostgresDSN+`"`)
+		if f.server.faults != nil {
+			base = append(base, "--server-faults")
+			for _, fl := range []struct{ name, cmd string }{{"postgres-kill", f.server.postgresKill}, {"postgres-start", f.server.postgresStart},
+				{"neo4j-kill", f.server.neo4jKill}, {"neo4j-start", f.server.neo4jStart}} {
+				if fl.cmd != "" {
+					base = append(base, "--"+fl.name, shellQuote(fl.cmd))
+				}
+			}
+		}
 	}
 	if f.inProcess {
 		base = append(base, "--in-process")

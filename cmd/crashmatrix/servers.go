@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -26,6 +27,9 @@ type serverFlags struct {
 	// container starts with.
 	serverFaults   bool
 	postgresConfig []string
+	// The commands that kill and start servers the user runs (given by
+	// DSN/URI), for server-crash with --server-faults.
+	postgresKill, postgresStart, neo4jKill, neo4jStart string
 	// faults carries out server faults once prepare started containers.
 	faults          *serverfaults.Supervisor
 	serverFaultsSet bool
@@ -39,7 +43,11 @@ func (s *serverFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&s.postgresImage, "postgres-image", provision.DefaultPostgresImage, "image for --backend containers")
 	fl.StringVar(&s.neo4jImage, "neo4j-image", provision.DefaultNeo4jImage, "image for --backend containers")
 	fl.BoolVar(&s.allowNondisposable, "allow-nondisposable", false, "use a server that does not look disposable (crashmatrix writes to it and kills clients mid-transaction)")
-	fl.BoolVar(&s.serverFaults, "server-faults", true, "with --backend containers: also kill and restart the database servers (server-crash) and lose replies or cut connections through a fault proxy (ack-lost, conn-reset) at every window; --server-faults=false runs the client-side matrix only")
+	fl.BoolVar(&s.serverFaults, "server-faults", true, "also kill and restart the database servers (server-crash) and lose replies or cut connections through a fault proxy (ack-lost, conn-reset) at every window: on by default with --backend containers (--server-faults=false runs the client-side matrix only); with --postgres-dsn/--neo4j-uri only when given, and server-crash only with the --*-kill and --*-start commands")
+	fl.StringVar(&s.postgresKill, "postgres-kill", "", "with --postgres-dsn --server-faults: shell command that kills your PostgreSQL server (all of it, e.g. kill -KILL -- -$(head -1 $PGDATA/postmaster.pid)); run with CRASHMATRIX_SERVER and CRASHMATRIX_SERVER_ADDR set")
+	fl.StringVar(&s.postgresStart, "postgres-start", "", "with --postgres-kill: shell command that starts the killed server again on its data, on the same address")
+	fl.StringVar(&s.neo4jKill, "neo4j-kill", "", "with --neo4j-uri --server-faults: shell command that kills your Neo4j server")
+	fl.StringVar(&s.neo4jStart, "neo4j-start", "", "with --neo4j-kill: shell command that starts the killed Neo4j server again on its data, on the same address")
 	fl.StringArrayVar(&s.postgresConfig, "postgres-config", nil, "with --backend containers: a PostgreSQL setting key=value the server starts with (repeatable), e.g. synchronous_commit=off")
 }
 
@@ -90,8 +98,13 @@ func (s *serverFlags) prepare(ctx context.Context, log io.Writer, backend string
 	if backend != "containers" && len(s.postgresConfig) > 0 {
 		return "", nothing, fmt.Errorf("--postgres-config needs --backend containers (crashmatrix starts that server; configure your own server yourself)")
 	}
-	if backend != "containers" && s.serverFaultsSet && s.serverFaults {
-		return "", nothing, fmt.Errorf("--server-faults needs --backend containers: crashmatrix kills and restarts only servers it started")
+	commands := s.postgresKill != "" || s.postgresStart != "" || s.neo4jKill != "" || s.neo4jStart != ""
+	ownFaults := backend != "containers" && s.serverFaultsSet && s.serverFaults
+	if commands && !ownFaults {
+		return "", nothing, fmt.Errorf("--postgres-kill/--postgres-start/--neo4j-kill/--neo4j-start need --postgres-dsn and --server-faults (with --backend containers crashmatrix kills its own servers)")
+	}
+	if ownFaults && backend != "postgres" {
+		return "", nothing, fmt.Errorf("--server-faults needs --backend containers, or your own servers: --postgres-dsn (and --neo4j-uri)")
 	}
 	switch backend {
 	case "containers":
@@ -119,6 +132,21 @@ func (s *serverFlags) prepare(ctx context.Context, log io.Writer, backend string
 					return "", nothing, err
 				}
 			}
+		}
+		if ownFaults {
+			// The user said their servers may be faulted: a fault proxy
+			// goes in front of each, and the commands crash them.
+			st, err := provision.External(ctx, log, provision.ExternalOptions{PostgresDSN: dsn,
+				Neo4jURI: os.Getenv(servers.EnvNeo4jURI), Neo4jUser: cmp.Or(os.Getenv(servers.EnvNeo4jUser), s.neo4jUser), Neo4jPassword: os.Getenv(servers.EnvNeo4jPassword),
+				PostgresKill: s.postgresKill, PostgresStart: s.postgresStart, Neo4jKill: s.neo4jKill, Neo4jStart: s.neo4jStart})
+			if err != nil {
+				return "", nothing, err
+			}
+			for k, v := range st.Env {
+				os.Setenv(k, v)
+			}
+			s.faults = st.Faults
+			return backend, st.Stop, nil
 		}
 	}
 	return backend, nothing, nil

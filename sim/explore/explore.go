@@ -48,6 +48,9 @@ type Shape struct {
 	// third of the armed faults become server faults (server-crash,
 	// ack-lost, conn-reset) against one of them.
 	Servers []string
+	// NoCrash are servers of Servers that can only lose replies and
+	// connections: no command to kill and start them was given.
+	NoCrash []string
 	// StoreWindows are the windows the store declared (sim.Runner.Probe):
 	// clients arm them like the catalogue's.
 	StoreWindows []sim.StoreWindow
@@ -112,6 +115,9 @@ func withStoreWindows(points []faults.Spec, ws []sim.StoreWindow) []faults.Spec 
 func arm(r *rand.Rand, spec faults.Spec, shape Shape) faults.Action {
 	if len(shape.Servers) > 0 && r.Float64() < 1.0/3 {
 		srv, k := pick(r, shape.Servers), pick(r, faults.ServerKinds)
+		if k == faults.ServerCrash && slices.Contains(shape.NoCrash, srv) {
+			k = pick(r, []faults.Kind{faults.AckLost, faults.ConnReset})
+		}
 		if spec.AppliesServer(k, srv) {
 			return faults.Action{Kind: k, Hit: 1, Server: srv}
 		}
@@ -353,9 +359,9 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 		o.Parallel = 2
 	}
 	if o.Shape.MaxClients == 0 {
-		servers := o.Shape.Servers
+		servers, noCrash := o.Shape.Servers, o.Shape.NoCrash
 		o.Shape = DefaultShape
-		o.Shape.Servers = servers
+		o.Shape.Servers, o.Shape.NoCrash = servers, noCrash
 	}
 	start := time.Now()
 	deadline := start.Add(o.Budget)

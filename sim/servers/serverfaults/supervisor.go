@@ -42,7 +42,13 @@ type Server struct {
 	// Start starts the killed server again on the same data and returns
 	// its host:port (it may change) once it answers a query.
 	Start func(ctx context.Context) (string, error)
+	// Ping answers once the server answers a query (optional).
+	Ping func(ctx context.Context) error
 }
+
+// Crashable says whether the server can be killed and started again: a
+// server the user runs can only when they gave the commands to.
+func (s *Server) Crashable() bool { return s.Kill != nil && s.Start != nil }
 
 // Supervisor carries out server faults for the simulator
 // (sim.ServerFaults): it owns an embedded toxiproxy with a stable proxy in
@@ -62,10 +68,8 @@ type Supervisor struct {
 	restarts []RestartTime
 }
 
-// RestartBudget bounds one kill and restart: Neo4j recovers its
-// transaction log in a fresh JVM, which on a busy machine takes tens of
-// seconds.
-const RestartBudget = 5 * time.Minute
+// RestartBudget bounds one kill and restart (sim.ServerRestartBudget).
+const RestartBudget = sim.ServerRestartBudget
 
 // RestartTime is one measured server restart: from the kill to the first
 // answered query.
@@ -135,6 +139,9 @@ func (s *Supervisor) Crash(ctx context.Context, name string) (time.Duration, err
 	if srv == nil {
 		return 0, fmt.Errorf("no server %q to crash (servers: %s)", name, strings.Join(s.Names(), ", "))
 	}
+	if !srv.Crashable() {
+		return 0, fmt.Errorf("server %s cannot be crashed: no command to kill and start it was given", name)
+	}
 	t0 := time.Now()
 	if err := srv.Kill(ctx); err != nil {
 		return 0, fmt.Errorf("kill %s: %w", name, err)
@@ -163,6 +170,16 @@ func (s *Supervisor) Crash(ctx context.Context, name string) (time.Duration, err
 		}
 	}
 	return took, nil
+}
+
+// Can says whether this supervisor can carry out fault kind k on the named
+// server: every server it proxies can lose replies and connections; only a
+// crashable one can be crashed.
+func (s *Supervisor) Can(k faults.Kind, server string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	srv := s.servers[server]
+	return srv != nil && k.IsServer() && (k != faults.ServerCrash || srv.Crashable())
 }
 
 // Names lists the servers the supervisor can fault, sorted.
