@@ -5,7 +5,7 @@ GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 STATICCHECK_VERSION := v0.8.2
 BIN       := bin/crashmatrix
 
-.PHONY: all build test test-short bench bench-load lint vet staticcheck xmllint demo certify tools clean containers certify-containers bench-containers screenshots
+.PHONY: all build test test-short bench bench-load lint vet staticcheck xmllint localpg demo certify tools clean containers certify-containers bench-containers screenshots
 
 all: build
 
@@ -29,7 +29,7 @@ containers:
 # SQLite, on PostgreSQL, and on PostgreSQL + Neo4j in containers started by
 # testcontainers-go, the scenario library in both modes, the mutant tests).
 # Packages run one at a time: the crash tests measure leases in wall time.
-test: vet staticcheck xmllint containers
+test: vet staticcheck xmllint localpg containers
 	$(PODMAN_ENV) && $(GO) test -p 1 -count=1 -timeout 60m ./...
 	cd examples/boltstore && $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
 
@@ -73,7 +73,12 @@ staticcheck: $(GOBIN)/staticcheck
 xmllint:
 	@command -v xmllint >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libxml2-utils; }
 
-tools: $(GOBIN)/staticcheck xmllint
+# PostgreSQL server binaries of this machine (Debian's postgresql-15): the
+# CLI tests fault a server given by DSN, not started in a container.
+localpg:
+	@ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15; }
+
+tools: $(GOBIN)/staticcheck xmllint localpg
 
 # PNGs of a failing and a passing HTML report under docs/ (headless
 # Chromium from Debian, installed by the script when missing).
