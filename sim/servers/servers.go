@@ -85,18 +85,23 @@ func PostgresBackend() (sim.Backend, error) {
 
 // ViaEndpoint points a PostgreSQL DSN or a Neo4j URI (URL form) at
 // hostPort instead of its own host and port: a case whose servers may be
-// faulted reaches them through its own fault proxy. An empty hostPort, or
-// a DSN that is not a URL, leaves it as it is.
+// faulted reaches them through its own fault proxy. A key=value DSN gets
+// host and port appended (the later key wins); an empty hostPort leaves it
+// as it is.
 func ViaEndpoint(dsnOrURI, hostPort string) string {
 	if hostPort == "" {
 		return dsnOrURI
 	}
 	u, err := url.Parse(dsnOrURI)
-	if err != nil || u.Host == "" {
-		return dsnOrURI
+	if err == nil && u.Host != "" {
+		u.Host = hostPort
+		return u.String()
 	}
-	u.Host = hostPort
-	return u.String()
+	if host, port, err := net.SplitHostPort(hostPort); err == nil && strings.Contains(dsnOrURI, "=") {
+		// A key=value DSN: a later key wins.
+		return strings.TrimSpace(dsnOrURI) + " host=" + host + " port=" + port
+	}
+	return dsnOrURI
 }
 
 type closeFunc func() error

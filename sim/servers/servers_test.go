@@ -11,6 +11,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/properties"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/servers"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestMain starts one PostgreSQL for the package (the preinstalled server
@@ -66,5 +67,27 @@ func TestCheckDisposable(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), ":pw@") {
 			t.Errorf("password leaked: %v", err)
 		}
+	}
+}
+
+// A case reaches its server through its own proxy whatever form the DSN
+// has: a URL gets its host:port replaced, a key=value DSN gets host and
+// port keys that override its own.
+func TestViaEndpointBothDSNForms(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"postgres://u:p@db.example:5432/x?sslmode=disable", "postgres://u:p@127.0.0.1:4000/x?sslmode=disable"},
+		{"bolt://neo4j.example:7687", "bolt://127.0.0.1:4000"},
+		{"host=db.example port=5432 user=u dbname=x sslmode=disable", "host=db.example port=5432 user=u dbname=x sslmode=disable host=127.0.0.1 port=4000"},
+	} {
+		if got := servers.ViaEndpoint(c.in, "127.0.0.1:4000"); got != c.want {
+			t.Errorf("ViaEndpoint(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if got := servers.ViaEndpoint(c.in, ""); got != c.in {
+			t.Errorf("ViaEndpoint(%q, \"\") = %q, want it unchanged", c.in, got)
+		}
+	}
+	cfg, err := pgconn.ParseConfig(servers.ViaEndpoint("host=db.example port=5432 user=u dbname=x", "127.0.0.1:4000"))
+	if err != nil || cfg.Host != "127.0.0.1" || cfg.Port != 4000 {
+		t.Fatalf("pgx reads the rewritten key=value DSN as %v:%v (%v), want 127.0.0.1:4000", cfg.Host, cfg.Port, err)
 	}
 }

@@ -95,7 +95,7 @@ func External(ctx context.Context, log io.Writer, o ExternalOptions) (*Started, 
 	st := &Started{Env: env, Direct: maps.Clone(env), Faults: sup}
 	var once sync.Once
 	st.Stop = func() { once.Do(sup.Close) }
-	env[servers.EnvPostgresDSN] = viaProxy(pgDSN, sup.Stable("postgres"))
+	env[servers.EnvPostgresDSN] = servers.ViaEndpoint(pgDSN, sup.Stable("postgres"))
 	if n4 := env[servers.EnvNeo4jURI]; n4 != "" {
 		env[servers.EnvNeo4jURI] = servers.ViaEndpoint(n4, sup.Stable("neo4j"))
 	}
@@ -213,15 +213,6 @@ func setParam(dsn, key, val string) string {
 		return u.String()
 	}
 	return strings.TrimSpace(dsn) + " " + key + "=" + val // a later key wins
-}
-
-// viaProxy points a DSN (URL or key=value) at the proxy's host:port.
-func viaProxy(dsn, hostPort string) string {
-	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		return servers.ViaEndpoint(dsn, hostPort)
-	}
-	host, port, _ := net.SplitHostPort(hostPort)
-	return setParam(setParam(dsn, "host", host), "port", port)
 }
 
 // plainBolt returns a Neo4j URI's server address and the bolt:// URI the
