@@ -72,6 +72,11 @@ type Backend struct {
 	// backend can keep it in memory, since a simulated crash never ends
 	// the process (Config.InProcessFiles keeps Open).
 	OpenShared func(ctx context.Context, env CaseEnv) (reference.Stores, error)
+	// Diagnose, when set, says what the backend's servers are doing now:
+	// the supervisor asks when a worker of a case hangs past its deadline,
+	// before it kills it (sessions waiting for a lock and on whom, long
+	// transactions, and their statements). Its first line is a summary.
+	Diagnose func(ctx context.Context, env CaseEnv) string
 }
 
 // BackendSpec names a backend so that a worker process can open it.

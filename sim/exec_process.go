@@ -175,7 +175,7 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 	done := make(chan WorkerResult, 1)
 	exited := make(chan struct{})
 	var timedOut atomic.Bool
-	go r.watchDeadline(cmd.Process.Pid, deadline, exited, &timedOut)
+	go r.watchDeadline(cmd.Process.Pid, deadline, exited, &timedOut, func() { r.diagnose(dir, spec.Env) })
 	go func() {
 		stop := context.AfterFunc(ctx, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 		err := cmd.Wait()
@@ -208,7 +208,7 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 // run itself no longer holds. At the deadline the worker first gets a
 // SIGQUIT, so that its goroutines' stacks (where it hung) land in its
 // output file, then its process group a SIGKILL.
-func (r *Runner) watchDeadline(pid int, deadline time.Duration, exited <-chan struct{}, timedOut *atomic.Bool) {
+func (r *Runner) watchDeadline(pid int, deadline time.Duration, exited <-chan struct{}, timedOut *atomic.Bool, atDeadline func()) {
 	t := time.NewTimer(deadline)
 	defer t.Stop()
 	limit := deadline
@@ -224,6 +224,9 @@ func (r *Runner) watchDeadline(pid int, deadline time.Duration, exited <-chan st
 			continue
 		}
 		timedOut.Store(true)
+		if atDeadline != nil {
+			atDeadline()
+		}
 		_ = syscall.Kill(pid, syscall.SIGQUIT)
 		select {
 		case <-exited:
@@ -232,6 +235,26 @@ func (r *Runner) watchDeadline(pid int, deadline time.Duration, exited <-chan st
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		return
 	}
+}
+
+// ServersAtDeadline is the file of a case's folder that holds what the
+// backend's servers were doing when a worker of the case hung.
+const ServersAtDeadline = "servers-at-deadline.txt"
+
+// diagnose asks the backend what its servers are doing and keeps the
+// answer in the case's folder, once per case (the first worker to hang).
+func (r *Runner) diagnose(dir string, env CaseEnv) {
+	if r.backend.Diagnose == nil {
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ServersAtDeadline), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return // another worker of the case asked already
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	fmt.Fprintf(f, "%s\n", r.backend.Diagnose(ctx, env))
 }
 
 // stackDumpWait is how long a worker past its deadline gets to print its

@@ -231,7 +231,16 @@ func TestDeadlineKillsHungWorkerAndItsGroup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs worker processes")
 	}
-	r := processRunner(t, spawnsChild, func(c *sim.Config) { c.ProcessTimeout = 5 * time.Second })
+	r := processRunner(t, spawnsChild, func(c *sim.Config) {
+		c.ProcessTimeout = 5 * time.Second
+		// The backend says what its servers were doing at the deadline.
+		b, err := sim.ResolveBackend(c.Backend)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Diagnose = func(context.Context, sim.CaseEnv) string { return "test: 1 session waiting for a lock\nsession 7 blocked by 8" }
+		c.Use = &b
+	})
 	start := time.Now()
 	res := r.RunCase(context.Background(), hangCase())
 	took := time.Since(start)
@@ -243,6 +252,9 @@ func TestDeadlineKillsHungWorkerAndItsGroup(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(res.Notes, "; "), "hung and was killed after 5s") {
 		t.Fatalf("notes %v do not say the worker hung", res.Notes)
+	}
+	if notes := strings.Join(res.Notes, "; "); !strings.Contains(notes, "servers at the deadline: test: 1 session waiting for a lock ("+filepath.Join(res.Dir, sim.ServersAtDeadline)+")") {
+		t.Fatalf("notes %v do not give the servers' state at the deadline", res.Notes)
 	}
 	// Its stacks at the deadline say where it hung: parked at the pause
 	// armed at beforeGraphWrite, inside the reference's graph step.

@@ -186,7 +186,7 @@ func TestDeadlineFollowsRaisedTiming(t *testing.T) {
 	r.timing.t.ProcessTimeout = 300 * time.Millisecond
 	var timedOut atomic.Bool
 	start := time.Now()
-	go r.watchDeadline(cmd.Process.Pid, 300*time.Millisecond, exited, &timedOut)
+	go r.watchDeadline(cmd.Process.Pid, 300*time.Millisecond, exited, &timedOut, nil)
 	time.Sleep(100 * time.Millisecond)
 	r.timing.raise("case", time.Second, "test", false) // ProcessTimeout becomes 60s
 	r.timing.mu.Lock()

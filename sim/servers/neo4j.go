@@ -13,6 +13,7 @@ import (
 
 func init() {
 	RegisterNeo4j(openNeo4j)
+	Neo4jTransactions = neo4jTransactions
 	Neo4jPing = func(ctx context.Context, uri, user, password string) error {
 		d, err := driver.NewDriverWithContext(uri, driver.BasicAuth(user, password, ""))
 		if err != nil {
@@ -22,6 +23,29 @@ func init() {
 		_, err = driver.ExecuteQuery(ctx, d, "RETURN 1", nil, driver.EagerResultTransformer)
 		return err
 	}
+}
+
+// neo4jTransactions lists a Neo4j server's running transactions.
+func neo4jTransactions(ctx context.Context, uri, user, password string) ([]string, int, error) {
+	d, err := driver.NewDriverWithContext(uri, driver.BasicAuth(user, password, ""))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer d.Close(ctx)
+	res, err := driver.ExecuteQuery(ctx, d, "SHOW TRANSACTIONS YIELD transactionId, status, elapsedTime, waitTime, clientAddress, currentQuery "+
+		"RETURN transactionId, status, elapsedTime.milliseconds, waitTime.milliseconds, clientAddress, left(currentQuery, 200) ORDER BY elapsedTime DESC", nil, driver.EagerResultTransformer)
+	if err != nil {
+		return nil, 0, err
+	}
+	var lines []string
+	long := 0
+	for _, r := range res.Records {
+		if ms, ok := r.Values[2].(int64); ok && ms > 10000 {
+			long++
+		}
+		lines = append(lines, fmt.Sprintf("  %v %v %vms wait=%vms %v %v", r.Values[0], r.Values[1], r.Values[2], r.Values[3], r.Values[4], r.Values[5]))
+	}
+	return lines, long, nil
 }
 
 // Neo4jPing runs RETURN 1 against a Neo4j server.

@@ -57,7 +57,8 @@ func PostgresBackend() (sim.Backend, error) {
 		name = "postgres+neo4j"
 	}
 	return sim.Backend{
-		Name: name,
+		Name:     name,
+		Diagnose: backendDiagnose(dsn, useNeo),
 		Open: func(ctx context.Context, env sim.CaseEnv) (reference.Stores, error) {
 			st, err := postgres.Open(ctx, ViaEndpoint(dsn, env.Servers["postgres"]), postgres.Options{CreateInsteadOfMerge: env.Mutant == sim.MutantCreateNotMerge,
 				LostCommitIsFailure: env.Mutant == sim.MutantLostCommitIsFailure})

@@ -1,16 +1,19 @@
 package servers_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/adapters/postgres/pgtest"
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/properties"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/servers"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -89,5 +92,52 @@ func TestViaEndpointBothDSNForms(t *testing.T) {
 	cfg, err := pgconn.ParseConfig(servers.ViaEndpoint("host=db.example port=5432 user=u dbname=x", "127.0.0.1:4000"))
 	if err != nil || cfg.Host != "127.0.0.1" || cfg.Port != 4000 {
 		t.Fatalf("pgx reads the rewritten key=value DSN as %v:%v (%v), want 127.0.0.1:4000", cfg.Host, cfg.Port, err)
+	}
+}
+
+// A worker that hangs past its deadline leaves what the servers were doing
+// then: here a session waiting for a row lock another transaction holds,
+// named with the pid that blocks it and its statement.
+func TestDiagnoseNamesLockWaits(t *testing.T) {
+	ctx := context.Background()
+	dsn := os.Getenv(servers.EnvPostgresDSN)
+	holder, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	if _, err := holder.Exec(ctx, "CREATE TABLE IF NOT EXISTS diagnose_probe (id int PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = holder.Exec(ctx, "INSERT INTO diagnose_probe VALUES (1) ON CONFLICT DO NOTHING")
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "UPDATE diagnose_probe SET id = 1 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	var holderPID int32
+	if err := tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&holderPID); err != nil {
+		t.Fatal(err)
+	}
+	waiter, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close(ctx)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _, _ = waiter.Exec(wctx, "UPDATE diagnose_probe SET id = 1 WHERE id = 1 /* the waiter */") }()
+	b := backend(t)
+	var got string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got = b.Diagnose(ctx, sim.CaseEnv{}); strings.HasPrefix(got, "postgres: 1 sessions waiting for a lock") {
+			break
+		}
+	}
+	if !strings.HasPrefix(got, "postgres: 1 sessions waiting for a lock") || !strings.Contains(got, fmt.Sprintf("blocked-by={%d}", holderPID)) || !strings.Contains(got, "the waiter") {
+		t.Fatalf("diagnosis does not name the waiting session, who blocks it and its statement:\n%s", got)
 	}
 }
