@@ -48,7 +48,10 @@ and the recorded history.
 With --backend containers the database servers are faulted too (unless
 --server-faults=false): killed and restarted on their data (server-crash), a
 committed write's reply dropped (ack-lost), a connection cut before its request
-(conn-reset), at every window.
+(conn-reset), at every window. Servers you run (--postgres-dsn, --neo4j-uri)
+are faulted only with --server-faults: replies lost and connections cut through
+the fault proxy, and server-crash with --postgres-kill/--postgres-start
+(--neo4j-kill/--neo4j-start), the commands that kill and start them.
 
 Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undecided.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCertify(cmd, f) },
