@@ -138,12 +138,13 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 	for i := range order {
 		order[i] = i
 	}
-	// A case that crashes a server runs alone: those go last, together,
-	// so that the run drains once for them instead of once per crash.
+	// The cases that crash a server run apart from the others, together
+	// with those that crash the same server (see serverGate): they go
+	// last, grouped by server, so that the run drains once per group.
 	sort.SliceStable(order, func(a, b int) bool {
-		ca, cb := crashesServer(cases[order[a]]), crashesServer(cases[order[b]])
+		ca, cb := crashedServer(cases[order[a]]), crashedServer(cases[order[b]])
 		if ca != cb {
-			return cb
+			return ca < cb
 		}
 		return cost(cases[order[a]]) > cost(cases[order[b]])
 	})

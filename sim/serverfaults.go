@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/check"
@@ -30,6 +31,11 @@ type ServerFaults interface {
 type ServerCase struct {
 	// ID names the case run (unique in the supervisor).
 	ID string
+	// Crashes names the server the case crashes at its window, if any.
+	// The cases open at once that crash the same server crash it
+	// together: the supervisor kills it once when all of them reached
+	// their windows (or a few seconds after the first did).
+	Crashes string
 	// History is the case's history file; the supervisor appends what it
 	// did to the servers (a restart, a reply it dropped) to it.
 	History string
@@ -115,20 +121,11 @@ func (r *Runner) openServers(ctx context.Context, c Case, cx caseExec, env *Case
 		}
 		return nil, func() {}, nil
 	}
-	if crashesServer(c) {
-		r.servers.Lock()
-	} else {
-		r.servers.RLock()
-	}
-	unlock := func() {
-		if crashesServer(c) {
-			r.servers.Unlock()
-		} else {
-			r.servers.RUnlock()
-		}
-	}
+	crashes := crashedServer(c)
+	r.servers.acquire(crashes)
+	unlock := r.servers.release
 	snapEnv := *env
-	cs, err := r.cfg.ServerFaults.OpenCase(ctx, ServerCase{ID: space, History: history,
+	cs, err := r.cfg.ServerFaults.OpenCase(ctx, ServerCase{ID: space, History: history, Crashes: crashes,
 		Snapshot: func(ctx context.Context) (check.Snapshot, error) {
 			h, err := cx.history()
 			if err != nil {
@@ -157,6 +154,41 @@ func (r *Runner) openServers(ctx context.Context, c Case, cx caseExec, env *Case
 	return cs, func() { cs.Close(); unlock() }, nil
 }
 
+// serverGate lets cases share the servers. The cases that crash no
+// server run together; the cases that crash server S run together (the
+// supervisor kills S once for all of them, each at its window: see
+// ServerCase.Crashes), apart from every other case, since a restart would
+// fail the workers of a case that does not expect it.
+type serverGate struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	// crashes is the group running: "" (no crash), or a server's name;
+	// n how many of its cases run.
+	crashes string
+	n       int
+}
+
+func (g *serverGate) acquire(crashes string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cond == nil {
+		g.cond = sync.NewCond(&g.mu)
+	}
+	for g.n > 0 && g.crashes != crashes {
+		g.cond.Wait()
+	}
+	g.crashes = crashes
+	g.n++
+}
+
+func (g *serverGate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n--; g.n == 0 && g.cond != nil {
+		g.cond.Broadcast()
+	}
+}
+
 // serverFaultOf returns a server fault the case arms, if any.
 func serverFaultOf(c Case) (faults.Action, bool) {
 	for _, st := range c.Steps {
@@ -169,17 +201,14 @@ func serverFaultOf(c Case) (faults.Action, bool) {
 	return faults.Action{}, false
 }
 
-// crashesServer reports whether a case arms a server crash.
-func crashesServer(c Case) bool {
-	for _, st := range c.Steps {
-		for _, a := range st.Arms {
-			if a.Kind == faults.ServerCrash {
-				return true
-			}
-		}
+// crashedServer names the server a case crashes ("" when none).
+func crashedServer(c Case) string {
+	if a, ok := serverFaultOf(c); ok && a.Kind == faults.ServerCrash {
+		return a.Server
 	}
-	return false
+	return ""
 }
+
 
 // serverFaultDone reports whether the supervisor recorded that the server
 // fault worker armed at p took effect (a restart, a dropped reply, a reset

@@ -136,10 +136,10 @@ type Runner struct {
 	all     []*sharedStores
 	opened  int
 	runs    atomic.Int64
-	// servers is held shared by every case while server faults are on,
-	// and exclusively by a case that crashes a server: a restart must not
-	// fail the workers of another case.
-	servers sync.RWMutex
+	// servers lets the cases share the servers while server faults are
+	// on: a restart must not fail the workers of a case that does not
+	// expect it (see serverGate).
+	servers serverGate
 	// timing is the live timing (see Timing); claimFixed says the
 	// caller set ClaimTTL, which then scales with the lease TTL.
 	timing     adaptive

@@ -207,3 +207,42 @@ func TestDeadlineFollowsRaisedTiming(t *testing.T) {
 		t.Fatalf("killed after %s (timed out %v), want at the raised 1.5s deadline", took, timedOut.Load())
 	}
 }
+
+// Cases that crash no server share the servers; cases that crash the
+// same server share them with each other only.
+func TestServerGateGroupsCrashesByServer(t *testing.T) {
+	var g serverGate
+	g.acquire("")
+	g.acquire("") // two plain cases at once
+	entered := make(chan string, 4)
+	go func() { g.acquire("postgres"); entered <- "postgres-1" }()
+	go func() { g.acquire("postgres"); entered <- "postgres-2" }()
+	select {
+	case who := <-entered:
+		t.Fatalf("%s crashed a server while plain cases ran", who)
+	case <-time.After(100 * time.Millisecond):
+	}
+	g.release()
+	g.release()
+	for range 2 {
+		select {
+		case <-entered:
+		case <-time.After(2 * time.Second):
+			t.Fatal("the postgres crash cases did not run together once the plain cases ended")
+		}
+	}
+	go func() { g.acquire("neo4j"); entered <- "neo4j" }()
+	select {
+	case <-entered:
+		t.Fatal("a neo4j crash case ran while postgres crash cases did")
+	case <-time.After(100 * time.Millisecond):
+	}
+	g.release()
+	g.release()
+	select {
+	case <-entered:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the neo4j crash case did not run once the postgres ones ended")
+	}
+	g.release()
+}

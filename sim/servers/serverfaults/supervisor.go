@@ -66,6 +66,31 @@ type Supervisor struct {
 	cases    map[string]*caseServers
 	seq      int
 	restarts []RestartTime
+	// batches are the crashes waiting for the other cases open at once
+	// that crash the same server (sim.ServerCase.Crashes), by server.
+	batches map[string]*crashBatch
+}
+
+// GatherWait bounds how long a case that reached its server-crash window
+// waits for the other cases crashing the same server to reach theirs:
+// past it the server is killed for those that are there.
+const GatherWait = 5 * time.Second
+
+// crashBatch is one kill of a server for the cases waiting at their
+// windows.
+type crashBatch struct {
+	waiters []*crashWaiter
+	timer   *time.Timer
+	fired   bool
+}
+
+// crashWaiter is one case waiting at its window for the kill.
+type crashWaiter struct {
+	c      *caseServers
+	req    sim.ServerFaultRequest
+	events int
+	saved  []int64
+	done   chan error
 }
 
 // RestartBudget bounds one kill and restart (sim.ServerRestartBudget).
@@ -81,7 +106,8 @@ type RestartTime struct {
 // NewSupervisor puts a stable proxy on 127.0.0.1 in front of each server
 // and starts the control endpoint. Close stops both.
 func NewSupervisor(servers []*Server, log io.Writer) (*Supervisor, error) {
-	s := &Supervisor{proxy: newToxiproxy(), log: log, servers: map[string]*Server{}, stable: map[string]*toxiproxy.Proxy{}, cases: map[string]*caseServers{}}
+	s := &Supervisor{proxy: newToxiproxy(), log: log, servers: map[string]*Server{}, stable: map[string]*toxiproxy.Proxy{}, cases: map[string]*caseServers{},
+		batches: map[string]*crashBatch{}}
 	for _, srv := range servers {
 		p := toxiproxy.NewProxy(s.proxy, "stable-"+srv.Name, "127.0.0.1:0", srv.Addr)
 		if err := s.proxy.Collection.Add(p, true); err != nil {
@@ -224,6 +250,8 @@ type caseServers struct {
 	armed    map[string]string // toxic name -> latch id, on proxy "server/toxic"
 	restarts []check.Restart
 	n        int
+	// atWindow: the case asked for its server crash (under s.mu).
+	atWindow bool
 }
 
 func (c *caseServers) Endpoints() map[string]string {
@@ -266,6 +294,94 @@ func (c *caseServers) closeLocked() {
 		_ = c.s.proxy.Collection.Remove(p.Name)
 	}
 	delete(c.s.cases, c.key)
+	// A batch may have been waiting for this case only.
+	if b := c.s.batches[c.sc.Crashes]; b != nil && c.s.allAtWindowLocked(c.sc.Crashes) {
+		go c.s.fire(c.sc.Crashes, b)
+	}
+}
+
+// allAtWindowLocked says whether every open case that crashes server has
+// asked for its crash.
+func (s *Supervisor) allAtWindowLocked(server string) bool {
+	for _, c := range s.cases {
+		if c.sc.Crashes == server && !c.atWindow {
+			return false
+		}
+	}
+	return true
+}
+
+// crashTogether kills the server for the case once every open case that
+// crashes the same server reached its window (or GatherWait after the
+// first did), with one restart for all of them; each gets its own restart
+// record and I9 snapshot.
+func (c *caseServers) crashTogether(req sim.ServerFaultRequest, server string) error {
+	events, saved, err := c.sc.Acknowledged()
+	if err != nil {
+		return fmt.Errorf("read the history before the kill: %w", err)
+	}
+	w := &crashWaiter{c: c, req: req, events: events, saved: saved, done: make(chan error, 1)}
+	s := c.s
+	s.mu.Lock()
+	b := s.batches[server]
+	if b == nil {
+		b = &crashBatch{}
+		s.batches[server] = b
+		b.timer = time.AfterFunc(GatherWait, func() { s.fire(server, b) })
+	}
+	b.waiters = append(b.waiters, w)
+	c.atWindow = true
+	ready := s.allAtWindowLocked(server)
+	s.mu.Unlock()
+	if ready {
+		s.fire(server, b)
+	}
+	return <-w.done
+}
+
+// fire kills and restarts server once for the batch's cases.
+func (s *Supervisor) fire(server string, b *crashBatch) {
+	s.mu.Lock()
+	if b.fired {
+		s.mu.Unlock()
+		return
+	}
+	b.fired = true
+	b.timer.Stop()
+	if s.batches[server] == b {
+		delete(s.batches, server)
+	}
+	waiters := b.waiters
+	s.mu.Unlock()
+	// Not a request's context: a worker that gives up (or is killed as
+	// hung) must not leave a server half restarted.
+	ctx, cancel := context.WithTimeout(context.Background(), RestartBudget)
+	defer cancel()
+	took, err := s.Crash(ctx, server)
+	together := ""
+	if len(waiters) > 1 {
+		together = fmt.Sprintf(", one kill for %d cases each at its window", len(waiters))
+	}
+	for _, w := range waiters {
+		if err != nil {
+			w.done <- err
+			continue
+		}
+		c := w.c
+		rs := check.Restart{Server: server, Point: string(w.req.Point), Worker: w.req.Worker, Took: took, Events: w.events, SavedPlans: w.saved}
+		// Read the stores before any worker writes again: what a write
+		// acknowledged before the kill must be there now (I9).
+		if snap, err := c.sc.Snapshot(ctx); err != nil {
+			rs.SnapshotErr = err.Error()
+		} else {
+			rs.Snapshot = snap
+		}
+		c.mu.Lock()
+		c.restarts = append(c.restarts, rs)
+		c.mu.Unlock()
+		c.record(w.req, fmt.Sprintf("%s killed (SIGKILL) and restarted on its data%s: first answered query %s after the kill", server, together, took.Round(time.Millisecond)), "")
+		w.done <- nil
+	}
 }
 
 // record appends what the supervisor did to the case's history, under the
@@ -321,27 +437,10 @@ func (c *caseServers) fault(ctx context.Context, req sim.ServerFaultRequest, act
 	}
 	switch act.Kind {
 	case faults.ServerCrash:
-		events, saved, err := c.sc.Acknowledged()
-		if err != nil {
-			return fmt.Errorf("read the history before the kill: %w", err)
+		if !c.s.Can(faults.ServerCrash, act.Server) {
+			return fmt.Errorf("server %s cannot be crashed: no command to kill and start it was given", act.Server)
 		}
-		took, err := c.s.Crash(ctx, act.Server)
-		if err != nil {
-			return err
-		}
-		rs := check.Restart{Server: act.Server, Point: string(req.Point), Worker: req.Worker, Took: took, Events: events, SavedPlans: saved}
-		// Read the stores before any worker writes again: what a write
-		// acknowledged before the kill must be there now (I9).
-		if snap, err := c.sc.Snapshot(ctx); err != nil {
-			rs.SnapshotErr = err.Error()
-		} else {
-			rs.Snapshot = snap
-		}
-		c.mu.Lock()
-		c.restarts = append(c.restarts, rs)
-		c.mu.Unlock()
-		c.record(req, fmt.Sprintf("%s killed (SIGKILL) and restarted on its data: first answered query %s after the kill", act.Server, took.Round(time.Millisecond)), "")
-		return nil
+		return c.crashTogether(req, act.Server)
 	case faults.AckLost, faults.ConnReset:
 		c.mu.Lock()
 		c.n++

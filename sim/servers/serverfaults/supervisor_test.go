@@ -1,0 +1,117 @@
+package serverfaults
+
+import (
+	"context"
+	"io"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/check"
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+// fakeServer is a server whose kill and start are counted.
+func fakeServer(t *testing.T, kills *atomic.Int32) *Server {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return &Server{Name: "postgres", Protocol: "postgres", Addr: ln.Addr().String(),
+		Kill:  func(context.Context) error { kills.Add(1); return nil },
+		Start: func(context.Context) (string, error) { time.Sleep(50 * time.Millisecond); return ln.Addr().String(), nil }}
+}
+
+func openCrashCase(t *testing.T, s *Supervisor, id string) *caseServers {
+	hist := filepath.Join(t.TempDir(), "history.jsonl")
+	cs, err := s.OpenCase(context.Background(), sim.ServerCase{ID: id, History: hist, Crashes: "postgres",
+		Snapshot:     func(context.Context) (check.Snapshot, error) { return check.Snapshot{}, nil },
+		Acknowledged: func() (int, []int64, error) { return 0, nil, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs.(*caseServers)
+}
+
+func crashAt(c *caseServers, p faults.Point) error {
+	act := faults.Action{Kind: faults.ServerCrash, Hit: 1, Server: "postgres"}
+	return c.fault(context.Background(), sim.ServerFaultRequest{Worker: "fault", Point: p, Action: act}, act)
+}
+
+// The cases open at once that crash the same server share one kill: it
+// happens once all of them reached their windows, and each records the
+// restart it saw.
+func TestCasesCrashingOneServerShareItsKill(t *testing.T) {
+	var kills atomic.Int32
+	s, err := NewSupervisor([]*Server{fakeServer(t, &kills)}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cases := []*caseServers{openCrashCase(t, s, "a"), openCrashCase(t, s, "b"), openCrashCase(t, s, "c")}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, c := range cases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i) * 200 * time.Millisecond) // they reach their windows one after another
+			if err := crashAt(c, faults.BeforeStateCommit); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := kills.Load(); n != 1 {
+		t.Fatalf("%d kills for three cases open at once, want 1", n)
+	}
+	if took := time.Since(start); took >= GatherWait {
+		t.Fatalf("took %s: the kill waited for the gather timeout though every case had reached its window", took)
+	}
+	for _, c := range cases {
+		if rs := c.Restarts(); len(rs) != 1 || rs[0].Server != "postgres" {
+			t.Errorf("case %s restarts %+v, want one of postgres", c.sc.ID, rs)
+		}
+		h, err := history.Read(c.sc.History)
+		if err != nil || len(h) != 1 || !strings.Contains(h[0].Note, "one kill for 3 cases each at its window") {
+			t.Errorf("case %s history %+v (%v): want the shared restart recorded", c.sc.ID, h, err)
+		}
+		c.Close()
+	}
+}
+
+// A case that ends without reaching its window (its worker failed before)
+// does not hold the others' kill back.
+func TestACaseThatEndsDoesNotHoldTheKill(t *testing.T) {
+	var kills atomic.Int32
+	s, err := NewSupervisor([]*Server{fakeServer(t, &kills)}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, b := openCrashCase(t, s, "a"), openCrashCase(t, s, "b")
+	done := make(chan error, 1)
+	go func() { done <- crashAt(a, faults.BeforeCompleted) }()
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	b.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(GatherWait / 2):
+		t.Fatalf("the kill still waits %s after the other case ended", time.Since(start))
+	}
+	if kills.Load() != 1 {
+		t.Fatalf("%d kills, want 1", kills.Load())
+	}
+	a.Close()
+}
