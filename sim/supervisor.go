@@ -98,7 +98,8 @@ type Config struct {
 	// BatchSize of graph writes (default 2: the standard corpus then
 	// writes in three batches).
 	BatchSize int
-	// ProcessTimeout kills a hung worker (default 30s).
+	// ProcessTimeout kills a hung worker (default 30s; ServerWorkerDeadline
+	// for a server backend with adaptive timings).
 	ProcessTimeout time.Duration
 	// Bugs are service mutants; Mutant a backend mutant.
 	Bugs   []reference.Bug
@@ -175,6 +176,15 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	if cfg.ProcessTimeout <= 0 {
 		cfg.ProcessTimeout = 30 * time.Second
+		if cfg.Adaptive && !cfg.InProcess && !b.Embedded && !b.Volatile {
+			// A database server under load can stall for minutes and then
+			// go on (seen: Neo4j answered nothing for 100-160 s on this
+			// 2-core machine with two CPU-bound processes running, while
+			// the lease TTL was still 1.8 s): a worker waiting on it is
+			// slow, not hung, and killing it would turn a correct store's
+			// verdict into "undecided".
+			cfg.ProcessTimeout = ServerWorkerDeadline
+		}
 	}
 	if cfg.Namespace == "" {
 		cfg.Namespace = fmt.Sprintf("r%x", time.Now().UnixNano()&0xffffffff)
@@ -190,6 +200,10 @@ func NewRunner(cfg Config) (*Runner, error) {
 	r.timing.t = Timing{LeaseTTL: cfg.LeaseTTL, ClaimTTL: cfg.ClaimTTL, ProcessTimeout: cfg.ProcessTimeout, Source: src}
 	return r, nil
 }
+
+// ServerWorkerDeadline is the least deadline of a worker on a server
+// backend when the timings adapt to the machine.
+const ServerWorkerDeadline = 5 * time.Minute
 
 // Backend returns the resolved backend.
 func (r *Runner) Backend() Backend { return r.backend }

@@ -246,3 +246,26 @@ func TestServerGateGroupsCrashesByServer(t *testing.T) {
 	}
 	g.release()
 }
+
+// A server backend with adaptive timings gives its workers minutes, not
+// seconds: a loaded database server stalls and goes on. An embedded one,
+// or fixed timings, keep the short default.
+func TestServerBackendWorkersGetMinutes(t *testing.T) {
+	for _, c := range []struct {
+		b        Backend
+		adaptive bool
+		want     time.Duration
+	}{
+		{Backend{Name: "server"}, true, ServerWorkerDeadline},
+		{Backend{Name: "server"}, false, 30 * time.Second},
+		{Backend{Name: "embedded", Embedded: true}, true, 30 * time.Second},
+	} {
+		r, err := NewRunner(Config{Use: &c.b, Adaptive: c.adaptive, WorkDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Timing().ProcessTimeout; got != c.want {
+			t.Errorf("%s adaptive=%v: worker deadline %s, want %s", c.b.Name, c.adaptive, got, c.want)
+		}
+	}
+}
