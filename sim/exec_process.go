@@ -126,9 +126,11 @@ func waitRelease(ctx context.Context, file string, d time.Duration) {
 	if file == "" {
 		return
 	}
-	// A release normally comes within a few lease TTLs; the stall d is
-	// one of those, so the wait grows with the timings in use.
-	deadline := time.Now().Add(2*time.Minute + 10*d)
+	// A release comes once the next foreground worker is done, which on a
+	// stalled server can take minutes; the supervisor kills a worker that
+	// waits past its deadline (and Pdeathsig one whose supervisor died),
+	// so this bound only keeps a worker from waiting for ever.
+	deadline := time.Now().Add(30*time.Minute + 10*d)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if _, err := os.Stat(file); err == nil {
 			return
