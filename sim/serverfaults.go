@@ -25,6 +25,8 @@ type ServerFaults interface {
 	// fault proxy per server) and the address its workers ask for server
 	// faults at.
 	OpenCase(ctx context.Context, sc ServerCase) (CaseServers, error)
+	// Kills says how many times the named server was killed so far.
+	Kills(server string) int
 }
 
 // ServerCase is what the server faults of one case run need to know.
@@ -122,7 +124,7 @@ func (r *Runner) openServers(ctx context.Context, c Case, cx caseExec, env *Case
 		return nil, func() {}, nil
 	}
 	crashes := crashedServer(c)
-	r.servers.acquire(crashes)
+	r.servers.acquire(crashes, r.cfg.ServerFaults.Kills)
 	unlock := r.servers.release
 	snapEnv := *env
 	cs, err := r.cfg.ServerFaults.OpenCase(ctx, ServerCase{ID: space, History: history, Crashes: crashes,
@@ -155,27 +157,35 @@ func (r *Runner) openServers(ctx context.Context, c Case, cx caseExec, env *Case
 }
 
 // serverGate lets cases share the servers. The cases that crash no
-// server run together; the cases that crash server S run together (the
-// supervisor kills S once for all of them, each at its window: see
-// ServerCase.Crashes), apart from every other case, since a restart would
-// fail the workers of a case that does not expect it.
+// server run together. The cases that crash server S run in waves apart
+// from every other case, since a restart would fail the workers of a case
+// that does not expect it: a wave takes new cases until S is first killed
+// (the supervisor kills it once for the cases of the wave at their
+// windows: see ServerCase.Crashes), then drains before the next begins.
 type serverGate struct {
 	mu   sync.Mutex
 	cond *sync.Cond
 	// crashes is the group running: "" (no crash), or a server's name;
-	// n how many of its cases run.
+	// n how many of its cases run; kills the server's kill count when
+	// the wave began.
 	crashes string
 	n       int
+	kills   int
 }
 
-func (g *serverGate) acquire(crashes string) {
+// acquire waits until the case may run; kills counts the kills of a
+// server so far (nil when no case crashes one).
+func (g *serverGate) acquire(crashes string, kills func(string) int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.cond == nil {
 		g.cond = sync.NewCond(&g.mu)
 	}
-	for g.n > 0 && g.crashes != crashes {
+	for g.n > 0 && (g.crashes != crashes || crashes != "" && kills(crashes) != g.kills) {
 		g.cond.Wait()
+	}
+	if g.n == 0 && crashes != "" {
+		g.kills = kills(crashes)
 	}
 	g.crashes = crashes
 	g.n++

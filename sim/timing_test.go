@@ -3,6 +3,7 @@ package sim
 import (
 	"os/exec"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -209,63 +210,52 @@ func TestDeadlineFollowsRaisedTiming(t *testing.T) {
 }
 
 // Cases that crash no server share the servers; cases that crash the
-// same server share them with each other only.
+// same server share them with each other only, in waves: once the server
+// was killed, a new case waits until the wave drained.
 func TestServerGateGroupsCrashesByServer(t *testing.T) {
 	var g serverGate
-	g.acquire("")
-	g.acquire("") // two plain cases at once
+	var mu sync.Mutex
+	killed := map[string]int{}
+	kills := func(s string) int { mu.Lock(); defer mu.Unlock(); return killed[s] }
 	entered := make(chan string, 4)
-	go func() { g.acquire("postgres"); entered <- "postgres-1" }()
-	go func() { g.acquire("postgres"); entered <- "postgres-2" }()
-	select {
-	case who := <-entered:
-		t.Fatalf("%s crashed a server while plain cases ran", who)
-	case <-time.After(100 * time.Millisecond):
-	}
-	g.release()
-	g.release()
-	for range 2 {
+	enter := func(crashes, who string) { go func() { g.acquire(crashes, kills); entered <- who }() }
+	mustEnter := func(what string) {
+		t.Helper()
 		select {
 		case <-entered:
 		case <-time.After(2 * time.Second):
-			t.Fatal("the postgres crash cases did not run together once the plain cases ended")
+			t.Fatal(what)
 		}
 	}
-	go func() { g.acquire("neo4j"); entered <- "neo4j" }()
-	select {
-	case <-entered:
-		t.Fatal("a neo4j crash case ran while postgres crash cases did")
-	case <-time.After(100 * time.Millisecond):
-	}
-	g.release()
-	g.release()
-	select {
-	case <-entered:
-	case <-time.After(2 * time.Second):
-		t.Fatal("the neo4j crash case did not run once the postgres ones ended")
-	}
-	g.release()
-}
-
-// A server backend with adaptive timings gives its workers minutes, not
-// seconds: a loaded database server stalls and goes on. An embedded one,
-// or fixed timings, keep the short default.
-func TestServerBackendWorkersGetMinutes(t *testing.T) {
-	for _, c := range []struct {
-		b        Backend
-		adaptive bool
-		want     time.Duration
-	}{
-		{Backend{Name: "server"}, true, ServerWorkerDeadline},
-		{Backend{Name: "server"}, false, 30 * time.Second},
-		{Backend{Name: "embedded", Embedded: true}, true, 30 * time.Second},
-	} {
-		r, err := NewRunner(Config{Use: &c.b, Adaptive: c.adaptive, WorkDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := r.Timing().ProcessTimeout; got != c.want {
-			t.Errorf("%s adaptive=%v: worker deadline %s, want %s", c.b.Name, c.adaptive, got, c.want)
+	mustWait := func(what string) {
+		t.Helper()
+		select {
+		case who := <-entered:
+			t.Fatalf("%s: %s", what, who)
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	g.acquire("", kills)
+	g.acquire("", kills) // two plain cases at once
+	enter("postgres", "postgres-1")
+	enter("postgres", "postgres-2")
+	mustWait("a case crashed a server while plain cases ran")
+	g.release()
+	g.release()
+	mustEnter("the postgres crash cases did not run once the plain cases ended")
+	mustEnter("the postgres crash cases did not run together")
+	enter("neo4j", "neo4j")
+	mustWait("a neo4j crash case ran while postgres crash cases did")
+	mu.Lock()
+	killed["postgres"]++ // the wave's kill
+	mu.Unlock()
+	enter("postgres", "postgres-3")
+	mustWait("a postgres crash case joined a wave whose kill had happened")
+	g.release()
+	g.release()
+	mustEnter("the cases waiting did not run once the wave drained")
+	mustWait("the neo4j and the postgres crash cases ran together")
+	g.release()
+	mustEnter("the other case did not run once the first ended")
+	g.release()
 }

@@ -69,6 +69,9 @@ type Supervisor struct {
 	// batches are the crashes waiting for the other cases open at once
 	// that crash the same server (sim.ServerCase.Crashes), by server.
 	batches map[string]*crashBatch
+	// kills counts the kills of each server, from the moment one is
+	// decided (before the server goes down).
+	kills map[string]int
 }
 
 // GatherWait bounds how long a case that reached its server-crash window
@@ -107,7 +110,7 @@ type RestartTime struct {
 // and starts the control endpoint. Close stops both.
 func NewSupervisor(servers []*Server, log io.Writer) (*Supervisor, error) {
 	s := &Supervisor{proxy: newToxiproxy(), log: log, servers: map[string]*Server{}, stable: map[string]*toxiproxy.Proxy{}, cases: map[string]*caseServers{},
-		batches: map[string]*crashBatch{}}
+		batches: map[string]*crashBatch{}, kills: map[string]int{}}
 	for _, srv := range servers {
 		p := toxiproxy.NewProxy(s.proxy, "stable-"+srv.Name, "127.0.0.1:0", srv.Addr)
 		if err := s.proxy.Collection.Add(p, true); err != nil {
@@ -159,6 +162,11 @@ func (s *Supervisor) Close() {
 // points every proxy at it; it returns how long the server was gone (kill
 // to first answered query).
 func (s *Supervisor) Crash(ctx context.Context, name string) (time.Duration, error) {
+	return s.crash(ctx, name, false)
+}
+
+// crash is Crash; counted says the caller already counted the kill.
+func (s *Supervisor) crash(ctx context.Context, name string, counted bool) (time.Duration, error) {
 	s.mu.Lock()
 	srv := s.servers[name]
 	s.mu.Unlock()
@@ -167,6 +175,11 @@ func (s *Supervisor) Crash(ctx context.Context, name string) (time.Duration, err
 	}
 	if !srv.Crashable() {
 		return 0, fmt.Errorf("server %s cannot be crashed: no command to kill and start it was given", name)
+	}
+	if !counted {
+		s.mu.Lock()
+		s.kills[name]++
+		s.mu.Unlock()
 	}
 	t0 := time.Now()
 	if err := srv.Kill(ctx); err != nil {
@@ -206,6 +219,14 @@ func (s *Supervisor) Can(k faults.Kind, server string) bool {
 	defer s.mu.Unlock()
 	srv := s.servers[server]
 	return srv != nil && k.IsServer() && (k != faults.ServerCrash || srv.Crashable())
+}
+
+// Kills implements sim.ServerFaults: how many times the named server was
+// killed (and restarted) so far.
+func (s *Supervisor) Kills(server string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.kills[server]
 }
 
 // Names lists the servers the supervisor can fault, sorted.
@@ -352,12 +373,13 @@ func (s *Supervisor) fire(server string, b *crashBatch) {
 		delete(s.batches, server)
 	}
 	waiters := b.waiters
+	s.kills[server]++ // no case joins this wave from now on
 	s.mu.Unlock()
 	// Not a request's context: a worker that gives up (or is killed as
 	// hung) must not leave a server half restarted.
 	ctx, cancel := context.WithTimeout(context.Background(), RestartBudget)
 	defer cancel()
-	took, err := s.Crash(ctx, server)
+	took, err := s.crash(ctx, server, true)
 	together := ""
 	if len(waiters) > 1 {
 		together = fmt.Sprintf(", one kill for %d cases each at its window", len(waiters))

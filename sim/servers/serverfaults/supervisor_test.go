@@ -69,8 +69,8 @@ func TestCasesCrashingOneServerShareItsKill(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if n := kills.Load(); n != 1 {
-		t.Fatalf("%d kills for three cases open at once, want 1", n)
+	if n := kills.Load(); n != 1 || s.Kills("postgres") != 1 {
+		t.Fatalf("%d kills (Kills says %d) for three cases open at once, want 1", n, s.Kills("postgres"))
 	}
 	if took := time.Since(start); took >= GatherWait {
 		t.Fatalf("took %s: the kill waited for the gather timeout though every case had reached its window", took)
