@@ -219,7 +219,6 @@ func crashedServer(c Case) string {
 	return ""
 }
 
-
 // serverFaultDone reports whether the supervisor recorded that the server
 // fault worker armed at p took effect (a restart, a dropped reply, a reset
 // connection).

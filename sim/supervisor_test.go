@@ -238,7 +238,9 @@ func TestDeadlineKillsHungWorkerAndItsGroup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.Diagnose = func(context.Context, sim.CaseEnv) string { return "test: 1 session waiting for a lock\nsession 7 blocked by 8" }
+		b.Diagnose = func(context.Context, sim.CaseEnv) string {
+			return "test: 1 session waiting for a lock\nsession 7 blocked by 8"
+		}
 		c.Use = &b
 	})
 	start := time.Now()

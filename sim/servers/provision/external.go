@@ -25,10 +25,10 @@ import (
 // front of it (ack-lost, conn-reset); a server with both a kill and a
 // start command can also be crashed (server-crash).
 type ExternalOptions struct {
-	PostgresDSN                         string
-	Neo4jURI, Neo4jUser, Neo4jPassword  string
-	PostgresKill, PostgresStart         string
-	Neo4jKill, Neo4jStart               string
+	PostgresDSN                        string
+	Neo4jURI, Neo4jUser, Neo4jPassword string
+	PostgresKill, PostgresStart        string
+	Neo4jKill, Neo4jStart              string
 }
 
 // killGone bounds how long a server may still answer after its kill

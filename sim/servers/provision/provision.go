@@ -174,6 +174,14 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 		tcpostgres.WithDatabase("crashmatrix"), tcpostgres.WithUsername("crashmatrix"), tcpostgres.WithPassword(randomSecret()),
 		testcontainers.WithWaitStrategy(wait.ForLog("database system is ready to accept connections").WithOccurrence(2).WithStartupTimeout(120 * time.Second)),
 	}
+	if !o.ServerFaults {
+		// Nothing restarts the server: its data lives in memory. On this
+		// kind of machine the guest kernel, starved of CPU, has left block
+		// IO unfinished for minutes ("workqueue lockup … stuck for 99s",
+		// servers in D state), and every worker waiting on the server hung
+		// with it; memory needs no IO completion.
+		pgOpts = append(pgOpts, testcontainers.WithTmpfs(map[string]string{"/var/lib/postgresql/data": "rw"}))
+	}
 	if o.ServerFaults || len(pgArgs) > 0 {
 		// The module's default command turns fsync off; a server that is
 		// certified against its own crashes runs with its own defaults
@@ -235,13 +243,17 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 	}
 	t1 := time.Now()
 	pw := randomSecret()
-	n4, err := tcneo4j.Run(ctx, o.Neo4jImage, tcneo4j.WithAdminPassword(pw),
+	var n4Tmpfs []testcontainers.ContainerCustomizer
+	if !o.ServerFaults {
+		n4Tmpfs = append(n4Tmpfs, testcontainers.WithTmpfs(neo4jTmpfs(o.Neo4jImage)))
+	}
+	n4, err := tcneo4j.Run(ctx, o.Neo4jImage, append([]testcontainers.ContainerCustomizer{tcneo4j.WithAdminPassword(pw),
 		testcontainers.WithEnv(map[string]string{"NEO4J_server_memory_pagecache_size": "64m", "NEO4J_server_memory_heap_max__size": "768m"}),
 		// The module's own wait (same checks) gives up after 60s; on a
 		// busy 2-core machine Neo4j took 38-58s to start, and sometimes more.
 		testcontainers.WithWaitStrategyAndDeadline(neo4jStartup,
 			wait.ForLog("Bolt enabled on").WithStartupTimeout(neo4jStartup),
-			wait.ForHTTP("/").WithPort("7474/tcp").WithStartupTimeout(neo4jStartup)))
+			wait.ForHTTP("/").WithPort("7474/tcp").WithStartupTimeout(neo4jStartup))}, n4Tmpfs...)...)
 	if n4 != nil {
 		mu.Lock()
 		ctrs = append(ctrs, n4)
@@ -281,6 +293,16 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 	}
 	fmt.Fprintf(log, "Neo4j %s up: first query %s after Run\n", o.Neo4jImage, LastTimings.Neo4j.Round(time.Millisecond))
 	return env, stop, srvs, nil
+}
+
+// neo4jTmpfs are the directories of a Neo4j image that hold its data and
+// logs, mounted in memory when the server is never restarted: the local
+// image keeps them under NEO4J_HOME, the official one under /data and /logs.
+func neo4jTmpfs(image string) map[string]string {
+	if strings.HasPrefix(image, "localhost/crashmatrix/") {
+		return map[string]string{"/var/lib/neo4j/data": "rw", "/var/lib/neo4j/logs": "rw"}
+	}
+	return map[string]string{"/data": "rw", "/logs": "rw"}
 }
 
 func firstQuery(ctx context.Context, q func(context.Context) error) error {

@@ -25,8 +25,11 @@ func fakeServer(t *testing.T, kills *atomic.Int32) *Server {
 	}
 	t.Cleanup(func() { ln.Close() })
 	return &Server{Name: "postgres", Protocol: "postgres", Addr: ln.Addr().String(),
-		Kill:  func(context.Context) error { kills.Add(1); return nil },
-		Start: func(context.Context) (string, error) { time.Sleep(50 * time.Millisecond); return ln.Addr().String(), nil }}
+		Kill: func(context.Context) error { kills.Add(1); return nil },
+		Start: func(context.Context) (string, error) {
+			time.Sleep(50 * time.Millisecond)
+			return ln.Addr().String(), nil
+		}}
 }
 
 func openCrashCase(t *testing.T, s *Supervisor, id string) *caseServers {
