@@ -44,6 +44,7 @@ func (r *Runner) runWithRetries(ctx context.Context, c Case) CaseResult {
 	tm := r.Timing()
 	var attempts []Attempt
 	var earlier []string
+	stallRetried := false
 	for n := 1; ; n++ {
 		res := r.runCase(ctx, c.ForTTL(tm.LeaseTTL), tm)
 		r.rescaleFrom(res)
@@ -52,7 +53,16 @@ func (r *Runner) runWithRetries(ctx context.Context, c Case) CaseResult {
 			// One flat note for the reports, whatever the number of runs.
 			res.Notes = append(res.Notes, EarlierAttempts+strings.Join(earlier, " | "))
 		}
-		if why, ok := hungUnderOldTiming(res, tm, r.Timing()); ok && r.cfg.Adaptive && !r.cfg.InProcess && n < maxAttempts && ctx.Err() == nil {
+		why, ok := hungUnderOldTiming(res, tm, r.Timing())
+		if !ok && !stallRetried && r.backend.serverBacked() {
+			// A worker hung past its deadline on a server: a server of a
+			// loaded machine can stall for minutes and go on, so run the
+			// case once more before calling it undecided.
+			if why, ok = hungOnServer(res, tm); ok {
+				stallRetried = true
+			}
+		}
+		if ok && r.cfg.Adaptive && !r.cfg.InProcess && n < maxAttempts && ctx.Err() == nil {
 			// A worker was killed at the deadline of a timing the run has
 			// since raised (another case measured a slower machine): that
 			// is time running out, not a hang, so run it again with the
@@ -92,6 +102,26 @@ func hungUnderOldTiming(res CaseResult, was, now Timing) (NotExercisedReason, bo
 	}
 	return NotExercisedReason{}, false
 }
+
+// hungOnServer reports whether an undecided case's worker was killed at
+// its deadline, and says so as a timing reason.
+func hungOnServer(res CaseResult, was Timing) (NotExercisedReason, bool) {
+	if res.Verdict != Undecided {
+		return NotExercisedReason{}, false
+	}
+	for _, w := range res.Workers {
+		if w.Exit == "timeout" {
+			return NotExercisedReason{Cause: CauseTiming,
+				Detail: fmt.Sprintf("worker %s hung past its %s deadline on a server backend (a loaded server can stall for minutes and go on); run once more", w.Worker, was.ProcessTimeout),
+				Advice: timingAdvice(was)}, true
+		}
+	}
+	return NotExercisedReason{}, false
+}
+
+// serverBacked says whether the backend's stores live in servers (not
+// embedded, not in the process's memory).
+func (b Backend) serverBacked() bool { return !b.Embedded && !b.Volatile }
 
 // RunAll runs cases on parallel workers slots and reports each result as it
 // lands (for a progress bar).

@@ -176,7 +176,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	if cfg.ProcessTimeout <= 0 {
 		cfg.ProcessTimeout = 30 * time.Second
-		if cfg.Adaptive && !cfg.InProcess && !b.Embedded && !b.Volatile {
+		if cfg.Adaptive && !cfg.InProcess && b.serverBacked() {
 			// A database server under load can stall for minutes and then
 			// go on (seen: Neo4j answered nothing for 100-160 s on this
 			// 2-core machine with two CPU-bound processes running, while

@@ -259,3 +259,26 @@ func TestServerGateGroupsCrashesByServer(t *testing.T) {
 	mustEnter("the other case did not run once the first ended")
 	g.release()
 }
+
+// An undecided case whose worker hung past its deadline on a server is
+// run once more (a loaded server stalls and goes on); a case undecided for
+// another reason is not.
+func TestHungOnServerIsRunAgain(t *testing.T) {
+	tm := Timing{LeaseTTL: time.Second, ProcessTimeout: 5 * time.Minute}
+	hung := CaseResult{Verdict: Undecided, Workers: []WorkerResult{{Worker: "recover", Exit: "timeout"}}}
+	why, ok := hungOnServer(hung, tm)
+	if !ok || why.Cause != CauseTiming || !strings.Contains(why.Detail, "worker recover hung past its 5m0s deadline") {
+		t.Fatalf("hungOnServer = %+v, %v", why, ok)
+	}
+	for _, res := range []CaseResult{
+		{Verdict: Undecided, Workers: []WorkerResult{{Worker: "w", Exit: "error: exit status 3"}}},
+		{Verdict: Pass, Workers: []WorkerResult{{Worker: "w", Exit: "timeout"}}},
+	} {
+		if _, ok := hungOnServer(res, tm); ok {
+			t.Errorf("%+v counted as a stalled server", res)
+		}
+	}
+	if (Backend{Embedded: true}).serverBacked() || (Backend{Volatile: true}).serverBacked() || !(Backend{Name: "postgres"}).serverBacked() {
+		t.Error("serverBacked: only a backend neither embedded nor volatile keeps its stores in servers")
+	}
+}
