@@ -179,7 +179,7 @@ func TestDeadlineFollowsRaisedTiming(t *testing.T) {
 	cmd := exec.Command("sleep", "60")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		t.Skip("no sleep command:", err)
+		t.Fatalf("start a sleep process to stand for a worker: %v", err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
