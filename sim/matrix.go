@@ -90,33 +90,38 @@ func (r *Runner) runWithRetries(ctx context.Context, c Case) CaseResult {
 // at its deadline (started with timing was) while the run's timing now
 // allows a longer one, and says so as a timing reason.
 func hungUnderOldTiming(res CaseResult, was, now Timing) (NotExercisedReason, bool) {
-	if res.Verdict != Undecided || now.ProcessTimeout <= was.ProcessTimeout {
+	w, ok := timedOut(res)
+	if !ok || now.ProcessTimeout <= was.ProcessTimeout {
 		return NotExercisedReason{}, false
 	}
-	for _, w := range res.Workers {
-		if w.Exit == "timeout" {
-			return NotExercisedReason{Cause: CauseTiming,
-				Detail: fmt.Sprintf("worker %s outlived the %s deadline of lease TTL %s, and the run's timing has since risen to lease TTL %s (deadline %s)", w.Worker, was.ProcessTimeout, was.LeaseTTL, now.LeaseTTL, now.ProcessTimeout),
-				Advice: timingAdvice(now)}, true
+	return NotExercisedReason{Cause: CauseTiming,
+		Detail: fmt.Sprintf("worker %s outlived the %s deadline of lease TTL %s, and the run's timing has since risen to lease TTL %s (deadline %s)", w.Worker, was.ProcessTimeout, was.LeaseTTL, now.LeaseTTL, now.ProcessTimeout),
+		Advice: timingAdvice(now)}, true
+}
+
+// timedOut returns the first worker of an undecided case that was killed
+// at its deadline.
+func timedOut(res CaseResult) (WorkerResult, bool) {
+	if res.Verdict == Undecided {
+		for _, w := range res.Workers {
+			if w.Exit == "timeout" {
+				return w, true
+			}
 		}
 	}
-	return NotExercisedReason{}, false
+	return WorkerResult{}, false
 }
 
 // hungOnServer reports whether an undecided case's worker was killed at
 // its deadline, and says so as a timing reason.
 func hungOnServer(res CaseResult, was Timing) (NotExercisedReason, bool) {
-	if res.Verdict != Undecided {
+	w, ok := timedOut(res)
+	if !ok {
 		return NotExercisedReason{}, false
 	}
-	for _, w := range res.Workers {
-		if w.Exit == "timeout" {
-			return NotExercisedReason{Cause: CauseTiming,
-				Detail: fmt.Sprintf("worker %s hung past its %s deadline on a server backend (a loaded server can stall for minutes and go on); run once more", w.Worker, was.ProcessTimeout),
-				Advice: timingAdvice(was)}, true
-		}
-	}
-	return NotExercisedReason{}, false
+	return NotExercisedReason{Cause: CauseTiming,
+		Detail: fmt.Sprintf("worker %s hung past its %s deadline on a server backend (a loaded server can stall for minutes and go on); run once more", w.Worker, was.ProcessTimeout),
+		Advice: timingAdvice(was)}, true
 }
 
 // serverBacked says whether the backend's stores live in servers (not
