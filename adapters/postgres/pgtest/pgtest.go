@@ -69,120 +69,167 @@ func Start(tb testing.TB) string {
 	return dsn
 }
 
-// StartServer returns the DSN of a running server and a function that stops
-// it: EnvDSN if set (stop does nothing), otherwise a fresh cluster created
-// with initdb in a temporary directory and started with pg_ctl on a free
-// port of 127.0.0.1 (fsync off). As root the server runs as the postgres OS
-// user. stop shuts the server down and removes the directory.
-func StartServer() (dsn string, stop func(), err error) {
-	if env := strings.TrimSpace(os.Getenv(EnvDSN)); env != "" {
-		return env, func() {}, nil
-	}
+// Cluster is a fresh PostgreSQL data directory made by initdb in a
+// temporary directory, not yet running: the part of starting a throw-away
+// server that does not depend on how it is then run (StartServer runs it
+// with pg_ctl; a test that kills and restarts the server with shell
+// commands runs postgres itself).
+type Cluster struct {
+	// Bin is the directory of the server binaries used.
+	Bin string
+	// Dir is the temporary directory that holds everything below; Remove
+	// deletes it.
+	Dir string
+	// Data is the data directory, Sock the Unix socket directory and Log
+	// a file for the server's output, all inside Dir.
+	Data, Sock, Log string
+	// AsPostgres is true when the server must run as the postgres OS user
+	// (this process is root; PostgreSQL refuses to run as root).
+	AsPostgres bool
+	// Superuser is the role initdb created, trusted on 127.0.0.1.
+	Superuser string
+}
+
+// NewCluster runs initdb (trust authentication, UTF8, no fsync) in a new
+// temporary directory for the role superuser. The binaries come from
+// EnvBinDir if set, else from BinDir. It fails naming what is missing: a
+// binary, the postgres OS user or runuser when run as root.
+func NewCluster(superuser string) (*Cluster, error) {
 	bin := BinDir
 	if b := strings.TrimSpace(os.Getenv(EnvBinDir)); b != "" {
 		bin = b
 	}
 	for _, tool := range []string{"initdb", "pg_ctl", "postgres"} {
 		if _, err := os.Stat(filepath.Join(bin, tool)); err != nil {
-			return "", nil, fmt.Errorf("PostgreSQL 15 server binary %s is missing (%v): install postgresql-15, set %s to its bin directory, or set %s to the DSN of a running server",
+			return nil, fmt.Errorf("PostgreSQL 15 server binary %s is missing (%v): install postgresql-15, set %s to its bin directory, or set %s to the DSN of a running server",
 				filepath.Join(bin, tool), err, EnvBinDir, EnvDSN)
 		}
 	}
-	asPostgres := os.Geteuid() == 0
+	c := &Cluster{Bin: bin, AsPostgres: os.Geteuid() == 0, Superuser: superuser}
 	var uid, gid int
-	if asPostgres {
+	if c.AsPostgres {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			return "", nil, fmt.Errorf("running as root, but the postgres OS user that must run the server is missing (%v); or set %s", err, EnvDSN)
+			return nil, fmt.Errorf("running as root, but the postgres OS user that must run the server is missing (%v): install postgresql-15, or set %s", err, EnvDSN)
 		}
 		uid, _ = strconv.Atoi(u.Uid)
 		gid, _ = strconv.Atoi(u.Gid)
 		if _, err := exec.LookPath("runuser"); err != nil {
-			return "", nil, fmt.Errorf("running as root, but runuser (util-linux) is missing: %v", err)
+			return nil, fmt.Errorf("running as root, but runuser (util-linux) is missing: %v", err)
 		}
 	}
 	dir, err := os.MkdirTemp("", "crashmatrix-pg-")
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	data, sock, logf := filepath.Join(dir, "data"), filepath.Join(dir, "sock"), filepath.Join(dir, "server.log")
-	if err := os.Mkdir(sock, 0o700); err != nil {
-		os.RemoveAll(dir)
-		return "", nil, err
+	c.Dir = dir
+	c.Data, c.Sock, c.Log = filepath.Join(dir, "data"), filepath.Join(dir, "sock"), filepath.Join(dir, "server.log")
+	if err := os.Mkdir(c.Sock, 0o700); err != nil {
+		c.Remove()
+		return nil, err
 	}
-	if asPostgres {
-		for _, p := range []string{dir, sock} {
+	if c.AsPostgres {
+		for _, p := range []string{dir, c.Sock} {
 			if err := os.Chown(p, uid, gid); err != nil {
-				os.RemoveAll(dir)
-				return "", nil, err
+				c.Remove()
+				return nil, err
 			}
 		}
 	}
-	run := func(name string, args ...string) ([]byte, error) {
-		path := filepath.Join(bin, name)
-		var cmd *exec.Cmd
-		if asPostgres {
-			cmd = exec.Command("runuser", append([]string{"-u", "postgres", "--", path}, args...)...)
-		} else {
-			cmd = exec.Command(path, args...)
-		}
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "LC_ALL=C", "LANG=C")
-		return cmd.CombinedOutput()
+	if out, err := c.Command("initdb", "-D", c.Data, "-A", "trust", "-U", superuser, "-E", "UTF8", "--no-sync").CombinedOutput(); err != nil {
+		c.Remove()
+		return nil, fmt.Errorf("initdb failed: %v\n%s", err, out)
 	}
-	if out, err := run("initdb", "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"); err != nil {
-		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("initdb failed: %v\n%s", err, out)
+	return c, nil
+}
+
+// Command returns the command that runs the server tool name (initdb,
+// pg_ctl, postgres) with args, as the postgres OS user when AsPostgres, in
+// Dir, in the C locale.
+func (c *Cluster) Command(name string, args ...string) *exec.Cmd {
+	path := filepath.Join(c.Bin, name)
+	var cmd *exec.Cmd
+	if c.AsPostgres {
+		cmd = exec.Command("runuser", append([]string{"-u", "postgres", "--", path}, args...)...)
+	} else {
+		cmd = exec.Command(path, args...)
+	}
+	cmd.Dir = c.Dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C", "LANG=C")
+	return cmd
+}
+
+// As is the shell prefix that runs a command as the server's OS user:
+// "runuser -u postgres -- " when AsPostgres, else "".
+func (c *Cluster) As() string {
+	if c.AsPostgres {
+		return "runuser -u postgres -- "
+	}
+	return ""
+}
+
+// Remove deletes Dir (stop the server first).
+func (c *Cluster) Remove() { os.RemoveAll(c.Dir) }
+
+// StartServer returns the DSN of a running server and a function that stops
+// it: EnvDSN if set (stop does nothing), otherwise a fresh cluster created
+// with initdb in a temporary directory (NewCluster) and started with pg_ctl
+// on a free port of 127.0.0.1 (fsync off). As root the server runs as the
+// postgres OS user. stop shuts the server down and removes the directory.
+func StartServer() (dsn string, stop func(), err error) {
+	if env := strings.TrimSpace(os.Getenv(EnvDSN)); env != "" {
+		return env, func() {}, nil
+	}
+	c, err := NewCluster("postgres")
+	if err != nil {
+		return "", nil, err
 	}
 	// Password authentication for AuthUser only, before the trust lines.
-	hba := filepath.Join(data, "pg_hba.conf")
+	hba := filepath.Join(c.Data, "pg_hba.conf")
 	old, err := os.ReadFile(hba)
 	if err != nil {
-		os.RemoveAll(dir)
+		c.Remove()
 		return "", nil, err
 	}
 	line := "host all " + AuthUser + " 127.0.0.1/32 scram-sha-256\n"
 	if err := os.WriteFile(hba, append([]byte(line), old...), 0o600); err != nil {
-		os.RemoveAll(dir)
+		c.Remove()
 		return "", nil, err
 	}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		port, err := freePort()
 		if err != nil {
-			os.RemoveAll(dir)
+			c.Remove()
 			return "", nil, err
 		}
-		opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300", port, sock)
-		out, err := run("pg_ctl", "-D", data, "-l", logf, "-o", opts, "-w", "-t", "60", "start")
+		opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300", port, c.Sock)
+		out, err := c.Command("pg_ctl", "-D", c.Data, "-l", c.Log, "-o", opts, "-w", "-t", "60", "start").CombinedOutput()
 		if err != nil {
-			log, _ := os.ReadFile(logf)
+			log, _ := os.ReadFile(c.Log)
 			lastErr = fmt.Errorf("pg_ctl start on 127.0.0.1:%d failed: %v\n%s\n%s", port, err, out, tail(string(log), 2000))
 			continue
 		}
-		stopWatchdog := watchdog(bin, data, dir, asPostgres)
+		stopWatchdog := watchdog(c)
 		stop := func() {
-			run("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
-			os.RemoveAll(dir)
+			_ = c.Command("pg_ctl", "-D", c.Data, "-m", "immediate", "-w", "stop").Run()
+			c.Remove()
 			stopWatchdog()
 		}
 		dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 		return dsn, stop, nil
 	}
-	os.RemoveAll(dir)
+	c.Remove()
 	return "", nil, lastErr
 }
 
 // watchdog starts a detached shell that stops the server and removes dir
 // once this process is gone, so a test binary that panics or is killed
 // does not leave a server behind. The returned function ends the watchdog.
-func watchdog(bin, data, dir string, asPostgres bool) func() {
-	pgctl := shellQuote(filepath.Join(bin, "pg_ctl"))
-	if asPostgres {
-		pgctl = "runuser -u postgres -- " + pgctl
-	}
+func watchdog(c *Cluster) func() {
+	pgctl := c.As() + shellQuote(filepath.Join(c.Bin, "pg_ctl"))
 	script := fmt.Sprintf(`while kill -0 %d 2>/dev/null; do sleep 1; done; %s -D %s -m immediate -w stop >/dev/null 2>&1; rm -rf %s`,
-		os.Getpid(), pgctl, shellQuote(data), shellQuote(dir))
+		os.Getpid(), pgctl, shellQuote(c.Data), shellQuote(c.Dir))
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
