@@ -162,25 +162,33 @@ func (s *Supervisor) Close() {
 // points every proxy at it; it returns how long the server was gone (kill
 // to first answered query).
 func (s *Supervisor) Crash(ctx context.Context, name string) (time.Duration, error) {
-	return s.crash(ctx, name, false)
+	srv, err := s.crashable(name)
+	if err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	s.kills[name]++
+	s.mu.Unlock()
+	return s.restart(ctx, name, srv)
 }
 
-// crash is Crash; counted says the caller already counted the kill.
-func (s *Supervisor) crash(ctx context.Context, name string, counted bool) (time.Duration, error) {
+// crashable returns the named server if it can be crashed, else why not.
+func (s *Supervisor) crashable(name string) (*Server, error) {
 	s.mu.Lock()
 	srv := s.servers[name]
 	s.mu.Unlock()
 	if srv == nil {
-		return 0, fmt.Errorf("no server %q to crash (servers: %s)", name, strings.Join(s.Names(), ", "))
+		return nil, fmt.Errorf("no server %q to crash (servers: %s)", name, strings.Join(s.Names(), ", "))
 	}
 	if !srv.Crashable() {
-		return 0, fmt.Errorf("server %s cannot be crashed: no command to kill and start it was given", name)
+		return nil, fmt.Errorf("server %s cannot be crashed: no command to kill and start it was given", name)
 	}
-	if !counted {
-		s.mu.Lock()
-		s.kills[name]++
-		s.mu.Unlock()
-	}
+	return srv, nil
+}
+
+// restart kills srv and starts it again (the caller counted the kill):
+// the body of Crash.
+func (s *Supervisor) restart(ctx context.Context, name string, srv *Server) (time.Duration, error) {
 	t0 := time.Now()
 	if err := srv.Kill(ctx); err != nil {
 		return 0, fmt.Errorf("kill %s: %w", name, err)
@@ -373,13 +381,14 @@ func (s *Supervisor) fire(server string, b *crashBatch) {
 		delete(s.batches, server)
 	}
 	waiters := b.waiters
-	s.kills[server]++ // no case joins this wave from now on
+	s.kills[server]++        // no case joins this wave from now on
+	srv := s.servers[server] // crashable: fault checked before the case joined
 	s.mu.Unlock()
 	// Not a request's context: a worker that gives up (or is killed as
 	// hung) must not leave a server half restarted.
 	ctx, cancel := context.WithTimeout(context.Background(), RestartBudget)
 	defer cancel()
-	took, err := s.crash(ctx, server, true)
+	took, err := s.restart(ctx, server, srv)
 	together := ""
 	if len(waiters) > 1 {
 		together = fmt.Sprintf(", one kill for %d cases each at its window", len(waiters))
@@ -459,8 +468,8 @@ func (c *caseServers) fault(ctx context.Context, req sim.ServerFaultRequest, act
 	}
 	switch act.Kind {
 	case faults.ServerCrash:
-		if !c.s.Can(faults.ServerCrash, act.Server) {
-			return fmt.Errorf("server %s cannot be crashed: no command to kill and start it was given", act.Server)
+		if _, err := c.s.crashable(act.Server); err != nil {
+			return err
 		}
 		return c.crashTogether(req, act.Server)
 	case faults.AckLost, faults.ConnReset:
