@@ -17,19 +17,27 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim"
 )
 
-// fakeServer is a server whose kill and start are counted.
-func fakeServer(t *testing.T, kills *atomic.Int32) *Server {
+// fakeSupervisor supervises one fake server, "postgres", whose kills it
+// counts (its start takes 50ms); the supervisor is closed with the test.
+func fakeSupervisor(t *testing.T) (*Supervisor, *atomic.Int32) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	return &Server{Name: "postgres", Protocol: "postgres", Addr: ln.Addr().String(),
+	kills := new(atomic.Int32)
+	srv := &Server{Name: "postgres", Protocol: "postgres", Addr: ln.Addr().String(),
 		Kill: func(context.Context) error { kills.Add(1); return nil },
 		Start: func(context.Context) (string, error) {
 			time.Sleep(50 * time.Millisecond)
 			return ln.Addr().String(), nil
 		}}
+	s, err := NewSupervisor([]*Server{srv}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s, kills
 }
 
 func openCrashCase(t *testing.T, s *Supervisor, id string) *caseServers {
@@ -52,12 +60,7 @@ func crashAt(c *caseServers, p faults.Point) error {
 // happens once all of them reached their windows, and each records the
 // restart it saw.
 func TestCasesCrashingOneServerShareItsKill(t *testing.T) {
-	var kills atomic.Int32
-	s, err := NewSupervisor([]*Server{fakeServer(t, &kills)}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, kills := fakeSupervisor(t)
 	cases := []*caseServers{openCrashCase(t, s, "a"), openCrashCase(t, s, "b"), openCrashCase(t, s, "c")}
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -93,12 +96,7 @@ func TestCasesCrashingOneServerShareItsKill(t *testing.T) {
 // A case that ends without reaching its window (its worker failed before)
 // does not hold the others' kill back.
 func TestACaseThatEndsDoesNotHoldTheKill(t *testing.T) {
-	var kills atomic.Int32
-	s, err := NewSupervisor([]*Server{fakeServer(t, &kills)}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, kills := fakeSupervisor(t)
 	a, b := openCrashCase(t, s, "a"), openCrashCase(t, s, "b")
 	done := make(chan error, 1)
 	go func() { done <- crashAt(a, faults.BeforeCompleted) }()
