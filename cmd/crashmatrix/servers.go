@@ -113,11 +113,7 @@ func (s *serverFlags) prepare(ctx context.Context, log io.Writer, backend string
 		if err != nil {
 			return "", nothing, err
 		}
-		for k, v := range st.Env {
-			os.Setenv(k, v)
-		}
-		s.faults = st.Faults
-		return "postgres", st.Stop, nil
+		return "postgres", s.use(st), nil
 	case "postgres":
 		dsn := os.Getenv(servers.EnvPostgresDSN)
 		if dsn == "" {
@@ -142,12 +138,18 @@ func (s *serverFlags) prepare(ctx context.Context, log io.Writer, backend string
 			if err != nil {
 				return "", nothing, err
 			}
-			for k, v := range st.Env {
-				os.Setenv(k, v)
-			}
-			s.faults = st.Faults
-			return backend, st.Stop, nil
+			return backend, s.use(st), nil
 		}
 	}
 	return backend, nothing, nil
+}
+
+// use points this process, and the workers it starts, at the servers st
+// started or put fault proxies in front of; it returns st's Stop.
+func (s *serverFlags) use(st *provision.Started) func() {
+	for k, v := range st.Env {
+		os.Setenv(k, v)
+	}
+	s.faults = st.Faults
+	return st.Stop
 }
