@@ -75,7 +75,8 @@ type Backend struct {
 	// Diagnose, when set, says what the backend's servers are doing now:
 	// the supervisor asks when a worker of a case hangs past its deadline,
 	// before it kills it (sessions waiting for a lock and on whom, long
-	// transactions, and their statements). Its first line is a summary.
+	// transactions, and their statements). Its first line is a summary;
+	// ctx ends 10 s after the ask (the servers may be the ones hung).
 	Diagnose func(ctx context.Context, env CaseEnv) string
 }
 

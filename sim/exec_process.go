@@ -254,10 +254,14 @@ func (r *Runner) diagnose(dir string, env CaseEnv) {
 		return // another worker of the case asked already
 	}
 	defer f.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), diagnoseTimeout)
 	defer cancel()
 	fmt.Fprintf(f, "%s\n", r.backend.Diagnose(ctx, env))
 }
+
+// diagnoseTimeout bounds one Backend.Diagnose: the servers it asks may be
+// the ones hung.
+const diagnoseTimeout = 10 * time.Second
 
 // stackDumpWait is how long a worker past its deadline gets to print its
 // stacks after SIGQUIT before SIGKILL.

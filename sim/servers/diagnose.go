@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/jackc/pgx/v5"
@@ -32,11 +31,7 @@ func diagnose(ctx context.Context, dsn string, useNeo bool) string {
 		body = append(body, pg...)
 	}
 	if useNeo && Neo4jTransactions != nil {
-		user := os.Getenv(EnvNeo4jUser)
-		if user == "" {
-			user = "neo4j"
-		}
-		tx, n, err := Neo4jTransactions(ctx, os.Getenv(EnvNeo4jURI), user, os.Getenv(EnvNeo4jPassword))
+		tx, n, err := Neo4jTransactions(ctx, os.Getenv(EnvNeo4jURI), neo4jUser(), os.Getenv(EnvNeo4jPassword))
 		if err != nil {
 			sum = append(sum, "neo4j: "+err.Error())
 		} else {
@@ -80,13 +75,7 @@ func pgSessions(ctx context.Context, dsn string) (lines []string, waiting, long 
 	return lines, waiting, long, rows.Err()
 }
 
-// diagnoseTimeout bounds one diagnosis (the servers may be the ones hung).
-const diagnoseTimeout = 10 * time.Second
-
+// backendDiagnose is the backend's Diagnose (the supervisor bounds it).
 func backendDiagnose(dsn string, useNeo bool) func(ctx context.Context, env sim.CaseEnv) string {
-	return func(ctx context.Context, _ sim.CaseEnv) string {
-		ctx, cancel := context.WithTimeout(ctx, diagnoseTimeout)
-		defer cancel()
-		return diagnose(ctx, dsn, useNeo)
-	}
+	return func(ctx context.Context, _ sim.CaseEnv) string { return diagnose(ctx, dsn, useNeo) }
 }

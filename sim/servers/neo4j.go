@@ -1,6 +1,7 @@
 package servers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -51,20 +52,20 @@ func neo4jTransactions(ctx context.Context, uri, user, password string) ([]strin
 // Neo4jPing runs RETURN 1 against a Neo4j server.
 var Neo4jPing func(ctx context.Context, uri, user, password string) error
 
+// neo4jUser is the Neo4j user the workers log in as: CRASHMATRIX_NEO4J_USER,
+// or neo4j.
+func neo4jUser() string { return cmp.Or(os.Getenv(EnvNeo4jUser), "neo4j") }
+
 // openNeo4j opens the Neo4j GraphWriter named by CRASHMATRIX_NEO4J_URI.
 // The CREATE-instead-of-MERGE mutant gets a label of its own: the correct
 // writer's uniqueness constraint would refuse its duplicates.
 func openNeo4j(ctx context.Context, env sim.CaseEnv) (reference.GraphWriter, func() error, error) {
 	uri := ViaEndpoint(os.Getenv(EnvNeo4jURI), env.Servers["neo4j"])
-	user := os.Getenv(EnvNeo4jUser)
-	if user == "" {
-		user = "neo4j"
-	}
 	opts := neo4j.Options{}
 	if env.Mutant == sim.MutantCreateNotMerge {
 		opts = neo4j.Options{CreateInsteadOfMerge: true, Label: "CMNodeMutant"}
 	}
-	w, err := neo4j.Open(ctx, uri, user, os.Getenv(EnvNeo4jPassword), opts)
+	w, err := neo4j.Open(ctx, uri, neo4jUser(), os.Getenv(EnvNeo4jPassword), opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("neo4j graph writer: %w", err)
 	}
