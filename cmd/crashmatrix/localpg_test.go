@@ -34,12 +34,6 @@ func cmdLocalPG(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	sh := func(command string) {
-		out, err := exec.Command("sh", "-c", command).CombinedOutput()
-		if err != nil {
-			ts.Fatalf("localpg: %s: %v\n%s", command, err, out)
-		}
-	}
 	// A shell stays the server's parent and reaps it when it dies (runuser
 	// as the parent would stop itself when its child is stopped, and this
 	// machine's init does not reap orphans).
@@ -53,7 +47,9 @@ func cmdLocalPG(ts *testscript.TestScript, neg bool, args []string) {
 	// the PID in postmaster.pid still exists.
 	kill := fmt.Sprintf("P=$(head -1 %s/postmaster.pid) && kill -STOP $P && pkill -KILL -P $P; kill -KILL $P; while kill -0 $P 2>/dev/null; do sleep 0.02; done", c.Data)
 	ts.Defer(func() { _ = exec.Command("timeout", "20", "sh", "-c", kill).Run() })
-	sh(start)
+	if out, err := exec.Command("sh", "-c", start).CombinedOutput(); err != nil {
+		ts.Fatalf("localpg: %s: %v\n%s", start, err, out)
+	}
 	dsn := fmt.Sprintf("postgres://crashmatrix@127.0.0.1:%d/postgres?sslmode=disable", port)
 	deadline := time.Now().Add(time.Minute)
 	for {
