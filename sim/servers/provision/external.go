@@ -16,7 +16,6 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/sim/servers"
 	"github.com/crashmatrix/crashmatrix/sim/servers/serverfaults"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -57,16 +56,7 @@ func External(ctx context.Context, log io.Writer, o ExternalOptions) (*Started, 
 	}
 	env := map[string]string{servers.EnvPostgresDSN: pgDSN}
 	pg := &serverfaults.Server{Name: "postgres", Protocol: "postgres", Addr: pgAddr}
-	pgPing := func(ctx context.Context, addr string) error {
-		c, err := pgx.Connect(ctx, pgDSN)
-		if err != nil {
-			return err
-		}
-		defer c.Close(ctx)
-		var one int
-		return c.QueryRow(ctx, "SELECT 1").Scan(&one)
-	}
-	commandServer(pg, o.PostgresKill, o.PostgresStart, pgPing, log)
+	commandServer(pg, o.PostgresKill, o.PostgresStart, func(ctx context.Context, _ string) error { return pgPing(ctx, pgDSN) }, log)
 	srvs := []*serverfaults.Server{pg}
 	if o.Neo4jURI != "" {
 		if servers.Neo4jPing == nil {

@@ -207,28 +207,14 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 		stop()
 		return nil, stop, nil, err
 	}
-	if err := firstQuery(ctx, func(ctx context.Context) error {
-		c, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			return err
-		}
-		defer c.Close(ctx)
-		var one int
-		return c.QueryRow(ctx, "SELECT 1").Scan(&one)
-	}); err != nil {
+	if err := firstQuery(ctx, func(ctx context.Context) error { return pgPing(ctx, dsn) }); err != nil {
 		stop()
 		return nil, stop, nil, fmt.Errorf("PostgreSQL container does not answer: %w", err)
 	}
 	LastTimings.Postgres = time.Since(t0)
 	if o.ServerFaults {
 		srv, err := containerServer(ctx, "postgres", "postgres", "5432/tcp", pg, func(ctx context.Context, addr string) error {
-			c, err := pgx.Connect(ctx, servers.ViaEndpoint(dsn, addr))
-			if err != nil {
-				return err
-			}
-			defer c.Close(ctx)
-			var one int
-			return c.QueryRow(ctx, "SELECT 1").Scan(&one)
+			return pgPing(ctx, servers.ViaEndpoint(dsn, addr))
 		})
 		if err != nil {
 			stop()
@@ -303,6 +289,17 @@ func neo4jTmpfs(image string) map[string]string {
 		return map[string]string{"/var/lib/neo4j/data": "rw", "/var/lib/neo4j/logs": "rw"}
 	}
 	return map[string]string{"/data": "rw", "/logs": "rw"}
+}
+
+// pgPing answers once the PostgreSQL server of dsn answers SELECT 1.
+func pgPing(ctx context.Context, dsn string) error {
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	var one int
+	return c.QueryRow(ctx, "SELECT 1").Scan(&one)
 }
 
 func firstQuery(ctx context.Context, q func(context.Context) error) error {
