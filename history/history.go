@@ -10,7 +10,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -52,6 +55,12 @@ const (
 	Reach Kind = "reach"
 	// Kill: a random-instant kill fired Micros into the worker's run.
 	Kill Kind = "kill"
+	// Torn: the record a worker was writing when it was killed; only its
+	// first bytes reached the file (Note holds them). Never written: Read
+	// makes it of what it finds, so a report can show where a record was
+	// cut short. Worker and Phase are the torn record's when its first
+	// bytes name them (Worker "" and Phase -1 when they do not).
+	Torn Kind = "torn"
 )
 
 // Outcome is what an action returned, typed, so nothing parses it back.
@@ -74,9 +83,12 @@ type Outcome struct {
 }
 
 // Record is one line of a case's history. Every worker appends to the same
-// file with O_APPEND, one write per record, so records of a killed worker
-// are never torn and never lost once written (the page cache survives a
-// process kill).
+// file with O_APPEND, one write per record, so records never interleave and
+// are never lost once written (the page cache survives a process kill).
+// A record can be torn, though: Linux stops a write to a file at a page
+// boundary when SIGKILL arrives, so a worker killed in the middle of an
+// append leaves the record's first bytes, and the next record appended
+// continues that line. Read gives such a record as a Torn one.
 type Record struct {
 	Worker string `json:"w"`
 	Phase  int    `json:"phase"`
@@ -204,6 +216,9 @@ func (h *Writer) Append(r Record) {
 	b = append(b, '\n')
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.dead {
+		return
+	}
 	if _, err := h.f.Write(b); err != nil {
 		panic(fmt.Sprintf("history: append: %v", err))
 	}
@@ -211,7 +226,9 @@ func (h *Writer) Append(r Record) {
 
 // Kill drops every later record: the in-process mode's simulated process
 // died, and what its unwinding goroutine would still report never
-// happened.
+// happened; a worker process is about to kill itself, and no goroutine of
+// it starts an append the kill could tear. An append in progress ends
+// before Kill returns.
 func (h *Writer) Kill() { h.mu.Lock(); h.dead = true; h.mu.Unlock() }
 
 // Close closes the file.
@@ -225,8 +242,11 @@ func (h *Writer) Close() error {
 // Log is a case's whole history in file order.
 type Log []Record
 
-// Read reads a history file. A torn last line (impossible with single
-// appends, but a disk may fill up) is reported, not ignored.
+// Read reads a history file. A record torn by its worker's kill (see
+// Record) is given as a Torn record where it was; a torn record whose
+// worker wrote on after it, or a line that is not records, is an error
+// naming the file and line: a killed worker writes nothing more, so that is
+// a damaged file, not a kill.
 func Read(path string) (Log, error) {
 	b, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
@@ -239,18 +259,104 @@ func Read(path string) (Log, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	line := 0
+	torn := map[int]int{} // index in out -> line
 	for sc.Scan() {
 		line++
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
 		}
-		var r Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+		recs, err := parseLine(sc.Bytes())
+		if err != nil {
 			return out, fmt.Errorf("history %s:%d: %w", path, line, err)
 		}
-		out = append(out, r)
+		for _, r := range recs {
+			if r.Kind == Torn {
+				torn[len(out)] = line
+			}
+			out = append(out, r)
+		}
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("history %s: %w", path, err)
+	}
+	for i, line := range torn {
+		t := out[i]
+		if t.Worker == "" {
+			continue
+		}
+		for _, r := range out[i+1:] {
+			// The server supervisor writes Server records under the name
+			// of the worker whose fault it carried out, maybe after the
+			// worker died.
+			if r.Worker == t.Worker && r.Phase == t.Phase && r.Kind != Server {
+				return out, fmt.Errorf("history %s:%d: a record of worker %s (phase %d) is cut short, yet the worker wrote on after it (a %s record): the file is damaged, not torn by a kill", path, line, t.Worker, t.Phase, r.Kind)
+			}
+		}
+	}
+	return out, nil
+}
+
+// recordStart is how every record's JSON begins (Worker is its first field,
+// never omitted). Inside a JSON string a quote is escaped, so these bytes
+// mark the start of a record wherever they are.
+var recordStart = []byte(`{"w":"`)
+
+// parseLine parses a line of a history: one record, or a torn record and
+// the records appended after it on the same line.
+func parseLine(b []byte) (Log, error) {
+	var r Record
+	err := json.Unmarshal(b, &r)
+	if err == nil {
+		return Log{r}, nil
+	}
+	for k := 1; k < len(b); k++ {
+		j := bytes.Index(b[k:], recordStart)
+		if j < 0 {
+			break
+		}
+		k += j
+		rest, err := parseLine(b[k:])
+		if err != nil {
+			continue
+		}
+		var whole Record
+		if json.Unmarshal(b[:k], &whole) == nil {
+			// Cut exactly before its newline: the record is whole.
+			return append(Log{whole}, rest...), nil
+		}
+		if t, ok := tornRecord(b[:k]); ok {
+			return append(Log{t}, rest...), nil
+		}
+		break
+	}
+	if t, ok := tornRecord(b); ok {
+		return Log{t}, nil
+	}
+	return nil, err
+}
+
+// tornHead matches the worker and phase at the start of a record.
+var tornHead = regexp.MustCompile(`^\{"w":("(?:[^"\\]|\\.)*"),"phase":(\d+)[,}]`)
+
+// tornRecord reports whether b is the first bytes of a record (JSON that
+// ends before its value does) and returns it as a Torn record.
+func tornRecord(b []byte) (Record, bool) {
+	if !bytes.HasPrefix(b, recordStart) && !bytes.HasPrefix(recordStart, b) {
+		return Record{}, false
+	}
+	var v any
+	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&v); err != io.ErrUnexpectedEOF {
+		return Record{}, false
+	}
+	t := Record{Kind: Torn, Phase: -1, Note: string(b)}
+	if m := tornHead.FindSubmatch(b); m != nil {
+		var w string
+		phase, err := strconv.Atoi(string(m[2]))
+		if json.Unmarshal(m[1], &w) == nil && err == nil {
+			t.Worker, t.Phase = w, phase
+		}
+	}
+	return t, true
 }
 
 // Events returns the service events in history order.
@@ -330,7 +436,9 @@ func Trace(h Log) []string {
 				s += " " + opShape(r.Result.Op) + " " + r.Result.Outcome + " " + r.Result.Status
 			}
 			s += " err=" + boolStr(r.Err != "")
-		case Start:
+		case Start, Torn:
+			// Whether a kill tears the record being written depends on
+			// the instant.
 			continue
 		}
 		out = append(out, s)

@@ -253,6 +253,12 @@ func recordHTML(rec history.Record, ops *opNames, afterKill bool) (template.HTML
 		return template.HTML(fmt.Sprintf("store window %s passed in %s", esc(string(rec.Point)), esc(rec.Method))), "reach"
 	case history.Kill:
 		return template.HTML(fmt.Sprintf("<b>RANDOM KILL</b> %s into the run", time.Duration(rec.Micros)*time.Microsecond)), "fault"
+	case history.Torn:
+		head := rec.Note
+		if len(head) > 120 {
+			head = strings.ToValidUTF8(head[:120], "") + "…"
+		}
+		return template.HTML(fmt.Sprintf("<b>TORN</b> the kill cut this record short: %d bytes reached the file <code>%s</code>", len(rec.Note), esc(head))), "fault"
 	}
 	// A record kind this report does not know yet: its kind and every
 	// field, so additions to the history show up.

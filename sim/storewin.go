@@ -193,6 +193,9 @@ func armRandomKill(spec WorkerSpec, hist *history.Writer, pid int, began time.Ti
 		since := time.Since(last)
 		mu.Unlock()
 		hist.Append(history.Record{Kind: history.Kill, PID: pid, Micros: time.Since(began).Microseconds(), Since: since.Microseconds()})
+		// The worker's other goroutines run on until the signal lands:
+		// none may start a record the kill could tear.
+		hist.Kill()
 		KillSelf(faults.Hit{})
 	}
 	hist.Observe(func(rec history.Record) {

@@ -91,13 +91,22 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 	if pause == nil {
 		pause = func(ctx context.Context, d time.Duration) { waitRelease(ctx, spec.ReleaseFile, d) }
 	}
+	crash := opt.Crash
+	if crash != nil {
+		crash = func(h faults.Hit) {
+			// The hit is recorded; nothing the worker's other goroutines
+			// still do may start a record the kill could tear.
+			hist.Kill()
+			opt.Crash(h)
+		}
+	}
 	rt := &faults.Runtime{
 		Injector: opt.Injector,
 		OnHit: func(h faults.Hit) {
 			a := h.Action
 			hist.Append(history.Record{Kind: history.Hit, Point: h.Point, Fault: &a, PID: pid})
 		},
-		Crash: opt.Crash,
+		Crash: crash,
 		Sleep: pause,
 		OnReach: func(r faults.Reach) {
 			hist.Append(history.Record{Kind: history.Reach, Point: r.Point, Method: r.Method, PID: pid})
