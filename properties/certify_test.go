@@ -111,26 +111,37 @@ func TestCrashMatrixMemoryFails(t *testing.T) {
 }
 
 // Without ReportDir a failing run keeps only reports and histories (the
-// stores' data is removed) in one temporary folder that the failure names.
+// stores' data is removed) in one temporary folder that the failure names;
+// a test that expected the failure and passed leaves nothing behind.
 func TestFailingRunKeepsNoStoreData(t *testing.T) {
 	b := embedded.SQLite()
 	b.Name = "sqlite-mutant"
-	res := crashrun.Run(t, b, crashrun.Options{Mutant: sim.MutantCreateNotMerge,
-		Points: []faults.Point{faults.BeforeGraphApplied}, Kinds: []faults.Kind{faults.Unknown}})
-	if res.ExitCode != 1 || res.Dir == "" {
-		t.Fatalf("mutant run: exit %d dir %q, want 1 and a folder", res.ExitCode, res.Dir)
-	}
-	defer os.RemoveAll(res.Dir)
-	if filepath.Dir(res.Dir) != filepath.Clean(os.TempDir()) {
-		t.Errorf("folder %s is not in the temporary directory", res.Dir)
-	}
-	for _, r := range res.Results {
-		if _, err := os.Stat(filepath.Join(r.Dir, "data")); !os.IsNotExist(err) {
-			t.Errorf("case %s still holds its store data (%v)", r.Case.ID, err)
+	var dir string
+	t.Run("expected failure", func(t *testing.T) {
+		res := crashrun.Run(t, b, crashrun.Options{Mutant: sim.MutantCreateNotMerge,
+			Points: []faults.Point{faults.BeforeGraphApplied}, Kinds: []faults.Kind{faults.Unknown}})
+		if res.ExitCode != 1 || res.Dir == "" {
+			t.Fatalf("mutant run: exit %d dir %q, want 1 and a folder", res.ExitCode, res.Dir)
 		}
-		if _, err := os.Stat(filepath.Join(r.Dir, "history.jsonl")); err != nil {
-			t.Errorf("case %s lost its history: %v", r.Case.ID, err)
+		dir = res.Dir
+		if filepath.Dir(res.Dir) != filepath.Clean(os.TempDir()) {
+			t.Errorf("folder %s is not in the temporary directory", res.Dir)
 		}
+		for _, r := range res.Results {
+			if _, err := os.Stat(filepath.Join(r.Dir, "data")); !os.IsNotExist(err) {
+				t.Errorf("case %s still holds its store data (%v)", r.Case.ID, err)
+			}
+			if _, err := os.Stat(filepath.Join(r.Dir, "history.jsonl")); err != nil {
+				t.Errorf("case %s lost its history: %v", r.Case.ID, err)
+			}
+		}
+	})
+	if dir == "" {
+		return
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		os.RemoveAll(dir)
+		t.Errorf("the folder of a run whose test passed is still there (%v)", err)
 	}
 }
 
@@ -216,4 +227,36 @@ func caseIDs(cs []sim.Case) []string {
 		out[i] = c.ID
 	}
 	return out
+}
+
+// The matrix re-executes the test binary as its workers, so what a test
+// does before CertifyCrashSafety (a t.TempDir for its store) runs in every
+// worker too, and most workers die by SIGKILL, cleaning nothing up. What
+// they leave in the temporary directory goes with the run's folder.
+func TestWorkersLeaveNothingInTheTemporaryDirectory(t *testing.T) {
+	outer := t.TempDir()
+	t.Setenv("TMPDIR", outer)
+	mine, err := os.MkdirTemp("", "store-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(mine)
+	res := crashrun.Run(t, embedded.SQLite(), crashrun.Options{Points: []faults.Point{faults.BeforeGraphApplied, faults.BeforeStateCommit}, Kinds: []faults.Kind{faults.Crash}})
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d:\n%s", res.ExitCode, crashrun.Describe("sqlite", res))
+	}
+	if !strings.HasPrefix(mine, outer) {
+		t.Fatalf("t.TempDir %s is not under TMPDIR %s", mine, outer)
+	}
+	left, err := os.ReadDir(outer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	if want := filepath.Base(mine); len(names) != 1 || names[0] != want {
+		t.Fatalf("the temporary directory holds %v after the run, want only this test's own %s", names, want)
+	}
 }

@@ -157,8 +157,15 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 	}
 	// GOTRACEBACK=all: a worker that hangs past its deadline gets a
 	// SIGQUIT first, and prints every goroutine's stack to its output file.
-	cmd.Env = append(filterEnv(filterEnv(cmd.Env, "GO_FAILPOINTS"), "GOTRACEBACK"),
-		"GO_FAILPOINTS="+faults.EnvValue(spec.Arms), "GOTRACEBACK=all")
+	// TMPDIR: whatever a worker leaves in the temporary directory (a
+	// re-executed test's t.TempDir before it turns into a worker; a killed
+	// worker's files) goes with the case's folder, not into /tmp for ever.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, nil, err
+	}
+	cmd.Env = append(filterEnv(filterEnv(filterEnv(cmd.Env, "GO_FAILPOINTS"), "GOTRACEBACK"), "TMPDIR"),
+		"GO_FAILPOINTS="+faults.EnvValue(spec.Arms), "GOTRACEBACK=all", "TMPDIR="+tmp)
 	// The worker's output goes to a file of the case (no pipe to drain: a
 	// worker that dies leaves everything it wrote).
 	outPath := filepath.Join(dir, fmt.Sprintf("worker-%d-%s.out", spec.Phase, spec.Worker))

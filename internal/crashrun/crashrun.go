@@ -68,7 +68,9 @@ type Result struct {
 // folder under it; otherwise in a fresh temporary folder. A run that
 // certifies removes its folder. A run that does not keeps the reports and
 // every case's history there, removes the stores' data (the bulk, up to
-// tens of MB) unless ReportDir was set, and returns the folder in Dir.
+// tens of MB) unless ReportDir was set, and returns the folder in Dir;
+// without ReportDir, the folder goes when t ends without failing (the test
+// expected the failure).
 func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	t.Helper()
 	if spec := os.Getenv(sim.WorkerSpecEnv); spec != "" {
@@ -153,6 +155,14 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 				os.RemoveAll(filepath.Join(r.Dir, "data"))
 			}
 		}
+		// A test that expected this run to fail (a mutant, a broken
+		// store) and passed has no use for the folder: it would pile up
+		// in the temporary directory, run after run.
+		t.Cleanup(func() {
+			if !t.Failed() {
+				os.RemoveAll(work)
+			}
+		})
 	}
 	if err := WriteReports(work, rep, ro); err != nil {
 		t.Logf("crash matrix: writing reports to %s: %v", work, err)
