@@ -2,8 +2,11 @@ package report
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -48,6 +51,34 @@ func TestANotExercisedCaseIsRetriedWithFlatNotes(t *testing.T) {
 	if !strings.HasPrefix(d.Headline, "NOT CERTIFIED: 1 not exercised (never-fires)") {
 		t.Errorf("headline %q", d.Headline)
 	}
+	var out strings.Builder
+	WriteTerminal(&out, rep, Options{})
+	if want := "\nrun again: 1 case was not exercised at first (2 earlier attempts; by cause: unreachable 2); each case's notes say why\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("the terminal report does not say the case was run again (%q):\n%s", want, out.String())
+	}
+}
+
+// The terminal report counts the cases run again and their earlier
+// attempts' causes; a run that needed none says nothing about it.
+func TestTerminalSaysWhichCasesWereRunAgain(t *testing.T) {
+	timing := sim.Attempt{Reason: sim.NotExercisedReason{Cause: sim.CauseTiming}}
+	server := sim.Attempt{Reason: sim.NotExercisedReason{Cause: sim.CauseServerFault}}
+	rep := sim.Report{Verdict: sim.Pass, Backend: "postgres", Counts: map[sim.Verdict]int{sim.Pass: 3}, Results: []sim.CaseResult{
+		{Case: sim.Case{ID: "a"}, Verdict: sim.Pass, Attempts: []sim.Attempt{timing, timing}},
+		{Case: sim.Case{ID: "b"}, Verdict: sim.Pass},
+		{Case: sim.Case{ID: "c"}, Verdict: sim.Pass, Attempts: []sim.Attempt{server}},
+	}}
+	var out strings.Builder
+	WriteTerminal(&out, rep, Options{})
+	if want := "\nrun again: 2 cases were not exercised at first (3 earlier attempts; by cause: server-fault 1, timing 2); each case's notes say why\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("want %q in:\n%s", want, out.String())
+	}
+	rep.Results[0].Attempts, rep.Results[2].Attempts = nil, nil
+	out.Reset()
+	WriteTerminal(&out, rep, Options{})
+	if strings.Contains(out.String(), "run again") {
+		t.Errorf("a run without retries speaks of them:\n%s", out.String())
+	}
 }
 
 // An in-process case keeps its history in memory; SaveTimelines writes it
@@ -70,5 +101,30 @@ func TestSaveTimelinesWritesInProcessHistories(t *testing.T) {
 	}
 	if !reflect.DeepEqual(back, history.Log(rep.Results[0].Timeline)) {
 		t.Errorf("history read back differs:\n got %+v\nwant %+v", back, rep.Results[0].Timeline)
+	}
+}
+
+// ci/bench-load.sh adds up the cases each run needed to run again from
+// this line: its pattern must still match what the report prints (it once
+// looked for them where they were not, and counted 0 for every run).
+func TestLoadCheckReadsTheRunAgainLine(t *testing.T) {
+	script, err := os.ReadFile("../ci/bench-load.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sed = `s/^run again: ([0-9]+) cases? w.*/\1/p`
+	if !strings.Contains(string(script), sed) {
+		t.Fatalf("ci/bench-load.sh no longer reads the run-again count with %s", sed)
+	}
+	re := regexp.MustCompile(`^run again: ([0-9]+) cases? w`)
+	for _, n := range []int{1, 2, 11} {
+		var results []sim.CaseResult
+		for i := 0; i < n; i++ {
+			results = append(results, sim.CaseResult{Attempts: []sim.Attempt{{Reason: sim.NotExercisedReason{Cause: sim.CauseTiming}}}})
+		}
+		line := rerunLine(sim.Report{Results: results})
+		if m := re.FindStringSubmatch(line); m == nil || m[1] != strconv.Itoa(n) {
+			t.Errorf("the load check would not read %d from %q", n, line)
+		}
 	}
 }

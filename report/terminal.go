@@ -1,8 +1,10 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -25,6 +27,9 @@ func WriteTerminal(w io.Writer, rep sim.Report, o Options) {
 	fmt.Fprintln(w)
 	WriteMatrix(w, rep)
 	fmt.Fprintf(w, "\n%s\n", runLine(rep))
+	if line := rerunLine(rep); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if o.Details {
 		writeDetails(w, rep, o)
 	}
@@ -46,6 +51,35 @@ func runLine(rep sim.Report) string {
 		s += ", bugs " + strings.Join(rep.Bugs, ",")
 	}
 	return s + fmt.Sprintf(", seed %d)", rep.Seed)
+}
+
+// rerunLine says how many cases were not exercised at first and run again
+// (with longer timings, when time was the cause), and the causes of their
+// earlier attempts: the verdict stands, but whoever reads it should know
+// the machine was short of time. "" when no case was run again.
+func rerunLine(rep sim.Report) string {
+	cases, attempts := 0, 0
+	causes := map[sim.Cause]int{}
+	for _, r := range rep.Results {
+		if len(r.Attempts) == 0 {
+			continue
+		}
+		cases++
+		for _, a := range r.Attempts {
+			attempts++
+			causes[a.Reason.Cause]++
+		}
+	}
+	if cases == 0 {
+		return ""
+	}
+	var by []string
+	for c, n := range causes {
+		by = append(by, fmt.Sprintf("%s %d", cmp.Or(string(c), "other"), n))
+	}
+	sort.Strings(by)
+	return fmt.Sprintf("run again: %d %s not exercised at first (%d earlier %s; by cause: %s); each case's notes say why",
+		cases, plural(cases, "case was", "cases were"), attempts, plural(attempts, "attempt", "attempts"), strings.Join(by, ", "))
 }
 
 // WriteMatrix prints the matrix alone: each cell is pass with the
