@@ -211,15 +211,32 @@ func (r *Runner) Backend() Backend { return r.backend }
 // Config returns the effective configuration.
 func (r *Runner) Config() Config { return r.cfg }
 
-// KillAll kills every worker process still running (Ctrl-C).
+// KillAll kills every worker process still running (their process
+// groups) and returns once each has ended and been reaped, or after
+// killAllWait. RunAll calls it when its context ends (Ctrl-C), so that no
+// worker outlives the run: a SIGKILLed process is not gone at once (one in
+// the middle of an fsync dies when it returns), and a run that exits first
+// would leave it to write into the folders it removes.
 func (r *Runner) KillAll() {
-	r.procs.Range(func(k, _ any) bool {
-		if c := k.(*exec.Cmd); c.Process != nil {
-			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+	deadline := time.Now().Add(killAllWait)
+	for {
+		n := 0
+		r.procs.Range(func(k, _ any) bool {
+			n++
+			if c := k.(*exec.Cmd); c.Process != nil {
+				_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+			}
+			return true
+		})
+		if n == 0 || time.Now().After(deadline) {
+			return
 		}
-		return true
-	})
+		time.Sleep(2 * time.Millisecond)
+	}
 }
+
+// killAllWait bounds how long KillAll waits for killed workers to end.
+const killAllWait = 30 * time.Second
 
 // WorkerResult is what became of one worker process.
 type WorkerResult struct {
@@ -349,7 +366,16 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	if err := r.loadInitial(ctx, c, cx, env, space, dir); err != nil {
 		return fail(Undecided, "initial state: "+err.Error())
 	}
-	var paused []runningWorker
+	var paused, started []runningWorker
+	// An interrupted case returns once its workers have ended: the end of
+	// ctx kills them, and a paused one would otherwise outlive the case.
+	defer func() {
+		if ctx.Err() != nil && !r.cfg.InProcess {
+			for _, w := range started {
+				w.wait()
+			}
+		}
+	}()
 	releasePaused := func() {
 		for _, w := range paused {
 			w.release()
@@ -400,6 +426,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 		if err != nil {
 			return fail(Undecided, fmt.Sprintf("start worker %s: %v", st.Worker, err))
 		}
+		started = append(started, w)
 		if st.Background {
 			// Move on once the worker reports a hit (it is now paused or
 			// dead) or exits; a paused worker resumes when the next

@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 	sim.RegisterBackend(spawnsChild, func(sim.BackendSpec) (sim.Backend, error) { return childBackend(), nil })
 	sim.RegisterBackend(slowAlways, func(sim.BackendSpec) (sim.Backend, error) { return slowBackend(slowAlways, false), nil })
 	sim.RegisterBackend(slowOnce, func(sim.BackendSpec) (sim.Backend, error) { return slowBackend(slowOnce, true), nil })
+	sim.RegisterBackend(heavy, func(sim.BackendSpec) (sim.Backend, error) { return heavyBackend(), nil })
 	if path := os.Getenv(sim.WorkerSpecEnv); path != "" {
 		os.Exit(testWorker(path))
 	}
@@ -60,6 +61,7 @@ const (
 	spawnsChild     = "sqlite-spawns-child"
 	slowAlways      = "sqlite-slow-first-write"
 	slowOnce        = "sqlite-slow-first-write-once"
+	heavy           = "sqlite-heavy-workers"
 )
 
 // workerName is the name of the worker this process runs, or "" in the
@@ -139,6 +141,28 @@ func slowBackend(name string, once bool) sim.Backend {
 		st.Writer = &slowWriter{GraphWriter: st.Writer, d: d}
 		return nil
 	})
+}
+
+// ballast keeps a heavy worker's memory.
+var ballast []byte
+
+// heavyBackend's worker processes hold 512 MiB each, so that dying takes
+// them a while (the kernel frees every page): long enough for a supervisor
+// that does not wait for its killed workers to return before they are gone.
+func heavyBackend() sim.Backend {
+	b := embedded.SQLite()
+	b.Name = heavy
+	open := b.Open
+	b.Open = func(ctx context.Context, env sim.CaseEnv) (reference.Stores, error) {
+		if workerName() != "" {
+			ballast = make([]byte, 512<<20)
+			for i := 0; i < len(ballast); i += 4096 {
+				ballast[i] = 1
+			}
+		}
+		return open(ctx, env)
+	}
+	return b
 }
 
 func dyingBackend() sim.Backend {
@@ -327,6 +351,59 @@ func TestCancelKillsEveryWorkerGroup(t *testing.T) {
 	}
 	waitGone(t, "worker", workerPID)
 	waitGone(t, "grandchild", childPID)
+}
+
+// A case interrupted while one worker is paused in the background and
+// another waits for its lease returns only once both are gone (killed and
+// reaped): a run that exits at once leaves dying workers behind, writing
+// into the folders it removes. Each worker holds 512 MiB, so its death
+// takes long enough to be seen.
+func TestCancelReturnsOnceEveryWorkerIsGone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes")
+	}
+	r := processRunner(t, heavy, func(c *sim.Config) { c.LeaseTTL = 2 * time.Second })
+	c := sim.Case{ID: "paused-and-waiting", System: faults.Ingestion, Class: "hang",
+		Steps: []sim.Step{
+			{Worker: "paused", Actions: sim.StandardScript(), Background: true, ExpectHit: []faults.Point{faults.BeforeGraphApplied},
+				Arms: faults.Arms{faults.BeforeGraphApplied: faults.PauseOn(10*time.Minute, 1)}},
+			// d4, whose lease the paused worker holds: it waits.
+			{Worker: "waiting", Actions: []sim.Action{{Do: "ingest", Doc: "d4", Content: sim.DocD2}}, Background: true},
+			// The last step waits for paused workers (it is the final
+			// recovery): the case never gets there.
+			{Worker: "quiesce", Actions: []sim.Action{{Do: "recover", Rounds: 1}}},
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan sim.CaseResult)
+	go func() { done <- r.RunCase(ctx, c) }()
+	hist := filepath.Join(r.Config().WorkDir, c.ID, "history.jsonl")
+	pids := map[string]int{}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		h, _ := history.Read(hist)
+		waiting := false
+		for _, rec := range h {
+			if rec.Kind == history.Start {
+				pids[rec.Worker] = rec.PID
+			}
+			waiting = waiting || rec.Worker == "waiting" && rec.Kind == history.Event && rec.Event.Kind == reference.EvInvoke
+		}
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second worker never came to wait for the lease:\n%s", strings.Join(history.Trace(h), "\n"))
+		}
+	}
+	cancel()
+	if res := <-done; res.Verdict != sim.Undecided {
+		t.Fatalf("verdict %s after cancel, want undecided", res.Verdict)
+	}
+	for _, w := range []string{"paused", "waiting"} {
+		if err := syscall.Kill(pids[w], 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("worker %s (pid %d) still exists when the interrupted case has returned (kill 0: %v)", w, pids[w], err)
+		}
+	}
 }
 
 func waitFor(t *testing.T, ok func() bool) {
