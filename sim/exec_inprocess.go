@@ -259,6 +259,8 @@ func (w *inprocWorker) release() {
 	}
 }
 
+func (w *inprocWorker) kill() {}
+
 func (w *inprocWorker) wait() WorkerResult {
 	if w.res == nil {
 		r := <-w.done

@@ -39,6 +39,9 @@ type runningWorker interface {
 	release()
 	// wait returns the worker's result once it ended.
 	wait() WorkerResult
+	// kill ends a worker process now; a no-op in the in-process mode (a
+	// goroutine cannot be stopped from outside).
+	kill()
 }
 
 // processCase runs workers as OS processes (the crashmatrix binary or a
@@ -66,6 +69,7 @@ func (p *processCase) snapshot(ctx context.Context, c Case, env CaseEnv, space s
 }
 
 type processWorker struct {
+	pid  int
 	spec WorkerSpec
 	hist string
 	done chan WorkerResult
@@ -73,12 +77,15 @@ type processWorker struct {
 }
 
 func (p *processCase) start(ctx context.Context, spec WorkerSpec, deadline time.Duration) (runningWorker, error) {
-	_, done, err := p.r.start(ctx, p.dir, spec, deadline)
+	cmd, done, err := p.r.start(ctx, p.dir, spec, deadline)
 	if err != nil {
 		return nil, err
 	}
-	return &processWorker{spec: spec, hist: p.histPath, done: done}, nil
+	return &processWorker{pid: cmd.Process.Pid, spec: spec, hist: p.histPath, done: done}, nil
 }
+
+// kill kills the worker's process group (SIGKILL).
+func (w *processWorker) kill() { _ = syscall.Kill(-w.pid, syscall.SIGKILL) }
 
 func (w *processWorker) wait() WorkerResult {
 	if w.res == nil {

@@ -366,14 +366,18 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	if err := r.loadInitial(ctx, c, cx, env, space, dir); err != nil {
 		return fail(Undecided, "initial state: "+err.Error())
 	}
-	var paused, started []runningWorker
-	// An interrupted case returns once its workers have ended: the end of
-	// ctx kills them, and a paused one would otherwise outlive the case.
+	var paused []runningWorker
+	// A case that ends early (interrupted, or undecided on an error) with
+	// a worker still paused kills it and returns once it has ended: a
+	// paused worker would otherwise wait for a release until its deadline,
+	// or outlive the run. (Every other worker has been waited for.)
 	defer func() {
-		if ctx.Err() != nil && !r.cfg.InProcess {
-			for _, w := range started {
-				w.wait()
-			}
+		if r.cfg.InProcess {
+			return
+		}
+		for _, w := range paused {
+			w.kill()
+			w.wait()
 		}
 	}()
 	releasePaused := func() {
@@ -426,7 +430,6 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 		if err != nil {
 			return fail(Undecided, fmt.Sprintf("start worker %s: %v", st.Worker, err))
 		}
-		started = append(started, w)
 		if st.Background {
 			// Move on once the worker reports a hit (it is now paused or
 			// dead) or exits; a paused worker resumes when the next

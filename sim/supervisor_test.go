@@ -406,6 +406,62 @@ func TestCancelReturnsOnceEveryWorkerIsGone(t *testing.T) {
 	}
 }
 
+// failingLauncher cannot start the worker named "unstartable".
+type failingLauncher struct{ sim.ReexecLauncher }
+
+func (l failingLauncher) Command(ctx context.Context, spec string) *exec.Cmd {
+	if strings.HasSuffix(spec, "-unstartable.json") {
+		return exec.Command(filepath.Join(os.TempDir(), "no-such-worker-binary"))
+	}
+	return l.ReexecLauncher.Command(ctx, spec)
+}
+
+// A case that ends early on an error while a worker is paused in the
+// background kills that worker and returns once it is gone: it would
+// otherwise wait for a release until its deadline.
+func TestACaseThatEndsEarlyKillsItsPausedWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes")
+	}
+	r := processRunner(t, "sqlite", func(c *sim.Config) {
+		c.Launcher = failingLauncher{sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}}
+	})
+	c := sim.Case{ID: "paused-then-unstartable", System: faults.Ingestion, Class: "hang",
+		Steps: []sim.Step{
+			{Worker: "paused", Actions: sim.StandardScript(), Background: true, ExpectHit: []faults.Point{faults.BeforeGraphApplied},
+				Arms: faults.Arms{faults.BeforeGraphApplied: faults.PauseOn(10*time.Minute, 1)}},
+			{Worker: "unstartable", Actions: []sim.Action{{Do: "recover", Rounds: 1}}},
+			{Worker: "quiesce", Actions: []sim.Action{{Do: "recover", Rounds: 1}}},
+		}}
+	done := make(chan sim.CaseResult)
+	go func() { done <- r.RunCase(context.Background(), c) }()
+	var res sim.CaseResult
+	select {
+	case res = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the case did not return a minute after its worker could not start")
+	}
+	if res.Verdict != sim.Undecided || len(res.Notes) == 0 || !strings.Contains(res.Notes[0], "start worker unstartable") {
+		t.Fatalf("verdict %s, notes %q; want undecided, the worker could not start", res.Verdict, res.Notes)
+	}
+	h, err := history.Read(filepath.Join(r.Config().WorkDir, c.ID, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := 0
+	for _, rec := range h {
+		if rec.Kind == history.Start && rec.Worker == "paused" {
+			pid = rec.PID
+		}
+	}
+	if !h.HitBy("paused", faults.BeforeGraphApplied) || pid == 0 {
+		t.Fatalf("the paused worker never paused:\n%s", strings.Join(history.Trace(h), "\n"))
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the paused worker (pid %d) still exists when the case has returned (kill 0: %v)", pid, err)
+	}
+}
+
 func waitFor(t *testing.T, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
