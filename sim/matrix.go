@@ -192,9 +192,6 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 	}
 	close(jobs)
 	wg.Wait()
-	if ctx.Err() != nil {
-		r.KillAll()
-	}
 	rep.Results = results
 	rep.Timing = r.Timing()
 	rep.Took = time.Since(rep.Started)

@@ -211,32 +211,15 @@ func (r *Runner) Backend() Backend { return r.backend }
 // Config returns the effective configuration.
 func (r *Runner) Config() Config { return r.cfg }
 
-// KillAll kills every worker process still running (their process
-// groups) and returns once each has ended and been reaped, or after
-// killAllWait. RunAll calls it when its context ends (Ctrl-C), so that no
-// worker outlives the run: a SIGKILLed process is not gone at once (one in
-// the middle of an fsync dies when it returns), and a run that exits first
-// would leave it to write into the folders it removes.
+// KillAll kills every worker process still running (Ctrl-C).
 func (r *Runner) KillAll() {
-	deadline := time.Now().Add(killAllWait)
-	for {
-		n := 0
-		r.procs.Range(func(k, _ any) bool {
-			n++
-			if c := k.(*exec.Cmd); c.Process != nil {
-				_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-			}
-			return true
-		})
-		if n == 0 || time.Now().After(deadline) {
-			return
+	r.procs.Range(func(k, _ any) bool {
+		if c := k.(*exec.Cmd); c.Process != nil {
+			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return true
+	})
 }
-
-// killAllWait bounds how long KillAll waits for killed workers to end.
-const killAllWait = 30 * time.Second
 
 // WorkerResult is what became of one worker process.
 type WorkerResult struct {
