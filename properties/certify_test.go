@@ -246,7 +246,7 @@ func TestWorkersLeaveNothingInTheTemporaryDirectory(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", res.ExitCode, crashrun.Describe("sqlite", res))
 	}
 	if !strings.HasPrefix(mine, outer) {
-		t.Fatalf("t.TempDir %s is not under TMPDIR %s", mine, outer)
+		t.Fatalf("the test's own folder %s is not under TMPDIR %s", mine, outer)
 	}
 	left, err := os.ReadDir(outer)
 	if err != nil {
