@@ -303,7 +303,13 @@ var recordStart = []byte(`{"w":"`)
 
 // parseLine parses a line of a history: one record, or a torn record and
 // the records appended after it on the same line.
-func parseLine(b []byte) (Log, error) {
+func parseLine(b []byte) (Log, error) { return parseSuffix(b, map[int]bool{}) }
+
+// parseSuffix is parseLine of b, the end of a line; bad holds the lengths
+// of the line's ends known not to parse, so that each is tried once (a
+// damaged line with many record starts would otherwise take time
+// exponential in their number).
+func parseSuffix(b []byte, bad map[int]bool) (Log, error) {
 	var r Record
 	err := json.Unmarshal(b, &r)
 	if err == nil {
@@ -315,8 +321,12 @@ func parseLine(b []byte) (Log, error) {
 			break
 		}
 		k += j
-		rest, err := parseLine(b[k:])
+		if bad[len(b)-k] {
+			continue
+		}
+		rest, err := parseSuffix(b[k:], bad)
 		if err != nil {
+			bad[len(b)-k] = true
 			continue
 		}
 		var whole Record

@@ -111,6 +111,10 @@ func TestReadDamaged(t *testing.T) {
 			`{"w":"a","phase":0,"type":"ev` + recB + "\n" + `{"w":"a","phase":0,"type":"exit"}` + "\n",
 			":1: a record of worker a (phase 0) is cut short, yet the worker wrote on after it (a exit record)"},
 		{"a record that is not a record's start", recA + "\n" + `["w","a"]` + "\n", ":2:"},
+		// Every record start on the line is tried as the end of a torn
+		// record: each once, or this line would take days.
+		{"many records on one line, then bad bytes",
+			strings.Repeat(`{"w":"a","phase":0,"type":"exit"}`, 64) + `{"w":"a"X` + "\n", ":1: invalid character"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := write(t, tc.text)
