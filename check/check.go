@@ -93,6 +93,17 @@ type Observed struct {
 	Log history.Log
 	// Restarts are the database server restarts of the case (I9).
 	Restarts []Restart
+	// Pending are intents asked before the history began whose answer it
+	// never saw: the unfinished operations of a loaded state (a
+	// scenario's initial block). Each may take effect until its operation
+	// ends, so it overlaps every intent on its document asked meanwhile.
+	Pending []PendingIntent
+}
+
+// PendingIntent is an operation on Document that was under way before the
+// history began.
+type PendingIntent struct {
+	Operation, Document string
 }
 
 // Check runs every checker.

@@ -22,6 +22,7 @@ func CheckIntents(s Snapshot, o Observed) []Violation {
 		return nil
 	}
 	x := newIntentIndex(o.Log)
+	x.pending = o.Pending
 	var out []Violation
 	out = append(out, x.checkI1(s)...)
 	out = append(out, x.checkI2()...)
@@ -49,6 +50,8 @@ type intentIndex struct {
 	// leaseFaulted are the workers whose lease a fault broke, and
 	// leaseFaults says whether any was.
 	leaseFaulted map[string]bool
+	// pending are the intents under way before the history began.
+	pending []PendingIntent
 }
 
 func newIntentIndex(h history.Log) *intentIndex {
@@ -236,7 +239,13 @@ func (x *intentIndex) checkI4(s Snapshot) []Violation {
 // DeadLetterBound is how many more times an operation that failed
 // permanently may fail permanently again before it is dead-lettered: once,
 // in the recovery that finds it when its first failure did not come through
-// the service's failure path, and no more.
+// the service's failure path, and no more. A failure met by a worker that
+// died before its call returned does not count: the worker may have died
+// before it could record the failure, and the next one to take the
+// operation up cannot know of it. Once the failure is recorded (the
+// pending dead-letter mark reached the store) the rule is stricter: whoever
+// takes the operation up afterwards finishes the dead letter and runs no
+// step of the plan (checkNotRetried).
 const DeadLetterBound = 1
 
 // checkDeadLetters (I5): an operation whose step failed permanently (a
@@ -259,12 +268,15 @@ func (x *intentIndex) checkDeadLetters(s Snapshot) []Violation {
 		if _, ok := ops[op]; !ok {
 			continue // I5 reports a lost operation
 		}
+		if !x.answeredAfter(r.Worker, i) {
+			continue // died before it could record the failure
+		}
 		if len(hits[op]) == 0 {
 			order = append(order, op)
 		}
 		hits[op] = append(hits[op], i)
 	}
-	var out []Violation
+	out := x.checkNotRetried(ops)
 	for _, op := range order {
 		first := hits[op][0]
 		end, why := len(x.log), "its end ("+describeEnd(ops[op])+")"
@@ -293,6 +305,79 @@ func (x *intentIndex) checkDeadLetters(s Snapshot) []Violation {
 			out = append(out, Violation{Invariant: I5, Operation: op, Document: ops[op].DocumentID,
 				Message:  fmt.Sprintf("the operation failed permanently at %s (%s), then failed permanently %d more times before %s (bound %d): a permanent error was retried instead of dead-lettered", r.Point, r.Fault, again, why, DeadLetterBound),
 				Evidence: []string{fmt.Sprintf("attempts recorded: %d; failure reason: %s", ops[op].Attempts, ops[op].FailureReason)}})
+		}
+	}
+	return out
+}
+
+// answeredAfter says whether worker's call in progress at history index i
+// returned (a Result record of the worker follows), or the worker died
+// first.
+func (x *intentIndex) answeredAfter(worker string, i int) bool {
+	for _, r := range x.log[i+1:] {
+		if r.Worker == worker && r.Kind == history.Result {
+			return true
+		}
+	}
+	return false
+}
+
+// checkNotRetried (I5): once an operation's permanent failure is recorded
+// (history.SeenMark), a worker that takes it up afterwards (resumes it, or
+// is asked for the same intent again) finishes its dead letter and runs no
+// step of its plan: no graph upsert, no state commit, no step that can
+// fail again. Reconciling its graph effects away is the dead letter's own
+// work and is allowed.
+func (x *intentIndex) checkNotRetried(ops map[string]reference.Operation) []Violation {
+	marked := map[string]int{}  // op -> history index of its first mark
+	took := map[string]string{} // worker -> operation it took up after the mark
+	done := map[string]bool{}   // ops already reported or disposed of
+	var out []Violation
+	report := func(op, worker, what string, i int) {
+		done[op] = true
+		out = append(out, Violation{Invariant: I5, Operation: op, Document: x.docOf[op],
+			Message: fmt.Sprintf("%s took the operation up after its permanent failure was recorded and ran its plan again (%s): a permanent error was retried instead of dead-lettered", worker, what),
+			Evidence: []string{fmt.Sprintf("failure recorded at history line %d; %s at line %d", marked[op]+1, what, i+1),
+				"final record: " + describeEnd(ops[op])}})
+	}
+	for i, r := range x.log {
+		switch r.Kind {
+		case history.Seen:
+			if r.Obs == nil {
+				continue
+			}
+			ob := r.Obs
+			switch {
+			case ob.What == history.SeenMark:
+				if _, ok := marked[ob.Op]; !ok {
+					marked[ob.Op] = i
+				}
+			case done[ob.Op] || took[r.Worker] != ob.Op:
+			case ob.What == history.SeenGraph && len(ob.Items) > 0:
+				report(ob.Op, r.Worker, "a graph write", i)
+			case ob.What == history.SeenCommit:
+				report(ob.Op, r.Worker, "a state commit", i)
+			}
+		case history.Event:
+			e := r.Event
+			switch {
+			case e.Kind == reference.EvDisposition:
+				done[e.OperationID] = true
+			case e.Kind == reference.EvInvoke && e.OperationID != "":
+				if _, ok := marked[e.OperationID]; ok && !done[e.OperationID] {
+					took[r.Worker] = e.OperationID
+				} else {
+					delete(took, r.Worker)
+				}
+			}
+		case history.Hit:
+			op := took[r.Worker]
+			if op == "" || done[op] || r.Fault == nil || (r.Fault.Kind != faults.Permanent && r.Fault.Kind != faults.Persistent) {
+				continue
+			}
+			if x.nextOpOf(r.Worker, i) == op {
+				report(op, r.Worker, fmt.Sprintf("a step that failed permanently again at %s", r.Point), i)
+			}
 		}
 	}
 	return out
@@ -360,6 +445,18 @@ func (x *intentIndex) checkFulfilled(s Snapshot) []Violation {
 			unanswered[in.in.Doc] = append(unanswered[in.in.Doc], in.in)
 		}
 	}
+	// An operation under way before the history began is an intent asked
+	// first and never answered: until the history shows it ended, it may
+	// still take effect after any answer on its document.
+	endedAt := x.operationEnds()
+	pendingUntil := map[string]int{} // doc -> history index by which its pending operations ended
+	for _, p := range x.pending {
+		end, ok := endedAt[p.Operation]
+		if !ok {
+			end = len(x.log)
+		}
+		pendingUntil[p.Document] = max(pendingUntil[p.Document], end)
+	}
 	cur := map[string]reference.DocumentState{}
 	for _, st := range s.States {
 		cur[st.DocumentID] = st
@@ -372,6 +469,9 @@ func (x *intentIndex) checkFulfilled(s Snapshot) []Violation {
 	var out []Violation
 	for _, d := range docs {
 		a := last[d]
+		if until, ok := pendingUntil[d]; ok && until > a.asked {
+			continue // a loaded operation still under way when it was asked
+		}
 		if failed[d] || a.res == nil || len(unanswered[d]) > 0 || a.overlapped {
 			// An intent answered with an error may still take effect
 			// (recovery retries a FAILED operation and plans it anew on
@@ -393,6 +493,25 @@ func (x *intentIndex) checkFulfilled(s Snapshot) []Violation {
 					Message:  fmt.Sprintf("%s's retraction of document %s was answered %s, the last answer on it, yet the document is %s", a.worker, d, a.res.Outcome, st.Status),
 					Evidence: []string{"final state: " + describeState(st, ok)}})
 			}
+		}
+	}
+	return out
+}
+
+// operationEnds maps each operation that ended in the history (reached
+// COMPLETED or a disposition) to the history index where it did.
+func (x *intentIndex) operationEnds() map[string]int {
+	out := map[string]int{}
+	for i, r := range x.log {
+		if r.Kind != history.Event || r.Event == nil {
+			continue
+		}
+		e := r.Event
+		if _, seen := out[e.OperationID]; seen {
+			continue
+		}
+		if e.Kind == reference.EvDisposition || e.Kind == reference.EvStage && e.To == reference.Completed {
+			out[e.OperationID] = i
 		}
 	}
 	return out

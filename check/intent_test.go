@@ -81,8 +81,12 @@ func TestCheckIntentsDeadLetterBound(t *testing.T) {
 			event(worker, reference.Event{Kind: reference.EvInvoke, OperationID: "op", Detail: "resume"}),
 			{Worker: worker, Kind: history.Hit, Point: faults.BeforeGraphWrite, Fault: &perm},
 			event(worker, reference.Event{Kind: reference.EvError, OperationID: "op"}),
+			{Worker: worker, Kind: history.Result, Do: "recover", Err: "injected"},
 		}
 	}
+	// Each one's process dies before its call returns: it may have died
+	// before it could record the failure, so none of them counts.
+	dieOnce := func(worker string) []history.Record { return failOnce(worker)[:2] }
 	base := history.Log{seen("w", history.Observation{What: history.SeenFreeze, Op: "op", Doc: "d", Do: string(reference.Ingestion), Created: true})}
 	snap := Snapshot{Ops: []reference.Operation{{OperationID: "op", DocumentID: "d", Stage: reference.Failed, Disposition: reference.DeadLetter}}}
 	var retried history.Log
@@ -97,5 +101,80 @@ func TestCheckIntentsDeadLetterBound(t *testing.T) {
 	once = append(once, event("r", reference.Event{Kind: reference.EvDisposition, OperationID: "op", Detail: "DEAD_LETTER: x"}))
 	if got := only(CheckIntents(snap, Observed{Log: once}), I5); len(got) != 0 {
 		t.Errorf("dead-lettered by the recovery that found it: %v, want none", got)
+	}
+	died := append(history.Log{}, base...)
+	for _, w := range []string{"w", "r1", "r2", "r3"} {
+		died = append(died, dieOnce(w)...)
+	}
+	died = append(died, failOnce("r4")...)
+	if got := only(CheckIntents(snap, Observed{Log: died}), I5); len(got) != 0 {
+		t.Errorf("four processes died before they could record the failure: %v, want none", got)
+	}
+}
+
+// Once a permanent failure is recorded (SeenMark), whoever takes the
+// operation up afterwards finishes its dead letter and runs none of its
+// plan: a graph write or a state commit by such a worker breaks I5; the
+// dead letter's own reconciliation (deletes) does not.
+func TestCheckIntentsNotRetriedAfterMark(t *testing.T) {
+	snap := Snapshot{Ops: []reference.Operation{{OperationID: "op", DocumentID: "d", Stage: reference.GraphApplied, Disposition: reference.DeadLetter}}}
+	marked := history.Log{
+		seen("w1", history.Observation{What: history.SeenFreeze, Op: "op", Doc: "d", Do: string(reference.Ingestion), Created: true}),
+		seen("w1", history.Observation{What: history.SeenMark, Op: "op", Doc: "d"}),
+		seen("w1", history.Observation{What: history.SeenGraph, Op: "op", Deleted: 2}),
+		event("w2", reference.Event{Kind: reference.EvInvoke, OperationID: "op", Detail: "ingest"}),
+	}
+	for name, c := range map[string]struct {
+		then history.Log
+		want string
+	}{
+		"graph write":  {history.Log{seen("w2", history.Observation{What: history.SeenGraph, Op: "op", Items: []string{"node n"}})}, "a graph write"},
+		"state commit": {history.Log{seen("w2", history.Observation{What: history.SeenCommit, Op: "op", Doc: "d", Revision: 1})}, "a state commit"},
+		"reconcile only": {history.Log{seen("w2", history.Observation{What: history.SeenGraph, Op: "op", Deleted: 2}),
+			event("w2", reference.Event{Kind: reference.EvDisposition, OperationID: "op", Detail: "DEAD_LETTER: x"})}, ""},
+	} {
+		log := append(append(history.Log{}, marked...), c.then...)
+		got := only(CheckIntents(snap, Observed{Log: log}), I5)
+		switch {
+		case c.want == "" && len(got) != 0:
+			t.Errorf("%s: %v, want none", name, got)
+		case c.want != "" && (len(got) != 1 || !strings.Contains(got[0].Message, c.want) || !strings.Contains(got[0].Message, "w2 took the operation up after its permanent failure was recorded")):
+			t.Errorf("%s: %v, want one I5 violation naming %q", name, got, c.want)
+		}
+	}
+	// The same writes by a worker that took the operation up before the
+	// mark (a holder racing the one that failed) are not a retry.
+	early := history.Log{marked[0], marked[3], marked[1], seen("w2", history.Observation{What: history.SeenGraph, Op: "op", Items: []string{"node n"}})}
+	if got := only(CheckIntents(snap, Observed{Log: early}), I5); len(got) != 0 {
+		t.Errorf("taken up before the mark: %v, want none", got)
+	}
+}
+
+// An operation under way before the history began (a loaded state's
+// unfinished operation) is an intent that may still take effect: a
+// retraction answered NO_OP while it was pending is not the document's last
+// word, and recovery finishing the loaded ingest afterwards breaks nothing.
+// Once the history shows the loaded operation ended, a later answer is the
+// last word again. (The walkthrough "From incident to scenario" reported
+// I5 on the unmodified reference before this.)
+func TestCheckIntentsPendingBeforeHistory(t *testing.T) {
+	snap := Snapshot{States: []reference.DocumentState{{DocumentID: "d2", Revision: 1, OperationID: "loaded", Status: reference.DocActive, ContentHash: "h"}}}
+	retract := history.Log{
+		seen("w1", history.Observation{What: history.SeenIntent, Do: "retract", Doc: "d2"}),
+		{Worker: "w1", Kind: history.Result, Do: "retract", Result: &history.Outcome{Outcome: string(reference.OutcomeNoOp)}},
+	}
+	finish := event("quiesce", reference.Event{Kind: reference.EvStage, OperationID: "loaded", DocumentID: "d2", From: reference.StateCommitted, To: reference.Completed})
+	pending := []PendingIntent{{Operation: "loaded", Document: "d2"}}
+
+	after := append(append(history.Log{}, retract...), finish)
+	if got := only(CheckIntents(snap, Observed{Log: after, Pending: pending}), I5); len(got) != 0 {
+		t.Errorf("retraction answered while the loaded ingest was pending: %v, want none", got)
+	}
+	if got := only(CheckIntents(snap, Observed{Log: after}), I5); len(got) != 1 {
+		t.Errorf("without the pending intent the same history must break I5 (the check still judges): %v", got)
+	}
+	before := append(history.Log{finish}, retract...)
+	if got := only(CheckIntents(snap, Observed{Log: before, Pending: pending}), I5); len(got) != 1 || !strings.Contains(got[0].Message, "answered NO_OP, the last answer on it, yet the document is ACTIVE") {
+		t.Errorf("retraction asked after the loaded ingest ended: %v, want one I5 violation", got)
 	}
 }

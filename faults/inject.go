@@ -217,6 +217,9 @@ func (s *Schedule) Eval(p Point) (Action, bool) {
 	return Action{}, false
 }
 
+// Hits returns how many times p was reached while it was armed.
+func (s *Schedule) Hits(p Point) int { s.mu.Lock(); defer s.mu.Unlock(); return s.hits[p] }
+
 // Hit is one fault that fired.
 type Hit struct {
 	Point  Point

@@ -34,6 +34,10 @@ const (
 	SeenClaim What = "claim"
 	// SeenUnclaim: Holder released its claim on Op (Granted: it held it).
 	SeenUnclaim What = "unclaim"
+	// SeenMark: OperationStore.CompareAndSet recorded that Op failed for
+	// good: its failure reason took the pending dead-letter mark, or its
+	// disposition became DEAD_LETTER, for the first time.
+	SeenMark What = "mark"
 	// SeenSave: PlanStore.Save for Thread (owner Owner, key Op) returned
 	// row ID, or Err.
 	SeenSave What = "save"

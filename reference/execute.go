@@ -70,6 +70,12 @@ func (s *Service) executeFresh(ctx context.Context, op Operation, plan Plan, lea
 	if op.Finished() {
 		return finishedResult(op), nil
 	}
+	if strings.HasPrefix(op.FailureReason, DeadLetterPending) {
+		// A permanent failure was recorded and its dead letter cut short
+		// (a crash between the mark and the record): a permanent error is
+		// never retried, so the dead letter is finished, not the plan.
+		return s.finishDeadLetter(ctx, op)
+	}
 	if op.Stage == Failed {
 		next := op
 		next.Stage, next.UpdatedAt = Prepared, max(s.now(), op.UpdatedAt)
@@ -126,18 +132,6 @@ func (s *Service) executeFresh(ctx context.Context, op Operation, plan Plan, lea
 				return Result{}, err
 			}
 		}
-	}
-	if op.Stage == GraphApplied && strings.HasPrefix(op.FailureReason, DeadLetterPending) && writes == 0 {
-		// A failure was recorded after the graph write: a dead letter may
-		// have started removing this plan's effects before a crash
-		// (deadLetter). Write them again (upserts and deletes are
-		// repeatable) before the state commit relies on them.
-		n, err := s.writeGraph(ctx, op, plan, lease)
-		if err != nil {
-			return Result{}, s.fail(ctx, op, err)
-		}
-		writes = n
-		s.emit(Event{Kind: EvGraphWritten, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, Detail: fmt.Sprint(n)})
 	}
 	if op.Stage == GraphApplied {
 		if len(plan.Registrations) > 0 && !s.has(BugStateBeforeRegistry) {

@@ -23,9 +23,9 @@ func (s *Service) fail(ctx context.Context, op Operation, cause error) error {
 	next.Attempts = cur.Attempts + 1
 	next.FailureReason = truncate(cause.Error(), 2000)
 	if !s.retryable(cause) || strings.HasPrefix(cur.FailureReason, DeadLetterPending) {
-		// A dead letter under way, or one begun before: the graph may
-		// lack this plan's effects until it is written again, and the
-		// mark stays until then.
+		// Failed for good, or a dead letter begun meanwhile by another
+		// instance: the mark stays, and whoever resumes the operation
+		// finishes the dead letter (finishDeadLetter).
 		next.FailureReason = truncate(DeadLetterPending+cause.Error(), 2000)
 	}
 	if cur.Stage == Prepared {
@@ -52,9 +52,28 @@ func (s *Service) fail(ctx context.Context, op Operation, cause error) error {
 }
 
 // DeadLetterPending starts the failure reason of an operation whose dead
-// letter is under way: its graph effects may be partly reconciled away, so
-// whoever resumes it writes its graph again first.
+// letter is under way: it failed for good and its graph effects may be
+// partly reconciled away. Whoever resumes it finishes the dead letter
+// (finishDeadLetter) and never runs its plan again: a permanent error is
+// not retried, even when the process that met it died before recording
+// the dead letter.
 const DeadLetterPending = "dead letter pending: "
+
+// finishDeadLetter finishes the dead letter of an operation found with a
+// pending mark: the reconciliation again (idempotent), then the record.
+func (s *Service) finishDeadLetter(ctx context.Context, op Operation) (Result, error) {
+	if err := s.deadLetter(ctx, op, strings.TrimPrefix(op.FailureReason, DeadLetterPending)); err != nil {
+		return Result{}, err
+	}
+	final, err := s.Ops.Get(ctx, op.OperationID)
+	if err != nil {
+		return Result{}, fmt.Errorf("dead letter %s: %w", op.OperationID, err)
+	}
+	if !final.Finished() {
+		return Result{}, fmt.Errorf("dead letter %s: the record changed concurrently: %w", op.OperationID, ErrRevisionConflict)
+	}
+	return finishedResult(final), nil
+}
 
 // deadLetter gives an operation that failed for good to a person. Its
 // graph effects are reconciled first, while the operation is still active

@@ -1084,17 +1084,19 @@ func TestServiceMutantsAreCaught(t *testing.T) {
 	t.Errorf("skip-revision-check not caught: %+v %v", res, err)
 }
 
-// A dead letter is reconciled before it is recorded: a process that dies
-// right after recording that the operation failed for good (before the
-// record of the dead letter) leaves an active operation whose graph effects
-// may be half removed. Recovery writes its graph again and finishes it, or,
-// if it fails for good again, removes its effects and records the dead
-// letter. (The explorer found the old order: dead letter recorded first,
-// the process dying before the reconciliation, the edges left forever.)
+// A dead letter is reconciled before it is recorded, and a permanent
+// failure, once recorded, is never retried: a process that dies right after
+// recording that the operation failed for good (before the record of the
+// dead letter) leaves an active operation with a pending dead letter whose
+// graph effects may be half removed. Whoever resumes it (recovery, or a
+// caller resubmitting the same intent) finishes the dead letter: the
+// effects reconciled away, the disposition recorded, the plan not run
+// again. (The explorer found the old order, dead letter recorded before the
+// reconciliation, which left edges forever; and the old resume, which ran
+// the plan again and so retried a permanent error.)
 func TestDeadLetterReconciledBeforeItIsRecorded(t *testing.T) {
-	want := baseline(t, req1("op-1"))
-	for _, again := range []bool{false, true} {
-		t.Run(map[bool]string{false: "recovered", true: "fails-again"}[again], func(t *testing.T) {
+	for _, by := range []string{"recovery", "resubmit"} {
+		t.Run(by, func(t *testing.T) {
 			w := newWorld()
 			w.sched.Arm(faults.BeforeStateCommit, faults.Action{Kind: faults.Permanent, Hit: 1})
 			w.sched.Arm(faults.BeforeMarkFailed, faults.Action{Kind: faults.Unknown, Hit: 1})
@@ -1106,22 +1108,33 @@ func TestDeadLetterReconciledBeforeItIsRecorded(t *testing.T) {
 				t.Fatalf("after the crash the operation is %s/%q, want active with a pending dead letter", o.Disposition, o.FailureReason)
 			}
 			s := w.restart()
-			if again {
-				w.sched.Arm(faults.BeforeStateCommit, faults.Action{Kind: faults.Permanent})
+			before := w.sched.Hits(faults.BeforeStateCommit) + w.sched.Hits(faults.BeforeGraphApplied)
+			// Had the plan run again, this would be a second permanent
+			// failure of one operation.
+			w.sched.Arm(faults.BeforeGraphApplied, faults.Action{Kind: faults.Permanent})
+			w.sched.Arm(faults.BeforeStateCommit, faults.Action{Kind: faults.Permanent})
+			if by == "recovery" {
+				r := &reference.Recovery{Service: s, Sleep: func(context.Context, time.Duration) {}}
+				_, quiet, err := r.RunUntilQuiet(ctx, 5)
+				must(t, err)
+				if !quiet {
+					t.Fatal("recovery did not quiesce")
+				}
+			} else {
+				res, err := s.Ingest(ctx, req1("op-1"))
+				if err != nil || res.Outcome != reference.OutcomeDeadLetter {
+					t.Fatalf("the resubmitted intent was answered %+v, %v; want DEAD_LETTER", res, err)
+				}
 			}
-			r := &reference.Recovery{Service: s, Sleep: func(context.Context, time.Duration) {}}
-			_, quiet, err := r.RunUntilQuiet(ctx, 5)
-			must(t, err)
-			if !quiet {
-				t.Fatal("recovery did not quiesce")
-			}
-			if !again {
-				checkConverged(t, w, "op-1", want)
-				return
+			if n := w.sched.Hits(faults.BeforeStateCommit) + w.sched.Hits(faults.BeforeGraphApplied) - before; n != 0 {
+				t.Fatalf("the plan of a pending dead letter ran again (%d step(s) hit)", n)
 			}
 			o = w.op(t, "op-1")
 			if o.Disposition != reference.DeadLetter || strings.HasPrefix(o.FailureReason, reference.DeadLetterPending) {
 				t.Fatalf("operation ended %s/%q, want a recorded dead letter", o.Disposition, o.FailureReason)
+			}
+			if !strings.Contains(o.FailureReason, "injected permanent fault at beforeStateCommit") {
+				t.Fatalf("the dead letter lost its cause: %q", o.FailureReason)
 			}
 			if g := w.graph(t); len(g.Edges) != 0 {
 				t.Fatalf("the dead letter left edges no ACTIVE document supports: %v", g.Edges)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"strings"
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/history"
@@ -67,6 +68,20 @@ func (o *seenOps) CreateIfAbsent(ctx context.Context, op reference.Operation, pl
 			Plan: check.PlanDigest(plan), Items: check.MutationItems(plan.Mutation), Created: created, Base: base})
 	}
 	return created, err
+}
+
+func (o *seenOps) CompareAndSet(ctx context.Context, cur, next reference.Operation) (bool, error) {
+	ok, err := o.OperationStore.CompareAndSet(ctx, cur, next)
+	if err == nil && ok && failedForGood(next) && !failedForGood(cur) {
+		o.w.seen(history.Observation{What: history.SeenMark, Op: next.OperationID, Doc: next.DocumentID})
+	}
+	return ok, err
+}
+
+// failedForGood says whether op's record says it failed permanently: a
+// pending dead letter, or a recorded one.
+func failedForGood(op reference.Operation) bool {
+	return op.Disposition == reference.DeadLetter || strings.HasPrefix(op.FailureReason, reference.DeadLetterPending)
 }
 
 func (o *seenOps) Claim(ctx context.Context, id, holder string, now, ttl int64) (bool, error) {
