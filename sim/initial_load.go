@@ -91,6 +91,13 @@ func observeInitial(c Case, space string, obs *check.Observed) {
 	for op, fp := range c.Initial.Fingerprints(target(space, 0)) {
 		obs.Prepared[op] = append(obs.Prepared[op], fp)
 	}
+	byID := map[string]string{}
+	for _, op := range c.Initial.Operations {
+		byID[op.ID] = op.Document
+	}
+	for _, id := range c.Initial.Unfinished() {
+		obs.Pending = append(obs.Pending, check.PendingIntent{Operation: OpID(space, id), Document: byID[id]})
+	}
 }
 
 // target is where a case's initial state is loaded.
