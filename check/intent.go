@@ -29,6 +29,7 @@ func CheckIntents(s Snapshot, o Observed) []Violation {
 	out = append(out, x.checkI4(s)...)
 	out = append(out, x.checkDeadLetters(s)...)
 	out = append(out, x.checkFulfilled(s)...)
+	out = append(out, checkAnswers(s, x.log)...)
 	out = append(out, checkRegistered(s)...)
 	out = append(out, x.checkClaims()...)
 	out = append(out, x.checkStaleWrites()...)

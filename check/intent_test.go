@@ -178,3 +178,42 @@ func TestCheckIntentsPendingBeforeHistory(t *testing.T) {
 		t.Errorf("retraction asked after the loaded ingest ended: %v, want one I5 violation", got)
 	}
 }
+
+// Every answer is checked against the stores: ALREADY_COMPLETED and
+// COMPLETED need the operation COMPLETED and its commit in the document's
+// history, NO_OP needs the document as the intent wanted it, a disposition
+// needs that disposition.
+func TestCheckAnswersAgainstTheStores(t *testing.T) {
+	committed := reference.DocumentState{DocumentID: "d", Revision: 1, OperationID: "op", Status: reference.DocActive, ContentHash: "h"}
+	good := Snapshot{Ops: []reference.Operation{{OperationID: "op", DocumentID: "d", Stage: reference.Completed}},
+		States: []reference.DocumentState{committed}, Versions: map[string][]reference.DocumentState{"d": {committed}}}
+	answer := func(do, outcome string, rev int64) history.Log {
+		return history.Log{
+			seen("w", history.Observation{What: history.SeenIntent, Do: do, Doc: "d", ContentHash: "h"}),
+			{Worker: "w", Kind: history.Result, Do: do, Result: &history.Outcome{Op: "op", Outcome: outcome, Revision: rev}},
+		}
+	}
+	lost := Snapshot{Ops: []reference.Operation{{OperationID: "op", DocumentID: "d", Stage: reference.StateCommitted}}}
+	for name, c := range map[string]struct {
+		snap Snapshot
+		log  history.Log
+		want string
+	}{
+		"already completed, held":      {good, answer("ingest", "ALREADY_COMPLETED", 1), ""},
+		"already completed, not held":  {lost, answer("ingest", "ALREADY_COMPLETED", 1), "the store holds it STATE_COMMITTED"},
+		"already completed, no commit": {Snapshot{Ops: good.Ops}, answer("ingest", "ALREADY_COMPLETED", 1), "holds no state committed by it at revision 1"},
+		"completed, lost op":           {Snapshot{}, answer("ingest", "COMPLETED", 1), "the operation is not in the store"},
+		"no-op ingest, held":           {good, answer("ingest", "NO_OP", 1), ""},
+		"no-op ingest of nothing":      {good, answer("ingest", "NO_OP", 0), "only over a document that already holds its content"},
+		"no-op retract of active":      {good, answer("retract", "NO_OP", 1), "revision 1 is ACTIVE, not RETRACTED"},
+		"dead letter not recorded":     {good, answer("ingest", "DEAD_LETTER", 0), "the store holds it COMPLETED"},
+	} {
+		got := only(CheckIntents(c.snap, Observed{Log: c.log}), I9)
+		switch {
+		case c.want == "" && len(got) != 0:
+			t.Errorf("%s: %v, want none", name, got)
+		case c.want != "" && (len(got) != 1 || !strings.Contains(got[0].Message, c.want)):
+			t.Errorf("%s: %v, want one I9 violation saying %q", name, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package check
+
+import (
+	"fmt"
+
+	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// checkAnswers (I9): every answer the service gave a caller says something
+// about the stores, and the final stores must agree with it, whatever came
+// after (an answer is an acknowledgement):
+//   - COMPLETED and ALREADY_COMPLETED: the operation is in the store,
+//     COMPLETED with no disposition, and the document's history holds the
+//     state it committed, at the answered revision;
+//   - SUPERSEDED: the operation is ABANDONED and the document's history
+//     holds the superseding commit at the answered revision;
+//   - ABANDONED and DEAD_LETTER: the operation carries that disposition;
+//   - NO_OP: the document held what the intent asked for at the answered
+//     revision (this content ACTIVE, or retracted or absent).
+func checkAnswers(s Snapshot, log history.Log) []Violation {
+	ops := opIndex(s)
+	byRev := map[string]map[int64]reference.DocumentState{} // doc -> revision -> state
+	add := func(st reference.DocumentState) {
+		if byRev[st.DocumentID] == nil {
+			byRev[st.DocumentID] = map[int64]reference.DocumentState{}
+		}
+		byRev[st.DocumentID][st.Revision] = st
+	}
+	for _, vs := range s.Versions {
+		for _, v := range vs {
+			add(v)
+		}
+	}
+	for _, st := range s.States {
+		add(st)
+	}
+	var out []Violation
+	open := map[string][]history.Observation{} // worker -> intents asked, not yet answered
+	for _, r := range log {
+		switch {
+		case r.Kind == history.Seen && r.Obs != nil && r.Obs.What == history.SeenIntent && (r.Obs.Do == "ingest" || r.Obs.Do == "retract"):
+			open[r.Worker] = append(open[r.Worker], *r.Obs)
+		case r.Kind == history.Result && (r.Do == "ingest" || r.Do == "retract") && len(open[r.Worker]) > 0:
+			in := open[r.Worker][0]
+			open[r.Worker] = open[r.Worker][1:]
+			if r.Err != "" || r.Result == nil || r.Result.Outcome == "" {
+				continue
+			}
+			if why := disagreement(in, *r.Result, ops, byRev[in.Doc]); why != "" {
+				op := r.Result.Op
+				out = append(out, Violation{Invariant: I9, Operation: op, Document: in.Doc,
+					Message:  fmt.Sprintf("%s's %s of document %s was answered %s (revision %d), yet %s", r.Worker, in.Do, in.Doc, r.Result.Outcome, r.Result.Revision, why),
+					Evidence: []string{"the operation in the store: " + describeOp(ops, op), "the document at that revision: " + describeRev(byRev[in.Doc], r.Result.Revision)}})
+			}
+		}
+	}
+	return out
+}
+
+// disagreement says how the stores contradict one answer, or "".
+func disagreement(in history.Observation, res history.Outcome, ops map[string]reference.Operation, revs map[int64]reference.DocumentState) string {
+	op, stored := ops[res.Op]
+	st, atRev := revs[res.Revision]
+	switch reference.Outcome(res.Outcome) {
+	case reference.OutcomeCompleted, reference.OutcomeAlreadyDone:
+		switch {
+		case !stored:
+			return "the operation is not in the store"
+		case op.Stage != reference.Completed || op.Disposition != reference.Active:
+			return fmt.Sprintf("the store holds it %s", describeEnd(op))
+		case !atRev || st.OperationID != res.Op:
+			return fmt.Sprintf("the document's history holds no state committed by it at revision %d", res.Revision)
+		}
+	case reference.OutcomeSuperseded:
+		switch {
+		case !stored:
+			return "the operation is not in the store"
+		case op.Disposition != reference.Abandoned:
+			return fmt.Sprintf("the store holds it %s, not ABANDONED", describeEnd(op))
+		case !atRev:
+			return fmt.Sprintf("the document's history holds no revision %d that superseded it", res.Revision)
+		}
+	case reference.OutcomeAbandoned, reference.OutcomeDeadLetter:
+		want := reference.Abandoned
+		if reference.Outcome(res.Outcome) == reference.OutcomeDeadLetter {
+			want = reference.DeadLetter
+		}
+		switch {
+		case !stored:
+			return "the operation is not in the store"
+		case op.Disposition != want:
+			return fmt.Sprintf("the store holds it %s", describeEnd(op))
+		}
+	case reference.OutcomeNoOp:
+		if res.Revision == 0 {
+			if in.Do == "ingest" {
+				return "an ingestion is a no-op only over a document that already holds its content"
+			}
+			return "" // nothing to retract
+		}
+		switch {
+		case !atRev:
+			return fmt.Sprintf("the document's history holds no revision %d", res.Revision)
+		case in.Do == "ingest" && (st.Status != reference.DocActive || st.ContentHash != in.ContentHash):
+			return fmt.Sprintf("revision %d is %s with other content, not this content ACTIVE", res.Revision, st.Status)
+		case in.Do == "retract" && st.Status != reference.DocRetracted:
+			return fmt.Sprintf("revision %d is %s, not RETRACTED", res.Revision, st.Status)
+		}
+	}
+	return ""
+}
+
+func describeOp(ops map[string]reference.Operation, id string) string {
+	op, ok := ops[id]
+	if !ok {
+		return "none (" + id + ")"
+	}
+	return fmt.Sprintf("%s %s", id, describeEnd(op))
+}
+
+func describeRev(revs map[int64]reference.DocumentState, rev int64) string {
+	st, ok := revs[rev]
+	return describeState(st, ok)
+}
