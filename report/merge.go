@@ -61,7 +61,12 @@ func jsonError(file string, data []byte, err error) error {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		line, col := position(data, syn.Offset)
+		// Offset is just past the byte that was wrong (or the end).
+		off := syn.Offset
+		if off > 0 && off <= int64(len(data)) && !strings.HasPrefix(syn.Error(), "unexpected end") {
+			off--
+		}
+		line, col := position(data, off)
 		return fmt.Errorf("%s:%d:%d: not JSON: %v", file, line, col, syn)
 	case errors.As(err, &typ):
 		line, col := position(data, typ.Offset)
