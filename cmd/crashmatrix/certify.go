@@ -157,6 +157,10 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	// measure on this machine now.
 	adaptive := f.leaseTTL <= 0
 	rerun, replay := certifyReplay(f, backend)
+	// What merge prefixes to a case's window and kind to replay it.
+	whole := f
+	whole.points, whole.kinds, whole.only = nil, nil, nil
+	base, _ := certifyReplay(whole, backend)
 	ropt := report.Options{Replay: replay, Rerun: rerun, Details: f.details, Command: "certify"}
 	f.leaseTTL = defaultLeaseTTL(f.leaseTTL, backend)
 	workdir, tmp := f.workdir, false
@@ -224,9 +228,6 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	rep.WithProbe(probe, perr, sel)
 	rep.Matrix = &matrix
 	if shard != nil {
-		whole := f
-		whole.points, whole.kinds, whole.only = nil, nil, nil
-		base, _ := certifyReplay(whole, backend)
 		rep.Shard = &sim.ShardRun{Shard: *shard, Cases: len(cases), Rerun: rerun, Replay: base}
 	}
 	runner.CloseShared()
