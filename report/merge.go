@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -69,14 +70,32 @@ func jsonError(file string, data []byte, err error) error {
 		line, col := position(data, off)
 		return fmt.Errorf("%s:%d:%d: not JSON: %v", file, line, col, syn)
 	case errors.As(err, &typ):
-		line, col := position(data, typ.Offset)
-		field := typ.Field
-		if field == "" {
-			field = "(top level)"
+		if typ.Field == "" {
+			return fmt.Errorf("%s: not a JSON report: a JSON %s, not an object", file, typ.Value)
 		}
-		return fmt.Errorf("%s:%d:%d: field %q: a JSON %s where a %s belongs", file, line, col, field, typ.Value, typ.Type)
+		line, col := position(data, typ.Offset)
+		return fmt.Errorf("%s:%d:%d: field %q: a JSON %s where %s belongs", file, line, col, typ.Field, typ.Value, jsonKind(typ.Type))
 	}
 	return fmt.Errorf("%s: %w", file, err)
+}
+
+// jsonKind names what JSON value a Go type reads.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "a " + t.String()
 }
 
 // position turns a byte offset into a line and column, both from 1.

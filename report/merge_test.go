@@ -183,7 +183,9 @@ func TestDecodeJSONNamesFileAndField(t *testing.T) {
 		{`{"backend": "sqlite"}`, `x.json: no field "version"`},
 		{`{"version": 2}`, `x.json: field "version" is 2; this crashmatrix reads version 1`},
 		{`{"version": "1"}`, `x.json: field "version" is "1"`},
-		{"{\"version\": 1,\n\"seed\": \"one\"}", `x.json:2:14: field "seed": a JSON string where a int64 belongs`},
+		{"{\"version\": 1,\n\"seed\": \"one\"}", `x.json:2:14: field "seed": a JSON string where a number belongs`},
+		{"{\"version\": 1, \"results\": [{\"verdict\": 3}]}", `x.json:1:41: field "results.verdict": a JSON number where a string belongs`},
+		{"[1, 2]", `x.json: not a JSON report: a JSON array, not an object`},
 	} {
 		_, err := DecodeJSON("x.json", []byte(tc.data))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
