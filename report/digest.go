@@ -93,7 +93,8 @@ type Broken struct {
 
 // Digest is the run's failures grouped so that one cause reads once.
 type Digest struct {
-	// Verdict is "CERTIFIED", "NOT CERTIFIED" or "UNDECIDED".
+	// Verdict is "CERTIFIED", "NOT CERTIFIED" or "UNDECIDED"; a shard
+	// whose cases all passed is "SHARD PASSED" (ShardPassed).
 	Verdict string `json:"verdict"`
 	// Headline says in one line what is wrong (or that nothing is).
 	Headline     string    `json:"headline"`
@@ -249,6 +250,7 @@ func Summarize(rep sim.Report, o Options) Digest {
 		d.Broken = append(d.Broken, Broken{Invariant: inv, Name: inv, Cases: len(s.cases), Violations: s.count, FoldedCases: len(s.folded), FoldedUnder: s.root, Rarest: rarestCase(rep, inv, o)})
 	}
 	d.Verdict, d.Headline = headline(rep, d)
+	d.Verdict, d.Headline = scoped(rep, d.Verdict, d.Headline)
 	return d
 }
 

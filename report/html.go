@@ -138,7 +138,8 @@ func WriteHTML(w io.Writer, rep sim.Report, o Options) error {
 		Key       []htmlKeyItem
 		Anchors   map[string]bool
 		Store     storeHTML
-	}{rep, o, d, m.kinds, rows, classes, cases, key, anchors, storeSections(rep, func(c matrixCell) htmlCell { return cell(c) })}
+		Scope     string
+	}{rep, o, d, m.kinds, rows, classes, cases, key, anchors, storeSections(rep, func(c matrixCell) htmlCell { return cell(c) }), scopeLine(rep)}
 	return htmlReport.Execute(w, data)
 }
 
@@ -205,7 +206,7 @@ var htmlReport = template.Must(template.Must(template.New("report").Parse(storeH
 	"ms": func(d time.Duration) string { return d.Round(time.Millisecond).String() },
 	"verdictClass": func(v string) string {
 		switch v {
-		case "CERTIFIED":
+		case "CERTIFIED", ShardPassed:
 			return "ok"
 		case "NOT CERTIFIED":
 			return "bad"
@@ -275,6 +276,7 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 <p class="verdict {{verdictClass .Digest.Verdict}}" id="verdict">{{.Digest.Verdict}}</p>
 <p class="headline">{{.Digest.Headline}}</p>
 <p class="meta">backend <b>{{.Rep.Backend}}</b>{{if .Rep.Mutant}} · mutant <b>{{.Rep.Mutant}}</b>{{end}}{{range .Rep.Bugs}} · bug <b>{{.}}</b>{{end}} · seed {{.Rep.Seed}} · {{len .Rep.Results}} {{plural (len .Rep.Results) "case" "cases"}} in {{ms .Rep.Took}}{{if not .Rep.Started.IsZero}} · started {{.Rep.Started.Format "2006-01-02 15:04:05 MST"}}{{end}}</p>
+{{if .Scope}}<p class="meta" id="scope">{{.Scope}}</p>{{end}}
 {{with .Digest}}{{if .Causes}}
 <h2>Failures by cause, rarest first</h2>
 <ol class="causes">{{range .Causes}}<li><span class="inv">{{.Invariant}}</span> in {{len .Cases}} {{plural (len .Cases) "case" "cases"}} ({{.Violations}} {{plural .Violations "violation" "violations"}}){{if .Root}} <span class="root">root cause</span>{{end}}: {{.Summary}}

@@ -19,9 +19,10 @@ func WriteJSON(w io.Writer, rep sim.Report, o Options) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
+		Version int `json:"version"`
 		sim.Report
 		Digest Digest `json:"digest"`
-	}{rep, Summarize(rep, o)})
+	}{JSONVersion, rep, Summarize(rep, o)})
 }
 
 type junitSuites struct {
@@ -114,6 +115,13 @@ func WriteJUnit(w io.Writer, rep sim.Report, o Options) error {
 	prop("command", o.Command)
 	prop("replay", o.Rerun)
 	prop("histories", histories(rep))
+	if rep.Matrix != nil {
+		prop("matrix", rep.Matrix.Fingerprint)
+	}
+	if rep.Shard != nil {
+		prop("shard", rep.Shard.Shard.String())
+	}
+	prop("scope", scopeLine(rep))
 	var digest strings.Builder
 	writeDigest(&digest, d, Options{Details: true})
 	s.SystemOut = text(strings.TrimSpace(digest.String()))

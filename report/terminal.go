@@ -27,6 +27,9 @@ func WriteTerminal(w io.Writer, rep sim.Report, o Options) {
 	fmt.Fprintln(w)
 	WriteMatrix(w, rep)
 	fmt.Fprintf(w, "\n%s\n", runLine(rep))
+	if line := scopeLine(rep); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if line := rerunLine(rep); line != "" {
 		fmt.Fprintln(w, line)
 	}

@@ -31,6 +31,12 @@ type Report struct {
 	// found them; Probed says a probe ran (so an empty list means none).
 	StoreWindows []StoreWindow `json:"storeWindows,omitempty"`
 	Probed       bool          `json:"probed,omitempty"`
+	// Matrix is the whole matrix a certify run belongs to; Shard, when
+	// set, the part of it the run covered (certify --shard); Merged the
+	// shard reports a merge combined into this one (sim/shard.go).
+	Matrix *MatrixID     `json:"matrix,omitempty"`
+	Shard  *ShardRun     `json:"shard,omitempty"`
+	Merged []MergedShard `json:"merged,omitempty"`
 }
 
 // maxAttempts bounds the runs of a case that is not exercised.

@@ -32,6 +32,7 @@ type certifyFlags struct {
 	details                   bool
 	inProcessFiles            bool
 	server                    serverFlags
+	shard                     string
 }
 
 func certifyCmd() *cobra.Command {
@@ -53,7 +54,12 @@ are faulted only with --server-faults: replies lost and connections cut through
 the fault proxy, and server-crash with --postgres-kill/--postgres-start
 (--neo4j-kill/--neo4j-start), the commands that kill and start them.
 
-Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undecided.`,
+--shard i/n runs only the i-th of n parts of the matrix (0 <= i < n; the
+cases dealt out by their ID), so that n machines split it; its report says
+which shard it covers, and only "crashmatrix merge" of the n shards' JSON
+reports gives the matrix's verdict.
+
+Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant broke (or a fault did not fire), 2 undecided.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCertify(cmd, f) },
 	}
 	fl := cmd.Flags()
@@ -76,6 +82,7 @@ Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undeci
 	fl.BoolVarP(&f.details, "details", "v", false, "list every failing case with every violation, its evidence, history and replay command (the default is a digest by cause)")
 	f.server.register(fl)
 	fl.BoolVar(&f.inProcess, "in-process", false, "simulate crashes in-process (workers are goroutines, time is simulated) instead of killing processes")
+	fl.StringVar(&f.shard, "shard", "", "i/n: run only shard i of n of the matrix (0 <= i < n); merge the shards' JSON reports with crashmatrix merge")
 	fl.BoolVar(&f.inProcessFiles, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
 	return cmd
 }
@@ -126,6 +133,14 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if err != nil {
 		return err
 	}
+	var shard *sim.Shard
+	if f.shard != "" {
+		s, err := sim.ParseShard(f.shard)
+		if err != nil {
+			return err
+		}
+		shard = &s
+	}
 	if f.randomKills < 0 {
 		return fmt.Errorf("--random-kills %d: must not be negative", f.randomKills)
 	}
@@ -142,6 +157,10 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	// measure on this machine now.
 	adaptive := f.leaseTTL <= 0
 	rerun, replay := certifyReplay(f, backend)
+	// What merge prefixes to a case's window and kind to replay it.
+	whole := f
+	whole.points, whole.kinds, whole.only = nil, nil, nil
+	base, _ := certifyReplay(whole, backend)
 	ropt := report.Options{Replay: replay, Rerun: rerun, Details: f.details, Command: "certify"}
 	f.leaseTTL = defaultLeaseTTL(f.leaseTTL, backend)
 	workdir, tmp := f.workdir, false
@@ -189,6 +208,13 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if len(cases) == 0 {
 		return fmt.Errorf("no case matches --point %v --kind %v --class %v", f.points, f.kinds, f.only)
 	}
+	matrix := matrixID(f, backend, cases)
+	if shard != nil {
+		if cases = shard.Select(cases); len(cases) == 0 {
+			return fmt.Errorf("--shard %s: the matrix has only %d cases, so shard %d has none; use at most %d shards", shard, len(matrix.Cases), shard.Index, len(matrix.Cases))
+		}
+		ropt.Rerun += " --shard " + shard.String()
+	}
 	var progress func(sim.CaseResult)
 	var bar *mpb.Bar
 	var pb *mpb.Progress
@@ -200,6 +226,10 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	}
 	rep := runner.RunAll(cmd.Context(), cases, f.parallel, progress)
 	rep.WithProbe(probe, perr, sel)
+	rep.Matrix = &matrix
+	if shard != nil {
+		rep.Shard = &sim.ShardRun{Shard: *shard, Cases: len(cases), Rerun: rerun, Replay: base}
+	}
 	runner.CloseShared()
 	if pb != nil {
 		pb.Wait()
