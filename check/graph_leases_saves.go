@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -155,6 +156,9 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 // CheckI8: plan save. One row per (owner, operation_id); the checkpoint of
 // a saved thread names the first row's id; every id a retry returned is that
 // id; a conflicting retry failed loudly.
+// acceptedField finds the field a conflict probe changed in its error.
+var acceptedField = regexp.MustCompile(`another (\w+) was accepted`)
+
 func CheckI8(s Snapshot, o Observed) []Violation {
 	var out []Violation
 	rows := map[string][]plansave.PlanRow{}
@@ -192,7 +196,11 @@ func CheckI8(s Snapshot, o Observed) []Violation {
 		}
 	}
 	for _, t := range o.ConflictAccepted {
-		out = append(out, Violation{Invariant: I8, Operation: t, Message: "a retry with the same operation_id and other content was accepted instead of failing loudly"})
+		what := "other content"
+		if m := acceptedField.FindStringSubmatch(t); m != nil {
+			what = "another " + m[1] + " (every other field the same)"
+		}
+		out = append(out, Violation{Invariant: I8, Message: "a retry with the same operation_id and " + what + " was accepted instead of failing loudly", Evidence: []string{t}})
 	}
 	return out
 }

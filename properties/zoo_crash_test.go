@@ -13,6 +13,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/reference/plansave"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
 
@@ -83,6 +84,24 @@ func (p *expiryIgnored) TryAcquire(ctx context.Context, space, doc, holder strin
 	return l, ok, err
 }
 
+// questionOnlyPlans compares only the question of a repeated save: the
+// same operation_id with other minutes returns the first row instead of
+// the conflict (a store that checks some of the fields).
+type questionOnlyPlans struct{ plansave.PlanStore }
+
+func (p questionOnlyPlans) Save(ctx context.Context, owner, operationID, question string, minutes int) (int64, error) {
+	rows, err := p.PlanStore.List(ctx, owner)
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range rows {
+		if r.OperationID == operationID && r.Question == question {
+			return r.ID, nil
+		}
+	}
+	return p.PlanStore.Save(ctx, owner, operationID, question, minutes)
+}
+
 func TestZooCrashLevel(t *testing.T) {
 	crash := []faults.Kind{faults.Crash}
 	for _, c := range []struct {
@@ -103,6 +122,26 @@ func TestZooCrashLevel(t *testing.T) {
 			}),
 			opts:      crashrun.Options{Mutant: sim.MutantCreateNotMerge, Points: []faults.Point{faults.BeforeGraphApplied}, Kinds: []faults.Kind{faults.Unknown}},
 			invariant: "I3", says: "duplicate in the graph", within: 30 * time.Second,
+		},
+		{
+			// The matrix's conflict probe changes one field at a time.
+			name: "PlanSaveComparesQuestionOnly",
+			backend: func() sim.Backend {
+				b := brokenSQLite("sqlite-plansave-question-only", func(st reference.Stores) reference.Stores { return st })
+				b.OpenPlanSave = func(_ context.Context, env sim.CaseEnv) (sim.PlanSaveStores, error) {
+					if err := os.MkdirAll(env.Dir, 0o755); err != nil {
+						return sim.PlanSaveStores{}, err
+					}
+					s, err := sqlite.OpenPlanSave(env.Dir, true)
+					if err != nil {
+						return sim.PlanSaveStores{}, err
+					}
+					return sim.PlanSaveStores{Checkpoints: s, Plans: questionOnlyPlans{s}, Closer: s}, nil
+				}
+				return b
+			}(),
+			opts:      crashrun.Options{Points: []faults.Point{faults.PlanSaveBeforeCheckpoint}, Kinds: crash},
+			invariant: "I8", says: "another minutes (every other field the same) was accepted", within: 30 * time.Second,
 		},
 		{
 			name: "PlanNotDurable",

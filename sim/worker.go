@@ -294,19 +294,27 @@ func (w *worker) run(ctx context.Context, a Action) (*history.Outcome, error) {
 			cp, err := wf.Invoke(ctx, a.Thread, &approve)
 			return checkpointOutcome(cp), err
 		default:
-			// A retry of the same operation_id with other content must fail loudly.
+			// A retry of the same operation_id with other content must fail
+			// loudly. One field differs in each probe, so that a store that
+			// compares only some of them is caught.
 			cp, ok, err := w.ps.Checkpoints.Load(ctx, a.Thread)
 			if err != nil || !ok {
 				return nil, fmt.Errorf("plansave-conflict %s: no checkpoint (%v)", a.Thread, err)
 			}
-			_, err = w.ps.Plans.Save(ctx, cp.Owner, cp.OperationID, cp.Question+" (changed)", cp.Minutes+1)
-			if errors.Is(err, plansave.ErrConflict) {
-				return &history.Outcome{Op: cp.OperationID, Outcome: "conflict-refused"}, nil
+			for _, p := range []struct {
+				field    string
+				question string
+				minutes  int
+			}{{"question", cp.Question + " (changed)", cp.Minutes}, {"minutes", cp.Question, cp.Minutes + 1}} {
+				_, err = w.ps.Plans.Save(ctx, cp.Owner, cp.OperationID, p.question, p.minutes)
+				switch {
+				case err == nil:
+					return nil, fmt.Errorf("plansave-conflict %s: a save with operation_id %s and another %s was accepted", a.Thread, cp.OperationID, p.field)
+				case !errors.Is(err, plansave.ErrConflict):
+					return nil, err
+				}
 			}
-			if err == nil {
-				return nil, fmt.Errorf("plansave-conflict %s: a save with operation_id %s and other content was accepted", a.Thread, cp.OperationID)
-			}
-			return nil, err
+			return &history.Outcome{Op: cp.OperationID, Outcome: "conflict-refused"}, nil
 		}
 	}
 	return nil, fmt.Errorf("unknown action %q", a.Do)
