@@ -115,6 +115,12 @@ func Check(s Snapshot, o Observed) []Violation {
 	return out
 }
 
+// planMissing says whether a plan's load error says there is no plan at
+// all (as opposed to a plan that is there but damaged).
+func planMissing(msg string) bool {
+	return strings.Contains(msg, reference.ErrNotFound.Error()) || strings.Contains(msg, reference.ErrNoPersistedPlan.Error())
+}
+
 func opIndex(s Snapshot) map[string]reference.Operation {
 	m := make(map[string]reference.Operation, len(s.Ops))
 	for _, op := range s.Ops {
@@ -155,7 +161,7 @@ func CheckI1(s Snapshot, o Observed) []Violation {
 	}
 	for _, op := range s.Ops {
 		if msg, bad := s.PlanErrors[op.OperationID]; bad {
-			if strings.Contains(msg, reference.ErrNotFound.Error()) {
+			if planMissing(msg) {
 				continue // I5 reports a lost plan
 			}
 			out = append(out, Violation{Invariant: I1, Operation: op.OperationID, Document: op.DocumentID,
@@ -335,8 +341,10 @@ func CheckI5(s Snapshot, o Observed) []Violation {
 		}
 	}
 	for _, op := range s.Ops {
-		if msg, bad := s.PlanErrors[op.OperationID]; bad && strings.Contains(msg, "not found") {
-			out = append(out, Violation{Invariant: I5, Operation: op.OperationID, Message: "the operation has no persisted plan: it cannot be resumed", Evidence: []string{msg}})
+		if msg, bad := s.PlanErrors[op.OperationID]; bad && planMissing(msg) {
+			out = append(out, Violation{Invariant: I5, Operation: op.OperationID, Document: op.DocumentID, RootCause: true,
+				Message:  "the operation record is stored without its plan (written apart from it, or the plan was lost): it cannot be resumed; the operation and its plan must be created in one transaction",
+				Evidence: []string{msg}})
 		}
 		if !op.Finished() {
 			out = append(out, Violation{Invariant: I5, Operation: op.OperationID, Document: op.DocumentID, Events: o.eventsOf(reference.EvStage, op.OperationID),

@@ -302,9 +302,11 @@ func TestDeclaredWindowCatchesTwoStepStores(t *testing.T) {
 		backend sim.Backend
 		point   faults.Point
 		want    []string // one of these must break
+		says    string   // the report names the root cause the evidence shows
+		never   string   // and not a cause the evidence contradicts
 	}{
-		{twoStepCreateBackend(true), afterOperationRow, []string{"I5", "I1"}},
-		{twoStepStateBackend(true), afterStateRow, []string{"I2", "I3", "I5"}},
+		{twoStepCreateBackend(true), afterOperationRow, []string{"I5"}, "stored without its plan", "does not load against its fingerprint"},
+		{twoStepStateBackend(true), afterStateRow, []string{"I2", "I3", "I5"}, "", ""},
 	} {
 		t.Run(tc.backend.Name, func(t *testing.T) {
 			rep := crashrun.Run(t, tc.backend, crashrun.Options{Points: []faults.Point{tc.point}}).Report
@@ -320,6 +322,9 @@ func TestDeclaredWindowCatchesTwoStepStores(t *testing.T) {
 			report.WriteTerminal(&text, rep, report.Options{Details: true})
 			if !strings.Contains(text.String(), "FAIL "+string(tc.point)+" x crash") {
 				t.Errorf("the report does not name the failing point %s:\n%s", tc.point, text.String())
+			}
+			if tc.says != "" && !strings.Contains(text.String(), tc.says) || tc.never != "" && strings.Contains(text.String(), tc.never) {
+				t.Errorf("the report should say %q and never %q:\n%s", tc.says, tc.never, text.String())
 			}
 			t.Logf("%s x crash broke %v\n%s", tc.point, c.Broken(), text.String()[strings.Index(text.String(), "store window"):])
 		})
