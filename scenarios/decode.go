@@ -171,12 +171,13 @@ var Mutants = []string{sim.MutantCreateNotMerge, sim.MutantNoUniqueConstraint}
 
 // The fields of each mapping, in canonical order.
 var (
-	topFields    = []string{"name", "description", "system", "backend", "bugs", "mutant", "seed", "leaseTTL", "documents", "initial", "steps", "expect"}
-	stepFields   = []string{"worker", "actions", "faults", "background", "resubmit", "expectHit", "continueOnError", "kill"}
-	killFields   = []string{"seed", "offset", "base", "after", "afterIndex", "delta"}
-	actionFields = []string{"do", "doc", "document", "op", "rounds", "thread", "owner", "question", "minutes", "approve", "content"}
-	faultFields  = []string{"point", "kind", "hit", "pause", "server"}
-	expectFields = []string{"verdict", "holds", "breaks"}
+	topFields       = []string{"name", "description", "system", "backend", "bugs", "mutant", "seed", "leaseTTL", "documents", "initial", "steps", "expect"}
+	stepFields      = []string{"worker", "actions", "faults", "background", "resubmit", "expectHit", "continueOnError", "kill", "meanwhile"}
+	meanwhileFields = []string{"worker", "does"}
+	killFields      = []string{"seed", "offset", "base", "after", "afterIndex", "delta"}
+	actionFields    = []string{"do", "doc", "document", "op", "rounds", "thread", "owner", "question", "minutes", "approve", "content"}
+	faultFields     = []string{"point", "kind", "hit", "pause", "server"}
+	expectFields    = []string{"verdict", "holds", "breaks"}
 )
 
 // actionRules says, per action, which fields are required and which are
@@ -721,8 +722,19 @@ func (d *decoder) decodeSteps(s *Scenario, top fields) {
 				d.errPath(child(sp, "kill"), "a killed worker cannot run in the background")
 			}
 		}
+		if mn, ok := f.vals["meanwhile"]; ok {
+			st.Meanwhile = d.decodeMeanwhile(mn, child(sp, "meanwhile"))
+			if st.Meanwhile != nil && !slices.ContainsFunc(st.Faults, func(f Fault) bool { return f.Kind == faults.Pause }) {
+				d.errPath(child(sp, "meanwhile"), "a step with meanwhile must stall: arm a pause fault in it")
+			}
+		}
 		s.Steps = append(s.Steps, st)
 		lastActionsOK = actionsOK
+	}
+	for i, st := range s.Steps {
+		if m := st.Meanwhile; m != nil && (m.Worker == st.Worker || !slices.ContainsFunc(s.Steps, func(o Step) bool { return o.Worker == m.Worker })) {
+			d.errPath(child(child(index("steps", i), "meanwhile"), "worker"), "meanwhile worker %q: want another step's worker", m.Worker)
+		}
 	}
 	last := len(items) - 1
 	lp := index("steps", last)
@@ -912,6 +924,29 @@ func parsePoint(s string) (faults.Point, error) {
 		return faults.Point(s), faults.ValidateStorePoint(faults.Point(s))
 	}
 	return p, err
+}
+
+// decodeMeanwhile decodes {worker, does}: what another worker must do
+// while this step stalls.
+func (d *decoder) decodeMeanwhile(n ast.Node, path string) *sim.Meanwhile {
+	n, ok := d.plain(n, path)
+	if !ok {
+		return nil
+	}
+	f, ok := d.mapping(n, path, meanwhileFields)
+	if !ok {
+		return nil
+	}
+	m := &sim.Meanwhile{Worker: d.str(f, "worker"), Does: sim.Deed(d.str(f, "does"))}
+	if m.Worker == "" {
+		d.errAt(n, child(path, "worker"), "required: the worker that acts while this one stalls")
+		return nil
+	}
+	if !slices.Contains(sim.Deeds, m.Does) {
+		d.errAt(n, child(path, "does"), "does %q: want one of %v", m.Does, sim.Deeds)
+		return nil
+	}
+	return m
 }
 
 // decodeKill decodes a random-instant kill: {seed, offset, base}; offset

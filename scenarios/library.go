@@ -94,6 +94,10 @@ func FromCase(c sim.Case) (*Scenario, error) {
 			k := *st.Kill
 			out.Kill = &k
 		}
+		if st.Meanwhile != nil {
+			m := *st.Meanwhile
+			out.Meanwhile = &m
+		}
 		if !slices.Equal(st.ExpectHit, out.ExpectedHits()) {
 			out.ExpectHit = append([]faults.Point{}, st.ExpectHit...)
 		}

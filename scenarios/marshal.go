@@ -99,6 +99,9 @@ func (s *Scenario) Marshal() ([]byte, error) {
 			}
 			kv(in, "kill", kill+"}")
 		}
+		if m := st.Meanwhile; m != nil {
+			kv(in, "meanwhile", fmt.Sprintf("{worker: %s, does: %s}", scalar(m.Worker, true), m.Does))
+		}
 	}
 	b.WriteString("expect:\n")
 	kv("  ", "verdict", scalar(n.Expect.Verdict, false))

@@ -71,6 +71,9 @@ type Step struct {
 	// Kill, when set, SIGKILLs the worker Kill.Offset into its run (a
 	// random-instant kill, replayed at the same offset).
 	Kill *sim.RandomKill
+	// Meanwhile, on a step that stalls (a pause fault), is what another
+	// worker must do while it stalls for the run to count as exercised.
+	Meanwhile *sim.Meanwhile
 }
 
 // Action is one thing a worker does (sim.Action). An ingest names its
@@ -166,6 +169,10 @@ func (s *Scenario) Case() sim.Case {
 		if st.Kill != nil {
 			k := *st.Kill
 			out.Kill = &k
+		}
+		if st.Meanwhile != nil {
+			m := *st.Meanwhile
+			out.Meanwhile = &m
 		}
 		if hits := st.ExpectedHits(); len(hits) > 0 {
 			out.ExpectHit = slices.Clone(hits)

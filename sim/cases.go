@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
 )
 
@@ -33,6 +35,53 @@ type Step struct {
 	// of at a failpoint (a random-instant kill); it must fire for the case
 	// to count as exercised.
 	Kill *RandomKill `json:"kill,omitempty" yaml:"kill,omitempty"`
+	// Meanwhile, on a step that stalls (a pause fault), is what another
+	// worker must do while this one stalls, for the case to mean what it
+	// says: the history must show it between the stall's start and the
+	// stalled worker's next record, or the case is not exercised.
+	Meanwhile *Meanwhile `json:"meanwhile,omitempty" yaml:"meanwhile,omitempty"`
+}
+
+// Meanwhile is a step of another worker that must land inside a stall.
+type Meanwhile struct {
+	Worker string `json:"worker" yaml:"worker"`
+	Does   Deed   `json:"does" yaml:"does"`
+}
+
+// Deed is what a worker is seen doing in the history.
+type Deed string
+
+// The deeds a Meanwhile can require.
+const (
+	// DeedLease: the worker was granted a lease.
+	DeedLease Deed = "lease"
+	// DeedFreeze: the worker created an operation with its plan.
+	DeedFreeze Deed = "freeze"
+	// DeedGraph: a graph write of the worker reached the graph.
+	DeedGraph Deed = "graph"
+	// DeedCommit: a state commit of the worker reached the state store.
+	DeedCommit Deed = "commit"
+)
+
+// Deeds are the deeds a Meanwhile can require, in protocol order.
+var Deeds = []Deed{DeedLease, DeedFreeze, DeedGraph, DeedCommit}
+
+// did says whether record r is worker w doing d.
+func (d Deed) did(r history.Record, w string) bool {
+	if r.Worker != w {
+		return false
+	}
+	switch d {
+	case DeedLease:
+		return r.Kind == history.Event && r.Event != nil && r.Event.Kind == reference.EvLeaseAcquire
+	case DeedFreeze:
+		return r.Kind == history.Seen && r.Obs != nil && r.Obs.What == history.SeenFreeze && r.Obs.Created
+	case DeedGraph:
+		return r.Kind == history.Seen && r.Obs != nil && r.Obs.What == history.SeenGraph
+	case DeedCommit:
+		return r.Kind == history.Seen && r.Obs != nil && r.Obs.What == history.SeenCommit
+	}
+	return false
 }
 
 // Case is one cell of the crash matrix, or one named scenario.
@@ -268,7 +317,7 @@ func LeasePauses(leaseTTLMillis int64) []time.Duration {
 func leaseFaultCase(c Case, k faults.Kind, leaseTTLMillis int64) Case {
 	stall := faults.PauseOn(time.Duration(leaseTTLMillis/4)*time.Millisecond, 1)
 	first := Step{Worker: "holder", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3a}}, Arms: faults.Arms{faults.BeforeStateCommit: stall},
-		Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeStateCommit}}
+		Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeStateCommit}, Meanwhile: &Meanwhile{Worker: "fault", Does: DeedCommit}}
 	second := Step{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3b}}, Arms: faults.Arms{faults.LeaseAcquire: faults.On(k, 1)},
 		ExpectHit: []faults.Point{faults.LeaseAcquire}}
 	if k == faults.Expire {
@@ -281,6 +330,7 @@ func leaseFaultCase(c Case, k faults.Kind, leaseTTLMillis int64) Case {
 		first.Worker, second.Worker = "fault", "competitor"
 		first.Arms[faults.LeaseAcquire] = faults.On(k, 1)
 		first.ExpectHit = []faults.Point{faults.LeaseAcquire}
+		first.Meanwhile = &Meanwhile{Worker: "competitor", Does: DeedCommit}
 		second.Arms, second.ExpectHit = nil, nil
 	}
 	c.Steps = []Step{first, second, recoverStep("recover", nil), quiesceStep(faults.Ingestion, first.Worker, second.Worker)}
@@ -297,7 +347,7 @@ func ClassCases(leaseTTLMillis int64) []Case {
 			Steps: []Step{
 				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "dup-op", Content: DocD1v1}}, Arms: faults.Arms{faults.BetweenGraphBatches: faults.On(faults.Crash, 1)}, ExpectHit: []faults.Point{faults.BetweenGraphBatches}},
 				{Worker: "dup-a", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "dup-op", Content: DocD1v1}}, Arms: faults.Arms{faults.BeforeGraphWrite: long},
-					Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeGraphWrite}},
+					Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeGraphWrite}, Meanwhile: &Meanwhile{Worker: "dup-b", Does: DeedGraph}},
 				{Worker: "dup-b", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "dup-op", Content: DocD1v1}}, ContinueOnError: true},
 				quiesceStep(faults.Ingestion),
 			}},
@@ -311,14 +361,16 @@ func ClassCases(leaseTTLMillis int64) []Case {
 		{ID: "class-entity-race", System: faults.Ingestion, Class: "entity-race",
 			Description: "two documents register the same entity and support the same edge at once; one worker dies before its state commit",
 			Steps: []Step{
-				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, Arms: faults.Arms{faults.BeforeStateCommit: short}, Background: true, ExpectHit: []faults.Point{faults.BeforeStateCommit}},
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, Arms: faults.Arms{faults.BeforeStateCommit: short}, Background: true, ExpectHit: []faults.Point{faults.BeforeStateCommit},
+					Meanwhile: &Meanwhile{Worker: "other", Does: DeedGraph}},
 				{Worker: "other", Actions: []Action{{Do: "ingest", Doc: "d2", Content: DocD2}}, Arms: faults.Arms{faults.BeforeStateCommit: faults.On(faults.Crash, 1)}, ExpectHit: []faults.Point{faults.BeforeStateCommit}},
 				quiesceStep(faults.Ingestion, "fault", "other"),
 			}},
 		{ID: "class-competing-revision", System: faults.Ingestion, Class: "competing-revision",
 			Description: "two versions of one document race; the loser pauses past its lease before its state commit and must be refused, then planned anew",
 			Steps: []Step{
-				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3a}}, Arms: faults.Arms{faults.BeforeLeaseCheck: long}, Background: true, ExpectHit: []faults.Point{faults.BeforeLeaseCheck}},
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3a}}, Arms: faults.Arms{faults.BeforeLeaseCheck: long}, Background: true, ExpectHit: []faults.Point{faults.BeforeLeaseCheck},
+					Meanwhile: &Meanwhile{Worker: "competitor", Does: DeedCommit}},
 				{Worker: "competitor", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3b}}, ContinueOnError: true},
 				quiesceStep(faults.Ingestion, "fault"),
 			}},
@@ -326,7 +378,7 @@ func ClassCases(leaseTTLMillis int64) []Case {
 			Description: "two holders plan one ingestion at once (split brain): the first asked the model and stalls before freezing its plan; the second is granted the live lease, asks the model again, freezes the other answer and dies; the first must not run its own plan under the frozen operation",
 			Steps: []Step{
 				{Worker: "holder", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, Arms: faults.Arms{faults.BeforePrepare: faults.PauseOn(time.Duration(leaseTTLMillis/4)*time.Millisecond, 1)},
-					Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforePrepare}},
+					Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforePrepare}, Meanwhile: &Meanwhile{Worker: "fault", Does: DeedFreeze}},
 				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}},
 					Arms: faults.Arms{faults.LeaseAcquire: faults.On(faults.Split, 1), faults.BeforeGraphWrite: faults.On(faults.Crash, 1)}, ExpectHit: []faults.Point{faults.LeaseAcquire, faults.BeforeGraphWrite}},
 				quiesceStep(faults.Ingestion, "holder", "fault"),
@@ -355,11 +407,15 @@ func ClassCases(leaseTTLMillis int64) []Case {
 func BoundaryCases(leaseTTLMillis int64) []Case {
 	var out []Case
 	for _, b := range LeaseBoundaries {
+		var meanwhile *Meanwhile
+		if b.Num > b.Den {
+			meanwhile = &Meanwhile{Worker: "recover", Does: DeedLease}
+		}
 		out = append(out, Case{ID: "class-lease-" + b.Name, System: faults.Ingestion, Class: "lease-" + b.Name, TTLMillis: leaseTTLMillis,
 			Description: fmt.Sprintf("a writer stalls %d/%d of the lease TTL before its graph write while recovery takes the document over; a stale holder must be refused by the store", b.Num, b.Den),
 			Steps: []Step{
 				{Worker: "fault", Actions: StandardScript(), Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(b.Pause(leaseTTLMillis), 1)},
-					Background: b.Num > b.Den, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeGraphWrite}},
+					Background: b.Num > b.Den, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeGraphWrite}, Meanwhile: meanwhile},
 				recoverStep("recover", nil),
 				quiesceStep(faults.Ingestion, "fault"),
 			}})

@@ -32,6 +32,10 @@ const (
 	// CauseServerFault: a server fault was asked for but never took effect
 	// (no matching traffic after the window, or the restart failed).
 	CauseServerFault Cause = "server-fault"
+	// CauseInterleaving: every fault fired, but what another worker had to
+	// do while a worker stalled (Step.Meanwhile) did not land inside the
+	// stall: the case did not test what it names.
+	CauseInterleaving Cause = "interleaving"
 	// CauseNothingCompleted: every fault fired, but after recovery no
 	// operation had completed, so the checks had nothing to judge.
 	CauseNothingCompleted Cause = "nothing-completed"
@@ -132,4 +136,56 @@ func nothingCompleted(h history.Log, tm Timing) *NotExercisedReason {
 	return &NotExercisedReason{Cause: CauseNothingCompleted,
 		Detail: "no operation reached COMPLETED after recovery: the case's workers did too little for the checks to judge",
 		Advice: "look at the case's history: its script or its faults stop every operation before completion"}
+}
+
+// interleavingMissed checks each stalled step's Meanwhile against the
+// history: the other worker's deed must come after the stall began (the
+// stalled worker's first pause hit) and before the stalled worker's next
+// record (it woke, or it ended). nil when every one landed.
+func interleavingMissed(c Case, h history.Log, tm Timing) *NotExercisedReason {
+	for i, st := range c.Steps {
+		m := st.Meanwhile
+		if m == nil {
+			continue
+		}
+		begin := -1
+		for j, r := range h {
+			if r.Worker == st.Worker && r.Phase == i && r.Kind == history.Hit && r.Fault != nil && r.Fault.Kind == faults.Pause {
+				begin = j
+				break
+			}
+		}
+		if begin < 0 {
+			return &NotExercisedReason{Cause: CauseInterleaving, Advice: unreachableAdvice,
+				Detail: fmt.Sprintf("worker %s never stalled, so %s could not %s meanwhile", st.Worker, m.Worker, m.Does)}
+		}
+		end := len(h)
+		for j := begin + 1; j < len(h); j++ {
+			if h[j].Worker == st.Worker && h[j].Phase == i {
+				end = j
+				break
+			}
+		}
+		landed, after := false, -1
+		for j := begin + 1; j < len(h); j++ {
+			if m.Does.did(h[j], m.Worker) {
+				if j < end {
+					landed = true
+				} else if after < 0 {
+					after = j
+				}
+				break
+			}
+		}
+		if landed {
+			continue
+		}
+		when := "never did"
+		if after >= 0 {
+			when = "did only after " + st.Worker + " woke"
+		}
+		return &NotExercisedReason{Cause: CauseInterleaving, Advice: timingAdvice(tm),
+			Detail: fmt.Sprintf("%s had to %s while %s stalled at %s, and %s: the case did not test what it names", m.Worker, m.Does, st.Worker, h[begin].Point, when)}
+	}
+	return nil
 }

@@ -85,7 +85,7 @@ func (r *Runner) runWithRetries(ctx context.Context, c Case) CaseResult {
 		own := slices.DeleteFunc(slices.Clone(res.Notes), func(n string) bool { return strings.HasPrefix(n, EarlierAttempts) })
 		earlier = append(earlier, fmt.Sprintf("attempt %d: %s (lease TTL %s)", n, strings.Join(own, "; "), tm.LeaseTTL))
 		next := r.Timing() // it may have risen meanwhile
-		if res.NotExercised.Cause == CauseTiming && r.cfg.Adaptive && !r.cfg.InProcess {
+		if (res.NotExercised.Cause == CauseTiming || res.NotExercised.Cause == CauseInterleaving) && r.cfg.Adaptive && !r.cfg.InProcess {
 			next = next.withTTL(max(next.LeaseTTL, 2*tm.LeaseTTL), r.claimFixed)
 		}
 		tm = next

@@ -494,6 +494,9 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 				Advice: "the worker finished before its random kill (this run was faster than the measured one): run again, or pick another seed"})
 		}
 	}
+	if miss == nil {
+		miss = interleavingMissed(c, h, tm)
+	}
 	exercised := miss == nil
 	for _, w := range res.Workers {
 		if w.Exit == "timeout" || strings.HasPrefix(w.Exit, "error") {

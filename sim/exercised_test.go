@@ -1,0 +1,46 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// A stalled step's Meanwhile must land inside the stall: between the
+// stalled worker's pause hit and its next record. A competitor that
+// committed only after the stale holder woke (a loaded machine let the
+// holder's pause run out first), or never, leaves the case not exercised,
+// never a pass.
+func TestInterleavingMissed(t *testing.T) {
+	pause := faults.PauseOn(100, 1)
+	c := Case{Steps: []Step{
+		{Worker: "holder", Meanwhile: &Meanwhile{Worker: "fault", Does: DeedCommit}},
+		{Worker: "fault"},
+	}}
+	hit := history.Record{Worker: "holder", Phase: 0, Kind: history.Hit, Point: faults.BeforeStateCommit, Fault: &pause}
+	commit := history.Record{Worker: "fault", Phase: 1, Kind: history.Seen, Obs: &history.Observation{What: history.SeenCommit, Op: "b"}}
+	lease := history.Record{Worker: "fault", Phase: 1, Kind: history.Event, Event: &reference.Event{Kind: reference.EvLeaseAcquire}}
+	woke := history.Record{Worker: "holder", Phase: 0, Kind: history.Event, Event: &reference.Event{Kind: reference.EvError}}
+	for name, tc := range map[string]struct {
+		log  history.Log
+		want string // "" for landed
+	}{
+		"inside":       {history.Log{hit, lease, commit, woke}, ""},
+		"after wake":   {history.Log{hit, lease, woke, commit}, "fault had to commit while holder stalled at beforeStateCommit, and did only after holder woke"},
+		"never":        {history.Log{hit, lease, woke}, "and never did"},
+		"before stall": {history.Log{commit, hit, woke}, "and never did"},
+		"no stall":     {history.Log{lease, commit}, "worker holder never stalled"},
+		"holder died":  {history.Log{hit, commit}, ""},
+	} {
+		got := interleavingMissed(c, tc.log, Timing{})
+		switch {
+		case tc.want == "" && got != nil:
+			t.Errorf("%s: %+v, want exercised", name, got)
+		case tc.want != "" && (got == nil || !strings.Contains(got.Detail, tc.want) || got.Cause != CauseInterleaving):
+			t.Errorf("%s: %+v, want cause %s saying %q", name, got, CauseInterleaving, tc.want)
+		}
+	}
+}
