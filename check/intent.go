@@ -327,8 +327,8 @@ func (x *intentIndex) answeredAfter(worker string, i int) bool {
 // (history.SeenMark), a worker that takes it up afterwards (resumes it, or
 // is asked for the same intent again) finishes its dead letter and runs no
 // step of its plan: no graph upsert, no state commit, no step that can
-// fail again. Reconciling its graph effects away is the dead letter's own
-// work and is allowed.
+// fail again. Reconciling its graph effects is the dead letter's own work
+// and is allowed.
 func (x *intentIndex) checkNotRetried(ops map[string]reference.Operation) []Violation {
 	marked := map[string]int{}  // op -> history index of its first mark
 	took := map[string]string{} // worker -> operation it took up after the mark
@@ -354,8 +354,6 @@ func (x *intentIndex) checkNotRetried(ops map[string]reference.Operation) []Viol
 					marked[ob.Op] = i
 				}
 			case done[ob.Op] || took[r.Worker] != ob.Op:
-			case ob.What == history.SeenGraph && len(ob.Items) > 0:
-				report(ob.Op, r.Worker, "a graph write", i)
 			case ob.What == history.SeenCommit:
 				report(ob.Op, r.Worker, "a state commit", i)
 			}
@@ -364,6 +362,11 @@ func (x *intentIndex) checkNotRetried(ops map[string]reference.Operation) []Viol
 			switch {
 			case e.Kind == reference.EvDisposition:
 				done[e.OperationID] = true
+			case e.Kind == reference.EvGraphBatch && e.Detail != "reconcile" && took[r.Worker] == e.OperationID && !done[e.OperationID]:
+				// A batch of the plan's own graph write (a reconciliation,
+				// which may put back edges others support, is the dead
+				// letter's work).
+				report(e.OperationID, r.Worker, "a graph write", i)
 			case e.Kind == reference.EvInvoke && e.OperationID != "":
 				if _, ok := marked[e.OperationID]; ok && !done[e.OperationID] {
 					took[r.Worker] = e.OperationID

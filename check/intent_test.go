@@ -128,9 +128,9 @@ func TestCheckIntentsNotRetriedAfterMark(t *testing.T) {
 		then history.Log
 		want string
 	}{
-		"graph write":  {history.Log{seen("w2", history.Observation{What: history.SeenGraph, Op: "op", Items: []string{"node n"}})}, "a graph write"},
+		"graph write":  {history.Log{event("w2", reference.Event{Kind: reference.EvGraphBatch, OperationID: "op", Detail: "1"})}, "a graph write"},
 		"state commit": {history.Log{seen("w2", history.Observation{What: history.SeenCommit, Op: "op", Doc: "d", Revision: 1})}, "a state commit"},
-		"reconcile only": {history.Log{seen("w2", history.Observation{What: history.SeenGraph, Op: "op", Deleted: 2}),
+		"reconcile only": {history.Log{event("w2", reference.Event{Kind: reference.EvGraphBatch, OperationID: "op", Detail: "reconcile"}),
 			event("w2", reference.Event{Kind: reference.EvDisposition, OperationID: "op", Detail: "DEAD_LETTER: x"})}, ""},
 	} {
 		log := append(append(history.Log{}, marked...), c.then...)
@@ -144,7 +144,7 @@ func TestCheckIntentsNotRetriedAfterMark(t *testing.T) {
 	}
 	// The same writes by a worker that took the operation up before the
 	// mark (a holder racing the one that failed) are not a retry.
-	early := history.Log{marked[0], marked[3], marked[1], seen("w2", history.Observation{What: history.SeenGraph, Op: "op", Items: []string{"node n"}})}
+	early := history.Log{marked[0], marked[3], marked[1], event("w2", reference.Event{Kind: reference.EvGraphBatch, OperationID: "op", Detail: "1"})}
 	if got := only(CheckIntents(snap, Observed{Log: early}), I5); len(got) != 0 {
 		t.Errorf("taken up before the mark: %v, want none", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 )
@@ -124,12 +125,35 @@ func (s *Service) reconcileAbandoned(ctx context.Context, op Operation, plan Pla
 	// The plan may also have deleted edges (stale for it) that a committed
 	// ACTIVE state still supports: put them back as that state's plan wrote
 	// them.
-	return s.restoreSupported(ctx, op, append(append([]EdgeKey(nil), plan.Mutation.DeleteEdges...), plan.StaleEdges...))
+	return s.restoreSupported(ctx, op, "", append(append([]EdgeKey(nil), plan.Mutation.DeleteEdges...), plan.StaleEdges...))
 }
 
-// restoreSupported re-applies, from the plans that committed them, the
-// edges among keys that an ACTIVE state supports but the graph lacks.
-func (s *Service) restoreSupported(ctx context.Context, op Operation, keys []EdgeKey) error {
+// resupport re-applies the edges among deleted that something supports
+// again: an ACTIVE state of another document, or another unfinished plan
+// that will commit them (what unsupported counts). Each document has its
+// own lease, so a delete checked while nothing supported an edge can land
+// after another document's graph write of the same edge; that document's
+// commit must not find it gone. Its prepare came before its graph write,
+// so a check after the delete sees it.
+func (s *Service) resupport(ctx context.Context, op Operation, deleted []EdgeKey) error {
+	gone, err := s.unsupported(ctx, op, op.DocumentID, deleted)
+	if err != nil {
+		return err
+	}
+	var back []EdgeKey
+	for _, k := range deleted {
+		if !slices.Contains(gone, k) {
+			back = append(back, k)
+		}
+	}
+	return s.restoreSupported(ctx, op, op.DocumentID, back)
+}
+
+// restoreSupported re-applies the edges among keys that an ACTIVE state
+// (of a document other than excludeDoc; "" excludes nothing) supports, from
+// the plan that committed it, or that another unfinished plan will commit,
+// from that plan, where the graph lacks them.
+func (s *Service) restoreSupported(ctx context.Context, op Operation, excludeDoc string, keys []EdgeKey) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -144,18 +168,35 @@ func (s *Service) restoreSupported(ctx context.Context, op Operation, keys []Edg
 	m := Mutation{OperationID: op.OperationID}
 	nodes := map[string]bool{}
 	done := map[EdgeKey]bool{}
+	var pending []Plan
 	for _, k := range keys {
 		if _, ok := g.Edges[k]; ok || done[k] {
 			continue
 		}
+		var from []Plan
 		for _, st := range states {
-			if st.Status != DocActive || !st.Supports(k) {
+			if st.Status != DocActive || !st.Supports(k) || st.DocumentID == excludeDoc && excludeDoc != "" {
 				continue
 			}
 			p, err := s.Ops.GetPlan(ctx, st.OperationID)
 			if err != nil {
 				return fmt.Errorf("restore %s: plan of %s: %w", k, st.OperationID, err)
 			}
+			from = append(from, p)
+		}
+		if len(from) == 0 && excludeDoc != "" {
+			if pending == nil {
+				if pending, err = s.pendingPlans(ctx, op); err != nil {
+					return err
+				}
+			}
+			for _, p := range pending {
+				if p.NextState.Supports(k) {
+					from = append(from, p)
+				}
+			}
+		}
+		for _, p := range from {
 			for _, e := range p.Mutation.UpsertEdges {
 				if e.Key == k {
 					m.UpsertEdges = append(m.UpsertEdges, e)
@@ -203,32 +244,8 @@ func (s *Service) unsupported(ctx context.Context, op Operation, excludeDoc stri
 		}
 		if !loaded {
 			loaded = true
-			ops, err := s.Ops.ListRecoverable(ctx, 10000)
-			if err != nil {
+			if pending, err = s.pendingPlans(ctx, op); err != nil {
 				return nil, err
-			}
-			for _, o := range ops {
-				if o.Space != op.Space || o.OperationID == op.OperationID {
-					continue
-				}
-				p, err := s.Ops.GetPlan(ctx, o.OperationID)
-				if err != nil {
-					continue // I5 will speak of an unloadable plan
-				}
-				if p.NextState == nil || p.NextState.Status != DocActive {
-					continue
-				}
-				// A plan whose revision is committed (or overtaken) no
-				// longer stands for future support: its document's
-				// current state speaks for it.
-				cur, ok, err := s.States.FindCurrent(ctx, o.Space, o.DocumentID)
-				if err != nil {
-					return nil, err
-				}
-				if ok && cur.Revision >= p.NextState.Revision {
-					continue
-				}
-				pending = append(pending, p)
 			}
 		}
 		held := false
@@ -243,6 +260,40 @@ func (s *Service) unsupported(ctx context.Context, op Operation, excludeDoc stri
 		}
 	}
 	return out, nil
+}
+
+// pendingPlans are the plans of the space's other unfinished operations
+// that will commit an ACTIVE state not yet committed.
+func (s *Service) pendingPlans(ctx context.Context, op Operation) ([]Plan, error) {
+	ops, err := s.Ops.ListRecoverable(ctx, 10000)
+	if err != nil {
+		return nil, err
+	}
+	pending := []Plan{}
+	for _, o := range ops {
+		if o.Space != op.Space || o.OperationID == op.OperationID {
+			continue
+		}
+		p, err := s.Ops.GetPlan(ctx, o.OperationID)
+		if err != nil {
+			continue // I5 will speak of an unloadable plan
+		}
+		if p.NextState == nil || p.NextState.Status != DocActive {
+			continue
+		}
+		// A plan whose revision is committed (or overtaken) no longer
+		// stands for future support: its document's current state speaks
+		// for it.
+		cur, ok, err := s.States.FindCurrent(ctx, o.Space, o.DocumentID)
+		if err != nil {
+			return nil, err
+		}
+		if ok && cur.Revision >= p.NextState.Revision {
+			continue
+		}
+		pending = append(pending, p)
+	}
+	return pending, nil
 }
 
 // cleanupStale deletes, after this operation's state commit, the edges its

@@ -336,5 +336,10 @@ func (s *Service) writeGraph(ctx context.Context, op Operation, plan Plan, lease
 		s.emit(Event{Kind: EvGraphBatch, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, Detail: fmt.Sprint(i + 1), Batch: &b})
 		writes++
 	}
+	if len(m.DeleteEdges) > 0 && !s.has(BugDeleteSharedEdges) {
+		if err := s.resupport(ctx, op, m.DeleteEdges); err != nil {
+			return writes, fmt.Errorf("graph write %s: %w", op.OperationID, err)
+		}
+	}
 	return writes, nil
 }
