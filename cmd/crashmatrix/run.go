@@ -26,6 +26,7 @@ func runCmd() *cobra.Command {
 	var server serverFlags
 	cmd := &cobra.Command{
 		Use:   "run FILE...",
+		Args:  cobra.ArbitraryArgs,
 		Short: "Replay scenario files and judge each against its expected verdict",
 		Long: `run loads scenario files (YAML, see scenarios/SCHEMA.md), replays each one
 deterministically and compares the outcome with the scenario's expect block.
