@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/sim"
@@ -82,6 +84,12 @@ func (s *serverFlags) setUp(cmd *cobra.Command, backend string) (name, self stri
 // never go into spec files or reports). The cleanup stops what it started.
 func (s *serverFlags) prepare(ctx context.Context, log io.Writer, backend string) (string, func(), error) {
 	nothing := func() {}
+	if known := append(sim.BackendNames(), "containers"); !slices.Contains(known, backend) {
+		// Refused before anything is started or created, naming every
+		// value --backend takes (containers is the CLI's, not sim's).
+		slices.Sort(known)
+		return "", nothing, fmt.Errorf("--backend %q: unknown backend (known: %s)", backend, strings.Join(known, ", "))
+	}
 	if s.postgresDSN != "" {
 		os.Setenv(servers.EnvPostgresDSN, s.postgresDSN)
 		if backend == "sqlite" {
