@@ -21,7 +21,7 @@ import (
 
 func runCmd() *cobra.Command {
 	var backendName, workdir, html, jsonOut, junitOut string
-	var inProcess, library, files, details bool
+	var inProcess, library, files, details, keep bool
 	var repeat int
 	var server serverFlags
 	cmd := &cobra.Command{
@@ -72,10 +72,20 @@ not load or a run was undecided.`,
 				return err
 			}
 			defer cleanup()
+			// Histories are kept when a scenario did not meet its
+			// expectation, or when asked (--keep, --workdir, -v, which
+			// prints their paths); any other way out removes a
+			// temporary folder, errors included.
+			kept := keep || details || workdir != ""
 			if workdir == "" {
 				if workdir, err = os.MkdirTemp("", "crashmatrix-run-"); err != nil {
 					return err
 				}
+				defer func() {
+					if !kept {
+						_ = os.RemoveAll(workdir)
+					}
+				}()
 			}
 			mode := "process kills"
 			if inProcess {
@@ -173,6 +183,7 @@ not load or a run was undecided.`,
 					printCase(out, first, replays[first.Case.ID])
 				}
 			}
+			kept = kept || code != 0
 			rep.Results, rep.Took = all, time.Since(rep.Started)
 			if rep.Seed < 0 {
 				rep.Seed = 0
@@ -183,7 +194,9 @@ not load or a run was undecided.`,
 			if err := writeReports(out, rep, ropt, jsonOut, junitOut, html); err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "histories: %s\n", workdir)
+			if kept {
+				fmt.Fprintf(out, "histories: %s\n", workdir)
+			}
 			if code != 0 {
 				return exitError{code}
 			}
@@ -196,7 +209,8 @@ not load or a run was undecided.`,
 	fl.BoolVar(&files, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
 	fl.BoolVar(&library, "library", false, "run the built-in scenario library")
 	fl.IntVar(&repeat, "repeat", 1, "replay each scenario N times; all must agree (the replays of a random-instant kill are counted instead: timing decides where it lands)")
-	fl.StringVar(&workdir, "workdir", "", "where histories go")
+	fl.StringVar(&workdir, "workdir", "", "where histories go (default: a temporary directory, removed when every scenario met its expectation)")
+	fl.BoolVar(&keep, "keep", false, "keep the histories even when every scenario met its expectation")
 	fl.StringVar(&html, "html", "", "write the self-contained HTML report here (the scenarios' verdicts, violations and timelines)")
 	fl.StringVar(&jsonOut, "json", "", "write the JSON report here")
 	fl.StringVar(&junitOut, "junit", "", "write JUnit XML here")
