@@ -24,8 +24,8 @@ type serverFlags struct {
 	postgresImage, neo4jImage                       string
 	allowNondisposable                              bool
 	// serverFaults lets --backend containers kill and restart its servers
-	// and cut their connections (on by default: they are crashmatrix's own
-	// disposable servers); postgresConfig are the PostgreSQL settings the
+	// and cut their connections (on unless --server-faults=false: they are
+	// crashmatrix's own disposable servers); postgresConfig are the PostgreSQL settings the
 	// container starts with.
 	serverFaults   bool
 	postgresConfig []string
@@ -45,7 +45,9 @@ func (s *serverFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&s.postgresImage, "postgres-image", provision.DefaultPostgresImage, "image for --backend containers")
 	fl.StringVar(&s.neo4jImage, "neo4j-image", provision.DefaultNeo4jImage, "image for --backend containers")
 	fl.BoolVar(&s.allowNondisposable, "allow-nondisposable", false, "use a server that does not look disposable (crashmatrix writes to it and kills clients mid-transaction)")
-	fl.BoolVar(&s.serverFaults, "server-faults", true, "also kill and restart the database servers (server-crash) and lose replies or cut connections through a fault proxy (ack-lost, conn-reset) at every window: on by default with --backend containers (--server-faults=false runs the client-side matrix only); with --postgres-dsn/--neo4j-uri only when given, and server-crash only with the --*-kill and --*-start commands")
+	// The default depends on the backend, so the flag's own default is
+	// false and prepare turns it on for containers unless it was given.
+	fl.BoolVar(&s.serverFaults, "server-faults", false, "also kill and restart the database servers (server-crash) and lose replies or cut connections through a fault proxy (ack-lost, conn-reset) at every window. Default: on with --backend containers (--server-faults=false runs the client-side matrix only); off with --postgres-dsn/--neo4j-uri (your servers are faulted only when you give it, and server-crash only with the --*-kill and --*-start commands)")
 	fl.StringVar(&s.postgresKill, "postgres-kill", "", "with --postgres-dsn --server-faults: shell command that kills your whole PostgreSQL server, every process, and returns once it is gone. A process-group kill does not reach the backends (each leads a session of its own): stop the postmaster, kill its children, then it, e.g. P=$(head -1 $PGDATA/postmaster.pid) && kill -STOP $P && pkill -KILL -P $P; kill -KILL $P, then wait until it is gone (README, \"Server-side certification\", has the whole command). Run with CRASHMATRIX_SERVER and CRASHMATRIX_SERVER_ADDR set")
 	fl.StringVar(&s.postgresStart, "postgres-start", "", "with --postgres-kill: shell command that starts the killed server again on its data, on the same address")
 	fl.StringVar(&s.neo4jKill, "neo4j-kill", "", "with --neo4j-uri --server-faults: shell command that kills your Neo4j server")
@@ -117,7 +119,7 @@ func (s *serverFlags) prepare(ctx context.Context, log io.Writer, backend string
 	switch backend {
 	case "containers":
 		st, err := provision.Start(ctx, log, provision.ContainerOptions{PostgresImage: s.postgresImage, Neo4jImage: s.neo4jImage,
-			ServerFaults: s.serverFaults, PostgresConfig: s.postgresConfig})
+			ServerFaults: s.serverFaults || !s.serverFaultsSet, PostgresConfig: s.postgresConfig})
 		if err != nil {
 			return "", nothing, err
 		}
