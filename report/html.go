@@ -246,7 +246,7 @@ th{background:#fafafa;font-weight:600}
 td.pass{background:#e6f4ea}td.fail{background:#fce8e6;font-weight:bold}td.nx{background:#fef7e0}td.und{background:#eee}td.na{color:#bbb;text-align:center}
 td a{color:inherit}
 .verdict{font-size:1.5em;font-weight:bold;margin:.3em 0}.ok{color:#137333}.bad{color:#b3261e}.und{color:#7a5c00}
-.headline{font-size:1.05em}
+.headline{font-size:1.05em}.subset{color:#7a5c00}
 .meta{color:#555}
 ol.causes>li{margin:.5em 0}
 .inv{font-weight:bold}
@@ -272,8 +272,9 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 .opkey{font-size:.85em;color:#555}
 </style></head><body>
 <h1>crashmatrix {{.Opt.Command}}</h1>
-<p class="verdict {{verdictClass .Digest.Verdict}}" id="verdict">{{.Digest.Verdict}}</p>
+<p class="verdict {{verdictClass .Digest.Verdict}}" id="verdict">{{.Digest.Verdict}}{{if .Digest.Subset}} <span class="subset">(subset)</span>{{end}}</p>
 <p class="headline">{{.Digest.Headline}}</p>
+{{if .Digest.Subset}}<p class="subset" id="subset">A subset of the matrix: only the cases of <code>{{.Digest.Subset}}</code> ran; the whole matrix was not run.</p>{{end}}
 <p class="meta">backend <b>{{.Rep.Backend}}</b>{{if .Rep.Mutant}} · mutant <b>{{.Rep.Mutant}}</b>{{end}}{{range .Rep.Bugs}} · bug <b>{{.}}</b>{{end}} · seed {{.Rep.Seed}} · {{len .Rep.Results}} {{plural (len .Rep.Results) "case" "cases"}} in {{ms .Rep.Took}}{{if not .Rep.Started.IsZero}} · started {{.Rep.Started.Format "2006-01-02 15:04:05 MST"}}{{end}}</p>
 {{with .Digest}}{{if .Causes}}
 <h2>Failures by cause, rarest first</h2>
@@ -317,7 +318,7 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 {{end}}</table></div></details>
 </section>{{end}}
 <h2>Verdict</h2>
-<p class="verdict {{verdictClass .Digest.Verdict}}">{{.Digest.Verdict}}</p>
+<p class="verdict {{verdictClass .Digest.Verdict}}">{{.Digest.Verdict}}{{if .Digest.Subset}} <span class="subset">(subset)</span>{{end}}</p>
 <p class="headline">{{.Digest.Headline}}</p>
 <script>
 // A link to an event inside a closed timeline opens it.

@@ -111,6 +111,7 @@ func WriteJUnit(w io.Writer, rep sim.Report, o Options) error {
 	prop("mutant", rep.Mutant)
 	prop("bugs", strings.Join(rep.Bugs, ","))
 	prop("verdict", d.Verdict)
+	prop("subset", d.Subset)
 	prop("command", o.Command)
 	prop("replay", o.Rerun)
 	prop("histories", histories(rep))

@@ -313,3 +313,37 @@ func TestSequenceTellsTheCaseOnOneLine(t *testing.T) {
 		t.Errorf("Explain: violations %q, legend %q", vs, legend)
 	}
 }
+
+// TestFilteredRunSaysItIsASubset: a run narrowed by --point, --kind or
+// --class certifies its cases only; the verdict line, the HTML and the
+// JUnit properties say which subset ran; the whole matrix says nothing of
+// the kind.
+func TestFilteredRunSaysItIsASubset(t *testing.T) {
+	whole := passingReport()
+	if h := Summarize(whole, Options{}).Headline; !strings.HasPrefix(h, "CERTIFIED: all ") || strings.Contains(h, "subset") {
+		t.Fatalf("whole matrix: headline %q", h)
+	}
+	sub := passingReport()
+	sub.Subset = "--point beforeCompleted --kind crash"
+	d := Summarize(sub, Options{})
+	if d.Verdict != "CERTIFIED" || !strings.HasPrefix(d.Headline, "CERTIFIED (a subset, --point beforeCompleted --kind crash; not the whole matrix): ") {
+		t.Fatalf("subset: verdict %q, headline %q", d.Verdict, d.Headline)
+	}
+	var term, html, junit strings.Builder
+	WriteTerminal(&term, sub, Options{})
+	if n := strings.Count(term.String(), "a subset, --point beforeCompleted --kind crash"); n != 2 {
+		t.Errorf("terminal names the subset %d times, want at the top and at the end:\n%s", n, term.String())
+	}
+	if err := WriteHTML(&html, sub, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(html.String(), `only the cases of <code>--point beforeCompleted --kind crash</code> ran`) {
+		t.Error("HTML does not name the subset")
+	}
+	if err := WriteJUnit(&junit, sub, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(junit.String(), `<property name="subset" value="--point beforeCompleted --kind crash">`) {
+		t.Error("JUnit has no subset property")
+	}
+}

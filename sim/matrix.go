@@ -31,6 +31,9 @@ type Report struct {
 	// found them; Probed says a probe ran (so an empty list means none).
 	StoreWindows []StoreWindow `json:"storeWindows,omitempty"`
 	Probed       bool          `json:"probed,omitempty"`
+	// Subset names the filter of a run that was not the whole matrix
+	// (e.g. "--point beforeCompleted --kind crash"); "" for the whole.
+	Subset string `json:"subset,omitempty"`
 }
 
 // maxAttempts bounds the runs of a case that is not exercised.
