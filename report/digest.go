@@ -106,6 +106,14 @@ type Digest struct {
 	// NotApplicable are cases of a system the backend does not provide
 	// (System B without Backend.OpenPlanSave): listed, never failed.
 	NotApplicable []CaseRef `json:"notApplicable,omitempty"`
+	// Expected are scenarios (crashmatrix run) that broke invariants as
+	// they expect: not failures. Unmet are scenarios whose outcome did
+	// not meet their expectation (Why says how).
+	Expected []CaseRef `json:"expected,omitempty"`
+	Unmet    []CaseRef `json:"unmet,omitempty"`
+	// Judged says the run's scenarios were judged against their
+	// expectations: the verdict is AS EXPECTED or NOT AS EXPECTED.
+	Judged bool `json:"judged,omitempty"`
 	// Subset is the filter of a run that was not the whole matrix
 	// (sim.Report.Subset): its verdict speaks for those cases only.
 	Subset string `json:"subset,omitempty"`
@@ -138,6 +146,21 @@ func Summarize(rep sim.Report, o Options) Digest {
 		return s
 	}
 	for _, r := range rep.Results {
+		if e := r.Expect; e != nil {
+			d.Judged = true
+			ref := CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Replay: o.replay(r), Why: e.Note}
+			if !e.Met && r.Verdict != sim.Undecided {
+				d.Unmet = append(d.Unmet, ref)
+			}
+			if e.Met && r.Verdict != sim.Pass {
+				// Broke what it expects to: listed, not a failure.
+				if b := r.Broken(); len(b) > 0 {
+					ref.Why = "broke " + strings.Join(b, ",")
+				}
+				d.Expected = append(d.Expected, ref)
+				continue
+			}
+		}
 		switch r.Verdict {
 		case sim.NotExercised:
 			d.NotExercised = append(d.NotExercised, CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Replay: o.replay(r), Why: notExercisedWhy(r)})
@@ -310,6 +333,9 @@ func rarestCase(rep sim.Report, inv string, o Options) CaseRef {
 func notExercisedWhy(r sim.CaseResult) string { return r.WhyNotExercised() }
 
 func headline(rep sim.Report, d Digest) (string, string) {
+	if d.Judged && rep.Verdict != sim.Undecided {
+		return judgedHeadline(rep, d)
+	}
 	switch rep.Verdict {
 	case sim.Pass:
 		what := "CERTIFIED: all"
@@ -355,6 +381,32 @@ func headline(rep sim.Report, d Digest) (string, string) {
 	}
 	return "UNDECIDED", "UNDECIDED: " + strings.Join(ls, "; ")
 }
+
+// judgedHeadline is the verdict of scenarios judged against their
+// expectations (crashmatrix run): a scenario that breaks the invariants it
+// expects to break met its expectation, as the command's own lines say.
+func judgedHeadline(rep sim.Report, d Digest) (string, string) {
+	n := len(rep.Results)
+	if len(d.Unmet) == 0 {
+		h := fmt.Sprintf("AS EXPECTED: %s met %s", countOf(n, "scenario", "scenarios"), plural(n, "its expectation", "their expectations"))
+		if len(d.Expected) > 0 {
+			var ls []string
+			for _, c := range d.Expected {
+				ls = append(ls, c.Label+" "+c.Why)
+			}
+			h += fmt.Sprintf(" (%d broke invariants as %s: %s)", len(d.Expected), plural(len(d.Expected), "it expects", "they expect"), strings.Join(ls, "; "))
+		}
+		return "AS EXPECTED", h
+	}
+	var ls []string
+	for _, c := range d.Unmet {
+		ls = append(ls, c.Label+": "+c.Why)
+	}
+	return "NOT AS EXPECTED", fmt.Sprintf("NOT AS EXPECTED: %d of %s did not meet %s: %s",
+		len(d.Unmet), countOf(n, "scenario", "scenarios"), plural(len(d.Unmet), "its expectation", "their expectations"), strings.Join(ls, "; "))
+}
+
+func countOf(n int, one, many string) string { return fmt.Sprintf("%d %s", n, plural(n, one, many)) }
 
 func plural(n int, one, many string) string {
 	if n == 1 {

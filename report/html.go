@@ -205,9 +205,9 @@ var htmlReport = template.Must(template.Must(template.New("report").Parse(storeH
 	"ms": func(d time.Duration) string { return d.Round(time.Millisecond).String() },
 	"verdictClass": func(v string) string {
 		switch v {
-		case "CERTIFIED":
+		case "CERTIFIED", "AS EXPECTED":
 			return "ok"
-		case "NOT CERTIFIED":
+		case "NOT CERTIFIED", "NOT AS EXPECTED":
 			return "bad"
 		}
 		return "und"
@@ -276,7 +276,11 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 <p class="headline">{{.Digest.Headline}}</p>
 {{if .Digest.Subset}}<p class="subset" id="subset">A subset of the matrix: only the cases of <code>{{.Digest.Subset}}</code> ran; the whole matrix was not run.</p>{{end}}
 <p class="meta">backend <b>{{.Rep.Backend}}</b>{{if .Rep.Mutant}} · mutant <b>{{.Rep.Mutant}}</b>{{end}}{{range .Rep.Bugs}} · bug <b>{{.}}</b>{{end}} · seed {{.Rep.Seed}} · {{len .Rep.Results}} {{plural (len .Rep.Results) "case" "cases"}} in {{ms .Rep.Took}}{{if not .Rep.Started.IsZero}} · started {{.Rep.Started.Format "2006-01-02 15:04:05 MST"}}{{end}}</p>
-{{with .Digest}}{{if .Causes}}
+{{with .Digest}}{{if .Unmet}}<h2>Expectations not met</h2>
+<ul>{{range .Unmet}}<li><a href="#{{.ID}}">{{.Label}}</a>: {{.Why}}{{if .Replay}}<br><code class="replay">{{.Replay}}</code>{{end}}</li>{{end}}</ul>{{end}}
+{{if .Expected}}<h2>Broke invariants, as their scenarios expect</h2>
+<ul>{{range .Expected}}<li><a href="#{{.ID}}">{{.Label}}</a>: {{.Why}}</li>{{end}}</ul>{{end}}
+{{if .Causes}}
 <h2>Failures by cause, rarest first</h2>
 <ol class="causes">{{range .Causes}}<li><span class="inv">{{.Invariant}}</span> in {{len .Cases}} {{plural (len .Cases) "case" "cases"}} ({{.Violations}} {{plural .Violations "violation" "violations"}}){{if .Root}} <span class="root">root cause</span>{{end}}: {{.Summary}}
 {{if .Consequences}}<div class="folded">follows from it in the same cases, folded here:<ul>{{range .Consequences}}<li><b>{{.Invariant}}</b> ×{{.Violations}} in {{.Cases}} {{plural .Cases "case" "cases"}}: {{.Summary}}</li>{{end}}</ul></div>{{end}}
@@ -305,6 +309,7 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 {{range .Cases}}<section class="case" id="{{.Res.Case.ID}}"><h2>{{.Res.Verdict}} — {{.Res.Case.Label}}</h2>
 <p>{{.Res.Case.Description}}</p>
 {{if .Why}}<p><b>not exercised:</b> {{.Why}}</p>{{end}}
+{{with .Res.Expect}}<p class="{{if .Met}}ok{{else}}bad{{end}}"><b>expectation {{if .Met}}met{{else}}NOT met{{end}}:</b> {{.Note}}</p>{{end}}
 {{range .Res.Notes}}<p class="meta">note: {{.}}</p>{{end}}
 <p>{{if .Replay}}replay: <code class="replay">{{.Replay}}</code> · {{end}}<span class="meta">history: <code>{{.History}}</code></span></p>
 {{if .Groups}}<ul class="groups">{{range .Groups}}<li{{if .Folded}} class="folded"{{end}}><span class="inv">{{.Invariant}}</span>{{if gt .Count 1}} ×{{.Count}}{{end}}{{if .Root}} <span class="root">root cause</span>{{end}}{{if .Folded}} (follows from the root cause){{end}}: {{.Message}}{{if .Ops}} — op {{range $i, $o := .Ops}}{{if $i}}, {{end}}{{$o}}{{end}}{{end}}

@@ -347,3 +347,34 @@ func TestFilteredRunSaysItIsASubset(t *testing.T) {
 		t.Error("JUnit has no subset property")
 	}
 }
+
+// TestScenarioThatBrokeWhatItExpectsIsNotAFailure: crashmatrix run judges
+// a scenario by its expect block; one that expects a mutant to break
+// invariants and sees them break met its expectation, and the reports say
+// so as the command's own ok line and exit code do.
+func TestScenarioThatBrokeWhatItExpectsIsNotAFailure(t *testing.T) {
+	r := forgetfulCase("mutant-x", faults.BeforeGraphWrite)
+	r.Expect = &sim.Expectation{Met: true, Note: "broke I3 as expected"}
+	rep := testReport(r)
+	if rep.Verdict != sim.Pass || rep.ExitCode != 0 {
+		t.Fatalf("report verdict %s exit %d, want pass 0", rep.Verdict, rep.ExitCode)
+	}
+	d := Summarize(rep, Options{Command: "run"})
+	if d.Verdict != "AS EXPECTED" || len(d.Causes) != 0 || d.Failed != 0 || len(d.Expected) != 1 {
+		t.Fatalf("digest: verdict %q, %d causes, %d failed, expected %v", d.Verdict, len(d.Causes), d.Failed, d.Expected)
+	}
+	var junit strings.Builder
+	if err := WriteJUnit(&junit, rep, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(junit.String(), "<failure") {
+		t.Errorf("JUnit fails a scenario that met its expectation:\n%s", junit.String())
+	}
+
+	r.Expect = &sim.Expectation{Met: false, Note: "want I2 broken, broke I3"}
+	rep = testReport(r)
+	d = Summarize(rep, Options{Command: "run"})
+	if rep.ExitCode != 1 || d.Verdict != "NOT AS EXPECTED" || !strings.Contains(d.Headline, "want I2 broken, broke I3") {
+		t.Fatalf("unmet: exit %d, verdict %q, headline %q", rep.ExitCode, d.Verdict, d.Headline)
+	}
+}

@@ -228,8 +228,28 @@ func cost(c Case) int {
 // nor fail.
 func (rep *Report) finish() {
 	rep.Counts = map[Verdict]int{}
+	judged, unmet := false, 0
 	for _, r := range rep.Results {
 		rep.Counts[r.Verdict]++
+		if r.Expect != nil {
+			judged = true
+			if !r.Expect.Met {
+				unmet++
+			}
+		}
+	}
+	if judged {
+		// Scenarios judged against their expectations (run): exit 0 when
+		// every one met its own, as crashmatrix run exits.
+		switch {
+		case rep.Counts[Undecided] > 0:
+			rep.Verdict, rep.ExitCode = Undecided, 2
+		case unmet > 0:
+			rep.Verdict, rep.ExitCode = Fail, 1
+		default:
+			rep.Verdict, rep.ExitCode = Pass, 0
+		}
+		return
 	}
 	switch {
 	case rep.Counts[Fail] > 0 || rep.Counts[NotExercised] > 0:

@@ -159,14 +159,20 @@ not load or a run was undecided.`,
 				if killed && reproduced > 0 {
 					jerr = nil // judged over all replays below
 				}
+				// The reports judge the scenario as this line does.
+				expect := &sim.Expectation{}
+				all[len(all)-1].Expect = expect
 				switch {
 				case first.Verdict == sim.Undecided:
+					expect.Note = "undecided: " + strings.Join(first.Notes, "; ")
 					fmt.Fprintf(out, "UNDEC %-45s %s\n", s.Name, strings.Join(first.Notes, "; "))
 					code = max(code, 2)
 				case jerr != nil:
+					expect.Note = jerr.Error()
 					fmt.Fprintf(out, "FAIL  %-45s %v\n", s.Name, jerr)
 					code = max(code, 1)
 				case verdict != "ok":
+					expect.Note = "not deterministic: " + verdict
 					fmt.Fprintf(out, "FAIL  %-45s not deterministic: %s\n", s.Name, verdict)
 					code = max(code, 1)
 				default:
@@ -177,6 +183,7 @@ not load or a run was undecided.`,
 					if killed {
 						broke = fmt.Sprintf("random-instant kill: %d of %d replays matched the expectation", reproduced, max(repeat, 1))
 					}
+					expect.Met, expect.Note = true, broke
 					fmt.Fprintf(out, "ok    %-45s %s %s (%s, %dx %s)\n", s.Name, first.Verdict, broke, first.Took.Round(time.Millisecond), max(repeat, 1), mode)
 				}
 				if details {
