@@ -86,9 +86,12 @@ type Broken struct {
 	Violations int    `json:"violations"`
 	// FoldedCases counts the cases where every violation of this
 	// invariant follows from a root cause.
-	FoldedCases int     `json:"foldedCases"`
-	FoldedUnder string  `json:"foldedUnder,omitempty"`
-	Rarest      CaseRef `json:"rarest"`
+	FoldedCases int `json:"foldedCases"`
+	// FoldedViolations counts the violations that follow from a root
+	// cause (the consequences folded under it), of Violations.
+	FoldedViolations int     `json:"foldedViolations"`
+	FoldedUnder      string  `json:"foldedUnder,omitempty"`
+	Rarest           CaseRef `json:"rarest"`
 }
 
 // Digest is the run's failures grouped so that one cause reads once.
@@ -132,9 +135,9 @@ func Summarize(rep sim.Report, o Options) Digest {
 	conCases := map[conKey]map[string]bool{}
 	conCount := map[conKey]int{}
 	type invStat struct {
-		cases, folded map[string]bool
-		count         int
-		root          string
+		cases, folded      map[string]bool
+		count, foldedCount int
+		root               string
 	}
 	invs := map[string]*invStat{}
 	stat := func(inv string) *invStat {
@@ -202,6 +205,7 @@ func Summarize(rep sim.Report, o Options) Digest {
 				}
 				conCases[ck][r.Case.ID] = true
 				conCount[ck]++
+				s.foldedCount++
 				if s.root == "" {
 					s.root = root.inv
 				}
@@ -257,7 +261,7 @@ func Summarize(rep sim.Report, o Options) Digest {
 		if s == nil {
 			continue
 		}
-		b := Broken{Invariant: inv.Short(), Name: string(inv), Cases: len(s.cases), Violations: s.count, FoldedCases: len(s.folded), FoldedUnder: s.root}
+		b := Broken{Invariant: inv.Short(), Name: string(inv), Cases: len(s.cases), Violations: s.count, FoldedCases: len(s.folded), FoldedViolations: s.foldedCount, FoldedUnder: s.root}
 		b.Rarest = rarestCase(rep, inv.Short(), o)
 		d.Broken = append(d.Broken, b)
 	}
@@ -272,7 +276,7 @@ func Summarize(rep sim.Report, o Options) Digest {
 	sort.Strings(extra)
 	for _, inv := range extra {
 		s := invs[inv]
-		d.Broken = append(d.Broken, Broken{Invariant: inv, Name: inv, Cases: len(s.cases), Violations: s.count, FoldedCases: len(s.folded), FoldedUnder: s.root, Rarest: rarestCase(rep, inv, o)})
+		d.Broken = append(d.Broken, Broken{Invariant: inv, Name: inv, Cases: len(s.cases), Violations: s.count, FoldedCases: len(s.folded), FoldedViolations: s.foldedCount, FoldedUnder: s.root, Rarest: rarestCase(rep, inv, o)})
 	}
 	d.Subset = rep.Subset
 	d.Verdict, d.Headline = headline(rep, d)

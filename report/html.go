@@ -287,8 +287,8 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 <div>{{range $i, $c := first .Cases 8}}{{if $i}} · {{end}}<a href="#{{.ID}}">{{.Label}}</a>{{end}}{{if more .Cases 8}}<details class="more"><summary>and {{more .Cases 8}} more</summary>{{range $i, $c := rest .Cases 8}}{{if $i}} · {{end}}<a href="#{{.ID}}">{{.Label}}</a>{{end}}</details>{{end}}</div>
 {{with index .Cases 0}}{{if .Replay}}<div>replay {{.Label}}: <code class="replay">{{.Replay}}</code></div>{{end}}{{end}}</li>{{end}}</ol>{{end}}
 {{if .Broken}}<h2>Broken invariants</h2>
-<div class="scroll"><table><tr><th>invariant</th><th>cases</th><th>violations</th><th>follows from a root cause in</th><th>look first at (rarest)</th></tr>
-{{range .Broken}}<tr><td>{{.Name}}</td><td>{{.Cases}}</td><td>{{.Violations}}</td><td>{{if .FoldedUnder}}{{.FoldedCases}} ({{.FoldedUnder}}){{else}}—{{end}}</td><td>{{if .Rarest.ID}}<a href="#{{.Rarest.ID}}">{{.Rarest.Label}}</a>{{end}}{{if .Rarest.Replay}}<br><code class="replay">{{.Rarest.Replay}}</code>{{end}}</td></tr>
+<div class="scroll"><table><tr><th>invariant</th><th>cases</th><th>violations</th><th>folded under a root cause</th><th>look first at (rarest)</th></tr>
+{{range .Broken}}<tr><td>{{.Name}}</td><td>{{.Cases}}</td><td>{{.Violations}}</td><td>{{if .FoldedUnder}}{{.FoldedViolations}} of {{.Violations}} {{plural .Violations "violation" "violations"}} ({{.FoldedUnder}}){{if .FoldedCases}}; {{.FoldedCases}} {{plural .FoldedCases "case" "cases"}} wholly folded{{end}}{{else}}—{{end}}</td><td>{{if .Rarest.ID}}<a href="#{{.Rarest.ID}}">{{.Rarest.Label}}</a>{{end}}{{if .Rarest.Replay}}<br><code class="replay">{{.Rarest.Replay}}</code>{{end}}</td></tr>
 {{end}}</table></div>{{end}}
 {{if .NotExercised}}<h2>Not exercised: the fault did not fire, so these cases prove nothing</h2>
 <ul>{{range .NotExercised}}<li><a href="#{{.ID}}">{{.Label}}</a>: {{.Why}}{{if .Replay}}<br><code class="replay">{{.Replay}}</code>{{end}}</li>{{end}}</ul>{{end}}

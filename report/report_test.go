@@ -378,3 +378,56 @@ func TestScenarioThatBrokeWhatItExpectsIsNotAFailure(t *testing.T) {
 		t.Fatalf("unmet: exit %d, verdict %q, headline %q", rep.ExitCode, d.Verdict, d.Headline)
 	}
 }
+
+// TestCountsAgreeBetweenCausesAndInvariants: a root cause with violations
+// of its own invariant folded under it (the memory backend's I8: 8 root
+// violations, 4 more folded) reads the same total at the top (the cause)
+// and at the end (the invariant), and the HTML never shows "0 (I5)" for
+// the root cause's own invariant.
+func TestCountsAgreeBetweenCausesAndInvariants(t *testing.T) {
+	var results []sim.CaseResult
+	for _, id := range []string{"a-crash", "b-crash"} {
+		r := forgetfulCase(id, faults.BeforeGraphWrite)
+		r.Violations = append(r.Violations, check.Violation{Invariant: check.I5, Operation: opA, Message: "the operation never reached a final stage"})
+		results = append(results, r)
+	}
+	rep := testReport(results...)
+	d := Summarize(rep, testOpts)
+	var i5 Broken
+	for _, b := range d.Broken {
+		if b.Invariant == "I5" {
+			i5 = b
+		}
+	}
+	if i5.Violations != 4 || i5.FoldedViolations != 2 || i5.FoldedUnder != "I5" {
+		t.Fatalf("I5: %+v, want 4 violations, 2 folded under I5", i5)
+	}
+	// Every invariant's total is its causes' violations plus those folded.
+	for _, b := range d.Broken {
+		n := 0
+		for _, c := range d.Causes {
+			if c.Invariant == b.Invariant {
+				n += c.Violations
+			}
+			n += foldedOf(c, b.Invariant)
+		}
+		if n != b.Violations || b.FoldedViolations > b.Violations {
+			t.Errorf("%s: causes and folded add up to %d, the invariant says %d (%d folded)", b.Invariant, n, b.Violations, b.FoldedViolations)
+		}
+	}
+	var term strings.Builder
+	WriteTerminal(&term, rep, testOpts)
+	out := term.String()
+	for _, want := range []string{"I5 in 2 cases (2 violations, 4 with the 2 more I5 folded under it)", "4 violations (2 of them folded under the I5 root cause)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("terminal lacks %q:\n%s", want, out)
+		}
+	}
+	var html strings.Builder
+	if err := WriteHTML(&html, rep, testOpts); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(html.String(), "<td>2 of 4 violations (I5)</td>") || strings.Contains(html.String(), "<td>0 (I5)</td>") {
+		t.Errorf("HTML: the I5 row does not say how many of its violations are folded")
+	}
+}

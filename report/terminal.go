@@ -232,8 +232,13 @@ func writeDigest(w io.Writer, d Digest, o Options) {
 		}
 		fmt.Fprintln(w, ")")
 		for i, c := range d.Causes {
-			fmt.Fprintf(w, "%2d. %s in %d %s (%d %s): %s\n", i+1, c.Invariant, len(c.Cases), plural(len(c.Cases), "case", "cases"),
-				c.Violations, plural(c.Violations, "violation", "violations"), c.Summary)
+			count := fmt.Sprintf("%d %s", c.Violations, plural(c.Violations, "violation", "violations"))
+			if same := foldedOf(c, c.Invariant); same > 0 {
+				// Violations of the same invariant folded under this
+				// cause count in the invariant's total at the end.
+				count += fmt.Sprintf(", %d with the %d more %s folded under it", c.Violations+same, same, c.Invariant)
+			}
+			fmt.Fprintf(w, "%2d. %s in %d %s (%s): %s\n", i+1, c.Invariant, len(c.Cases), plural(len(c.Cases), "case", "cases"), count, c.Summary)
 			if c.Root && len(c.Consequences) > 0 {
 				fmt.Fprintf(w, "    root cause: the store forgot what it had acknowledged; folded under it: %s\n", foldedList(c.Consequences))
 			}
@@ -276,6 +281,8 @@ func writeDigest(w io.Writer, d Digest, o Options) {
 			fold = fmt.Sprintf(", all following from %s", b.FoldedUnder)
 		case b.FoldedCases > 0 && b.FoldedUnder != "":
 			fold = fmt.Sprintf(", %d following from %s", b.FoldedCases, b.FoldedUnder)
+		case b.FoldedViolations > 0 && b.FoldedUnder != "":
+			fold = fmt.Sprintf(" (%d of them folded under the %s root cause)", b.FoldedViolations, b.FoldedUnder)
 		}
 		fmt.Fprintf(w, "  %-30s %3d %-6s %4d %s%s; rarest: %s\n", b.Name, b.Cases, plural(b.Cases, "case,", "cases,"),
 			b.Violations, plural(b.Violations, "violation", "violations"), fold, b.Rarest.Label)
@@ -283,6 +290,17 @@ func writeDigest(w io.Writer, d Digest, o Options) {
 			fmt.Fprintf(w, "      %s\n", b.Rarest.Replay)
 		}
 	}
+}
+
+// foldedOf counts the violations of invariant inv folded under cause c.
+func foldedOf(c Cause, inv string) int {
+	n := 0
+	for _, k := range c.Consequences {
+		if k.Invariant == inv {
+			n += k.Violations
+		}
+	}
+	return n
 }
 
 // foldedList is "I2 (5 violations), I4 (35 violations)", one entry per
