@@ -431,3 +431,41 @@ func TestCountsAgreeBetweenCausesAndInvariants(t *testing.T) {
 		t.Errorf("HTML: the I5 row does not say how many of its violations are folded")
 	}
 }
+
+// TestTimelineRendersSeenRecordsReadably: every kind of observation the
+// harness records reads as a sentence in the HTML timeline, never as the
+// record's raw JSON.
+func TestTimelineRendersSeenRecordsReadably(t *testing.T) {
+	obs := []history.Observation{
+		{What: history.SeenIntent, Do: "ingest", Doc: "d1", ContentHash: "abcdef0123456789", Base: 2},
+		{What: history.SeenIntent, Thread: "t1", Owner: "alice", Op: opA},
+		{What: history.SeenModel, Op: opA, Doc: "d1", ContentHash: "abcdef0123456789", Base: 2},
+		{What: history.SeenFreeze, Op: opA, Doc: "d1", Plan: "feedbeef00112233", Items: []string{"n1", "e1"}, Base: 2},
+		{What: history.SeenCommit, Op: opA, Doc: "d1", Expected: 2, Revision: 3, Status: "ACTIVE"},
+		{What: history.SeenGraph, Op: opA, Items: []string{"n1"}, Deleted: 1},
+		{What: history.SeenClaim, Op: opA, Holder: "fault/10#1", Until: 1250, Granted: true},
+		{What: history.SeenUnclaim, Op: opA, Holder: "fault/10#1"},
+		{What: history.SeenSave, Thread: "t1", Owner: "alice", Op: opA, ID: 7},
+		{What: history.SeenSave, Thread: "t1", Owner: "alice", Op: opA, Err: "unique violation"},
+	}
+	want := []string{"intent: ingest d1", "intent: thread t1 (owner alice)", "model answered", "plan frozen (CreateIfAbsent created it)",
+		"2 upserts at rev 2", "state committed", "rev 2→3 ACTIVE", "graph written", "1 upsert, 1 delete", "until 1250: granted",
+		"claim released", "(it did not hold it)", "→ row 7", "error: unique violation"}
+	r := forgetfulCase("seen-case", faults.BeforeGraphWrite)
+	for i := range obs {
+		r.Timeline = append(r.Timeline, history.Record{Worker: "fault", Kind: history.Seen, Obs: &obs[i]})
+	}
+	var b strings.Builder
+	if err := WriteHTML(&b, testReport(r), testOpts); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if strings.Contains(page, "&#34;what&#34;") || strings.Contains(page, "<b>SEEN</b> <code>") {
+		t.Error("a SEEN record is shown as raw JSON")
+	}
+	for _, w := range want {
+		if !strings.Contains(page, w) {
+			t.Errorf("timeline lacks %q", w)
+		}
+	}
+}
