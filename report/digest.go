@@ -11,6 +11,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -362,20 +363,29 @@ func headline(rep sim.Report, d Digest) (string, string) {
 			parts = append(parts, "broken "+strings.Join(bs, ", "))
 		}
 		if n := len(d.NotExercised); n > 0 {
-			var ls []string
-			for _, c := range d.NotExercised {
-				ls = append(ls, c.Label)
-			}
-			parts = append(parts, fmt.Sprintf("%d not exercised (%s)", n, strings.Join(ls, ", ")))
+			parts = append(parts, fmt.Sprintf("%d not exercised (%s)", n, labelList(d.NotExercised, 5)))
 		}
 		if len(parts) == 0 {
 			parts = append(parts, "a case failed without a recorded violation")
 		}
 		return "NOT CERTIFIED", fmt.Sprintf("NOT CERTIFIED: %s", strings.Join(parts, "; "))
 	}
+	// One entry per distinct reason, a few cases each and the reason's
+	// first line: an interrupted run (every case "interrupted") or an
+	// unreachable server (the same dial error in every case) reads in a
+	// line; the UNDECIDED block below the matrix has every reason whole.
 	var ls []string
-	for _, c := range d.Undecided {
-		ls = append(ls, c.Label+": "+c.Why)
+	groups := UndecidedGroups(d.Undecided)
+	for i, g := range groups {
+		if i == 2 {
+			ls = append(ls, fmt.Sprintf("and %d other %s (below)", len(groups)-i, plural(len(groups)-i, "reason", "reasons")))
+			break
+		}
+		why := firstLine(g.Why, 160)
+		if why != g.Why {
+			why += " (in full below)"
+		}
+		ls = append(ls, labelList(g.Cases, 3)+": "+why)
 	}
 	if len(ls) == 0 && len(d.NotApplicable) > 0 {
 		ls = []string{fmt.Sprintf("no applicable case ran (%d not applicable: %s)", len(d.NotApplicable), d.NotApplicable[0].Why)}
@@ -384,6 +394,62 @@ func headline(rep sim.Report, d Digest) (string, string) {
 		ls = []string{"no case ran"}
 	}
 	return "UNDECIDED", "UNDECIDED: " + strings.Join(ls, "; ")
+}
+
+// UndecidedGroup is the undecided cases that share one reason.
+type UndecidedGroup struct {
+	Cases []CaseRef
+	Why   string
+}
+
+// UndecidedGroups groups undecided cases by reason, in order of first
+// appearance. A reason that is another one with context in front
+// ("calibration on backend postgres: snapshot: …" and "snapshot: …") is
+// the same failure: the group keeps the longer one.
+func UndecidedGroups(refs []CaseRef) []UndecidedGroup {
+	var gs []UndecidedGroup
+	for _, r := range refs {
+		i := slices.IndexFunc(gs, func(g UndecidedGroup) bool {
+			return g.Why == r.Why || strings.HasSuffix(g.Why, ": "+r.Why) || strings.HasSuffix(r.Why, ": "+g.Why)
+		})
+		if i < 0 {
+			gs = append(gs, UndecidedGroup{Cases: []CaseRef{r}, Why: r.Why})
+			continue
+		}
+		gs[i].Cases = append(gs[i].Cases, r)
+		if len(r.Why) > len(gs[i].Why) {
+			gs[i].Why = r.Why
+		}
+	}
+	return gs
+}
+
+// labelList names at most n cases: "a, b, c and 92 more".
+func labelList(refs []CaseRef, n int) string {
+	var ls []string
+	for i, c := range refs {
+		if i == n {
+			return strings.Join(ls, ", ") + fmt.Sprintf(" and %d more", len(refs)-n)
+		}
+		ls = append(ls, c.Label)
+	}
+	return strings.Join(ls, ", ")
+}
+
+// firstLine is s up to its first line break, at most max bytes (cut at a
+// rune boundary, marked with …).
+func firstLine(s string, max int) string {
+	cut := false
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s, cut = strings.TrimRight(s[:i], " :"), true
+	}
+	if len(s) > max {
+		s, cut = strings.ToValidUTF8(s[:max], ""), true
+	}
+	if cut {
+		s += "…"
+	}
+	return s
 }
 
 // judgedHeadline is the verdict of scenarios judged against their

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -467,5 +468,34 @@ func TestTimelineRendersSeenRecordsReadably(t *testing.T) {
 		if !strings.Contains(page, w) {
 			t.Errorf("timeline lacks %q", w)
 		}
+	}
+}
+
+// TestUndecidedReadsEachReasonOnce: the same reason in many cases (an
+// interrupted run, an unreachable server seen by the calibration and the
+// probe) is printed once with the cases it stopped, and the verdict line
+// stays short however many cases there are.
+func TestUndecidedReadsEachReasonOnce(t *testing.T) {
+	dial := "snapshot: postgres open (host 127.0.0.1 port 1): failed to connect:\n\t127.0.0.1:1: dial error: connection refused (2 attempts)"
+	var results []sim.CaseResult
+	results = append(results,
+		sim.CaseResult{Case: sim.Case{ID: "calibration", Class: "calibration"}, Verdict: sim.Undecided, Notes: []string{"calibration on backend postgres: " + dial}},
+		sim.CaseResult{Case: sim.Case{ID: "probe", Class: "probe"}, Verdict: sim.Undecided, Notes: []string{dial}})
+	for i := range 100 {
+		results = append(results, sim.CaseResult{Case: sim.Case{ID: fmt.Sprintf("c%d", i), Class: fmt.Sprintf("c%d", i)}, Verdict: sim.Undecided, Notes: []string{"interrupted"}})
+	}
+	rep := testReport(results...)
+	var b strings.Builder
+	WriteTerminal(&b, rep, testOpts)
+	out := b.String()
+	if n := strings.Count(out, "connection refused"); n != 1 {
+		t.Errorf("the dial error reads %d times, want once:\n%s", n, out)
+	}
+	d := Summarize(rep, testOpts)
+	if len(d.Headline) > 400 || !strings.Contains(d.Headline, "and 97 more: interrupted") || !strings.Contains(d.Headline, "(in full below)") {
+		t.Errorf("headline (%d bytes): %s", len(d.Headline), d.Headline)
+	}
+	if gs := UndecidedGroups(d.Undecided); len(gs) != 2 || len(gs[0].Cases) != 2 || !strings.HasPrefix(gs[0].Why, "calibration on backend postgres: ") {
+		t.Errorf("groups: %+v", gs)
 	}
 }

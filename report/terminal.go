@@ -268,9 +268,10 @@ func writeDigest(w io.Writer, d Digest, o Options) {
 		fmt.Fprintf(w, "\nNOT APPLICABLE (%d): %s\n    %s\n", n, d.NotApplicable[0].Why, strings.Join(ls, ", "))
 	}
 	if len(d.Undecided) > 0 {
+		// Each reason once, with the cases it stopped.
 		fmt.Fprintf(w, "\nUNDECIDED (%d)\n", len(d.Undecided))
-		for _, c := range d.Undecided {
-			fmt.Fprintf(w, "    %s: %s\n", c.Label, c.Why)
+		for _, g := range UndecidedGroups(d.Undecided) {
+			fmt.Fprintf(w, "    %s: %s\n", labelList(g.Cases, 8), g.Why)
 		}
 	}
 	fmt.Fprintf(w, "\n%s\n", d.Headline)

@@ -28,7 +28,8 @@ type Report struct {
 	// it, the calibration and every rise while it ran.
 	Timing Timing `json:"timing"`
 	// StoreWindows are the windows the store declared, as the probe run
-	// found them; Probed says a probe ran (so an empty list means none).
+	// found them; Probed says a probe ran to its end (so an empty list
+	// means none).
 	StoreWindows []StoreWindow `json:"storeWindows,omitempty"`
 	Probed       bool          `json:"probed,omitempty"`
 	// Subset names the filter of a run that was not the whole matrix

@@ -471,7 +471,9 @@ func (s Selection) Describe() string {
 // pass fails the report with its cases when the run is the whole matrix;
 // a narrowed run judges only the cases it selected.
 func (rep *Report) WithProbe(pr Probe, err error, sel Selection) {
-	rep.Probed = true
+	// A probe that failed found nothing to report: saying "the probe
+	// found none" would claim a probe that did not run to its end.
+	rep.Probed = err == nil
 	rep.StoreWindows = pr.Windows
 	rep.Subset = sel.Describe()
 	if err != nil && sel.Whole() {
