@@ -42,8 +42,10 @@ func (s *serverFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&s.neo4jURI, "neo4j-uri", "", "Neo4j server for the graph (env "+servers.EnvNeo4jURI+", with "+servers.EnvNeo4jUser+" and "+servers.EnvNeo4jPassword+")")
 	fl.StringVar(&s.neo4jUser, "neo4j-user", "neo4j", "Neo4j user")
 	fl.StringVar(&s.neo4jPassword, "neo4j-password", "", "Neo4j password (prefer the environment variable)")
-	fl.StringVar(&s.postgresImage, "postgres-image", provision.DefaultPostgresImage, "image for --backend containers")
-	fl.StringVar(&s.neo4jImage, "neo4j-image", provision.DefaultNeo4jImage, "image for --backend containers")
+	// No flag default: provision picks the image the engine has (see
+	// provision.ImageChoice.Choose), which the help spells out.
+	fl.StringVar(&s.postgresImage, "postgres-image", "", "image for --backend containers (default: $"+provision.EnvPostgresImage+", else "+provision.OfficialPostgresImage+", or the locally built "+provision.LocalPostgresImage+" (make containers) when the engine has only that one)")
+	fl.StringVar(&s.neo4jImage, "neo4j-image", "", "image for --backend containers (default: $"+provision.EnvNeo4jImage+", else "+provision.OfficialNeo4jImage+", or the locally built "+provision.LocalNeo4jImage+" (make containers) when the engine has only that one)")
 	fl.BoolVar(&s.allowNondisposable, "allow-nondisposable", false, "use a server that does not look disposable (crashmatrix writes to it and kills clients mid-transaction)")
 	// The default depends on the backend, so the flag's own default is
 	// false and prepare turns it on for containers unless it was given.
