@@ -461,7 +461,11 @@ func judgedHeadline(rep sim.Report, d Digest) (string, string) {
 		h := fmt.Sprintf("AS EXPECTED: %s met %s", countOf(n, "scenario", "scenarios"), plural(n, "its expectation", "their expectations"))
 		if len(d.Expected) > 0 {
 			var ls []string
-			for _, c := range d.Expected {
+			for i, c := range d.Expected {
+				if i == 3 {
+					ls = append(ls, fmt.Sprintf("and %d more", len(d.Expected)-i))
+					break
+				}
 				ls = append(ls, c.Label+" "+c.Why)
 			}
 			h += fmt.Sprintf(" (%d broke invariants as %s: %s)", len(d.Expected), plural(len(d.Expected), "it expects", "they expect"), strings.Join(ls, "; "))
@@ -469,8 +473,12 @@ func judgedHeadline(rep sim.Report, d Digest) (string, string) {
 		return "AS EXPECTED", h
 	}
 	var ls []string
-	for _, c := range d.Unmet {
-		ls = append(ls, c.Label+": "+c.Why)
+	for i, c := range d.Unmet {
+		if i == 3 {
+			ls = append(ls, fmt.Sprintf("and %d more (below)", len(d.Unmet)-i))
+			break
+		}
+		ls = append(ls, c.Label+": "+firstLine(c.Why, 200))
 	}
 	return "NOT AS EXPECTED", fmt.Sprintf("NOT AS EXPECTED: %d of %s did not meet %s: %s",
 		len(d.Unmet), countOf(n, "scenario", "scenarios"), plural(len(d.Unmet), "its expectation", "their expectations"), strings.Join(ls, "; "))
