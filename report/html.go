@@ -212,8 +212,9 @@ var htmlReport = template.Must(template.Must(template.New("report").Parse(storeH
 		}
 		return "und"
 	},
-	"plural": plural,
-	"inc":    func(i int) int { return i + 1 },
+	"plural":     plural,
+	"causeCount": causeCount,
+	"inc":        func(i int) int { return i + 1 },
 	"more": func(cs []CaseRef, n int) int {
 		if len(cs) > n {
 			return len(cs) - n
@@ -282,7 +283,7 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 <ul>{{range .Expected}}<li><a href="#{{.ID}}">{{.Label}}</a>: {{.Why}}</li>{{end}}</ul>{{end}}
 {{if .Causes}}
 <h2>Failures by cause, rarest first</h2>
-<ol class="causes">{{range .Causes}}<li><span class="inv">{{.Invariant}}</span> in {{len .Cases}} {{plural (len .Cases) "case" "cases"}} ({{.Violations}} {{plural .Violations "violation" "violations"}}){{if .Root}} <span class="root">root cause</span>{{end}}: {{.Summary}}
+<ol class="causes">{{range .Causes}}<li><span class="inv">{{.Invariant}}</span> in {{len .Cases}} {{plural (len .Cases) "case" "cases"}} ({{causeCount .}}){{if .Root}} <span class="root">root cause</span>{{end}}: {{.Summary}}
 {{if .Consequences}}<div class="folded">follows from it in the same cases, folded here:<ul>{{range .Consequences}}<li><b>{{.Invariant}}</b> ×{{.Violations}} in {{.Cases}} {{plural .Cases "case" "cases"}}: {{.Summary}}</li>{{end}}</ul></div>{{end}}
 <div>{{range $i, $c := first .Cases 8}}{{if $i}} · {{end}}<a href="#{{.ID}}">{{.Label}}</a>{{end}}{{if more .Cases 8}}<details class="more"><summary>and {{more .Cases 8}} more</summary>{{range $i, $c := rest .Cases 8}}{{if $i}} · {{end}}<a href="#{{.ID}}">{{.Label}}</a>{{end}}</details>{{end}}</div>
 {{with index .Cases 0}}{{if .Replay}}<div>replay {{.Label}}: <code class="replay">{{.Replay}}</code></div>{{end}}{{end}}</li>{{end}}</ol>{{end}}

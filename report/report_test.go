@@ -428,6 +428,9 @@ func TestCountsAgreeBetweenCausesAndInvariants(t *testing.T) {
 	if err := WriteHTML(&html, rep, testOpts); err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(html.String(), "(2 violations, 4 with the 2 more I5 folded under it)") {
+		t.Errorf("HTML: the cause line does not add the I5 folded under it")
+	}
 	if !strings.Contains(html.String(), "<td>2 of 4 violations (I5)</td>") || strings.Contains(html.String(), "<td>0 (I5)</td>") {
 		t.Errorf("HTML: the I5 row does not say how many of its violations are folded")
 	}

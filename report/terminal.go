@@ -232,13 +232,7 @@ func writeDigest(w io.Writer, d Digest, o Options) {
 		}
 		fmt.Fprintln(w, ")")
 		for i, c := range d.Causes {
-			count := fmt.Sprintf("%d %s", c.Violations, plural(c.Violations, "violation", "violations"))
-			if same := foldedOf(c, c.Invariant); same > 0 {
-				// Violations of the same invariant folded under this
-				// cause count in the invariant's total at the end.
-				count += fmt.Sprintf(", %d with the %d more %s folded under it", c.Violations+same, same, c.Invariant)
-			}
-			fmt.Fprintf(w, "%2d. %s in %d %s (%s): %s\n", i+1, c.Invariant, len(c.Cases), plural(len(c.Cases), "case", "cases"), count, c.Summary)
+			fmt.Fprintf(w, "%2d. %s in %d %s (%s): %s\n", i+1, c.Invariant, len(c.Cases), plural(len(c.Cases), "case", "cases"), causeCount(c), c.Summary)
 			if c.Root && len(c.Consequences) > 0 {
 				fmt.Fprintf(w, "    root cause: the store forgot what it had acknowledged; folded under it: %s\n", foldedList(c.Consequences))
 			}
@@ -291,6 +285,17 @@ func writeDigest(w io.Writer, d Digest, o Options) {
 			fmt.Fprintf(w, "      %s\n", b.Rarest.Replay)
 		}
 	}
+}
+
+// causeCount is a cause's violations, "8 violations", plus those of its
+// own invariant folded under it, which count in the invariant's total
+// at the end: "8 violations, 12 with the 4 more I8 folded under it".
+func causeCount(c Cause) string {
+	s := fmt.Sprintf("%d %s", c.Violations, plural(c.Violations, "violation", "violations"))
+	if same := foldedOf(c, c.Invariant); same > 0 {
+		s += fmt.Sprintf(", %d with the %d more %s folded under it", c.Violations+same, same, c.Invariant)
+	}
+	return s
 }
 
 // foldedOf counts the violations of invariant inv folded under cause c.
