@@ -402,8 +402,9 @@ type UndecidedGroup struct {
 	Why   string
 }
 
-// UndecidedGroups groups undecided cases by reason, in order of first
-// appearance. A reason that is another one with context in front
+// UndecidedGroups groups undecided cases by reason, the reason most
+// cases share first (an interrupted run: "interrupted"), ties in order of
+// first appearance. A reason that is another one with context in front
 // ("calibration on backend postgres: snapshot: …" and "snapshot: …") is
 // the same failure: the group keeps the longer one.
 func UndecidedGroups(refs []CaseRef) []UndecidedGroup {
@@ -421,6 +422,7 @@ func UndecidedGroups(refs []CaseRef) []UndecidedGroup {
 			gs[i].Why = r.Why
 		}
 	}
+	sort.SliceStable(gs, func(i, j int) bool { return len(gs[i].Cases) > len(gs[j].Cases) })
 	return gs
 }
 

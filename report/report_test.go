@@ -498,7 +498,10 @@ func TestUndecidedReadsEachReasonOnce(t *testing.T) {
 	if len(d.Headline) > 400 || !strings.Contains(d.Headline, "and 97 more: interrupted") || !strings.Contains(d.Headline, "(in full below)") {
 		t.Errorf("headline (%d bytes): %s", len(d.Headline), d.Headline)
 	}
-	if gs := UndecidedGroups(d.Undecided); len(gs) != 2 || len(gs[0].Cases) != 2 || !strings.HasPrefix(gs[0].Why, "calibration on backend postgres: ") {
-		t.Errorf("groups: %+v", gs)
+	if gs := UndecidedGroups(d.Undecided); len(gs) != 2 || len(gs[0].Cases) != 100 || len(gs[1].Cases) != 2 || !strings.HasPrefix(gs[1].Why, "calibration on backend postgres: ") {
+		t.Errorf("groups, the most shared reason first: %+v", gs)
+	}
+	if !strings.HasPrefix(d.Headline, "UNDECIDED: c0, c1, c2 and 97 more: interrupted; calibration, probe: calibration on backend postgres: ") {
+		t.Errorf("headline: %s", d.Headline)
 	}
 }
