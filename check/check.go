@@ -1,4 +1,4 @@
-// Package check holds the invariant checkers I1–I8 of protocol.md. Each
+// Package check holds the invariant checkers I1–I9 of protocol.md. Each
 // reads a Snapshot of the stores' real contents and what the harness
 // Observed (the durable history), and returns Violations that name the
 // invariant, the operation and the evidence.

@@ -18,7 +18,7 @@ make -s build # bin/crashmatrix: the replay commands in the reports name it
 
 # A failing run: the memory store forgets everything on restart. certify
 # exits 1 then, which is what this run is for.
-bin/crashmatrix certify --backend memory --in-process --quiet --html "$work/failing.html" --junit "$work/failing.xml" >"$work/failing.txt" || [ $? -eq 1 ]
+bin/crashmatrix certify --backend memory --in-process --quiet --workdir "$work/certify" --html "$work/failing.html" --junit "$work/failing.xml" >"$work/failing.txt" || [ $? -eq 1 ]
 # One failing scenario, as `run` reports it, with real worker processes
 # killed by SIGKILL (real pids and times): one case, its timeline open.
 bin/crashmatrix run scenarios/library/mutant-skip-revision-check.yaml --workdir "$work/run" --html "$work/run-failing.html" >"$work/run.txt" || true

@@ -11,6 +11,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -86,9 +87,12 @@ type Broken struct {
 	Violations int    `json:"violations"`
 	// FoldedCases counts the cases where every violation of this
 	// invariant follows from a root cause.
-	FoldedCases int     `json:"foldedCases"`
-	FoldedUnder string  `json:"foldedUnder,omitempty"`
-	Rarest      CaseRef `json:"rarest"`
+	FoldedCases int `json:"foldedCases"`
+	// FoldedViolations counts the violations that follow from a root
+	// cause (the consequences folded under it), of Violations.
+	FoldedViolations int     `json:"foldedViolations"`
+	FoldedUnder      string  `json:"foldedUnder,omitempty"`
+	Rarest           CaseRef `json:"rarest"`
 }
 
 // Digest is the run's failures grouped so that one cause reads once.
@@ -107,6 +111,17 @@ type Digest struct {
 	// NotApplicable are cases of a system the backend does not provide
 	// (System B without Backend.OpenPlanSave): listed, never failed.
 	NotApplicable []CaseRef `json:"notApplicable,omitempty"`
+	// Expected are scenarios (crashmatrix run) that broke invariants as
+	// they expect: not failures. Unmet are scenarios whose outcome did
+	// not meet their expectation (Why says how).
+	Expected []CaseRef `json:"expected,omitempty"`
+	Unmet    []CaseRef `json:"unmet,omitempty"`
+	// Judged says the run's scenarios were judged against their
+	// expectations: the verdict is AS EXPECTED or NOT AS EXPECTED.
+	Judged bool `json:"judged,omitempty"`
+	// Subset is the filter of a run that was not the whole matrix
+	// (sim.Report.Subset): its verdict speaks for those cases only.
+	Subset string `json:"subset,omitempty"`
 }
 
 // Summarize builds the digest of a run.
@@ -122,9 +137,9 @@ func Summarize(rep sim.Report, o Options) Digest {
 	conCases := map[conKey]map[string]bool{}
 	conCount := map[conKey]int{}
 	type invStat struct {
-		cases, folded map[string]bool
-		count         int
-		root          string
+		cases, folded      map[string]bool
+		count, foldedCount int
+		root               string
 	}
 	invs := map[string]*invStat{}
 	stat := func(inv string) *invStat {
@@ -136,6 +151,21 @@ func Summarize(rep sim.Report, o Options) Digest {
 		return s
 	}
 	for _, r := range rep.Results {
+		if e := r.Expect; e != nil {
+			d.Judged = true
+			ref := CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Replay: o.replay(r), Why: e.Note}
+			if !e.Met && r.Verdict != sim.Undecided {
+				d.Unmet = append(d.Unmet, ref)
+			}
+			if e.Met && r.Verdict != sim.Pass {
+				// Broke what it expects to: listed, not a failure.
+				if b := r.Broken(); len(b) > 0 {
+					ref.Why = "broke " + strings.Join(b, ",")
+				}
+				d.Expected = append(d.Expected, ref)
+				continue
+			}
+		}
 		switch r.Verdict {
 		case sim.NotExercised:
 			d.NotExercised = append(d.NotExercised, CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Replay: o.replay(r), Why: notExercisedWhy(r)})
@@ -177,6 +207,7 @@ func Summarize(rep sim.Report, o Options) Digest {
 				}
 				conCases[ck][r.Case.ID] = true
 				conCount[ck]++
+				s.foldedCount++
 				if s.root == "" {
 					s.root = root.inv
 				}
@@ -232,7 +263,7 @@ func Summarize(rep sim.Report, o Options) Digest {
 		if s == nil {
 			continue
 		}
-		b := Broken{Invariant: inv.Short(), Name: string(inv), Cases: len(s.cases), Violations: s.count, FoldedCases: len(s.folded), FoldedUnder: s.root}
+		b := Broken{Invariant: inv.Short(), Name: string(inv), Cases: len(s.cases), Violations: s.count, FoldedCases: len(s.folded), FoldedViolations: s.foldedCount, FoldedUnder: s.root}
 		b.Rarest = rarestCase(rep, inv.Short(), o)
 		d.Broken = append(d.Broken, b)
 	}
@@ -247,8 +278,9 @@ func Summarize(rep sim.Report, o Options) Digest {
 	sort.Strings(extra)
 	for _, inv := range extra {
 		s := invs[inv]
-		d.Broken = append(d.Broken, Broken{Invariant: inv, Name: inv, Cases: len(s.cases), Violations: s.count, FoldedCases: len(s.folded), FoldedUnder: s.root, Rarest: rarestCase(rep, inv, o)})
+		d.Broken = append(d.Broken, Broken{Invariant: inv, Name: inv, Cases: len(s.cases), Violations: s.count, FoldedCases: len(s.folded), FoldedViolations: s.foldedCount, FoldedUnder: s.root, Rarest: rarestCase(rep, inv, o)})
 	}
+	d.Subset = rep.Subset
 	d.Verdict, d.Headline = headline(rep, d)
 	d.Verdict, d.Headline = scoped(rep, d.Verdict, d.Headline)
 	return d
@@ -308,13 +340,21 @@ func rarestCase(rep sim.Report, inv string, o Options) CaseRef {
 func notExercisedWhy(r sim.CaseResult) string { return r.WhyNotExercised() }
 
 func headline(rep sim.Report, d Digest) (string, string) {
+	if d.Judged && rep.Verdict != sim.Undecided {
+		return judgedHeadline(rep, d)
+	}
 	switch rep.Verdict {
 	case sim.Pass:
-		if n := len(d.NotApplicable); n > 0 {
-			return "CERTIFIED", fmt.Sprintf("CERTIFIED: all %d applicable cases were exercised and every invariant held (%d not applicable: %s)",
-				len(rep.Results)-n, n, d.NotApplicable[0].Why)
+		what := "CERTIFIED: all"
+		if d.Subset != "" {
+			// A filtered run certifies what it ran, and says so.
+			what = fmt.Sprintf("CERTIFIED (a subset, %s; not the whole matrix): all", d.Subset)
 		}
-		return "CERTIFIED", fmt.Sprintf("CERTIFIED: all %d cases were exercised and every invariant held", len(rep.Results))
+		if n := len(d.NotApplicable); n > 0 {
+			return "CERTIFIED", fmt.Sprintf("%s %d applicable cases were exercised and every invariant held (%d not applicable: %s)",
+				what, len(rep.Results)-n, n, d.NotApplicable[0].Why)
+		}
+		return "CERTIFIED", fmt.Sprintf("%s %d cases were exercised and every invariant held", what, len(rep.Results))
 	case sim.Fail:
 		var parts []string
 		if len(d.Broken) > 0 {
@@ -325,20 +365,29 @@ func headline(rep sim.Report, d Digest) (string, string) {
 			parts = append(parts, "broken "+strings.Join(bs, ", "))
 		}
 		if n := len(d.NotExercised); n > 0 {
-			var ls []string
-			for _, c := range d.NotExercised {
-				ls = append(ls, c.Label)
-			}
-			parts = append(parts, fmt.Sprintf("%d not exercised (%s)", n, strings.Join(ls, ", ")))
+			parts = append(parts, fmt.Sprintf("%d not exercised (%s)", n, labelList(d.NotExercised, 5)))
 		}
 		if len(parts) == 0 {
 			parts = append(parts, "a case failed without a recorded violation")
 		}
 		return "NOT CERTIFIED", fmt.Sprintf("NOT CERTIFIED: %s", strings.Join(parts, "; "))
 	}
+	// One entry per distinct reason, a few cases each and the reason's
+	// first line: an interrupted run (every case "interrupted") or an
+	// unreachable server (the same dial error in every case) reads in a
+	// line; the UNDECIDED block below the matrix has every reason whole.
 	var ls []string
-	for _, c := range d.Undecided {
-		ls = append(ls, c.Label+": "+c.Why)
+	groups := UndecidedGroups(d.Undecided)
+	for i, g := range groups {
+		if i == 2 {
+			ls = append(ls, fmt.Sprintf("and %d other %s (below)", len(groups)-i, plural(len(groups)-i, "reason", "reasons")))
+			break
+		}
+		why := firstLine(g.Why, 160)
+		if why != g.Why {
+			why += " (in full below)"
+		}
+		ls = append(ls, labelList(g.Cases, 3)+": "+why)
 	}
 	if len(ls) == 0 && len(d.NotApplicable) > 0 {
 		ls = []string{fmt.Sprintf("no applicable case ran (%d not applicable: %s)", len(d.NotApplicable), d.NotApplicable[0].Why)}
@@ -348,6 +397,98 @@ func headline(rep sim.Report, d Digest) (string, string) {
 	}
 	return "UNDECIDED", "UNDECIDED: " + strings.Join(ls, "; ")
 }
+
+// UndecidedGroup is the undecided cases that share one reason.
+type UndecidedGroup struct {
+	Cases []CaseRef
+	Why   string
+}
+
+// UndecidedGroups groups undecided cases by reason, the reason most
+// cases share first (an interrupted run: "interrupted"), ties in order of
+// first appearance. A reason that is another one with context in front
+// ("calibration on backend postgres: snapshot: …" and "snapshot: …") is
+// the same failure: the group keeps the longer one.
+func UndecidedGroups(refs []CaseRef) []UndecidedGroup {
+	var gs []UndecidedGroup
+	for _, r := range refs {
+		i := slices.IndexFunc(gs, func(g UndecidedGroup) bool {
+			return g.Why == r.Why || strings.HasSuffix(g.Why, ": "+r.Why) || strings.HasSuffix(r.Why, ": "+g.Why)
+		})
+		if i < 0 {
+			gs = append(gs, UndecidedGroup{Cases: []CaseRef{r}, Why: r.Why})
+			continue
+		}
+		gs[i].Cases = append(gs[i].Cases, r)
+		if len(r.Why) > len(gs[i].Why) {
+			gs[i].Why = r.Why
+		}
+	}
+	sort.SliceStable(gs, func(i, j int) bool { return len(gs[i].Cases) > len(gs[j].Cases) })
+	return gs
+}
+
+// labelList names at most n cases: "a, b, c and 92 more".
+func labelList(refs []CaseRef, n int) string {
+	var ls []string
+	for i, c := range refs {
+		if i == n {
+			return strings.Join(ls, ", ") + fmt.Sprintf(" and %d more", len(refs)-n)
+		}
+		ls = append(ls, c.Label)
+	}
+	return strings.Join(ls, ", ")
+}
+
+// firstLine is s up to its first line break, at most max bytes (cut at a
+// rune boundary, marked with …).
+func firstLine(s string, max int) string {
+	cut := false
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s, cut = strings.TrimRight(s[:i], " :"), true
+	}
+	if len(s) > max {
+		s, cut = strings.ToValidUTF8(s[:max], ""), true
+	}
+	if cut {
+		s += "…"
+	}
+	return s
+}
+
+// judgedHeadline is the verdict of scenarios judged against their
+// expectations (crashmatrix run): a scenario that breaks the invariants it
+// expects to break met its expectation, as the command's own lines say.
+func judgedHeadline(rep sim.Report, d Digest) (string, string) {
+	n := len(rep.Results)
+	if len(d.Unmet) == 0 {
+		h := fmt.Sprintf("AS EXPECTED: %s met %s", countOf(n, "scenario", "scenarios"), plural(n, "its expectation", "their expectations"))
+		if len(d.Expected) > 0 {
+			var ls []string
+			for i, c := range d.Expected {
+				if i == 3 {
+					ls = append(ls, fmt.Sprintf("and %d more", len(d.Expected)-i))
+					break
+				}
+				ls = append(ls, c.Label+" "+c.Why)
+			}
+			h += fmt.Sprintf(" (%d broke invariants as %s: %s)", len(d.Expected), plural(len(d.Expected), "it expects", "they expect"), strings.Join(ls, "; "))
+		}
+		return "AS EXPECTED", h
+	}
+	var ls []string
+	for i, c := range d.Unmet {
+		if i == 3 {
+			ls = append(ls, fmt.Sprintf("and %d more (below)", len(d.Unmet)-i))
+			break
+		}
+		ls = append(ls, c.Label+": "+firstLine(c.Why, 200))
+	}
+	return "NOT AS EXPECTED", fmt.Sprintf("NOT AS EXPECTED: %d of %s did not meet %s: %s",
+		len(d.Unmet), countOf(n, "scenario", "scenarios"), plural(len(d.Unmet), "its expectation", "their expectations"), strings.Join(ls, "; "))
+}
+
+func countOf(n int, one, many string) string { return fmt.Sprintf("%d %s", n, plural(n, one, many)) }
 
 func plural(n int, one, many string) string {
 	if n == 1 {

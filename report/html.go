@@ -206,15 +206,16 @@ var htmlReport = template.Must(template.Must(template.New("report").Parse(storeH
 	"ms": func(d time.Duration) string { return d.Round(time.Millisecond).String() },
 	"verdictClass": func(v string) string {
 		switch v {
-		case "CERTIFIED", ShardPassed:
+		case "CERTIFIED", ShardPassed, "AS EXPECTED":
 			return "ok"
-		case "NOT CERTIFIED":
+		case "NOT CERTIFIED", "NOT AS EXPECTED":
 			return "bad"
 		}
 		return "und"
 	},
-	"plural": plural,
-	"inc":    func(i int) int { return i + 1 },
+	"plural":     plural,
+	"causeCount": causeCount,
+	"inc":        func(i int) int { return i + 1 },
 	"more": func(cs []CaseRef, n int) int {
 		if len(cs) > n {
 			return len(cs) - n
@@ -247,7 +248,7 @@ th{background:#fafafa;font-weight:600}
 td.pass{background:#e6f4ea}td.fail{background:#fce8e6;font-weight:bold}td.nx{background:#fef7e0}td.und{background:#eee}td.na{color:#bbb;text-align:center}
 td a{color:inherit}
 .verdict{font-size:1.5em;font-weight:bold;margin:.3em 0}.ok{color:#137333}.bad{color:#b3261e}.und{color:#7a5c00}
-.headline{font-size:1.05em}
+.headline{font-size:1.05em}.subset{color:#7a5c00}
 .meta{color:#555}
 ol.causes>li{margin:.5em 0}
 .inv{font-weight:bold}
@@ -273,19 +274,24 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 .opkey{font-size:.85em;color:#555}
 </style></head><body>
 <h1>crashmatrix {{.Opt.Command}}</h1>
-<p class="verdict {{verdictClass .Digest.Verdict}}" id="verdict">{{.Digest.Verdict}}</p>
+<p class="verdict {{verdictClass .Digest.Verdict}}" id="verdict">{{.Digest.Verdict}}{{if .Digest.Subset}} <span class="subset">(subset)</span>{{end}}</p>
 <p class="headline">{{.Digest.Headline}}</p>
+{{if .Digest.Subset}}<p class="subset" id="subset">A subset of the matrix: only the cases of <code>{{.Digest.Subset}}</code> ran; the whole matrix was not run.</p>{{end}}
 <p class="meta">backend <b>{{.Rep.Backend}}</b>{{if .Rep.Mutant}} · mutant <b>{{.Rep.Mutant}}</b>{{end}}{{range .Rep.Bugs}} · bug <b>{{.}}</b>{{end}} · seed {{.Rep.Seed}} · {{len .Rep.Results}} {{plural (len .Rep.Results) "case" "cases"}} in {{ms .Rep.Took}}{{if not .Rep.Started.IsZero}} · started {{.Rep.Started.Format "2006-01-02 15:04:05 MST"}}{{end}}</p>
 {{if .Scope}}<p class="meta" id="scope">{{.Scope}}</p>{{end}}
-{{with .Digest}}{{if .Causes}}
+{{with .Digest}}{{if .Unmet}}<h2>Expectations not met</h2>
+<ul>{{range .Unmet}}<li><a href="#{{.ID}}">{{.Label}}</a>: {{.Why}}{{if .Replay}}<br><code class="replay">{{.Replay}}</code>{{end}}</li>{{end}}</ul>{{end}}
+{{if .Expected}}<h2>Broke invariants, as their scenarios expect</h2>
+<ul>{{range .Expected}}<li><a href="#{{.ID}}">{{.Label}}</a>: {{.Why}}</li>{{end}}</ul>{{end}}
+{{if .Causes}}
 <h2>Failures by cause, rarest first</h2>
-<ol class="causes">{{range .Causes}}<li><span class="inv">{{.Invariant}}</span> in {{len .Cases}} {{plural (len .Cases) "case" "cases"}} ({{.Violations}} {{plural .Violations "violation" "violations"}}){{if .Root}} <span class="root">root cause</span>{{end}}: {{.Summary}}
+<ol class="causes">{{range .Causes}}<li><span class="inv">{{.Invariant}}</span> in {{len .Cases}} {{plural (len .Cases) "case" "cases"}} ({{causeCount .}}){{if .Root}} <span class="root">root cause</span>{{end}}: {{.Summary}}
 {{if .Consequences}}<div class="folded">follows from it in the same cases, folded here:<ul>{{range .Consequences}}<li><b>{{.Invariant}}</b> ×{{.Violations}} in {{.Cases}} {{plural .Cases "case" "cases"}}: {{.Summary}}</li>{{end}}</ul></div>{{end}}
 <div>{{range $i, $c := first .Cases 8}}{{if $i}} · {{end}}<a href="#{{.ID}}">{{.Label}}</a>{{end}}{{if more .Cases 8}}<details class="more"><summary>and {{more .Cases 8}} more</summary>{{range $i, $c := rest .Cases 8}}{{if $i}} · {{end}}<a href="#{{.ID}}">{{.Label}}</a>{{end}}</details>{{end}}</div>
 {{with index .Cases 0}}{{if .Replay}}<div>replay {{.Label}}: <code class="replay">{{.Replay}}</code></div>{{end}}{{end}}</li>{{end}}</ol>{{end}}
 {{if .Broken}}<h2>Broken invariants</h2>
-<div class="scroll"><table><tr><th>invariant</th><th>cases</th><th>violations</th><th>follows from a root cause in</th><th>look first at (rarest)</th></tr>
-{{range .Broken}}<tr><td>{{.Name}}</td><td>{{.Cases}}</td><td>{{.Violations}}</td><td>{{if .FoldedUnder}}{{.FoldedCases}} ({{.FoldedUnder}}){{else}}—{{end}}</td><td>{{if .Rarest.ID}}<a href="#{{.Rarest.ID}}">{{.Rarest.Label}}</a>{{end}}{{if .Rarest.Replay}}<br><code class="replay">{{.Rarest.Replay}}</code>{{end}}</td></tr>
+<div class="scroll"><table><tr><th>invariant</th><th>cases</th><th>violations</th><th>folded under a root cause</th><th>look first at (rarest)</th></tr>
+{{range .Broken}}<tr><td>{{.Name}}</td><td>{{.Cases}}</td><td>{{.Violations}}</td><td>{{if .FoldedUnder}}{{.FoldedViolations}} of {{.Violations}} {{plural .Violations "violation" "violations"}} ({{.FoldedUnder}}){{if .FoldedCases}}; {{.FoldedCases}} {{plural .FoldedCases "case" "cases"}} wholly folded{{end}}{{else}}—{{end}}</td><td>{{if .Rarest.ID}}<a href="#{{.Rarest.ID}}">{{.Rarest.Label}}</a>{{end}}{{if .Rarest.Replay}}<br><code class="replay">{{.Rarest.Replay}}</code>{{end}}</td></tr>
 {{end}}</table></div>{{end}}
 {{if .NotExercised}}<h2>Not exercised: the fault did not fire, so these cases prove nothing</h2>
 <ul>{{range .NotExercised}}<li><a href="#{{.ID}}">{{.Label}}</a>: {{.Why}}{{if .Replay}}<br><code class="replay">{{.Replay}}</code>{{end}}</li>{{end}}</ul>{{end}}
@@ -306,6 +312,7 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 {{range .Cases}}<section class="case" id="{{.Res.Case.ID}}"><h2>{{.Res.Verdict}} — {{.Res.Case.Label}}</h2>
 <p>{{.Res.Case.Description}}</p>
 {{if .Why}}<p><b>not exercised:</b> {{.Why}}</p>{{end}}
+{{with .Res.Expect}}<p class="{{if .Met}}ok{{else}}bad{{end}}"><b>expectation {{if .Met}}met{{else}}NOT met{{end}}:</b> {{.Note}}</p>{{end}}
 {{range .Res.Notes}}<p class="meta">note: {{.}}</p>{{end}}
 <p>{{if .Replay}}replay: <code class="replay">{{.Replay}}</code> · {{end}}<span class="meta">history: <code>{{.History}}</code></span></p>
 {{if .Groups}}<ul class="groups">{{range .Groups}}<li{{if .Folded}} class="folded"{{end}}><span class="inv">{{.Invariant}}</span>{{if gt .Count 1}} ×{{.Count}}{{end}}{{if .Root}} <span class="root">root cause</span>{{end}}{{if .Folded}} (follows from the root cause){{end}}: {{.Message}}{{if .Ops}} — op {{range $i, $o := .Ops}}{{if $i}}, {{end}}{{$o}}{{end}}{{end}}
@@ -319,7 +326,7 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 {{end}}</table></div></details>
 </section>{{end}}
 <h2>Verdict</h2>
-<p class="verdict {{verdictClass .Digest.Verdict}}">{{.Digest.Verdict}}</p>
+<p class="verdict {{verdictClass .Digest.Verdict}}">{{.Digest.Verdict}}{{if .Digest.Subset}} <span class="subset">(subset)</span>{{end}}</p>
 <p class="headline">{{.Digest.Headline}}</p>
 <script>
 // A link to an event inside a closed timeline opens it.

@@ -112,6 +112,7 @@ func WriteJUnit(w io.Writer, rep sim.Report, o Options) error {
 	prop("mutant", rep.Mutant)
 	prop("bugs", strings.Join(rep.Bugs, ","))
 	prop("verdict", d.Verdict)
+	prop("subset", d.Subset)
 	prop("command", o.Command)
 	prop("replay", o.Rerun)
 	prop("histories", histories(rep))
@@ -148,6 +149,18 @@ func WriteJUnit(w io.Writer, rep sim.Report, o Options) error {
 		}
 		fmt.Fprintf(&body, "history: %s\n", HistoryPath(r))
 		jc.SystemOut = text(out.String())
+		if e := r.Expect; e != nil && r.Verdict != sim.Undecided {
+			// A scenario judged against its expectation fails when it
+			// did not meet it, whatever it broke.
+			fmt.Fprintf(&out, "expectation %s: %s\n", map[bool]string{true: "met", false: "not met"}[e.Met], e.Note)
+			jc.SystemOut = text(out.String())
+			if !e.Met {
+				s.Failures++
+				jc.Failure = &junitMessage{Message: "expectation not met: " + e.Note, Type: "expectation", Body: body.String()}
+			}
+			s.Cases = append(s.Cases, jc)
+			continue
+		}
 		switch r.Verdict {
 		case sim.Fail:
 			s.Failures++

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -311,5 +312,196 @@ func TestSequenceTellsTheCaseOnOneLine(t *testing.T) {
 	vs, _, legend := Explain(forgetfulCase("c", faults.BeforeGraphWrite), "I2")
 	if len(vs) != 1 || !strings.HasPrefix(vs[0], "I2: revision 1 was committed twice (lost update) [op B]") || len(legend) != 2 || legend[0] != "A = "+opA {
 		t.Errorf("Explain: violations %q, legend %q", vs, legend)
+	}
+}
+
+// TestFilteredRunSaysItIsASubset: a run narrowed by --point, --kind or
+// --class certifies its cases only; the verdict line, the HTML and the
+// JUnit properties say which subset ran; the whole matrix says nothing of
+// the kind.
+func TestFilteredRunSaysItIsASubset(t *testing.T) {
+	whole := passingReport()
+	if h := Summarize(whole, Options{}).Headline; !strings.HasPrefix(h, "CERTIFIED: all ") || strings.Contains(h, "subset") {
+		t.Fatalf("whole matrix: headline %q", h)
+	}
+	sub := passingReport()
+	sub.Subset = "--point beforeCompleted --kind crash"
+	d := Summarize(sub, Options{})
+	if d.Verdict != "CERTIFIED" || !strings.HasPrefix(d.Headline, "CERTIFIED (a subset, --point beforeCompleted --kind crash; not the whole matrix): ") {
+		t.Fatalf("subset: verdict %q, headline %q", d.Verdict, d.Headline)
+	}
+	var term, html, junit strings.Builder
+	WriteTerminal(&term, sub, Options{})
+	if n := strings.Count(term.String(), "a subset, --point beforeCompleted --kind crash"); n != 2 {
+		t.Errorf("terminal names the subset %d times, want at the top and at the end:\n%s", n, term.String())
+	}
+	if err := WriteHTML(&html, sub, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(html.String(), `only the cases of <code>--point beforeCompleted --kind crash</code> ran`) {
+		t.Error("HTML does not name the subset")
+	}
+	if err := WriteJUnit(&junit, sub, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(junit.String(), `<property name="subset" value="--point beforeCompleted --kind crash">`) {
+		t.Error("JUnit has no subset property")
+	}
+}
+
+// TestScenarioThatBrokeWhatItExpectsIsNotAFailure: crashmatrix run judges
+// a scenario by its expect block; one that expects a mutant to break
+// invariants and sees them break met its expectation, and the reports say
+// so as the command's own ok line and exit code do.
+func TestScenarioThatBrokeWhatItExpectsIsNotAFailure(t *testing.T) {
+	r := forgetfulCase("mutant-x", faults.BeforeGraphWrite)
+	r.Expect = &sim.Expectation{Met: true, Note: "broke I3 as expected"}
+	rep := testReport(r)
+	if rep.Verdict != sim.Pass || rep.ExitCode != 0 {
+		t.Fatalf("report verdict %s exit %d, want pass 0", rep.Verdict, rep.ExitCode)
+	}
+	d := Summarize(rep, Options{Command: "run"})
+	if d.Verdict != "AS EXPECTED" || len(d.Causes) != 0 || d.Failed != 0 || len(d.Expected) != 1 {
+		t.Fatalf("digest: verdict %q, %d causes, %d failed, expected %v", d.Verdict, len(d.Causes), d.Failed, d.Expected)
+	}
+	var junit strings.Builder
+	if err := WriteJUnit(&junit, rep, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(junit.String(), "<failure") {
+		t.Errorf("JUnit fails a scenario that met its expectation:\n%s", junit.String())
+	}
+
+	r.Expect = &sim.Expectation{Met: false, Note: "want I2 broken, broke I3"}
+	rep = testReport(r)
+	d = Summarize(rep, Options{Command: "run"})
+	if rep.ExitCode != 1 || d.Verdict != "NOT AS EXPECTED" || !strings.Contains(d.Headline, "want I2 broken, broke I3") {
+		t.Fatalf("unmet: exit %d, verdict %q, headline %q", rep.ExitCode, d.Verdict, d.Headline)
+	}
+}
+
+// TestCountsAgreeBetweenCausesAndInvariants: a root cause with violations
+// of its own invariant folded under it (the memory backend's I8: 8 root
+// violations, 4 more folded) reads the same total at the top (the cause)
+// and at the end (the invariant), and the HTML never shows "0 (I5)" for
+// the root cause's own invariant.
+func TestCountsAgreeBetweenCausesAndInvariants(t *testing.T) {
+	var results []sim.CaseResult
+	for _, id := range []string{"a-crash", "b-crash"} {
+		r := forgetfulCase(id, faults.BeforeGraphWrite)
+		r.Violations = append(r.Violations, check.Violation{Invariant: check.I5, Operation: opA, Message: "the operation never reached a final stage"})
+		results = append(results, r)
+	}
+	rep := testReport(results...)
+	d := Summarize(rep, testOpts)
+	var i5 Broken
+	for _, b := range d.Broken {
+		if b.Invariant == "I5" {
+			i5 = b
+		}
+	}
+	if i5.Violations != 4 || i5.FoldedViolations != 2 || i5.FoldedUnder != "I5" {
+		t.Fatalf("I5: %+v, want 4 violations, 2 folded under I5", i5)
+	}
+	// Every invariant's total is its causes' violations plus those folded.
+	for _, b := range d.Broken {
+		n := 0
+		for _, c := range d.Causes {
+			if c.Invariant == b.Invariant {
+				n += c.Violations
+			}
+			n += foldedOf(c, b.Invariant)
+		}
+		if n != b.Violations || b.FoldedViolations > b.Violations {
+			t.Errorf("%s: causes and folded add up to %d, the invariant says %d (%d folded)", b.Invariant, n, b.Violations, b.FoldedViolations)
+		}
+	}
+	var term strings.Builder
+	WriteTerminal(&term, rep, testOpts)
+	out := term.String()
+	for _, want := range []string{"I5 in 2 cases (2 violations, 4 with the 2 more I5 folded under it)", "4 violations (2 of them folded under the I5 root cause)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("terminal lacks %q:\n%s", want, out)
+		}
+	}
+	var html strings.Builder
+	if err := WriteHTML(&html, rep, testOpts); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(html.String(), "(2 violations, 4 with the 2 more I5 folded under it)") {
+		t.Errorf("HTML: the cause line does not add the I5 folded under it")
+	}
+	if !strings.Contains(html.String(), "<td>2 of 4 violations (I5)</td>") || strings.Contains(html.String(), "<td>0 (I5)</td>") {
+		t.Errorf("HTML: the I5 row does not say how many of its violations are folded")
+	}
+}
+
+// TestTimelineRendersSeenRecordsReadably: every kind of observation the
+// harness records reads as a sentence in the HTML timeline, never as the
+// record's raw JSON.
+func TestTimelineRendersSeenRecordsReadably(t *testing.T) {
+	obs := []history.Observation{
+		{What: history.SeenIntent, Do: "ingest", Doc: "d1", ContentHash: "abcdef0123456789", Base: 2},
+		{What: history.SeenIntent, Thread: "t1", Owner: "alice", Op: opA},
+		{What: history.SeenModel, Op: opA, Doc: "d1", ContentHash: "abcdef0123456789", Base: 2},
+		{What: history.SeenFreeze, Op: opA, Doc: "d1", Plan: "feedbeef00112233", Items: []string{"n1", "e1"}, Base: 2},
+		{What: history.SeenCommit, Op: opA, Doc: "d1", Expected: 2, Revision: 3, Status: "ACTIVE"},
+		{What: history.SeenGraph, Op: opA, Items: []string{"n1"}, Deleted: 1},
+		{What: history.SeenClaim, Op: opA, Holder: "fault/10#1", Until: 1250, Granted: true},
+		{What: history.SeenUnclaim, Op: opA, Holder: "fault/10#1"},
+		{What: history.SeenSave, Thread: "t1", Owner: "alice", Op: opA, ID: 7},
+		{What: history.SeenSave, Thread: "t1", Owner: "alice", Op: opA, Err: "unique violation"},
+	}
+	want := []string{"intent: ingest d1", "intent: thread t1 (owner alice)", "model answered", "plan frozen (CreateIfAbsent created it)",
+		"2 upserts at rev 2", "state committed", "rev 2→3 ACTIVE", "graph written", "1 upsert, 1 delete", "until 1250: granted",
+		"claim released", "(it did not hold it)", "→ row 7", "error: unique violation"}
+	r := forgetfulCase("seen-case", faults.BeforeGraphWrite)
+	for i := range obs {
+		r.Timeline = append(r.Timeline, history.Record{Worker: "fault", Kind: history.Seen, Obs: &obs[i]})
+	}
+	var b strings.Builder
+	if err := WriteHTML(&b, testReport(r), testOpts); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if strings.Contains(page, "&#34;what&#34;") || strings.Contains(page, "<b>SEEN</b> <code>") {
+		t.Error("a SEEN record is shown as raw JSON")
+	}
+	for _, w := range want {
+		if !strings.Contains(page, w) {
+			t.Errorf("timeline lacks %q", w)
+		}
+	}
+}
+
+// TestUndecidedReadsEachReasonOnce: the same reason in many cases (an
+// interrupted run, an unreachable server seen by the calibration and the
+// probe) is printed once with the cases it stopped, and the verdict line
+// stays short however many cases there are.
+func TestUndecidedReadsEachReasonOnce(t *testing.T) {
+	dial := "snapshot: postgres open (host 127.0.0.1 port 1): failed to connect:\n\t127.0.0.1:1: dial error: connection refused (2 attempts)"
+	var results []sim.CaseResult
+	results = append(results,
+		sim.CaseResult{Case: sim.Case{ID: "calibration", Class: "calibration"}, Verdict: sim.Undecided, Notes: []string{"calibration on backend postgres: " + dial}},
+		sim.CaseResult{Case: sim.Case{ID: "probe", Class: "probe"}, Verdict: sim.Undecided, Notes: []string{dial}})
+	for i := range 100 {
+		results = append(results, sim.CaseResult{Case: sim.Case{ID: fmt.Sprintf("c%d", i), Class: fmt.Sprintf("c%d", i)}, Verdict: sim.Undecided, Notes: []string{"interrupted"}})
+	}
+	rep := testReport(results...)
+	var b strings.Builder
+	WriteTerminal(&b, rep, testOpts)
+	out := b.String()
+	if n := strings.Count(out, "connection refused"); n != 1 {
+		t.Errorf("the dial error reads %d times, want once:\n%s", n, out)
+	}
+	d := Summarize(rep, testOpts)
+	if len(d.Headline) > 400 || !strings.Contains(d.Headline, "and 97 more: interrupted") || !strings.Contains(d.Headline, "(in full below)") {
+		t.Errorf("headline (%d bytes): %s", len(d.Headline), d.Headline)
+	}
+	if gs := UndecidedGroups(d.Undecided); len(gs) != 2 || len(gs[0].Cases) != 100 || len(gs[1].Cases) != 2 || !strings.HasPrefix(gs[1].Why, "calibration on backend postgres: ") {
+		t.Errorf("groups, the most shared reason first: %+v", gs)
+	}
+	if !strings.HasPrefix(d.Headline, "UNDECIDED: c0, c1, c2 and 97 more: interrupted; calibration, probe: calibration on backend postgres: ") {
+		t.Errorf("headline: %s", d.Headline)
 	}
 }

@@ -235,8 +235,7 @@ func writeDigest(w io.Writer, d Digest, o Options) {
 		}
 		fmt.Fprintln(w, ")")
 		for i, c := range d.Causes {
-			fmt.Fprintf(w, "%2d. %s in %d %s (%d %s): %s\n", i+1, c.Invariant, len(c.Cases), plural(len(c.Cases), "case", "cases"),
-				c.Violations, plural(c.Violations, "violation", "violations"), c.Summary)
+			fmt.Fprintf(w, "%2d. %s in %d %s (%s): %s\n", i+1, c.Invariant, len(c.Cases), plural(len(c.Cases), "case", "cases"), causeCount(c), c.Summary)
 			if c.Root && len(c.Consequences) > 0 {
 				fmt.Fprintf(w, "    root cause: the store forgot what it had acknowledged; folded under it: %s\n", foldedList(c.Consequences))
 			}
@@ -266,9 +265,10 @@ func writeDigest(w io.Writer, d Digest, o Options) {
 		fmt.Fprintf(w, "\nNOT APPLICABLE (%d): %s\n    %s\n", n, d.NotApplicable[0].Why, strings.Join(ls, ", "))
 	}
 	if len(d.Undecided) > 0 {
+		// Each reason once, with the cases it stopped.
 		fmt.Fprintf(w, "\nUNDECIDED (%d)\n", len(d.Undecided))
-		for _, c := range d.Undecided {
-			fmt.Fprintf(w, "    %s: %s\n", c.Label, c.Why)
+		for _, g := range UndecidedGroups(d.Undecided) {
+			fmt.Fprintf(w, "    %s: %s\n", labelList(g.Cases, 8), g.Why)
 		}
 	}
 	fmt.Fprintf(w, "\n%s\n", d.Headline)
@@ -279,6 +279,8 @@ func writeDigest(w io.Writer, d Digest, o Options) {
 			fold = fmt.Sprintf(", all following from %s", b.FoldedUnder)
 		case b.FoldedCases > 0 && b.FoldedUnder != "":
 			fold = fmt.Sprintf(", %d following from %s", b.FoldedCases, b.FoldedUnder)
+		case b.FoldedViolations > 0 && b.FoldedUnder != "":
+			fold = fmt.Sprintf(" (%d of them folded under the %s root cause)", b.FoldedViolations, b.FoldedUnder)
 		}
 		fmt.Fprintf(w, "  %-30s %3d %-6s %4d %s%s; rarest: %s\n", b.Name, b.Cases, plural(b.Cases, "case,", "cases,"),
 			b.Violations, plural(b.Violations, "violation", "violations"), fold, b.Rarest.Label)
@@ -286,6 +288,28 @@ func writeDigest(w io.Writer, d Digest, o Options) {
 			fmt.Fprintf(w, "      %s\n", b.Rarest.Replay)
 		}
 	}
+}
+
+// causeCount is a cause's violations, "8 violations", plus those of its
+// own invariant folded under it, which count in the invariant's total
+// at the end: "8 violations, 12 with the 4 more I8 folded under it".
+func causeCount(c Cause) string {
+	s := fmt.Sprintf("%d %s", c.Violations, plural(c.Violations, "violation", "violations"))
+	if same := foldedOf(c, c.Invariant); same > 0 {
+		s += fmt.Sprintf(", %d with the %d more %s folded under it", c.Violations+same, same, c.Invariant)
+	}
+	return s
+}
+
+// foldedOf counts the violations of invariant inv folded under cause c.
+func foldedOf(c Cause, inv string) int {
+	n := 0
+	for _, k := range c.Consequences {
+		if k.Invariant == inv {
+			n += k.Violations
+		}
+	}
+	return n
 }
 
 // foldedList is "I2 (5 violations), I4 (35 violations)", one entry per

@@ -253,6 +253,10 @@ func recordHTML(rec history.Record, ops *opNames, afterKill bool) (template.HTML
 		return template.HTML(fmt.Sprintf("store window %s passed in %s", esc(string(rec.Point)), esc(rec.Method))), "reach"
 	case history.Kill:
 		return template.HTML(fmt.Sprintf("<b>RANDOM KILL</b> %s into the run", time.Duration(rec.Micros)*time.Microsecond)), "fault"
+	case history.Seen:
+		if rec.Obs != nil {
+			return seenHTML(*rec.Obs, ops), "seen"
+		}
 	case history.Torn:
 		head := rec.Note
 		if len(head) > 120 {
@@ -264,6 +268,89 @@ func recordHTML(rec history.Record, ops *opNames, afterKill bool) (template.HTML
 	// field, so additions to the history show up.
 	b, _ := json.Marshal(rec)
 	return template.HTML(fmt.Sprintf("<b>%s</b> <code>%s</code>", esc(strings.ToUpper(string(rec.Kind))), esc(string(b)))), "other"
+}
+
+// seenHTML renders what the harness saw at the boundary of the system
+// under test (a Seen record) as a sentence: which store call, for which
+// operation and document, with what result.
+func seenHTML(o history.Observation, ops *opNames) template.HTML {
+	esc := html.EscapeString
+	var b strings.Builder
+	b.WriteString("<b>SEEN</b> ")
+	op := func() {
+		if o.Op != "" {
+			b.WriteString(" " + string(ops.abbr(o.Op)))
+		}
+	}
+	doc := func() {
+		if o.Doc != "" {
+			b.WriteString(" " + esc(o.Doc))
+		}
+	}
+	hash := func(label, h string) {
+		if h != "" {
+			fmt.Fprintf(&b, ` <abbr title="%s %s">%s %s</abbr>`, esc(label), esc(h), esc(label), esc(shortHash(h)))
+		}
+	}
+	switch o.What {
+	case history.SeenIntent:
+		if o.Thread != "" {
+			fmt.Fprintf(&b, "intent: thread %s (owner %s)", esc(o.Thread), esc(o.Owner))
+			op()
+			break
+		}
+		fmt.Fprintf(&b, "intent: %s", esc(o.Do))
+		doc()
+		op()
+		hash("content", o.ContentHash)
+		fmt.Fprintf(&b, " at rev %d", o.Base)
+	case history.SeenModel:
+		b.WriteString("model answered")
+		op()
+		doc()
+		hash("content", o.ContentHash)
+		fmt.Fprintf(&b, " at rev %d", o.Base)
+	case history.SeenFreeze:
+		b.WriteString("plan frozen (CreateIfAbsent created it)")
+		op()
+		doc()
+		hash("plan", o.Plan)
+		fmt.Fprintf(&b, ", %d %s at rev %d", len(o.Items), plural(len(o.Items), "upsert", "upserts"), o.Base)
+	case history.SeenCommit:
+		b.WriteString("state committed")
+		op()
+		doc()
+		fmt.Fprintf(&b, " rev %d→%d", o.Expected, o.Revision)
+		if o.Status != "" {
+			b.WriteString(" " + esc(o.Status))
+		}
+		hash("content", o.ContentHash)
+	case history.SeenGraph:
+		b.WriteString("graph written")
+		op()
+		fmt.Fprintf(&b, ": %d %s, %d %s", len(o.Items), plural(len(o.Items), "upsert", "upserts"), o.Deleted, plural(o.Deleted, "delete", "deletes"))
+	case history.SeenClaim:
+		b.WriteString("claim")
+		op()
+		fmt.Fprintf(&b, " by %s until %d: %s", esc(o.Holder), o.Until, map[bool]string{true: "granted", false: "refused"}[o.Granted])
+	case history.SeenUnclaim:
+		b.WriteString("claim released")
+		op()
+		fmt.Fprintf(&b, " by %s%s", esc(o.Holder), map[bool]string{true: "", false: " (it did not hold it)"}[o.Granted])
+	case history.SeenSave:
+		fmt.Fprintf(&b, "plan saved: thread %s (owner %s)", esc(o.Thread), esc(o.Owner))
+		op()
+		if o.Err != "" {
+			b.WriteString(` <span class="err">error: ` + string(ops.text(o.Err)) + `</span>`)
+		} else {
+			fmt.Fprintf(&b, " → row %d", o.ID)
+		}
+	default:
+		// An observation this report does not know yet: its fields.
+		j, _ := json.Marshal(o)
+		return template.HTML(fmt.Sprintf("<b>SEEN</b> <code>%s</code>", esc(string(j))))
+	}
+	return template.HTML(b.String())
 }
 
 func eventClass(e *reference.Event) string {

@@ -104,6 +104,18 @@ func RegisterBackend(name string, f BackendFactory) {
 	backends[name] = f
 }
 
+// BackendNames are the registered backends' names, sorted.
+func BackendNames() []string {
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	names := make([]string, 0, len(backends))
+	for n := range backends {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // ResolveBackend builds the named backend.
 func ResolveBackend(spec BackendSpec) (Backend, error) {
 	backendsMu.Lock()

@@ -28,7 +28,8 @@ type Report struct {
 	// it, the calibration and every rise while it ran.
 	Timing Timing `json:"timing"`
 	// StoreWindows are the windows the store declared, as the probe run
-	// found them; Probed says a probe ran (so an empty list means none).
+	// found them; Probed says a probe ran to its end (so an empty list
+	// means none).
 	StoreWindows []StoreWindow `json:"storeWindows,omitempty"`
 	Probed       bool          `json:"probed,omitempty"`
 	// Matrix is the whole matrix a certify run belongs to; Shard, when
@@ -37,6 +38,9 @@ type Report struct {
 	Matrix *MatrixID     `json:"matrix,omitempty"`
 	Shard  *ShardRun     `json:"shard,omitempty"`
 	Merged []MergedShard `json:"merged,omitempty"`
+	// Subset names the filter of a run that was not the whole matrix
+	// (e.g. "--point beforeCompleted --kind crash"); "" for the whole.
+	Subset string `json:"subset,omitempty"`
 }
 
 // maxAttempts bounds the runs of a case that is not exercised.
@@ -231,8 +235,28 @@ func cost(c Case) int {
 // nor fail.
 func (rep *Report) finish() {
 	rep.Counts = map[Verdict]int{}
+	judged, unmet := false, 0
 	for _, r := range rep.Results {
 		rep.Counts[r.Verdict]++
+		if r.Expect != nil {
+			judged = true
+			if !r.Expect.Met {
+				unmet++
+			}
+		}
+	}
+	if judged {
+		// Scenarios judged against their expectations (run): exit 0 when
+		// every one met its own, as crashmatrix run exits.
+		switch {
+		case rep.Counts[Undecided] > 0:
+			rep.Verdict, rep.ExitCode = Undecided, 2
+		case unmet > 0:
+			rep.Verdict, rep.ExitCode = Fail, 1
+		default:
+			rep.Verdict, rep.ExitCode = Pass, 0
+		}
+		return
 	}
 	switch {
 	case rep.Counts[Fail] > 0 || rep.Counts[NotExercised] > 0:

@@ -445,12 +445,37 @@ func (s Selection) Whole() bool {
 	return len(s.Points) == 0 && len(s.Kinds) == 0 && len(s.Classes) == 0
 }
 
+// Describe is the selection as the command-line filter that chose it
+// ("--point a,b --kind crash --class c"); "" for the whole matrix.
+func (s Selection) Describe() string {
+	var parts []string
+	join := func(flag string, vs []string) {
+		if len(vs) > 0 {
+			parts = append(parts, flag+" "+strings.Join(vs, ","))
+		}
+	}
+	var ps, ks []string
+	for _, p := range s.Points {
+		ps = append(ps, string(p))
+	}
+	for _, k := range s.Kinds {
+		ks = append(ks, string(k))
+	}
+	join("--point", ps)
+	join("--kind", ks)
+	join("--class", s.Classes)
+	return strings.Join(parts, " ")
+}
+
 // WithProbe records in a report what the probe found. A probe that did not
 // pass fails the report with its cases when the run is the whole matrix;
 // a narrowed run judges only the cases it selected.
 func (rep *Report) WithProbe(pr Probe, err error, sel Selection) {
-	rep.Probed = true
+	// A probe that failed found nothing to report: saying "the probe
+	// found none" would claim a probe that did not run to its end.
+	rep.Probed = err == nil
 	rep.StoreWindows = pr.Windows
+	rep.Subset = sel.Describe()
 	if err != nil && sel.Whole() {
 		for _, r := range pr.Results {
 			if r.Verdict != Pass {

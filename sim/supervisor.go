@@ -258,6 +258,19 @@ type CaseResult struct {
 	Space string `json:"space,omitempty"`
 	// Timeline is the case's history, for reports.
 	Timeline []history.Record `json:"timeline,omitempty"`
+	// Expect is set when the case is a scenario judged against its
+	// expect block (crashmatrix run): a scenario that expects a mutant to
+	// break invariants and sees them break has verdict FAIL and meets its
+	// expectation; the report's verdict follows the expectation.
+	Expect *Expectation `json:"expect,omitempty"`
+}
+
+// Expectation is how a scenario's outcome compares with what it expects.
+type Expectation struct {
+	Met bool `json:"met"`
+	// Note says what happened: "broke I3,I4 as expected", or what was not
+	// met.
+	Note string `json:"note"`
 }
 
 // Broken returns the short names of the invariants the case broke.

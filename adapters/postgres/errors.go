@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -53,9 +54,35 @@ func (e *Error) Error() string {
 	}
 	if e.Err != nil {
 		b.WriteString(": ")
-		b.WriteString(redact(e.Err.Error(), e.secret))
+		b.WriteString(collapseRepeats(redact(e.Err.Error(), e.secret)))
 	}
 	return b.String()
+}
+
+// collapseRepeats writes a line that repeats an earlier one of msg once:
+// pgx lists every connection attempt (sslmode=prefer tries TLS, then
+// plain), and an unreachable server fails each the same way.
+func collapseRepeats(msg string) string {
+	lines := strings.Split(msg, "\n")
+	if len(lines) < 2 {
+		return msg
+	}
+	seen := map[string]int{}
+	var out []string
+	for _, l := range lines {
+		if n, ok := seen[l]; ok && strings.TrimSpace(l) != "" {
+			seen[l] = n + 1
+			continue
+		}
+		seen[l] = 1
+		out = append(out, l)
+	}
+	for i, l := range out {
+		if n := seen[l]; n > 1 && strings.TrimSpace(l) != "" {
+			out[i] = fmt.Sprintf("%s (%d attempts)", l, n)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // Unwrap returns the underlying error.

@@ -141,6 +141,7 @@ func benchServerFaults(cmd *cobra.Command, server *serverFlags, self, backend, b
 	server.useFaults(&cfg)
 	r, err := sim.NewRunner(cfg)
 	if err != nil {
+		os.RemoveAll(work)
 		return err
 	}
 	cases := sim.ServerMatrix(leaseTTL.Milliseconds())
@@ -173,6 +174,7 @@ func benchCycles(cmd *cobra.Command, self, backend, benchDir string, cycles, par
 	}
 	r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work, LeaseTTL: ttl, Seed: 7})
 	if err != nil {
+		os.RemoveAll(work)
 		return err
 	}
 	rep := r.RunAll(cmd.Context(), sim.CycleCases(cycles), parallel, nil)
@@ -207,6 +209,9 @@ func benchExplore(cmd *cobra.Command, self string, d time.Duration) error {
 		}
 		r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work,
 			InProcess: inProcess, InProcessFiles: files, Seed: 1, Bugs: bugs, Mutant: mutant})
+		if err != nil {
+			os.RemoveAll(work)
+		}
 		return r, work, err
 	}
 	// The in-process rate is measured in rounds, each exploring further
@@ -298,6 +303,8 @@ func benchStoreWindows(cmd *cobra.Command, self, backend, benchDir string, round
 		start := time.Now()
 		probe, err := r.Probe(cmd.Context())
 		if err != nil {
+			r.CloseShared()
+			os.RemoveAll(work)
 			return fmt.Errorf("store windows round %d: %w", i+1, err)
 		}
 		cases := sim.Selection{RandomKills: kills}.Cases(probe, ttl.Milliseconds(), int64(i+1))
@@ -328,5 +335,10 @@ func benchRunner(benchDir, backend, self string, ttl time.Duration, seed int64, 
 		return nil, "", err
 	}
 	r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work, LeaseTTL: ttl, Seed: seed, Adaptive: adaptive})
+	if err != nil {
+		// An error path leaves no empty folder behind (in /dev/shm by
+		// default, where it outlives the run until reboot).
+		os.RemoveAll(work)
+	}
 	return r, work, err
 }

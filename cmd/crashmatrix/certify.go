@@ -163,12 +163,19 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	base, _ := certifyReplay(whole, backend)
 	ropt := report.Options{Replay: replay, Rerun: rerun, Details: f.details, Command: "certify"}
 	f.leaseTTL = defaultLeaseTTL(f.leaseTTL, backend)
-	workdir, tmp := f.workdir, false
+	workdir, tmp, kept := f.workdir, false, false
 	if workdir == "" {
 		if workdir, err = os.MkdirTemp("", "crashmatrix-"); err != nil {
 			return err
 		}
 		tmp = true
+		// Every way out but the one that names the folder (below)
+		// removes it: an error leaves no empty folder behind.
+		defer func() {
+			if !kept {
+				_ = os.RemoveAll(workdir)
+			}
+		}()
 	}
 	cfg := sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
 		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess, InProcessFiles: f.inProcessFiles,
@@ -230,6 +237,10 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if shard != nil {
 		rep.Shard = &sim.ShardRun{Shard: *shard, Cases: len(cases), Rerun: rerun, Replay: base}
 	}
+	interrupted := cmd.Context().Err() != nil
+	// A run that failed keeps its case data for the histories, even when
+	// writing a report fails below; --workdir and --keep keep it always.
+	kept = !tmp || f.keep || (rep.ExitCode != 0 && !interrupted)
 	runner.CloseShared()
 	if pb != nil {
 		pb.Wait()
@@ -245,17 +256,15 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if err := writeKillReplays(out, workdir, backend, f.leaseTTL, rep); err != nil {
 		return err
 	}
-	interrupted := cmd.Context().Err() != nil
-	if tmp && !f.keep && (rep.ExitCode == 0 || interrupted) {
+	switch {
+	case kept:
+		fmt.Fprintf(out, "case data and histories: %s\n", workdir)
+	case interrupted:
 		// An interrupted run leaves nothing behind: its workers are
 		// killed (RunAll), its containers stopped (cleanup), and its
-		// temporary case data removed here; --workdir or --keep keep it.
-		_ = os.RemoveAll(workdir)
-		if interrupted {
-			fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix: interrupted; every worker killed, temporary case data removed")
-		}
-	} else {
-		fmt.Fprintf(out, "case data and histories: %s\n", workdir)
+		// temporary case data removed (deferred above); --workdir or
+		// --keep keep it.
+		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix: interrupted; every worker killed, temporary case data removed")
 	}
 	if rep.ExitCode != 0 {
 		return exitError{rep.ExitCode}

@@ -235,7 +235,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.BoolVar(&files, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
 	fl.IntVar(&parallel, "parallel", 0, "schedules at once (default 4 per core)")
 	fl.IntVar(&confirm, "confirm", 3, "re-runs a shrink candidate must fail in")
-	fl.StringVar(&target, "invariant", "", "hunt for this invariant only (I1..I8)")
+	fl.StringVar(&target, "invariant", "", "hunt for this invariant only ("+check.All[0].Short()+".."+check.All[len(check.All)-1].Short()+")")
 	fl.StringSliceVar(&bugs, "bug", nil, "run the reference as a mutant: "+bugNames())
 	fl.StringVar(&mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure)")
 	fl.StringVar(&outDir, "out", "crashmatrix-findings", "where the shrunk scenario is written")

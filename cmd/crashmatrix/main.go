@@ -16,6 +16,15 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// noArgs refuses positional arguments, naming the first one: a typo such
+// as "certify sqlite" (for --backend sqlite) must not run something else.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%s takes no arguments, got %q (flags start with --; see %s --help)", cmd.Name(), args[0], cmd.CommandPath())
+	}
+	return nil
+}
+
 // exitError carries a process exit code through cobra.
 type exitError struct{ code int }
 
@@ -30,6 +39,14 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(certifyCmd(), workerCmd(), demoCmd(), benchCmd(), runCmd(), exploreCmd(), snapshotCmd(), mergeCmd())
+	for _, c := range root.Commands() {
+		if c.Args == nil {
+			// cobra runs a leaf command with any stray word: "certify
+			// foo" would certify. A command that takes arguments says so
+			// (run takes files).
+			c.Args = noArgs
+		}
+	}
 	var cpuProfile string
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof reads it)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {

@@ -21,11 +21,12 @@ import (
 
 func runCmd() *cobra.Command {
 	var backendName, workdir, html, jsonOut, junitOut string
-	var inProcess, library, files, details bool
+	var inProcess, library, files, details, keep bool
 	var repeat int
 	var server serverFlags
 	cmd := &cobra.Command{
 		Use:   "run FILE...",
+		Args:  cobra.ArbitraryArgs,
 		Short: "Replay scenario files and judge each against its expected verdict",
 		Long: `run loads scenario files (YAML, see scenarios/SCHEMA.md), replays each one
 deterministically and compares the outcome with the scenario's expect block.
@@ -71,10 +72,20 @@ not load or a run was undecided.`,
 				return err
 			}
 			defer cleanup()
+			// Histories are kept when a scenario did not meet its
+			// expectation, or when asked (--keep, --workdir, -v, which
+			// prints their paths); any other way out removes a
+			// temporary folder, errors included.
+			kept := keep || details || workdir != ""
 			if workdir == "" {
 				if workdir, err = os.MkdirTemp("", "crashmatrix-run-"); err != nil {
 					return err
 				}
+				defer func() {
+					if !kept {
+						_ = os.RemoveAll(workdir)
+					}
+				}()
 			}
 			mode := "process kills"
 			if inProcess {
@@ -148,14 +159,20 @@ not load or a run was undecided.`,
 				if killed && reproduced > 0 {
 					jerr = nil // judged over all replays below
 				}
+				// The reports judge the scenario as this line does.
+				expect := &sim.Expectation{}
+				all[len(all)-1].Expect = expect
 				switch {
 				case first.Verdict == sim.Undecided:
+					expect.Note = "undecided: " + strings.Join(first.Notes, "; ")
 					fmt.Fprintf(out, "UNDEC %-45s %s\n", s.Name, strings.Join(first.Notes, "; "))
 					code = max(code, 2)
 				case jerr != nil:
+					expect.Note = jerr.Error()
 					fmt.Fprintf(out, "FAIL  %-45s %v\n", s.Name, jerr)
 					code = max(code, 1)
 				case verdict != "ok":
+					expect.Note = "not deterministic: " + verdict
 					fmt.Fprintf(out, "FAIL  %-45s not deterministic: %s\n", s.Name, verdict)
 					code = max(code, 1)
 				default:
@@ -166,12 +183,14 @@ not load or a run was undecided.`,
 					if killed {
 						broke = fmt.Sprintf("random-instant kill: %d of %d replays matched the expectation", reproduced, max(repeat, 1))
 					}
+					expect.Met, expect.Note = true, broke
 					fmt.Fprintf(out, "ok    %-45s %s %s (%s, %dx %s)\n", s.Name, first.Verdict, broke, first.Took.Round(time.Millisecond), max(repeat, 1), mode)
 				}
 				if details {
 					printCase(out, first, replays[first.Case.ID])
 				}
 			}
+			kept = kept || code != 0
 			rep.Results, rep.Took = all, time.Since(rep.Started)
 			if rep.Seed < 0 {
 				rep.Seed = 0
@@ -182,7 +201,9 @@ not load or a run was undecided.`,
 			if err := writeReports(out, rep, ropt, jsonOut, junitOut, html); err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "histories: %s\n", workdir)
+			if kept {
+				fmt.Fprintf(out, "histories: %s\n", workdir)
+			}
 			if code != 0 {
 				return exitError{code}
 			}
@@ -195,7 +216,8 @@ not load or a run was undecided.`,
 	fl.BoolVar(&files, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
 	fl.BoolVar(&library, "library", false, "run the built-in scenario library")
 	fl.IntVar(&repeat, "repeat", 1, "replay each scenario N times; all must agree (the replays of a random-instant kill are counted instead: timing decides where it lands)")
-	fl.StringVar(&workdir, "workdir", "", "where histories go")
+	fl.StringVar(&workdir, "workdir", "", "where histories go (default: a temporary directory, removed when every scenario met its expectation)")
+	fl.BoolVar(&keep, "keep", false, "keep the histories even when every scenario met its expectation")
 	fl.StringVar(&html, "html", "", "write the self-contained HTML report here (the scenarios' verdicts, violations and timelines)")
 	fl.StringVar(&jsonOut, "json", "", "write the JSON report here")
 	fl.StringVar(&junitOut, "junit", "", "write JUnit XML here")

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/sim"
@@ -22,8 +24,8 @@ type serverFlags struct {
 	postgresImage, neo4jImage                       string
 	allowNondisposable                              bool
 	// serverFaults lets --backend containers kill and restart its servers
-	// and cut their connections (on by default: they are crashmatrix's own
-	// disposable servers); postgresConfig are the PostgreSQL settings the
+	// and cut their connections (on unless --server-faults=false: they are
+	// crashmatrix's own disposable servers); postgresConfig are the PostgreSQL settings the
 	// container starts with.
 	serverFaults   bool
 	postgresConfig []string
@@ -40,11 +42,15 @@ func (s *serverFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&s.neo4jURI, "neo4j-uri", "", "Neo4j server for the graph (env "+servers.EnvNeo4jURI+", with "+servers.EnvNeo4jUser+" and "+servers.EnvNeo4jPassword+")")
 	fl.StringVar(&s.neo4jUser, "neo4j-user", "neo4j", "Neo4j user")
 	fl.StringVar(&s.neo4jPassword, "neo4j-password", "", "Neo4j password (prefer the environment variable)")
-	fl.StringVar(&s.postgresImage, "postgres-image", provision.DefaultPostgresImage, "image for --backend containers")
-	fl.StringVar(&s.neo4jImage, "neo4j-image", provision.DefaultNeo4jImage, "image for --backend containers")
+	// No flag default: provision picks the image the engine has (see
+	// provision.ImageChoice.Choose), which the help spells out.
+	fl.StringVar(&s.postgresImage, "postgres-image", "", "image for --backend containers (default: $"+provision.EnvPostgresImage+", else "+provision.OfficialPostgresImage+", or the locally built "+provision.LocalPostgresImage+" (make containers) when the engine has only that one)")
+	fl.StringVar(&s.neo4jImage, "neo4j-image", "", "image for --backend containers (default: $"+provision.EnvNeo4jImage+", else "+provision.OfficialNeo4jImage+", or the locally built "+provision.LocalNeo4jImage+" (make containers) when the engine has only that one)")
 	fl.BoolVar(&s.allowNondisposable, "allow-nondisposable", false, "use a server that does not look disposable (crashmatrix writes to it and kills clients mid-transaction)")
-	fl.BoolVar(&s.serverFaults, "server-faults", true, "also kill and restart the database servers (server-crash) and lose replies or cut connections through a fault proxy (ack-lost, conn-reset) at every window: on by default with --backend containers (--server-faults=false runs the client-side matrix only); with --postgres-dsn/--neo4j-uri only when given, and server-crash only with the --*-kill and --*-start commands")
-	fl.StringVar(&s.postgresKill, "postgres-kill", "", "with --postgres-dsn --server-faults: shell command that kills your PostgreSQL server (all of it, e.g. kill -KILL -- -$(head -1 $PGDATA/postmaster.pid)); run with CRASHMATRIX_SERVER and CRASHMATRIX_SERVER_ADDR set")
+	// The default depends on the backend, so the flag's own default is
+	// false and prepare turns it on for containers unless it was given.
+	fl.BoolVar(&s.serverFaults, "server-faults", false, "also kill and restart the database servers (server-crash) and lose replies or cut connections through a fault proxy (ack-lost, conn-reset) at every window. Default: on with --backend containers (--server-faults=false runs the client-side matrix only); off with --postgres-dsn/--neo4j-uri (your servers are faulted only when you give it, and server-crash only with the --*-kill and --*-start commands)")
+	fl.StringVar(&s.postgresKill, "postgres-kill", "", "with --postgres-dsn --server-faults: shell command that kills your whole PostgreSQL server, every process, and returns once it is gone. A process-group kill does not reach the backends (each leads a session of its own): stop the postmaster, kill its children, then it, e.g. P=$(head -1 $PGDATA/postmaster.pid) && kill -STOP $P && pkill -KILL -P $P; kill -KILL $P, then wait until it is gone (README, \"Server-side certification\", has the whole command). Run with CRASHMATRIX_SERVER and CRASHMATRIX_SERVER_ADDR set")
 	fl.StringVar(&s.postgresStart, "postgres-start", "", "with --postgres-kill: shell command that starts the killed server again on its data, on the same address")
 	fl.StringVar(&s.neo4jKill, "neo4j-kill", "", "with --neo4j-uri --server-faults: shell command that kills your Neo4j server")
 	fl.StringVar(&s.neo4jStart, "neo4j-start", "", "with --neo4j-kill: shell command that starts the killed Neo4j server again on its data, on the same address")
@@ -82,6 +88,12 @@ func (s *serverFlags) setUp(cmd *cobra.Command, backend string) (name, self stri
 // never go into spec files or reports). The cleanup stops what it started.
 func (s *serverFlags) prepare(ctx context.Context, log io.Writer, backend string) (string, func(), error) {
 	nothing := func() {}
+	if known := append(sim.BackendNames(), "containers"); !slices.Contains(known, backend) {
+		// Refused before anything is started or created, naming every
+		// value --backend takes (containers is the CLI's, not sim's).
+		slices.Sort(known)
+		return "", nothing, fmt.Errorf("--backend %q: unknown backend (known: %s)", backend, strings.Join(known, ", "))
+	}
 	if s.postgresDSN != "" {
 		os.Setenv(servers.EnvPostgresDSN, s.postgresDSN)
 		if backend == "sqlite" {
@@ -109,7 +121,7 @@ func (s *serverFlags) prepare(ctx context.Context, log io.Writer, backend string
 	switch backend {
 	case "containers":
 		st, err := provision.Start(ctx, log, provision.ContainerOptions{PostgresImage: s.postgresImage, Neo4jImage: s.neo4jImage,
-			ServerFaults: s.serverFaults, PostgresConfig: s.postgresConfig})
+			ServerFaults: s.serverFaults || !s.serverFaultsSet, PostgresConfig: s.postgresConfig})
 		if err != nil {
 			return "", nothing, err
 		}

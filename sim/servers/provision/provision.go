@@ -25,13 +25,71 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 )
 
-// Default images: the official ones, for users with Docker. Machines
-// without a registry build local ones (ci/images) and name them through
-// these environment variables or the --postgres-image / --neo4j-image flags.
-var (
-	DefaultPostgresImage = envOr("CRASHMATRIX_POSTGRES_IMAGE", "postgres:16")
-	DefaultNeo4jImage    = envOr("CRASHMATRIX_NEO4J_IMAGE", "neo4j:5.26")
+// The images, chosen in this order when ContainerOptions names none: the
+// environment variable (EnvPostgresImage, EnvNeo4jImage); the official
+// image when the engine has it or can pull it (users with Docker); the
+// image ci/images builds (make containers) when the engine has that one
+// and not the official one, as on machines without a registry.
+const (
+	EnvPostgresImage      = "CRASHMATRIX_POSTGRES_IMAGE"
+	EnvNeo4jImage         = "CRASHMATRIX_NEO4J_IMAGE"
+	OfficialPostgresImage = "postgres:16"
+	OfficialNeo4jImage    = "neo4j:5.26"
+	LocalPostgresImage    = "localhost/crashmatrix/postgres:15"
+	LocalNeo4jImage       = "localhost/crashmatrix/neo4j:5.26"
 )
+
+// Default images as the environment names them now (the official ones
+// when it names none); startContainers may still pick the local build.
+var (
+	DefaultPostgresImage = envOr(EnvPostgresImage, OfficialPostgresImage)
+	DefaultNeo4jImage    = envOr(EnvNeo4jImage, OfficialNeo4jImage)
+)
+
+// ImageChoice describes how to pick one server's image.
+type ImageChoice struct {
+	Server, Env, Flag, Official, Local string
+}
+
+var (
+	postgresChoice = ImageChoice{Server: "postgres", Env: EnvPostgresImage, Flag: "--postgres-image", Official: OfficialPostgresImage, Local: LocalPostgresImage}
+	neo4jChoice    = ImageChoice{Server: "neo4j", Env: EnvNeo4jImage, Flag: "--neo4j-image", Official: OfficialNeo4jImage, Local: LocalNeo4jImage}
+)
+
+// Choose picks the image when none was given: the environment variable,
+// else the official image unless only the local build is present. note
+// says why when the local build was picked.
+func (c ImageChoice) Choose(present func(image string) bool) (image, note string) {
+	if v := os.Getenv(c.Env); v != "" {
+		return v, ""
+	}
+	if !present(c.Official) && present(c.Local) {
+		return c.Local, fmt.Sprintf("%s: using the locally built image %s (%s is not here; %s or %s chooses another)", c.Server, c.Local, c.Official, c.Env, c.Flag)
+	}
+	return c.Official, ""
+}
+
+// hint is what to do when image cannot be started: build the local image,
+// or name one through the variable or the flag.
+func (c ImageChoice) hint(image string) string {
+	if strings.HasPrefix(image, "localhost/") {
+		return "; a local image: build it with ci/images/" + c.Server + "/build.sh (make containers)"
+	}
+	return fmt.Sprintf("; without a registry, build %s with make containers (it is then used when %s is absent), or set %s or %s to an image the engine has", c.Local, image, c.Env, c.Flag)
+}
+
+// imagePresent asks the engine whether it holds image (no pull).
+func imagePresent(ctx context.Context) func(string) bool {
+	return func(image string) bool {
+		cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+		if err != nil {
+			return false
+		}
+		defer cli.Close()
+		_, err = cli.ImageInspect(ctx, image)
+		return err == nil
+	}
+}
 
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
@@ -141,14 +199,21 @@ func Start(ctx context.Context, log io.Writer, o ContainerOptions) (*Started, er
 
 func startContainers(ctx context.Context, log io.Writer, o ContainerOptions) (map[string]string, func(), []*serverfaults.Server, error) {
 	var srvs []*serverfaults.Server
-	if o.PostgresImage == "" {
-		o.PostgresImage = DefaultPostgresImage
-	}
-	if o.Neo4jImage == "" {
-		o.Neo4jImage = DefaultNeo4jImage
-	}
 	if err := CheckEngine(ctx); err != nil {
 		return nil, func() {}, nil, err
+	}
+	for _, im := range []struct {
+		image  *string
+		choice ImageChoice
+		skip   bool
+	}{{&o.PostgresImage, postgresChoice, false}, {&o.Neo4jImage, neo4jChoice, o.NoNeo4j}} {
+		if *im.image != "" || im.skip {
+			continue
+		}
+		var note string
+		if *im.image, note = im.choice.Choose(imagePresent(ctx)); note != "" {
+			fmt.Fprintln(log, note)
+		}
 	}
 	var (
 		mu   sync.Mutex
@@ -196,7 +261,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 	}
 	if err != nil {
 		stop()
-		return nil, stop, nil, fmt.Errorf("start PostgreSQL (image %s%s): %w", o.PostgresImage, buildHint(o.PostgresImage, "postgres"), err)
+		return nil, stop, nil, fmt.Errorf("start PostgreSQL (image %s%s): %w", o.PostgresImage, postgresChoice.hint(o.PostgresImage), err)
 	}
 	dsn, err := pg.ConnectionString(ctx, "sslmode=disable")
 	if err != nil {
@@ -247,7 +312,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 	}
 	if err != nil {
 		stop()
-		return nil, stop, nil, fmt.Errorf("start Neo4j (image %s%s): %w", o.Neo4jImage, buildHint(o.Neo4jImage, "neo4j"), err)
+		return nil, stop, nil, fmt.Errorf("start Neo4j (image %s%s): %w", o.Neo4jImage, neo4jChoice.hint(o.Neo4jImage), err)
 	}
 	uri, err := n4.BoltUrl(ctx)
 	if err != nil {
@@ -350,11 +415,4 @@ func randomSecret() string {
 		f.Close()
 	}
 	return fmt.Sprintf("cm%x", b)
-}
-
-func buildHint(image, name string) string {
-	if strings.HasPrefix(image, "localhost/") {
-		return "; a local image: build it with ci/images/" + name + "/build.sh"
-	}
-	return ""
 }
