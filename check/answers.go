@@ -62,11 +62,14 @@ func checkAnswers(s Snapshot, log history.Log) []Violation {
 func disagreement(in history.Observation, res history.Outcome, ops map[string]reference.Operation, revs map[int64]reference.DocumentState) string {
 	op, stored := ops[res.Op]
 	st, atRev := revs[res.Revision]
+	if !stored && reference.Outcome(res.Outcome) != reference.OutcomeNoOp {
+		// The operation is gone altogether: I5 reports a lost
+		// operation (the same rule as CheckI9's).
+		return ""
+	}
 	switch reference.Outcome(res.Outcome) {
 	case reference.OutcomeCompleted, reference.OutcomeAlreadyDone:
 		switch {
-		case !stored:
-			return "the operation is not in the store"
 		case op.Stage != reference.Completed || op.Disposition != reference.Active:
 			return fmt.Sprintf("the store holds it %s", describeEnd(op))
 		case !atRev || st.OperationID != res.Op:
@@ -74,8 +77,6 @@ func disagreement(in history.Observation, res history.Outcome, ops map[string]re
 		}
 	case reference.OutcomeSuperseded:
 		switch {
-		case !stored:
-			return "the operation is not in the store"
 		case op.Disposition != reference.Abandoned:
 			return fmt.Sprintf("the store holds it %s, not ABANDONED", describeEnd(op))
 		case !atRev:
@@ -86,10 +87,7 @@ func disagreement(in history.Observation, res history.Outcome, ops map[string]re
 		if reference.Outcome(res.Outcome) == reference.OutcomeDeadLetter {
 			want = reference.DeadLetter
 		}
-		switch {
-		case !stored:
-			return "the operation is not in the store"
-		case op.Disposition != want:
+		if op.Disposition != want {
 			return fmt.Sprintf("the store holds it %s", describeEnd(op))
 		}
 	case reference.OutcomeNoOp:

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/crashmatrix/crashmatrix/faults"
@@ -362,10 +363,10 @@ func (x *intentIndex) checkNotRetried(ops map[string]reference.Operation) []Viol
 			switch {
 			case e.Kind == reference.EvDisposition:
 				done[e.OperationID] = true
-			case e.Kind == reference.EvGraphBatch && e.Detail != "reconcile" && took[r.Worker] == e.OperationID && !done[e.OperationID]:
-				// A batch of the plan's own graph write (a reconciliation,
-				// which may put back edges others support, is the dead
-				// letter's work).
+			case e.Kind == reference.EvGraphBatch && planBatch(e.Detail) && took[r.Worker] == e.OperationID && !done[e.OperationID]:
+				// A batch of the plan's own graph write (numbered); a
+				// reconciliation or a clean-up of stale edges is the dead
+				// letter's work.
 				report(e.OperationID, r.Worker, "a graph write", i)
 			case e.Kind == reference.EvInvoke && e.OperationID != "":
 				if _, ok := marked[e.OperationID]; ok && !done[e.OperationID] {
@@ -385,6 +386,13 @@ func (x *intentIndex) checkNotRetried(ops map[string]reference.Operation) []Viol
 		}
 	}
 	return out
+}
+
+// planBatch says whether a graph batch event's detail numbers a batch of
+// the plan's own mutation (not "reconcile" or "stale edges").
+func planBatch(detail string) bool {
+	_, err := strconv.Atoi(detail)
+	return err == nil
 }
 
 func describeEnd(op reference.Operation) string {
