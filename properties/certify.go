@@ -30,8 +30,16 @@ type CrashOptions struct {
 	Kinds   []faults.Kind
 	Classes []string
 	// LeaseTTL fixes the workers' document lease TTL; zero adapts it to
-	// the machine, from 250ms up (sim.Config.Adaptive).
+	// the machine, from 250ms up (sim.Config.Adaptive), on the wall clock.
 	LeaseTTL time.Duration
+	// WallClock runs the workers' leases, claims and backoff on the wall
+	// clock. Off (the default), every worker of a case shares a harness
+	// clock that moves only when a worker sleeps or stalls (the service
+	// passes its time to TryAcquire and Claim): the verdicts do not
+	// depend on the machine's load. Set it when the lock provider compares
+	// expiry with a clock of its own (a server-side TTL, a database's
+	// now()), which the harness clock cannot move.
+	WallClock bool
 	// Parallel cases at once (default 4).
 	Parallel int
 	// Mutant reaches every worker's Backend.Open as CaseEnv.Mutant: a
@@ -79,5 +87,5 @@ func crashOptions(opts []CrashOptions) crashrun.Options {
 	}
 	o := opts[0]
 	return crashrun.Options{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, LeaseTTL: o.LeaseTTL,
-		Parallel: o.Parallel, Mutant: o.Mutant, ReportDir: o.ReportDir, RandomKills: o.RandomKills, Seed: o.Seed}
+		Parallel: o.Parallel, Mutant: o.Mutant, ReportDir: o.ReportDir, RandomKills: o.RandomKills, Seed: o.Seed, WallClock: o.WallClock}
 }

@@ -50,6 +50,9 @@ type WorkerSpec struct {
 	// pause just stalls.
 	Background  bool   `json:"background,omitempty"`
 	ReleaseFile string `json:"releaseFile,omitempty"`
+	// ClockFile is the case's harness clock (sim/clock.go); "" for the
+	// wall clock.
+	ClockFile string `json:"clockFile,omitempty"`
 	// KillAfterMicros, when positive, SIGKILLs the worker this long after
 	// it starts (a random-instant kill).
 	KillAfterMicros int64 `json:"killAfterMicros,omitempty"`

@@ -125,6 +125,13 @@ type Config struct {
 	// it, and retries a case not exercised for lack of time with a longer
 	// TTL. Off, LeaseTTL is used as given.
 	Adaptive bool
+	// WallClock has process workers take lease, claim and backoff time
+	// from the wall clock, as a deployed service does. Off (the default),
+	// they share the case's harness clock (sim/clock.go): time moves only
+	// when a worker sleeps or stalls, so the verdicts do not depend on the
+	// machine's load, a pause past a lease costs nothing, and Adaptive has
+	// nothing to adapt.
+	WallClock bool
 }
 
 // Runner runs cases with real worker processes.
@@ -189,14 +196,17 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Namespace == "" {
 		cfg.Namespace = fmt.Sprintf("r%x", time.Now().UnixNano()&0xffffffff)
 	}
-	r := &Runner{cfg: cfg, backend: b, claimFixed: claimFixed}
 	src := "fixed"
 	switch {
 	case cfg.InProcess:
 		src = "simulated"
+	case !cfg.WallClock:
+		src = "harness clock"
+		cfg.Adaptive = false // step latency does not move this clock
 	case cfg.Adaptive:
 		src = "default"
 	}
+	r := &Runner{cfg: cfg, backend: b, claimFixed: claimFixed}
 	r.timing.t = Timing{LeaseTTL: cfg.LeaseTTL, ClaimTTL: cfg.ClaimTTL, ProcessTimeout: cfg.ProcessTimeout, Source: src}
 	return r, nil
 }
@@ -349,6 +359,9 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 		cx, err = r.newInProcessCase(ctx, c, env)
 	} else {
 		cx, err = r.newProcessCase(dir, env)
+		if err == nil && !r.cfg.WallClock {
+			err = createClock(filepath.Join(dir, clockFile), time.Now().UnixMilli())
+		}
 	}
 	if err != nil {
 		return fail(Undecided, err.Error())
@@ -421,6 +434,9 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 		}
 		if st.Background {
 			spec.ReleaseFile = filepath.Join(dir, fmt.Sprintf("release-%d", i))
+		}
+		if !r.cfg.InProcess && !r.cfg.WallClock {
+			spec.ClockFile = filepath.Join(dir, clockFile)
 		}
 		w, err := cx.start(ctx, spec, tm.ProcessTimeout)
 		if err != nil {

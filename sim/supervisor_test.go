@@ -476,7 +476,9 @@ func waitFor(t *testing.T, ok func() bool) {
 // testSupervisor is the supervisor process TestHistorySurvivesSupervisorCrash
 // kills: it runs the hanging case in dir.
 func testSupervisor(dir string) int {
-	r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: spawnsChild}, WorkDir: dir, Seed: 1,
+	// The hang is a long pause on the wall clock (on the harness clock a
+	// pause costs nothing).
+	r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: spawnsChild}, WorkDir: dir, Seed: 1, WallClock: true,
 		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -542,7 +544,9 @@ func TestSlowStepIsRetriedWithLongerTimings(t *testing.T) {
 	}
 	c, _ := sim.WindowCase(faults.BeforeStateCommitted, faults.Crash, 250)
 
-	fixed := processRunner(t, slowAlways, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond })
+	// Wall-clock leases: on the harness clock a slow step takes no lease
+	// time at all (TestHarnessClockIgnoresSlowSteps).
+	fixed := processRunner(t, slowAlways, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond; c.WallClock = true })
 	res := fixed.RunAll(context.Background(), []sim.Case{c}, 1, nil).Results[0]
 	if res.Verdict != sim.NotExercised || res.NotExercised == nil || res.NotExercised.Cause != sim.CauseTiming {
 		t.Fatalf("fixed timings: verdict %s, reason %+v; want not exercised for timing", res.Verdict, res.NotExercised)
@@ -556,7 +560,7 @@ func TestSlowStepIsRetriedWithLongerTimings(t *testing.T) {
 		}
 	}
 
-	adaptive := processRunner(t, slowOnce, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond; c.Adaptive = true })
+	adaptive := processRunner(t, slowOnce, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond; c.Adaptive = true; c.WallClock = true })
 	rep := adaptive.RunAll(context.Background(), []sim.Case{c}, 1, nil)
 	res = rep.Results[0]
 	if res.Verdict != sim.Pass {
@@ -573,5 +577,46 @@ func TestSlowStepIsRetriedWithLongerTimings(t *testing.T) {
 	}
 	if rep.Timing.Calibration == nil || rep.Timing.Source != "calibrated" {
 		t.Fatalf("timing %+v: want a calibration", rep.Timing)
+	}
+}
+
+// On the harness clock (the process mode's default) time moves only when
+// a worker sleeps or stalls: the step that lost its lease on the wall
+// clock (TestSlowStepIsRetriedWithLongerTimings: three TTLs long) takes no
+// lease time, the window is exercised the first time with the configured
+// TTL, and a pause far past the lease costs no real time.
+func TestHarnessClockIgnoresSlowSteps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes")
+	}
+	c, _ := sim.WindowCase(faults.BeforeStateCommitted, faults.Crash, 250)
+	r := processRunner(t, slowAlways, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond })
+	rep := r.RunAll(context.Background(), []sim.Case{c}, 1, nil)
+	res := rep.Results[0]
+	if res.Verdict != sim.Pass || len(res.Attempts) != 0 || res.LeaseTTL != 250*time.Millisecond {
+		t.Fatalf("verdict %s (notes %v, attempts %+v, TTL %s), want a pass on the first attempt with the configured TTL", res.Verdict, res.Notes, res.Attempts, res.LeaseTTL)
+	}
+	if rep.Timing.Source != "harness clock" || !strings.Contains(rep.Timing.String(), "(harness clock)") {
+		t.Fatalf("timing %q does not say the leases ran on the harness clock", rep.Timing)
+	}
+
+	// A stall of 480 lease TTLs, past which recovery takes the document
+	// over: on the wall clock it would take two minutes of waiting (and
+	// outlive the worker's 30 s deadline).
+	long := sim.Case{ID: "long-stall", System: faults.Ingestion, Class: "long-stall", Steps: []sim.Step{
+		{Worker: "fault", Actions: sim.StandardScript(), Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(2*time.Minute, 1)},
+			Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeGraphWrite},
+			Meanwhile: &sim.Meanwhile{Worker: "recover", Does: sim.DeedLease}},
+		{Worker: "recover", Actions: []sim.Action{{Do: "recover"}}, ContinueOnError: true},
+		{Worker: "quiesce", Actions: []sim.Action{{Do: "recover"}}, Resubmit: []string{"fault"}, ContinueOnError: true},
+	}}
+	r2 := processRunner(t, "sqlite", func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond })
+	start := time.Now()
+	res = r2.RunCase(context.Background(), long)
+	if res.Verdict != sim.Pass {
+		t.Fatalf("long stall: verdict %s, notes %v, broke %v", res.Verdict, res.Notes, res.Broken())
+	}
+	if took := time.Since(start); took >= time.Minute {
+		t.Fatalf("a two-minute stall on the harness clock took %s of real time", took)
 	}
 }

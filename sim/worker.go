@@ -87,6 +87,17 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 	}
 	hist.Append(history.Record{Kind: history.Start, PID: pid, Actions: len(spec.Actions)})
 	began := time.Now()
+	if spec.ClockFile != "" && opt.Now == nil {
+		clock, err := openClock(spec.ClockFile)
+		if err != nil {
+			return err
+		}
+		defer clock.close()
+		opt.Now, opt.Sleep = clock.Now, clock.Sleep
+		if opt.Pause == nil {
+			opt.Pause = func(ctx context.Context, d time.Duration) { clock.pause(ctx, spec.ReleaseFile, d) }
+		}
+	}
 	pause := opt.Pause
 	if pause == nil {
 		pause = func(ctx context.Context, d time.Duration) { waitRelease(ctx, spec.ReleaseFile, d) }

@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
@@ -55,6 +57,7 @@ func benchCmd() *cobra.Command {
 					provision.LastTimings.Postgres.Round(time.Millisecond), provision.LastTimings.Neo4j.Round(time.Millisecond))
 			}
 			var walls []time.Duration
+			workers := 0 // worker processes of the last round
 			for i := 0; i < rounds; i++ {
 				r, work, err := benchRunner(benchDir, backend, self, leaseTTL, int64(i+1), adaptive)
 				if err != nil {
@@ -69,7 +72,14 @@ func benchCmd() *cobra.Command {
 				}
 				os.RemoveAll(work)
 				walls = append(walls, rep.Took)
+				workers = 0
+				for _, res := range rep.Results {
+					workers += len(res.Workers)
+				}
 				fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %s; %s\n", i+1, len(cases), rep.Took.Round(time.Millisecond), rep.Timing)
+			}
+			if err := benchSpawnFloor(cmd, self, workers, parallel, walls[len(walls)-1]); err != nil {
+				return err
 			}
 			sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
 			fmt.Fprintf(out, "full matrix wall time: median %s, min %s, max %s over %d rounds (target <= 5s on the embedded default, <= 60s on PostgreSQL + Neo4j)\n",
@@ -329,6 +339,44 @@ func benchStoreWindows(cmd *cobra.Command, self, backend, benchDir string, round
 }
 
 // benchRunner is one full-matrix round's runner, on a fresh work directory.
+// benchSpawnFloor starts and exits as many bare worker processes as the
+// last matrix round ran, as many at once as its cases, and prints the
+// matrix's wall time against that floor: what the harness adds on top of
+// the processes it cannot do without.
+func benchSpawnFloor(cmd *cobra.Command, self string, workers, parallel int, matrix time.Duration) error {
+	if workers == 0 {
+		return nil
+	}
+	sem := make(chan struct{}, max(parallel, 1))
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if out, err := exec.CommandContext(cmd.Context(), self, "worker", "--floor").CombinedOutput(); err != nil {
+				errs <- fmt.Errorf("spawn floor: %s worker --floor: %v: %s", self, err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	floor := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	ratio := matrix.Seconds() / floor.Seconds()
+	met := "met"
+	if ratio > 2 {
+		met = "not met"
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "spawn floor: %d bare worker processes started and exited, %d at a time, in %s; the last matrix round took %s: %.2fx the floor (target <= 2x: %s)\n",
+		workers, parallel, floor.Round(time.Millisecond), matrix.Round(time.Millisecond), ratio, met)
+	return nil
+}
+
 func benchRunner(benchDir, backend, self string, ttl time.Duration, seed int64, adaptive bool) (*sim.Runner, string, error) {
 	work, err := os.MkdirTemp(benchDir, "crashmatrix-bench-")
 	if err != nil {

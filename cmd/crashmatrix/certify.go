@@ -29,6 +29,7 @@ type certifyFlags struct {
 	seed                      int64
 	leaseTTL                  time.Duration
 	keep, quiet, inProcess    bool
+	wallClock                 bool
 	details                   bool
 	inProcessFiles            bool
 	server                    serverFlags
@@ -76,7 +77,8 @@ Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant 
 	fl.IntVar(&f.parallel, "parallel", 12, "cases run at once")
 	fl.IntVar(&f.randomKills, "random-kills", 0, "also run N random-instant kills: the standard script's worker SIGKILLed at a seeded instant drawn from its measured fault-free run (real processes only)")
 	fl.Int64Var(&f.seed, "seed", 1, "seed for retry jitter")
-	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "fix the document lease TTL in workers (a killed worker blocks its document this long); by default it adapts: at least 250ms embedded, 600ms on servers, raised to what a calibration of step latency before the matrix, and the cases themselves, measure")
+	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "the document lease TTL in workers (a killed worker blocks its document this long): 250ms embedded, 600ms on servers by default; with --wall-clock and no value it adapts to what a calibration of step latency, and the cases themselves, measure")
+	fl.BoolVar(&f.wallClock, "wall-clock", false, "run worker leases, claims and backoff on the wall clock; by default a case's workers share a harness clock that moves only when one sleeps or stalls, so the verdict does not depend on the machine's load (use it when a lock provider compares expiry with a clock of its own)")
 	fl.BoolVar(&f.keep, "keep", false, "keep the workdir even when certified")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fl.BoolVarP(&f.details, "details", "v", false, "list every failing case with every violation, its evidence, history and replay command (the default is a digest by cause)")
@@ -179,7 +181,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	}
 	cfg := sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
 		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess, InProcessFiles: f.inProcessFiles,
-		Adaptive: adaptive}
+		Adaptive: adaptive, WallClock: f.wallClock}
 	f.server.useFaults(&cfg)
 	runner, err := sim.NewRunner(cfg)
 	if err != nil {

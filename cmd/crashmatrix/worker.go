@@ -1,17 +1,26 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/spf13/cobra"
 )
 
 func workerCmd() *cobra.Command {
 	var specPath string
+	var floor bool
 	cmd := &cobra.Command{
 		Use:    "worker --spec FILE",
 		Short:  "Run one simulated worker process (started by the supervisor)",
 		Hidden: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if floor {
+				return nil // bench's spawn floor: start and exit, nothing else
+			}
+			if specPath == "" {
+				return fmt.Errorf("worker: --spec is required")
+			}
 			spec, err := sim.ReadWorkerSpec(specPath)
 			if err != nil {
 				return err
@@ -24,6 +33,6 @@ func workerCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&specPath, "spec", "", "worker spec (JSON)")
-	_ = cmd.MarkFlagRequired("spec")
+	cmd.Flags().BoolVar(&floor, "floor", false, "start and exit at once (bench measures the cost of a worker process)")
 	return cmd
 }

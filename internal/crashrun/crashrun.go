@@ -27,6 +27,7 @@ type Options struct {
 	Kinds     []faults.Kind
 	Classes   []string
 	LeaseTTL  time.Duration // zero: adaptive, from 250ms up (sim.Config.Adaptive)
+	WallClock bool          // leases on the wall clock (sim.Config.WallClock)
 	Parallel  int
 	Bugs      []reference.Bug
 	Mutant    string
@@ -97,7 +98,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	b := backend
 	runner, err := sim.NewRunner(sim.Config{Use: &b, Backend: sim.BackendSpec{Name: backend.Name},
 		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: RunPattern(t.Name())},
-		WorkDir:  work, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: o.Seed, Adaptive: adaptive})
+		WorkDir:  work, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: o.Seed, Adaptive: adaptive, WallClock: o.WallClock})
 	if err != nil {
 		os.RemoveAll(work)
 		t.Fatalf("crash matrix: %v", err)
