@@ -5,7 +5,7 @@ GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 STATICCHECK_VERSION := v0.8.2
 BIN       := bin/crashmatrix
 
-.PHONY: all build test test-short bench bench-load lint vet staticcheck xmllint localpg demo certify tools clean containers certify-containers bench-containers screenshots
+.PHONY: all build test test-short bench bench-explore bench-load lint vet staticcheck xmllint localpg demo certify tools clean containers certify-containers bench-containers screenshots
 
 all: build
 
@@ -42,8 +42,23 @@ test-short:
 # full matrix on PostgreSQL + Neo4j with the containers already up.
 bench: build
 	./$(BIN) bench
+	$(MAKE) bench-explore
 	$(MAKE) bench-containers
 	$(MAKE) bench-load
+
+# The unmodified reference explored for EXPLORE_MAX schedules on each of
+# EXPLORE_SEEDS (500,000 in all by default): any finding fails the target
+# with its shrunk scenario under crashmatrix-findings/.
+EXPLORE_SEEDS ?= 1 2 3 4
+EXPLORE_MAX   ?= 125000
+bench-explore: build
+	@total=0; for s in $(EXPLORE_SEEDS); do \
+		out=$$(./$(BIN) explore --seed $$s --max $(EXPLORE_MAX) --budget 3h 2>&1) || { echo "$$out"; exit 1; }; \
+		echo "$$out" | tail -n 2; \
+		n=$$(echo "$$out" | sed -nE 's/^([0-9]+) schedules in .*/\1/p' | tail -n 1); \
+		total=$$((total + n)); \
+	done; met=met; [ $$total -ge 500000 ] || met="not met"; \
+	echo "explore: $$total schedules on the unmodified reference over seeds $(EXPLORE_SEEDS), no violation (target >= 500000 clean: $$met)"
 
 bench-containers: build containers
 	$(PODMAN_ENV) && ./$(BIN) bench --backend containers --rounds 1 --cycles 0 --explore 0
