@@ -5,7 +5,7 @@ GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 STATICCHECK_VERSION := v0.8.2
 BIN       := bin/crashmatrix
 
-.PHONY: all build test test-short bench bench-explore bench-load lint vet staticcheck xmllint localpg demo certify tools clean containers certify-containers bench-containers screenshots
+.PHONY: all build test test-short bench bench-explore bench-mutants bench-load lint vet staticcheck xmllint localpg demo certify tools clean containers certify-containers bench-containers screenshots
 
 all: build
 
@@ -43,8 +43,14 @@ test-short:
 bench: build
 	./$(BIN) bench
 	$(MAKE) bench-explore
+	$(MAKE) bench-mutants
 	$(MAKE) bench-containers
 	$(MAKE) bench-load
+
+# Every built-in mutant certified RUNS times (20) while two CPU-bound
+# processes run: each must be caught in every run (ci/bench-mutants.sh).
+bench-mutants: build
+	bash ci/bench-mutants.sh
 
 # The unmodified reference explored for EXPLORE_MAX schedules on each of
 # EXPLORE_SEEDS (500,000 in all by default): any finding fails the target

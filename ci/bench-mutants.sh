@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Mutant check: is every built-in mutant caught in every run, on a busy
+# machine?
+#
+# For each mutant of the reference (certify --bug NAME), certify runs RUNS
+# times on the embedded default in process mode while BURNERS CPU-bound
+# processes run, and each run must end NOT CERTIFIED (exit 1) with a broken
+# invariant. A run that certifies, or ends undecided, is a miss: a mutant
+# whose catch rests on chance. Prints each mutant's catches (k/RUNS) and the
+# invariants it broke, then a summary. Target: every mutant RUNS/RUNS.
+#
+# Exit status: 0 when every mutant was caught in every run, 1 otherwise.
+#
+#   ci/bench-mutants.sh                        # every mutant, 20 runs each
+#   MUTANTS="cas-on-fresh-revision" RUNS=5 ci/bench-mutants.sh
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+BIN=${BIN:-bin/crashmatrix}
+RUNS=${RUNS:-20}
+BURNERS=${BURNERS:-2}
+ARGS=${ARGS:-}
+OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/crashmatrix-mutants-XXXXXX")}
+
+[ -x "$BIN" ] || { echo "bench-mutants: $BIN missing (make build)" >&2; exit 2; }
+if [ -z "${MUTANTS:-}" ]; then
+	# The --bug flag's help lists them: "... mutant: a, b, c".
+	MUTANTS=$("$BIN" certify --help | sed -nE 's/.*--bug strings.*mutant\(s\): (.*)$/\1/p' | tr -d ',')
+fi
+[ -n "$MUTANTS" ] || { echo "bench-mutants: no mutants found in certify --help" >&2; exit 2; }
+
+burners=()
+stop_burners() {
+	for pid in "${burners[@]}"; do kill "$pid" 2>/dev/null || true; done
+	for pid in "${burners[@]}"; do wait "$pid" 2>/dev/null || true; done
+	burners=()
+}
+trap stop_burners EXIT INT TERM
+for _ in $(seq "$BURNERS"); do
+	bash -c 'while :; do :; done' &
+	burners+=("$!")
+done
+
+echo "bench-mutants: $RUNS runs of each mutant with $BURNERS CPU-bound processes running; logs in $OUT"
+all=0
+missed=0
+for m in $MUTANTS; do
+	caught=0
+	broke=""
+	for i in $(seq "$RUNS"); do
+		log="$OUT/$m-$i.log"
+		set +e
+		# shellcheck disable=SC2086
+		"$BIN" certify --bug "$m" --quiet --workdir "$OUT/work-$m-$i" $ARGS >"$log" 2>&1
+		code=$?
+		set -e
+		rm -rf "$OUT/work-$m-$i"
+		if [ "$code" = 1 ]; then
+			caught=$((caught + 1))
+			broke=$(sed -nE 's/^NOT CERTIFIED: broken (I[0-9].*)$/\1/p' "$log" | sed -E 's/ in [0-9]+ cases?//g' | tail -n 1)
+		fi
+	done
+	all=$((all + 1))
+	[ "$caught" = "$RUNS" ] || missed=$((missed + 1))
+	printf '  %-34s caught %2d/%d  %s\n' "$m" "$caught" "$RUNS" "$broke"
+done
+if [ "$missed" = 0 ]; then
+	rm -rf "$OUT"
+	echo "mutants: all $all caught in $RUNS/$RUNS loaded runs (target: every mutant in every run: met)"
+else
+	echo "mutants: $missed of $all missed at least once in $RUNS loaded runs (target: every mutant in every run: not met); logs in $OUT"
+	exit 1
+fi
