@@ -23,6 +23,7 @@ ARGS=${ARGS:-}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/crashmatrix-mutants-XXXXXX")}
 
 [ -x "$BIN" ] || { echo "bench-mutants: $BIN missing (make build)" >&2; exit 2; }
+mkdir -p "$OUT"
 if [ -z "${MUTANTS:-}" ]; then
 	# The --bug flag's help lists them: "... mutant: a, b, c".
 	MUTANTS=$("$BIN" certify --help | sed -nE 's/.*--bug strings.*mutant\(s\): (.*)$/\1/p' | tr -d ',')
