@@ -242,6 +242,8 @@ func readPID(t *testing.T, path string) int {
 
 // hangCase is a case whose only worker stalls for ten minutes at its first
 // graph write (a foreground pause just sleeps).
+// hangCase stalls its worker ten minutes: a hang on the wall clock (the
+// runner must set Config.WallClock; on the harness clock a pause is free).
 func hangCase() sim.Case {
 	return sim.Case{ID: "hang", System: faults.Ingestion, Class: "hang",
 		Steps: []sim.Step{{Worker: "fault", Actions: sim.StandardScript(), ExpectHit: []faults.Point{faults.BeforeGraphWrite},
@@ -257,6 +259,7 @@ func TestDeadlineKillsHungWorkerAndItsGroup(t *testing.T) {
 	}
 	r := processRunner(t, spawnsChild, func(c *sim.Config) {
 		c.ProcessTimeout = 5 * time.Second
+		c.WallClock = true // the hang is a pause on the wall clock
 		// The backend says what its servers were doing at the deadline.
 		b, err := sim.ResolveBackend(c.Backend)
 		if err != nil {
@@ -334,7 +337,7 @@ func TestCancelKillsEveryWorkerGroup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs worker processes")
 	}
-	r := processRunner(t, spawnsChild, nil)
+	r := processRunner(t, spawnsChild, func(c *sim.Config) { c.WallClock = true }) // the hang is a pause on the wall clock
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan sim.CaseResult)
 	go func() { done <- r.RunCase(ctx, hangCase()) }()
