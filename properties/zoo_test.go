@@ -158,7 +158,7 @@ func zoo() []zooMember {
 		{"LockAcceptsBlankHolder", withLocks(func(p reference.LockProvider) reference.LockProvider { return &blankHolder{p} }),
 			[]string{"LockProvider/" + subLockBlankIDs}},
 		{"LockExpiryInclusive", withLocks(func(p reference.LockProvider) reference.LockProvider { return &expiryInclusive{p} }),
-			[]string{"LockProvider/" + subLockExpiry}},
+			[]string{"LockProvider/" + subLockExpiry, "Concurrency/" + subLinLeases}},
 	}
 }
 
