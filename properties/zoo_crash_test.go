@@ -83,6 +83,74 @@ func (p *expiryIgnored) TryAcquire(ctx context.Context, space, doc, holder strin
 	return l, ok, err
 }
 
+// leaseKeptForever writes "never" in the expiry column (a NULL read back
+// as infinity, say) while it tells each holder the TTL it asked for: the
+// grant looks right, and a refusal reports the lease as still live, so
+// the service's own check of the contract (reference.leaseContract) sees
+// nothing wrong. Only the clock can tell: the lease of a holder that died
+// is never handed over.
+type leaseKeptForever struct{ reference.LockProvider }
+
+func (p *leaseKeptForever) TryAcquire(ctx context.Context, space, doc, holder string, now, ttl int64) (reference.Lease, bool, error) {
+	l, ok, err := p.LockProvider.TryAcquire(ctx, space, doc, holder, now, forever)
+	if ok && err == nil {
+		l.ExpiresAt = now + ttl
+	}
+	return l, ok, err
+}
+
+func (p *leaseKeptForever) Renew(ctx context.Context, l reference.Lease, now, ttl int64) (reference.Lease, error) {
+	out, err := p.LockProvider.Renew(ctx, l, now, forever)
+	if err == nil {
+		out.ExpiresAt = now + ttl
+	}
+	return out, err
+}
+
+// A lock provider whose leases are never handed over fails the whole
+// matrix on I7, naming the lease, as a negative control that passes: no
+// case waits for the lease of a dead worker beyond a few TTLs, and no
+// worker is ended by a timeout. (Before, the same run took 15 minutes and
+// came back undecided; its wall time now is measured by
+// BenchmarkLeaseNeverHandedOver.)
+func TestZooLeaseNeverHandedOver(t *testing.T) {
+	res := CertifyCrashSafety(t, leaseNeverHandedOver(), CrashOptions{ExpectBroken: []string{"I7"}})
+	assertLeaseNotHandedOver(t, res)
+}
+
+func leaseNeverHandedOver() sim.Backend {
+	return brokenSQLite("sqlite-lease-kept-forever", func(st reference.Stores) reference.Stores {
+		st.Locks = &leaseKeptForever{st.Locks}
+		return st
+	})
+}
+
+// assertLeaseNotHandedOver checks that a run against leaseKeptForever
+// names the lease in I7 and that no worker ran into its deadline.
+func assertLeaseNotHandedOver(t testing.TB, res CrashResult) {
+	t.Helper()
+	vs := res.Violations("I7")
+	found := false
+	for _, v := range vs {
+		found = found || strings.Contains(v.Message, "the lock provider did not hand over an expired lease")
+	}
+	if !found {
+		t.Errorf("no I7 violation says the lock provider did not hand over an expired lease; I7 says %v", vs)
+	}
+	for _, r := range res.Results {
+		for _, w := range r.Workers {
+			if w.Exit == "timeout" || strings.Contains(w.Exit, "timed out") {
+				t.Errorf("case %s: worker %s ended by a timeout (%s), not by the evidence", r.Case.ID, w.Worker, w.Exit)
+			}
+		}
+		for _, n := range r.Notes {
+			if strings.Contains(n, "interrupted") {
+				t.Errorf("case %s was interrupted: %s", r.Case.ID, n)
+			}
+		}
+	}
+}
+
 func TestZooCrashLevel(t *testing.T) {
 	crash := []faults.Kind{faults.Crash}
 	for _, c := range []struct {
