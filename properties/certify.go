@@ -55,34 +55,9 @@ type CrashOptions struct {
 	// ("I7", or a full name such as "I7 leases") a deliberately broken
 	// store must break. The test then passes when every one of them broke
 	// in some case, and fails when one did not (or the run certified),
-	// whatever else broke or stayed undecided: the CrashResult says that.
+	// whatever else broke or stayed undecided: the returned report says
+	// that.
 	ExpectBroken []string
-}
-
-// CrashResult is what a CertifyCrashSafety run found.
-type CrashResult struct {
-	// Report is the whole run: every case with its verdict, its
-	// violations (check.Violation: the invariant, the message, the
-	// evidence) and its history.
-	sim.Report
-	// Dir holds the run's reports and histories when it did not certify
-	// (report.html, report.json, junit.xml, a folder per case); a test
-	// that passed (a negative control) leaves it only under ReportDir.
-	Dir string
-}
-
-// Violations returns the violations of invariant (a short name such as
-// "I7") over every case, in matrix order.
-func (r CrashResult) Violations(invariant string) []check.Violation {
-	var out []check.Violation
-	for _, c := range r.Results {
-		for _, v := range c.Violations {
-			if v.Invariant.Short() == invariant || string(v.Invariant) == invariant {
-				out = append(out, v)
-			}
-		}
-	}
-	return out
 }
 
 // CertifyCrashSafety runs the full crash matrix against a store backend
@@ -93,7 +68,9 @@ func (r CrashResult) Violations(invariant string) []check.Violation {
 // first discovers the crash windows the store declares inside its own
 // methods (faults.At); each is run with every faults.StoreKinds kind. It
 // fails t with the matrix, each broken invariant and the folder of the
-// reports, and returns what it found.
+// reports. It returns the run's report: every case with its verdict, its
+// violations (the invariant, the message, the evidence) and its history;
+// Broken lists the invariants broken.
 //
 // With CrashOptions.ExpectBroken it is a negative control instead: it
 // fails t unless every invariant named there broke (see
@@ -103,14 +80,13 @@ func (r CrashResult) Violations(invariant string) []check.Violation {
 // same test, find their spec in the environment and act as workers. Open
 // must reach the same data from every process of a case. Options beyond
 // the first add their ExpectBroken to it; their other fields are ignored.
-func CertifyCrashSafety(t *testing.T, backend Backend, opts ...CrashOptions) CrashResult {
+func CertifyCrashSafety(t *testing.T, backend Backend, opts ...CrashOptions) sim.Report {
 	t.Helper()
 	o, expect, err := crashOptions(opts)
 	if err != nil {
 		t.Fatalf("CertifyCrashSafety: %v", err)
 	}
 	res := crashrun.Run(t, backend, o)
-	out := CrashResult{Report: res.Report, Dir: res.Dir}
 	if len(expect) > 0 {
 		broken := res.Broken()
 		var missing []string
@@ -125,14 +101,14 @@ func CertifyCrashSafety(t *testing.T, backend Backend, opts ...CrashOptions) Cra
 		}
 		t.Logf("negative control: backend %s broke %v as expected (all broken: %v; %d cases fail, %d undecided, in %v)", backend.Name,
 			expect, broken, res.Counts[sim.Fail], res.Counts[sim.Undecided], res.Took.Round(time.Millisecond))
-		return out
+		return res.Report
 	}
 	if res.ExitCode != 0 {
 		t.Fatal(crashrun.Describe(backend.Name, res))
 	}
 	t.Logf("backend %s certified: %d cases pass, %d not applicable, in %v", backend.Name,
 		res.Counts[sim.Pass], res.Counts[sim.NotApplicable], res.Took.Round(time.Millisecond))
-	return out
+	return res.Report
 }
 
 // crashOptions turns the caller's options into the run's, and the
