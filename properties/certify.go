@@ -89,13 +89,7 @@ func CertifyCrashSafety(t *testing.T, backend Backend, opts ...CrashOptions) sim
 	res := crashrun.Run(t, backend, o)
 	if len(expect) > 0 {
 		broken := res.Broken()
-		var missing []string
-		for _, inv := range expect {
-			if !slices.Contains(broken, inv) {
-				missing = append(missing, inv)
-			}
-		}
-		if len(missing) > 0 {
+		if missing := unbroken(expect, broken); len(missing) > 0 {
 			t.Fatalf("negative control: backend %s was expected to break %v; it broke %v, not %v\n%s",
 				backend.Name, expect, broken, missing, crashrun.Describe(backend.Name, res))
 		}
@@ -109,6 +103,17 @@ func CertifyCrashSafety(t *testing.T, backend Backend, opts ...CrashOptions) sim
 	t.Logf("backend %s certified: %d cases pass, %d not applicable, in %v", backend.Name,
 		res.Counts[sim.Pass], res.Counts[sim.NotApplicable], res.Took.Round(time.Millisecond))
 	return res.Report
+}
+
+// unbroken returns the expected invariants that did not break.
+func unbroken(expect, broken []string) []string {
+	var missing []string
+	for _, inv := range expect {
+		if !slices.Contains(broken, inv) {
+			missing = append(missing, inv)
+		}
+	}
+	return missing
 }
 
 // crashOptions turns the caller's options into the run's, and the
