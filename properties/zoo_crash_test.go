@@ -116,6 +116,7 @@ func (p *leaseKeptForever) Renew(ctx context.Context, l reference.Lease, now, tt
 func TestZooLeaseNeverHandedOver(t *testing.T) {
 	res := CertifyCrashSafety(t, leaseNeverHandedOver(), CrashOptions{ExpectBroken: []string{"I7"}})
 	assertLeaseNotHandedOver(t, res)
+	t.Log(res.Timing)
 }
 
 func leaseNeverHandedOver() sim.Backend {
