@@ -11,6 +11,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/adapters/sqlite"
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
@@ -227,5 +228,39 @@ func TestZooCrashLevel(t *testing.T) {
 			}
 			t.Logf("caught by %v in %v", res.Broken(), time.Since(start).Round(time.Millisecond))
 		})
+	}
+}
+
+// registryHangs answers FindMatches never: a lost connection the driver
+// waits on for ever, say.
+type registryHangs struct{ reference.EntityRegistry }
+
+func (r registryHangs) FindMatches(ctx context.Context, space, typ string, names []string) ([]reference.RegisteredEntity, error) {
+	for ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil, ctx.Err()
+}
+
+// A store call that never returns is undecided, not a failure (no
+// invariant is about how long a store takes, and a stalled server or
+// machine looks the same from outside), and it costs the run one worker
+// deadline, not one per case: the fault-free probe hangs, its worker's
+// stacks name the store method, and the matrix is not run.
+func TestZooStoreCallHangs(t *testing.T) {
+	b := brokenSQLite("sqlite-registry-hangs", func(st reference.Stores) reference.Stores {
+		st.Registry = registryHangs{st.Registry}
+		return st
+	})
+	res := crashrun.Run(t, b, crashrun.Options{ProcessTimeout: 3 * time.Second})
+	if res.Dir != "" {
+		defer os.RemoveAll(res.Dir)
+	}
+	if res.ExitCode != 2 || len(res.Results) != 1 || res.Results[0].Verdict != sim.Undecided {
+		t.Fatalf("exit %d, %d results; want exit 2 (undecided) and the probe's case alone\n%s", res.ExitCode, len(res.Results), crashrun.Describe(b.Name, res))
+	}
+	notes := strings.Join(res.Results[0].Notes, "; ")
+	if !strings.Contains(notes, "store method properties.registryHangs.FindMatches (zoo_crash_test.go:") {
+		t.Errorf("the notes do not name the store method that hung: %s", notes)
 	}
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -75,5 +76,46 @@ func TestDeadHolderLocks(t *testing.T) {
 	h := mem.Snapshot()
 	if len(h) != 1 || h[0].Obs == nil || h[0].Obs.What != history.SeenDeadHolder || h[0].Obs.Holder != "fault/7#1" || h[0].Obs.Stopped != 1000 {
 		t.Fatalf("history %+v: want one dead-holder observation of fault/7#1 stopped at 1000", h)
+	}
+}
+
+// A worker hung in a store call names the store method the reference
+// called, a third-party one (outside this module) included, beside the
+// reference frame; a goroutine outside any store call names none.
+func TestStuckNamesTheStoreMethod(t *testing.T) {
+	dump := `goroutine 1 [running]:
+main.main()
+	/x/main.go:1 +0x1
+
+goroutine 7 [select, 2 minutes]:
+runtime.gopark(0x0)
+	/usr/lib/go/src/runtime/proc.go:435 +0xce
+time.Sleep(0x989680)
+	/usr/lib/go/src/runtime/time.go:338 +0x165
+example.com/acme/store/internal/wire.(*Conn).roundTrip(0xc000)
+	/src/acme/store/internal/wire/conn.go:88 +0x45
+example.com/acme/store.(*Registry).FindMatches(0xc000, {0x1, 0x2})
+	/src/acme/store/registry.go:41 +0x5a
+github.com/crashmatrix/crashmatrix/reference.(*Service).matchEntities(0xc000)
+	/src/crashmatrix/reference/plan.go:120 +0x99
+github.com/crashmatrix/crashmatrix/reference.(*Service).Ingest(0xc000)
+	/src/crashmatrix/reference/service.go:200 +0x99
+github.com/crashmatrix/crashmatrix/sim.(*worker).run(0xc000)
+	/src/crashmatrix/sim/worker.go:230 +0x99
+
+goroutine 9 [IO wait]:
+internal/poll.runtime_pollWait(0x0)
+	/usr/lib/go/src/runtime/netpoll.go:351 +0x85
+example.com/acme/store.(*pool).keepAlive(0xc000)
+	/src/acme/store/pool.go:12 +0x5a
+`
+	path := filepath.Join(t.TempDir(), "worker.out")
+	if err := os.WriteFile(path, []byte(dump), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := stuckFrames(path)
+	want := "select, 2 minutes: store method example.com/acme/store.(*Registry).FindMatches (registry.go:41) called from reference.(*Service).matchEntities (plan.go:120)"
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("stuck = %q\nwant [%q]", got, want)
 	}
 }
