@@ -84,7 +84,9 @@ func CheckI6(s Snapshot, _ Observed) []Violation {
 
 // CheckI7: leases. Per document, fencing tokens grow with each grant; a new
 // holder is granted only after the previous holder's lease (as last
-// renewed) expired; a holder refused as stale commits nothing afterwards.
+// renewed) expired; a holder refused as stale commits nothing afterwards;
+// the lease of a holder whose process ended is handed over once it expired
+// (checkDeadHolders).
 func CheckI7(_ Snapshot, o Observed) []Violation {
 	var out []Violation
 	type grant struct {
@@ -150,7 +152,7 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 			delete(lost, e.Holder+"\x00"+e.OperationID)
 		}
 	}
-	return out
+	return append(out, checkDeadHolders(o)...)
 }
 
 // CheckI8: plan save. One row per (owner, operation_id); the checkpoint of

@@ -41,6 +41,13 @@ const (
 	// SeenSave: PlanStore.Save for Thread (owner Owner, key Op) returned
 	// row ID, or Err.
 	SeenSave What = "save"
+	// SeenDeadHolder: LockProvider.TryAcquire on Doc was refused at Now
+	// by Holder's lease (fencing Token, the expiry the provider reported
+	// in Until) although Holder had stopped at Stopped (its process
+	// ended, as the supervisor saw it, or it stalled at a paused
+	// failpoint and had not gone on); TTL is the lease TTL of the case.
+	// The worker stopped waiting for that lease there.
+	SeenDeadHolder What = "dead-holder"
 )
 
 // Observation is one thing the harness saw; which fields are set depends
@@ -67,6 +74,9 @@ type Observation struct {
 	Owner       string   `json:"owner,omitempty"`
 	ID          int64    `json:"id,omitempty"`
 	Err         string   `json:"err,omitempty"`
+	Token       int64    `json:"token,omitempty"`
+	Stopped     int64    `json:"stopped,omitempty"`
+	TTL         int64    `json:"ttl,omitempty"`
 }
 
 // Observations returns the Seen records' observations in history order,

@@ -1,9 +1,12 @@
 package properties
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/sim"
@@ -56,36 +59,90 @@ type CrashOptions struct {
 	// named in the failure. Unset: a temporary folder, kept (without the
 	// stores' data) only when the run fails.
 	ReportDir string
+	// ExpectBroken makes the run a negative control: the invariants
+	// ("I7", or a full name such as "I7 leases") a deliberately broken
+	// store must break. The test then passes when every one of them broke
+	// in some case, and fails when one did not (or the run certified),
+	// whatever else broke or stayed undecided: the returned report says
+	// that.
+	ExpectBroken []string
 }
 
 // CertifyCrashSafety runs the full crash matrix against a store backend
 // from a plain `go test`: every window of the failpoint catalogue × every
 // fault kind, with worker processes that are re-executions of the test
 // binary, killed with SIGKILL at the window; then recovery, then the
-// invariants I1–I8 against the stores' contents. A fault-free probe run
+// invariants I1–I9 against the stores' contents. A fault-free probe run
 // first discovers the crash windows the store declares inside its own
 // methods (faults.At); each is run with every faults.StoreKinds kind. It
 // fails t with the matrix, each broken invariant and the folder of the
-// reports.
+// reports. It returns the run's report: every case with its verdict, its
+// violations (the invariant, the message, the evidence) and its history;
+// Broken lists the invariants broken.
+//
+// With CrashOptions.ExpectBroken it is a negative control instead: it
+// fails t unless every invariant named there broke (see
+// ExampleCertifyCrashSafety_negativeControl).
 //
 // Call it from a top-level test function: the re-executed workers run that
 // same test, find their spec in the environment and act as workers. Open
-// must reach the same data from every process of a case.
-func CertifyCrashSafety(t *testing.T, backend Backend, opts ...CrashOptions) {
+// must reach the same data from every process of a case. Options beyond
+// the first add their ExpectBroken to it; their other fields are ignored.
+func CertifyCrashSafety(t *testing.T, backend Backend, opts ...CrashOptions) sim.Report {
 	t.Helper()
-	res := crashrun.Run(t, backend, crashOptions(opts))
+	o, expect, err := crashOptions(opts)
+	if err != nil {
+		t.Fatalf("CertifyCrashSafety: %v", err)
+	}
+	res := crashrun.Run(t, backend, o)
+	if len(expect) > 0 {
+		broken := res.Broken()
+		if missing := unbroken(expect, broken); len(missing) > 0 {
+			t.Fatalf("negative control: backend %s was expected to break %v; it broke %v, not %v\n%s",
+				backend.Name, expect, broken, missing, crashrun.Describe(backend.Name, res))
+		}
+		t.Logf("negative control: backend %s broke %v as expected (all broken: %v; %d cases fail, %d undecided, in %v)", backend.Name,
+			expect, broken, res.Counts[sim.Fail], res.Counts[sim.Undecided], res.Took.Round(time.Millisecond))
+		return res.Report
+	}
 	if res.ExitCode != 0 {
 		t.Fatal(crashrun.Describe(backend.Name, res))
 	}
 	t.Logf("backend %s certified: %d cases pass, %d not applicable, in %v", backend.Name,
 		res.Counts[sim.Pass], res.Counts[sim.NotApplicable], res.Took.Round(time.Millisecond))
+	return res.Report
 }
 
-func crashOptions(opts []CrashOptions) crashrun.Options {
+// unbroken returns the expected invariants that did not break.
+func unbroken(expect, broken []string) []string {
+	var missing []string
+	for _, inv := range expect {
+		if !slices.Contains(broken, inv) {
+			missing = append(missing, inv)
+		}
+	}
+	return missing
+}
+
+// crashOptions turns the caller's options into the run's, and the
+// expected invariants into short names; an unknown name is an error.
+func crashOptions(opts []CrashOptions) (crashrun.Options, []string, error) {
 	if len(opts) == 0 {
-		return crashrun.Options{}
+		return crashrun.Options{}, nil, nil
+	}
+	var expect []string
+	for _, o := range opts {
+		for _, name := range o.ExpectBroken {
+			inv, err := check.ParseInvariant(name)
+			if err != nil {
+				return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.ExpectBroken: %w", err)
+			}
+			if !slices.Contains(expect, inv.Short()) {
+				expect = append(expect, inv.Short())
+			}
+		}
 	}
 	o := opts[0]
 	return crashrun.Options{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, LeaseTTL: o.LeaseTTL,
-		Parallel: o.Parallel, Mutant: o.Mutant, ReportDir: o.ReportDir, RandomKills: o.RandomKills, Seed: o.Seed, WallClock: o.WallClock}
+		Parallel: o.Parallel, Mutant: o.Mutant, ReportDir: o.ReportDir, RandomKills: o.RandomKills, Seed: o.Seed, WallClock: o.WallClock}, expect, nil
 }

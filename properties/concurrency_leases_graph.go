@@ -160,7 +160,56 @@ func linLeases(t suiteT, st reference.Stores, space string) {
 			}
 		}
 	})
+	linLeaseEdges(h, locks, space, clock.Load()+100)
 	linCheck(t, "LockProvider", linLeasesModel(), h)
+}
+
+// linLeaseEdges plays, in a fixed order on a document of its own, the
+// edges of a lease that the racing clients above reach only by chance (on
+// an unloaded machine a provider that keeps a lease through its expiry
+// instant was caught there in about one run in six, one that lets an
+// expired holder renew or a stale holder release in fewer than one in
+// ten): a renew exactly at the expiry instant (refused), the hand-over at
+// that instant (granted, with a greater token), a release by the holder
+// whose lease was taken over (refused, and the new holder keeps it). The
+// same model judges them, so these catches never rest on the scheduler.
+func linLeaseEdges(h *linHistory, locks reference.LockProvider, space string, at int64) {
+	const doc = "lin-lease-edges"
+	acquire := func(client int, holder string, now int64) reference.Lease {
+		var lease reference.Lease
+		h.call(client, linLeaseIn{Doc: doc, Kind: "acquire", Holder: holder, Now: now}, func() any {
+			l, ok, err := locks.TryAcquire(confCtx, space, doc, holder, now, linLeaseTTL)
+			if !ok {
+				return linLeaseOut{Err: linErr(err)}
+			}
+			lease = l
+			return linLeaseOut{OK: true, Token: l.Token, Exp: l.ExpiresAt, Err: linErr(err)}
+		})
+		return lease
+	}
+	release := func(client int, holder string, l reference.Lease) {
+		h.call(client, linLeaseIn{Doc: doc, Kind: "release", Holder: holder, Token: l.Token}, func() any {
+			err := locks.Release(confCtx, l)
+			if errors.Is(err, reference.ErrLeaseLost) {
+				return linLeaseOut{}
+			}
+			return linLeaseOut{OK: err == nil, Err: linErr(err)}
+		})
+	}
+	a := acquire(0, "edge-a", at)
+	h.call(0, linLeaseIn{Doc: doc, Kind: "renew", Holder: "edge-a", Token: a.Token, Now: at + linLeaseTTL}, func() any {
+		l, err := locks.Renew(confCtx, a, at+linLeaseTTL, linLeaseTTL)
+		if errors.Is(err, reference.ErrLeaseLost) {
+			return linLeaseOut{}
+		}
+		return linLeaseOut{OK: err == nil, Token: l.Token, Exp: l.ExpiresAt, Err: linErr(err)}
+	})
+	b := acquire(1, "edge-b", at+linLeaseTTL)
+	release(0, "edge-a", a)
+	acquire(2, "edge-c", at+linLeaseTTL+1)
+	if b.Token != 0 {
+		release(1, "edge-b", b)
+	}
 }
 
 // ---------------------------------------------------------------------------

@@ -25,11 +25,17 @@
 //
 // CertifyCrashSafety runs the crash matrix: worker processes that are
 // re-executions of the test binary, killed with SIGKILL at every crash
-// window, then recovery, then the invariants I1–I8 against what the stores
+// window, then recovery, then the invariants I1–I9 against what the stores
 // hold. Open is called in every worker process of a case and must reach
 // the same data each time: CaseEnv.Dir is a directory private to the case
 // (it may not exist yet: create it), CaseEnv.Namespace a name unique to the
 // case (for a server), CaseEnv.Mutant the CrashOptions.Mutant of the run.
 // Without Backend.OpenPlanSave the plan-save (System B) cases are listed as
 // not applicable. A failing run names the folder of its reports.
+//
+// Both have a negative control, to prove that a deliberately broken store
+// is caught: StoresFailures runs the suite without failing anything and
+// returns the subtests that failed, and CrashOptions.ExpectBroken names the
+// invariants a run must break (the test passes when they did). Both return
+// what they found for a test to assert on.
 package properties

@@ -131,6 +131,22 @@ func mutants() []mutant {
 		mutant{"LockTryAcquireNotAtomicLinearizability", func(r suiteT) {
 			runConcurrency(r, func(suiteT) reference.Stores { s := newMem(); s.Locks = newRacyLocks(); return s })
 		}, []string{subLinLeases}},
+		// The lease edges the linearizability check plays in a fixed order
+		// (linLeaseEdges) catch these two on every run, not by chance.
+		mutant{"LockExpiredHolderRenewsLinearizability", func(r suiteT) {
+			runConcurrency(r, func(suiteT) reference.Stores {
+				s := newMem()
+				s.Locks = &renewByReacquire{LockProvider: s.Locks}
+				return s
+			})
+		}, []string{subLinLeases}},
+		mutant{"LockReleaseByAnyoneLinearizability", func(r suiteT) {
+			runConcurrency(r, func(suiteT) reference.Stores {
+				s := newMem()
+				s.Locks = &releaseAnyLease{LockProvider: s.Locks}
+				return s
+			})
+		}, []string{subLinLeases}},
 	}
 }
 

@@ -137,6 +137,9 @@ type inprocCase struct {
 	calls  *reference.MemoryCallLog
 	shared *sharedStores
 	pid    int
+	// stops are the case's stopped (ended or paused) simulated worker
+	// processes, for their lease holders (deadholder.go).
+	stops stopMap
 }
 
 func (r *Runner) newInProcessCase(ctx context.Context, c Case, env CaseEnv) (*inprocCase, error) {
@@ -221,6 +224,7 @@ func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration
 			x.clock.advanceTo(start + d.Milliseconds())
 		},
 	}
+	opt.stops = &x.stops
 	if x.shared != nil {
 		opt.Stores = &x.shared.st
 		opt.PlanSave = x.shared.ps
@@ -229,6 +233,7 @@ func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration
 	go func() {
 		var err error
 		defer func() {
+			x.stops.record(stopLine{Worker: spec.Worker, Phase: spec.Phase, PID: opt.PID, What: stopEnded, At: x.clock.Now()})
 			wr := WorkerResult{Worker: spec.Worker, PID: opt.PID, Took: time.Since(t0), Exit: "ok"}
 			if crashed {
 				wr.Exit = "killed (simulated)"

@@ -62,4 +62,9 @@ type WorkerSpec struct {
 	KillAnchor      string `json:"killAnchor,omitempty"`
 	KillAnchorIndex int    `json:"killAnchorIndex,omitempty"`
 	KillDeltaMicros int64  `json:"killDeltaMicros,omitempty"`
+	// StoppedFile lists the case's worker processes that have stopped
+	// (ended, as the supervisor saw it, or paused at a failpoint; one JSON
+	// line each, see stopLine): a worker refused by the lease of a stopped
+	// one reads it (deadholder.go).
+	StoppedFile string `json:"stoppedFile,omitempty"`
 }

@@ -68,7 +68,11 @@ const WorkerSpecEnv = "CRASHMATRIX_WORKER_SPEC"
 
 // ReexecLauncher re-executes a Go test binary running only the tests Test
 // (a -test.run pattern) matches;
-// the test sees WorkerSpecEnv and acts as a worker.
+// the test sees WorkerSpecEnv and acts as a worker. The worker runs with
+// no go test timeout (-test.timeout=0): the supervisor's deadline ends a
+// worker that hangs, with its stacks and the point it hung at, never go
+// test's "test timed out" panic, which would end it earlier than the
+// deadline the run chose and say nothing of where.
 type ReexecLauncher struct {
 	Binary string
 	Test   string
@@ -76,7 +80,7 @@ type ReexecLauncher struct {
 
 // Command implements Launcher.
 func (r ReexecLauncher) Command(ctx context.Context, spec string) *exec.Cmd {
-	cmd := exec.Command(r.Binary, "-test.run="+r.Test, "-test.count=1", "-test.timeout=5m")
+	cmd := exec.Command(r.Binary, "-test.run="+r.Test, "-test.count=1", "-test.timeout=0")
 	cmd.Env = append(os.Environ(), WorkerSpecEnv+"="+spec)
 	return cmd
 }
@@ -424,7 +428,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 			History: filepath.Join(dir, "history.jsonl"), CallDir: filepath.Join(dir, "calls"), Actions: acts, Arms: st.Arms, Bugs: r.cfg.Bugs,
 			LeaseTTLMillis: tm.LeaseTTL.Milliseconds(), ClaimTTLMillis: tm.ClaimTTL.Milliseconds(),
 			BatchSize: r.cfg.BatchSize, Seed: r.cfg.Seed, ContinueOnError: st.ContinueOnError,
-			Background: st.Background}
+			Background: st.Background, StoppedFile: filepath.Join(dir, StoppedHoldersFile)}
 		if st.Kill != nil {
 			spec.KillAfterMicros = max(st.Kill.Offset.Microseconds(), 1)
 			if st.Kill.After != "" {

@@ -136,6 +136,11 @@ func stepLatencies(h history.Log) []time.Duration {
 	for _, r := range h {
 		k := key{r.Worker, r.Phase}
 		if r.Kind == history.Seen {
+			if r.Obs != nil && r.Obs.What == history.SeenDeadHolder {
+				// The worker waited for a stopped holder's lease until
+				// here: the case's wait, not a step.
+				delete(last, k)
+			}
 			continue // what the harness saw within a step: no boundary
 		}
 		if r.Kind != history.Event || r.Event == nil {

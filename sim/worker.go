@@ -34,6 +34,9 @@ type WorkerOptions struct {
 	Sleep    func(context.Context, time.Duration) error
 	Pause    func(context.Context, time.Duration)
 	PID      int
+	// stops are the in-process case's stopped holders (a worker process
+	// uses WorkerSpec.StoppedFile).
+	stops stops
 }
 
 // KillSelf is the Crash of a worker process: SIGKILL, so no deferred
@@ -102,6 +105,15 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 	if pause == nil {
 		pause = func(ctx context.Context, d time.Duration) { waitRelease(ctx, spec.ReleaseFile, d) }
 	}
+	st := opt.stops
+	if st == nil && spec.StoppedFile != "" {
+		st = stopFile(spec.StoppedFile)
+	}
+	now := opt.Now
+	if now == nil {
+		now = func() int64 { return time.Now().UnixMilli() }
+	}
+	pause = pausing(st, spec, pid, pause, now)
 	crash := opt.Crash
 	if crash != nil {
 		crash = func(h faults.Hit) {
@@ -130,7 +142,7 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 	// its own windows (faults.At).
 	ctx = faults.WithRuntime(ctx, rt)
 	defer armRandomKill(spec, hist, pid, began)()
-	w := &worker{spec: spec, hist: hist, rt: rt, backend: b, opt: opt, pid: pid}
+	w := &worker{spec: spec, hist: hist, rt: rt, backend: b, opt: opt, pid: pid, stops: st}
 	if opt.Stores != nil {
 		w.stores, w.sharedStores = opt.Stores, true
 	}
@@ -179,6 +191,8 @@ type worker struct {
 	svc                    *reference.Service
 	// thread is the System B thread of the action running.
 	thread string
+	// stops say which lease holders of the case have stopped.
+	stops stops
 }
 
 func (w *worker) close() {

@@ -41,6 +41,8 @@ type Options struct {
 	// StopAtFirstFailure ends the run once a case breaks an invariant
 	// (cases not yet run are reported undecided).
 	StopAtFirstFailure bool
+	// ProcessTimeout, when set, is the workers' deadline (sim.Config's).
+	ProcessTimeout time.Duration
 }
 
 // CaseFilterEnv names the environment variable that narrows a run to the
@@ -98,7 +100,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	b := backend
 	runner, err := sim.NewRunner(sim.Config{Use: &b, Backend: sim.BackendSpec{Name: backend.Name},
 		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: RunPattern(t.Name())},
-		WorkDir:  work, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: o.Seed, Adaptive: adaptive, WallClock: o.WallClock})
+		WorkDir:  work, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: o.Seed, Adaptive: adaptive, ProcessTimeout: o.ProcessTimeout, WallClock: o.WallClock})
 	if err != nil {
 		os.RemoveAll(work)
 		t.Fatalf("crash matrix: %v", err)
@@ -111,8 +113,20 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	}
 	// A fault-free probe run discovers the crash windows the store
 	// declares inside its own methods (faults.At).
+	started := time.Now()
 	probe, perr := runner.Probe(ctx)
 	sel := sim.Selection{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, RandomKills: o.RandomKills}
+	if hung, ok := probeHung(probe); perr != nil && ok {
+		// A worker of the fault-free probe hung (its stacks say in which
+		// store method): every case would hang the same way, each until
+		// its deadline, the calibration first. The run ends here,
+		// undecided, with the probe's case as its evidence.
+		rep := sim.Report{Backend: backend.Name, Mutant: o.Mutant, Seed: o.Seed, Started: started, Counts: map[sim.Verdict]int{},
+			Timing: runner.Timing(), Results: []sim.CaseResult{hung}, Probed: true}
+		rep.Took = time.Since(started)
+		rep.Finish()
+		return failedRun(t, work, rep, o)
+	}
 	cases := sel.Cases(probe, o.LeaseTTL.Milliseconds(), o.Seed)
 	if len(o.Cases) > 0 {
 		cases = o.Cases
@@ -143,13 +157,34 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	}
 	rep := runner.RunAll(ctx, cases, o.Parallel, progress)
 	rep.WithProbe(probe, perr, sel)
-	ro := ReportOptions(t)
 	if rep.ExitCode == 0 {
 		if err := os.RemoveAll(work); err != nil {
 			t.Logf("crash matrix: removing %s: %v", work, err)
 		}
-		return Result{Report: rep, Options: ro}
+		return Result{Report: rep, Options: ReportOptions(t)}
 	}
+	return failedRun(t, work, rep, o)
+}
+
+// probeHung returns the probe's case whose worker hung past its deadline,
+// if one did.
+func probeHung(pr sim.Probe) (sim.CaseResult, bool) {
+	for _, r := range pr.Results {
+		for _, w := range r.Workers {
+			if r.Verdict == sim.Undecided && w.Exit == "timeout" {
+				return r, true
+			}
+		}
+	}
+	return sim.CaseResult{}, false
+}
+
+// failedRun keeps the reports and histories of a run that did not certify
+// in work (without the stores' data unless ReportDir was set) and returns
+// it.
+func failedRun(t *testing.T, work string, rep sim.Report, o Options) Result {
+	t.Helper()
+	ro := ReportOptions(t)
 	if o.ReportDir == "" {
 		for _, r := range rep.Results {
 			if r.Dir != "" {

@@ -1,0 +1,50 @@
+package properties
+
+import (
+	"strings"
+
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// StoresFailures runs the Stores suite as Stores does, on a fresh bundle
+// from open for each case (closed after it), but without a testing.T:
+// nothing fails, and it returns what did. It is the negative control of
+// Stores: run it on a deliberately broken store and assert that the
+// subtest named for the bug failed.
+//
+// Each failed subtest is a key, its path below Stores
+// ("LockProvider/ExpiryHandsOverWithGreaterToken"), and so is every
+// subtest above it ("LockProvider"); the value is the first failure
+// message under it. A failure outside every subtest (open failed for the
+// first bundle) is under "". Correct stores give an empty map.
+func StoresFailures(open func() (reference.Stores, error)) map[string]string {
+	r := newRecorder("")
+	r.Run("Stores", func(t suiteT) {
+		runStores(t, func(t suiteT) reference.Stores {
+			st, err := open()
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			return st
+		})
+	})
+	r.Close()
+	out := map[string]string{}
+	add := func(path, msg string) {
+		if _, ok := out[path]; !ok {
+			out[path] = msg
+		}
+	}
+	for _, f := range r.Failures() {
+		path := strings.TrimPrefix(strings.TrimPrefix(f.Test, "/Stores"), "/")
+		if path == "" {
+			add("", f.Message)
+			continue
+		}
+		parts := strings.Split(path, "/")
+		for i := range parts {
+			add(strings.Join(parts[:i+1], "/"), f.Message)
+		}
+	}
+	return out
+}

@@ -1,0 +1,178 @@
+package sim
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/check"
+	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// A lock provider whose leases never expire (or are never handed over
+// once expired) wedges every document a killed or paused worker held: the
+// next worker waits out its acquire timeout, recovery waits it again for
+// every operation of every round, and a whole matrix runs for many
+// minutes into "hung" and "interrupted" verdicts that say nothing of the
+// lease. The harness knows better: it knows when each worker process
+// ended, and when a worker stalled at a paused failpoint, and a holder
+// that has stopped renews nothing. A refusal by the lease of a stopped
+// holder far past the latest instant that lease can have lasted
+// (check.DeadHolderBound) is evidence: the worker stops waiting, records
+// what it saw (history.SeenDeadHolder, which I7 judges) and fails the
+// acquire at once, as a lock timeout (the service leaves the operation to
+// recovery instead of dead-lettering it).
+
+// stopLine is one line of a case's stopped-holders file: a worker process
+// that ended (the supervisor saw it exit), or that stalled at a pause
+// (paused) and went on (resumed); At in Unix milliseconds, like the
+// history's times.
+type stopLine struct {
+	Worker string `json:"w"`
+	Phase  int    `json:"phase"`
+	PID    int    `json:"pid"`
+	What   string `json:"what"` // ended, paused, resumed
+	At     int64  `json:"at"`
+}
+
+// The stop lines' kinds.
+const (
+	stopEnded   = "ended"
+	stopPaused  = "paused"
+	stopResumed = "resumed"
+)
+
+// StoppedHoldersFile names the file of a case's folder that lists the
+// case's worker processes that ended or paused (stopLine).
+const StoppedHoldersFile = "stopped.jsonl"
+
+// stops is where a case's workers learn which lease holders have
+// stopped: a file of the case's folder for worker processes, a map for
+// the in-process mode's simulated ones.
+type stops interface {
+	// record notes that worker's process pid ended, paused or resumed.
+	record(l stopLine)
+	// since says since when the process of holder (a lease holder name,
+	// "worker/pid#call") has been stopped, if it is now.
+	since(holder string) (int64, bool)
+}
+
+// stopFile is the stops of a case of worker processes: one JSON line per
+// stop, appended with one write (O_APPEND: lines never interleave).
+type stopFile string
+
+func (f stopFile) record(l stopLine) {
+	if f == "" {
+		return
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return
+	}
+	out, err := os.OpenFile(string(f), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	_, _ = out.Write(append(b, '\n'))
+	_ = out.Close()
+}
+
+func (f stopFile) since(holder string) (int64, bool) {
+	if f == "" {
+		return 0, false
+	}
+	in, err := os.Open(string(f))
+	if err != nil {
+		return 0, false
+	}
+	defer in.Close()
+	var m stopMap
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		var l stopLine
+		// A line being written is skipped: it is read again next time.
+		if json.Unmarshal(sc.Bytes(), &l) == nil {
+			m.record(l)
+		}
+	}
+	return m.since(holder)
+}
+
+// stopMap is the stops of an in-process case, and what a stop file
+// reads into.
+type stopMap struct {
+	mu sync.Mutex
+	// at maps "worker/pid" to the instant it stopped; a process that
+	// runs has no entry.
+	at map[string]int64
+}
+
+func (m *stopMap) record(l stopLine) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.at == nil {
+		m.at = map[string]int64{}
+	}
+	k := fmt.Sprintf("%s/%d", l.Worker, l.PID)
+	if l.What == stopResumed {
+		delete(m.at, k)
+		return
+	}
+	// Ended while paused: stopped since the pause.
+	if _, ok := m.at[k]; !ok {
+		m.at[k] = l.At
+	}
+}
+
+func (m *stopMap) since(holder string) (int64, bool) {
+	p, _, ok := strings.Cut(holder, "#")
+	if !ok || !strings.Contains(p, "/") {
+		return 0, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at, ok := m.at[p]
+	return at, ok
+}
+
+// deadHolderLocks is the worker's lock provider seen by the harness: a
+// refusal by the lease of a holder that has stopped, later than
+// check.DeadHolderBound, is recorded and turned into a failed acquire.
+type deadHolderLocks struct {
+	reference.LockProvider
+	w *worker
+}
+
+func (d *deadHolderLocks) TryAcquire(ctx context.Context, space, doc, holder string, now, ttl int64) (reference.Lease, bool, error) {
+	l, ok, err := d.LockProvider.TryAcquire(ctx, space, doc, holder, now, ttl)
+	if err != nil || ok || l.Holder == "" || l.Holder == holder || d.w.stops == nil {
+		return l, ok, err
+	}
+	stopped, dead := d.w.stops.since(l.Holder)
+	if !dead || now <= check.DeadHolderBound(stopped, d.w.spec.LeaseTTLMillis) {
+		return l, ok, err
+	}
+	d.w.seen(history.Observation{What: history.SeenDeadHolder, Doc: doc, Holder: l.Holder, Token: l.Token, Until: l.ExpiresAt,
+		Now: now, Stopped: stopped, TTL: d.w.spec.LeaseTTLMillis})
+	return l, false, fmt.Errorf("%w: %s's lease on %s/%s (token %d) still refuses at %d, %s after that holder stopped: the lock provider did not hand over an expired lease",
+		reference.ErrLockTimeout, l.Holder, space, doc, l.Token, now, time.Duration(now-stopped)*time.Millisecond)
+}
+
+// pausing wraps a worker's pause so that the case's stops know it stalls:
+// nothing of the worker runs (nor renews a lease) until it goes on.
+func pausing(st stops, spec WorkerSpec, pid int, pause func(context.Context, time.Duration), now func() int64) func(context.Context, time.Duration) {
+	if st == nil {
+		return pause
+	}
+	return func(ctx context.Context, d time.Duration) {
+		st.record(stopLine{Worker: spec.Worker, Phase: spec.Phase, PID: pid, What: stopPaused, At: now()})
+		pause(ctx, d)
+		st.record(stopLine{Worker: spec.Worker, Phase: spec.Phase, PID: pid, What: stopResumed, At: now()})
+	}
+}
