@@ -1,0 +1,91 @@
+package lazyfs
+
+import (
+	"database/sql"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	_ "modernc.org/sqlite"
+)
+
+// sqliteRows is how many transactions the helper commits.
+const sqliteRows = 20
+
+func sqliteDSN(path, sync string) string {
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+sync+")")
+	q.Add("_pragma", "busy_timeout(10000)")
+	return "file:" + path + "?" + q.Encode()
+}
+
+// sqliteChild commits sqliteRows transactions with the given synchronous
+// setting, says so, and waits to be killed: a process that dies with its
+// transactions committed and acknowledged.
+func sqliteChild(arg string) int {
+	path, sync, _ := strings.Cut(arg, ",")
+	db, err := sql.Open("sqlite", sqliteDSN(path, sync))
+	if err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	for i := 0; i < sqliteRows; i++ {
+		if _, err := db.Exec(`INSERT INTO t(v) VALUES (?)`, i); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+	}
+	fmt.Println("committed " + strconv.Itoa(sqliteRows))
+	select {}
+}
+
+// countAfterPowerLoss makes a database with a durable empty table on a
+// lazy mount, lets a helper process commit sqliteRows transactions into
+// it with synchronous=sync and die by SIGKILL, cuts the power, and counts
+// the rows that survived.
+func countAfterPowerLoss(t *testing.T, sync string) int {
+	f := mount(t)
+	path := filepath.Join(f.Dir(), "db.sqlite")
+	db, err := sql.Open("sqlite", sqliteDSN(path, "FULL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE t(v INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cmd, line := startChild(t, "sqlite:"+path+","+sync)
+	if line != fmt.Sprintf("committed %d", sqliteRows) {
+		t.Fatalf("helper: %q", line)
+	}
+	kill9(t, cmd)
+	loss := f.PowerLoss()
+	t.Logf("synchronous=%s: the power loss threw away %+v", sync, loss)
+	db, err = sql.Open("sqlite", sqliteDSN(path, "FULL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil {
+		t.Fatalf("synchronous=%s: after the power loss: %v", sync, err)
+	}
+	return n
+}
+
+// The proof that the file system is lazy enough: SQLite without fsyncs
+// loses transactions it acknowledged, SQLite with them keeps every one.
+func TestSQLiteSynchronousOffLosesCommitsFullKeepsThem(t *testing.T) {
+	if n := countAfterPowerLoss(t, "OFF"); n >= sqliteRows {
+		t.Errorf("synchronous=OFF: %d of %d committed rows survived the power loss; the file system kept writes that were never synced", n, sqliteRows)
+	}
+	if n := countAfterPowerLoss(t, "FULL"); n != sqliteRows {
+		t.Errorf("synchronous=FULL: %d of %d committed rows survived the power loss, want all", n, sqliteRows)
+	}
+}
