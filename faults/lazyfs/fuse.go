@@ -92,6 +92,15 @@ func (f *FS) PowerLoss() Loss {
 	return Loss{Bytes: b, Names: n}
 }
 
+// CopyDurable writes the durable state (what a power loss now would
+// leave) into dir, in place of what dir held: a copy to read without
+// going through the mount.
+func (f *FS) CopyDurable(dir string) error {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	return store(f.m, dir)
+}
+
 // Syncs is how many fsyncs the file system has seen.
 func (f *FS) Syncs() int64 {
 	f.m.mu.Lock()
@@ -100,9 +109,9 @@ func (f *FS) Syncs() int64 {
 }
 
 // Unmount unmounts the file system; a mount still busy is detached
-// (it goes once its last user does). With a backing directory, the
-// durable state is written back to it: everything, if no power loss came
-// last (an orderly shutdown syncs).
+// (it goes once its last user does). With a backing directory, the state
+// is written back to it: everything live, as an orderly shutdown syncs
+// (after a power loss, what survived it and what was written since).
 func (f *FS) Unmount() error {
 	if f.done {
 		return nil
@@ -122,9 +131,7 @@ func (f *FS) Unmount() error {
 	if f.backing != "" {
 		f.m.mu.Lock()
 		defer f.m.mu.Unlock()
-		if f.m.gen == 0 {
-			f.m.syncAll()
-		}
+		f.m.syncAll()
 		if err := store(f.m, f.backing); err != nil {
 			return fmt.Errorf("lazyfs: write %s: %w", f.backing, err)
 		}
