@@ -249,6 +249,9 @@ func Summarize(rep sim.Report, o Options) Digest {
 		d.Broken = append(d.Broken, Broken{Invariant: inv, Name: inv, Cases: len(s.cases), Violations: s.count, FoldedCases: len(s.folded), FoldedUnder: s.root, Rarest: rarestCase(rep, inv, o)})
 	}
 	d.Verdict, d.Headline = headline(rep, d)
+	if rep.PowerLoss != "" {
+		d.Headline += "; " + rep.PowerLoss
+	}
 	return d
 }
 

@@ -31,6 +31,9 @@ type Report struct {
 	// found them; Probed says a probe ran (so an empty list means none).
 	StoreWindows []StoreWindow `json:"storeWindows,omitempty"`
 	Probed       bool          `json:"probed,omitempty"`
+	// PowerLoss, when the run left the power-loss column out, says so
+	// and why ("power loss: not tested (...)"); reports print it.
+	PowerLoss string `json:"powerLoss,omitempty"`
 }
 
 // maxAttempts bounds the runs of a case that is not exercised.

@@ -95,6 +95,18 @@ func PowerLossNotTested(why string) string { return "power loss: not tested (" +
 // behind (runs call it before they start). It says what it removed.
 func CleanStaleMounts() ([]string, error) { return lazyfs.CleanStale() }
 
+// cleanStaleMounts unmounts the lazy mounts of runs that died (NewRunner
+// calls it) and says so on stderr.
+func cleanStaleMounts() {
+	gone, err := lazyfs.CleanStale()
+	for _, d := range gone {
+		fmt.Fprintf(os.Stderr, "crashmatrix: unmounted the stale lazy mount %s of a run that died\n", d)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "crashmatrix: %v\n", err)
+	}
+}
+
 // powerCase is the lazy mount of one case that arms a power loss.
 type powerCase struct {
 	fs   *lazyfs.FS

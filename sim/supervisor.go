@@ -190,6 +190,9 @@ func NewRunner(cfg Config) (*Runner, error) {
 		cfg.Namespace = fmt.Sprintf("r%x", time.Now().UnixNano()&0xffffffff)
 	}
 	r := &Runner{cfg: cfg, backend: b, claimFixed: claimFixed}
+	if !cfg.InProcess {
+		cleanStaleMounts()
+	}
 	src := "fixed"
 	switch {
 	case cfg.InProcess:
