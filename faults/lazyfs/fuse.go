@@ -3,6 +3,7 @@ package lazyfs
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"os"
 	"syscall"
 	"time"
@@ -88,7 +89,19 @@ func (f *FS) Dir() string { return f.mountpoint }
 func (f *FS) PowerLoss() Loss {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
-	b, n := f.m.powerLoss()
+	b, n := f.m.powerLoss(nil)
+	return Loss{Bytes: b, Names: n}
+}
+
+// PowerLossTorn is PowerLoss with torn writes: each 4 KiB page of a file
+// that was written and not synced survives or not, at random (seeded),
+// and so does a file's changed size; names follow the rule as always.
+// Bytes counts the pages that did not survive.
+func (f *FS) PowerLossTorn(seed int64) Loss {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	rng := rand.New(rand.NewSource(seed))
+	b, n := f.m.powerLoss(func() bool { return rng.Intn(2) == 0 })
 	return Loss{Bytes: b, Names: n}
 }
 

@@ -205,7 +205,10 @@ func (m *model) syncAll() {
 // through durable entries gets its durable state back, every other node
 // reachable before is dead. It returns how many bytes and names were
 // lost (for the statistics and the tests).
-func (m *model) powerLoss() (lostBytes int64, lostNames int) {
+//
+// With tear set, a file's un-synced data is torn instead of lost whole:
+// each changed 4 KiB page (and the size) survives when tear says so.
+func (m *model) powerLoss(tear func() bool) (lostBytes int64, lostNames int) {
 	m.gen++
 	kept := map[*node]bool{}
 	var keep func(n *node)
@@ -233,6 +236,9 @@ func (m *model) powerLoss() (lostBytes int64, lostNames int) {
 				}
 			}
 		} else {
+			if tear != nil {
+				n.dur = torn(n.live, n.dur, tear)
+			}
 			lostBytes += changedBytes(n.live, n.dur)
 			n.live = n.dur.clone()
 		}
@@ -294,4 +300,42 @@ func (n *node) sortedNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// page returns page i of c, or nil.
+func (c content) page(i int) []byte {
+	if i < len(c.pages) {
+		return c.pages[i]
+	}
+	return nil
+}
+
+func samePage(a, b []byte) bool { return a == nil && b == nil || a != nil && b != nil && &a[0] == &b[0] }
+
+// torn returns dur with some of live's changes: each page that differs
+// and the size, where tear says so.
+func torn(live, dur content, tear func() bool) content {
+	out := dur.clone()
+	for i := 0; i < max(len(live.pages), len(dur.pages)); i++ {
+		if lp := live.page(i); !samePage(lp, dur.page(i)) && tear() {
+			for len(out.pages) <= i {
+				out.pages = append(out.pages, nil)
+			}
+			out.pages[i] = lp
+		}
+	}
+	if live.size != dur.size && tear() {
+		out.size = live.size
+	}
+	// Nothing past the size survives (it would reappear if the file grew).
+	last := int((out.size + pageSize - 1) / pageSize)
+	if len(out.pages) > last {
+		out.pages = out.pages[:last]
+	}
+	if o := out.size % pageSize; o != 0 && last > 0 && last <= len(out.pages) && out.pages[last-1] != nil {
+		pg := slices.Clone(out.pages[last-1])
+		clear(pg[o:])
+		out.pages[last-1] = pg
+	}
+	return out
 }
