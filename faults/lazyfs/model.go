@@ -310,7 +310,9 @@ func (c content) page(i int) []byte {
 	return nil
 }
 
-func samePage(a, b []byte) bool { return a == nil && b == nil || a != nil && b != nil && &a[0] == &b[0] }
+func samePage(a, b []byte) bool {
+	return a == nil && b == nil || a != nil && b != nil && &a[0] == &b[0]
+}
 
 // torn returns dur with some of live's changes: each page that differs
 // and the size, where tear says so.
