@@ -23,68 +23,105 @@ func sqliteDSN(path, sync string) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
-// sqliteChild commits sqliteRows transactions with the given synchronous
-// setting, says so, and waits to be killed: a process that dies with its
-// transactions committed and acknowledged.
+// sqliteChild is the helper process that touches the database: this
+// process serves the mount, and must not map its files itself (a page
+// fault on its own mount, while the runtime stops the world for the
+// collector, would wait for ever). what is one of:
+//
+//	create,PATH        make the table, durably, and exit;
+//	commit,PATH,SYNC   commit sqliteRows transactions with synchronous=SYNC,
+//	                   say so, and wait to be killed;
+//	count,PATH         say how many rows survived, whether the database is
+//	                   intact, and how many of them are the first ones.
 func sqliteChild(arg string) int {
-	path, sync, _ := strings.Cut(arg, ",")
-	db, err := sql.Open("sqlite", sqliteDSN(path, sync))
+	parts := strings.Split(arg, ",")
+	sync := "FULL"
+	if parts[0] == "commit" {
+		sync = parts[2]
+	}
+	db, err := sql.Open("sqlite", sqliteDSN(parts[1], sync))
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1
 	}
-	for i := 0; i < sqliteRows; i++ {
-		if _, err := db.Exec(`INSERT INTO t(v) VALUES (?)`, i); err != nil {
+	switch parts[0] {
+	case "create":
+		if _, err := db.Exec(`CREATE TABLE t(v INTEGER)`); err != nil {
 			fmt.Println("error:", err)
 			return 1
 		}
+		if err := db.Close(); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		fmt.Println("created")
+		return 0
+	case "commit":
+		for i := 0; i < sqliteRows; i++ {
+			if _, err := db.Exec(`INSERT INTO t(v) VALUES (?)`, i); err != nil {
+				fmt.Println("error:", err)
+				return 1
+			}
+		}
+		fmt.Println("committed " + strconv.Itoa(sqliteRows))
+		select {}
+	case "count":
+		var n, prefix int
+		var ok string
+		if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		if err := db.QueryRow(`SELECT count(*) FROM t WHERE v < ?`, n).Scan(&prefix); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		fmt.Printf("%d %s %d\n", n, ok, prefix)
+		return 0
 	}
-	fmt.Println("committed " + strconv.Itoa(sqliteRows))
-	select {}
+	fmt.Println("error: unknown sqlite helper", arg)
+	return 2
+}
+
+// helper runs a helper process to its first line and kills it.
+func helper(t *testing.T, what string) string {
+	t.Helper()
+	cmd, line := startChild(t, what)
+	kill9(t, cmd)
+	if strings.HasPrefix(line, "error") {
+		t.Fatalf("helper %s: %s", what, line)
+	}
+	return line
 }
 
 // countAfterPowerLoss makes a database with a durable empty table on a
 // lazy mount, lets a helper process commit sqliteRows transactions into
 // it with synchronous=sync and die by SIGKILL, cuts the power, and counts
-// the rows that survived.
+// the rows that survived. What survives must be whole: the database
+// intact, holding the first n transactions in order.
 func countAfterPowerLoss(t *testing.T, sync string, cut func(*FS) Loss) int {
 	f := mount(t)
 	path := filepath.Join(f.Dir(), "db.sqlite")
-	db, err := sql.Open("sqlite", sqliteDSN(path, "FULL"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE t(v INTEGER)`); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	cmd, line := startChild(t, "sqlite:"+path+","+sync)
-	if line != fmt.Sprintf("committed %d", sqliteRows) {
+	helper(t, "sqlite:create,"+path)
+	if line := helper(t, "sqlite:commit,"+path+","+sync); line != fmt.Sprintf("committed %d", sqliteRows) {
 		t.Fatalf("helper: %q", line)
 	}
-	kill9(t, cmd)
 	loss := cut(f)
 	t.Logf("synchronous=%s: the power loss threw away %+v", sync, loss)
-	db, err = sql.Open("sqlite", sqliteDSN(path, "FULL"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil {
+	var n, prefix int
+	var ok string
+	if _, err := fmt.Sscanf(helper(t, "sqlite:count,"+path), "%d %s %d", &n, &ok, &prefix); err != nil {
 		t.Fatalf("synchronous=%s: after the power loss: %v", sync, err)
 	}
-	// What survives is whole: the database is intact and holds the first
-	// n transactions, in order.
-	var ok string
-	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
-		t.Errorf("synchronous=%s: integrity check after the power loss: %q %v", sync, ok, err)
+	if ok != "ok" {
+		t.Errorf("synchronous=%s: integrity check after the power loss: %q", sync, ok)
 	}
-	var prefix int
-	if err := db.QueryRow(`SELECT count(*) FROM t WHERE v < ?`, n).Scan(&prefix); err != nil || prefix != n {
-		t.Errorf("synchronous=%s: the %d rows that survived are not the first %d transactions (%d are) %v", sync, n, n, prefix, err)
+	if prefix != n {
+		t.Errorf("synchronous=%s: the %d rows that survived are not the first %d transactions (%d are)", sync, n, n, prefix)
 	}
 	return n
 }
