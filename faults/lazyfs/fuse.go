@@ -51,6 +51,10 @@ type Loss struct {
 }
 
 // Mount mounts a lazy file system on mountpoint (an existing directory).
+// The file system is served by goroutines of this process: let other
+// processes use it. This process must not map (mmap) files of the mount
+// (SQLite does, for its WAL index): a page fault on its own mount while
+// the Go runtime stops the world for the collector waits for ever.
 func Mount(mountpoint string, opt Options) (*FS, error) {
 	f := &FS{m: newModel(), mountpoint: mountpoint, backing: opt.Backing}
 	if opt.Backing != "" {
