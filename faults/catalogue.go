@@ -32,6 +32,14 @@
 //   - conn-reset:   the connection of the next request is reset before the
 //     request reaches the server.
 //
+// One more kind acts on the machine (process mode, embedded backends whose
+// case data lives on the lazy file system of faults/lazyfs):
+//
+//   - power-loss: the worker dies at the window (SIGKILL) and so does every
+//     other process of the case, then everything written and not synced
+//     is thrown away (faults/lazyfs states the rule); recovery runs on what
+//     is left. It applies wherever crash does.
+//
 // The names are pingcap/failpoint paths, so they can be armed with
 // failpoint.Enable or the GO_FAILPOINTS environment variable without any code
 // rewriting.
@@ -75,6 +83,9 @@ const (
 	// ConnReset resets the connection of the next request before the
 	// request reaches the server.
 	ConnReset Kind = "conn-reset"
+	// PowerLoss kills every process of the case at the window and drops
+	// every write that was not synced (the lazy file system).
+	PowerLoss Kind = "power-loss"
 )
 
 // Kinds lists every worker-side fault kind in a stable order: the crash
@@ -95,15 +106,19 @@ var Servers = []string{"postgres", "neo4j"}
 // IsServer reports whether k acts on a database server.
 func (k Kind) IsServer() bool { return k == ServerCrash || k == AckLost || k == ConnReset }
 
+// IsPowerLoss reports whether k cuts the machine's power.
+func (k Kind) IsPowerLoss() bool { return k == PowerLoss }
+
 // ParseKind parses a fault kind name.
 func ParseKind(s string) (Kind, error) {
-	for _, k := range append(Kinds[:len(Kinds):len(Kinds)], ServerKinds...) {
+	every := append(append(Kinds[:len(Kinds):len(Kinds)], ServerKinds...), PowerLoss)
+	for _, k := range every {
 		if string(k) == s {
 			return k, nil
 		}
 	}
-	names := make([]string, 0, len(Kinds)+len(ServerKinds))
-	for _, k := range append(Kinds[:len(Kinds):len(Kinds)], ServerKinds...) {
+	names := make([]string, 0, len(every))
+	for _, k := range every {
 		names = append(names, string(k))
 	}
 	return "", fmt.Errorf("unknown fault kind %q (want one of %s)", s, strings.Join(names, ", "))
@@ -226,8 +241,12 @@ func (s Spec) AppliesServer(k Kind, server string) bool {
 	}
 }
 
-// Applies reports whether kind k is meaningful at this window.
+// Applies reports whether kind k is meaningful at this window; a power
+// loss is wherever a crash is.
 func (s Spec) Applies(k Kind) bool {
+	if k == PowerLoss {
+		k = Crash
+	}
 	for _, x := range s.Kinds {
 		if x == k {
 			return true

@@ -282,6 +282,9 @@ func Summarize(rep sim.Report, o Options) Digest {
 	}
 	d.Subset = rep.Subset
 	d.Verdict, d.Headline = headline(rep, d)
+	if rep.PowerLoss != "" {
+		d.Headline += "; " + rep.PowerLoss
+	}
 	d.Verdict, d.Headline = scoped(rep, d.Verdict, d.Headline)
 	return d
 }

@@ -167,7 +167,7 @@ var (
 var Backends = []string{"sqlite", "memory", "postgres", "containers"}
 
 // Mutants are the backend mutants a scenario may switch on.
-var Mutants = []string{sim.MutantCreateNotMerge, sim.MutantNoUniqueConstraint}
+var Mutants = []string{sim.MutantCreateNotMerge, sim.MutantNoUniqueConstraint, sim.MutantSynchronousOff}
 
 // The fields of each mapping, in canonical order.
 var (

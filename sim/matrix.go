@@ -41,6 +41,9 @@ type Report struct {
 	// Subset names the filter of a run that was not the whole matrix
 	// (e.g. "--point beforeCompleted --kind crash"); "" for the whole.
 	Subset string `json:"subset,omitempty"`
+	// PowerLoss, when the run left the power-loss column out, says so
+	// and why ("power loss: not tested (...)"); reports print it.
+	PowerLoss string `json:"powerLoss,omitempty"`
 }
 
 // maxAttempts bounds the runs of a case that is not exercised.

@@ -68,5 +68,8 @@ func Columns(rep Report) []faults.Kind {
 			}
 		}
 	}
+	if powerLossOf(rep) {
+		cols = append(cols, faults.PowerLoss)
+	}
 	return cols
 }

@@ -426,6 +426,9 @@ type Selection struct {
 	Kinds       []faults.Kind
 	Classes     []string
 	RandomKills int
+	// PowerLoss adds the power-loss column (PowerLossMatrix), narrowed
+	// like the rest; set it where Runner.PowerLossUntested is "".
+	PowerLoss bool
 }
 
 // Cases returns the cases of a selection: the catalogue's matrix and case
@@ -433,6 +436,9 @@ type Selection struct {
 // over the probe's measured fault-free run, seeded by seed).
 func (s Selection) Cases(pr Probe, leaseTTLMillis, seed int64) []Case {
 	cases := Filter(append(Matrix(leaseTTLMillis), StoreMatrix(pr.Windows, leaseTTLMillis)...), s.Points, s.Kinds, s.Classes)
+	if s.PowerLoss {
+		cases = append(cases, Filter(PowerLossMatrix(pr.Windows, leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)
+	}
 	if s.RandomKills > 0 && len(s.Points) == 0 && len(s.Kinds) == 0 && (len(s.Classes) == 0 || slices.Contains(s.Classes, RandomKillClass)) {
 		cases = append(cases, RandomKills(seed, s.RandomKills, pr.Base)...)
 	}

@@ -200,6 +200,9 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Namespace == "" {
 		cfg.Namespace = fmt.Sprintf("r%x", time.Now().UnixNano()&0xffffffff)
 	}
+	if !cfg.InProcess {
+		cleanStaleMounts()
+	}
 	src := "fixed"
 	switch {
 	case cfg.InProcess:
@@ -379,6 +382,11 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	if err := r.loadInitial(ctx, c, cx, env, space, dir); err != nil {
 		return fail(Undecided, "initial state: "+err.Error())
 	}
+	pc, err := r.mountPower(c, dir, &env)
+	if err != nil {
+		return fail(Undecided, err.Error())
+	}
+	defer pc.close()
 	var paused []runningWorker
 	// A case that ends early (interrupted, or undecided on an error) with
 	// a worker still paused kills it and returns once it has ended: a
@@ -456,6 +464,9 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 			continue
 		}
 		res.Workers = append(res.Workers, w.wait())
+		if paused, err = r.afterWorker(ctx, pc, c, env, space, cx, paused, &res); err != nil {
+			return fail(Undecided, err.Error())
+		}
 		releasePaused()
 	}
 	releasePaused()
@@ -508,7 +519,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 				miss = cmp.Or(miss, &NotExercisedReason{Cause: CauseServerFault, Detail: note,
 					Advice: "the armed fault found no matching traffic before faults stopped (ack-lost waits for a committed write's reply, conn-reset for a request), or the supervisor could not restart the server: see the case's server records"})
 			}
-			if (a.Kind == faults.Crash || a.Kind == faults.Unknown || a.Kind == faults.Recrash) && h.HitBy(st.Worker, p) {
+			if (a.Kind == faults.Crash || a.Kind == faults.Unknown || a.Kind == faults.Recrash || a.Kind == faults.PowerLoss) && h.HitBy(st.Worker, p) {
 				if wr := findWorker(res.Workers, st.Worker); wr != nil && !strings.HasPrefix(wr.Exit, "killed") {
 					note := fmt.Sprintf("worker %s hit %s (%s) but exited %q instead of dying by SIGKILL", st.Worker, p, a, wr.Exit)
 					res.Notes = append(res.Notes, note)
@@ -537,6 +548,9 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 		}
 	}
 	// Check the invariants against the stores' real contents.
+	if env, err = pc.settle(env); err != nil {
+		return fail(Undecided, "power loss: "+err.Error())
+	}
 	snap, obs, err := cx.snapshot(ctx, c, env, space, h)
 	if err != nil {
 		return fail(Undecided, "snapshot: "+err.Error())
@@ -544,6 +558,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	if cs != nil {
 		obs.Restarts = cs.Restarts()
 	}
+	obs.Restarts = append(obs.Restarts, pc.restartsOf()...)
 	observeInitial(c, space, &obs)
 	res.Violations = check.Check(snap, obs)
 	for _, op := range snap.Ops {

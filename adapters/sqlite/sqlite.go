@@ -34,6 +34,10 @@ type Options struct {
 	// row on every upsert instead of merging into the existing one: a
 	// mutant that produces duplicates.
 	CreateInsteadOfMerge bool
+	// SynchronousOff opens the database with PRAGMA synchronous=OFF: no
+	// fsync ever, so a power loss loses committed transactions (a mutant
+	// the power-loss fault must catch; a process kill does not).
+	SynchronousOff bool
 }
 
 // SchemaVersion is the version of the schema Open creates (and migrates
@@ -102,7 +106,11 @@ func Open(path string, opts Options) (reference.Stores, error) {
 	if strings.TrimSpace(path) == "" || strings.ContainsRune(path, '?') {
 		return reference.Stores{}, fmt.Errorf("%w: sqlite path %q", reference.ErrInvalidArgument, path)
 	}
-	return open(path, DSN(path), false, opts)
+	dsn := DSN(path)
+	if opts.SynchronousOff {
+		dsn = strings.Replace(dsn, url.QueryEscape("synchronous(FULL)"), url.QueryEscape("synchronous(OFF)"), 1)
+	}
+	return open(path, dsn, false, opts)
 }
 
 // OpenMemory opens (creating if needed) a database that lives in this

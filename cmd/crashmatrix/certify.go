@@ -60,12 +60,20 @@ cases dealt out by their ID), so that n machines split it; its report says
 which shard it covers, and only "crashmatrix merge" of the n shards' JSON
 reports gives the matrix's verdict.
 
+Power loss: where FUSE works (Linux, root) and the backend keeps a case's
+data in files (the embedded sqlite), every window also gets a power-loss
+case: the case's data lives on a lazy file system (faults/lazyfs) that keeps
+what was not fsynced in memory; at the window every process of the case dies
+and everything not synced is thrown away, then recovery runs and I1-I9 are
+judged (I9 right after the power loss too). Elsewhere the verdict says
+"power loss: not tested (why)"; --kind power-loss there exits 2.
+
 Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant broke (or a fault did not fire), 2 undecided.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCertify(cmd, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.backend, "backend", "sqlite", "store backend: sqlite (embedded default), memory, postgres (with --postgres-dsn, optionally --neo4j-uri), containers (starts PostgreSQL and Neo4j with testcontainers-go)")
-	fl.StringVar(&f.mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure)")
+	fl.StringVar(&f.mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure), "+sim.MutantSynchronousOff+" (embedded SQLite without fsync: caught by power loss only)")
 	fl.StringSliceVar(&f.bugs, "bug", nil, "service mutant(s): "+bugNames())
 	fl.StringSliceVar(&f.points, "point", nil, "only these windows (failpoint names)")
 	fl.StringSliceVar(&f.kinds, "kind", nil, "only these fault kinds")
@@ -194,6 +202,11 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	// matrix.
 	probe, perr := runner.Probe(cmd.Context())
 	sel := sim.Selection{Points: points, Kinds: kinds, Classes: f.only, RandomKills: f.randomKills}
+	untested, err := powerLossSelection(runner, &sel)
+	if err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
+		return exitError{2}
+	}
 	cases := sel.Cases(probe, f.leaseTTL.Milliseconds(), f.seed)
 	for _, p := range points {
 		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w sim.StoreWindow) bool { return w.Point == p }) {
@@ -243,6 +256,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	// A run that failed keeps its case data for the histories, even when
 	// writing a report fails below; --workdir and --keep keep it always.
 	kept = !tmp || f.keep || (rep.ExitCode != 0 && !interrupted)
+	rep.PowerLoss = untested
 	runner.CloseShared()
 	if pb != nil {
 		pb.Wait()

@@ -54,6 +54,7 @@ func exploreCmd() *cobra.Command {
 		bugs                       []string
 		processes, files           bool
 		randomKills                float64
+		powerLoss                  float64
 		server                     serverFlags
 	)
 	cmd := &cobra.Command{
@@ -89,6 +90,9 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			}
 			if randomKills < 0 || randomKills > 1 {
 				return fmt.Errorf("--random-kills %v: want a share between 0 and 1", randomKills)
+			}
+			if powerLoss < 0 || powerLoss > 1 {
+				return fmt.Errorf("--power-loss %v: want a share between 0 and 1", powerLoss)
 			}
 			if randomKills > 0 && !processes {
 				return fmt.Errorf("--random-kills needs --processes: a goroutine cannot be stopped at an instant")
@@ -140,6 +144,13 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			}
 			shape := explore.DefaultShape
 			shape.StoreWindows, shape.RandomKill, shape.KillBase = probe.Windows, randomKills, probe.Base
+			if powerLoss > 0 {
+				if why := runner.PowerLossUntested(); why != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "crashmatrix: --power-loss: %s\n", sim.PowerLossNotTested(why))
+					return exitError{2}
+				}
+				shape.PowerLoss = powerLoss
+			}
 			fmt.Fprintf(out, "exploring: seed %d, shard %d/%d, budget %s, backend %s, %s, %d store windows", seed, si, sn, budget, backend, mode, len(probe.Windows))
 			if randomKills > 0 {
 				fmt.Fprintf(out, ", random kills on %.0f%% of clients over %s", 100*randomKills, probe.Base.Round(time.Millisecond))
@@ -231,6 +242,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.StringVar(&shard, "shard", "", "i/n: run schedules i, i+n, i+2n, … of the seed")
 	fl.StringVar(&backendName, "backend", "sqlite", "backend")
 	fl.BoolVar(&processes, "processes", false, "kill real worker processes instead of the in-process mode")
+	fl.Float64Var(&powerLoss, "power-loss", 0, "share (0..1) of armed crashes that cut the power instead (every process of the schedule dies and what was not fsynced is lost); needs --processes, an embedded backend and FUSE")
 	fl.Float64Var(&randomKills, "random-kills", 0, "share (0..1) of client workers SIGKILLed at a random instant of their run instead of (or besides) failpoints; needs --processes")
 	fl.BoolVar(&files, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
 	fl.IntVar(&parallel, "parallel", 0, "schedules at once (default 4 per core)")

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"net"
 	"os"
 	"os/exec"
@@ -53,16 +54,20 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
-			if cond != "containers" {
-				return false, fmt.Errorf("unknown condition %q", cond)
+			switch cond {
+			case "containers":
+				return containersAvailable(), nil
+			case "fuse":
+				return lazyfs.Available() == nil, nil
 			}
-			return containersAvailable(), nil
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":        cmdExits,
 			"report":       cmdReport,
 			"waitfile":     cmdWaitFile,
 			"noworkers":    cmdNoWorkers,
+			"nomounts":     cmdNoMounts,
 			"emptydir":     cmdEmptyDir,
 			"closedport":   cmdClosedPort,
 			"nocontainers": cmdNoContainers,
@@ -374,4 +379,26 @@ func allEnded(cmds []*exec.Cmd) bool {
 		}
 	}
 	return true
+}
+
+// nomounts fails if a lazy mount (faults/lazyfs) under $WORK is in
+// /proc/mounts; "! nomounts" fails if there is none.
+func cmdNoMounts(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 0 {
+		ts.Fatalf("usage: nomounts")
+	}
+	ms, err := lazyfs.Mounts()
+	ts.Check(err)
+	var left []string
+	for _, m := range ms {
+		if strings.HasPrefix(m.Dir, ts.Getenv("WORK")+"/") {
+			left = append(left, fmt.Sprintf("%s (pid %d)", m.Dir, m.PID))
+		}
+	}
+	switch {
+	case !neg && len(left) > 0:
+		ts.Fatalf("lazy mounts left behind:\n%s", strings.Join(left, "\n"))
+	case neg && len(left) == 0:
+		ts.Fatalf("no lazy mount under $WORK")
+	}
 }

@@ -13,6 +13,7 @@ const module = "github.com/crashmatrix/crashmatrix/"
 // the longest matching prefix wins. Keep in step with ARCHITECTURE.md.
 var layers = map[string]int{
 	"faults":             0,
+	"faults/lazyfs":      0, // the lazy FUSE file system of power loss; imports nothing of the project
 	"reference":          1,
 	"history":            2,
 	"check":              3,

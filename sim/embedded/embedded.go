@@ -41,7 +41,8 @@ func SQLite() sim.Backend {
 			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
 				return reference.Stores{}, err
 			}
-			return sqlite.Open(filepath.Join(env.Dir, "crashmatrix.db"), sqlite.Options{CreateInsteadOfMerge: env.Mutant == sim.MutantCreateNotMerge})
+			return sqlite.Open(filepath.Join(env.Dir, "crashmatrix.db"), sqlite.Options{CreateInsteadOfMerge: env.Mutant == sim.MutantCreateNotMerge,
+				SynchronousOff: env.Mutant == sim.MutantSynchronousOff})
 		},
 		OpenPlanSave: func(_ context.Context, env sim.CaseEnv) (sim.PlanSaveStores, error) {
 			if err := os.MkdirAll(env.Dir, 0o755); err != nil {

@@ -59,6 +59,10 @@ type Shape struct {
 	// measured fault-free run); real processes only.
 	RandomKill float64
 	KillBase   time.Duration
+	// PowerLoss is the share (0..1) of armed crashes that become power
+	// losses (faults.PowerLoss): real processes on a runner that can cut
+	// the power only (sim.Runner.PowerLossUntested).
+	PowerLoss float64
 }
 
 // DefaultShape is small enough to shrink fast and rich enough to find the
@@ -124,6 +128,11 @@ func arm(r *rand.Rand, spec faults.Spec, shape Shape) faults.Action {
 	}
 	k := pick(r, spec.Kinds)
 	hit := 1 + r.Intn(2)
+	// Drawn only when asked for, so that seeds without power losses keep
+	// the schedules they always had.
+	if shape.PowerLoss > 0 && (k == faults.Crash || k == faults.Recrash) && r.Float64() < shape.PowerLoss {
+		return faults.On(faults.PowerLoss, hit)
+	}
 	switch k {
 	case faults.Pause:
 		// Around the lease TTL (just before expiry, just after, half a

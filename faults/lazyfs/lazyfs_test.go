@@ -1,0 +1,498 @@
+package lazyfs
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// mount mounts a lazy file system for one test and unmounts it after.
+func mount(t *testing.T) *FS {
+	t.Helper()
+	if err := Available(); err != nil {
+		t.Skipf("power loss: not tested (%v)", err)
+	}
+	dir := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Mount(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Unmount(); err != nil {
+			t.Error(err)
+		}
+	})
+	return f
+}
+
+// writeFile writes path and fsyncs it when sync is set.
+func writeFile(t *testing.T, path, data string, sync bool) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(data); err != nil {
+		t.Fatal(err)
+	}
+	if sync {
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func syncDir(t *testing.T, dir string) {
+	t.Helper()
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		t.Fatalf("fsync dir %s: %v", dir, err)
+	}
+}
+
+// readOf returns a file's content, or "<absent>".
+func readOf(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "<absent>"
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestWriteWithoutFsyncIsLost(t *testing.T) {
+	f := mount(t)
+	p := filepath.Join(f.Dir(), "a")
+	writeFile(t, p, "synced", true)
+	syncDir(t, f.Dir())
+	writeFile(t, p, "not synced, longer", false)
+	if got := readOf(t, p); got != "not synced, longer" {
+		t.Fatalf("before the power loss: %q", got)
+	}
+	loss := f.PowerLoss()
+	if got := readOf(t, p); got != "synced" {
+		t.Fatalf("after the power loss the file holds %q, want the synced %q", got, "synced")
+	}
+	if loss.Bytes == 0 {
+		t.Errorf("the power loss says it lost no bytes: %+v", loss)
+	}
+}
+
+func TestFsyncKeepsDataAndDirFsyncKeepsName(t *testing.T) {
+	f := mount(t)
+	p := filepath.Join(f.Dir(), "a")
+	writeFile(t, p, "kept", true)
+	syncDir(t, f.Dir())
+	if loss := f.PowerLoss(); loss != (Loss{}) {
+		t.Errorf("nothing un-synced, yet the power loss lost %+v", loss)
+	}
+	if got := readOf(t, p); got != "kept" {
+		t.Fatalf("a synced file in a synced directory holds %q after the power loss", got)
+	}
+}
+
+func TestCreateWithoutDirFsyncIsGone(t *testing.T) {
+	f := mount(t)
+	p := filepath.Join(f.Dir(), "new")
+	writeFile(t, p, "data synced, name not", true)
+	f.PowerLoss()
+	if got := readOf(t, p); got != "<absent>" {
+		t.Fatalf("a file created without an fsync of its directory survived the power loss with %q", got)
+	}
+}
+
+func TestNameSyncedDataNotComesBackEmpty(t *testing.T) {
+	f := mount(t)
+	p := filepath.Join(f.Dir(), "new")
+	writeFile(t, p, "never synced", false)
+	syncDir(t, f.Dir())
+	f.PowerLoss()
+	if got := readOf(t, p); got != "" {
+		t.Fatalf("a file whose name was synced but not its data holds %q, want empty", got)
+	}
+}
+
+// The rule for rename: not durable until the directory is fsynced. The
+// old name comes back with its durable data, the new name holds what it
+// durably held before (here: the old target).
+func TestRenameWithoutDirFsyncIsUndone(t *testing.T) {
+	f := mount(t)
+	tmp, dst := filepath.Join(f.Dir(), "a.tmp"), filepath.Join(f.Dir(), "a")
+	writeFile(t, dst, "old", true)
+	writeFile(t, tmp, "new", true)
+	syncDir(t, f.Dir())
+	if err := os.Rename(tmp, dst); err != nil {
+		t.Fatal(err)
+	}
+	f.PowerLoss()
+	if got := readOf(t, dst); got != "old" {
+		t.Errorf("rename without a directory fsync: target holds %q after the power loss, want the old %q", got, "old")
+	}
+	if got := readOf(t, tmp); got != "new" {
+		t.Errorf("rename without a directory fsync: source holds %q after the power loss, want it back with %q", got, "new")
+	}
+}
+
+func TestRenameWithDirFsyncIsDurable(t *testing.T) {
+	f := mount(t)
+	tmp, dst := filepath.Join(f.Dir(), "a.tmp"), filepath.Join(f.Dir(), "a")
+	writeFile(t, dst, "old", true)
+	writeFile(t, tmp, "new", true)
+	syncDir(t, f.Dir())
+	if err := os.Rename(tmp, dst); err != nil {
+		t.Fatal(err)
+	}
+	syncDir(t, f.Dir())
+	f.PowerLoss()
+	if got, gone := readOf(t, dst), readOf(t, tmp); got != "new" || gone != "<absent>" {
+		t.Fatalf("rename then directory fsync: target %q, source %q after the power loss; want %q and absent", got, gone, "new")
+	}
+}
+
+func TestRenameAcrossDirectoriesNeedsBothFsyncs(t *testing.T) {
+	f := mount(t)
+	a, b := filepath.Join(f.Dir(), "a"), filepath.Join(f.Dir(), "b")
+	for _, d := range []string{a, b} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(a, "x"), "x", true)
+	syncDir(t, a)
+	syncDir(t, f.Dir())
+	if err := os.Rename(filepath.Join(a, "x"), filepath.Join(b, "x")); err != nil {
+		t.Fatal(err)
+	}
+	syncDir(t, b) // the new name is durable, the old one not yet gone
+	f.PowerLoss()
+	if ga, gb := readOf(t, filepath.Join(a, "x")), readOf(t, filepath.Join(b, "x")); ga != "x" || gb != "x" {
+		t.Fatalf("rename with only the target directory synced: source %q, target %q; want both names (the unlink of the source was not synced)", ga, gb)
+	}
+}
+
+func TestUnlinkWithoutDirFsyncComesBack(t *testing.T) {
+	f := mount(t)
+	p := filepath.Join(f.Dir(), "a")
+	writeFile(t, p, "durable", true)
+	syncDir(t, f.Dir())
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	f.PowerLoss()
+	if got := readOf(t, p); got != "durable" {
+		t.Fatalf("unlink without a directory fsync: %q after the power loss, want the file back", got)
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	syncDir(t, f.Dir())
+	f.PowerLoss()
+	if got := readOf(t, p); got != "<absent>" {
+		t.Fatalf("unlink with a directory fsync: %q after the power loss, want it gone", got)
+	}
+}
+
+func TestMkdirNeedsParentFsync(t *testing.T) {
+	f := mount(t)
+	d, e := filepath.Join(f.Dir(), "d"), filepath.Join(f.Dir(), "e")
+	for _, x := range []string{d, e} {
+		if err := os.Mkdir(x, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(x, "f"), "f", true)
+		syncDir(t, x)
+	}
+	if err := os.Remove(filepath.Join(e, "f")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(e); err != nil {
+		t.Fatal(err)
+	}
+	// d's entry and e's removal become durable together.
+	syncDir(t, f.Dir())
+	if err := os.Mkdir(filepath.Join(f.Dir(), "later"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.PowerLoss()
+	ents, err := os.ReadDir(f.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, x := range ents {
+		names = append(names, x.Name())
+	}
+	if !slices.Equal(names, []string{"d"}) {
+		t.Fatalf("after the power loss the root lists %v, want [d]", names)
+	}
+	if got := readOf(t, filepath.Join(d, "f")); got != "f" {
+		t.Fatalf("d/f holds %q", got)
+	}
+}
+
+func TestTruncateWithoutFsyncIsUndone(t *testing.T) {
+	f := mount(t)
+	p := filepath.Join(f.Dir(), "a")
+	writeFile(t, p, strings.Repeat("x", 10000), true)
+	syncDir(t, f.Dir())
+	if err := os.Truncate(p, 3); err != nil {
+		t.Fatal(err)
+	}
+	g, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.WriteAt([]byte("yy"), 8190); err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	if got := readOf(t, p); got != "xxx"+strings.Repeat("\x00", 8187)+"yy" {
+		t.Fatalf("truncate then write past the end reads %d bytes %q...", len(got), got[:min(len(got), 8)])
+	}
+	f.PowerLoss()
+	if got := readOf(t, p); got != strings.Repeat("x", 10000) {
+		t.Fatalf("after the power loss %d bytes, want the synced 10000 x", len(got))
+	}
+}
+
+func TestHandlesFromBeforePowerLossFail(t *testing.T) {
+	f := mount(t)
+	p := filepath.Join(f.Dir(), "a")
+	writeFile(t, p, "durable", true)
+	syncDir(t, f.Dir())
+	g, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	f.PowerLoss()
+	if _, err := g.WriteAt([]byte("zombie"), 0); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("a write through a handle opened before the power loss: %v, want EIO", err)
+	}
+	if got := readOf(t, p); got != "durable" {
+		t.Fatalf("the file holds %q", got)
+	}
+}
+
+func TestBackingHoldsTheDurableState(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skipf("power loss: not tested (%v)", err)
+	}
+	base := t.TempDir()
+	mnt, backing := filepath.Join(base, "mnt"), filepath.Join(base, "disk")
+	for _, d := range []string{mnt, backing} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(backing, "pre"), []byte("pre"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Mount(mnt, Options{Backing: backing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readOf(t, filepath.Join(mnt, "pre")); got != "pre" {
+		t.Fatalf("the mount does not serve the backing directory's file: %q", got)
+	}
+	writeFile(t, filepath.Join(mnt, "kept"), "kept", true)
+	syncDir(t, mnt)
+	writeFile(t, filepath.Join(mnt, "lost"), "lost", false)
+	f.PowerLoss()
+	if err := f.Unmount(); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(backing)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{"kept", "pre"}) || readOf(t, filepath.Join(backing, "kept")) != "kept" {
+		t.Fatalf("backing after a power loss and unmount: %v", names)
+	}
+}
+
+// TestUnmountLeavesNoMount checks /proc/mounts itself.
+func TestUnmountLeavesNoMount(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skipf("power loss: not tested (%v)", err)
+	}
+	dir := t.TempDir()
+	f, err := Mount(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inProcMounts(t, dir) {
+		t.Fatalf("%s is not in /proc/mounts while mounted", dir)
+	}
+	// A busy mount (an open file) is detached rather than left behind.
+	g, err := os.Create(filepath.Join(dir, "busy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := f.Unmount(); err != nil {
+		t.Fatal(err)
+	}
+	if inProcMounts(t, dir) {
+		t.Fatalf("%s is still in /proc/mounts after Unmount", dir)
+	}
+}
+
+func inProcMounts(t *testing.T, dir string) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/mounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if fs := strings.Fields(line); len(fs) > 2 && unescape(fs[1]) == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// childEnv makes the test binary a helper process (see TestMain).
+const childEnv = "LAZYFS_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if c := os.Getenv(childEnv); c != "" {
+		os.Exit(child(c))
+	}
+	os.Exit(m.Run())
+}
+
+// startChild runs the test binary as a helper doing what, and returns
+// once it printed its first line (its result).
+func startChild(t *testing.T, what string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+what)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(out).ReadString('\n')
+		line <- strings.TrimSpace(s)
+	}()
+	select {
+	case s := <-line:
+		return cmd, s
+	case <-time.After(60 * time.Second):
+		t.Fatalf("helper %q said nothing in 60 s", what)
+		return nil, ""
+	}
+}
+
+// kill9 kills a helper with SIGKILL and waits for it.
+func kill9(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+}
+
+// A supervisor killed by SIGKILL leaves its mount behind; CleanStale
+// removes it, and leaves the mounts of live processes alone.
+func TestCleanStaleRemovesMountsOfDeadProcesses(t *testing.T) {
+	live := mount(t)
+	dir := t.TempDir()
+	cmd, line := startChild(t, "mount:"+dir)
+	if line != "mounted" {
+		t.Fatalf("helper: %q", line)
+	}
+	kill9(t, cmd)
+	if !inProcMounts(t, dir) {
+		t.Fatalf("the killed helper's mount %s is not in /proc/mounts: nothing stale to clean", dir)
+	}
+	gone, err := CleanStale()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(gone, dir) {
+		t.Errorf("CleanStale removed %v, not %s", gone, dir)
+	}
+	if inProcMounts(t, dir) {
+		t.Fatalf("%s still in /proc/mounts after CleanStale", dir)
+	}
+	if !inProcMounts(t, live.Dir()) {
+		t.Fatalf("CleanStale removed the live mount %s of this process", live.Dir())
+	}
+}
+
+func child(what string) int {
+	kind, arg, _ := strings.Cut(what, ":")
+	switch kind {
+	case "mount":
+		if _, err := Mount(arg, Options{}); err != nil {
+			os.Stdout.WriteString("error: " + err.Error() + "\n")
+			return 1
+		}
+		os.Stdout.WriteString("mounted\n")
+		select {}
+	case "sqlite":
+		return sqliteChild(arg)
+	}
+	os.Stdout.WriteString("unknown helper " + what + "\n")
+	return 2
+}
+
+// A torn power loss keeps some of the pages written and not synced, each
+// whole: a 4 KiB page is all old or all new, and which ones depends on the
+// seed.
+func TestTornPowerLossKeepsWholePages(t *testing.T) {
+	f := mount(t)
+	p := filepath.Join(f.Dir(), "a")
+	const pages = 8
+	mixed := false
+	for seed := int64(1); seed <= 10; seed++ {
+		writeFile(t, p, strings.Repeat("a", pages*pageSize), true)
+		syncDir(t, f.Dir())
+		writeFile(t, p, strings.Repeat("b", pages*pageSize), false)
+		f.PowerLossTorn(seed)
+		got := readOf(t, p)
+		if len(got) != pages*pageSize {
+			t.Fatalf("seed %d: %d bytes after a torn power loss, want %d (the size never changed)", seed, len(got), pages*pageSize)
+		}
+		news := 0
+		for i := 0; i < pages; i++ {
+			pg := got[i*pageSize : (i+1)*pageSize]
+			switch pg {
+			case strings.Repeat("a", pageSize):
+			case strings.Repeat("b", pageSize):
+				news++
+			default:
+				t.Fatalf("seed %d: page %d is torn inside: %q...", seed, i, pg[:16])
+			}
+		}
+		mixed = mixed || news > 0 && news < pages
+	}
+	if !mixed {
+		t.Fatal("no seed kept part of the un-synced pages: the power loss does not tear")
+	}
+}

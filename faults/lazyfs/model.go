@@ -1,0 +1,343 @@
+// Package lazyfs is a lazy file system for power-loss faults: a FUSE file
+// system (github.com/hanwen/go-fuse/v2) that keeps every write that was
+// not synced in memory, so that PowerLoss can throw it away at a precise
+// moment, after which the file system serves the synced state only. It is
+// crashmatrix's own take on Jepsen's LazyFS.
+//
+// # The durability rule it models
+//
+// Each file and directory has a live state (what processes see) and a
+// durable state (what survives a power loss):
+//
+//   - fsync(2) or fdatasync(2) of a regular file makes its data and size
+//     durable (the two are not told apart: fdatasync must make the size
+//     durable too when data needs it, and a database's fdatasync is there
+//     to make appended data durable);
+//   - a directory entry (a create, mkdir, unlink, rmdir, or either side of a
+//     rename) becomes durable only when the directory holding it is
+//     fsynced; fsync of a file never makes its name durable, and fsync of
+//     a directory never makes its files' data durable;
+//   - rename without an fsync of the directories involved is not durable:
+//     after a power loss the old name is back (with the file's durable
+//     data) and the new name holds whatever it durably held before. This is
+//     what POSIX promises and what ext4 (without its auto_da_alloc
+//     heuristics), XFS and LazyFS give; an application that needs the
+//     rename to survive must fsync the directory, as SQLite does for a new
+//     journal or WAL file and PostgreSQL for its WAL segments;
+//   - a file whose name is durable but whose data was never synced comes
+//     back empty (or with the data of its last sync), like a file of ext4
+//     after a crash before delayed allocation;
+//   - attributes other than size (mode, owner, times) are kept as they
+//     are live: the model loses data and names, not permission bits;
+//   - close(2) syncs nothing; a clean Unmount syncs everything (an orderly
+//     shutdown flushes the page cache).
+//
+// PowerLoss is atomic with respect to every file system operation: an
+// operation either happened before it (and is lost unless synced) or after
+// it. File handles opened before a power loss fail with EIO afterwards:
+// the processes that held them are dead in the model.
+package lazyfs
+
+import (
+	"slices"
+	"sort"
+	"sync"
+	"time"
+)
+
+// pageSize is the granularity at which file data is kept and shared
+// between the live and the durable state (copy on write).
+const pageSize = 4096
+
+// content is the data of a regular file: pages (nil: a hole of zeros)
+// and a size.
+type content struct {
+	pages [][]byte
+	size  int64
+}
+
+func (c content) clone() content { return content{pages: slices.Clone(c.pages), size: c.size} }
+
+// node is one file or directory of the model.
+type node struct {
+	ino   uint64
+	dir   bool
+	mode  uint32 // permission bits
+	uid   uint32
+	gid   uint32
+	mtime time.Time
+	ctime time.Time
+	// Regular files: the live and the durable data. They share pages
+	// until one is written.
+	live, dur content
+	// Directories: the live and the durable entries.
+	kids, durKids map[string]*node
+	// dead marks a node a power loss removed.
+	dead bool
+}
+
+// model is the state of one lazy file system; mu orders every operation
+// and PowerLoss.
+type model struct {
+	mu      sync.Mutex
+	root    *node
+	nextIno uint64
+	// gen counts power losses: handles opened in an earlier generation
+	// are stale.
+	gen uint64
+	// syncs counts fsyncs, losses the data power losses threw away.
+	syncs, losses int64
+}
+
+func newModel() *model {
+	m := &model{nextIno: 2}
+	m.root = &node{ino: 1, dir: true, mode: 0o755, kids: map[string]*node{}, durKids: map[string]*node{}, mtime: time.Now(), ctime: time.Now()}
+	return m
+}
+
+// newNode makes a node that is durable nowhere yet.
+func (m *model) newNode(dir bool, mode, uid, gid uint32) *node {
+	n := &node{ino: m.nextIno, dir: dir, mode: mode & 0o7777, uid: uid, gid: gid, mtime: time.Now(), ctime: time.Now()}
+	m.nextIno++
+	if dir {
+		n.kids, n.durKids = map[string]*node{}, map[string]*node{}
+	}
+	return n
+}
+
+// read copies the live data at off into dest and returns how much.
+func (n *node) read(dest []byte, off int64) int {
+	if off >= n.live.size {
+		return 0
+	}
+	end := min(off+int64(len(dest)), n.live.size)
+	k := 0
+	for p := off; p < end; {
+		i, o := p/pageSize, p%pageSize
+		chunk := min(int64(pageSize)-o, end-p)
+		if i < int64(len(n.live.pages)) && n.live.pages[i] != nil {
+			copy(dest[k:k+int(chunk)], n.live.pages[i][o:o+chunk])
+		} else {
+			clear(dest[k : k+int(chunk)])
+		}
+		k += int(chunk)
+		p += chunk
+	}
+	return k
+}
+
+// ownPage returns live page i, copied first if the durable state shares it.
+func (n *node) ownPage(i int64) []byte {
+	for int64(len(n.live.pages)) <= i {
+		n.live.pages = append(n.live.pages, nil)
+	}
+	pg := n.live.pages[i]
+	switch {
+	case pg == nil:
+		pg = make([]byte, pageSize)
+	case i < int64(len(n.dur.pages)) && n.dur.pages[i] != nil && &n.dur.pages[i][0] == &pg[0]:
+		pg = slices.Clone(pg)
+	default:
+		return pg
+	}
+	n.live.pages[i] = pg
+	return pg
+}
+
+// write writes data at off into the live state.
+func (n *node) write(data []byte, off int64) {
+	end := off + int64(len(data))
+	k := 0
+	for p := off; p < end; {
+		i, o := p/pageSize, p%pageSize
+		chunk := min(int64(pageSize)-o, end-p)
+		copy(n.ownPage(i)[o:o+chunk], data[k:k+int(chunk)])
+		k += int(chunk)
+		p += chunk
+	}
+	n.live.size = max(n.live.size, end)
+	n.mtime = time.Now()
+}
+
+// truncate sets the live size; bytes past it read as zeros if it grows
+// again.
+func (n *node) truncate(size int64) {
+	if size < n.live.size {
+		last := (size + pageSize - 1) / pageSize
+		if int64(len(n.live.pages)) > last {
+			n.live.pages = n.live.pages[:last]
+		}
+		if o := size % pageSize; o != 0 && last-1 < int64(len(n.live.pages)) && n.live.pages[last-1] != nil {
+			clear(n.ownPage(last - 1)[o:])
+		}
+	}
+	n.live.size = size
+	n.mtime = time.Now()
+}
+
+// sync makes the node's live state durable: a file's data, or a
+// directory's entries.
+func (m *model) sync(n *node) {
+	m.syncs++
+	if n.dir {
+		n.durKids = make(map[string]*node, len(n.kids))
+		for k, v := range n.kids {
+			n.durKids[k] = v
+		}
+		return
+	}
+	n.dur = n.live.clone()
+}
+
+// syncAll makes everything live durable (a clean shutdown).
+func (m *model) syncAll() {
+	var walk func(n *node)
+	walk = func(n *node) {
+		m.sync(n)
+		for _, k := range n.kids {
+			walk(k)
+		}
+	}
+	walk(m.root)
+}
+
+// powerLoss throws away everything not synced: every node reachable
+// through durable entries gets its durable state back, every other node
+// reachable before is dead. It returns how many bytes and names were
+// lost (for the statistics and the tests).
+//
+// With tear set, a file's un-synced data is torn instead of lost whole:
+// each changed 4 KiB page (and the size) survives when tear says so.
+func (m *model) powerLoss(tear func() bool) (lostBytes int64, lostNames int) {
+	m.gen++
+	kept := map[*node]bool{}
+	var keep func(n *node)
+	keep = func(n *node) {
+		kept[n] = true
+		now := time.Now()
+		if n.dir {
+			for name, k := range n.kids {
+				if n.durKids[name] != k {
+					lostNames++
+				}
+			}
+			for name, k := range n.durKids {
+				if n.kids[name] != k {
+					lostNames++
+				}
+			}
+			n.kids = make(map[string]*node, len(n.durKids))
+			for k, v := range n.durKids {
+				n.kids[k] = v
+			}
+			for _, k := range n.durKids {
+				if !kept[k] {
+					keep(k)
+				}
+			}
+		} else {
+			if tear != nil {
+				n.dur = torn(n.live, n.dur, tear)
+			}
+			lostBytes += changedBytes(n.live, n.dur)
+			n.live = n.dur.clone()
+		}
+		// A new mtime makes the kernel drop pages it cached from the
+		// lost state.
+		n.mtime, n.ctime = now, now
+	}
+	var before []*node
+	var collect func(n *node)
+	collect = func(n *node) {
+		before = append(before, n)
+		for _, k := range n.kids {
+			collect(k)
+		}
+	}
+	collect(m.root)
+	keep(m.root)
+	for _, n := range before {
+		if !kept[n] {
+			n.dead = true
+			if !n.dir {
+				lostBytes += n.live.size
+			}
+		}
+	}
+	m.losses += lostBytes
+	return lostBytes, lostNames
+}
+
+// changedBytes counts the bytes of a that differ from b, page by page
+// (a shared page counts as unchanged).
+func changedBytes(a, b content) int64 {
+	var n int64
+	pages := max(len(a.pages), len(b.pages))
+	for i := 0; i < pages; i++ {
+		var pa, pb []byte
+		if i < len(a.pages) {
+			pa = a.pages[i]
+		}
+		if i < len(b.pages) {
+			pb = b.pages[i]
+		}
+		if pa == nil && pb == nil || pa != nil && pb != nil && &pa[0] == &pb[0] {
+			continue
+		}
+		n += pageSize
+	}
+	if a.size != b.size && n == 0 {
+		n = max(a.size-b.size, b.size-a.size)
+	}
+	return n
+}
+
+// sortedNames returns a directory's live entry names in order.
+func (n *node) sortedNames() []string {
+	names := make([]string, 0, len(n.kids))
+	for k := range n.kids {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// page returns page i of c, or nil.
+func (c content) page(i int) []byte {
+	if i < len(c.pages) {
+		return c.pages[i]
+	}
+	return nil
+}
+
+func samePage(a, b []byte) bool {
+	return a == nil && b == nil || a != nil && b != nil && &a[0] == &b[0]
+}
+
+// torn returns dur with some of live's changes: each page that differs
+// and the size, where tear says so.
+func torn(live, dur content, tear func() bool) content {
+	out := dur.clone()
+	for i := 0; i < max(len(live.pages), len(dur.pages)); i++ {
+		if lp := live.page(i); !samePage(lp, dur.page(i)) && tear() {
+			for len(out.pages) <= i {
+				out.pages = append(out.pages, nil)
+			}
+			out.pages[i] = lp
+		}
+	}
+	if live.size != dur.size && tear() {
+		out.size = live.size
+	}
+	// Nothing past the size survives (it would reappear if the file grew).
+	last := int((out.size + pageSize - 1) / pageSize)
+	if len(out.pages) > last {
+		out.pages = out.pages[:last]
+	}
+	if o := out.size % pageSize; o != 0 && last > 0 && last <= len(out.pages) && out.pages[last-1] != nil {
+		pg := slices.Clone(out.pages[last-1])
+		clear(pg[o:])
+		out.pages[last-1] = pg
+	}
+	return out
+}

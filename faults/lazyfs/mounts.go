@@ -1,0 +1,134 @@
+package lazyfs
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// MountInfo is one lazy mount listed in /proc/mounts.
+type MountInfo struct {
+	Dir string
+	// PID is the process serving it (from the mount's source name).
+	PID int
+}
+
+// Mounts lists the lazy mounts in /proc/mounts.
+func Mounts() ([]MountInfo, error) {
+	f, err := os.Open("/proc/mounts")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []MountInfo
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 3 || fields[2] != FSType {
+			continue
+		}
+		mi := MountInfo{Dir: unescape(fields[1])}
+		if p, ok := strings.CutPrefix(fields[0], sourcePrefix); ok {
+			mi.PID, _ = strconv.Atoi(p)
+		}
+		out = append(out, mi)
+	}
+	return out, sc.Err()
+}
+
+// unescape undoes the octal escapes of /proc/mounts (\040 for a space).
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// CleanStale unmounts every lazy mount whose serving process is gone (a
+// supervisor killed by SIGKILL leaves its mounts behind, answering
+// "transport endpoint is not connected"); a run calls it before it
+// mounts. Mounts of live processes (another run) are left alone. It
+// returns the mount points it removed.
+func CleanStale() ([]string, error) {
+	ms, err := Mounts()
+	if err != nil {
+		return nil, err
+	}
+	var gone []string
+	var errs []error
+	for _, m := range ms {
+		if m.PID > 0 && alive(m.PID) {
+			continue
+		}
+		if err := syscall.Unmount(m.Dir, syscall.MNT_DETACH); err != nil {
+			errs = append(errs, fmt.Errorf("unmount stale lazy mount %s (pid %d gone): %w", m.Dir, m.PID, err))
+			continue
+		}
+		gone = append(gone, m.Dir)
+	}
+	return gone, errors.Join(errs...)
+}
+
+// alive reports whether process pid exists.
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+var (
+	availOnce sync.Once
+	availErr  error
+)
+
+// Available reports whether lazy mounts work here: nil, or the reason
+// they do not (callers say "power loss: not tested (reason)"). The answer
+// comes from a real trial mount, made once per process.
+func Available() error {
+	availOnce.Do(func() { availErr = probe() })
+	return availErr
+}
+
+func probe() error {
+	if runtime.GOOS != "linux" {
+		return fmt.Errorf("the lazy file system needs Linux FUSE; this is %s", runtime.GOOS)
+	}
+	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("cannot open /dev/fuse: %v (FUSE missing, or a container without --device /dev/fuse)", err)
+	}
+	f.Close()
+	dir, err := os.MkdirTemp("", "lazyfs-probe-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(dir)
+	fs, err := Mount(dir, Options{})
+	if err != nil {
+		if errors.Is(err, syscall.EPERM) {
+			return fmt.Errorf("%v (mounting needs root, CAP_SYS_ADMIN)", err)
+		}
+		return err
+	}
+	if err := fs.Unmount(); err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+// powerLossScenario is a scenario file that cuts the power at
+// beforeCompleted, on the stores the mutant names.
+func powerLossScenario(mutant, verdict, breaks string) string {
+	return fmt.Sprintf(`name: power-loss-before-completed
+description: the power goes at the last stage of the first ingestion
+system: ingestion
+mutant: %s
+documents:
+  d4: |
+    Person:Frank {team=graph} -MANAGES-> Person:Grace
+  d1: |
+    Person:Alice -KNOWS-> Person:Bob
+steps:
+  - worker: fault
+    actions:
+      - {do: ingest, doc: d4, document: d4}
+      - {do: ingest, doc: d1, document: d1}
+    faults:
+      - {point: beforeCompleted, kind: power-loss, hit: 2}
+  - worker: quiesce
+    actions:
+      - {do: recover}
+    resubmit: [fault]
+    continueOnError: true
+expect: {verdict: %s%s}
+`, mutant, verdict, breaks)
+}
+
+// A scenario file arms kind power-loss like any other; run with real
+// processes, it loses what SQLite did not sync: nothing with the default
+// stores, acknowledged commits with synchronous-off (I9).
+func TestPowerLossScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real worker processes")
+	}
+	s, err := Parse("power-loss.yaml", []byte(powerLossScenario(`""`, "pass", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Case()
+	if a := c.Steps[0].Arms[faults.BeforeCompleted]; a.Kind != faults.PowerLoss || a.Hit != 2 {
+		t.Fatalf("the scenario arms %v at beforeCompleted, want power-loss@2", a)
+	}
+	if err := lazyfs.Available(); err != nil {
+		t.Skip(sim.PowerLossNotTested(err.Error()))
+	}
+	if err := s.JudgeResult(replay(t, s, false)); err != nil {
+		t.Errorf("default stores: %v", err)
+	}
+	off, err := Parse("power-loss-off.yaml", []byte(powerLossScenario(sim.MutantSynchronousOff, "fail", ", breaks: [I9]")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := replay(t, off, false)
+	if err := off.JudgeResult(res); err != nil || !slices.Contains(res.Broken(), "I9") {
+		t.Errorf("synchronous-off: %v (broken %v)", err, res.Broken())
+	}
+	// In-process there is nothing to power off: undecided, never a pass.
+	if res := replay(t, s, true); res.Verdict != sim.Undecided {
+		t.Errorf("in-process power loss: %s %v", res.Verdict, res.Notes)
+	}
+}

@@ -1,0 +1,262 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/crashmatrix/crashmatrix/check"
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
+	"github.com/crashmatrix/crashmatrix/history"
+)
+
+// A power loss (faults.PowerLoss) at a window: the worker dies there as in
+// a crash, every other process of the case is killed, and everything the
+// case's stores wrote and did not sync is thrown away. The case's data
+// directory (CaseEnv.Dir) lives on a lazy file system (faults/lazyfs)
+// mounted for the case under its folder ("lazy"; the durable state is left
+// in "disk" when the case ends), so the embedded backends need nothing
+// of their own; a server backend's data is in its servers, out of reach.
+
+// MutantSynchronousOff opens the embedded SQLite stores of System A with
+// PRAGMA synchronous=OFF: they survive every process kill and must fail
+// under power loss.
+const MutantSynchronousOff = "synchronous-off"
+
+// PowerLossCase builds the case of a power loss at window p: the window's
+// crash case with the power loss armed in place of the kill; ok is false
+// where a crash does not apply.
+func PowerLossCase(p faults.Point, leaseTTLMillis int64) (Case, bool) {
+	spec, found := faults.Lookup(p)
+	if !found {
+		return Case{}, false
+	}
+	return powerLossCase(spec, leaseTTLMillis)
+}
+
+func powerLossCase(spec faults.Spec, leaseTTLMillis int64) (Case, bool) {
+	c, ok := windowCase(spec, faults.Crash, leaseTTLMillis)
+	if !ok {
+		return Case{}, false
+	}
+	c.ID = caseID(strings.ReplaceAll(string(spec.Point), "/", "-"), string(faults.PowerLoss))
+	c.Kind = faults.PowerLoss
+	c.Description = fmt.Sprintf("power loss at %q (%s): every process of the case dies and every write not yet synced is lost; recovery must: %s", spec.Step, spec.Window, spec.Recovery)
+	for i := range c.Steps {
+		if a, armed := c.Steps[i].Arms[spec.Point]; armed && c.Steps[i].Worker == "fault" && a.Kind == faults.Crash {
+			c.Steps[i].Arms[spec.Point] = faults.On(faults.PowerLoss, a.Hit)
+		}
+	}
+	return c, true
+}
+
+// PowerLossMatrix returns a power loss at every window of the catalogue
+// and every store-declared window where a crash applies: the power-loss
+// column.
+func PowerLossMatrix(ws []StoreWindow, leaseTTLMillis int64) []Case {
+	var out []Case
+	for _, s := range faults.Catalogue {
+		if c, ok := powerLossCase(s, leaseTTLMillis); ok {
+			out = append(out, c)
+		}
+	}
+	for _, w := range ws {
+		if c, ok := powerLossCase(w.Spec(), leaseTTLMillis); ok {
+			c.Store = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// PowerLossUntested says why this runner cannot cut the power, or "" when
+// it can: reports print it as "power loss: not tested (why)".
+func (r *Runner) PowerLossUntested() string {
+	switch {
+	case r.cfg.InProcess:
+		return "power loss needs worker processes; the in-process mode has no files to lose"
+	case !r.backend.Embedded:
+		return fmt.Sprintf("backend %s does not keep its data in the case's files (power loss is tested where a case's data directory can live on the lazy file system: the embedded backends)", r.backend.Name)
+	}
+	if err := lazyfs.Available(); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// PowerLossNotTested is the line a report prints when power loss was
+// left out: "power loss: not tested (why)".
+func PowerLossNotTested(why string) string { return "power loss: not tested (" + why + ")" }
+
+// CleanStaleMounts unmounts the lazy mounts a run killed by SIGKILL left
+// behind (runs call it before they start). It says what it removed.
+func CleanStaleMounts() ([]string, error) { return lazyfs.CleanStale() }
+
+// cleanStaleMounts unmounts the lazy mounts of runs that died (NewRunner
+// calls it) and says so on stderr.
+func cleanStaleMounts() {
+	gone, err := lazyfs.CleanStale()
+	for _, d := range gone {
+		fmt.Fprintf(os.Stderr, "crashmatrix: unmounted the stale lazy mount %s of a run that died\n", d)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "crashmatrix: %v\n", err)
+	}
+}
+
+// powerCase is the lazy mount of one case that arms a power loss.
+type powerCase struct {
+	fs   *lazyfs.FS
+	disk string // the backing directory
+	done int    // power losses carried out
+	// restarts are the stores as each power loss left them (I9).
+	restarts []check.Restart
+}
+
+// restartsOf returns what the stores held right after each power loss.
+func (pc *powerCase) restartsOf() []check.Restart {
+	if pc == nil {
+		return nil
+	}
+	return pc.restarts
+}
+
+// armsPowerLoss reports whether any step of c arms a power loss.
+func armsPowerLoss(c Case) bool {
+	for _, st := range c.Steps {
+		for _, a := range st.Arms {
+			if a.Kind == faults.PowerLoss {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mountPower mounts the lazy file system of a case that arms a power
+// loss and moves the case's data directory onto it; nil for other cases.
+// What the data directory holds already (a scenario's initial state) is
+// the durable state the mount starts with.
+//
+// The supervisor itself never opens the stores on the mount: it serves
+// the mount, and a page fault of its own on a mapped file of the mount
+// (SQLite maps its WAL index) would hold a thread the server may need.
+// The snapshot reads the durable copy settle leaves instead.
+func (r *Runner) mountPower(c Case, dir string, env *CaseEnv) (*powerCase, error) {
+	if !armsPowerLoss(c) {
+		return nil, nil
+	}
+	if why := r.PowerLossUntested(); why != "" {
+		return nil, fmt.Errorf("%s", PowerLossNotTested(why))
+	}
+	mnt, disk := filepath.Join(dir, "lazy"), filepath.Join(dir, "disk")
+	for _, d := range []string{mnt, disk} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	// The data directory exists, durably, before the stores start, as a
+	// database's directory does.
+	if err := os.Rename(env.Dir, filepath.Join(disk, "data")); os.IsNotExist(err) {
+		err = os.Mkdir(filepath.Join(disk, "data"), 0o755)
+		if err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	fs, err := lazyfs.Mount(mnt, lazyfs.Options{Backing: disk})
+	if err != nil {
+		return nil, err
+	}
+	env.Dir = filepath.Join(mnt, "data")
+	return &powerCase{fs: fs, disk: disk}, nil
+}
+
+// settle ends the case's lazy mount once every process of the case has
+// ended (an orderly shutdown: what is live is kept) and points env at the
+// copy left on disk, for the snapshot.
+func (pc *powerCase) settle(env CaseEnv) (CaseEnv, error) {
+	if pc == nil {
+		return env, nil
+	}
+	if err := pc.fs.Unmount(); err != nil {
+		return env, err
+	}
+	env.Dir = filepath.Join(pc.disk, "data")
+	return env, nil
+}
+
+// close unmounts the case's lazy file system (every process of the case
+// has ended); what was durable stays in the case's "disk" folder.
+func (pc *powerCase) close() {
+	if pc != nil {
+		_ = pc.fs.Unmount()
+	}
+}
+
+// afterWorker cuts the power once a worker of the case hit a power loss:
+// the case's other live processes (paused workers) are killed and waited
+// for first, then everything not synced is thrown away, and the stores
+// are read as the power loss left them (a copy of the durable state, so
+// that the supervisor never opens them on the mount it serves): what a
+// write acknowledged before it must be there (I9, as after a server
+// restart). It returns the workers still paused.
+func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c Case, env CaseEnv, space string, cx caseExec, paused []runningWorker, res *CaseResult) ([]runningWorker, error) {
+	if pc == nil {
+		return paused, nil
+	}
+	h, err := cx.history()
+	if err != nil {
+		return paused, err
+	}
+	var hits []history.Record
+	for _, rec := range h {
+		if rec.Kind == history.Hit && rec.Fault != nil && rec.Fault.Kind == faults.PowerLoss {
+			hits = append(hits, rec)
+		}
+	}
+	for ; pc.done < len(hits); pc.done++ {
+		for _, w := range paused {
+			w.kill()
+			res.Workers = append(res.Workers, w.wait())
+		}
+		paused = nil
+		if h, err = cx.history(); err != nil {
+			return paused, err
+		}
+		loss := pc.fs.PowerLoss()
+		hit := hits[pc.done]
+		res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed; %d bytes and %d directory entries that were not synced thrown away",
+			hit.Point, hit.Worker, loss.Bytes, loss.Names))
+		rs := check.Restart{Server: "machine (power loss)", Point: string(hit.Point), Worker: hit.Worker, Events: len(h.Events())}
+		for _, t := range Observe(h, c, space).Threads {
+			rs.SavedPlans = append(rs.SavedPlans, t.ReturnedIDs...)
+		}
+		copyDir := filepath.Join(filepath.Dir(pc.disk), fmt.Sprintf("after-power-loss-%d", pc.done+1))
+		senv := env
+		senv.Dir = filepath.Join(copyDir, "data")
+		if err := pc.fs.CopyDurable(copyDir); err != nil {
+			rs.SnapshotErr = err.Error()
+		} else if snap, _, err := r.snapshot(ctx, c, senv, space, h); err != nil {
+			rs.SnapshotErr = err.Error()
+		} else {
+			rs.Snapshot = snap
+		}
+		pc.restarts = append(pc.restarts, rs)
+	}
+	return paused, nil
+}
+
+// powerLossOf says whether a report holds power-loss cases.
+func powerLossOf(rep Report) bool {
+	for _, r := range rep.Results {
+		if r.Case.Kind == faults.PowerLoss {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,96 @@
+package sim_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+func needFUSE(t *testing.T) {
+	t.Helper()
+	if err := lazyfs.Available(); err != nil {
+		t.Skip(sim.PowerLossNotTested(err.Error()))
+	}
+}
+
+// noLazyMounts fails when a lazy mount of this process is left.
+func noLazyMounts(t *testing.T) {
+	t.Helper()
+	ms, err := lazyfs.Mounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.PID == os.Getpid() {
+			t.Errorf("lazy mount left behind: %s", m.Dir)
+		}
+	}
+}
+
+// SQLite with synchronous=OFF keeps every commit through a process kill,
+// and loses acknowledged ones when the power goes: the power-loss case
+// must fail it on durability (I9) or liveness (I5).
+func TestPowerLossCatchesSQLiteSynchronousOff(t *testing.T) {
+	needFUSE(t)
+	r := processRunner(t, "sqlite", func(c *sim.Config) { c.Mutant = sim.MutantSynchronousOff })
+	c, ok := sim.PowerLossCase(faults.BeforeCompleted, 250)
+	if !ok {
+		t.Fatal("no power-loss case at beforeCompleted")
+	}
+	res := r.RunCase(context.Background(), c)
+	broken := res.Broken()
+	if res.Verdict != sim.Fail || !(slices.Contains(broken, "I9") || slices.Contains(broken, "I5")) {
+		t.Fatalf("synchronous=OFF under power loss: verdict %s, broken %v, notes %v; want FAIL on I9 or I5\n%v", res.Verdict, broken, res.Notes, res.Violations)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "power loss at beforeCompleted") }) {
+		t.Errorf("no note of the power loss: %v", res.Notes)
+	}
+	// The same store survives the crash at the same window: only the
+	// power loss finds it out.
+	crash, _ := sim.WindowCase(faults.BeforeCompleted, faults.Crash, 250)
+	if res := r.RunCase(context.Background(), crash); res.Verdict != sim.Pass {
+		t.Errorf("synchronous=OFF under a crash: %s %v %v; want pass (a process kill keeps the page cache)", res.Verdict, res.Broken(), res.Notes)
+	}
+	noLazyMounts(t)
+}
+
+// The embedded default (WAL, synchronous=FULL) certifies with the whole
+// power-loss column.
+func TestPowerLossColumnCertifiesEmbeddedDefault(t *testing.T) {
+	needFUSE(t)
+	r := processRunner(t, "sqlite", nil)
+	cases := sim.PowerLossMatrix(nil, 250)
+	if len(cases) < len(faults.Catalogue)-2 {
+		t.Fatalf("only %d power-loss cases for %d windows", len(cases), len(faults.Catalogue))
+	}
+	rep := r.RunAll(context.Background(), cases, 2, nil)
+	for _, res := range rep.Results {
+		if res.Verdict != sim.Pass {
+			t.Errorf("%s: %s %v %v", res.Case.ID, res.Verdict, res.Broken(), res.Notes)
+		}
+		if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.HasPrefix(n, "power loss at ") }) {
+			t.Errorf("%s: the power was never cut: %v", res.Case.ID, res.Notes)
+		}
+	}
+	if !slices.Contains(sim.Columns(rep), faults.PowerLoss) {
+		t.Errorf("the report's columns %v have no power-loss column", sim.Columns(rep))
+	}
+	noLazyMounts(t)
+}
+
+// Where the power cannot be cut, a power-loss case says so and is
+// undecided: never a silent pass.
+func TestPowerLossInProcessIsNotTested(t *testing.T) {
+	r := processRunner(t, "sqlite", func(c *sim.Config) { c.InProcess = true })
+	c, _ := sim.PowerLossCase(faults.BeforeGraphWrite, 250)
+	res := r.RunCase(context.Background(), c)
+	if res.Verdict != sim.Undecided || len(res.Notes) == 0 || !strings.HasPrefix(res.Notes[0], "power loss: not tested (") {
+		t.Fatalf("a power-loss case in the in-process mode: %s %v", res.Verdict, res.Notes)
+	}
+}
