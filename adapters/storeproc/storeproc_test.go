@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/adapters/storeproc"
@@ -19,22 +20,35 @@ func examples(t *testing.T) string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "examples", "python")
 }
 
-func python(t *testing.T) string {
+// python returns the command line that runs script with python3: the
+// interpreter itself (not a version manager's shim, which costs a shell
+// per start), without the site module (the examples use the standard
+// library only), so that the many short-lived stores of the suites start
+// fast.
+func python(t *testing.T, script string, args ...string) string {
 	t.Helper()
-	p, err := exec.LookPath("python3")
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
 	if err != nil {
 		t.Fatalf("python3 is needed to run the example stores: %v", err)
 	}
-	return p
+	argv := []string{strings.TrimSpace(string(out)), "-S"}
+	if script != "" {
+		argv = append(argv, filepath.Join(examples(t), script))
+	}
+	return strings.Join(append(argv, args...), " ")
 }
 
 // TestPythonSQLiteStoreConformance runs the conformance suites over the
 // protocol against the Python System A store, two processes per bundle so
 // the concurrency checks race real processes on one SQLite file.
 func TestPythonSQLiteStoreConformance(t *testing.T) {
-	cmd := python(t) + " " + filepath.Join(examples(t), "sqlite_store.py")
+	cmd := python(t, "sqlite_store.py")
 	properties.Stores(t, func(t *testing.T) reference.Stores {
-		c, err := storeproc.Start(context.Background(), storeproc.Options{Command: cmd, Dir: t.TempDir(), Procs: 2})
+		procs := 1
+		if strings.Contains(t.Name(), "/Concurrency/") {
+			procs = 2
+		}
+		c, err := storeproc.Start(context.Background(), storeproc.Options{Command: cmd, Dir: t.TempDir(), Procs: procs})
 		if err != nil {
 			t.Fatal(err)
 		}
