@@ -32,6 +32,7 @@ type certifyFlags struct {
 	details                   bool
 	inProcessFiles            bool
 	server                    serverFlags
+	store                     storeCmdFlags
 }
 
 func certifyCmd() *cobra.Command {
@@ -75,6 +76,7 @@ Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undeci
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fl.BoolVarP(&f.details, "details", "v", false, "list every failing case with every violation, its evidence, history and replay command (the default is a digest by cause)")
 	f.server.register(fl)
+	f.store.register(fl)
 	fl.BoolVar(&f.inProcess, "in-process", false, "simulate crashes in-process (workers are goroutines, time is simulated) instead of killing processes")
 	fl.BoolVar(&f.inProcessFiles, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
 	return cmd
@@ -132,9 +134,18 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if f.randomKills > 0 && f.inProcess {
 		return fmt.Errorf("--random-kills needs real worker processes: a goroutine cannot be stopped at an instant (drop --in-process)")
 	}
+	spec, err := f.store.spec(f.backend, f.inProcess)
+	if err != nil {
+		return err
+	}
 	backend, self, cleanup, err := f.server.setUp(cmd, f.backend)
 	if err != nil {
 		return err
+	}
+	if spec.Name == "" {
+		spec.Name = backend
+	} else {
+		backend = spec.Name
 	}
 	defer cleanup()
 	// Without --lease-ttl the timings adapt: the default is a floor, raised
@@ -151,7 +162,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		}
 		tmp = true
 	}
-	cfg := sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
+	cfg := sim.Config{Backend: spec, Launcher: sim.BinaryLauncher{Path: self},
 		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess, InProcessFiles: f.inProcessFiles,
 		Adaptive: adaptive}
 	f.server.useFaults(&cfg)

@@ -13,6 +13,7 @@ import (
 
 	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // the sqlite and memory backends
 	_ "github.com/crashmatrix/crashmatrix/sim/servers"  // the postgres backend
+	_ "github.com/crashmatrix/crashmatrix/sim/storecmd" // stores in any language (--store-cmd)
 	"github.com/spf13/cobra"
 )
 
