@@ -98,7 +98,7 @@ func (c *Client) drain() {
 func (c *Client) spawn(ctx context.Context) (*proc, error) {
 	p, err := start(&c.opts)
 	if err != nil {
-		return nil, err
+		return nil, c.protocolErr(ctx, nil, "start", "the store process could not be started: "+err.Error(), "")
 	}
 	args := map[string]string{"protocol": Protocol, "dir": c.opts.Dir, "namespace": c.opts.Namespace, "mutant": c.opts.Mutant}
 	var res struct {
