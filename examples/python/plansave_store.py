@@ -10,8 +10,8 @@ operation_id after a crash finds the first row (invariant I8).
     crashmatrix certify --store-cmd "python3 sqlite_store.py" --plansave-cmd "python3 plansave_store.py"
 
 --no-unique drops the constraint (and so the ON CONFLICT clause, which
-SQLite refuses without it): the retried save inserts a second row, and the
-crash matrix catches it.
+SQLite refuses without it) and reads back the row it just inserted: the
+retried save inserts a second row, and the crash matrix catches it.
 """
 
 import json
@@ -58,12 +58,14 @@ class PlanStore:
     def save(self, owner, operation_id, question, minutes):
         """A repeated save with the same operation id reads the first row."""
         insert = "INSERT INTO plans(owner,operation_id,question,minutes) VALUES (?,?,?,?)"
+        select = "SELECT id,question,minutes FROM plans WHERE owner=? AND operation_id=?"
         if self.unique:
             insert += " ON CONFLICT(owner,operation_id) DO NOTHING"
+        else:
+            select += " ORDER BY id DESC LIMIT 1"  # the row just inserted
         with closing(sqlite3.connect(self.path, timeout=30)) as connection, connection:
             connection.execute(insert, (owner, operation_id, question, minutes))
-            row = connection.execute("SELECT id,question,minutes FROM plans WHERE owner=? AND operation_id=?",
-                                     (owner, operation_id)).fetchone()
+            row = connection.execute(select, (owner, operation_id)).fetchone()
             if row[1:] != (question, minutes):
                 raise ValueError("operation_id already used for another plan")
             return row[0]
