@@ -42,6 +42,7 @@ test-short:
 # full matrix on PostgreSQL + Neo4j with the containers already up.
 bench: build
 	./$(BIN) bench
+	./$(BIN) bench-store --store-cmd "python3 -S examples/python/sqlite_store.py"
 	$(MAKE) bench-containers
 	$(MAKE) bench-load
 

@@ -30,7 +30,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(certifyCmd(), workerCmd(), demoCmd(), benchCmd(), runCmd(), exploreCmd(), snapshotCmd())
+	root.AddCommand(certifyCmd(), workerCmd(), demoCmd(), benchCmd(), benchStoreCmd(), runCmd(), exploreCmd(), snapshotCmd())
 	var cpuProfile string
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof reads it)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {

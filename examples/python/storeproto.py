@@ -9,7 +9,6 @@ docs/store-protocol.md for the protocol itself.
 import json
 import os
 import sys
-import traceback
 
 PROTOCOL = "crashmatrix-store/1"
 
@@ -97,5 +96,6 @@ def serve(name, stores, open_store, handlers):
         except StoreError as e:
             conv.send({"id": conv.req_id, "error": {"code": e.code, "definite": e.definite, "message": str(e)}})
         except Exception as e:  # a bug or an unforeseen failure: say we do not know
+            import traceback  # only when needed: it costs start-up time
             traceback.print_exc(file=sys.stderr)
             conv.send({"id": conv.req_id, "error": {"code": "unavailable", "definite": False, "message": repr(e)}})
