@@ -24,6 +24,8 @@ func TestStoreCmdScripts(t *testing.T) {
 		t.Fatalf("python3 is needed to certify the Python example stores: %v", err)
 	}
 	py := strings.TrimSpace(string(out)) + " -S"
+	jar := buildJavaStore(t)
+	java := "java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -jar " + jar
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/storecmd",
 		RequireExplicitExec: true,
@@ -42,6 +44,8 @@ func TestStoreCmdScripts(t *testing.T) {
 			} {
 				env.Setenv(k, py+" "+v)
 			}
+			env.Setenv("JAVA_STORE", java)
+			env.Setenv("JAVA_STORE_2TX", java+" --two-transactions")
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -49,6 +53,29 @@ func TestStoreCmdScripts(t *testing.T) {
 			"nostores": cmdNoStores,
 		},
 	})
+}
+
+// buildJavaStore builds examples/java with Maven (offline from the local
+// repository when it holds every artifact, online otherwise) and returns
+// its jar.
+func buildJavaStore(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(rootDir(), "examples", "java")
+	build := func(offline bool) ([]byte, error) {
+		argv := []string{"-B", "-q", "package"}
+		if offline {
+			argv = append([]string{"-o"}, argv...)
+		}
+		cmd := exec.Command("mvn", argv...)
+		cmd.Dir = dir
+		return cmd.CombinedOutput()
+	}
+	if out, err := build(true); err != nil {
+		if out2, err := build(false); err != nil {
+			t.Fatalf("building examples/java with Maven: %v\noffline:\n%s\nonline:\n%s", err, out, out2)
+		}
+	}
+	return filepath.Join(dir, "target", "jstore.jar")
 }
 
 // nostores DIR fails if a process whose store data directory
