@@ -5,7 +5,7 @@ GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 STATICCHECK_VERSION := v0.8.2
 BIN       := bin/crashmatrix
 
-.PHONY: all build test test-short bench bench-explore bench-mutants bench-load lint vet staticcheck xmllint localpg demo certify tools clean containers certify-containers bench-containers screenshots
+.PHONY: all build test test-short bench bench-explore bench-mutants bench-load lint vet staticcheck xmllint localpg demo certify tools clean containers certify-containers bench-containers screenshots certify-python certify-java
 
 all: build
 
@@ -36,12 +36,24 @@ test: vet staticcheck xmllint localpg containers
 test-short:
 	$(GO) test -count=1 -short ./...
 
+# The example stores in other languages, certified as a team would: the
+# conformance suites over the store protocol, then the whole crash matrix
+# (docs/store-protocol.md). make test certifies them on a subset of windows.
+certify-python: build
+	cd examples/python && ../../$(BIN) certify --store-cmd "python3 -S sqlite_store.py" --plansave-cmd "python3 -S plansave_store.py"
+
+certify-java: build
+	cd examples/java && mvn -B -q package
+	CRASHMATRIX_JAVA_CONFORMANCE=1 $(GO) test -count=1 -timeout 30m -run TestJavaStoreConformance ./adapters/storeproc/
+	cd examples/java && ../../$(BIN) certify --conformance=false --store-cmd "java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -jar target/jstore.jar"
+
 # Figures for the README: the full matrix's wall time and kill-restart-recover
 # cycles per second on the embedded default, exploration rates in both modes
 # and each mutant's time to a violation and to its shrunk scenario; then the
 # full matrix on PostgreSQL + Neo4j with the containers already up.
 bench: build
 	./$(BIN) bench
+	./$(BIN) bench-store --store-cmd "python3 -S examples/python/sqlite_store.py"
 	$(MAKE) bench-explore
 	$(MAKE) bench-mutants
 	$(MAKE) bench-containers

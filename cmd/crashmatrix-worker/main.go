@@ -14,6 +14,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim"
 	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // the sqlite and memory backends
 	_ "github.com/crashmatrix/crashmatrix/sim/servers"  // the postgres backend
+	_ "github.com/crashmatrix/crashmatrix/sim/storecmd" // stores in any language (--store-cmd)
 )
 
 func main() {

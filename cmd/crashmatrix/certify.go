@@ -34,6 +34,7 @@ type certifyFlags struct {
 	inProcessFiles            bool
 	server                    serverFlags
 	shard                     string
+	store                     storeCmdFlags
 }
 
 func certifyCmd() *cobra.Command {
@@ -91,6 +92,7 @@ Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant 
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fl.BoolVarP(&f.details, "details", "v", false, "list every failing case with every violation, its evidence, history and replay command (the default is a digest by cause)")
 	f.server.register(fl)
+	f.store.register(fl)
 	fl.BoolVar(&f.inProcess, "in-process", false, "simulate crashes in-process (workers are goroutines, time is simulated) instead of killing processes")
 	fl.StringVar(&f.shard, "shard", "", "i/n: run only shard i of n of the matrix (0 <= i < n); merge the shards' JSON reports with crashmatrix merge")
 	fl.BoolVar(&f.inProcessFiles, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
@@ -157,8 +159,20 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if f.randomKills > 0 && f.inProcess {
 		return fmt.Errorf("--random-kills needs real worker processes: a goroutine cannot be stopped at an instant (drop --in-process)")
 	}
+	spec, err := f.store.spec(f.backend, f.inProcess)
+	if err != nil {
+		return err
+	}
 	backend, self, cleanup, err := f.server.setUp(cmd, f.backend)
 	if err != nil {
+		return err
+	}
+	if spec.Name == "" {
+		spec.Name = backend
+	} else {
+		backend = spec.Name
+	}
+	if err := f.store.checkConformance(cmd); err != nil {
 		return err
 	}
 	defer cleanup()
@@ -187,7 +201,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 			}
 		}()
 	}
-	cfg := sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
+	cfg := sim.Config{Backend: spec, Launcher: sim.BinaryLauncher{Path: self},
 		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess, InProcessFiles: f.inProcessFiles,
 		Adaptive: adaptive, WallClock: f.wallClock}
 	f.server.useFaults(&cfg)

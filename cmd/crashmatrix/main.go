@@ -13,6 +13,7 @@ import (
 
 	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // the sqlite and memory backends
 	_ "github.com/crashmatrix/crashmatrix/sim/servers"  // the postgres backend
+	_ "github.com/crashmatrix/crashmatrix/sim/storecmd" // stores in any language (--store-cmd)
 	"github.com/spf13/cobra"
 )
 
@@ -38,7 +39,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(certifyCmd(), workerCmd(), demoCmd(), benchCmd(), runCmd(), exploreCmd(), snapshotCmd(), mergeCmd())
+	root.AddCommand(certifyCmd(), workerCmd(), demoCmd(), benchCmd(), benchStoreCmd(), runCmd(), exploreCmd(), snapshotCmd(), mergeCmd())
 	for _, c := range root.Commands() {
 		if c.Args == nil {
 			// cobra runs a leaf command with any stray word: "certify

@@ -35,7 +35,12 @@ func shellQuote(s string) string {
 // replays one case of it: narrowed to the case's window and kind (or
 // class), with the details printed.
 func certifyReplay(f certifyFlags, backend string) (string, func(sim.CaseResult) string) {
-	base := []string{selfCommand(), "certify", "--backend", shellQuote(backend)}
+	base := []string{selfCommand(), "certify"}
+	if sa := f.store.replayArgs(); sa != nil {
+		base = append(base, sa...)
+	} else {
+		base = append(base, "--backend", shellQuote(backend))
+	}
 	if f.server.postgresDSN != "" {
 		base = append(base, "--postgres-dsn", `"$`+servers.EnvPostgresDSN+`"`)
 		if f.server.faults != nil {

@@ -22,6 +22,7 @@ var layers = map[string]int{
 	"sim/embedded":       6,
 	"sim/servers":        6,
 	"sim/explore":        6,
+	"sim/storecmd":       6,
 	"scenarios":          7,
 	"properties":         7,
 	"report":             7,

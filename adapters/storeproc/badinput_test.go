@@ -1,0 +1,91 @@
+package storeproc_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/adapters/storeproc"
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// badStore starts testdata/badstore.py in mode.
+func badStore(t *testing.T, mode string, timeout time.Duration) (*storeproc.Client, error) {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	cmd := python(t, "", filepath.Join(filepath.Dir(file), "testdata", "badstore.py"), mode)
+	c, err := storeproc.Start(context.Background(), storeproc.Options{Command: cmd, Dir: t.TempDir(), Timeout: timeout, HelloTimeout: 20 * time.Second})
+	if c != nil {
+		t.Cleanup(func() { _ = c.Close() })
+	}
+	return c, err
+}
+
+// TestBadInputIsAClearError drives a store process that breaks the
+// protocol each way and checks the error names the request, what came back
+// and the store's stderr, and never waits past the deadline.
+func TestBadInputIsAClearError(t *testing.T) {
+	cases := []struct {
+		mode    string
+		atStart bool
+		want    []string // substrings of the error
+	}{
+		{"exit-at-start", true, []string{"hello #0", "ended", "exit status 3", "fatal: cannot open /nonexistent/store.db"}},
+		{"wrong-version", true, []string{"hello #0", `speaks protocol "crashmatrix-store/0"`, `crashmatrix speaks "crashmatrix-store/1"`}},
+		{"not-protocol", false, []string{"ops.get #1", "not a JSON object", "got: DEBUG handling ops.get", "badstore got ops.get"}},
+		{"unasked", false, []string{"ops.get #1", "request 42, which is not the request in progress (1)", `got: {"id": 42`}},
+		{"late", false, []string{"ops.get #1", "no reply within 300ms", "badstore got ops.get"}},
+		{"exit-mid-request", false, []string{"ops.get #1", "ended while the request waited", "exit status 139", "badstore: segfault, say"}},
+		{"missing-field", false, []string{"ops.get #1", `field "operation" is missing`}},
+		{"bad-step", false, []string{"ops.get #1", "crash window step 2, want 1"}},
+	}
+	for _, c := range cases {
+		t.Run(c.mode, func(t *testing.T) {
+			client, err := badStore(t, c.mode, 300*time.Millisecond)
+			if !c.atStart {
+				if err != nil {
+					t.Fatalf("start: %v", err)
+				}
+				_, err = client.Stores().Ops.Get(context.Background(), "op-1")
+			}
+			var pe *storeproc.ProtocolError
+			if !errors.As(err, &pe) {
+				t.Fatalf("got %v (%T), want a *storeproc.ProtocolError", err, err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not say %q:\n%v", w, err)
+				}
+			}
+			if !strings.Contains(pe.Stderr, "badstore starting in mode "+c.mode) {
+				t.Errorf("the error keeps no stderr tail: %q", pe.Stderr)
+			}
+		})
+	}
+}
+
+// TestStoreErrorsMapToReferenceErrors checks the two sides of section 5:
+// a definite not_found is reference.ErrNotFound, an unknown outcome is
+// reported as one (reference.IsOutcomeUnknown) and stays retryable.
+func TestStoreErrorsMapToReferenceErrors(t *testing.T) {
+	c, err := badStore(t, "not-found", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Stores().Ops.Get(context.Background(), "op-1")
+	if !errors.Is(err, reference.ErrNotFound) || reference.IsOutcomeUnknown(err) {
+		t.Errorf("not_found: got %v, want ErrNotFound, definite", err)
+	}
+	c, err = badStore(t, "unknown-outcome", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Stores().Ops.Claim(context.Background(), "op-1", "h", 1, 10)
+	if !reference.IsOutcomeUnknown(err) || !reference.IsRetryable(err) || !strings.Contains(err.Error(), "commit: disk I/O error") {
+		t.Errorf("definite false: got %v (unknown %v, retryable %v), want an unknown, retryable outcome", err, reference.IsOutcomeUnknown(err), reference.IsRetryable(err))
+	}
+}

@@ -1,0 +1,465 @@
+package storeproc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/reference/plansave"
+)
+
+// Client is a pool of store processes on one data directory.
+type Client struct {
+	opts   Options
+	name   string
+	stores []string
+	pool   chan *proc
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// Start starts opts.Procs store processes and greets each (hello). A
+// process that exits, answers wrongly or not at all is an error naming the
+// command and its stderr.
+func Start(ctx context.Context, opts Options) (*Client, error) {
+	if opts.Procs <= 0 {
+		opts.Procs = 1
+	}
+	if strings.TrimSpace(opts.Dir) == "" {
+		return nil, fmt.Errorf("%w: store data directory is blank", reference.ErrInvalidArgument)
+	}
+	c := &Client{opts: opts, pool: make(chan *proc, opts.Procs)}
+	for range opts.Procs {
+		p, err := c.spawn(ctx)
+		if err != nil {
+			for range len(c.pool) {
+				(<-c.pool).stop()
+			}
+			return nil, err
+		}
+		c.pool <- p
+	}
+	return c, nil
+}
+
+// Name is the store's name from its hello reply.
+func (c *Client) Name() string { return c.name }
+
+// Declared lists the interfaces the store declared in hello.
+func (c *Client) Declared() []string { return slices.Clone(c.stores) }
+
+// Has reports whether the store declared interface s.
+func (c *Client) Has(s string) bool { return slices.Contains(c.stores, s) }
+
+// Close stops every store process (stdin closed, 5 s to exit, then
+// SIGKILL).
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.drain()
+	return nil
+}
+
+// drain takes every slot of the pool (waiting up to the call timeout for
+// those serving a call), stops their processes and leaves empty slots, so
+// a call after Close fails at once.
+func (c *Client) drain() {
+	deadline := time.After(c.opts.timeout() + 5*time.Second)
+	taken := 0
+	for ; taken < c.opts.Procs; taken++ {
+		select {
+		case p := <-c.pool:
+			if p != nil {
+				p.stop()
+			}
+		case <-deadline:
+			return
+		}
+	}
+	for range taken {
+		c.pool <- nil
+	}
+}
+
+// spawn starts one process and runs the handshake.
+func (c *Client) spawn(ctx context.Context) (*proc, error) {
+	p, err := start(&c.opts)
+	if err != nil {
+		return nil, c.protocolErr(ctx, nil, "start", "the store process could not be started: "+err.Error(), "")
+	}
+	args := map[string]string{"protocol": Protocol, "dir": c.opts.Dir, "namespace": c.opts.Namespace, "mutant": c.opts.Mutant}
+	var res struct {
+		Protocol string   `json:"protocol"`
+		Name     string   `json:"name"`
+		Stores   []string `json:"stores"`
+	}
+	if err := c.roundTrip(ctx, p, "hello", args, &res, c.opts.helloTimeout()); err != nil {
+		p.kill()
+		return nil, err
+	}
+	req := describe(0, "hello", args)
+	bad := func(problem string) error {
+		p.kill()
+		return c.protocolErr(ctx, p, req, problem, "")
+	}
+	if res.Protocol != Protocol {
+		return nil, bad(fmt.Sprintf("the hello reply speaks protocol %q, crashmatrix speaks %q", res.Protocol, Protocol))
+	}
+	if strings.TrimSpace(res.Name) == "" {
+		return nil, bad("the hello reply has no name")
+	}
+	for _, s := range res.Stores {
+		if !slices.Contains(knownStores, s) {
+			return nil, bad(fmt.Sprintf("the hello reply declares store %q (known: %s)", s, strings.Join(knownStores, ", ")))
+		}
+	}
+	for _, s := range c.opts.Require {
+		if !slices.Contains(res.Stores, s) {
+			return nil, bad(fmt.Sprintf("the store does not declare %q, which this run needs (it declares %v)", s, res.Stores))
+		}
+	}
+	if c.name == "" {
+		c.name, c.stores = res.Name, res.Stores
+	} else if !slices.Equal(c.stores, res.Stores) {
+		return nil, bad(fmt.Sprintf("this process declares %v, the first declared %v", res.Stores, c.stores))
+	}
+	return p, nil
+}
+
+// describe renders a request for errors, its arguments cut short.
+func describe(id int64, op string, args any) string {
+	b, _ := json.Marshal(args)
+	s := string(b)
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return fmt.Sprintf("%s #%d %s", op, id, s)
+}
+
+func (c *Client) protocolErr(ctx context.Context, p *proc, req, problem, got string) *ProtocolError {
+	if len(got) > 500 {
+		got = got[:500] + "..."
+	}
+	e := &ProtocolError{Command: c.opts.Command, Request: req, Problem: problem, Got: got}
+	if p != nil {
+		// Give the process a moment to finish writing what it says on
+		// stderr about its own failure.
+		select {
+		case <-p.exited:
+		case <-time.After(50 * time.Millisecond):
+		}
+		e.Stderr = p.stderr.String()
+	}
+	if c.opts.OnProtocolError != nil {
+		c.opts.OnProtocolError(ctx, e)
+	}
+	return e
+}
+
+// call sends op with args on a free process and decodes the result into
+// out (required lists the result fields that must be present).
+func (c *Client) call(ctx context.Context, op string, args, out any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var p *proc
+	select {
+	case p = <-c.pool:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() {
+		if p != nil && p.broken {
+			go p.stop()
+			p = nil
+		}
+		c.pool <- p
+	}()
+	if p == nil || p.broken {
+		c.mu.Lock()
+		closed := c.closed
+		c.mu.Unlock()
+		if closed {
+			return fmt.Errorf("store %s: %s after Close", c.name, op)
+		}
+		np, err := c.spawn(ctx)
+		if err != nil {
+			p = nil
+			return err
+		}
+		p = np
+	}
+	return c.roundTrip(ctx, p, op, args, out, c.opts.timeout())
+}
+
+// roundTrip runs one request on p: it sends it, answers the store's crash
+// windows (at) and returns its result or error.
+func (c *Client) roundTrip(ctx context.Context, p *proc, op string, args, out any, wait time.Duration) error {
+	id := p.nextID
+	p.nextID++
+	req := describe(id, op, args)
+	fail := func(problem, got string) error {
+		p.kill()
+		return c.protocolErr(ctx, p, req, problem, got)
+	}
+	if err := p.send(map[string]any{"id": id, "op": op, "args": args}); err != nil {
+		return fail("writing the request to the store's stdin failed: "+err.Error(), "")
+	}
+	step := 0
+	var stashed *event
+	for {
+		var ev event
+		if stashed != nil {
+			ev, stashed = *stashed, nil
+		} else {
+			var timedOut bool
+			var err error
+			ev, timedOut, err = p.next(ctx, wait)
+			if err != nil {
+				// Cancelled: the store may be anywhere in the request.
+				p.kill()
+				return &Error{Op: op, ID: id, Code: "unavailable", Definite: false, Message: "cancelled while waiting for the reply: " + err.Error(), cause: err}
+			}
+			if timedOut {
+				return fail(fmt.Sprintf("no reply within %s", wait), "nothing")
+			}
+		}
+		if ev.end != nil {
+			return fail("the store process ended while the request waited for its reply: "+ev.end.Error(), "")
+		}
+		m, problem := parseMessage(ev.line)
+		if problem != "" {
+			return fail(problem, string(ev.line))
+		}
+		if *m.ID != id {
+			return fail(fmt.Sprintf("a message for request %d, which is not the request in progress (%d)", *m.ID, id), string(ev.line))
+		}
+		if m.At != nil {
+			step++
+			if m.At.Step != step {
+				return fail(fmt.Sprintf("crash window step %d, want %d (steps count the at messages of a request from 1)", m.At.Step, step), string(ev.line))
+			}
+			if err := faults.ValidateStorePoint(faults.Point(m.At.Point)); err != nil {
+				return fail("bad crash window name: "+err.Error(), string(ev.line))
+			}
+			next, err := c.window(ctx, p, op, id, *m.At, wait, req)
+			if err != nil {
+				return err
+			}
+			stashed = next
+			continue
+		}
+		if m.Error != nil {
+			return m.Error.toError(op, id)
+		}
+		if out != nil {
+			if err := decodeResult(m.OK, out); err != nil {
+				return fail("the result does not fit "+op+": "+err.Error(), string(ev.line))
+			}
+		}
+		return nil
+	}
+}
+
+// parseMessage checks one line against the message shapes of section 2.
+func parseMessage(line []byte) (message, string) {
+	var m message
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(line, &raw); err != nil {
+		return m, "a line on stdout that is not a JSON object (" + err.Error() + "); logs belong on stderr"
+	}
+	if err := json.Unmarshal(line, &m); err != nil {
+		return m, "a message of the wrong shape: " + err.Error()
+	}
+	if m.ID == nil {
+		return m, "a message without an id"
+	}
+	n := 0
+	for _, k := range []string{"ok", "error", "at"} {
+		if _, ok := raw[k]; ok {
+			n++
+		}
+	}
+	if n != 1 {
+		return m, "a message must have exactly one of ok, error, at"
+	}
+	if _, ok := raw["ok"]; ok && (len(m.OK) == 0 || m.OK[0] != '{') {
+		return m, "ok must hold a JSON object"
+	}
+	if m.Error != nil && (m.Error.Code == "" || m.Error.Definite == nil) {
+		return m, "an error needs a code and definite (true or false)"
+	}
+	if _, ok := raw["error"]; ok && m.Error == nil {
+		return m, "error must hold an object"
+	}
+	if _, ok := raw["at"]; ok && (m.At == nil || m.At.Point == "") {
+		return m, "at must hold {point, step}"
+	}
+	return m, ""
+}
+
+// decodeResult decodes a result, checking the fields marked required.
+func decodeResult(raw json.RawMessage, out any) error {
+	if r, ok := out.(interface{ required() []string }); ok {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			return err
+		}
+		for _, f := range r.required() {
+			if _, ok := fields[f]; !ok {
+				return fmt.Errorf("field %q is missing", f)
+			}
+		}
+	}
+	return json.Unmarshal(raw, out)
+}
+
+// window answers a crash window the store declared, under whatever fault
+// the worker armed there: the point is reached in the worker's runtime as
+// if a Go store had called faults.At. It returns the next message of the
+// request when the step was let run (continue), or the request's outcome.
+func (c *Client) window(ctx context.Context, p *proc, op string, id int64, at atMsg, wait time.Duration, req string) (*event, error) {
+	answer := func(action string) error {
+		if err := p.send(map[string]any{"id": id, "step": at.Step, "action": action}); err != nil {
+			p.kill()
+			return c.protocolErr(ctx, p, req, "writing the answer to crash window "+at.Point+" failed: "+err.Error(), "")
+		}
+		return nil
+	}
+	rt := faults.RuntimeFrom(ctx)
+	if rt == nil {
+		return nil, answer("continue")
+	}
+	if rt.OnReach != nil {
+		rt.OnReach(faults.Reach{Point: faults.Point(at.Point), Method: "store-cmd " + op})
+	}
+	var next *event
+	var stepErr error
+	sub := &faults.Runtime{Injector: rt.Injector, OnHit: rt.OnHit, Sleep: rt.Sleep, Server: rt.Server}
+	if rt.Crash != nil {
+		sub.Crash = func(h faults.Hit) {
+			// The service's process dies here, and its store client with
+			// it: nothing after this point runs.
+			_ = p.send(map[string]any{"id": id, "step": at.Step, "action": "die"})
+			p.kill()
+			rt.Crash(h)
+		}
+	}
+	err := sub.At(ctx, faults.Point(at.Point), func() error {
+		if stepErr = answer("continue"); stepErr != nil {
+			return stepErr
+		}
+		// The step runs until the store's next message (its next window
+		// or the reply): an unknown-outcome fault kills the process there.
+		ev, timedOut, err := p.next(ctx, wait)
+		switch {
+		case err != nil:
+			p.kill()
+			stepErr = &Error{Op: op, ID: id, Code: "unavailable", Definite: false, Message: "cancelled while waiting for the reply: " + err.Error(), cause: err}
+		case timedOut:
+			p.kill()
+			stepErr = c.protocolErr(ctx, p, req, fmt.Sprintf("no message within %s after crash window %s", wait, at.Point), "nothing")
+		default:
+			next = &ev
+		}
+		return stepErr
+	})
+	if stepErr != nil {
+		return nil, stepErr
+	}
+	if err == nil {
+		return next, nil
+	}
+	// The fault failed the step: the store is told so and must roll back
+	// and reply with an error.
+	if aerr := answer("fail"); aerr != nil {
+		return nil, aerr
+	}
+	ev, timedOut, rerr := p.next(ctx, wait)
+	switch {
+	case rerr != nil:
+		p.kill()
+		return nil, errors.Join(err, rerr)
+	case timedOut:
+		p.kill()
+		return nil, c.protocolErr(ctx, p, req, fmt.Sprintf("no reply within %s after the answer fail at %s", wait, at.Point), "nothing")
+	case ev.end != nil:
+		p.kill()
+		return nil, c.protocolErr(ctx, p, req, "the store process ended after the answer fail: "+ev.end.Error(), "")
+	}
+	m, problem := parseMessage(ev.line)
+	if problem == "" && (*m.ID != id || m.Error == nil) {
+		problem = "after the answer fail at " + at.Point + " the store must reply to this request with an error (code injected)"
+	}
+	if problem != "" {
+		p.kill()
+		return nil, c.protocolErr(ctx, p, req, problem, string(ev.line))
+	}
+	return nil, err
+}
+
+// Error is an error a store process replied with.
+type Error struct {
+	Op       string
+	ID       int64
+	Code     string
+	Definite bool
+	Message  string
+	cause    error
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("store %s #%d: %s: %s", e.Op, e.ID, e.Code, e.Message)
+	if !e.Definite {
+		s += " (outcome unknown)"
+	}
+	return s
+}
+
+// OutcomeUnknown reports whether the request may have taken effect
+// (reference.IsOutcomeUnknown).
+func (e *Error) OutcomeUnknown() bool { return !e.Definite }
+
+// Permanent reports whether a retry cannot help (reference.IsRetryable).
+func (e *Error) Permanent() bool { return e.Code == "permanent" || e.Code == "unsupported" }
+
+// Unwrap maps the code to the reference's error.
+func (e *Error) Unwrap() error {
+	if e.cause != nil {
+		return e.cause
+	}
+	switch e.Code {
+	case "not_found":
+		return reference.ErrNotFound
+	case "time_backwards":
+		return reference.ErrTimeBackwards
+	case "registry_conflict":
+		return reference.ErrRegistryConflict
+	case "missing_endpoint":
+		return reference.ErrMissingEndpoint
+	case "lease_lost":
+		return reference.ErrLeaseLost
+	case "plan_conflict":
+		return plansave.ErrConflict
+	case "invalid_argument":
+		return reference.ErrInvalidArgument
+	}
+	return nil
+}
+
+func (w *wireError) toError(op string, id int64) error {
+	return &Error{Op: op, ID: id, Code: w.Code, Definite: *w.Definite, Message: w.Message}
+}

@@ -1,0 +1,360 @@
+// Package storeproc implements the reference store interfaces over the
+// store protocol (docs/store-protocol.md): it starts a store written in
+// any language as a child process and speaks newline-delimited JSON with
+// it over its stdin and stdout. Bad input from the other side (a process
+// that exits, a line that is not the protocol, a reply to a request not
+// asked, a reply past the deadline, another protocol version) is a
+// *ProtocolError naming the request, what came back and the tail of the
+// store's stderr; no call waits past its deadline.
+package storeproc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Protocol is the protocol version this package speaks.
+const Protocol = "crashmatrix-store/1"
+
+// EnvDir names the environment variable that carries the data directory
+// to the store process (also sent in hello).
+const EnvDir = "CRASHMATRIX_STORE_DIR"
+
+// The interfaces a store process may declare in its hello reply.
+const (
+	StoreOperations  = "operations"
+	StoreStates      = "states"
+	StoreRegistry    = "registry"
+	StoreGraph       = "graph"
+	StoreLocks       = "locks"
+	StoreCheckpoints = "checkpoints"
+	StorePlans       = "plans"
+)
+
+var knownStores = []string{StoreOperations, StoreStates, StoreRegistry, StoreGraph, StoreLocks, StoreCheckpoints, StorePlans}
+
+// Options say which command to start and where its data lives.
+type Options struct {
+	// Command is the store's command line, split like a shell does (single
+	// and double quotes, backslash escapes), e.g. `python3 mystore.py`.
+	Command string
+	// WorkDir is the directory the command runs in ("" = the current one).
+	WorkDir string
+	// Dir is the data directory sent in hello and in $CRASHMATRIX_STORE_DIR;
+	// Start creates it. Logs (store-<pid>.log) go here too.
+	Dir string
+	// Namespace and Mutant are passed on in hello.
+	Namespace, Mutant string
+	// Timeout bounds the wait for each message of a call (10 s if zero);
+	// HelloTimeout the wait for the hello reply (60 s if zero).
+	Timeout, HelloTimeout time.Duration
+	// Procs is how many store processes serve calls at once (1 if zero):
+	// calls beyond that wait for a free process.
+	Procs int
+	// Require lists interfaces the store must declare in hello.
+	Require []string
+	// OnProtocolError, when set, is told every protocol violation before
+	// the call returns it (a crash-matrix worker ends itself there, so the
+	// case is undecided rather than judged on a broken conversation).
+	OnProtocolError func(ctx context.Context, err *ProtocolError)
+}
+
+func (o Options) timeout() time.Duration {
+	if o.Timeout > 0 {
+		return o.Timeout
+	}
+	return 10 * time.Second
+}
+
+func (o Options) helloTimeout() time.Duration {
+	if o.HelloTimeout > 0 {
+		return o.HelloTimeout
+	}
+	return 60 * time.Second
+}
+
+// ProtocolError is a violation of the protocol by the store process.
+type ProtocolError struct {
+	// Command is the store's command line.
+	Command string
+	// Request is the request it concerns ("ops.create #7 {...}").
+	Request string
+	// Problem says what went wrong; Got is what came back (a line, an
+	// exit status), if anything.
+	Problem, Got string
+	// Stderr is the tail of the process's stderr.
+	Stderr string
+}
+
+func (e *ProtocolError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "store process %q, request %s: %s", e.Command, e.Request, e.Problem)
+	if e.Got != "" {
+		fmt.Fprintf(&b, "; got: %s", e.Got)
+	}
+	if e.Stderr != "" {
+		fmt.Fprintf(&b, "\n--- store stderr (tail) ---\n%s", strings.TrimRight(e.Stderr, "\n"))
+	} else {
+		b.WriteString(" (store stderr empty)")
+	}
+	return b.String()
+}
+
+// Permanent marks a protocol violation as nothing a retry fixes.
+func (e *ProtocolError) Permanent() bool { return true }
+
+// message is any line the store sends: a reply (ok or error) or an at.
+type message struct {
+	ID    *int64          `json:"id"`
+	OK    json.RawMessage `json:"ok"`
+	Error *wireError      `json:"error"`
+	At    *atMsg          `json:"at"`
+}
+
+type wireError struct {
+	Code     string `json:"code"`
+	Definite *bool  `json:"definite"`
+	Message  string `json:"message"`
+}
+
+type atMsg struct {
+	Point string `json:"point"`
+	Step  int    `json:"step"`
+}
+
+// event is one line of stdout, or the end of it.
+type event struct {
+	line []byte
+	end  error // set on the last event: why stdout ended
+}
+
+// proc is one running store process.
+type proc struct {
+	opts    *Options
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	events  chan event
+	stderr  *tail
+	nextID  int64
+	broken  bool // a violation, a kill or a cancellation: not to be reused
+	exited  chan struct{}
+	waitErr error
+	log     *os.File
+}
+
+const stderrTail = 8 << 10
+
+// start starts the store process; hello is the caller's job.
+func start(opts *Options) (*proc, error) {
+	argv, err := SplitCommand(opts.Command)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("store data directory: %w", err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = opts.WorkDir
+	cmd.Env = append(os.Environ(), EnvDir+"="+opts.Dir)
+	// The store is client code of the process that starts it: it stays in
+	// that process's group (a supervisor killing the worker's group kills
+	// it too) and dies when its parent dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("store command %q: %w", opts.Command, err)
+	}
+	p := &proc{opts: opts, cmd: cmd, stdin: stdin, events: make(chan event, 64), stderr: &tail{max: stderrTail}, exited: make(chan struct{})}
+	if f, err := os.Create(filepath.Join(opts.Dir, fmt.Sprintf("store-%d.log", cmd.Process.Pid))); err == nil {
+		p.log = f
+	}
+	stderrDone := make(chan struct{})
+	go func() {
+		defer close(stderrDone)
+		var w io.Writer = p.stderr
+		if p.log != nil {
+			w = io.MultiWriter(p.stderr, p.log)
+		}
+		_, _ = io.Copy(w, stderr)
+	}()
+	go func() {
+		r := bufio.NewReaderSize(stdout, 64<<10)
+		var end error
+		for {
+			line, err := r.ReadBytes('\n')
+			if len(bytes.TrimSpace(line)) > 0 {
+				p.events <- event{line: bytes.TrimRight(line, "\r\n")}
+			}
+			if err != nil {
+				end = err
+				break
+			}
+		}
+		<-stderrDone
+		p.waitErr = cmd.Wait()
+		if p.log != nil {
+			_ = p.log.Close()
+		}
+		close(p.exited)
+		if end == io.EOF {
+			end = fmt.Errorf("the process closed its stdout and exited (%s)", exitText(p.waitErr))
+		}
+		p.events <- event{end: end}
+		close(p.events)
+	}()
+	return p, nil
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// send writes one message line.
+func (p *proc) send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = p.stdin.Write(append(b, '\n'))
+	return err
+}
+
+// next waits up to d for the next line. timedOut reports the deadline.
+func (p *proc) next(ctx context.Context, d time.Duration) (ev event, timedOut bool, err error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case ev, ok := <-p.events:
+		if !ok {
+			return event{end: fmt.Errorf("the process has exited (%s)", exitText(p.waitErr))}, false, nil
+		}
+		return ev, false, nil
+	case <-t.C:
+		return event{}, true, nil
+	case <-ctx.Done():
+		return event{}, false, ctx.Err()
+	}
+}
+
+// kill ends the process at once and waits (briefly) until it is gone.
+func (p *proc) kill() {
+	p.broken = true
+	_ = p.cmd.Process.Kill()
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// stop closes stdin and gives the process 5 s to exit before killing it.
+func (p *proc) stop() {
+	_ = p.stdin.Close()
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
+		p.kill()
+	}
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if len(t.buf) > t.max {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(b), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// SplitCommand splits a command line like a POSIX shell does for words:
+// white space separates, single quotes keep everything, double quotes keep
+// everything but backslash escapes of `"`, `\` and `$`; no expansion.
+func SplitCommand(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, fmt.Errorf("store command %q: unterminated single quote", s)
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+			inWord = true
+		case c == '"':
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$", s[i+1]) >= 0 {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, fmt.Errorf("store command %q: unterminated double quote", s)
+			}
+			inWord = true
+		case c == '\\' && i+1 < len(s):
+			i++
+			cur.WriteByte(s[i])
+			inWord = true
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	if len(out) == 0 {
+		return nil, errors.New("store command is empty")
+	}
+	return out, nil
+}

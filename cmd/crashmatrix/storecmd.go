@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/adapters/storeproc"
+	"github.com/crashmatrix/crashmatrix/properties"
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/spf13/cobra"
+
+	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/storecmd"
+	"github.com/spf13/pflag"
+)
+
+// storeCmdFlags name stores written in any language, run as child
+// processes speaking the store protocol (docs/store-protocol.md).
+type storeCmdFlags struct {
+	command, planSave string
+	timeout           time.Duration
+	conformance       bool
+}
+
+func (s *storeCmdFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&s.command, "store-cmd", "", "certify System A's stores run by this command, which speaks the store protocol on stdin/stdout (docs/store-protocol.md), e.g. \"python3 mystore.py\"")
+	fl.StringVar(&s.planSave, "plansave-cmd", "", "certify System B's checkpoint and plan stores run by this command (store protocol); with --store-cmd, or alone with --point planSave...")
+	fl.BoolVar(&s.conformance, "conformance", true, "with --store-cmd: run the stores' conformance suites over the protocol before the crash matrix (a store that fails them is not certified)")
+	fl.DurationVar(&s.timeout, "store-timeout", 0, "how long a store process may take for each message of a call before it is a protocol error (default 10s)")
+}
+
+// spec returns the store-cmd backend spec when a store command was given
+// (an empty spec otherwise).
+func (s *storeCmdFlags) spec(backend string, inProcess bool) (sim.BackendSpec, error) {
+	if s.command == "" && s.planSave == "" {
+		return sim.BackendSpec{}, nil
+	}
+	if backend != "sqlite" && backend != storecmd.Name {
+		return sim.BackendSpec{}, fmt.Errorf("--store-cmd/--plansave-cmd name the backend themselves; drop --backend %s", backend)
+	}
+	if inProcess {
+		return sim.BackendSpec{}, fmt.Errorf("--store-cmd needs real worker processes (a store process is a child of its worker and dies with it): drop --in-process")
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return sim.BackendSpec{}, err
+	}
+	return storecmd.Spec(s.command, s.planSave, wd, s.timeout), nil
+}
+
+// replayArgs are the flags that name the same store commands again (nil
+// without a store command): a replay runs in the same directory.
+func (s *storeCmdFlags) replayArgs() []string {
+	if s.command == "" && s.planSave == "" {
+		return nil
+	}
+	var out []string
+	if s.command != "" {
+		out = append(out, "--store-cmd", shellQuote(s.command))
+	}
+	if s.planSave != "" {
+		out = append(out, "--plansave-cmd", shellQuote(s.planSave))
+	}
+	if s.timeout > 0 {
+		out = append(out, "--store-timeout", s.timeout.String())
+	}
+	return out
+}
+
+// checkConformance runs the conformance suites (properties.CheckStores)
+// over the protocol against the --store-cmd store, before the crash
+// matrix: exit 1 if they fail, 2 if the store broke the protocol.
+func (s *storeCmdFlags) checkConformance(cmd *cobra.Command) error {
+	if s.command == "" || !s.conformance {
+		return nil
+	}
+	out := cmd.OutOrStdout()
+	t0 := time.Now()
+	var opened atomic.Int64
+	var broken atomic.Pointer[storeproc.ProtocolError]
+	failures, skipped := properties.CheckStores(func(test, dir string) (reference.Stores, error) {
+		if pe := broken.Load(); pe != nil {
+			// Nothing more to learn from a store that broke the protocol.
+			return reference.Stores{}, fmt.Errorf("not started: the store broke the protocol before (request %s)", pe.Request)
+		}
+		opened.Add(1)
+		procs := 1
+		if strings.Contains(test, "/Concurrency/") {
+			procs = 2 // concurrent clients race two processes on one store
+		}
+		c, err := storeproc.Start(cmd.Context(), storeproc.Options{Command: s.command, Dir: dir, Timeout: s.timeout, Procs: procs,
+			Require:         []string{storeproc.StoreOperations, storeproc.StoreStates, storeproc.StoreRegistry, storeproc.StoreGraph, storeproc.StoreLocks},
+			OnProtocolError: func(_ context.Context, err *storeproc.ProtocolError) { broken.CompareAndSwap(nil, err) }})
+		if err != nil {
+			return reference.Stores{}, err
+		}
+		return c.Stores(), nil
+	})
+	for _, sk := range skipped {
+		fmt.Fprintln(out, "conformance:", sk)
+	}
+	took := time.Since(t0).Round(time.Millisecond)
+	if pe := broken.Load(); pe != nil {
+		fmt.Fprintf(out, "UNDECIDED: the store broke the store protocol during the conformance suites (%s):\n%v\n", took, pe)
+		return exitError{2}
+	}
+	if len(failures) > 0 {
+		fmt.Fprintf(out, "NOT CERTIFIED: the store fails %d conformance check(s) over the store protocol (%s):\n", len(failures), took)
+		for _, f := range failures {
+			fmt.Fprintln(out, "  "+strings.ReplaceAll(f, "\n", "\n    "))
+		}
+		fmt.Fprintln(out, "(--conformance=false runs the crash matrix without them)")
+		return exitError{1}
+	}
+	fmt.Fprintf(out, "conformance: the stores pass every conformance suite over the store protocol (%d store bundles, %s)\n", opened.Load(), took)
+	return nil
+}

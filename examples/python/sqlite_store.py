@@ -1,0 +1,473 @@
+"""System A of crashmatrix on sqlite3 (standard library only).
+
+Every store interface of the reference (operations with their plans,
+document states with their version history, the entity registry, the
+graph, per-document leases) in one SQLite file in the case's data
+directory, one IMMEDIATE transaction per operation, so several processes
+may share the file.
+
+    crashmatrix certify --store-cmd "python3 examples/python/sqlite_store.py"
+
+--two-transactions is a deliberate defect: ops.create commits the
+operation, then its plan in a second transaction, declaring the crash
+window between them (pystore/afterOperationRow). The crash matrix catches it
+(an operation without its plan, invariant I1).
+"""
+
+import json
+import os
+import sqlite3
+import sys
+
+from storeproto import StoreError, serve
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS operations (
+  operation_id TEXT PRIMARY KEY, space TEXT NOT NULL, stage TEXT NOT NULL, disposition TEXT NOT NULL,
+  updated_at INTEGER NOT NULL, claim_holder TEXT NOT NULL DEFAULT '', claim_expires_at INTEGER NOT NULL DEFAULT 0,
+  record TEXT NOT NULL, plan TEXT);
+CREATE TABLE IF NOT EXISTS states (
+  space TEXT NOT NULL, document_id TEXT NOT NULL, revision INTEGER NOT NULL, operation_id TEXT NOT NULL,
+  status TEXT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (space, document_id));
+CREATE TABLE IF NOT EXISTS state_versions (
+  space TEXT NOT NULL, document_id TEXT NOT NULL, revision INTEGER NOT NULL, operation_id TEXT NOT NULL,
+  record TEXT NOT NULL, PRIMARY KEY (space, document_id, revision));
+CREATE TABLE IF NOT EXISTS registry_names (
+  space TEXT NOT NULL, type_key TEXT NOT NULL, name TEXT NOT NULL, node_id TEXT NOT NULL,
+  PRIMARY KEY (space, type_key, name));
+CREATE TABLE IF NOT EXISTS registry_entities (
+  space TEXT NOT NULL, node_id TEXT NOT NULL, type TEXT NOT NULL, canonical_name TEXT NOT NULL,
+  names TEXT NOT NULL, properties TEXT NOT NULL, PRIMARY KEY (space, node_id));
+CREATE TABLE IF NOT EXISTS nodes (
+  space TEXT NOT NULL, id TEXT NOT NULL, label TEXT NOT NULL, properties TEXT NOT NULL, PRIMARY KEY (space, id));
+CREATE TABLE IF NOT EXISTS edges (
+  space TEXT NOT NULL, source TEXT NOT NULL, type TEXT NOT NULL, target TEXT NOT NULL, rank INTEGER NOT NULL,
+  properties TEXT NOT NULL, PRIMARY KEY (space, source, type, target, rank));
+CREATE TABLE IF NOT EXISTS leases (
+  space TEXT NOT NULL, document_id TEXT NOT NULL, holder TEXT NOT NULL, token INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL, PRIMARY KEY (space, document_id));
+CREATE TABLE IF NOT EXISTS lease_tokens (
+  space TEXT NOT NULL, document_id TEXT NOT NULL, token INTEGER NOT NULL, PRIMARY KEY (space, document_id));
+"""
+
+IDENTITY = ("operationId", "space", "documentId", "expectedRevision", "planFingerprint")
+MUTABLE = ("stage", "updatedAt", "failureReason", "attempts", "disposition", "supersededBy")
+ZERO = {"expectedRevision": 0, "updatedAt": 0, "attempts": 0, "claimExpiresAt": 0}
+
+
+def field(rec, name):
+    """A field of a record, absent meaning its zero value."""
+    v = rec.get(name)
+    if v is None:
+        return ZERO.get(name, "")
+    return v
+
+
+def dumps(v):
+    return json.dumps(v, separators=(",", ":"), sort_keys=True)
+
+
+class Store:
+    def __init__(self, directory, conv, two_transactions):
+        self.conv = conv
+        self.two_transactions = two_transactions
+        self.db = sqlite3.connect(os.path.join(directory, "pystore.db"), timeout=30, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.tx(lambda: [self.db.execute(s) for s in SCHEMA.split(";") if s.strip()])
+
+    def tx(self, fn):
+        """Run fn in one IMMEDIATE transaction. A failure before COMMIT is
+        definite (rolled back); a failure of COMMIT itself is not."""
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as e:
+            raise StoreError("unavailable", "begin: " + str(e))
+        try:
+            result = fn()
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        try:
+            self.db.execute("COMMIT")
+        except sqlite3.Error as e:
+            raise StoreError("unavailable", "commit: " + str(e), definite=False)
+        return result
+
+    def read(self, fn):
+        """Run fn on one snapshot (a deferred read transaction)."""
+        self.db.execute("BEGIN")
+        try:
+            return fn()
+        finally:
+            self.db.execute("COMMIT")
+
+    def one(self, sql, *args):
+        return self.db.execute(sql, args).fetchone()
+
+    def all(self, sql, *args):
+        return self.db.execute(sql, args).fetchall()
+
+
+# --- operations -------------------------------------------------------------
+
+def ops_create(s, a):
+    op, plan = a["operation"], a["plan"]
+
+    def insert(with_plan):
+        if s.one("SELECT 1 FROM operations WHERE operation_id=?", op["operationId"]):
+            return False
+        s.db.execute("INSERT INTO operations(operation_id, space, stage, disposition, updated_at, record, plan) VALUES (?,?,?,?,?,?,?)",
+                     (op["operationId"], op["space"], op["stage"], field(op, "disposition"), field(op, "updatedAt"), dumps(op),
+                      plan if with_plan else None))
+        return True
+
+    if not s.two_transactions:
+        return {"created": s.tx(lambda: insert(True))}
+    # The defect: the operation row commits first, its plan later.
+    if not s.tx(lambda: insert(False)):
+        return {"created": False}
+    s.conv.at("pystore/afterOperationRow")
+    s.tx(lambda: s.db.execute("UPDATE operations SET plan=? WHERE operation_id=?", (plan, op["operationId"])))
+    return {"created": True}
+
+
+def load_op(s, operation_id):
+    row = s.one("SELECT record, claim_holder, claim_expires_at, plan FROM operations WHERE operation_id=?", operation_id)
+    if row is None:
+        raise StoreError("not_found", "operation " + operation_id)
+    rec = json.loads(row[0])
+    rec.pop("claimHolder", None)
+    rec.pop("claimExpiresAt", None)
+    if row[1]:
+        rec["claimHolder"], rec["claimExpiresAt"] = row[1], row[2]
+    return rec, row[3]
+
+
+def ops_get(s, a):
+    return {"operation": load_op(s, a["operationId"])[0]}
+
+
+def ops_get_plan(s, a):
+    rec, plan = load_op(s, a["operationId"])
+    return {"plan": plan or "", "fingerprint": field(rec, "planFingerprint")}
+
+
+def ops_cas(s, a):
+    expected, nxt = a["expected"], a["next"]
+
+    def run():
+        stored, _ = load_op(s, expected["operationId"])
+        for f in IDENTITY + ("stage", "attempts", "disposition"):
+            if field(stored, f) != field(expected, f):
+                return False
+        if field(nxt, "updatedAt") < field(stored, "updatedAt"):
+            raise StoreError("time_backwards", "operation %s: updatedAt %d before %d" % (
+                expected["operationId"], field(nxt, "updatedAt"), field(stored, "updatedAt")))
+        for f in MUTABLE:
+            stored[f] = field(nxt, f)
+        s.db.execute("UPDATE operations SET stage=?, disposition=?, updated_at=?, record=? WHERE operation_id=?",
+                     (stored["stage"], stored["disposition"], stored["updatedAt"], dumps(stored), expected["operationId"]))
+        return True
+
+    return {"swapped": s.tx(run)}
+
+
+def ops_list_recoverable(s, a):
+    rows = s.all("SELECT operation_id FROM operations WHERE stage <> 'COMPLETED' AND disposition = '' "
+                 "ORDER BY updated_at, operation_id LIMIT ?", a["limit"])
+    return {"operations": [load_op(s, r[0])[0] for r in rows]}
+
+
+def ops_list(s, a):
+    return {"operations": [load_op(s, r[0])[0] for r in s.all("SELECT operation_id FROM operations ORDER BY operation_id")]}
+
+
+def ops_claim(s, a):
+    def run():
+        row = s.one("SELECT claim_holder, claim_expires_at FROM operations WHERE operation_id=?", a["operationId"])
+        if row is None:
+            raise StoreError("not_found", "operation " + a["operationId"])
+        if row[0] and row[0] != a["holder"] and row[1] > a["now"]:
+            return False
+        s.db.execute("UPDATE operations SET claim_holder=?, claim_expires_at=? WHERE operation_id=?",
+                     (a["holder"], a["now"] + a["ttlMillis"], a["operationId"]))
+        return True
+
+    return {"claimed": s.tx(run)}
+
+
+def ops_release_claim(s, a):
+    def run():
+        row = s.one("SELECT claim_holder FROM operations WHERE operation_id=?", a["operationId"])
+        if row is None:
+            raise StoreError("not_found", "operation " + a["operationId"])
+        if not a["holder"].strip() or row[0] != a["holder"]:
+            return False
+        s.db.execute("UPDATE operations SET claim_holder='', claim_expires_at=0 WHERE operation_id=?", (a["operationId"],))
+        return True
+
+    return {"released": s.tx(run)}
+
+
+# --- document states --------------------------------------------------------
+
+def current(s, space, doc):
+    row = s.one("SELECT record FROM states WHERE space=? AND document_id=?", space, doc)
+    return json.loads(row[0]) if row else None
+
+
+def states_find_current(s, a):
+    return {"state": current(s, a["space"], a["documentId"])}
+
+
+def states_find_by_operation(s, a):
+    cur = current(s, a["space"], a["documentId"])
+    if cur is not None and cur.get("operationId") == a["operationId"]:
+        return {"state": cur}
+    row = s.one("SELECT record FROM state_versions WHERE space=? AND document_id=? AND operation_id=? ORDER BY revision DESC LIMIT 1",
+                a["space"], a["documentId"], a["operationId"])
+    return {"state": json.loads(row[0]) if row else None}
+
+
+def states_cas(s, a):
+    nxt = a["next"]
+
+    def run():
+        row = s.one("SELECT revision FROM states WHERE space=? AND document_id=?", nxt["space"], nxt["documentId"])
+        if (row[0] if row else 0) != a["expected"]:
+            return False
+        s.db.execute("INSERT INTO states(space, document_id, revision, operation_id, status, record) VALUES (?,?,?,?,?,?) "
+                     "ON CONFLICT(space, document_id) DO UPDATE SET revision=excluded.revision, operation_id=excluded.operation_id, "
+                     "status=excluded.status, record=excluded.record",
+                     (nxt["space"], nxt["documentId"], nxt["revision"], field(nxt, "operationId"), field(nxt, "status"), dumps(nxt)))
+        return True
+
+    return {"swapped": s.tx(run)}
+
+
+def states_remove(s, a):
+    def run():
+        cur = s.db.execute("DELETE FROM states WHERE space=? AND document_id=? AND revision=?", (a["space"], a["documentId"], a["revision"]))
+        return cur.rowcount == 1
+
+    return {"removed": s.tx(run)}
+
+
+def states_record_version(s, a):
+    st = a["state"]
+    s.tx(lambda: s.db.execute("INSERT INTO state_versions(space, document_id, revision, operation_id, record) VALUES (?,?,?,?,?) "
+                              "ON CONFLICT DO NOTHING",
+                              (st["space"], st["documentId"], st["revision"], field(st, "operationId"), dumps(st))))
+    return {}
+
+
+def states_versions(s, a):
+    rows = s.all("SELECT record FROM state_versions WHERE space=? AND document_id=? ORDER BY revision", a["space"], a["documentId"])
+    return {"states": [json.loads(r[0]) for r in rows]}
+
+
+def states_list(s, a):
+    rows = s.all("SELECT record FROM states WHERE space=? ORDER BY document_id", a["space"])
+    return {"states": [json.loads(r[0]) for r in rows]}
+
+
+def states_is_referenced(s, a):
+    edge = a["edge"]
+    want = (edge["source"], edge["type"], edge["target"], edge.get("rank", 0))
+    for (doc, record) in s.all("SELECT document_id, record FROM states WHERE space=? AND status='ACTIVE'", a["space"]):
+        if a["documentId"] and doc == a["documentId"]:
+            continue
+        for k in json.loads(record).get("factSources") or []:
+            if (k["source"], k["type"], k["target"], k.get("rank", 0)) == want:
+                return {"referenced": True}
+    return {"referenced": False}
+
+
+# --- registry ----------------------------------------------------------------
+
+def entity(s, space, node_id):
+    row = s.one("SELECT type, canonical_name, names, properties FROM registry_entities WHERE space=? AND node_id=?", space, node_id)
+    props = json.loads(row[3])
+    e = {"space": space, "nodeId": node_id, "type": row[0], "canonicalName": row[1], "names": sorted(json.loads(row[2]))}
+    if props:
+        e["properties"] = props
+    return e
+
+
+def registry_find(s, a):
+    ids = set()
+    for n in a["names"]:
+        row = s.one("SELECT node_id FROM registry_names WHERE space=? AND type_key=? AND name=?", a["space"], a["typeKey"], n)
+        if row:
+            ids.add(row[0])
+    return {"entities": [entity(s, a["space"], i) for i in sorted(ids)]}
+
+
+def registry_save(s, a):
+    space, regs = a["space"], a["registrations"]
+
+    def run():
+        batch = {}
+        for r in regs:
+            for n in r["names"]:
+                k = (r["typeKey"], n)
+                row = s.one("SELECT node_id FROM registry_names WHERE space=? AND type_key=? AND name=?", space, r["typeKey"], n)
+                if row and row[0] != r["nodeId"]:
+                    raise StoreError("registry_conflict", "name %r (type %s) is bound to %s, not %s" % (n, r["typeKey"], row[0], r["nodeId"]))
+                if batch.get(k, r["nodeId"]) != r["nodeId"]:
+                    raise StoreError("registry_conflict", "name %r (type %s) is bound to %s and %s in one batch" % (n, r["typeKey"], batch[k], r["nodeId"]))
+                batch[k] = r["nodeId"]
+        for r in regs:
+            row = s.one("SELECT names, properties FROM registry_entities WHERE space=? AND node_id=?", space, r["nodeId"])
+            if row is None:
+                names, props = set(), {}
+                s.db.execute("INSERT INTO registry_entities(space, node_id, type, canonical_name, names, properties) VALUES (?,?,?,?,'[]','{}')",
+                             (space, r["nodeId"], r["type"], r["canonicalName"]))
+            else:
+                names, props = set(json.loads(row[0])), json.loads(row[1])
+            names.update(r["names"])
+            props.update(r.get("properties") or {})
+            s.db.execute("UPDATE registry_entities SET names=?, properties=? WHERE space=? AND node_id=?",
+                         (dumps(sorted(names)), dumps(props), space, r["nodeId"]))
+            for n in r["names"]:
+                s.db.execute("INSERT INTO registry_names(space, type_key, name, node_id) VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
+                             (space, r["typeKey"], n, r["nodeId"]))
+
+    s.tx(run)
+    return {}
+
+
+def registry_list(s, a):
+    rows = s.all("SELECT node_id FROM registry_entities WHERE space=? ORDER BY node_id", a["space"])
+    return {"entities": [entity(s, a["space"], r[0]) for r in rows]}
+
+
+# --- graph -------------------------------------------------------------------
+
+def graph_apply(s, a):
+    space, m = a["space"], a["mutation"]
+
+    def run():
+        for nid in m.get("deleteNodes") or []:
+            s.db.execute("DELETE FROM nodes WHERE space=? AND id=?", (space, nid))
+            s.db.execute("DELETE FROM edges WHERE space=? AND (source=? OR target=?)", (space, nid, nid))
+        for k in m.get("deleteEdges") or []:
+            s.db.execute("DELETE FROM edges WHERE space=? AND source=? AND type=? AND target=? AND rank=?",
+                         (space, k["source"], k["type"], k["target"], k.get("rank", 0)))
+        for n in m.get("upsertNodes") or []:
+            row = s.one("SELECT properties FROM nodes WHERE space=? AND id=?", space, n["id"])
+            props = json.loads(row[0]) if row else {}
+            props.update(n.get("properties") or {})
+            if row:
+                s.db.execute("UPDATE nodes SET properties=? WHERE space=? AND id=?", (dumps(props), space, n["id"]))
+            else:
+                s.db.execute("INSERT INTO nodes(space, id, label, properties) VALUES (?,?,?,?)", (space, n["id"], n.get("label", ""), dumps(props)))
+        for e in m.get("upsertEdges") or []:
+            k = e["key"]
+            for end in (k["source"], k["target"]):
+                if not s.one("SELECT 1 FROM nodes WHERE space=? AND id=?", space, end):
+                    raise StoreError("missing_endpoint", "space %s: edge %s-%s->%s: node %s does not exist" % (space, k["source"], k["type"], k["target"], end))
+        for e in m.get("upsertEdges") or []:
+            k = e["key"]
+            key = (space, k["source"], k["type"], k["target"], k.get("rank", 0))
+            row = s.one("SELECT properties FROM edges WHERE space=? AND source=? AND type=? AND target=? AND rank=?", *key)
+            props = json.loads(row[0]) if row else {}
+            props.update(e.get("properties") or {})
+            if row:
+                s.db.execute("UPDATE edges SET properties=? WHERE space=? AND source=? AND type=? AND target=? AND rank=?", (dumps(props),) + key)
+            else:
+                s.db.execute("INSERT INTO edges(space, source, type, target, rank, properties) VALUES (?,?,?,?,?,?)", key + (dumps(props),))
+
+    s.tx(run)
+    return {}
+
+
+def graph_read(s, a):
+    nodes = [{"id": r[0], "label": r[1], "properties": json.loads(r[2])}
+             for r in s.all("SELECT id, label, properties FROM nodes WHERE space=?", a["space"])]
+    edges = [{"key": {"source": r[0], "type": r[1], "target": r[2], "rank": r[3]}, "properties": json.loads(r[4])}
+             for r in s.all("SELECT source, type, target, rank, properties FROM edges WHERE space=?", a["space"])]
+    return {"nodes": nodes, "edges": edges}
+
+
+# --- leases ------------------------------------------------------------------
+
+def lease_of(row, space, doc):
+    return {"space": space, "documentId": doc, "holder": row[0], "token": row[1], "expiresAt": row[2]}
+
+
+def locks_try(s, a):
+    space, doc, holder, now, ttl = a["space"], a["documentId"], a["holder"], a["now"], a["ttlMillis"]
+
+    def run():
+        row = s.one("SELECT holder, token, expires_at FROM leases WHERE space=? AND document_id=?", space, doc)
+        if row and row[2] > now:
+            if row[0] != holder:
+                return {"lease": lease_of(row, space, doc), "acquired": False}
+            s.db.execute("UPDATE leases SET expires_at=? WHERE space=? AND document_id=?", (now + ttl, space, doc))
+            return {"lease": lease_of((row[0], row[1], now + ttl), space, doc), "acquired": True}
+        t = s.one("SELECT token FROM lease_tokens WHERE space=? AND document_id=?", space, doc)
+        token = (t[0] if t else 0) + 1
+        s.db.execute("INSERT INTO lease_tokens(space, document_id, token) VALUES (?,?,?) ON CONFLICT(space, document_id) DO UPDATE SET token=excluded.token",
+                     (space, doc, token))
+        s.db.execute("INSERT INTO leases(space, document_id, holder, token, expires_at) VALUES (?,?,?,?,?) "
+                     "ON CONFLICT(space, document_id) DO UPDATE SET holder=excluded.holder, token=excluded.token, expires_at=excluded.expires_at",
+                     (space, doc, holder, token, now + ttl))
+        return {"lease": lease_of((holder, token, now + ttl), space, doc), "acquired": True}
+
+    return s.tx(run)
+
+
+def locks_renew(s, a):
+    l, now, ttl = a["lease"], a["now"], a["ttlMillis"]
+
+    def run():
+        row = s.one("SELECT holder, token, expires_at FROM leases WHERE space=? AND document_id=?", l["space"], l["documentId"])
+        if row is None:
+            raise StoreError("lease_lost", "no lease is held")
+        if row[0] != l["holder"] or row[1] != l["token"]:
+            raise StoreError("lease_lost", "held by %s with token %d" % (row[0], row[1]))
+        if row[2] <= now:
+            raise StoreError("lease_lost", "expired at %d (now %d)" % (row[2], now))
+        s.db.execute("UPDATE leases SET expires_at=? WHERE space=? AND document_id=?", (now + ttl, l["space"], l["documentId"]))
+        return {"lease": lease_of((row[0], row[1], now + ttl), l["space"], l["documentId"])}
+
+    return s.tx(run)
+
+
+def locks_release(s, a):
+    l = a["lease"]
+
+    def run():
+        row = s.one("SELECT holder, token FROM leases WHERE space=? AND document_id=?", l["space"], l["documentId"])
+        if row is None:
+            raise StoreError("lease_lost", "no lease is held")
+        if row[0] != l["holder"] or row[1] != l["token"]:
+            raise StoreError("lease_lost", "held by %s with token %d" % (row[0], row[1]))
+        s.db.execute("DELETE FROM leases WHERE space=? AND document_id=?", (l["space"], l["documentId"]))
+
+    s.tx(run)
+    return {}
+
+
+HANDLERS = {
+    "ops.create": ops_create, "ops.get": ops_get, "ops.getPlan": ops_get_plan, "ops.cas": ops_cas,
+    "ops.listRecoverable": ops_list_recoverable, "ops.list": ops_list, "ops.claim": ops_claim, "ops.releaseClaim": ops_release_claim,
+    "states.findCurrent": states_find_current, "states.findByOperationId": states_find_by_operation, "states.cas": states_cas,
+    "states.remove": states_remove, "states.recordVersion": states_record_version, "states.versions": states_versions,
+    "states.list": states_list, "states.isReferenced": states_is_referenced,
+    "registry.findMatches": registry_find, "registry.saveAll": registry_save, "registry.list": registry_list,
+    "graph.apply": graph_apply, "graph.readRecords": graph_read,
+    "locks.tryAcquire": locks_try, "locks.renew": locks_renew, "locks.release": locks_release,
+}
+
+READS = ["ops.get", "ops.getPlan", "ops.listRecoverable", "ops.list", "states.findCurrent", "states.findByOperationId",
+         "states.versions", "states.list", "states.isReferenced", "registry.findMatches", "registry.list", "graph.readRecords"]
+for _op in READS:
+    HANDLERS[_op] = (lambda f: lambda s, a: s.read(lambda: f(s, a)))(HANDLERS[_op])
+
+if __name__ == "__main__":
+    two = "--two-transactions" in sys.argv[1:]
+    serve("pystore" + ("-two-transactions" if two else ""), ["operations", "states", "registry", "graph", "locks"],
+          lambda directory, mutant, conv: Store(directory, conv, two), HANDLERS)

@@ -1,0 +1,101 @@
+"""The crashmatrix store protocol (crashmatrix-store/1), server side.
+
+Standard library only. A store subclasses nothing: it hands `serve` a
+name, the interfaces it implements, a function that opens it on the data
+directory, and a table op -> function(args) -> result dict. See
+docs/store-protocol.md for the protocol itself.
+"""
+
+import json
+import os
+import sys
+
+PROTOCOL = "crashmatrix-store/1"
+
+
+class StoreError(Exception):
+    """An error reply: code (docs/store-protocol.md section 5), definite."""
+
+    def __init__(self, code, message, definite=True):
+        super().__init__(message)
+        self.code = code
+        self.definite = definite
+
+
+class Injected(StoreError):
+    """Raised by at() when crashmatrix answers fail: roll back, reply."""
+
+    def __init__(self, point):
+        super().__init__("injected", "injected fault at " + point, True)
+
+
+class Conversation:
+    """One request at a time over stdin/stdout."""
+
+    def __init__(self):
+        self.stdin = sys.stdin
+        self.stdout = sys.stdout
+        self.req_id = None
+        self.step = 0
+
+    def send(self, msg):
+        self.stdout.write(json.dumps(msg, separators=(",", ":")) + "\n")
+        self.stdout.flush()
+
+    def at(self, point):
+        """Declare a crash window before the next durable step.
+
+        Returns when the step may run; raises Injected when it must fail;
+        exits the process at once when crashmatrix says die (or is gone)."""
+        self.step += 1
+        self.send({"id": self.req_id, "at": {"point": point, "step": self.step}})
+        line = self.stdin.readline()
+        if not line:
+            os._exit(137)
+        answer = json.loads(line)
+        action = answer.get("action")
+        if action == "die":
+            os._exit(137)
+        if action == "fail":
+            raise Injected(point)
+        if action != "continue":
+            log("unexpected answer to at:", line.strip())
+            os._exit(3)
+
+
+def log(*args):
+    print(*args, file=sys.stderr, flush=True)
+
+
+def serve(name, stores, open_store, handlers):
+    """Serve requests until stdin ends.
+
+    open_store(dir, mutant, conv) returns the store object; handlers maps
+    an op name to a function (store, args) -> result dict."""
+    conv = Conversation()
+    store = None
+    for line in conv.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        conv.req_id, conv.step = req.get("id"), 0
+        op, args = req.get("op"), req.get("args") or {}
+        try:
+            if op == "hello":
+                if args.get("protocol") != PROTOCOL:
+                    raise StoreError("unsupported", "this store speaks " + PROTOCOL + ", not " + str(args.get("protocol")))
+                store = open_store(args["dir"], args.get("mutant", ""), conv)
+                result = {"protocol": PROTOCOL, "name": name, "stores": stores}
+            elif store is None:
+                raise StoreError("unsupported", "hello first")
+            elif op not in handlers:
+                raise StoreError("unsupported", "unknown op " + str(op))
+            else:
+                result = handlers[op](store, args)
+            conv.send({"id": conv.req_id, "ok": result if result is not None else {}})
+        except StoreError as e:
+            conv.send({"id": conv.req_id, "error": {"code": e.code, "definite": e.definite, "message": str(e)}})
+        except Exception as e:  # a bug or an unforeseen failure: say we do not know
+            import traceback  # only when needed: it costs start-up time
+            traceback.print_exc(file=sys.stderr)
+            conv.send({"id": conv.req_id, "error": {"code": "unavailable", "definite": False, "message": repr(e)}})

@@ -1,0 +1,129 @@
+// Package storecmd registers the "store-cmd" backend: stores written in
+// any language, run as child processes that speak the store protocol
+// (docs/store-protocol.md, adapters/storeproc). `crashmatrix certify
+// --store-cmd CMD [--plansave-cmd CMD]` resolves to it.
+//
+// A store process is the store's client code in the service's process:
+// each worker starts its own, as its child in its process group, with the
+// parent-death signal set, so a worker killed at a window, at a random
+// instant or at its deadline takes its store processes with it. Their data
+// lives in the case's directory (hello's dir, $CRASHMATRIX_STORE_DIR).
+package storecmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/adapters/storeproc"
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+// Name is the backend's registered name.
+const Name = "store-cmd"
+
+// The BackendSpec.Args keys.
+const (
+	// ArgCommand is System A's store command.
+	ArgCommand = "cmd"
+	// ArgPlanSaveCommand is System B's store command (checkpoints, plans).
+	ArgPlanSaveCommand = "plansave-cmd"
+	// ArgWorkDir is the directory the commands run in (relative paths in
+	// them are relative to it).
+	ArgWorkDir = "workdir"
+	// ArgTimeout bounds each message of a call (a Go duration).
+	ArgTimeout = "timeout"
+)
+
+// ProtocolErrorExit is the exit code of a worker whose store broke the
+// protocol: the supervisor sees a worker that failed (not one killed) and
+// the case is undecided.
+const ProtocolErrorExit = 3
+
+func init() { sim.RegisterBackend(Name, Backend) }
+
+// Spec builds the backend spec for the commands, run in workDir.
+func Spec(command, planSaveCommand, workDir string, timeout time.Duration) sim.BackendSpec {
+	args := map[string]string{ArgWorkDir: workDir}
+	if command != "" {
+		args[ArgCommand] = command
+	}
+	if planSaveCommand != "" {
+		args[ArgPlanSaveCommand] = planSaveCommand
+	}
+	if timeout > 0 {
+		args[ArgTimeout] = timeout.String()
+	}
+	return sim.BackendSpec{Name: Name, Args: args}
+}
+
+// Backend builds the backend a spec names.
+func Backend(spec sim.BackendSpec) (sim.Backend, error) {
+	a := spec.Args
+	if strings.TrimSpace(a[ArgCommand]) == "" && strings.TrimSpace(a[ArgPlanSaveCommand]) == "" {
+		return sim.Backend{}, fmt.Errorf("backend %s: no store command (--store-cmd, --plansave-cmd)", Name)
+	}
+	var timeout time.Duration
+	if s := a[ArgTimeout]; s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return sim.Backend{}, fmt.Errorf("backend %s: timeout %q: want a positive duration such as 10s", Name, s)
+		}
+		timeout = d
+	}
+	opts := func(command string, env sim.CaseEnv, require []string) storeproc.Options {
+		return storeproc.Options{Command: command, WorkDir: a[ArgWorkDir], Dir: env.Dir, Namespace: env.Namespace, Mutant: env.Mutant,
+			Timeout: timeout, Require: require, OnProtocolError: endWorker}
+	}
+	b := sim.Backend{
+		Name:     Name,
+		Embedded: true,
+		Open: func(ctx context.Context, env sim.CaseEnv) (reference.Stores, error) {
+			if a[ArgCommand] == "" {
+				return reference.Stores{}, fmt.Errorf("backend %s: System A needs --store-cmd (only --plansave-cmd was given)", Name)
+			}
+			c, err := storeproc.Start(ctx, opts(a[ArgCommand], env, []string{storeproc.StoreOperations, storeproc.StoreStates,
+				storeproc.StoreRegistry, storeproc.StoreGraph, storeproc.StoreLocks}))
+			if err != nil {
+				return reference.Stores{}, err
+			}
+			return c.Stores(), nil
+		},
+	}
+	if a[ArgPlanSaveCommand] != "" {
+		b.OpenPlanSave = func(ctx context.Context, env sim.CaseEnv) (sim.PlanSaveStores, error) {
+			c, err := storeproc.Start(ctx, opts(a[ArgPlanSaveCommand], env, []string{storeproc.StoreCheckpoints, storeproc.StorePlans}))
+			if err != nil {
+				return sim.PlanSaveStores{}, err
+			}
+			return sim.PlanSaveStores{Checkpoints: c.Checkpoints(), Plans: c.Plans(), Closer: c}, nil
+		}
+	}
+	return b, nil
+}
+
+// endWorker ends a worker process whose store broke the protocol: the
+// conversation cannot be trusted, so the case must not be judged on it.
+// Outside a worker (no fault runtime in ctx: the supervisor's snapshot,
+// a conformance test) the error is returned as it is.
+func endWorker(ctx context.Context, err *storeproc.ProtocolError) {
+	if faults.RuntimeFrom(ctx) == nil || !inWorkerProcess() {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "crashmatrix worker: the store broke the store protocol: %v\n", err)
+	os.Exit(ProtocolErrorExit)
+}
+
+// inWorkerProcess reports whether this process is a worker the supervisor
+// started: it leads its own process group and has GO_FAILPOINTS set (to
+// its arms, possibly none). In-process workers share the supervisor's
+// process, which must not exit.
+func inWorkerProcess() bool {
+	_, armed := os.LookupEnv("GO_FAILPOINTS")
+	return armed && syscall.Getpgrp() == os.Getpid()
+}
