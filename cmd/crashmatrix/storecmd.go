@@ -27,10 +27,13 @@ type storeCmdFlags struct {
 	conformance       bool
 }
 
-func (s *storeCmdFlags) register(fl *pflag.FlagSet) {
+// register adds the flags; conformance only where a run certifies.
+func (s *storeCmdFlags) register(fl *pflag.FlagSet, conformance bool) {
 	fl.StringVar(&s.command, "store-cmd", "", "certify System A's stores run by this command, which speaks the store protocol on stdin/stdout (docs/store-protocol.md), e.g. \"python3 mystore.py\"")
 	fl.StringVar(&s.planSave, "plansave-cmd", "", "certify System B's checkpoint and plan stores run by this command (store protocol), beside --store-cmd's System A")
-	fl.BoolVar(&s.conformance, "conformance", true, "with --store-cmd: run the stores' conformance suites over the protocol before the crash matrix (a store that fails them is not certified)")
+	if conformance {
+		fl.BoolVar(&s.conformance, "conformance", true, "with --store-cmd: run the stores' conformance suites over the protocol before the crash matrix (a store that fails them is not certified)")
+	}
 	fl.DurationVar(&s.timeout, "store-timeout", 0, "how long a store process may take for each message of a call before it is a protocol error (default 10s)")
 }
 
