@@ -4,6 +4,9 @@ GO        ?= go
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 STATICCHECK_VERSION := v0.8.2
 BIN       := bin/crashmatrix
+# The Python interpreter itself, not a version manager's shim (a shell
+# script per start): the crash matrix starts a store process per worker.
+PYTHON    := $(shell python3 -c 'import sys; print(sys.executable)' 2>/dev/null || echo python3)
 
 .PHONY: all build test test-short bench bench-explore bench-mutants bench-load lint vet staticcheck xmllint localpg demo certify tools clean containers certify-containers bench-containers screenshots certify-python certify-java
 
@@ -40,7 +43,7 @@ test-short:
 # conformance suites over the store protocol, then the whole crash matrix
 # (docs/store-protocol.md). make test certifies them on a subset of windows.
 certify-python: build
-	cd examples/python && ../../$(BIN) certify --store-cmd "python3 -S sqlite_store.py" --plansave-cmd "python3 -S plansave_store.py"
+	cd examples/python && ../../$(BIN) certify --store-cmd "$(PYTHON) -S sqlite_store.py" --plansave-cmd "$(PYTHON) -S plansave_store.py"
 
 certify-java: build
 	cd examples/java && mvn -B -q package
@@ -53,7 +56,7 @@ certify-java: build
 # full matrix on PostgreSQL + Neo4j with the containers already up.
 bench: build
 	./$(BIN) bench
-	./$(BIN) bench-store --store-cmd "python3 -S examples/python/sqlite_store.py"
+	./$(BIN) bench-store --store-cmd "$(PYTHON) -S examples/python/sqlite_store.py"
 	$(MAKE) bench-explore
 	$(MAKE) bench-mutants
 	$(MAKE) bench-containers

@@ -85,7 +85,11 @@ func benchStoreCmd() *cobra.Command {
 						return fmt.Errorf("the System A matrix on %s did not certify (exit %d): the figure would be meaningless; case data in %s", spec.Name, rep.ExitCode, dir)
 					}
 					walls[i] = append(walls[i], rep.Took)
-					fmt.Fprintf(out, "  round %d, %-9s System A matrix: %d cases, %s\n", round+1, spec.Name, len(cases), rep.Took.Round(time.Millisecond))
+					ratio := ""
+					if i == 1 {
+						ratio = fmt.Sprintf(" (%.2fx the Go SQLite round just before)", float64(rep.Took)/float64(walls[0][round]))
+					}
+					fmt.Fprintf(out, "  round %d, %-9s System A matrix: %d cases, %s%s\n", round+1, spec.Name, len(cases), rep.Took.Round(time.Millisecond), ratio)
 					_ = os.RemoveAll(dir)
 				}
 			}

@@ -92,7 +92,7 @@ Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant 
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fl.BoolVarP(&f.details, "details", "v", false, "list every failing case with every violation, its evidence, history and replay command (the default is a digest by cause)")
 	f.server.register(fl)
-	f.store.register(fl)
+	f.store.register(fl, true)
 	fl.BoolVar(&f.inProcess, "in-process", false, "simulate crashes in-process (workers are goroutines, time is simulated) instead of killing processes")
 	fl.StringVar(&f.shard, "shard", "", "i/n: run only shard i of n of the matrix (0 <= i < n); merge the shards' JSON reports with crashmatrix merge")
 	fl.BoolVar(&f.inProcessFiles, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
@@ -283,7 +283,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if err := writeReports(out, rep, ropt, f.jsonOut, f.junitOut, f.html); err != nil {
 		return err
 	}
-	if err := writeKillReplays(out, workdir, backend, f.leaseTTL, rep); err != nil {
+	if err := writeKillReplays(out, workdir, backend, f.leaseTTL, rep, f.store.replayArgs()...); err != nil {
 		return err
 	}
 	switch {
@@ -354,7 +354,7 @@ func defaultLeaseTTL(flag time.Duration, backend string) time.Duration {
 // writeKillReplays writes each random-instant kill that broke an invariant
 // as a scenario (same offset, expecting the same invariants to break) and
 // prints the command that replays it.
-func writeKillReplays(out io.Writer, workdir, backend string, leaseTTL time.Duration, rep sim.Report) error {
+func writeKillReplays(out io.Writer, workdir, backend string, leaseTTL time.Duration, rep sim.Report, runArgs ...string) error {
 	for _, r := range rep.Results {
 		if r.Case.Class != sim.RandomKillClass || r.Verdict != sim.Fail {
 			continue
@@ -380,7 +380,7 @@ func writeKillReplays(out io.Writer, workdir, backend string, leaseTTL time.Dura
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s broke %s: replay with: crashmatrix run %s --repeat 10\n", r.Case.ID, strings.Join(r.Broken(), ","), path)
+		fmt.Fprintf(out, "%s broke %s: replay with: crashmatrix run %s --repeat 10%s\n", r.Case.ID, strings.Join(r.Broken(), ","), path, strings.TrimRight(" "+strings.Join(runArgs, " "), " "))
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 
 func runCmd() *cobra.Command {
 	var backendName, workdir, html, jsonOut, junitOut string
+	var store storeCmdFlags
 	var inProcess, library, files, details, keep bool
 	var repeat int
 	var server serverFlags
@@ -67,11 +68,20 @@ not load or a run was undecided.`,
 			if len(scs) == 0 {
 				return fmt.Errorf("no scenario given (pass files or --library)")
 			}
+			spec, err := store.spec(backendName, inProcess)
+			if err != nil {
+				return err
+			}
 			backend, self, cleanup, err := server.setUp(cmd, backendName)
 			if err != nil {
 				return err
 			}
 			defer cleanup()
+			if spec.Name == "" {
+				spec.Name = backend
+			} else {
+				backend, backendName = spec.Name, spec.Name
+			}
 			// Histories are kept when a scenario did not meet its
 			// expectation, or when asked (--keep, --workdir, -v, which
 			// prints their paths); any other way out removes a
@@ -100,7 +110,7 @@ not load or a run was undecided.`,
 					fmt.Fprintf(out, "SKIP  %-45s %v\n", s.Name, err)
 					continue
 				}
-				cfg := s.Apply(sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
+				cfg := s.Apply(sim.Config{Backend: spec, Launcher: sim.BinaryLauncher{Path: self},
 					WorkDir: filepath.Join(workdir, s.Name), InProcess: inProcess, InProcessFiles: files, Seed: 1})
 				server.useFaults(&cfg)
 				runner, err := sim.NewRunner(cfg)
@@ -212,6 +222,7 @@ not load or a run was undecided.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&backendName, "backend", "sqlite", "backend (a scenario naming another backend is skipped)")
+	store.register(fl, false)
 	fl.BoolVar(&inProcess, "in-process", false, "simulate crashes in-process instead of killing processes")
 	fl.BoolVar(&files, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
 	fl.BoolVar(&library, "library", false, "run the built-in scenario library")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/adapters/storeproc"
+	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/properties"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/spf13/cobra"
@@ -26,10 +27,13 @@ type storeCmdFlags struct {
 	conformance       bool
 }
 
-func (s *storeCmdFlags) register(fl *pflag.FlagSet) {
+// register adds the flags; conformance only where a run certifies.
+func (s *storeCmdFlags) register(fl *pflag.FlagSet, conformance bool) {
 	fl.StringVar(&s.command, "store-cmd", "", "certify System A's stores run by this command, which speaks the store protocol on stdin/stdout (docs/store-protocol.md), e.g. \"python3 mystore.py\"")
-	fl.StringVar(&s.planSave, "plansave-cmd", "", "certify System B's checkpoint and plan stores run by this command (store protocol); with --store-cmd, or alone with --point planSave...")
-	fl.BoolVar(&s.conformance, "conformance", true, "with --store-cmd: run the stores' conformance suites over the protocol before the crash matrix (a store that fails them is not certified)")
+	fl.StringVar(&s.planSave, "plansave-cmd", "", "certify System B's checkpoint and plan stores run by this command (store protocol), beside --store-cmd's System A")
+	if conformance {
+		fl.BoolVar(&s.conformance, "conformance", true, "with --store-cmd: run the stores' conformance suites over the protocol before the crash matrix (a store that fails them is not certified)")
+	}
 	fl.DurationVar(&s.timeout, "store-timeout", 0, "how long a store process may take for each message of a call before it is a protocol error (default 10s)")
 }
 
@@ -41,6 +45,10 @@ func (s *storeCmdFlags) spec(backend string, inProcess bool) (sim.BackendSpec, e
 	}
 	if backend != "sqlite" && backend != storecmd.Name {
 		return sim.BackendSpec{}, fmt.Errorf("--store-cmd/--plansave-cmd name the backend themselves; drop --backend %s", backend)
+	}
+	if s.command == "" {
+		return sim.BackendSpec{}, fmt.Errorf("--plansave-cmd needs --store-cmd too (the run calibrates its timings on System A); for System B's windows only, add --point %s,%s,%s",
+			faults.PlanSaveBeforeApprove, faults.PlanSaveBeforeBusiness, faults.PlanSaveBeforeCheckpoint)
 	}
 	if inProcess {
 		return sim.BackendSpec{}, fmt.Errorf("--store-cmd needs real worker processes (a store process is a child of its worker and dies with it): drop --in-process")

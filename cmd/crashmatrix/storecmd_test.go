@@ -44,6 +44,7 @@ func TestStoreCmdScripts(t *testing.T) {
 			} {
 				env.Setenv(k, py+" "+v)
 			}
+			env.Setenv("CRASHMATRIX_ROOT", rootDir())
 			env.Setenv("JAVA_STORE", java)
 			env.Setenv("JAVA_STORE_2TX", java+" --two-transactions")
 			return nil
