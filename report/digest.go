@@ -282,7 +282,9 @@ func Summarize(rep sim.Report, o Options) Digest {
 	}
 	d.Subset = rep.Subset
 	d.Verdict, d.Headline = headline(rep, d)
-	if rep.PowerLoss != "" {
+	if rep.PowerLoss != "" && rep.ExitCode == 0 {
+		// A pass must say what it did not cover; a failure or an
+		// undecided run has its own first line to say.
 		d.Headline += "; " + rep.PowerLoss
 	}
 	d.Verdict, d.Headline = scoped(rep, d.Verdict, d.Headline)
