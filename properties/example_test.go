@@ -25,7 +25,7 @@ func (p keptForever) TryAcquire(ctx context.Context, space, doc, holder string, 
 // must fail the subtest that hands an expired lease over, and the correct
 // one nothing.
 func ExampleStoresFailures() {
-	broken := properties.StoresFailures(func() (reference.Stores, error) {
+	broken := properties.StoresFailures(func(string, string) (reference.Stores, error) {
 		st := memory.New(memory.Options{})
 		st.Locks = keptForever{st.Locks}
 		return st, nil
@@ -33,7 +33,7 @@ func ExampleStoresFailures() {
 	msg, caught := broken["LockProvider/ExpiryHandsOverWithGreaterToken"]
 	fmt.Println("broken lock provider caught:", caught, msg != "")
 
-	correct := properties.StoresFailures(func() (reference.Stores, error) { return memory.New(memory.Options{}), nil })
+	correct := properties.StoresFailures(func(string, string) (reference.Stores, error) { return memory.New(memory.Options{}), nil })
 	fmt.Println("failures of the correct stores:", len(correct))
 	// Output:
 	// broken lock provider caught: true true

@@ -141,7 +141,7 @@ func TestZooIsCaught(t *testing.T) {
 	for _, m := range members {
 		t.Run(m.name, func(t *testing.T) {
 			start := time.Now()
-			failed := StoresFailures(func() (reference.Stores, error) { return m.wrap(memory.New(memory.Options{})), nil })
+			failed := StoresFailures(func(string, string) (reference.Stores, error) { return m.wrap(memory.New(memory.Options{})), nil })
 			if len(failed) == 0 {
 				t.Fatalf("the suite passed for broken store %s; it must fail in %v", m.name, m.catchers)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -79,7 +80,7 @@ func (s *storeCmdFlags) replayArgs() []string {
 	return out
 }
 
-// checkConformance runs the conformance suites (properties.CheckStores)
+// checkConformance runs the conformance suites (properties.StoresFailures)
 // over the protocol against the --store-cmd store, before the crash
 // matrix: exit 1 if they fail, 2 if the store broke the protocol.
 func (s *storeCmdFlags) checkConformance(cmd *cobra.Command) error {
@@ -90,7 +91,7 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command) error {
 	t0 := time.Now()
 	var opened atomic.Int64
 	var broken atomic.Pointer[storeproc.ProtocolError]
-	failures, skipped := properties.CheckStores(func(test, dir string) (reference.Stores, error) {
+	failed := properties.StoresFailures(func(test, dir string) (reference.Stores, error) {
 		if pe := broken.Load(); pe != nil {
 			// Nothing more to learn from a store that broke the protocol.
 			return reference.Stores{}, fmt.Errorf("not started: the store broke the protocol before (request %s)", pe.Request)
@@ -108,9 +109,21 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command) error {
 		}
 		return c.Stores(), nil
 	})
-	for _, sk := range skipped {
-		fmt.Fprintln(out, "conformance:", sk)
+	// The deepest failed subtests: the map holds each one's parents too.
+	var failures []string
+	for path, msg := range failed {
+		leaf := true
+		for other := range failed {
+			if strings.HasPrefix(other, path+"/") {
+				leaf = false
+				break
+			}
+		}
+		if leaf {
+			failures = append(failures, "conformance/Stores/"+path+": "+msg)
+		}
 	}
+	sort.Strings(failures)
 	took := time.Since(t0).Round(time.Millisecond)
 	if pe := broken.Load(); pe != nil {
 		fmt.Fprintf(out, "UNDECIDED: the store broke the store protocol during the conformance suites (%s):\n%v\n", took, pe)
