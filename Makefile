@@ -5,7 +5,7 @@ GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 STATICCHECK_VERSION := v0.8.2
 BIN       := bin/crashmatrix
 
-.PHONY: all build test test-short bench bench-load lint vet staticcheck xmllint localpg demo certify tools clean containers certify-containers bench-containers screenshots
+.PHONY: all build test test-short bench bench-load docs lint vet staticcheck xmllint localpg demo certify tools clean containers certify-containers bench-containers screenshots
 
 all: build
 
@@ -36,17 +36,19 @@ test: vet staticcheck xmllint localpg containers
 test-short:
 	$(GO) test -count=1 -short ./...
 
-# Figures for the README: the full matrix's wall time and kill-restart-recover
-# cycles per second on the embedded default, exploration rates in both modes
-# and each mutant's time to a violation and to its shrunk scenario; then the
-# full matrix on PostgreSQL + Neo4j with the containers already up.
+# The figures of docs/performance.md, written there by the runs themselves
+# (a section per run, with its date, commit, machine and load average): the
+# full matrix's wall time and kill-restart-recover cycles per second on the
+# embedded default, exploration rates in both modes and each mutant's time
+# to a violation and to its shrunk scenario; then the full matrix on
+# PostgreSQL + Neo4j with the containers already up; then the load check.
 bench: build
-	./$(BIN) bench
+	./$(BIN) bench --doc docs/performance.md
 	$(MAKE) bench-containers
 	$(MAKE) bench-load
 
 bench-containers: build containers
-	$(PODMAN_ENV) && ./$(BIN) bench --backend containers --rounds 1 --cycles 0 --explore 0
+	$(PODMAN_ENV) && ./$(BIN) bench --backend containers --rounds 1 --cycles 0 --explore 0 --doc docs/performance.md
 
 # Load check: certify on the embedded default and on containers, 3 runs on
 # the machine as it is, then 10 in a row while two CPU-bound processes run;
@@ -55,7 +57,13 @@ bench-containers: build containers
 # unless every backend certified 10/10 with nothing left not exercised.
 # BACKENDS=sqlite RUNS=... IDLE_RUNS=... narrow it.
 bench-load: build containers
-	$(PODMAN_ENV) && bash ci/bench-load.sh
+	set -o pipefail && $(PODMAN_ENV) && bash ci/bench-load.sh | $(GO) run ./internal/docstest/docsgen -section bench-load docs/performance.md
+
+# The program output the README and the guides quote (blocks marked
+# <!-- output: COMMAND -->), run again and written in; TestDocs fails
+# until they match what the program prints.
+docs: build
+	$(GO) run ./internal/docstest/docsgen -bin bin README.md docs/*.md
 
 lint: vet staticcheck
 

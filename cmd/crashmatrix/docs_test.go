@@ -1,0 +1,140 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/crashmatrix/crashmatrix/internal/docstest"
+)
+
+// docFiles are the docs whose blocks TestDocs runs: the README and the
+// guides.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	guides, err := filepath.Glob(filepath.Join(rootDir(), "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{filepath.Join(rootDir(), "README.md")}, guides...)
+}
+
+// TestDocs runs the docs as a reader would: every ```sh run block of the
+// README and the guides, command by command, with a freshly built
+// crashmatrix on PATH, in a folder of its own; each command must exit as
+// its remark says and print every line quoted under it. Every block
+// marked <!-- output: COMMAND --> must hold what COMMAND prints now (up
+// to durations and temporary folder names): `make docs` rewrites them. A
+// changed flag, message or matrix fails here until the docs follow.
+func TestDocs(t *testing.T) {
+	root := rootDir()
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "crashmatrix"), "./cmd/crashmatrix")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/crashmatrix: %v\n%s", err, out)
+	}
+	r := docstest.Runner{Root: root, BinDir: bin}
+	runnable, outputs := 0, 0
+	for _, path := range docFiles(t) {
+		rel, _ := filepath.Rel(root, path)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks, err := docstest.Blocks(string(data))
+		if err != nil {
+			t.Fatalf("%s: %v", rel, err)
+		}
+		for _, b := range blocks {
+			where := fmt.Sprintf("%s:%d", rel, b.Line)
+			if cmd, ok := b.OutputCommand(); ok {
+				outputs++
+				t.Run(where, func(t *testing.T) {
+					out, code, err := r.Run(t.TempDir(), cmd)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if code > 2 {
+						t.Fatalf("%s exited %d:\n%s", cmd, code, out)
+					}
+					if d := docstest.FirstDifference(b.Body, out); d != "" {
+						t.Errorf("the output of %q the doc shows is not what it prints now (make docs rewrites it); first difference at %s", cmd, d)
+					}
+				})
+			}
+			if !b.Runnable() {
+				continue
+			}
+			runnable++
+			t.Run(where, func(t *testing.T) {
+				dir := t.TempDir() // one folder per block: a command may use an earlier one's files
+				cmds := docstest.Commands(b.Body)
+				if len(cmds) == 0 {
+					t.Fatal("a runnable block with no command")
+				}
+				for _, c := range cmds {
+					out, code, err := r.RunIn(dir, c.Line)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if code != c.Exit {
+						t.Errorf("%s\nexited %d, the doc says %d; output:\n%s", c.Line, code, c.Exit, out)
+						continue
+					}
+					for _, q := range c.Quoted {
+						if !docstest.QuoteRE(q).MatchString(out) {
+							t.Errorf("%s\nprinted no line the doc quotes as\n  %s\noutput:\n%s", c.Line, q, out)
+						}
+					}
+				}
+			})
+		}
+	}
+	// The docs are the test's input: losing the markers must not make it
+	// pass by running nothing.
+	if runnable < 6 || outputs < 3 {
+		t.Errorf("the docs have %d runnable blocks and %d output blocks; want at least 6 and 3", runnable, outputs)
+	}
+}
+
+// figureRE is a measured figure in prose: a duration, a rate, a
+// multiple of another figure.
+var figureRE = regexp.MustCompile(`\b\d+(\.\d+)? ?(ms|s|min|schedules/s|cycles/s|cycles/s)\b|\b\d+\.\d+×`)
+
+// TestPerformanceIsGenerated: docs/performance.md holds figures only in
+// the sections `make bench` writes (crashmatrix bench --doc, docsgen
+// -section), each with its date, commit or machine and load; prose
+// outside them quotes none, so no hand-typed figure can go stale there.
+func TestPerformanceIsGenerated(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(rootDir(), "docs", "performance.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	depth := 0
+	for i, l := range strings.Split(text, "\n") {
+		switch {
+		case strings.HasPrefix(l, "<!-- begin "):
+			depth++
+		case strings.HasPrefix(l, "<!-- end "):
+			depth--
+		case depth == 0 && figureRE.MatchString(l):
+			t.Errorf("docs/performance.md:%d quotes a figure outside a generated section: %q", i+1, l)
+		}
+	}
+	for _, name := range []string{"bench sqlite", "bench containers", "bench-load"} {
+		s, ok := docstest.Section(text, name)
+		if !ok {
+			t.Errorf("docs/performance.md has no section %q (make bench writes it)", name)
+			continue
+		}
+		if !strings.HasPrefix(s, "Written by `") && !strings.HasPrefix(s, "Not measured yet") {
+			t.Errorf("section %q does not start by saying how and when it was measured:\n%s", name, s)
+		}
+	}
+}
