@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/internal/docstest"
 )
 
@@ -137,4 +138,60 @@ func TestPerformanceIsGenerated(t *testing.T) {
 			t.Errorf("section %q does not start by saying how and when it was measured:\n%s", name, s)
 		}
 	}
+}
+
+// TestMutantTableIsCrashrun: the mutants table of docs/invariants.md is
+// crashrun.Mutants(), row for row: each mutant's name, the invariant that
+// catches it and where (`point x kind`, class `name`, or the exploration's
+// seed and schedule budget).
+func TestMutantTableIsCrashrun(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(rootDir(), "docs", "invariants.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][2]string{} // name -> invariant, where
+	for _, l := range strings.Split(docstest.Between(string(data), "## Mutants", "\n## "), "\n") {
+		f := strings.Split(l, "|")
+		if len(f) != 6 || strings.TrimSpace(f[1]) == "mutant" || strings.HasPrefix(strings.TrimSpace(f[1]), "---") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimSpace(f[1]), " ")
+		rows[name] = [2]string{strings.TrimSpace(f[3]), strings.TrimSpace(f[4])}
+	}
+	mutants := crashrun.Mutants()
+	if len(rows) != len(mutants) {
+		t.Errorf("docs/invariants.md lists %d mutants, crashrun.Mutants() %d", len(rows), len(mutants))
+	}
+	for _, m := range mutants {
+		row, ok := rows[m.Name]
+		if !ok {
+			t.Errorf("mutant %s has no row in docs/invariants.md", m.Name)
+			continue
+		}
+		var where string
+		o := m.Options
+		switch {
+		case m.Explore != nil:
+			where = fmt.Sprintf("explore, seed %d, within %s schedules", m.Explore.Seed, thousands(m.Explore.MaxSchedules))
+		case len(o.Classes) == 1 && len(o.Points) == 0:
+			where = "class `" + o.Classes[0] + "`"
+		case len(o.Points) == 1 && len(o.Kinds) == 1 && len(o.Classes) == 0:
+			where = fmt.Sprintf("`%s x %s`", o.Points[0], o.Kinds[0])
+		default:
+			t.Errorf("mutant %s: options %+v have no wording here; add one", m.Name, o)
+			continue
+		}
+		if row != [2]string{m.Invariant, where} {
+			t.Errorf("docs/invariants.md says mutant %s is caught by %s at %s; crashrun says %s at %s", m.Name, row[0], row[1], m.Invariant, where)
+		}
+	}
+}
+
+// thousands writes n with a comma every three digits, as the docs do.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -264,13 +264,16 @@ func (r Runner) RunIn(dir, line string) (string, int, error) {
 var (
 	durationRE = regexp.MustCompile(`\b(\d+h)?(\d+m)?\d+(\.\d+)?(ns|µs|us|ms|s|m|h)\b`)
 	tmpNameRE  = regexp.MustCompile(`(crashmatrix-|doc-)\d+`)
+	opIDRE     = regexp.MustCompile(`\b(ingest|retract)-[0-9a-f]{16,}\b`)
 )
 
 // Normalize is what two runs of one command have in common: durations
-// become "<d>", numbered temporary folders lose their numbers, and
-// trailing spaces and blank lines at the end go.
+// become "<d>", numbered temporary folders lose their numbers, operation
+// ids (minted per run) become "<op>", and trailing spaces and blank lines
+// at the end go.
 func Normalize(s string) string {
 	s = durationRE.ReplaceAllString(s, "<d>")
+	s = opIDRE.ReplaceAllString(s, "${1}-<op>")
 	s = tmpNameRE.ReplaceAllString(s, "${1}N")
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {

@@ -58,8 +58,8 @@ func TestQuoteRE(t *testing.T) {
 }
 
 func TestNormalize(t *testing.T) {
-	a := "1 case in 1ms: pass   \ncase data: /tmp/crashmatrix-123\ntook 1m2.5s\n\n"
-	b := "1 case in 250µs: pass\ncase data: /tmp/crashmatrix-98\ntook 3s"
+	a := "1 case in 1ms: pass   \ncase data: /tmp/crashmatrix-123\ntook 1m2.5s\n[op ingest-84339317854fd4f49f5c60c0f5ddd22b]\n\n"
+	b := "1 case in 250µs: pass\ncase data: /tmp/crashmatrix-98\ntook 3s\n[op ingest-3990d5d3589aaf3e53166ac880dbca2e]"
 	if Normalize(a) != Normalize(b) {
 		t.Errorf("%q != %q", Normalize(a), Normalize(b))
 	}
