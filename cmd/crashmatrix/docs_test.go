@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/internal/docstest"
 )
@@ -29,7 +30,9 @@ func docFiles(t *testing.T) []string {
 // crashmatrix on PATH, in a folder of its own; each command must exit as
 // its remark says and print every line quoted under it. Every block
 // marked <!-- output: COMMAND --> must hold what COMMAND prints now (up
-// to durations and temporary folder names): `make docs` rewrites them. A
+// to durations and temporary folder names), and every section
+// docstest.Generated writes from the code must be what it writes now:
+// `make docs` rewrites both. A
 // changed flag, message or matrix fails here until the docs follow.
 func TestDocs(t *testing.T) {
 	root := rootDir()
@@ -50,6 +53,14 @@ func TestDocs(t *testing.T) {
 		blocks, err := docstest.Blocks(string(data))
 		if err != nil {
 			t.Fatalf("%s: %v", rel, err)
+		}
+		for name, gen := range docstest.Generated {
+			if s, ok := docstest.Section(string(data), name); ok {
+				outputs++
+				if want := gen(); s != want {
+					t.Errorf("%s: section %q is not what the code gives now (make docs rewrites it):\n%s", rel, name, docstest.FirstDifference(s, want))
+				}
+			}
 		}
 		for _, b := range blocks {
 			where := fmt.Sprintf("%s:%d", rel, b.Line)
@@ -194,4 +205,29 @@ func thousands(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// TestFaultKindsTableIsComplete: docs/fault-kinds.md has a row for every
+// fault kind the program knows (faults.Kinds and faults.ServerKinds), and
+// none for a kind it does not.
+func TestFaultKindsTableIsComplete(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(rootDir(), "docs", "fault-kinds.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]bool{}
+	for _, l := range strings.Split(docstest.Between(string(data), "## What happens at the window", "\n## "), "\n") {
+		if m := regexp.MustCompile("^\\| `([a-z-]+)` \\|").FindStringSubmatch(l); m != nil {
+			rows[m[1]] = true
+		}
+	}
+	for _, k := range append(append([]faults.Kind{}, faults.Kinds...), faults.ServerKinds...) {
+		if !rows[string(k)] {
+			t.Errorf("docs/fault-kinds.md has no row for fault kind %s", k)
+		}
+		delete(rows, string(k))
+	}
+	for k := range rows {
+		t.Errorf("docs/fault-kinds.md has a row for %s, which is no fault kind", k)
+	}
 }

@@ -23,6 +23,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/crashmatrix/crashmatrix/faults"
 )
 
 // Block is one fenced block of a Markdown file.
@@ -396,4 +398,35 @@ func LoadAverage() string {
 		return ""
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// Generated are the doc sections written from the code itself (`make
+// docs`), by name: <!-- begin NAME --> … <!-- end NAME --> in a doc holds
+// what Generated[NAME]() returns.
+var Generated = map[string]func() string{
+	"windows": windowsTable,
+}
+
+// windowsTable is the crash-window catalogue (faults.Catalogue) as a
+// Markdown table: each window, the step that follows it, what recovery
+// must do, and the fault kinds that apply there.
+func windowsTable() string {
+	var b strings.Builder
+	b.WriteString("| window | system | the step that follows | what recovery must do | fault kinds |\n| --- | --- | --- | --- | --- |\n")
+	for _, s := range faults.Catalogue {
+		system := "A"
+		if s.System == faults.PlanSave {
+			system = "B"
+		}
+		kinds := make([]string, len(s.Kinds))
+		for i, k := range s.Kinds {
+			kinds[i] = string(k)
+		}
+		step := s.Step
+		if s.InRecovery {
+			step += " (recovery only)"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s (%s) | %s | %s |\n", s.Point, system, step, s.Window, s.Recovery, strings.Join(kinds, ", "))
+	}
+	return b.String()
 }

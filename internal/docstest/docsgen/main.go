@@ -4,7 +4,8 @@
 //
 // runs the command of every block marked <!-- output: COMMAND --> in the
 // Markdown files, with DIR's crashmatrix first on PATH, each in a fresh
-// folder, and writes what it printed into the block.
+// folder, and writes what it printed into the block; and writes each
+// section docstest.Generated knows (<!-- begin windows --> …) from the code.
 //
 //	docsgen -section NAME FILE
 //
@@ -91,13 +92,19 @@ func regenerate(bin string, files []string) error {
 			text = docstest.ReplaceBody(text, blocks[i], out)
 			n++
 		}
+		for name, gen := range docstest.Generated {
+			if _, ok := docstest.Section(text, name); ok {
+				text = docstest.ReplaceSection(text, name, gen())
+				n++
+			}
+		}
 		if n == 0 {
 			continue
 		}
 		if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
 			return err
 		}
-		fmt.Printf("%s: %d output blocks written\n", f, n)
+		fmt.Printf("%s: %d output blocks and sections written\n", f, n)
 	}
 	return nil
 }
