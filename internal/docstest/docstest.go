@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 )
@@ -429,4 +430,55 @@ func windowsTable() string {
 		fmt.Fprintf(&b, "| `%s` | %s | %s (%s) | %s | %s |\n", s.Point, system, step, s.Window, s.Recovery, strings.Join(kinds, ", "))
 	}
 	return b.String()
+}
+
+var linkRE = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// Links are the relative link targets of a Markdown text ("docs/x.md",
+// "x.md#anchor", "#anchor"), outside fenced blocks; web links are left out.
+func Links(text string) []string {
+	var out []string
+	inFence := false
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			inFence = !inFence
+			continue
+		}
+		if inFence {
+			continue
+		}
+		for _, m := range linkRE.FindAllStringSubmatch(l, -1) {
+			if t := m[1]; !strings.Contains(t, "://") && !strings.HasPrefix(t, "mailto:") {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// Anchors are the anchors GitHub gives the headings of a Markdown text:
+// lower case, punctuation dropped, spaces as hyphens.
+func Anchors(text string) map[string]bool {
+	out := map[string]bool{}
+	inFence := false
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			inFence = !inFence
+		}
+		if inFence || !strings.HasPrefix(l, "#") {
+			continue
+		}
+		h := strings.TrimSpace(strings.TrimLeft(l, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(h) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		out[b.String()] = true
+	}
+	return out
 }

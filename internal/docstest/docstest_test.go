@@ -84,3 +84,15 @@ func TestReplaceSection(t *testing.T) {
 		t.Errorf("replace: %q", s)
 	}
 }
+
+func TestLinksAndAnchors(t *testing.T) {
+	text := "# Certify your Go store\n## Store windows: crash windows inside `your` store\nsee [a](docs/a.md#x), [b](https://e.com/y), [c](#store-windows-crash-windows-inside-your-store)\n```sh\n[d](no.md)\n```\n"
+	links := Links(text)
+	if strings.Join(links, " ") != "docs/a.md#x #store-windows-crash-windows-inside-your-store" {
+		t.Errorf("Links: %q", links)
+	}
+	a := Anchors(text)
+	if !a["certify-your-go-store"] || !a["store-windows-crash-windows-inside-your-store"] || len(a) != 2 {
+		t.Errorf("Anchors: %v", a)
+	}
+}
