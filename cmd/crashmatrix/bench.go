@@ -149,21 +149,35 @@ func benchToDoc(cmd *cobra.Command, doc, backend string, run func(*cobra.Command
 			args = append(args, a)
 		}
 	}
-	commit := "unknown commit"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 7 {
-				commit = "commit " + s.Value[:7]
-			}
-			if s.Key == "vcs.modified" && s.Value == "true" {
-				commit += " (with uncommitted changes)"
-			}
-		}
-	}
 	section := fmt.Sprintf("Written by `crashmatrix %s` on %s, %s, %s %s/%s, on %s; load average %s at the start, %s at the end.\n\n```text\n%s```\n",
-		strings.Join(args, " "), start.Format("2006-01-02 15:04 UTC"), commit, runtime.Version(), runtime.GOOS, runtime.GOARCH,
+		strings.Join(args, " "), start.Format("2006-01-02 15:04 UTC"), benchCommit(doc), runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		docstest.Machine(runtime.NumCPU()), loadBefore, docstest.LoadAverage(), buf.String())
 	return os.WriteFile(doc, []byte(docstest.ReplaceSection(string(old), "bench "+backend, section)), 0o644)
+}
+
+// benchCommit names the code a bench measured: the binary's own revision
+// when the build recorded one, else the git checkout it runs in
+// (docstest.GitCommit); either with "(with uncommitted changes)" when the
+// tree differed from it.
+func benchCommit(doc string) string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		rev, dirty := "", false
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if len(rev) >= 7 {
+			if dirty {
+				return "commit " + rev[:7] + " (with uncommitted changes)"
+			}
+			return "commit " + rev[:7]
+		}
+	}
+	return docstest.GitCommit(doc)
 }
 
 // benchServerFaults measures each server's restart (SIGKILL to the first

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -481,4 +482,34 @@ func Anchors(text string) map[string]bool {
 		out[b.String()] = true
 	}
 	return out
+}
+
+// GitCommit names the git checkout of the working directory for a
+// figure: "commit abc1234", with " (with uncommitted changes)" when a
+// tracked file other than exclude (the doc being written) differs from
+// it; "unknown commit" outside a checkout.
+func GitCommit(exclude string) string {
+	out, err := exec.Command("git", "rev-parse", "--short=7", "HEAD").Output()
+	if err != nil {
+		return "unknown commit"
+	}
+	commit := "commit " + strings.TrimSpace(string(out))
+	root, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		return commit
+	}
+	st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output()
+	if err != nil {
+		return commit
+	}
+	skip := ""
+	if exclude != "" {
+		skip, _ = filepath.Abs(exclude)
+	}
+	for _, l := range strings.Split(string(st), "\n") {
+		if len(l) > 3 && filepath.Join(strings.TrimSpace(string(root)), l[3:]) != skip {
+			return commit + " (with uncommitted changes)"
+		}
+	}
+	return commit
 }

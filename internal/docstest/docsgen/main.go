@@ -125,7 +125,7 @@ func writeSection(name string, files []string) error {
 	if buf.Len() == 0 {
 		return fmt.Errorf("-section %s: nothing on standard input; %s left as it was", name, files[0])
 	}
-	body := fmt.Sprintf("Written by `make %s` from %s to %s, on %s (%s/%s); load average %s at the start, %s at the end.\n\n```text\n%s```\n",
-		name, start.Format("2006-01-02 15:04"), time.Now().UTC().Format("15:04 UTC"), docstest.Machine(runtime.NumCPU()), runtime.GOOS, runtime.GOARCH, load, docstest.LoadAverage(), buf.String())
+	body := fmt.Sprintf("Written by `make %s` from %s to %s, %s, on %s (%s/%s); load average %s at the start, %s at the end.\n\n```text\n%s```\n",
+		name, start.Format("2006-01-02 15:04"), time.Now().UTC().Format("15:04 UTC"), docstest.GitCommit(files[0]), docstest.Machine(runtime.NumCPU()), runtime.GOOS, runtime.GOARCH, load, docstest.LoadAverage(), buf.String())
 	return os.WriteFile(files[0], []byte(docstest.ReplaceSection(string(old), name, body)), 0o644)
 }
