@@ -194,9 +194,13 @@ func QuoteRE(q string) *regexp.Regexp {
 // signal exits 128+9, as the shell reports a SIGKILL. err is set only when
 // bash could not run at all.
 func Shell(dir string, env []string, line string) (string, int, error) {
+	return shell(dir, append(os.Environ(), env...), line)
+}
+
+func shell(dir string, env []string, line string) (string, int, error) {
 	cmd := exec.Command("bash", "-c", line)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = env
 	b, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	switch {
@@ -258,8 +262,16 @@ func (r Runner) RunIn(dir, line string) (string, int, error) {
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return "", 0, err
 	}
-	env := []string{"PATH=" + r.BinDir + string(os.PathListSeparator) + os.Getenv("PATH"), "TMPDIR=" + tmp}
-	out, code, err := Shell(dir, env, Docline(line))
+	// A reader's shell: crashmatrix's own variables (a server DSN, images)
+	// from the caller's environment do not reach the doc's commands.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CRASHMATRIX_") && !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "TMPDIR=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "PATH="+r.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"), "TMPDIR="+tmp)
+	out, code, err := shell(dir, env, Docline(line))
 	out = strings.ReplaceAll(out, tmp, "/tmp")
 	out = strings.ReplaceAll(out, dir, ".")
 	return out, code, err
