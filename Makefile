@@ -8,7 +8,7 @@ BIN       := bin/crashmatrix
 # script per start): the crash matrix starts a store process per worker.
 PYTHON    := $(shell python3 -c 'import sys; print(sys.executable)' 2>/dev/null || echo python3)
 
-.PHONY: all build test test-short bench bench-explore bench-mutants bench-load lint vet staticcheck xmllint localpg demo certify tools clean containers certify-containers bench-containers screenshots certify-python certify-java
+.PHONY: all build test test-short bench bench-explore bench-mutants bench-load lint vet staticcheck xmllint localpg demo certify tools clean containers certify-containers bench-containers screenshots certify-python certify-java docs
 
 all: build
 
@@ -50,12 +50,14 @@ certify-java: build
 	CRASHMATRIX_JAVA_CONFORMANCE=1 $(GO) test -count=1 -timeout 30m -run TestJavaStoreConformance ./adapters/storeproc/
 	cd examples/java && ../../$(BIN) certify --conformance=false --store-cmd "java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -jar target/jstore.jar"
 
-# Figures for the README: the full matrix's wall time and kill-restart-recover
-# cycles per second on the embedded default, exploration rates in both modes
-# and each mutant's time to a violation and to its shrunk scenario; then the
-# full matrix on PostgreSQL + Neo4j with the containers already up.
+# The figures of docs/performance.md, written there by the runs themselves
+# (a section per run, with its date, commit, machine and load average): the
+# full matrix's wall time and kill-restart-recover cycles per second on the
+# embedded default, exploration rates in both modes and each mutant's time
+# to a violation and to its shrunk scenario; then the full matrix on
+# PostgreSQL + Neo4j with the containers already up; then the load check.
 bench: build
-	./$(BIN) bench
+	./$(BIN) bench --doc docs/performance.md
 	./$(BIN) bench-store --store-cmd "$(PYTHON) -S examples/python/sqlite_store.py"
 	$(MAKE) bench-explore
 	$(MAKE) bench-mutants
@@ -82,7 +84,7 @@ bench-explore: build
 	echo "explore: $$total schedules on the unmodified reference over seeds $(EXPLORE_SEEDS), no violation (target >= 500000 clean: $$met)"
 
 bench-containers: build containers
-	$(PODMAN_ENV) && ./$(BIN) bench --backend containers --rounds 1 --cycles 0 --explore 0
+	$(PODMAN_ENV) && ./$(BIN) bench --backend containers --rounds 1 --cycles 0 --explore 0 --doc docs/performance.md
 
 # Load check: certify on the embedded default and on containers, 3 runs on
 # the machine as it is, then 10 in a row while two CPU-bound processes run;
@@ -91,7 +93,13 @@ bench-containers: build containers
 # unless every backend certified 10/10 with nothing left not exercised.
 # BACKENDS=sqlite RUNS=... IDLE_RUNS=... narrow it.
 bench-load: build containers
-	$(PODMAN_ENV) && bash ci/bench-load.sh
+	set -o pipefail && $(PODMAN_ENV) && bash ci/bench-load.sh | $(GO) run ./internal/docstest/docsgen -section bench-load docs/performance.md
+
+# The program output the README and the guides quote (blocks marked
+# <!-- output: COMMAND -->), run again and written in; TestDocs fails
+# until they match what the program prints.
+docs: build
+	$(GO) run ./internal/docstest/docsgen -bin bin README.md docs/*.md
 
 lint: vet staticcheck
 

@@ -26,7 +26,7 @@ func TestCertifySQLite(t *testing.T) {
 	properties.CertifyCrashSafety(t, embedded.SQLite())
 }
 
-// A backend with only Name and Open (the README's snippet: no System B)
+// A backend with only Name and Open (the store-author guide's snippet: no System B)
 // certifies: the plan-save cases are listed as not applicable, never
 // failed.
 func TestCertifyWithoutSystemB(t *testing.T) {

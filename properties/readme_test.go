@@ -11,12 +11,12 @@ import (
 	"testing"
 )
 
-// The README's store-author snippets are the example module's test file
+// The store-author guide's snippets are the example module's test file
 // (examples/boltstore/store_test.go), which make test compiles and runs:
-// every Go block of the section must appear in it verbatim, so the README
-// and the API cannot drift apart.
-func TestReadmeSnippetsAreTheExample(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+// every Go block of its section "The two tests" must appear in it
+// verbatim, so the guide and the API cannot drift apart.
+func TestGuideSnippetsAreTheExample(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "certify-go-store.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,18 +25,13 @@ func TestReadmeSnippetsAreTheExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(readme)
-	start := strings.Index(text, "## Certifying your own store from `go test`")
+	start := strings.Index(text, "## The two tests")
 	if start < 0 {
-		t.Fatal("README.md has no section \"Certifying your own store from `go test`\"")
+		t.Fatal("docs/certify-go-store.md has no section \"The two tests\"")
 	}
-	// The section's opening part (up to its first subsection) is the
-	// example's test file; the subsections that follow are about store
-	// windows and random kills.
 	section := text[start:]
-	for _, next := range []string{"\n## ", "\n### "} {
-		if end := strings.Index(section[3:], next); end >= 0 {
-			section = section[:end+3]
-		}
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
 	}
 	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(section, -1)
 	if len(blocks) < 2 {
@@ -44,12 +39,12 @@ func TestReadmeSnippetsAreTheExample(t *testing.T) {
 	}
 	for i, b := range blocks {
 		if !strings.Contains(string(example), b[1]) {
-			t.Errorf("README Go block %d of the store-author section is not in examples/boltstore/store_test.go verbatim:\n%s", i+1, b[1])
+			t.Errorf("Go block %d of the guide's section \"The two tests\" is not in examples/boltstore/store_test.go verbatim:\n%s", i+1, b[1])
 		}
 	}
 	for _, name := range []string{"properties.Stores(", "properties.CertifyCrashSafety("} {
 		if !strings.Contains(section, name) {
-			t.Errorf("the store-author section does not show %s", name)
+			t.Errorf("the guide's section \"The two tests\" does not show %s", name)
 		}
 	}
 }

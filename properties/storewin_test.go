@@ -333,7 +333,7 @@ func TestDeclaredWindowCatchesTwoStepStores(t *testing.T) {
 
 // killSeeds is how many seeds the random-kill hunts try and whether they
 // measure: CRASHMATRIX_KILL_SEEDS=10 runs all ten and requires most to find
-// the window (the README's figure); a normal run stops at the first seed
+// the window (what the store-author guide tells to run); a normal run stops at the first seed
 // that finds it and requires one of three to.
 func killSeeds(t *testing.T) (n int, measure bool) {
 	s := os.Getenv("CRASHMATRIX_KILL_SEEDS")

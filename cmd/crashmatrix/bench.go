@@ -1,16 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/internal/docstest"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
@@ -20,96 +25,104 @@ import (
 )
 
 func benchCmd() *cobra.Command {
+	var runBench func(cmd *cobra.Command) error
 	var rounds, cycles, parallel, cycleParallel, randomKills, restarts int
 	var leaseTTL, cycleTTL, exploreFor time.Duration
-	var backend, benchDir string
+	var backend, benchDir, docFile string
 	var server serverFlags
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the full crash matrix's wall time and kill-restart-recover cycles per second",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			out := cmd.OutOrStdout()
-			ctx := cmd.Context()
-			if rounds < 1 {
-				return fmt.Errorf("--rounds must be at least 1")
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if docFile == "" {
+				return runBench(cmd)
 			}
-			if benchDir == "" {
-				benchDir = os.TempDir()
-				if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-					// A SIGKILL test needs the page cache, not the platter:
-					// data on tmpfs survives a process kill exactly as on
-					// disk, and the figures measure the harness rather than
-					// the disk's fsync. --workdir /tmp measures both.
-					benchDir = "/dev/shm"
-				}
+			return benchToDoc(cmd, docFile, backend, runBench)
+		},
+	}
+	runBench = func(cmd *cobra.Command) error {
+		out := cmd.OutOrStdout()
+		ctx := cmd.Context()
+		if rounds < 1 {
+			return fmt.Errorf("--rounds must be at least 1")
+		}
+		if benchDir == "" {
+			benchDir = os.TempDir()
+			if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+				// A SIGKILL test needs the page cache, not the platter:
+				// data on tmpfs survives a process kill exactly as on
+				// disk, and the figures measure the harness rather than
+				// the disk's fsync. --workdir /tmp measures both.
+				benchDir = "/dev/shm"
 			}
-			name := backend
-			backend, self, cleanup, err := server.setUp(cmd, backend)
+		}
+		name := backend
+		backend, self, cleanup, err := server.setUp(cmd, backend)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		fmt.Fprintf(out, "crashmatrix bench: backend %s, %d cores, %s/%s, case data in %s\n", name, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, benchDir)
+		adaptive := leaseTTL <= 0
+		leaseTTL = defaultLeaseTTL(leaseTTL, backend)
+		if name == "containers" {
+			fmt.Fprintf(out, "containers: PostgreSQL answered its first query %s after Run, Neo4j %s after Run\n",
+				provision.LastTimings.Postgres.Round(time.Millisecond), provision.LastTimings.Neo4j.Round(time.Millisecond))
+		}
+		var walls []time.Duration
+		workers := 0 // worker processes of the last round
+		for i := 0; i < rounds; i++ {
+			r, work, err := benchRunner(benchDir, backend, self, leaseTTL, int64(i+1), adaptive)
 			if err != nil {
 				return err
 			}
-			defer cleanup()
-			fmt.Fprintf(out, "crashmatrix bench: backend %s, %d cores, %s/%s, case data in %s\n", name, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, benchDir)
-			adaptive := leaseTTL <= 0
-			leaseTTL = defaultLeaseTTL(leaseTTL, backend)
-			if name == "containers" {
-				fmt.Fprintf(out, "containers: PostgreSQL answered its first query %s after Run, Neo4j %s after Run\n",
-					provision.LastTimings.Postgres.Round(time.Millisecond), provision.LastTimings.Neo4j.Round(time.Millisecond))
+			cases := sim.Matrix(leaseTTL.Milliseconds())
+			rep := r.RunAll(ctx, cases, parallel, nil)
+			if rep.ExitCode != 0 {
+				report.WriteTerminal(out, rep, report.Options{Command: "bench"})
+				fmt.Fprintf(out, "case data and histories: %s\n", work)
+				return fmt.Errorf("full matrix round %d did not certify: the figure would be meaningless", i+1)
 			}
-			var walls []time.Duration
-			workers := 0 // worker processes of the last round
-			for i := 0; i < rounds; i++ {
-				r, work, err := benchRunner(benchDir, backend, self, leaseTTL, int64(i+1), adaptive)
-				if err != nil {
-					return err
-				}
-				cases := sim.Matrix(leaseTTL.Milliseconds())
-				rep := r.RunAll(ctx, cases, parallel, nil)
-				if rep.ExitCode != 0 {
-					report.WriteTerminal(out, rep, report.Options{Command: "bench"})
-					fmt.Fprintf(out, "case data and histories: %s\n", work)
-					return fmt.Errorf("full matrix round %d did not certify: the figure would be meaningless", i+1)
-				}
-				os.RemoveAll(work)
-				walls = append(walls, rep.Took)
-				workers = 0
-				for _, res := range rep.Results {
-					workers += len(res.Workers)
-				}
-				fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %s; %s\n", i+1, len(cases), rep.Took.Round(time.Millisecond), rep.Timing)
+			os.RemoveAll(work)
+			walls = append(walls, rep.Took)
+			workers = 0
+			for _, res := range rep.Results {
+				workers += len(res.Workers)
 			}
-			if err := benchSpawnFloor(cmd, self, workers, parallel, walls[len(walls)-1]); err != nil {
-				return err
-			}
-			sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
-			fmt.Fprintf(out, "full matrix wall time: median %s, min %s, max %s over %d rounds (target <= 5s on the embedded default, <= 60s on PostgreSQL + Neo4j)\n",
-				walls[len(walls)/2].Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond), len(walls))
+			fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %s; %s\n", i+1, len(cases), rep.Took.Round(time.Millisecond), rep.Timing)
+		}
+		if err := benchSpawnFloor(cmd, self, workers, parallel, walls[len(walls)-1]); err != nil {
+			return err
+		}
+		sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
+		fmt.Fprintf(out, "full matrix wall time: median %s, min %s, max %s over %d rounds (target <= 5s on the embedded default, <= 60s on PostgreSQL + Neo4j)\n",
+			walls[len(walls)/2].Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond), len(walls))
 
-			if err := benchPowerLoss(cmd, self, backend, benchDir, leaseTTL, parallel, adaptive, walls[len(walls)/2]); err != nil {
+		if err := benchPowerLoss(cmd, self, backend, benchDir, leaseTTL, parallel, adaptive, walls[len(walls)/2]); err != nil {
+			return err
+		}
+		if server.faults != nil {
+			if err := benchServerFaults(cmd, &server, self, backend, benchDir, leaseTTL, parallel, restarts); err != nil {
 				return err
 			}
-			if server.faults != nil {
-				if err := benchServerFaults(cmd, &server, self, backend, benchDir, leaseTTL, parallel, restarts); err != nil {
-					return err
-				}
+		}
+		if randomKills > 0 {
+			if err := benchStoreWindows(cmd, self, backend, benchDir, rounds, parallel, randomKills, leaseTTL, walls[len(walls)/2]); err != nil {
+				return err
 			}
-			if randomKills > 0 {
-				if err := benchStoreWindows(cmd, self, backend, benchDir, rounds, parallel, randomKills, leaseTTL, walls[len(walls)/2]); err != nil {
-					return err
-				}
+		}
+		if cycles > 0 {
+			if err := benchCycles(cmd, self, backend, benchDir, cycles, cycleParallel, cycleTTL); err != nil {
+				return err
 			}
-			if cycles > 0 {
-				if err := benchCycles(cmd, self, backend, benchDir, cycles, cycleParallel, cycleTTL); err != nil {
-					return err
-				}
-			}
-			if exploreFor > 0 {
-				return benchExplore(cmd, self, exploreFor)
-			}
-			return nil
-		},
+		}
+		if exploreFor > 0 {
+			return benchExplore(cmd, self, exploreFor)
+		}
+		return nil
 	}
 	fl := cmd.Flags()
+	fl.StringVar(&docFile, "doc", "", "also write the figures, with the date, commit, machine and load average, into the section \"bench BACKEND\" of this Markdown file (make bench: docs/performance.md)")
 	fl.StringVar(&backend, "backend", "sqlite", "backend (containers: starts PostgreSQL and Neo4j first; the figures exclude start-up)")
 	server.register(fl)
 	fl.StringVar(&benchDir, "workdir", "", "where case data goes (default /dev/shm when present: data survives a process kill there exactly as on disk)")
@@ -123,6 +136,61 @@ func benchCmd() *cobra.Command {
 	fl.DurationVar(&cycleTTL, "cycle-lease-ttl", 50*time.Millisecond, "lease TTL for the cycles (a killed worker blocks its document this long)")
 	fl.DurationVar(&exploreFor, "explore", 10*time.Second, "how long each exploration rate is measured (0 skips the exploration figures)")
 	return cmd
+}
+
+// benchToDoc runs the bench with its output also kept, then writes it into
+// the section "bench BACKEND" of the Markdown file doc, under a line that
+// says when, on which commit and machine, and under what load it was
+// measured: the figures in the docs are what a run printed, never typed.
+// A run that fails writes nothing.
+func benchToDoc(cmd *cobra.Command, doc, backend string, run func(*cobra.Command) error) error {
+	old, err := os.ReadFile(doc)
+	if err != nil {
+		return fmt.Errorf("--doc %s: %w", doc, err)
+	}
+	start, loadBefore := time.Now().UTC(), docstest.LoadAverage()
+	var buf bytes.Buffer
+	cmd.SetOut(io.MultiWriter(cmd.OutOrStdout(), &buf))
+	if err := run(cmd); err != nil {
+		return err
+	}
+	var args []string
+	for i := 1; i < len(os.Args); i++ {
+		if a := os.Args[i]; a == "--doc" || a == "-doc" {
+			i++
+		} else if !strings.HasPrefix(a, "--doc=") {
+			args = append(args, a)
+		}
+	}
+	section := fmt.Sprintf("Written by `crashmatrix %s` on %s, %s, %s %s/%s, on %s; load average %s at the start, %s at the end.\n\n```text\n%s```\n",
+		strings.Join(args, " "), start.Format("2006-01-02 15:04 UTC"), benchCommit(doc), runtime.Version(), runtime.GOOS, runtime.GOARCH,
+		docstest.Machine(runtime.NumCPU()), loadBefore, docstest.LoadAverage(), buf.String())
+	return os.WriteFile(doc, []byte(docstest.ReplaceSection(string(old), "bench "+backend, section)), 0o644)
+}
+
+// benchCommit names the code a bench measured: the binary's own revision
+// when the build recorded one, else the git checkout it runs in
+// (docstest.GitCommit); either with "(with uncommitted changes)" when the
+// tree differed from it.
+func benchCommit(doc string) string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		rev, dirty := "", false
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if len(rev) >= 7 {
+			if dirty {
+				return "commit " + rev[:7] + " (with uncommitted changes)"
+			}
+			return "commit " + rev[:7]
+		}
+	}
+	return docstest.GitCommit(doc)
 }
 
 // benchServerFaults measures each server's restart (SIGKILL to the first

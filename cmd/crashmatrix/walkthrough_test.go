@@ -1,13 +1,13 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/crashmatrix/crashmatrix/internal/docstest"
 )
 
 // TestSchemaWalkthrough runs the walkthrough "From incident to scenario" of
@@ -27,14 +27,14 @@ func TestSchemaWalkthrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := between(string(doc), "## From incident to scenario", "\n## ")
+	section := docstest.Between(string(doc), "## From incident to scenario", "\n## ")
 	if section == "" {
 		t.Fatal("SCHEMA.md has no section \"From incident to scenario\"")
 	}
 	dir := t.TempDir()
 	cwd := rootDir()
-	shBlocks := fenced(section, "sh")
-	yamlBlocks := fenced(section, "yaml")
+	shBlocks := docstest.Fenced(section, "sh")
+	yamlBlocks := docstest.Fenced(section, "yaml")
 	if len(shBlocks) < 4 || len(yamlBlocks) < 1 {
 		t.Fatalf("the walkthrough has %d sh and %d yaml blocks, want at least 4 and 1", len(shBlocks), len(yamlBlocks))
 	}
@@ -46,8 +46,8 @@ func TestSchemaWalkthrough(t *testing.T) {
 			// initial.graph.edges.
 			editOrphan(t, section, dir, yamlBlocks[0])
 		}
-		for _, c := range commands(block) {
-			line := strings.ReplaceAll(c.line, "/tmp/cm", dir)
+		for _, c := range docstest.Commands(block) {
+			line := strings.ReplaceAll(c.Line, "/tmp/cm", dir)
 			next := ""
 			if before, after, ok := strings.Cut(line, " && cd "); ok {
 				line, next = before, strings.TrimSpace(after)
@@ -55,15 +55,15 @@ func TestSchemaWalkthrough(t *testing.T) {
 			out, code := runShell(t, cwd, line)
 			ran++
 			if want := wantExit(line); code != want {
-				t.Fatalf("%s\nexited %d, want %d; output:\n%s", c.line, code, want, out)
+				t.Fatalf("%s\nexited %d, want %d; output:\n%s", c.Line, code, want, out)
 			}
-			for _, q := range c.quoted {
-				if !quoteRE(q).MatchString(out) {
-					t.Errorf("%s\nprinted no line the walkthrough quotes as\n  %s\noutput:\n%s", c.line, q, out)
+			for _, q := range c.Quoted {
+				if !docstest.QuoteRE(q).MatchString(out) {
+					t.Errorf("%s\nprinted no line the walkthrough quotes as\n  %s\noutput:\n%s", c.Line, q, out)
 				}
 			}
 			if strings.Contains(line, "explore --from incident.yaml --budget") && !strings.Contains(line, "--bug") && !strings.Contains(out, "no violation found") {
-				t.Errorf("%s\nfound a violation on the unmodified reference:\n%s", c.line, out)
+				t.Errorf("%s\nfound a violation on the unmodified reference:\n%s", c.Line, out)
 			}
 			if next != "" {
 				cwd = next
@@ -130,98 +130,11 @@ func editOrphan(t *testing.T, section, dir, yamlBlock string) {
 	t.Fatalf("incident.yaml has no initial.graph.edges:\n%s", data)
 }
 
-type docCommand struct {
-	line   string
-	quoted []string // output lines the doc quotes under it
-}
-
-// commands are a block's command lines, each with the "# " lines under it
-// that quote its output (a line in parentheses is a remark, not output).
-func commands(block string) []docCommand {
-	var out []docCommand
-	for _, l := range strings.Split(block, "\n") {
-		l = strings.TrimSpace(l)
-		switch {
-		case l == "":
-		case strings.HasPrefix(l, "#"):
-			q := strings.TrimSpace(strings.TrimPrefix(l, "#"))
-			if len(out) > 0 && q != "" && !strings.HasPrefix(q, "(") {
-				out[len(out)-1].quoted = append(out[len(out)-1].quoted, q)
-			}
-		default:
-			if c, _, ok := strings.Cut(l, "   #"); ok { // a trailing remark
-				l = strings.TrimSpace(c)
-			}
-			out = append(out, docCommand{line: l})
-		}
-	}
-	return out
-}
-
-// quoteRE matches a quoted output line: literal text, "..." and "…" for
-// any text, any run of spaces for any run of spaces.
-func quoteRE(q string) *regexp.Regexp {
-	var b strings.Builder
-	for i, part := range regexp.MustCompile(`\.\.\.|…`).Split(q, -1) {
-		if i > 0 {
-			b.WriteString(".*")
-		}
-		for j, w := range strings.Fields(part) {
-			if j > 0 {
-				b.WriteString(`\s+`)
-			}
-			b.WriteString(regexp.QuoteMeta(w))
-		}
-	}
-	return regexp.MustCompile(b.String())
-}
-
 func runShell(t *testing.T, dir, line string) (string, int) {
 	t.Helper()
-	cmd := exec.Command("bash", "-c", line)
-	cmd.Dir = dir
-	b, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return string(b), 0
-	case errors.As(err, &ee):
-		if ee.ExitCode() == -1 { // killed by a signal: what the shell reports
-			return string(b), 128 + 9
-		}
-		return string(b), ee.ExitCode()
+	out, code, err := docstest.Shell(dir, nil, line)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("%s: %v", line, err)
-	return "", 0
-}
-
-// between is the text of s from the line starting with start up to sep.
-func between(s, start, sep string) string {
-	i := strings.Index(s, start)
-	if i < 0 {
-		return ""
-	}
-	s = s[i+len(start):]
-	if j := strings.Index(s, sep); j >= 0 {
-		s = s[:j]
-	}
-	return s
-}
-
-// fenced returns the bodies of the ```lang blocks of s, in order.
-func fenced(s, lang string) []string {
-	var out []string
-	for {
-		i := strings.Index(s, "```"+lang+"\n")
-		if i < 0 {
-			return out
-		}
-		s = s[i+len(lang)+4:]
-		j := strings.Index(s, "```")
-		if j < 0 {
-			return out
-		}
-		out = append(out, s[:j])
-		s = s[j+3:]
-	}
+	return out, code
 }

@@ -1,5 +1,5 @@
 // Package boltstore is a third-party-style store for crashmatrix, written
-// from the README's store-author section alone: the five stores of
+// from the store-author guide alone (docs/certify-go-store.md): the five stores of
 // reference.Stores on one bbolt file. It is an example module, with its own
 // go.mod, that certifies with properties.Stores and
 // properties.CertifyCrashSafety on its first run (store_test.go).

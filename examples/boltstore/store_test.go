@@ -11,8 +11,8 @@ import (
 	"example.com/boltstore"
 )
 
-// The conformance suite, exactly as the README's store-author section
-// writes it: a fresh bbolt file per call.
+// The conformance suite, exactly as the store-author guide
+// (docs/certify-go-store.md) writes it: a fresh bbolt file per call.
 func TestStoresConform(t *testing.T) {
 	properties.Stores(t, func(t *testing.T) reference.Stores {
 		st, err := boltstore.Open(filepath.Join(t.TempDir(), "store.db"))
