@@ -67,7 +67,11 @@ func unescape(s string) string {
 // "transport endpoint is not connected"); a run calls it before it
 // mounts. Mounts of live processes (another run) are left alone. It
 // returns the mount points it removed.
-func CleanStale() ([]string, error) {
+func CleanStale() ([]string, error) { return cleanStale(func(MountInfo) bool { return true }) }
+
+// cleanStale is CleanStale for the mounts pick picks (tests pick their
+// own, so as not to touch the stale mounts of other runs).
+func cleanStale(pick func(MountInfo) bool) ([]string, error) {
 	ms, err := Mounts()
 	if err != nil {
 		return nil, err
@@ -75,7 +79,7 @@ func CleanStale() ([]string, error) {
 	var gone []string
 	var errs []error
 	for _, m := range ms {
-		if m.PID > 0 && alive(m.PID) {
+		if !pick(m) || m.PID > 0 && alive(m.PID) {
 			continue
 		}
 		// A process that died waiting on its own mount stays a zombie
@@ -92,19 +96,33 @@ func CleanStale() ([]string, error) {
 	return gone, errors.Join(errs...)
 }
 
-// alive reports whether process pid exists and is not a zombie.
+// alive reports whether process pid exists, and is neither a zombie nor
+// dying: a process killed (SIGKILL pending) while one of its threads
+// waits on its own mount never gets further by itself.
 func alive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	if err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return !os.IsNotExist(err)
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		v = strings.TrimSpace(v)
+		switch k {
+		case "State":
+			if strings.HasPrefix(v, "Z") || strings.HasPrefix(v, "X") {
+				return false
+			}
+		case "ShdPnd", "SigPnd":
+			if mask, err := strconv.ParseUint(v, 16, 64); err == nil && mask&(1<<(uint(syscall.SIGKILL)-1)) != 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // fusectl is where the kernel lists FUSE connections (the fusectl file
