@@ -76,10 +76,16 @@ func Mount(mountpoint string, opt Options) (*FS, error) {
 		EntryTimeout: &zero, AttrTimeout: &zero, NegativeTimeout: &zero,
 		RootStableAttr: &fs.StableAttr{Ino: 1, Mode: fuse.S_IFDIR},
 	}
-	srv, err := fs.Mount(mountpoint, &lnode{f: f, n: f.m.root}, fo)
+	// Not fs.Mount: its WaitMount opens a file on the new mount from this
+	// process (go-fuse's poll hack), and a process killed by SIGKILL
+	// while it waits on its own mount never finishes dying. The direct
+	// mount is in place when NewServer returns; the kernel holds other
+	// processes' requests until Serve answers INIT.
+	srv, err := fuse.NewServer(fs.NewNodeFS(&lnode{f: f, n: f.m.root}, fo), mountpoint, &fo.MountOptions)
 	if err != nil {
 		return nil, fmt.Errorf("lazyfs: mount %s: %w", mountpoint, err)
 	}
+	go srv.Serve()
 	f.server = srv
 	return f, nil
 }

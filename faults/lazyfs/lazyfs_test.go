@@ -430,7 +430,7 @@ func TestCleanStaleRemovesMountsOfDeadProcesses(t *testing.T) {
 	if !inProcMounts(t, dir) {
 		t.Fatalf("the killed helper's mount %s is not in /proc/mounts: nothing stale to clean", dir)
 	}
-	gone, err := CleanStale()
+	gone, err := cleanStale(under(filepath.Dir(dir)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,6 +453,26 @@ func child(what string) int {
 			os.Stdout.WriteString("error: " + err.Error() + "\n")
 			return 1
 		}
+		os.Stdout.WriteString("mounted\n")
+		select {}
+	case "mount-busy":
+		// Mount, then use the mount from this very process without
+		// pause, so that a SIGKILL finds requests on its own mount in
+		// flight (the process then cannot finish dying by itself).
+		if _, err := Mount(arg, Options{}); err != nil {
+			os.Stdout.WriteString("error: " + err.Error() + "\n")
+			return 1
+		}
+		p := filepath.Join(arg, "f")
+		for i := 0; i < 4; i++ {
+			go func() {
+				for {
+					_ = os.WriteFile(p, []byte("x"), 0o644)
+					_, _ = os.ReadFile(p)
+				}
+			}()
+		}
+		time.Sleep(50 * time.Millisecond)
 		os.Stdout.WriteString("mounted\n")
 		select {}
 	case "sqlite":
@@ -495,4 +515,45 @@ func TestTornPowerLossKeepsWholePages(t *testing.T) {
 	if !mixed {
 		t.Fatal("no seed kept part of the un-synced pages: the power loss does not tear")
 	}
+}
+
+// A server killed while it used its own mount may be left a zombie that
+// waits on it for ever; CleanStale aborts the connection, so the process
+// ends and the mount goes.
+func TestCleanStaleFreesAServerStuckOnItsOwnMount(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skipf("power loss: not tested (%v)", err)
+	}
+	dir := t.TempDir()
+	cmd, line := startChild(t, "mount-busy:"+dir)
+	if line != "mounted" {
+		t.Fatalf("helper: %q", line)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(cmd.Process.Pid) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(cmd.Process.Pid) {
+		t.Fatal("the killed helper did not die or turn zombie in 10 s")
+	}
+	if _, err := cleanStale(under(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if inProcMounts(t, dir) {
+		t.Fatalf("%s still in /proc/mounts after CleanStale", dir)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the killed helper was not reaped 30 s after CleanStale: it still waits on its own mount")
+	}
+}
+
+// under picks the mounts at or below dir: the tests clean only their own
+// stale mounts, never those of another run on the machine.
+func under(dir string) func(MountInfo) bool {
+	return func(m MountInfo) bool { return m.Dir == dir || strings.HasPrefix(m.Dir, dir+"/") }
 }

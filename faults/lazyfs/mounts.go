@@ -67,7 +67,11 @@ func unescape(s string) string {
 // "transport endpoint is not connected"); a run calls it before it
 // mounts. Mounts of live processes (another run) are left alone. It
 // returns the mount points it removed.
-func CleanStale() ([]string, error) {
+func CleanStale() ([]string, error) { return cleanStale(func(MountInfo) bool { return true }) }
+
+// cleanStale is CleanStale for the mounts pick picks (tests pick their
+// own, so as not to touch the stale mounts of other runs).
+func cleanStale(pick func(MountInfo) bool) ([]string, error) {
 	ms, err := Mounts()
 	if err != nil {
 		return nil, err
@@ -75,8 +79,13 @@ func CleanStale() ([]string, error) {
 	var gone []string
 	var errs []error
 	for _, m := range ms {
-		if m.PID > 0 && alive(m.PID) {
+		if !pick(m) || m.PID > 0 && alive(m.PID) {
 			continue
+		}
+		// A process that died waiting on its own mount stays a zombie
+		// until the connection is aborted: abort it first.
+		if err := abort(m.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("abort the connection of stale lazy mount %s: %w", m.Dir, err))
 		}
 		if err := syscall.Unmount(m.Dir, syscall.MNT_DETACH); err != nil {
 			errs = append(errs, fmt.Errorf("unmount stale lazy mount %s (pid %d gone): %w", m.Dir, m.PID, err))
@@ -87,10 +96,77 @@ func CleanStale() ([]string, error) {
 	return gone, errors.Join(errs...)
 }
 
-// alive reports whether process pid exists.
+// alive reports whether process pid exists, and is neither a zombie nor
+// dying: a process killed (SIGKILL pending) while one of its threads
+// waits on its own mount never gets further by itself.
 func alive(pid int) bool {
 	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return !os.IsNotExist(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		v = strings.TrimSpace(v)
+		switch k {
+		case "State":
+			if strings.HasPrefix(v, "Z") || strings.HasPrefix(v, "X") {
+				return false
+			}
+		case "ShdPnd", "SigPnd":
+			if mask, err := strconv.ParseUint(v, 16, 64); err == nil && mask&(1<<(uint(syscall.SIGKILL)-1)) != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// fusectl is where the kernel lists FUSE connections (the fusectl file
+// system).
+const fusectl = "/sys/fs/fuse/connections"
+
+// abort aborts the FUSE connection of the mount at dir, through fusectl
+// (mounted for the purpose, and unmounted again, when it is not): every
+// request waiting on it fails, so processes stuck on it can end.
+func abort(dir string) error {
+	minor, err := deviceMinor(dir)
+	if err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(fusectl)
+	if err != nil {
+		return err
+	}
+	if len(ents) == 0 {
+		if err := syscall.Mount("fusectl", fusectl, "fusectl", 0, ""); err != nil {
+			return fmt.Errorf("mount fusectl on %s: %w", fusectl, err)
+		}
+		defer syscall.Unmount(fusectl, 0)
+	}
+	return os.WriteFile(fmt.Sprintf("%s/%d/abort", fusectl, minor), []byte("1"), 0o200)
+}
+
+// deviceMinor is the minor device number of the mount at dir (the FUSE
+// connection's number), from /proc/self/mountinfo.
+func deviceMinor(dir string) (int, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && unescape(f[4]) == dir {
+			_, min, ok := strings.Cut(f[2], ":")
+			if n, err := strconv.Atoi(min); ok && err == nil {
+				return n, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("%s is not in /proc/self/mountinfo", dir)
 }
 
 var (
