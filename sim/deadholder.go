@@ -37,7 +37,7 @@ type stopLine struct {
 	Worker string `json:"w"`
 	Phase  int    `json:"phase"`
 	PID    int    `json:"pid"`
-	What   string `json:"what"` // ended, paused, resumed
+	What   string `json:"what"` // ended, paused, resumed, granted
 	At     int64  `json:"at"`
 }
 
@@ -46,6 +46,10 @@ const (
 	stopEnded   = "ended"
 	stopPaused  = "paused"
 	stopResumed = "resumed"
+	// stopGranted: a lease fault had the store grant the worker a lease
+	// until At, past what the worker believes (a split grant made at the
+	// instant another holder's lease expires).
+	stopGranted = "granted"
 )
 
 // StoppedHoldersFile names the file of a case's folder that lists the
@@ -109,8 +113,10 @@ func (f stopFile) since(holder string) (int64, bool) {
 type stopMap struct {
 	mu sync.Mutex
 	// at maps "worker/pid" to the instant it stopped; a process that
-	// runs has no entry.
-	at map[string]int64
+	// runs has no entry. granted maps it to the latest store-side expiry
+	// of a lease a lease fault granted it (stopGranted).
+	at      map[string]int64
+	granted map[string]int64
 }
 
 func (m *stopMap) record(l stopLine) {
@@ -120,6 +126,13 @@ func (m *stopMap) record(l stopLine) {
 		m.at = map[string]int64{}
 	}
 	k := fmt.Sprintf("%s/%d", l.Worker, l.PID)
+	if l.What == stopGranted {
+		if m.granted == nil {
+			m.granted = map[string]int64{}
+		}
+		m.granted[k] = max(m.granted[k], l.At)
+		return
+	}
 	if l.What == stopResumed {
 		delete(m.at, k)
 		return
@@ -138,7 +151,9 @@ func (m *stopMap) since(holder string) (int64, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	at, ok := m.at[p]
-	return at, ok
+	// A lease a fault granted past the holder's belief lasts until its
+	// store-side expiry, as if the holder had stopped only then.
+	return max(at, m.granted[p]), ok
 }
 
 // deadHolderLocks is the worker's lock provider seen by the harness: a

@@ -197,7 +197,7 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 		err := cmd.Wait()
 		// From now on the worker renews no lease: a worker refused by one
 		// of its leases long after this reads it here (deadholder.go).
-		stopFile(spec.StoppedFile).record(stopLine{Worker: spec.Worker, Phase: spec.Phase, PID: cmd.Process.Pid, What: stopEnded, At: time.Now().UnixMilli()})
+		stopFile(spec.StoppedFile).record(stopLine{Worker: spec.Worker, Phase: spec.Phase, PID: cmd.Process.Pid, What: stopEnded, At: clockNow(spec.ClockFile)})
 		close(exited)
 		stop()
 		out.Close()

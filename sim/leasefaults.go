@@ -25,6 +25,7 @@ import (
 type leaseFaults struct {
 	reference.LockProvider
 	rt *faults.Runtime
+	w  *worker // tells the case's stops how long a split grant lasts in the store
 }
 
 func (l *leaseFaults) TryAcquire(ctx context.Context, space, doc, holder string, now, ttl int64) (reference.Lease, bool, error) {
@@ -42,6 +43,12 @@ func (l *leaseFaults) TryAcquire(ctx context.Context, space, doc, holder string,
 		// holder, on its own clock, believes a lease of ttl from now.
 		lease, ok, err = l.LockProvider.TryAcquire(ctx, space, doc, holder, lease.ExpiresAt, ttl)
 		if ok && err == nil {
+			if l.w != nil && l.w.stops != nil {
+				// The store holds this lease until lease.ExpiresAt, later
+				// than its holder believes: a waiter must not take that
+				// for a provider that never hands leases over.
+				l.w.stops.record(stopLine{Worker: l.w.spec.Worker, Phase: l.w.spec.Phase, PID: l.w.pid, What: stopGranted, At: lease.ExpiresAt})
+			}
 			lease.ExpiresAt = now + ttl
 		}
 		return lease, ok, err

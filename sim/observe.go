@@ -51,7 +51,7 @@ func (w *worker) observed(st reference.Stores) reference.Stores {
 	st.Ops = &seenOps{OperationStore: st.Ops, w: w}
 	st.States = &seenStates{DocumentStateStore: st.States, w: w}
 	st.Writer = &seenWriter{GraphWriter: st.Writer, w: w}
-	st.Locks = &leaseFaults{LockProvider: &deadHolderLocks{LockProvider: st.Locks, w: w}, rt: w.rt}
+	st.Locks = &leaseFaults{LockProvider: &deadHolderLocks{LockProvider: st.Locks, w: w}, rt: w.rt, w: w}
 	return st
 }
 
