@@ -93,6 +93,8 @@ var libraryMirrors = []mirror{
 	{name: "class-model-differs", class: "model-differs"},
 	{name: "class-entity-race", class: "entity-race"},
 	{name: "class-retraction-shared-edge", class: "retraction-shared-edge"},
+	{name: "class-resubmit-after-failure", class: "resubmit-after-failure"},
+	{name: "class-reingest-after-retraction", class: "reingest-after-retraction"},
 	{name: "class-crash-during-recovery", point: faults.BeforeStateCommit, kind: faults.Recrash,
 		lead: "A crash, then the first recovery crashes at the same window again; the second recovery must still finish with the persisted plan."},
 	{name: "class-plansave-retry", point: faults.PlanSaveBeforeCheckpoint, kind: faults.Crash,

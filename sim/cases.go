@@ -383,6 +383,21 @@ func ClassCases(leaseTTLMillis int64) []Case {
 					Arms: faults.Arms{faults.LeaseAcquire: faults.On(faults.Split, 1), faults.BeforeGraphWrite: faults.On(faults.Crash, 1)}, ExpectHit: []faults.Point{faults.LeaseAcquire, faults.BeforeGraphWrite}},
 				quiesceStep(faults.Ingestion, "holder", "fault"),
 			}},
+		{ID: "class-resubmit-after-failure", System: faults.Ingestion, Class: "resubmit-after-failure",
+			Description: "an ingestion fails with a retryable error before its graph write (its operation is FAILED, one attempt recorded); its caller resubmits the same content before any recovery: the retry must keep the operationId and its frozen plan, not mint a new one with a second model call",
+			Steps: []Step{
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, Arms: faults.Arms{faults.BeforeGraphWrite: faults.On(faults.Transient, 1)}, ExpectHit: []faults.Point{faults.BeforeGraphWrite}},
+				{Worker: "resubmit", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, ContinueOnError: true},
+				quiesceStep(faults.Ingestion),
+			}},
+		{ID: "class-reingest-after-retraction", System: faults.Ingestion, Class: "reingest-after-retraction",
+			Description: "a document is ingested and retracted, then the same content is ingested again (another document's commit crashes meanwhile): the last answer must leave the document ACTIVE with that content, not a NO_OP over the retraction",
+			Steps: []Step{
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}, {Do: "retract", Doc: "d1"}, {Do: "ingest", Doc: "d2", Content: DocD2}},
+					Arms: faults.Arms{faults.BeforeStateCommit: faults.On(faults.Crash, 3)}, ExpectHit: []faults.Point{faults.BeforeStateCommit}},
+				{Worker: "again", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, ContinueOnError: true},
+				quiesceStep(faults.Ingestion, "fault"),
+			}},
 		{ID: "class-retraction-shared-edge", System: faults.Ingestion, Class: "retraction-shared-edge",
 			Description: "a document is retracted while another still supports one of its edges; the retraction crashes mid-way",
 			Steps: []Step{
