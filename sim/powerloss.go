@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/crashmatrix/crashmatrix/check"
@@ -85,6 +86,22 @@ func (r *Runner) PowerLossUntested() string {
 		return err.Error()
 	}
 	return ""
+}
+
+// PowerLossSelection adds the power-loss column to sel where the runner
+// can test it, and otherwise returns what the report must say instead
+// ("power loss: not tested (why)"); asking for the kind where it cannot
+// run is an error.
+func (r *Runner) PowerLossSelection(sel *Selection) (untested string, err error) {
+	why := r.PowerLossUntested()
+	if why == "" {
+		sel.PowerLoss = true
+		return "", nil
+	}
+	if slices.Contains(sel.Kinds, faults.PowerLoss) {
+		return "", fmt.Errorf("--kind %s: %s", faults.PowerLoss, PowerLossNotTested(why))
+	}
+	return PowerLossNotTested(why), nil
 }
 
 // PowerLossNotTested is the line a report prints when power loss was

@@ -216,7 +216,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	// matrix.
 	probe, perr := runner.Probe(cmd.Context())
 	sel := sim.Selection{Points: points, Kinds: kinds, Classes: f.only, RandomKills: f.randomKills}
-	untested, err := powerLossSelection(runner, &sel)
+	untested, err := runner.PowerLossSelection(&sel)
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 		return exitError{2}

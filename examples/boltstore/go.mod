@@ -9,6 +9,7 @@ require (
 
 require (
 	github.com/anishathalye/porcupine v1.3.1 // indirect
+	github.com/hanwen/go-fuse/v2 v2.12.1 // indirect
 	github.com/leanovate/gopter v0.2.11 // indirect
 	github.com/pingcap/errors v0.11.4 // indirect
 	github.com/pingcap/failpoint v0.0.0-20240528011301-b51a646c7c86 // indirect

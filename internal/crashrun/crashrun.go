@@ -127,6 +127,13 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 		rep.Finish()
 		return failedRun(t, work, rep, o)
 	}
+	// Power loss where the backend keeps a case's data in its folder
+	// (Backend.Embedded) and FUSE works; the report says so otherwise.
+	untested, err := runner.PowerLossSelection(&sel)
+	if err != nil {
+		os.RemoveAll(work)
+		t.Fatalf("crash matrix: %v", err)
+	}
 	cases := sel.Cases(probe, o.LeaseTTL.Milliseconds(), o.Seed)
 	if len(o.Cases) > 0 {
 		cases = o.Cases
@@ -157,6 +164,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	}
 	rep := runner.RunAll(ctx, cases, o.Parallel, progress)
 	rep.WithProbe(probe, perr, sel)
+	rep.PowerLoss = untested
 	if rep.ExitCode == 0 {
 		if err := os.RemoveAll(work); err != nil {
 			t.Logf("crash matrix: removing %s: %v", work, err)
