@@ -207,6 +207,9 @@ func (s *Service) ingestLocked(ctx context.Context, req IngestRequest, lease *Le
 	if err != nil {
 		return Result{}, err
 	}
+	if s.has(BugRebaseFreshPlan) {
+		plan = s.rebase(ctx, op, plan)
+	}
 	return s.executeFresh(ctx, op, plan, lease) // prepare read it back
 }
 

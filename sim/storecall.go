@@ -141,7 +141,9 @@ type gatedRegistry struct {
 }
 
 func (r *gatedRegistry) FindMatches(ctx context.Context, space, entityType string, names []string) ([]reference.RegisteredEntity, error) {
-	return gated(ctx, r.g, func() ([]reference.RegisteredEntity, error) { return r.inner.FindMatches(ctx, space, entityType, names) })
+	return gated(ctx, r.g, func() ([]reference.RegisteredEntity, error) {
+		return r.inner.FindMatches(ctx, space, entityType, names)
+	})
 }
 
 // MatchNodeIDs keeps the registry's batch matcher, when it has one, as
