@@ -108,8 +108,12 @@ func BetweenCallsCase(k faults.Kind, call, calls int, leaseTTLMillis int64) Case
 	st.ExpectHit = append(slicesWithout(st.ExpectHit, faults.BeforeStateCommit), faults.StoreCall)
 	name := fmt.Sprintf("%s-%s-%02d", BetweenCallsClass, k, call)
 	c.ID, c.Class, c.Point, c.Kind = name, name, "", k
-	c.Description = fmt.Sprintf("%s lease: the stale holder (%s) stalls before its store call %d of %d while %s, granted the broken lease, commits another version of the document; its remaining calls must be stopped by the revision CAS, the claim and the plan fingerprint, not by the lease",
-		k, st.Worker, call, calls, st.Meanwhile.Worker)
+	of := ""
+	if calls > 0 {
+		of = fmt.Sprintf(" of %d", calls)
+	}
+	c.Description = fmt.Sprintf("%s lease: the stale holder (%s) stalls before its store call %d%s while %s, granted the broken lease, commits another version of the document; its remaining calls must be stopped by the revision CAS, the claim and the plan fingerprint, not by the lease",
+		k, st.Worker, call, of, st.Meanwhile.Worker)
 	return c
 }
 
@@ -125,6 +129,8 @@ func slicesWithout(ps []faults.Point, p faults.Point) []faults.Point {
 
 // BetweenCallsCases sweeps the stale holder's store calls for each lease
 // fault kind (calls: what the probe counted).
+// A case's call count ("of N") is in its description only: a scenario
+// that pins one call (calls 0) stands without it.
 func BetweenCallsCases(calls map[faults.Kind]int, leaseTTLMillis int64) []Case {
 	var out []Case
 	for _, k := range StaleCallKinds {
