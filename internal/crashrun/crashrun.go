@@ -317,6 +317,14 @@ func Mutants() []Mutant {
 		bug(reference.BugDeadLetterWithoutReconcile, "I3", []faults.Point{faults.BeforeStateCommit}, []faults.Kind{faults.Permanent}),
 		leased(bug(reference.BugIgnoreRefusedStateCAS, "I4", []faults.Point{faults.LeaseAcquire}, []faults.Kind{faults.Expire})),
 		bug(reference.BugDeleteSharedEdges, "I3", nil, nil, "retraction-shared-edge"),
+		// Between two named windows: only the store-call stalls of the
+		// lease-fault cases (sim.BetweenCallsCases) reach them.
+		leased(bug(reference.BugCASOnHealedRevision, "I2", nil, nil, sim.BetweenCallsClass)),
+		leased(bug(reference.BugRevisionReadBeforeLeaseCheck, "I2", nil, nil, sim.BetweenCallsClass)),
+		leased(bug(reference.BugRebaseFreshPlan, "I2", nil, nil, sim.BetweenCallsClass)),
+		leased(bug(reference.BugAnswerCurrentRevision, "I9", nil, nil, sim.BetweenCallsClass)),
+		leased(bug(reference.BugStaleEdgesFromCurrent, "I3", nil, nil, sim.BetweenCallsClass)),
+		leased(bug(reference.BugRebaseAfterGraphWrite, "I2", nil, nil, sim.BetweenCallsClass)),
 		bug(reference.BugPlanSaveKeyPerAttempt, "I8", []faults.Point{faults.PlanSaveBeforeCheckpoint}, crash),
 		bug(reference.BugPlanSaveCheckpointFirst, "I8", []faults.Point{faults.PlanSaveBeforeBusiness}, crash),
 	}
