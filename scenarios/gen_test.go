@@ -28,11 +28,11 @@ type mirror struct {
 	class      string // a sim.ClassCases class instead of a window
 	// call, with kind split or expire, pins a between-calls case: the
 	// stale holder stalls before this store call (sim.BetweenCallsCase).
-	call int
-	bugs       []reference.Bug
-	mutant     string
-	backend    string
-	breaks     []check.Invariant
+	call    int
+	bugs    []reference.Bug
+	mutant  string
+	backend string
+	breaks  []check.Invariant
 	// leaseTTL overrides the library's lease TTL (and scales the case's
 	// pauses) where a real process's start-up must stay small beside it.
 	leaseTTL time.Duration
