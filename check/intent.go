@@ -48,6 +48,9 @@ type intentIndex struct {
 	model  map[string]history.WorkerObservation
 	// docOf maps operations to documents.
 	docOf map[string]string
+	// stalledBetweenCalls are the workers a fault stalled before one of
+	// their store calls (faults.StoreCall): see checkStaleWrites.
+	stalledBetweenCalls map[string]bool
 	// leaseFaulted are the workers whose lease a fault broke, and
 	// leaseFaults says whether any was.
 	leaseFaulted map[string]bool
@@ -57,12 +60,15 @@ type intentIndex struct {
 
 func newIntentIndex(h history.Log) *intentIndex {
 	x := &intentIndex{log: h, obs: h.Observations(), freeze: map[string]history.WorkerObservation{}, model: map[string]history.WorkerObservation{},
-		docOf: map[string]string{}, leaseFaulted: map[string]bool{}}
+		docOf: map[string]string{}, leaseFaulted: map[string]bool{}, stalledBetweenCalls: map[string]bool{}}
 	for _, r := range h {
 		switch r.Kind {
 		case history.Hit:
 			if r.Fault != nil && r.Fault.Kind.IsLeaseFault() {
 				x.leaseFaulted[r.Worker] = true
+			}
+			if r.Point == faults.StoreCall && r.Fault != nil && r.Fault.Kind == faults.Pause {
+				x.stalledBetweenCalls[r.Worker] = true
 			}
 		case history.Event:
 			if r.Event.OperationID != "" && r.Event.DocumentID != "" {
@@ -614,7 +620,11 @@ func without(cs []claim, holder string) []claim {
 // a document's lease, the previous holder writes nothing more for that
 // document (no graph write that puts content in, no state commit). Workers whose lease a fault
 // broke are not judged here: with the lease gone on purpose, the CAS and
-// the other invariants must hold instead.
+// the other invariants must hold instead. Nor are workers stalled before a
+// store call (faults.StoreCall): such a stall can fall between the lease
+// check and the write it fences, which no check in the client can see (a
+// pause there outlives any lease), so there too the CAS and the other
+// invariants must hold alone.
 func (x *intentIndex) checkStaleWrites() []Violation {
 	type lease struct {
 		token      int64
@@ -651,7 +661,7 @@ func (x *intentIndex) checkStaleWrites() []Violation {
 			// A graph write that only deletes is a reconciliation (of an
 			// abandoned plan or a dead letter), which needs no lease: it
 			// removes only what nothing supports.
-			if (ob.What != history.SeenGraph || len(ob.Items) == 0) && ob.What != history.SeenCommit || x.leaseFaulted[r.Worker] {
+			if (ob.What != history.SeenGraph || len(ob.Items) == 0) && ob.What != history.SeenCommit || x.leaseFaulted[r.Worker] || x.stalledBetweenCalls[r.Worker] {
 				continue
 			}
 			doc := firstNonEmptyString(ob.Doc, x.docOf[ob.Op])
