@@ -36,7 +36,7 @@ func TestMutantCatchesRestOnMoreThanOneCase(t *testing.T) {
 		ctx := context.Background()
 		probe, _ := r.Probe(ctx) // a mutant may fail the probe: its windows are still counted
 		ttl := r.Config().LeaseTTL.Milliseconds()
-		rep := r.RunAll(ctx, sim.Selection{}.Cases(probe, ttl, 1), 2, nil)
+		rep := r.RunAll(ctx, sim.Selection{}.Cases(probe, ttl, 1), 4, nil)
 		r.CloseShared()
 		rw := row{name: m.Name, inv: m.Invariant, explored: m.Explore != nil}
 		for _, res := range rep.Results {
