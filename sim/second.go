@@ -45,4 +45,3 @@ func SecondCases(leaseTTLMillis int64) []Case {
 	}
 	return cases
 }
-
