@@ -153,8 +153,8 @@ func (x *intentIndex) checkI1(s Snapshot) []Violation {
 	}
 	if len(x.leaseFaulted) == 0 {
 		for _, ob := range x.obs {
-			if ob.What != history.SeenModel || ob.Base < 0 {
-				continue
+			if ob.What != history.SeenModel || ob.Base < 0 || x.stalledBetweenCalls[ob.Worker] {
+				continue // a stalled worker's call: see stalledCallsAfterFreeze
 			}
 			k := intentKey(ob.Doc, ob.ContentHash, ob.Base)
 			if at, ok := frozenAt[k]; ok && ob.Index > at {
