@@ -142,7 +142,14 @@ func (x *intentIndex) checkI1(s Snapshot) []Violation {
 		if f.Do != string(reference.Ingestion) || !ok || m.Base < 0 {
 			continue
 		}
-		k := intentKey(m.Doc, m.ContentHash, m.Base)
+		base := m.Base
+		if p, stored := s.Plans[op]; stored && x.stalledBetweenCalls[m.Worker] {
+			// Stalled between its read of the document and its model
+			// call, the worker planned against a revision older than
+			// the one the harness saw at the call: the plan says which.
+			base = p.ExpectedRevision()
+		}
+		k := intentKey(m.Doc, m.ContentHash, base)
 		if first, dup := frozenFor[k]; dup {
 			out = append(out, Violation{Invariant: I1, Operation: op, Document: m.Doc,
 				Message:  fmt.Sprintf("a second plan was frozen for one ingestion intent (document %s, this content, on top of revision %d): operation %s, after %s; a retry must reuse the operationId and its plan", m.Doc, m.Base, op, first),

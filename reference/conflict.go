@@ -17,6 +17,26 @@ import (
 // old operation and removes graph effects of the old plan that no ACTIVE
 // document supports.
 func (s *Service) conflict(ctx context.Context, op Operation, plan Plan, lease *Lease) (Result, error) {
+	// The newer revision may be this operation's own: another instance
+	// (recovery, while this holder stood still between its checks) resumed
+	// and committed it. That is no conflict: the operation is finished, or
+	// finishes from its commit.
+	if plan.NextState != nil {
+		st, mine, err := s.States.FindByOperationID(ctx, op.Space, op.DocumentID, op.OperationID)
+		if err != nil {
+			return Result{}, fmt.Errorf("conflict %s: %w", op.OperationID, err)
+		}
+		if mine {
+			fresh, err := s.Ops.Get(ctx, op.OperationID)
+			if err != nil {
+				return Result{}, fmt.Errorf("conflict %s: %w", op.OperationID, err)
+			}
+			if fresh.Finished() {
+				return finishedResult(fresh), nil
+			}
+			return s.finishCommitted(ctx, fresh, plan, st, lease)
+		}
+	}
 	cur, ok, err := s.States.FindCurrent(ctx, op.Space, op.DocumentID)
 	if err != nil {
 		return Result{}, fmt.Errorf("conflict %s: %w", op.OperationID, err)
@@ -41,7 +61,8 @@ func (s *Service) conflict(ctx context.Context, op Operation, plan Plan, lease *
 			} else if !errors.Is(err, ErrNotFound) {
 				return err
 			}
-			np, err := s.Plan(ctx, IngestRequest{Space: op.Space, DocumentID: op.DocumentID, OperationID: newID, Content: plan.Content})
+			// Planned against the read newID was named after.
+			np, err := s.planOn(ctx, IngestRequest{Space: op.Space, DocumentID: op.DocumentID, OperationID: newID, Content: plan.Content}, cur, ok)
 			if err != nil {
 				return err
 			}
@@ -311,7 +332,13 @@ func (s *Service) cleanupStale(ctx context.Context, op Operation, plan Plan, lea
 			return err
 		}
 	}
-	return s.applyGraph(ctx, op, Mutation{OperationID: op.OperationID, DeleteEdges: del}, "stale edges")
+	if err := s.applyGraph(ctx, op, Mutation{OperationID: op.OperationID, DeleteEdges: del}, "stale edges"); err != nil {
+		return err
+	}
+	// The check and the delete are two store calls: another document may
+	// have written (or committed) one of these edges in between, as at the
+	// plan's own graph write (resupport there too).
+	return s.resupport(ctx, op, del)
 }
 
 // applyGraph is a graph write outside the plan's batches (reconciliation,
