@@ -175,6 +175,12 @@ func (s *Service) resupport(ctx context.Context, op Operation, deleted []EdgeKey
 // the plan that committed it, or that another unfinished plan will commit,
 // from that plan, where the graph lacks them.
 func (s *Service) restoreSupported(ctx context.Context, op Operation, excludeDoc string, keys []EdgeKey) error {
+	return s.restoreFrom(ctx, op, excludeDoc, excludeDoc != "", keys)
+}
+
+// restoreFrom is restoreSupported with the pending plans consulted when
+// withPending is set.
+func (s *Service) restoreFrom(ctx context.Context, op Operation, excludeDoc string, withPending bool, keys []EdgeKey) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -205,7 +211,7 @@ func (s *Service) restoreSupported(ctx context.Context, op Operation, excludeDoc
 			}
 			from = append(from, p)
 		}
-		if len(from) == 0 && excludeDoc != "" {
+		if len(from) == 0 && withPending {
 			if pending == nil {
 				if pending, err = s.pendingPlans(ctx, op); err != nil {
 					return err
@@ -335,10 +341,22 @@ func (s *Service) cleanupStale(ctx context.Context, op Operation, plan Plan, lea
 	if err := s.applyGraph(ctx, op, Mutation{OperationID: op.OperationID, DeleteEdges: del}, "stale edges"); err != nil {
 		return err
 	}
-	// The check and the delete are two store calls: another document may
-	// have written (or committed) one of these edges in between, as at the
-	// plan's own graph write (resupport there too).
-	return s.resupport(ctx, op, del)
+	// The check and the delete are two store calls: another document, or
+	// a later revision of this one, may have written (or committed) one of
+	// these edges in between; put back what something supports by now.
+	// Unlike at the plan's own graph write, this document is not left
+	// out: its current state is this commit's or a later one's.
+	gone, err := s.unsupported(ctx, op, "", del)
+	if err != nil {
+		return err
+	}
+	var back []EdgeKey
+	for _, k := range del {
+		if !slices.Contains(gone, k) {
+			back = append(back, k)
+		}
+	}
+	return s.restoreFrom(ctx, op, "", true, back)
 }
 
 // applyGraph is a graph write outside the plan's batches (reconciliation,
