@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 )
@@ -299,6 +300,13 @@ func (s *Service) pendingPlans(ctx context.Context, op Operation) ([]Plan, error
 	pending := []Plan{}
 	for _, o := range ops {
 		if o.Space != op.Space || o.OperationID == op.OperationID {
+			continue
+		}
+		if strings.HasPrefix(o.FailureReason, DeadLetterPending) {
+			// Failed for good: its dead letter is under way and its plan
+			// never commits, so it supports nothing (a stale edge kept
+			// for it would outlive it once its reconciliation, which
+			// checked before this commit, has passed).
 			continue
 		}
 		p, err := s.Ops.GetPlan(ctx, o.OperationID)
