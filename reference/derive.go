@@ -48,3 +48,32 @@ func (s *Service) readForPlan(ctx context.Context, req *IngestRequest, derived b
 	}
 	return planRead{cur, ok}, nil
 }
+
+// A late graph write: a holder whose lease a split brain or an early
+// expiry broke (or that stalled past it between its lease check and its
+// write) writes its plan after another instance took the operation past
+// the graph stage, and maybe after later revisions were written. Its
+// effects are reconciled as an abandoned plan's are: what no ACTIVE state
+// supports goes, what one supports and the write deleted comes back. For
+// a plan whose state is current that changes nothing.
+
+// wroteAfterFinish handles a stage advance after this holder's graph write
+// that failed (err): if another instance finished the operation meanwhile
+// (a holder whose lease a split brain or an early expiry broke wrote on;
+// the other settled it as a dead letter, or abandoned it, and reconciled
+// its graph effects before this write landed), the effects this holder
+// just wrote are reconciled again (that needs no lease: it only removes
+// what no ACTIVE document supports), and the operation's own end is the
+// answer. Otherwise err stands.
+func (s *Service) wroteAfterFinish(ctx context.Context, op Operation, plan Plan, err error) (Result, error) {
+	fresh, gerr := s.Ops.Get(ctx, op.OperationID)
+	if gerr != nil || !fresh.Finished() {
+		return Result{}, err
+	}
+	if fresh.Disposition != Active {
+		if rerr := s.reconcileAbandoned(ctx, fresh, plan); rerr != nil {
+			return Result{}, fmt.Errorf("%w (and reconciling its late graph write: %v)", err, rerr)
+		}
+	}
+	return finishedResult(fresh), nil
+}
