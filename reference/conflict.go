@@ -143,6 +143,9 @@ func (s *Service) reconcileAbandoned(ctx context.Context, op Operation, plan Pla
 		if err := s.applyGraph(ctx, op, Mutation{OperationID: op.OperationID, DeleteEdges: del}, "reconcile"); err != nil {
 			return err
 		}
+		if err := s.putBack(ctx, op, del); err != nil {
+			return err
+		}
 	}
 	// The plan may also have deleted edges (stale for it) that a committed
 	// ACTIVE state still supports: put them back as that state's plan wrote
@@ -349,17 +352,22 @@ func (s *Service) cleanupStale(ctx context.Context, op Operation, plan Plan, lea
 	if err := s.applyGraph(ctx, op, Mutation{OperationID: op.OperationID, DeleteEdges: del}, "stale edges"); err != nil {
 		return err
 	}
-	// The check and the delete are two store calls: another document, or
-	// a later revision of this one, may have written (or committed) one of
-	// these edges in between; put back what something supports by now.
-	// Unlike at the plan's own graph write, this document is not left
-	// out: its current state is this commit's or a later one's.
-	gone, err := s.unsupported(ctx, op, "", del)
+	return s.putBack(ctx, op, del)
+}
+
+// putBack re-applies the edges among deleted that something supports by
+// now. A check that an edge is unsupported and its delete are two store
+// calls: another document, or a later revision of this one, may have
+// written (or committed) one of them in between. Unlike at the plan's own
+// graph write (resupport), this document is not left out: its current
+// state is a later one's, or one that does not support them.
+func (s *Service) putBack(ctx context.Context, op Operation, deleted []EdgeKey) error {
+	gone, err := s.unsupported(ctx, op, "", deleted)
 	if err != nil {
 		return err
 	}
 	var back []EdgeKey
-	for _, k := range del {
+	for _, k := range deleted {
 		if !slices.Contains(gone, k) {
 			back = append(back, k)
 		}

@@ -135,11 +135,15 @@ func (s *Service) executeFresh(ctx context.Context, op Operation, plan Plan, lea
 			if err := s.advance(ctx, &op, GraphApplied, faults.BeforeGraphApplied); err != nil {
 				return s.wroteAfterFinish(ctx, op, plan, err)
 			}
-			if op.Stage.Rank() > GraphApplied.Rank() {
-				// Another instance took the operation past this stage
-				// while this holder wrote: the write came late (derive.go).
+			if op.Finished() || op.Stage.Rank() > GraphApplied.Rank() {
+				// Another instance took the operation past this stage, or
+				// settled it, while this holder wrote: the write came late
+				// (derive.go).
 				if err := s.reconcileAbandoned(ctx, op, plan); err != nil {
 					return Result{}, fmt.Errorf("reconciling the late graph write of %s: %w", op.OperationID, err)
+				}
+				if op.Finished() {
+					return finishedResult(op), nil
 				}
 			}
 		}
