@@ -2,6 +2,7 @@ package reference
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -66,6 +67,9 @@ func (s *Service) readForPlan(ctx context.Context, req *IngestRequest, derived b
 // what no ACTIVE document supports), and the operation's own end is the
 // answer. Otherwise err stands.
 func (s *Service) wroteAfterFinish(ctx context.Context, op Operation, plan Plan, err error) (Result, error) {
+	if !errors.Is(err, ErrRevisionConflict) {
+		return Result{}, err // this holder's own failure (a permanent error is dead-lettered and reported)
+	}
 	fresh, gerr := s.Ops.Get(ctx, op.OperationID)
 	if gerr != nil || !fresh.Finished() {
 		return Result{}, err
