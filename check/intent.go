@@ -49,6 +49,9 @@ type intentIndex struct {
 	model  map[string]history.WorkerObservation
 	// docOf maps operations to documents.
 	docOf map[string]string
+	// stalledBetweenCalls are the workers a fault stalled before one of
+	// their store calls (faults.StoreCall): see checkStaleWrites.
+	stalledBetweenCalls map[string]bool
 	// leaseFaulted are the workers whose lease a fault broke, and
 	// leaseFaults says whether any was.
 	leaseFaulted map[string]bool
@@ -58,12 +61,15 @@ type intentIndex struct {
 
 func newIntentIndex(h history.Log) *intentIndex {
 	x := &intentIndex{log: h, obs: h.Observations(), freeze: map[string]history.WorkerObservation{}, model: map[string]history.WorkerObservation{},
-		docOf: map[string]string{}, leaseFaulted: map[string]bool{}}
+		docOf: map[string]string{}, leaseFaulted: map[string]bool{}, stalledBetweenCalls: map[string]bool{}}
 	for _, r := range h {
 		switch r.Kind {
 		case history.Hit:
 			if r.Fault != nil && r.Fault.Kind.IsLeaseFault() {
 				x.leaseFaulted[r.Worker] = true
+			}
+			if r.Point == faults.StoreCall && r.Fault != nil && r.Fault.Kind == faults.Pause {
+				x.stalledBetweenCalls[r.Worker] = true
 			}
 		case history.Event:
 			if r.Event.OperationID != "" && r.Event.DocumentID != "" {
@@ -137,7 +143,14 @@ func (x *intentIndex) checkI1(s Snapshot) []Violation {
 		if f.Do != string(reference.Ingestion) || !ok || m.Base < 0 {
 			continue
 		}
-		k := intentKey(m.Doc, m.ContentHash, m.Base)
+		base := m.Base
+		if p, stored := s.Plans[op]; stored && x.stalledBetweenCalls[m.Worker] {
+			// Stalled between its read of the document and its model
+			// call, the worker planned against a revision older than
+			// the one the harness saw at the call: the plan says which.
+			base = p.ExpectedRevision()
+		}
+		k := intentKey(m.Doc, m.ContentHash, base)
 		if first, dup := frozenFor[k]; dup {
 			out = append(out, Violation{Invariant: I1, Operation: op, Document: m.Doc,
 				Message:  fmt.Sprintf("a second plan was frozen for one ingestion intent (document %s, this content, on top of revision %d): operation %s, after %s; a retry must reuse the operationId and its plan", m.Doc, m.Base, op, first),
@@ -148,8 +161,8 @@ func (x *intentIndex) checkI1(s Snapshot) []Violation {
 	}
 	if len(x.leaseFaulted) == 0 {
 		for _, ob := range x.obs {
-			if ob.What != history.SeenModel || ob.Base < 0 {
-				continue
+			if ob.What != history.SeenModel || ob.Base < 0 || x.stalledBetweenCalls[ob.Worker] {
+				continue // a stalled worker's call: see stalledCallsAfterFreeze
 			}
 			k := intentKey(ob.Doc, ob.ContentHash, ob.Base)
 			if at, ok := frozenAt[k]; ok && ob.Index > at {
@@ -622,7 +635,11 @@ func without(cs []claim, holder string) []claim {
 // a document's lease, the previous holder writes nothing more for that
 // document (no graph write that puts content in, no state commit). Workers whose lease a fault
 // broke are not judged here: with the lease gone on purpose, the CAS and
-// the other invariants must hold instead.
+// the other invariants must hold instead. Nor are workers stalled before a
+// store call (faults.StoreCall): such a stall can fall between the lease
+// check and the write it fences, which no check in the client can see (a
+// pause there outlives any lease), so there too the CAS and the other
+// invariants must hold alone.
 func (x *intentIndex) checkStaleWrites() []Violation {
 	type lease struct {
 		token      int64
@@ -659,7 +676,7 @@ func (x *intentIndex) checkStaleWrites() []Violation {
 			// A graph write that only deletes is a reconciliation (of an
 			// abandoned plan or a dead letter), which needs no lease: it
 			// removes only what nothing supports.
-			if (ob.What != history.SeenGraph || len(ob.Items) == 0) && ob.What != history.SeenCommit || x.leaseFaulted[r.Worker] {
+			if (ob.What != history.SeenGraph || len(ob.Items) == 0) && ob.What != history.SeenCommit || x.leaseFaulted[r.Worker] || x.stalledBetweenCalls[r.Worker] {
 				continue
 			}
 			doc := firstNonEmptyString(ob.Doc, x.docOf[ob.Op])

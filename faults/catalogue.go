@@ -204,8 +204,12 @@ var Catalogue = []Spec{
 	{PlanSaveBeforeCheckpoint, PlanSave, "record save as done in the checkpoint", "business commit done, checkpoint not written", "run save again; the unique key returns the first row id", []Kind{Crash, Transient, Unknown}, false},
 }
 
-// Lookup returns the spec of a point.
+// Lookup returns the spec of a point: a catalogue window, or the
+// StoreCall pseudo-point.
 func Lookup(p Point) (Spec, bool) {
+	if p == StoreCall {
+		return StoreCallSpec, true
+	}
 	for _, s := range Catalogue {
 		if s.Point == p {
 			return s, true
@@ -219,10 +223,11 @@ func ParsePoint(s string) (Point, error) {
 	if _, ok := Lookup(Point(s)); ok {
 		return Point(s), nil
 	}
-	names := make([]string, 0, len(Catalogue))
+	names := make([]string, 0, len(Catalogue)+1)
 	for _, c := range Catalogue {
 		names = append(names, string(c.Point))
 	}
+	names = append(names, string(StoreCall))
 	sort.Strings(names)
 	return "", fmt.Errorf("unknown failpoint %q (known: %v)", s, names)
 }

@@ -250,6 +250,9 @@ type Runtime struct {
 
 	mu    sync.Mutex
 	lease Kind // a lease fault armed for the step running now
+	// fenced counts the fenced steps (FencedSteps) running now: StoreCall
+	// does not fire inside them (storecall.go).
+	fenced int
 }
 
 // LeaseFault returns the lease fault (Split or Expire) that fired at the
@@ -290,6 +293,12 @@ func IsInjected(err error) bool {
 func (r *Runtime) At(ctx context.Context, p Point, step func() error) error {
 	if r == nil || r.Injector == nil {
 		return step()
+	}
+	if p == StoreCall && r.inFencedStep() {
+		return step()
+	}
+	if isFenced(p) {
+		step = r.fencing(step)
 	}
 	a, ok := r.Injector.Eval(p)
 	if !ok {

@@ -67,6 +67,34 @@ const (
 	// BugDeleteSharedEdges deletes the edges a plan made stale without
 	// asking whether another ACTIVE document still supports them.
 	BugDeleteSharedEdges Bug = "delete-shared-edges"
+	// The between-calls mutants: each one's defect sits between two named
+	// windows, out of reach of a competitor parked at a window; only a
+	// stale holder stalled before one of its store calls (faults.StoreCall)
+	// shows it (reference/between.go).
+
+	// BugCASOnHealedRevision takes the state commit's expected revision
+	// from the read that heals the history after the lease check, not from
+	// the plan.
+	BugCASOnHealedRevision Bug = "cas-on-healed-revision"
+	// BugRevisionReadBeforeLeaseCheck reads the revision the state commit
+	// expects before the lease check instead of taking the plan's (the
+	// lease renewed after the read it should fence).
+	BugRevisionReadBeforeLeaseCheck Bug = "revision-read-before-lease-check"
+	// BugRebaseFreshPlan rebases a plan it has just frozen onto the
+	// revision it reads after the freeze, when the document moved meanwhile.
+	BugRebaseFreshPlan Bug = "rebase-fresh-plan"
+	// BugAnswerCurrentRevision answers COMPLETED with the document's
+	// current revision, read after the last stage advance, instead of the
+	// revision the operation committed.
+	BugAnswerCurrentRevision Bug = "answer-current-revision"
+	// BugStaleEdgesFromCurrent takes the edges a commit made stale from
+	// the document's current state, read after the commit, instead of from
+	// the plan.
+	BugStaleEdgesFromCurrent Bug = "stale-edges-from-current-state"
+	// BugRebaseAfterGraphWrite checks the revision again after the graph
+	// write and, when it moved, commits onto the new one instead of
+	// refusing (a check after the write, which rebases).
+	BugRebaseAfterGraphWrite Bug = "rebase-after-graph-write"
 	// BugPlanSaveKeyPerAttempt (System B) mints the operation_id of the
 	// save step per attempt instead of taking the one kept in the
 	// workflow state.
@@ -81,6 +109,8 @@ var Bugs = []Bug{BugRecallModelOnResume, BugSkipRevisionCheck, BugAdvanceBeforeG
 	BugCASOnFreshRevision, BugPlanIdentityIgnoresProperties, BugNewOperationOnRetry, BugStateBeforeRegistry,
 	BugRetryPermanentErrors, BugResumeIgnoresClaim, BugLeaseTrustedAfterExpiry, BugReplanIDPerAttempt,
 	BugNoOpIgnoresRetraction, BugDeadLetterWithoutReconcile, BugIgnoreRefusedStateCAS, BugDeleteSharedEdges,
+	BugCASOnHealedRevision, BugRevisionReadBeforeLeaseCheck, BugRebaseFreshPlan, BugAnswerCurrentRevision,
+	BugStaleEdgesFromCurrent, BugRebaseAfterGraphWrite,
 	BugPlanSaveKeyPerAttempt, BugPlanSaveCheckpointFirst}
 
 // System says which protocol a mutant breaks: the ingestion service's

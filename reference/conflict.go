@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 )
@@ -17,6 +18,26 @@ import (
 // old operation and removes graph effects of the old plan that no ACTIVE
 // document supports.
 func (s *Service) conflict(ctx context.Context, op Operation, plan Plan, lease *Lease) (Result, error) {
+	// The newer revision may be this operation's own: another instance
+	// (recovery, while this holder stood still between its checks) resumed
+	// and committed it. That is no conflict: the operation is finished, or
+	// finishes from its commit.
+	if plan.NextState != nil {
+		st, mine, err := s.States.FindByOperationID(ctx, op.Space, op.DocumentID, op.OperationID)
+		if err != nil {
+			return Result{}, fmt.Errorf("conflict %s: %w", op.OperationID, err)
+		}
+		if mine {
+			fresh, err := s.Ops.Get(ctx, op.OperationID)
+			if err != nil {
+				return Result{}, fmt.Errorf("conflict %s: %w", op.OperationID, err)
+			}
+			if fresh.Finished() {
+				return finishedResult(fresh), nil
+			}
+			return s.finishCommitted(ctx, fresh, plan, st, lease)
+		}
+	}
 	cur, ok, err := s.States.FindCurrent(ctx, op.Space, op.DocumentID)
 	if err != nil {
 		return Result{}, fmt.Errorf("conflict %s: %w", op.OperationID, err)
@@ -41,7 +62,8 @@ func (s *Service) conflict(ctx context.Context, op Operation, plan Plan, lease *
 			} else if !errors.Is(err, ErrNotFound) {
 				return err
 			}
-			np, err := s.Plan(ctx, IngestRequest{Space: op.Space, DocumentID: op.DocumentID, OperationID: newID, Content: plan.Content})
+			// Planned against the read newID was named after.
+			np, err := s.planOn(ctx, IngestRequest{Space: op.Space, DocumentID: op.DocumentID, OperationID: newID, Content: plan.Content}, cur, ok)
 			if err != nil {
 				return err
 			}
@@ -121,6 +143,9 @@ func (s *Service) reconcileAbandoned(ctx context.Context, op Operation, plan Pla
 		if err := s.applyGraph(ctx, op, Mutation{OperationID: op.OperationID, DeleteEdges: del}, "reconcile"); err != nil {
 			return err
 		}
+		if err := s.putBack(ctx, op, del); err != nil {
+			return err
+		}
 	}
 	// The plan may also have deleted edges (stale for it) that a committed
 	// ACTIVE state still supports: put them back as that state's plan wrote
@@ -154,6 +179,12 @@ func (s *Service) resupport(ctx context.Context, op Operation, deleted []EdgeKey
 // the plan that committed it, or that another unfinished plan will commit,
 // from that plan, where the graph lacks them.
 func (s *Service) restoreSupported(ctx context.Context, op Operation, excludeDoc string, keys []EdgeKey) error {
+	return s.restoreFrom(ctx, op, excludeDoc, excludeDoc != "", keys)
+}
+
+// restoreFrom is restoreSupported with the pending plans consulted when
+// withPending is set.
+func (s *Service) restoreFrom(ctx context.Context, op Operation, excludeDoc string, withPending bool, keys []EdgeKey) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -184,7 +215,7 @@ func (s *Service) restoreSupported(ctx context.Context, op Operation, excludeDoc
 			}
 			from = append(from, p)
 		}
-		if len(from) == 0 && excludeDoc != "" {
+		if len(from) == 0 && withPending {
 			if pending == nil {
 				if pending, err = s.pendingPlans(ctx, op); err != nil {
 					return err
@@ -274,6 +305,13 @@ func (s *Service) pendingPlans(ctx context.Context, op Operation) ([]Plan, error
 		if o.Space != op.Space || o.OperationID == op.OperationID {
 			continue
 		}
+		if strings.HasPrefix(o.FailureReason, DeadLetterPending) {
+			// Failed for good: its dead letter is under way and its plan
+			// never commits, so it supports nothing (a stale edge kept
+			// for it would outlive it once its reconciliation, which
+			// checked before this commit, has passed).
+			continue
+		}
 		p, err := s.Ops.GetPlan(ctx, o.OperationID)
 		if err != nil {
 			continue // I5 will speak of an unloadable plan
@@ -311,7 +349,30 @@ func (s *Service) cleanupStale(ctx context.Context, op Operation, plan Plan, lea
 			return err
 		}
 	}
-	return s.applyGraph(ctx, op, Mutation{OperationID: op.OperationID, DeleteEdges: del}, "stale edges")
+	if err := s.applyGraph(ctx, op, Mutation{OperationID: op.OperationID, DeleteEdges: del}, "stale edges"); err != nil {
+		return err
+	}
+	return s.putBack(ctx, op, del)
+}
+
+// putBack re-applies the edges among deleted that something supports by
+// now. A check that an edge is unsupported and its delete are two store
+// calls: another document, or a later revision of this one, may have
+// written (or committed) one of them in between. Unlike at the plan's own
+// graph write (resupport), this document is not left out: its current
+// state is a later one's, or one that does not support them.
+func (s *Service) putBack(ctx context.Context, op Operation, deleted []EdgeKey) error {
+	gone, err := s.unsupported(ctx, op, "", deleted)
+	if err != nil {
+		return err
+	}
+	var back []EdgeKey
+	for _, k := range deleted {
+		if !slices.Contains(gone, k) {
+			back = append(back, k)
+		}
+	}
+	return s.restoreFrom(ctx, op, "", true, back)
 }
 
 // applyGraph is a graph write outside the plan's batches (reconciliation,

@@ -127,9 +127,24 @@ func (s *Service) executeFresh(ctx context.Context, op Operation, plan Plan, lea
 			return Result{}, s.fail(ctx, op, err)
 		}
 		s.emit(Event{Kind: EvGraphWritten, OperationID: op.OperationID, Space: op.Space, DocumentID: op.DocumentID, Detail: fmt.Sprint(n)})
+		if s.has(BugRebaseAfterGraphWrite) {
+			plan = s.rebase(ctx, op, plan)
+			expected = plan.ExpectedRevision()
+		}
 		if op.Stage == Prepared {
 			if err := s.advance(ctx, &op, GraphApplied, faults.BeforeGraphApplied); err != nil {
-				return Result{}, err
+				return s.wroteAfterFinish(ctx, op, plan, err)
+			}
+			if op.Finished() || op.Stage.Rank() > GraphApplied.Rank() {
+				// Another instance took the operation past this stage, or
+				// settled it, while this holder wrote: the write came late
+				// (derive.go).
+				if err := s.reconcileAbandoned(ctx, op, plan); err != nil {
+					return Result{}, fmt.Errorf("reconciling the late graph write of %s: %w", op.OperationID, err)
+				}
+				if op.Finished() {
+					return finishedResult(op), nil
+				}
 			}
 		}
 	}
@@ -140,6 +155,10 @@ func (s *Service) executeFresh(ctx context.Context, op Operation, plan Plan, lea
 			}); err != nil {
 				return Result{}, s.fail(ctx, op, fmt.Errorf("registry %s: %w", op.OperationID, err))
 			}
+		}
+		early, readEarly := DocumentState{}, false
+		if s.has(BugRevisionReadBeforeLeaseCheck) {
+			early, readEarly = s.current(ctx, op)
 		}
 		if err := s.at(ctx, faults.BeforeLeaseCheck, func() error { return s.renew(ctx, op, lease) }); err != nil {
 			return Result{}, fmt.Errorf("state commit %s refused: %w", op.OperationID, err)
@@ -156,6 +175,14 @@ func (s *Service) executeFresh(ctx context.Context, op Operation, plan Plan, lea
 		next := *plan.NextState
 		next.CommittedAt = s.now()
 		exp := expected
+		if readEarly {
+			exp, next.Revision = early.Revision, early.Revision+1
+		}
+		if s.has(BugCASOnHealedRevision) {
+			if cur, ok := s.current(ctx, op); ok {
+				exp, next.Revision = cur.Revision, cur.Revision+1
+			}
+		}
 		if s.has(BugSkipRevisionCheck) {
 			if cur, ok, err := s.States.FindCurrent(ctx, op.Space, op.DocumentID); err == nil && ok {
 				exp = cur.Revision
@@ -279,6 +306,11 @@ func (s *Service) finishCommitted(ctx context.Context, op Operation, plan Plan, 
 		if err := s.cleanupStale(ctx, op, plan, lease); err != nil {
 			return Result{}, fmt.Errorf("stale edges of %s: %w", op.OperationID, err)
 		}
+		if s.has(BugStaleEdgesFromCurrent) {
+			if err := s.staleFromCurrent(ctx, op, plan); err != nil {
+				return Result{}, fmt.Errorf("stale edges of %s: %w", op.OperationID, err)
+			}
+		}
 	}
 	for _, step := range []struct {
 		to Stage
@@ -295,7 +327,13 @@ func (s *Service) finishCommitted(ctx context.Context, op Operation, plan Plan, 
 			}
 		}
 	}
-	return Result{OperationID: op.OperationID, Outcome: OutcomeCompleted, Revision: st.Revision}, nil
+	rev := st.Revision
+	if s.has(BugAnswerCurrentRevision) {
+		if cur, ok := s.current(ctx, op); ok {
+			rev = cur.Revision
+		}
+	}
+	return Result{OperationID: op.OperationID, Outcome: OutcomeCompleted, Revision: rev}, nil
 }
 
 // writeGraph applies the plan's mutation in batches. Deletes of edges that

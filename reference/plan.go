@@ -19,6 +19,13 @@ func (s *Service) Plan(ctx context.Context, req IngestRequest) (Plan, error) {
 	if err != nil {
 		return Plan{}, fmt.Errorf("plan %s/%s: %w", req.Space, req.DocumentID, err)
 	}
+	return s.planOn(ctx, req, cur, ok)
+}
+
+// planOn is Plan against a current state already read (ok: the document
+// exists), so that an operationId derived from that read and the plan
+// agree on the revision (derive.go).
+func (s *Service) planOn(ctx context.Context, req IngestRequest, cur DocumentState, ok bool) (Plan, error) {
 	hash := ContentHash(req.Content)
 	var prev *DocumentState
 	if ok {
@@ -29,7 +36,7 @@ func (s *Service) Plan(ctx context.Context, req IngestRequest) (Plan, error) {
 			Options: GraphOptions{Space: req.Space}, Mutation: Mutation{OperationID: req.OperationID}, PreviousState: prev, Content: req.Content}, nil
 	}
 	var ex Extraction
-	err = s.at(ctx, faults.BeforeExtract, func() error {
+	err := s.at(ctx, faults.BeforeExtract, func() error {
 		var e error
 		ex, e = s.Extractor.Extract(ctx, ExtractRequest(req))
 		return e

@@ -132,27 +132,21 @@ func (s *Service) Ingest(ctx context.Context, req IngestRequest) (res Result, er
 	if err := CheckKey(req.Space, req.DocumentID); err != nil {
 		return Result{}, err
 	}
-	if req.OperationID == "" {
+	derived := req.OperationID == ""
+	if derived {
+		// Named now for the invocation's event; named again under the
+		// lease, from the read the plan is made against (derive.go).
 		cur, ok, err := s.States.FindCurrent(ctx, req.Space, req.DocumentID)
 		if err != nil {
 			return Result{}, fmt.Errorf("ingest %s/%s: %w", req.Space, req.DocumentID, err)
 		}
-		base := int64(0)
-		if ok {
-			base = cur.Revision
-		}
-		req.OperationID = IngestOperationID(req.Space, req.DocumentID, ContentHash(req.Content), base)
-		if s.has(BugNewOperationOnRetry) {
-			if op, err := s.Ops.Get(ctx, req.OperationID); err == nil && !op.Finished() && op.Attempts > 0 {
-				req.OperationID = fmt.Sprintf("%s-retry%d", req.OperationID, op.Attempts)
-			}
-		}
+		req.OperationID = s.derivedID(ctx, req, cur, ok)
 	}
 	s.emit(Event{Kind: EvInvoke, OperationID: req.OperationID, Space: req.Space, DocumentID: req.DocumentID, Detail: "ingest"})
 	defer s.report(req.OperationID, &res, &err)
 	err = s.withLease(ctx, req.Space, req.DocumentID, func(lease *Lease) error {
 		var e error
-		res, e = s.ingestLocked(ctx, req, lease)
+		res, e = s.ingestLocked(ctx, req, lease, derived)
 		return e
 	})
 	return res, err
@@ -166,7 +160,11 @@ func (s *Service) report(op string, res *Result, err *error) {
 	s.emit(Event{Kind: EvOK, OperationID: res.OperationID, Revision: res.Revision, Detail: string(res.Outcome)})
 }
 
-func (s *Service) ingestLocked(ctx context.Context, req IngestRequest, lease *Lease) (Result, error) {
+func (s *Service) ingestLocked(ctx context.Context, req IngestRequest, lease *Lease, derived bool) (Result, error) {
+	read, err := s.readForPlan(ctx, &req, derived)
+	if err != nil {
+		return Result{}, err
+	}
 	// Duplicate delivery: the operation exists, so its plan is frozen.
 	if op, err := s.Ops.Get(ctx, req.OperationID); err == nil {
 		if op.Space != req.Space || op.DocumentID != req.DocumentID {
@@ -183,7 +181,7 @@ func (s *Service) ingestLocked(ctx context.Context, req IngestRequest, lease *Le
 	} else if !errors.Is(err, ErrNotFound) {
 		return Result{}, fmt.Errorf("ingest %s: %w", req.OperationID, err)
 	}
-	plan, err := s.Plan(ctx, req)
+	plan, err := s.planOn(ctx, req, read.cur, read.found)
 	if err != nil {
 		return Result{}, err
 	}
@@ -196,7 +194,10 @@ func (s *Service) ingestLocked(ctx context.Context, req IngestRequest, lease *Le
 		// protocol.md's first window applies and a new plan is made (the
 		// model's answer is frozen only once stored). This is only sound
 		// because an unknown outcome is never reported as a failure.
-		if plan, err = s.Plan(ctx, req); err != nil {
+		if read, err = s.readForPlan(ctx, &req, derived); err != nil {
+			return Result{}, err
+		}
+		if plan, err = s.planOn(ctx, req, read.cur, read.found); err != nil {
 			return Result{}, err
 		}
 		if plan.Kind == NoOp {
@@ -206,6 +207,9 @@ func (s *Service) ingestLocked(ctx context.Context, req IngestRequest, lease *Le
 	}
 	if err != nil {
 		return Result{}, err
+	}
+	if s.has(BugRebaseFreshPlan) {
+		plan = s.rebase(ctx, op, plan)
 	}
 	return s.executeFresh(ctx, op, plan, lease) // prepare read it back
 }

@@ -26,10 +26,13 @@ type mirror struct {
 	point      faults.Point
 	kind       faults.Kind
 	class      string // a sim.ClassCases class instead of a window
-	bugs       []reference.Bug
-	mutant     string
-	backend    string
-	breaks     []check.Invariant
+	// call, with kind split or expire, pins a between-calls case: the
+	// stale holder stalls before this store call (sim.BetweenCallsCase).
+	call    int
+	bugs    []reference.Bug
+	mutant  string
+	backend string
+	breaks  []check.Invariant
 	// leaseTTL overrides the library's lease TTL (and scales the case's
 	// pauses) where a real process's start-up must stay small beside it.
 	leaseTTL time.Duration
@@ -50,6 +53,9 @@ func (m mirror) simCase(t testing.TB) sim.Case {
 			}
 		}
 		t.Fatalf("%s: no class case %q", m.name, m.class)
+	}
+	if m.call > 0 {
+		return sim.BetweenCallsCase(m.kind, m.call, 0, m.ttl().Milliseconds())
 	}
 	c, ok := sim.WindowCase(m.point, m.kind, m.ttl().Milliseconds())
 	if !ok {
@@ -139,6 +145,24 @@ var libraryMirrors = []mirror{
 	{name: "mutant-delete-shared-edges", class: "retraction-shared-edge",
 		bugs: []reference.Bug{reference.BugDeleteSharedEdges}, breaks: []check.Invariant{check.I3},
 		lead: "Pins bug delete-shared-edges: a retraction deletes an edge another ACTIVE document still supports; I3 must catch the missing edge."},
+	{name: "mutant-cas-on-healed-revision", kind: faults.Split, call: 11, leaseTTL: 2 * time.Second,
+		bugs: []reference.Bug{reference.BugCASOnHealedRevision}, breaks: []check.Invariant{check.I2},
+		lead: "Pins bug cas-on-healed-revision: the stale holder, stalled between its registry save and its state commit while a split-brain competitor commits, takes the revision it commits on from the read that heals the history; I2 must catch a commit over a revision its plan was not made against. No named window lies between that read and the commit: only a stall before a store call (point storeCall) shows it."},
+	{name: "mutant-revision-read-before-lease-check", kind: faults.Expire, call: 11, leaseTTL: 2 * time.Second,
+		bugs: []reference.Bug{reference.BugRevisionReadBeforeLeaseCheck}, breaks: []check.Invariant{check.I2},
+		lead: "Pins bug revision-read-before-lease-check: the revision the state commit expects is read before the lease check (the fence comes after the read it should guard); with the lease expired early, a competitor commits just before that read and the stale holder commits over it; I2 must catch it."},
+	{name: "mutant-rebase-fresh-plan", kind: faults.Split, call: 7, leaseTTL: 2 * time.Second,
+		bugs: []reference.Bug{reference.BugRebaseFreshPlan}, breaks: []check.Invariant{check.I2},
+		lead: "Pins bug rebase-fresh-plan: a plan just frozen is rebased onto the revision read after the freeze when a split-brain competitor committed meanwhile; I2 must catch the commit its frozen plan did not expect."},
+	{name: "mutant-rebase-after-graph-write", kind: faults.Split, call: 9, leaseTTL: 2 * time.Second,
+		bugs: []reference.Bug{reference.BugRebaseAfterGraphWrite}, breaks: []check.Invariant{check.I2},
+		lead: "Pins bug rebase-after-graph-write: the revision is checked again after the graph write and, having moved under a split-brain competitor, rebased onto instead of refused; I2 must catch the commit over a revision the plan was not made against."},
+	{name: "mutant-answer-current-revision", kind: faults.Split, call: 14, leaseTTL: 2 * time.Second,
+		bugs: []reference.Bug{reference.BugAnswerCurrentRevision}, breaks: []check.Invariant{check.I9},
+		lead: "Pins bug answer-current-revision: the COMPLETED answer carries the document's revision read after the last stage advance, which a split-brain competitor moved; I9 must catch an answer whose revision the operation did not commit."},
+	{name: "mutant-stale-edges-from-current-state", kind: faults.Split, call: 12, leaseTTL: 2 * time.Second,
+		bugs: []reference.Bug{reference.BugStaleEdgesFromCurrent}, breaks: []check.Invariant{check.I3},
+		lead: "Pins bug stale-edges-from-current-state: after its commit the stale holder takes the edges it made stale from the current state, which a split-brain competitor replaced meanwhile, and deletes the competitor's edge; I3 must catch the ACTIVE document's missing edge."},
 	{name: "mutant-plansave-key-per-attempt", point: faults.PlanSaveBeforeCheckpoint, kind: faults.Crash,
 		bugs: []reference.Bug{reference.BugPlanSaveKeyPerAttempt}, breaks: []check.Invariant{check.I8},
 		lead: "Pins bug plansave-key-per-attempt: the save step mints its operation_id per attempt, so the retried save inserts a second row under a new key; I8 must catch two rows for one logical save."},

@@ -450,7 +450,8 @@ func Matrix(leaseTTLMillis int64) []Case {
 		}
 	}
 	out = append(out, ClassCases(leaseTTLMillis)...)
-	return append(out, BoundaryCases(leaseTTLMillis)...)
+	out = append(out, BoundaryCases(leaseTTLMillis)...)
+	return append(out, SecondCases(leaseTTLMillis)...) // sim/second.go
 }
 
 func caseID(parts ...string) string {

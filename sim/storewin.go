@@ -47,6 +47,10 @@ type Probe struct {
 	// its exit, without faults: the shortest of baseRuns runs, so that a
 	// kill drawn below it fires on all but unusually fast runs.
 	Base time.Duration `json:"base"`
+	// StaleCalls counts, for each lease fault kind, the store calls of the
+	// stale holder of its case when nobody competes: the between-calls
+	// cases sweep them (sim/between.go).
+	StaleCalls map[faults.Kind]int `json:"staleCalls,omitempty"`
 	// Results are the probe cases, which must pass like any case.
 	Results []CaseResult `json:"-"`
 }
@@ -122,7 +126,10 @@ func (r *Runner) Probe(ctx context.Context) (Probe, error) {
 	for _, p := range order {
 		pr.Windows = append(pr.Windows, *found[p])
 	}
-	return pr, nil
+	calls, results, err := r.probeStaleCalls(ctx)
+	pr.Results = append(pr.Results, results...)
+	pr.StaleCalls = calls
+	return pr, err
 }
 
 // baseRuns is how many fault-free runs measure the random kills' span.
@@ -439,6 +446,7 @@ func (s Selection) Cases(pr Probe, leaseTTLMillis, seed int64) []Case {
 	if s.PowerLoss {
 		cases = append(cases, Filter(PowerLossMatrix(pr.Windows, leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)
 	}
+	cases = append(cases, s.betweenCalls(BetweenCallsCases(pr.StaleCalls, leaseTTLMillis))...)
 	if s.RandomKills > 0 && len(s.Points) == 0 && len(s.Kinds) == 0 && (len(s.Classes) == 0 || slices.Contains(s.Classes, RandomKillClass)) {
 		cases = append(cases, RandomKills(seed, s.RandomKills, pr.Base)...)
 	}

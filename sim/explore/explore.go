@@ -212,6 +212,7 @@ func build(r *rand.Rand, shape Shape) sim.Case {
 		c.Steps = append(c.Steps, rec)
 	}
 	c.Steps = append(c.Steps, sim.Step{Worker: "quiesce", Actions: []sim.Action{{Do: "recover", Rounds: 10}}, Resubmit: names, ContinueOnError: true})
+	stallBetweenCalls(r, &c, clients, shape)
 	return c
 }
 

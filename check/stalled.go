@@ -1,0 +1,48 @@
+package check
+
+import (
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
+)
+
+// A worker stalled before one of its store calls (faults.StoreCall) may
+// stall between its check that an operation has no frozen plan and its
+// model call: while it stands, another holder freezes the plan, and the
+// stalled worker, waking, asks the model for an operation that by then is
+// frozen. Nothing in a client can fence a model call (it writes nothing);
+// its fence comes at the freeze, which refuses it (its lease is gone), so
+// the answer is never used. Such a call is not the service asking again
+// for a frozen plan, and I1 does not count it.
+
+// stalledWorkers are the workers a fault stalled before a store call.
+func stalledWorkers(h history.Log) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range h {
+		if r.Kind == history.Hit && r.Point == faults.StoreCall && r.Fault != nil && r.Fault.Kind == faults.Pause {
+			out[r.Worker] = true
+		}
+	}
+	return out
+}
+
+// stalledCallsAfterFreeze counts the model calls for op that workers
+// stalled before a store call made after op's plan was frozen.
+func stalledCallsAfterFreeze(h history.Log, op string) int {
+	stalled := stalledWorkers(h)
+	if len(stalled) == 0 {
+		return 0
+	}
+	frozen, n := false, 0
+	for _, r := range h {
+		if r.Kind != history.Seen || r.Obs == nil || r.Obs.Op != op {
+			continue
+		}
+		switch {
+		case r.Obs.What == history.SeenFreeze && r.Obs.Created:
+			frozen = true
+		case r.Obs.What == history.SeenModel && frozen && stalled[r.Worker]:
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,72 @@
+package properties
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/crashmatrix/crashmatrix/internal/crashrun"
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+// betweenRuns is how many in-process runs of the between-calls sweep must
+// each catch a between-calls mutant.
+const betweenRuns = 5
+
+// The between-calls mutants are out of reach of every named window: the
+// matrix without the store-call stalls (catalogue windows, case classes,
+// lease boundaries) certifies each of them, and the between-calls sweep
+// catches each, by its invariant, in every one of betweenRuns runs. (The
+// library pins each at its store call and runs it with worker processes
+// too: scenarios' TestBetweenCallsMutantsCaughtByProcesses.)
+func TestBetweenCallsMutantsNeedTheStoreCallStalls(t *testing.T) {
+	n := 0
+	for _, m := range crashrun.Mutants() {
+		if !slices.Contains(m.Options.Classes, sim.BetweenCallsClass) {
+			continue
+		}
+		n++
+		t.Run(m.Name, func(t *testing.T) {
+			r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), InProcess: true, Bugs: m.Options.Bugs, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.CloseShared()
+			ctx := context.Background()
+			probe, err := r.Probe(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ttl := r.Config().LeaseTTL.Milliseconds()
+			named := sim.Selection{}.Cases(sim.Probe{Windows: probe.Windows}, ttl, 1)
+			if slices.ContainsFunc(named, sim.IsBetweenCalls) {
+				t.Fatal("the named-window matrix holds between-calls cases")
+			}
+			if rep := r.RunAll(ctx, named, 2, nil); rep.ExitCode != 0 {
+				t.Fatalf("the named-window matrix alone (%d cases) caught %s (exit %d, broke %v): it is not a between-calls mutant", len(named), m.Name, rep.ExitCode, rep.Broken())
+			}
+			between := sim.Selection{Classes: []string{sim.BetweenCallsClass}}.Cases(probe, ttl, 1)
+			if len(between) == 0 {
+				t.Fatalf("no between-calls case (the probe counted %v store calls)", probe.StaleCalls)
+			}
+			for run := 1; run <= betweenRuns; run++ {
+				rep := r.RunAll(ctx, between, 2, nil)
+				if rep.ExitCode != 1 || !slices.Contains(rep.Broken(), m.Invariant) {
+					t.Fatalf("run %d of %d: the between-calls sweep (%d cases) gave exit %d, broke %v; want exit 1 and %s", run, betweenRuns, len(between), rep.ExitCode, rep.Broken(), m.Invariant)
+				}
+				if run == 1 {
+					var caught []string
+					for _, res := range rep.Results {
+						if slices.Contains(res.Broken(), m.Invariant) {
+							caught = append(caught, res.Case.ID)
+						}
+					}
+					t.Logf("%s caught by %d of %d between-calls cases: %v", m.Invariant, len(caught), len(between), caught)
+				}
+			}
+		})
+	}
+	if n < 6 {
+		t.Fatalf("%d between-calls mutants in the catalogue, want at least 6", n)
+	}
+}
