@@ -67,6 +67,7 @@ func TestScripts(t *testing.T) {
 			"report":       cmdReport,
 			"waitfile":     cmdWaitFile,
 			"noworkers":    cmdNoWorkers,
+			"waitmount":    cmdWaitMount,
 			"nomounts":     cmdNoMounts,
 			"emptydir":     cmdEmptyDir,
 			"closedport":   cmdClosedPort,
@@ -383,6 +384,24 @@ func allEnded(cmds []*exec.Cmd) bool {
 
 // nomounts fails if a lazy mount (faults/lazyfs) under $WORK is in
 // /proc/mounts; "! nomounts" fails if there is none.
+// waitmount waits (up to a minute) until a lazy mount under $WORK exists:
+// a run to be killed is then killed with a mount of its own in place.
+func cmdWaitMount(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: waitmount")
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		ms, err := lazyfs.Mounts()
+		ts.Check(err)
+		for _, m := range ms {
+			if strings.HasPrefix(m.Dir, ts.Getenv("WORK")+"/") {
+				return
+			}
+		}
+	}
+	ts.Fatalf("no lazy mount under $WORK within a minute")
+}
+
 func cmdNoMounts(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 0 {
 		ts.Fatalf("usage: nomounts")

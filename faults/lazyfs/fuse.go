@@ -76,16 +76,23 @@ func Mount(mountpoint string, opt Options) (*FS, error) {
 		EntryTimeout: &zero, AttrTimeout: &zero, NegativeTimeout: &zero,
 		RootStableAttr: &fs.StableAttr{Ino: 1, Mode: fuse.S_IFDIR},
 	}
-	// Not fs.Mount: its WaitMount opens a file on the new mount from this
-	// process (go-fuse's poll hack), and a process killed by SIGKILL
-	// while it waits on its own mount never finishes dying. The direct
-	// mount is in place when NewServer returns; the kernel holds other
-	// processes' requests until Serve answers INIT.
 	srv, err := fuse.NewServer(fs.NewNodeFS(&lnode{f: f, n: f.m.root}, fo), mountpoint, &fo.MountOptions)
 	if err != nil {
 		return nil, fmt.Errorf("lazyfs: mount %s: %w", mountpoint, err)
 	}
 	go srv.Serve()
+	// WaitMount runs go-fuse's poll hack: it polls a file of the new
+	// mount once (raw open and poll(2), no Go netpoller), so the kernel
+	// learns that this file system does not poll. Without it, the first
+	// file this process opens on its own mount registers with the Go
+	// netpoller, whose epoll_ctl sends the kernel's poll request to this
+	// very process and can deadlock it (seen: a test process stuck in D
+	// state in fuse_file_poll). A process SIGKILLed inside that one poll
+	// leaves a mount whose server is dying; CleanStale aborts it.
+	if err := srv.WaitMount(); err != nil {
+		_ = srv.Unmount()
+		return nil, fmt.Errorf("lazyfs: mount %s: %w", mountpoint, err)
+	}
 	f.server = srv
 	return f, nil
 }
