@@ -198,6 +198,16 @@ func (s *Service) executeFresh(ctx context.Context, op Operation, plan Plan, lea
 				refused = true
 				return e
 			}
+			// With the lease broken, another instance may have ended the
+			// operation meanwhile (dead-lettered it and reconciled its
+			// edges away, or abandoned it): its plan must not commit. The
+			// revision CAS cannot tell, since nothing else committed.
+			if cur, e := s.Ops.Get(ctx, op.OperationID); e != nil {
+				return e
+			} else if cur.Finished() {
+				refused = true
+				return fmt.Errorf("operation %s ended meanwhile (%s): %w", op.OperationID, describeFinish(cur), ErrLeaseLost)
+			}
 			if s.has(BugCASOnFreshRevision) {
 				// The defect: "expected" is what was just read.
 				if cur, found, err := s.States.FindCurrent(ctx, op.Space, op.DocumentID); err == nil && found {
@@ -380,4 +390,12 @@ func (s *Service) writeGraph(ctx context.Context, op Operation, plan Plan, lease
 		}
 	}
 	return writes, nil
+}
+
+// describeFinish names how a finished operation ended.
+func describeFinish(op Operation) string {
+	if op.Disposition != Active {
+		return string(op.Disposition)
+	}
+	return string(op.Stage)
 }
