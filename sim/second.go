@@ -31,6 +31,21 @@ func SecondCases(leaseTTLMillis int64) []Case {
 				recoverStep("recover", nil),
 				quiesceStep(faults.Ingestion, "fault"),
 			}},
+		{ID: "class-resubmit-after-failure-graph-applied", System: faults.Ingestion, Class: "resubmit-after-failure-graph-applied",
+			Description: "resubmit-after-failure past the graph write: the registry save fails with a retryable error (the operation stays GRAPH_APPLIED with one attempt recorded); the caller's resubmission must keep the operationId and its frozen plan",
+			Steps: []Step{
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, Arms: faults.Arms{faults.BeforeRegistrySave: faults.On(faults.Transient, 1)}, ExpectHit: []faults.Point{faults.BeforeRegistrySave}},
+				{Worker: "resubmit", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, ContinueOnError: true},
+				quiesceStep(faults.Ingestion),
+			}},
+		{ID: "class-reingest-after-retraction-graph-applied", System: faults.Ingestion, Class: "reingest-after-retraction-graph-applied",
+			Description: "reingest-after-retraction with the other document's crash at another window (its graph write committed, its stage not advanced): re-ingesting the retracted content must leave the document ACTIVE, not answer NO_OP",
+			Steps: []Step{
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}, {Do: "retract", Doc: "d1"}, {Do: "ingest", Doc: "d2", Content: DocD2}},
+					Arms: faults.Arms{faults.BeforeGraphApplied: faults.On(faults.Crash, 3)}, ExpectHit: []faults.Point{faults.BeforeGraphApplied}},
+				{Worker: "again", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, ContinueOnError: true},
+				quiesceStep(faults.Ingestion, "fault"),
+			}},
 		{ID: "class-retraction-shared-edge-unknown", System: faults.Ingestion, Class: "retraction-shared-edge-unknown",
 			Description: "a document is retracted while another still supports one of its edges; the retraction's graph write commits and the worker dies before it learns so",
 			Steps: []Step{
