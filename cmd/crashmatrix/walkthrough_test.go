@@ -132,7 +132,9 @@ func editOrphan(t *testing.T, section, dir, yamlBlock string) {
 
 func runShell(t *testing.T, dir, line string) (string, int) {
 	t.Helper()
-	out, code, err := docstest.Shell(dir, nil, line)
+	// What the commands leave in the temporary directory (a failed run
+	// keeps its histories there) goes with the test.
+	out, code, err := docstest.Shell(dir, []string{"TMPDIR=" + t.TempDir()}, line)
 	if err != nil {
 		t.Fatal(err)
 	}
