@@ -199,12 +199,12 @@ func (s *Service) executeFresh(ctx context.Context, op Operation, plan Plan, lea
 				return e
 			}
 			// With the lease broken, another instance may have ended the
-			// operation meanwhile (dead-lettered it and reconciled its
-			// edges away, or abandoned it): its plan must not commit. The
-			// revision CAS cannot tell, since nothing else committed.
+			// operation meanwhile, or begun its dead letter (reconciling
+			// its edges away): its plan must not commit. The revision CAS
+			// cannot tell, since nothing else committed.
 			if cur, e := s.Ops.Get(ctx, op.OperationID); e != nil {
 				return e
-			} else if cur.Finished() {
+			} else if cur.Finished() || strings.HasPrefix(cur.FailureReason, DeadLetterPending) {
 				refused = true
 				return fmt.Errorf("operation %s ended meanwhile (%s): %w", op.OperationID, describeFinish(cur), ErrLeaseLost)
 			}
@@ -392,8 +392,12 @@ func (s *Service) writeGraph(ctx context.Context, op Operation, plan Plan, lease
 	return writes, nil
 }
 
-// describeFinish names how a finished operation ended.
+// describeFinish names how a finished operation ended (or that its dead
+// letter is under way).
 func describeFinish(op Operation) string {
+	if strings.HasPrefix(op.FailureReason, DeadLetterPending) && !op.Finished() {
+		return "dead letter under way"
+	}
 	if op.Disposition != Active {
 		return string(op.Disposition)
 	}
