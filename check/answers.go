@@ -36,26 +36,47 @@ func checkAnswers(s Snapshot, log history.Log) []Violation {
 		add(st)
 	}
 	var out []Violation
-	open := map[string][]history.Observation{} // worker -> intents asked, not yet answered
-	for _, r := range log {
-		switch {
-		case r.Kind == history.Seen && r.Obs != nil && r.Obs.What == history.SeenIntent && (r.Obs.Do == "ingest" || r.Obs.Do == "retract"):
-			open[r.Worker] = append(open[r.Worker], *r.Obs)
-		case r.Kind == history.Result && (r.Do == "ingest" || r.Do == "retract") && len(open[r.Worker]) > 0:
-			in := open[r.Worker][0]
-			open[r.Worker] = open[r.Worker][1:]
-			if r.Err != "" || r.Result == nil || r.Result.Outcome == "" {
-				continue
-			}
-			if why := disagreement(in, *r.Result, ops, byRev[in.Doc]); why != "" {
-				op := r.Result.Op
-				out = append(out, Violation{Invariant: I9, Operation: op, Document: in.Doc,
-					Message:  fmt.Sprintf("%s's %s of document %s was answered %s (revision %d), yet %s", r.Worker, in.Do, in.Doc, r.Result.Outcome, r.Result.Revision, why),
-					Evidence: []string{"the operation in the store: " + describeOp(ops, op), "the document at that revision: " + describeRev(byRev[in.Doc], r.Result.Revision)}})
-			}
+	pairs, _ := pairAnswers(log)
+	for _, p := range pairs {
+		r, in := log[p.answer], p.intent
+		if r.Err != "" || r.Result == nil || r.Result.Outcome == "" {
+			continue
+		}
+		if why := disagreement(in, *r.Result, ops, byRev[in.Doc]); why != "" {
+			op := r.Result.Op
+			out = append(out, Violation{Invariant: I9, Operation: op, Document: in.Doc,
+				Message:  fmt.Sprintf("%s's %s of document %s was answered %s (revision %d), yet %s", r.Worker, in.Do, in.Doc, r.Result.Outcome, r.Result.Revision, why),
+				Evidence: []string{"the operation in the store: " + describeOp(ops, op), "the document at that revision: " + describeRev(byRev[in.Doc], r.Result.Revision)}})
 		}
 	}
 	return out
+}
+
+// answerPair is one ingest or retraction intent a worker asked (the Seen
+// intent record at index asked) and the service's answer to it (the
+// Result record at index answer).
+type answerPair struct {
+	intent        history.Observation
+	asked, answer int
+}
+
+// pairAnswers pairs each worker's ingest and retraction intents with the
+// results that answered them, in order (a worker asks one at a time), and
+// returns the intents never answered by worker.
+func pairAnswers(log history.Log) (pairs []answerPair, open map[string][]answerPair) {
+	open = map[string][]answerPair{}
+	for i, r := range log {
+		switch {
+		case r.Kind == history.Seen && r.Obs != nil && r.Obs.What == history.SeenIntent && (r.Obs.Do == "ingest" || r.Obs.Do == "retract"):
+			open[r.Worker] = append(open[r.Worker], answerPair{intent: *r.Obs, asked: i})
+		case r.Kind == history.Result && (r.Do == "ingest" || r.Do == "retract") && len(open[r.Worker]) > 0:
+			p := open[r.Worker][0]
+			open[r.Worker] = open[r.Worker][1:]
+			p.answer = i
+			pairs = append(pairs, p)
+		}
+	}
+	return pairs, open
 }
 
 // disagreement says how the stores contradict one answer, or "".

@@ -440,34 +440,24 @@ func (x *intentIndex) checkFulfilled(s Snapshot) []Violation {
 		asked, answer int
 		overlapped    bool
 	}
-	type asked struct {
-		in history.Observation
-		at int
-	}
 	last := map[string]*answered{}
 	lastAnswer := map[string]int{}                   // doc -> history index of its latest answer
 	failed := map[string]bool{}                      // doc -> some intent on it was answered with an error
-	open := map[string][]asked{}                     // worker -> intents without an answer yet
 	unanswered := map[string][]history.Observation{} // doc -> intents never answered
-	for i, r := range x.log {
-		switch {
-		case r.Kind == history.Seen && r.Obs != nil && r.Obs.What == history.SeenIntent && (r.Obs.Do == "ingest" || r.Obs.Do == "retract"):
-			open[r.Worker] = append(open[r.Worker], asked{*r.Obs, i})
-		case r.Kind == history.Result && (r.Do == "ingest" || r.Do == "retract") && len(open[r.Worker]) > 0:
-			in := open[r.Worker][0]
-			open[r.Worker] = open[r.Worker][1:]
-			if r.Err != "" {
-				failed[in.in.Doc] = true
-			}
-			prev, seen := lastAnswer[in.in.Doc]
-			last[in.in.Doc] = &answered{intent: in.in, worker: r.Worker, res: r.Result, err: r.Err, asked: in.at, answer: i,
-				overlapped: seen && prev > in.at}
-			lastAnswer[in.in.Doc] = i
+	pairs, open := pairAnswers(x.log)
+	for _, p := range pairs {
+		r, doc := x.log[p.answer], p.intent.Doc
+		if r.Err != "" {
+			failed[doc] = true
 		}
+		prev, seen := lastAnswer[doc]
+		last[doc] = &answered{intent: p.intent, worker: r.Worker, res: r.Result, err: r.Err, asked: p.asked, answer: p.answer,
+			overlapped: seen && prev > p.asked}
+		lastAnswer[doc] = p.answer
 	}
 	for _, ins := range open {
 		for _, in := range ins {
-			unanswered[in.in.Doc] = append(unanswered[in.in.Doc], in.in)
+			unanswered[in.intent.Doc] = append(unanswered[in.intent.Doc], in.intent)
 		}
 	}
 	// An operation under way before the history began is an intent asked
