@@ -161,7 +161,7 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 		}
 		hist.Append(history.Record{Kind: history.Action, Index: i, Do: a.Do, Op: a.Op, Doc: a.Doc, Thread: a.Thread})
 		out, err := w.run(ctx, a)
-		r := history.Record{Kind: history.Result, Index: i, Do: a.Do, Result: out}
+		r := history.Record{Kind: history.Result, Index: i, Do: a.Do, Result: out, Calls: rt.Passed(faults.StoreCall), Commits: rt.Passed(faults.StoreCommit)}
 		if err != nil {
 			r.Err = err.Error()
 		}

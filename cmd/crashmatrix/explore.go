@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -101,6 +102,10 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			if err != nil {
 				return err
 			}
+			schedule, err := scheduleFrom(cmd, from, processes)
+			if err != nil {
+				return err
+			}
 			backend, self, cleanup, err := server.setUp(cmd, backendName)
 			if err != nil {
 				return err
@@ -122,6 +127,11 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 				WorkDir: workdir, InProcess: !processes, InProcessFiles: files, Seed: seed, Bugs: bs, Mutant: mutant}
 			if processes {
 				server.useFaults(&cfg)
+			}
+			if schedule != nil {
+				// The schedule runs under the settings it was found with.
+				cfg = schedule.Apply(cfg)
+				bs, mutant, seed = cfg.Bugs, cfg.Mutant, cfg.Seed
 			}
 			runner, err := sim.NewRunner(cfg)
 			if err != nil {
@@ -160,9 +170,11 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			if parallel <= 0 {
 				parallel = 4 * runtime.NumCPU()
 			}
-			start, err := exploreFrom(cmd, runner, from, target)
-			if err != nil {
-				return err
+			var start *initial.State
+			if schedule == nil {
+				if start, err = exploreFrom(cmd, runner, from, target); err != nil {
+					return err
+				}
 			}
 			if server.faults != nil && cfg.ServerFaults != nil {
 				// Server faults join the schedules (process kills only).
@@ -173,13 +185,19 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 					}
 				}
 			}
-			res := explore.Run(cmd.Context(), runner, explore.Options{Seed: seed, Budget: budget, MaxSchedules: max, ShardIndex: si, ShardCount: sn,
-				Confirm: confirm, Parallel: parallel, Target: target, Shape: shape, Initial: start, Progress: func(n int) {
-					if time.Since(last) > 5*time.Second {
-						last = time.Now()
-						fmt.Fprintf(cmd.ErrOrStderr(), "  %d schedules…\n", n)
-					}
-				}})
+			var res explore.Result
+			if schedule != nil {
+				fmt.Fprintf(out, "from %s: its schedule, %s, shrunk while it breaks %s\n", from, explore.Describe(schedule.Case()), cmp.Or(target, "what it breaks"))
+				res = explore.ShrinkCase(cmd.Context(), runner, schedule.Case(), target, confirm)
+			} else {
+				res = explore.Run(cmd.Context(), runner, explore.Options{Seed: seed, Budget: budget, MaxSchedules: max, ShardIndex: si, ShardCount: sn,
+					Confirm: confirm, Parallel: parallel, Target: target, Shape: shape, Initial: start, Progress: func(n int) {
+						if time.Since(last) > 5*time.Second {
+							last = time.Now()
+							fmt.Fprintf(cmd.ErrOrStderr(), "  %d schedules…\n", n)
+						}
+					}})
+			}
 			fmt.Fprintf(out, "%d schedules in %s (%.0f/s)", res.Schedules, res.Took.Round(time.Millisecond), res.Rate())
 			if res.Other > 0 {
 				fmt.Fprintf(out, ", %d broke other invariants than %s", res.Other, target)
@@ -187,10 +205,17 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			fmt.Fprintln(out)
 			f := res.Finding
 			if f == nil {
+				if schedule != nil {
+					fmt.Fprintf(out, "the schedule of %s broke nothing to shrink this time (verdict in the line above; %d undecided, %d broke another invariant than %s)\n", from, res.Skipped, res.Other, target)
+					return nil
+				}
 				fmt.Fprintf(out, "no violation found (seed %d)\n", seed)
 				return nil
 			}
 			f.Shrunk.ID = fmt.Sprintf("explored-s%d-%d-%s", seed, f.Index, strings.ToLower(f.Invariant))
+			if schedule != nil {
+				f.Shrunk.ID = schedule.Name + "-shrunk"
+			}
 			sc, err := scenarios.FromCase(f.Shrunk)
 			if err != nil {
 				return fmt.Errorf("writing the shrunk schedule: %w", err)
@@ -200,7 +225,12 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			sc.Expect = scenarios.Expect{Verdict: "fail", Breaks: []check.Invariant{inv}}
 			sc.Description = fmt.Sprintf("Found by crashmatrix explore --seed %d (schedule %d, %s) and shrunk from %s to %s; breaks %s.",
 				seed, f.Index, mode, explore.Describe(f.Original), explore.Describe(f.Shrunk), inv)
-			if from != "" {
+			switch {
+			case schedule != nil:
+				sc.Backend, sc.LeaseTTL, sc.Initial = schedule.Backend, schedule.LeaseTTL, schedule.Initial
+				sc.Description = fmt.Sprintf("The schedule of %s (%s), shrunk by crashmatrix explore --from to %s; breaks %s.",
+					from, mode, explore.Describe(f.Shrunk), inv)
+			case from != "":
 				sc.Description += " Starts from the initial state of " + from + "."
 			}
 			b, err := sc.Marshal()
@@ -225,7 +255,11 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			if err := os.WriteFile(path, append(findingComment(inv.Short(), shown, strings.Join(replay, " ")), b...), 0o644); err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "VIOLATION %s in schedule %d of seed %d, found after %s\n", inv, f.Index, seed, f.FoundAfter.Round(time.Millisecond))
+			if schedule != nil {
+				fmt.Fprintf(out, "VIOLATION %s in the schedule of %s\n", inv, from)
+			} else {
+				fmt.Fprintf(out, "VIOLATION %s in schedule %d of seed %d, found after %s\n", inv, f.Index, seed, f.FoundAfter.Round(time.Millisecond))
+			}
 			for _, v := range f.Result.Violations {
 				fmt.Fprintf(out, "  %s\n", v)
 			}
@@ -252,9 +286,34 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.StringVar(&mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure)")
 	fl.StringVar(&outDir, "out", "crashmatrix-findings", "where the shrunk scenario is written")
 	fl.StringVar(&workdir, "workdir", "", "scratch directory (default: a temporary one)")
-	fl.StringVar(&from, "from", "", "start every schedule from the initial block of this scenario file (crashmatrix snapshot writes one)")
+	fl.StringVar(&from, "from", "", "start every schedule from the initial block of this scenario file (crashmatrix snapshot writes one); a scenario with a schedule of its own (a random kill's finding) is shrunk instead, under its bugs, mutant, seed and lease TTL")
 	server.register(fl)
 	return cmd
+}
+
+// scheduleFrom returns the scenario of --from when it holds a schedule
+// (a step before its quiesce step: a random kill's finding, a scenario
+// file), which explore then shrinks instead of searching; nil for none or
+// a scenario with only an initial state.
+func scheduleFrom(cmd *cobra.Command, from string, processes bool) (*scenarios.Scenario, error) {
+	if from == "" {
+		return nil, nil
+	}
+	sc, err := scenarios.Load(from)
+	if err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), err)
+		return nil, exitError{2}
+	}
+	if !slices.ContainsFunc(sc.Steps, func(st scenarios.Step) bool { return st.Worker != "quiesce" }) {
+		return nil, nil
+	}
+	if !processes && slices.ContainsFunc(sc.Case().Steps, func(st sim.Step) bool {
+		_, commit := st.Arms[faults.StoreCommit]
+		return commit || st.Kill != nil
+	}) {
+		return nil, fmt.Errorf("--from %s: its schedule kills a worker inside a store call (storeCommit, or a wall-clock kill): that needs --processes", from)
+	}
+	return sc, nil
 }
 
 // exploreFrom loads the initial state of --from (nil without it) and runs
