@@ -154,6 +154,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			}
 			shape := explore.DefaultShape
 			shape.StoreWindows, shape.RandomKill, shape.KillBase = probe.Windows, randomKills, probe.Base
+			shape.KillCalls, shape.KillCommits = probe.Calls, probe.Commits
 			if powerLoss > 0 {
 				if why := runner.PowerLossUntested(); why != "" {
 					fmt.Fprintf(cmd.ErrOrStderr(), "crashmatrix: --power-loss: %s\n", sim.PowerLossNotTested(why))
@@ -163,7 +164,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			}
 			fmt.Fprintf(out, "exploring: seed %d, shard %d/%d, budget %s, backend %s, %s, %d store windows", seed, si, sn, budget, backend, mode, len(probe.Windows))
 			if randomKills > 0 {
-				fmt.Fprintf(out, ", random kills on %.0f%% of clients over %s", 100*randomKills, probe.Base.Round(time.Millisecond))
+				fmt.Fprintf(out, ", random kills on %.0f%% of clients over %d store calls and %d commits (%s)", 100*randomKills, probe.Calls, probe.Commits, probe.Base.Round(time.Millisecond))
 			}
 			fmt.Fprintln(out)
 			last := time.Now()
@@ -277,7 +278,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.StringVar(&backendName, "backend", "sqlite", "backend")
 	fl.BoolVar(&processes, "processes", false, "kill real worker processes instead of the in-process mode")
 	fl.Float64Var(&powerLoss, "power-loss", 0, "share (0..1) of armed crashes that cut the power instead (every process of the schedule dies and what was not fsynced is lost); needs --processes, an embedded backend and FUSE")
-	fl.Float64Var(&randomKills, "random-kills", 0, "share (0..1) of client workers SIGKILLed at a random instant of their run instead of (or besides) failpoints; needs --processes")
+	fl.Float64Var(&randomKills, "random-kills", 0, "share (0..1) of client workers SIGKILLed at a random instant of their run (before a store call or inside a commit, drawn over the probe's counts) besides failpoints; needs --processes")
 	fl.BoolVar(&files, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
 	fl.IntVar(&parallel, "parallel", 0, "schedules at once (default 4 per core)")
 	fl.IntVar(&confirm, "confirm", 3, "re-runs a shrink candidate must fail in")

@@ -57,10 +57,14 @@ type Shape struct {
 	// clients arm them like the catalogue's.
 	StoreWindows []sim.StoreWindow
 	// RandomKill is the share (0..1) of client workers SIGKILLed at a
-	// random instant of their run, drawn over KillBase (the probe's
-	// measured fault-free run); real processes only.
-	RandomKill float64
-	KillBase   time.Duration
+	// random instant of their run: before a store call or inside a write
+	// commit drawn over KillCalls and KillCommits (the probe's counts,
+	// sim.KillInstant), replayable and shrinkable; or, where no commit is
+	// seen, every other one at a wall-clock offset drawn over KillBase
+	// (the probe's measured fault-free run). Real processes only.
+	RandomKill             float64
+	KillBase               time.Duration
+	KillCalls, KillCommits int
 	// PowerLoss is the share (0..1) of armed crashes that become power
 	// losses (faults.PowerLoss): real processes on a runner that can cut
 	// the power only (sim.Runner.PowerLossUntested).
@@ -189,7 +193,14 @@ func build(r *rand.Rand, shape Shape) sim.Case {
 		// keep the schedules they always had.
 		if shape.RandomKill > 0 && !st.Background && r.Float64() < shape.RandomKill {
 			seed := r.Int63()
-			st.Kill = &sim.RandomKill{Seed: seed, Offset: sim.KillOffset(seed, shape.KillBase), Base: shape.KillBase}
+			if p, hit, ok := sim.KillInstant(seed, shape.KillCalls, shape.KillCommits); ok {
+				if st.Arms == nil {
+					st.Arms = faults.Arms{}
+				}
+				st.Arms[p] = faults.On(faults.Crash, hit)
+			} else {
+				st.Kill = &sim.RandomKill{Seed: seed, Offset: sim.KillOffset(seed, shape.KillBase), Base: shape.KillBase}
+			}
 		}
 		names = append(names, st.Worker)
 		c.Steps = append(c.Steps, st)
