@@ -83,7 +83,7 @@ Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant 
 	fl.StringVar(&f.junitOut, "junit", "", "write JUnit XML here")
 	fl.StringVar(&f.html, "html", "", "write the self-contained HTML report here")
 	fl.IntVar(&f.parallel, "parallel", 12, "cases run at once")
-	fl.IntVar(&f.randomKills, "random-kills", 0, "also run N random-instant kills: the standard script's worker SIGKILLed at a seeded instant drawn from its measured fault-free run (real processes only)")
+	fl.IntVar(&f.randomKills, "random-kills", 0, "also run N random kills: the standard script's worker SIGKILLed at a seeded instant of its run, before a store call or inside a commit of the embedded database (replayable), or where no commit is seen every other one at a wall-clock offset (real processes only)")
 	fl.Int64Var(&f.seed, "seed", 1, "seed for retry jitter")
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "the document lease TTL in workers (a killed worker blocks its document this long): 250ms embedded, 600ms on servers by default; with --wall-clock and no value it adapts to what a calibration of step latency, and the cases themselves, measure")
 	fl.BoolVar(&f.wallClock, "wall-clock", false, "run worker leases, claims and backoff on the wall clock; by default a case's workers share a harness clock that moves only when one sleeps or stalls, so the verdict does not depend on the machine's load (use it when a lock provider compares expiry with a clock of its own)")
