@@ -188,7 +188,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			}
 			var res explore.Result
 			if schedule != nil {
-				fmt.Fprintf(out, "from %s: its schedule, %s, shrunk while it breaks %s\n", from, explore.Describe(schedule.Case()), cmp.Or(target, "what it breaks"))
+				fmt.Fprintf(out, "from %s: its schedule, %s, shrunk while it breaks %s\n", from, explore.Describe(schedule.Case()), cmp.Or(target, "the first invariant it breaks"))
 				res = explore.ShrinkCase(cmd.Context(), runner, schedule.Case(), target, confirm)
 			} else {
 				res = explore.Run(cmd.Context(), runner, explore.Options{Seed: seed, Budget: budget, MaxSchedules: max, ShardIndex: si, ShardCount: sn,
@@ -199,7 +199,11 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 						}
 					}})
 			}
-			fmt.Fprintf(out, "%d schedules in %s (%.0f/s)", res.Schedules, res.Took.Round(time.Millisecond), res.Rate())
+			if schedule != nil {
+				fmt.Fprintf(out, "ran and shrunk in %s", res.Took.Round(time.Millisecond))
+			} else {
+				fmt.Fprintf(out, "%d schedules in %s (%.0f/s)", res.Schedules, res.Took.Round(time.Millisecond), res.Rate())
+			}
 			if res.Other > 0 {
 				fmt.Fprintf(out, ", %d broke other invariants than %s", res.Other, target)
 			}
@@ -287,15 +291,15 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.StringVar(&mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure)")
 	fl.StringVar(&outDir, "out", "crashmatrix-findings", "where the shrunk scenario is written")
 	fl.StringVar(&workdir, "workdir", "", "scratch directory (default: a temporary one)")
-	fl.StringVar(&from, "from", "", "start every schedule from the initial block of this scenario file (crashmatrix snapshot writes one); a scenario with a schedule of its own (a random kill's finding) is shrunk instead, under its bugs, mutant, seed and lease TTL")
+	fl.StringVar(&from, "from", "", "start every schedule from the initial block of this scenario file (crashmatrix snapshot writes one); a scenario whose steps arm faults (a random kill's finding) is shrunk instead, under its bugs, mutant, seed and lease TTL")
 	server.register(fl)
 	return cmd
 }
 
-// scheduleFrom returns the scenario of --from when it holds a schedule
-// (a step before its quiesce step: a random kill's finding, a scenario
-// file), which explore then shrinks instead of searching; nil for none or
-// a scenario with only an initial state.
+// scheduleFrom returns the scenario of --from when it holds a fault
+// schedule (a step that arms a fault or a kill: a random kill's finding, a
+// library scenario), which explore then shrinks instead of searching; nil
+// for none or a scenario without faults (an initial state to start from).
 func scheduleFrom(cmd *cobra.Command, from string, processes bool) (*scenarios.Scenario, error) {
 	if from == "" {
 		return nil, nil
@@ -305,8 +309,8 @@ func scheduleFrom(cmd *cobra.Command, from string, processes bool) (*scenarios.S
 		fmt.Fprintln(cmd.ErrOrStderr(), err)
 		return nil, exitError{2}
 	}
-	if !slices.ContainsFunc(sc.Steps, func(st scenarios.Step) bool { return st.Worker != "quiesce" }) {
-		return nil, nil
+	if !slices.ContainsFunc(sc.Steps, func(st scenarios.Step) bool { return len(st.Faults) > 0 || st.Kill != nil }) {
+		return nil, nil // a state to start from (crashmatrix snapshot's recovery-only steps)
 	}
 	if !processes && slices.ContainsFunc(sc.Case().Steps, func(st sim.Step) bool {
 		_, commit := st.Arms[faults.StoreCommit]
