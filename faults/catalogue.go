@@ -205,10 +205,13 @@ var Catalogue = []Spec{
 }
 
 // Lookup returns the spec of a point: a catalogue window, or the
-// StoreCall pseudo-point.
+// StoreCall or StoreCommit pseudo-point.
 func Lookup(p Point) (Spec, bool) {
-	if p == StoreCall {
+	switch p {
+	case StoreCall:
 		return StoreCallSpec, true
+	case StoreCommit:
+		return StoreCommitSpec, true
 	}
 	for _, s := range Catalogue {
 		if s.Point == p {
@@ -227,7 +230,7 @@ func ParsePoint(s string) (Point, error) {
 	for _, c := range Catalogue {
 		names = append(names, string(c.Point))
 	}
-	names = append(names, string(StoreCall))
+	names = append(names, string(StoreCall), string(StoreCommit))
 	sort.Strings(names)
 	return "", fmt.Errorf("unknown failpoint %q (known: %v)", s, names)
 }

@@ -253,6 +253,20 @@ type Runtime struct {
 	// fenced counts the fenced steps (FencedSteps) running now: StoreCall
 	// does not fire inside them (storecall.go).
 	fenced int
+	// passed counts the passes through At by point, armed or not.
+	passed map[Point]int
+}
+
+// Passed is how often execution passed point p through At, armed or not
+// (StoreCall: the store calls outside fenced steps, the hit count a
+// "crash@k" there counts in): what a random kill is drawn over.
+func (r *Runtime) Passed(p Point) int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.passed[p]
 }
 
 // LeaseFault returns the lease fault (Split or Expire) that fired at the
@@ -300,6 +314,12 @@ func (r *Runtime) At(ctx context.Context, p Point, step func() error) error {
 	if isFenced(p) {
 		step = r.fencing(step)
 	}
+	r.mu.Lock()
+	if r.passed == nil {
+		r.passed = map[Point]int{}
+	}
+	r.passed[p]++
+	r.mu.Unlock()
 	a, ok := r.Injector.Eval(p)
 	if !ok {
 		return step()

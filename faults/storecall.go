@@ -11,8 +11,10 @@ package faults
 // revision read moved next to the write it guards, a check done after the
 // write instead of before).
 //
-// Only pause applies: a crash between two store calls is the crash of the
-// window before the next call, which the catalogue already has.
+// Pause and crash apply. A pause is a stall a competitor can run in; a
+// crash there ("crash@k") is how a random kill is anchored to an instant
+// the harness controls (sim.RandomKillCase): killed before its k-th store
+// call, a worker dies at the same place on every replay.
 //
 // StoreCall does not fire inside a fenced step (FencedSteps): there the
 // step checks the lease, then writes, and a stall between the two is one
@@ -27,7 +29,7 @@ const StoreCall Point = "storeCall"
 var StoreCallSpec = Spec{StoreCall, Ingestion, "the service's next store call",
 	"between any two store calls of the service (the hit-th call of the worker)",
 	"a holder that stalled between two store calls, its lease broken meanwhile, must be stopped by the revision CAS, the claim and the plan fingerprint",
-	[]Kind{Pause}, false}
+	[]Kind{Pause, Crash}, false}
 
 // FencedSteps are the windows whose step checks the lease and then writes.
 var FencedSteps = []Point{BeforePrepare, BeforeGraphWrite, BetweenGraphBatches, BeforeStateCommit}

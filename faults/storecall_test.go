@@ -2,6 +2,7 @@ package faults_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -33,10 +34,51 @@ func TestStoreCallSkipsFencedSteps(t *testing.T) {
 	if got := sched.Hits(faults.StoreCall); got != 2 {
 		t.Fatalf("StoreCall counted %d hits, want 2 (the calls outside the fenced step)", got)
 	}
-	if spec, ok := faults.Lookup(faults.StoreCall); !ok || !spec.Applies(faults.Pause) || spec.Applies(faults.Crash) {
-		t.Fatalf("Lookup(storeCall) = %+v, %v; want a spec that applies pause only", spec, ok)
+	if spec, ok := faults.Lookup(faults.StoreCall); !ok || !spec.Applies(faults.Pause) || !spec.Applies(faults.Crash) || spec.Applies(faults.Unknown) {
+		t.Fatalf("Lookup(storeCall) = %+v, %v; want a spec that applies pause and crash only", spec, ok)
+	}
+	if got := rt.Passed(faults.StoreCall); got != 2 {
+		t.Fatalf("Passed(storeCall) = %d, want 2 (the calls outside the fenced step)", got)
 	}
 	if _, err := faults.ParsePoint("storeCall"); err != nil {
 		t.Fatal(err)
 	}
 }
+
+// StoreCommit numbers the write commits of the process whose runtime takes
+// them: a crash armed at its j-th hit fires at the j-th commit, and none
+// is counted once the runtime lets go.
+func TestStoreCommitNumbersCommits(t *testing.T) {
+	sched := faults.NewSchedule()
+	sched.Arm(faults.StoreCommit, faults.On(faults.Crash, 3))
+	var crashedAt []int
+	commits := 0
+	rt := &faults.Runtime{Injector: sched, Crash: func(faults.Hit) { crashedAt = append(crashedAt, commits); panic(errCrashed) }}
+	commit := func() {
+		defer func() {
+			if r := recover(); r != nil && r != errCrashed {
+				panic(r)
+			}
+		}()
+		faults.AtCommit()
+		commits++
+	}
+	commit() // no runtime takes the commits yet: not counted
+	faults.CommitsTo(rt)
+	for i := 0; i < 4; i++ {
+		commit()
+	}
+	faults.CommitsTo(nil)
+	commit()
+	if len(crashedAt) != 1 || crashedAt[0] != 3 {
+		t.Fatalf("crashes after %v commits, want one, before the third commit the runtime saw (after 3 in all)", crashedAt)
+	}
+	if got := rt.Passed(faults.StoreCommit); got != 4 {
+		t.Fatalf("Passed(storeCommit) = %d, want 4", got)
+	}
+	if spec, ok := faults.Lookup(faults.StoreCommit); !ok || !spec.Applies(faults.Crash) || spec.Applies(faults.Pause) {
+		t.Fatalf("Lookup(storeCommit) = %+v, %v; want a spec that applies crash only", spec, ok)
+	}
+}
+
+var errCrashed = errors.New("crashed")

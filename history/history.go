@@ -127,6 +127,13 @@ type Record struct {
 	// record (what a replay of the kill waits after that record).
 	Micros int64 `json:"us,omitempty"`
 	Since  int64 `json:"since,omitempty"`
+	// Calls and Commits are an Exit's and a Result's: how many store calls
+	// the worker had made by then outside fenced steps (faults.StoreCall)
+	// and how many write transactions of its embedded database it had
+	// committed (faults.StoreCommit, a worker process only): the instants
+	// a random kill is drawn over, and what each action took of them.
+	Calls   int `json:"calls,omitempty"`
+	Commits int `json:"commits,omitempty"`
 }
 
 // Writer appends records to a case's history as one worker.

@@ -49,9 +49,10 @@ type CrashOptions struct {
 	// backend can switch on a deliberate defect of its own with it, to
 	// prove the certification catches it.
 	Mutant string
-	// RandomKills adds that many random-instant kills (the standard
-	// script's worker SIGKILLed at a seeded instant of its run), seeded by
-	// Seed (default 1).
+	// RandomKills adds that many random kills (the standard script's
+	// worker SIGKILLed at a seeded instant of its run: before a store call
+	// or inside a commit of the embedded database, so that a finding
+	// replays; see docs/fault-kinds.md), seeded by Seed (default 1).
 	RandomKills int
 	Seed        int64
 	// ReportDir, when set, holds the run's working data; a run that does

@@ -347,9 +347,10 @@ func killSeeds(t *testing.T) (n int, measure bool) {
 	return n, true
 }
 
-// (b) and (c) without a declaration: random-instant kills find the
-// window nobody declared within 200 kills; the violation names its seed,
-// offset and last event, and its scenario file replays it.
+// (b) and (c) without a declaration: random kills find the window nobody
+// declared within 200 kills; the violation names its seed, its instant (a
+// write commit inside the store method: faults.StoreCommit) and last event,
+// and its scenario file replays it 10 times in 10.
 func TestRandomKillsFindUndeclaredWindows(t *testing.T) {
 	for _, b := range []sim.Backend{twoStepCreateBackend(false), twoStepStateBackend(false)} {
 		t.Run(b.Name, func(t *testing.T) {
@@ -378,15 +379,22 @@ func TestRandomKillsFindUndeclaredWindows(t *testing.T) {
 				}
 				found++
 				note := strings.Join(hit.Notes, "; ")
-				if !strings.Contains(note, "seed ") || !strings.Contains(note, "offset ") || !strings.Contains(note, "last history event before the kill") {
-					t.Errorf("seed %d: the violation does not name seed, offset and last event: %q", seed, note)
+				_, p, k, anchored := sim.AnchoredKill(hit.Case)
+				if !anchored {
+					t.Fatalf("seed %d: %s found it with a wall-clock kill: on the embedded SQLite backend every random kill is anchored to a store call or a commit", seed, hit.Case.ID)
+				}
+				if !strings.Contains(note, "seed ") || !strings.Contains(note, fmt.Sprintf("a crash at %s@%d", p, k)) || !strings.Contains(note, "last history event before the kill") {
+					t.Errorf("seed %d: the violation does not name seed, instant and last event: %q", seed, note)
 				}
 				t.Logf("seed %d: found after %d random kills (%s broke %v): %s", seed, ran, hit.Case.ID, hit.Broken(), note)
 				n := replays(t, b, *hit)
 				reproduced += n
-				t.Logf("replays of %s (kill %+v): %d of 10 broke %v again", hit.Case.ID, *hit.Case.Steps[0].Kill, n, hit.Broken())
+				t.Logf("replays of %s (%s@%d): %d of 10 broke %v again", hit.Case.ID, p, k, n, hit.Broken())
+				if n != 10 {
+					t.Errorf("%s (a crash at %s@%d) reproduced in %d of 10 replays of its scenario, want 10: an anchored kill lands at the same place every time", hit.Case.ID, p, k, n)
+				}
 			}
-			t.Logf("%s: found by random kills on %d of %d seeds; %d of %d anchored replays reproduced", b.Name, found, tried, reproduced, 10*found)
+			t.Logf("%s: found by random kills on %d of %d seeds; %d of %d replays reproduced", b.Name, found, tried, reproduced, 10*found)
 			if measure && found*2 <= seeds {
 				t.Fatalf("%s: random kills found the undeclared window on %d of %d seeds, want most", b.Name, found, seeds)
 			}
@@ -398,8 +406,8 @@ func TestRandomKillsFindUndeclaredWindows(t *testing.T) {
 }
 
 // replays runs a random kill's case 10 times as `crashmatrix run` would
-// (through its scenario file: same seed, same offset) and counts the runs
-// that broke the same invariants.
+// (through its scenario file: the same crash at the same store call or
+// commit) and counts the runs that broke the same invariants.
 func replays(t *testing.T, b sim.Backend, hit sim.CaseResult) int {
 	t.Helper()
 	sc, err := scenarios.FromCase(hit.Case)
@@ -423,8 +431,8 @@ func replays(t *testing.T, b sim.Backend, hit sim.CaseResult) int {
 		t.Fatal(err)
 	}
 	c := back.Case()
-	if c.Steps[0].Kill == nil || c.Steps[0].Kill.Offset != hit.Case.Steps[0].Kill.Offset {
-		t.Fatalf("the scenario file lost the kill offset:\n%s", text)
+	if _, p, k, ok := sim.AnchoredKill(c); !ok || c.Steps[0].Arms[p] != hit.Case.Steps[0].Arms[p] {
+		t.Fatalf("the scenario file lost the kill's instant (%s@%d):\n%s", p, k, text)
 	}
 	cases := make([]sim.Case, 10)
 	for i := range cases {

@@ -27,7 +27,7 @@ func TestReportsShowStoreWindowsAndRandomKills(t *testing.T) {
 		}
 		results = append(results, r)
 	}
-	kills := sim.RandomKills(1, 3, 40*time.Millisecond)
+	kills := sim.RandomKills(1, 3, sim.Probe{Base: 40 * time.Millisecond})
 	for i, c := range kills {
 		r := sim.CaseResult{Case: c, Verdict: sim.Pass, Hits: map[string]int{}}
 		if i == 1 {

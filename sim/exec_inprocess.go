@@ -188,6 +188,9 @@ func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration
 	if spec.KillAfterMicros > 0 {
 		return nil, fmt.Errorf("worker %s: a random-instant kill needs real worker processes, not the in-process mode (a goroutine cannot be stopped at an instant)", spec.Worker)
 	}
+	if _, ok := spec.Arms[faults.StoreCommit]; ok {
+		return nil, fmt.Errorf("worker %s: %s needs real worker processes, not the in-process mode (its workers share one process and one database: a commit is nobody's in particular)", spec.Worker, faults.StoreCommit)
+	}
 	x.pid++
 	w := &inprocWorker{spec: spec, hist: x.hist, parked: make(chan struct{}, 1), done: make(chan WorkerResult, 1), relCh: make(chan struct{})}
 	hw := x.hist.Writer(spec.Worker, spec.Phase, x.clock.Now)

@@ -47,6 +47,12 @@ type Probe struct {
 	// its exit, without faults: the shortest of baseRuns runs, so that a
 	// kill drawn below it fires on all but unusually fast runs.
 	Base time.Duration `json:"base"`
+	// Calls and Commits are the same worker's store calls (outside fenced
+	// steps, faults.StoreCall) and write commits of its embedded database
+	// (faults.StoreCommit; 0 where the harness does not see them): the
+	// fewest of its fault-free runs. Random kills are drawn over them.
+	Calls   int `json:"calls,omitempty"`
+	Commits int `json:"commits,omitempty"`
 	// StaleCalls counts, for each lease fault kind, the store calls of the
 	// stale holder of its case when nobody competes: the between-calls
 	// cases sweep them (sim/between.go).
@@ -85,9 +91,12 @@ func (r *Runner) Probe(ctx context.Context) (Probe, error) {
 		res := r.RunCase(ctx, c)
 		if c.ID == "probe-ingest" {
 			pr.Base = res.faultWorkerTime()
+			pr.Calls, pr.Commits = res.faultWorkerInstants()
 			for i := 1; i < baseRuns && res.Verdict == Pass; i++ {
 				if again := r.RunCase(ctx, c); again.Verdict == Pass {
 					pr.Base = min(pr.Base, again.faultWorkerTime())
+					calls, commits := again.faultWorkerInstants()
+					pr.Calls, pr.Commits = min(pr.Calls, calls), min(pr.Commits, commits)
 				}
 			}
 		}
@@ -143,6 +152,17 @@ func (cr CaseResult) faultWorkerTime() time.Duration {
 		}
 	}
 	return 0
+}
+
+// faultWorkerInstants are the fault worker's store calls and commits (its
+// exit record).
+func (cr CaseResult) faultWorkerInstants() (calls, commits int) {
+	for _, rec := range cr.Timeline {
+		if rec.Worker == "fault" && rec.Kind == history.Exit {
+			return rec.Calls, rec.Commits
+		}
+	}
+	return 0, 0
 }
 
 // StoreMatrix returns every store window x every store fault kind, built
@@ -290,16 +310,77 @@ func KillOffset(seed int64, base time.Duration) time.Duration {
 func RandomKillSeed(seed int64, i int) int64 { return seed*1_000_003 + int64(i) }
 
 // RandomKillCase is the standard script's fault worker killed at a seeded
-// instant, then the restart: the quiesce step resubmits what the killed
-// worker's callers saw unfinished and runs recovery (one process fewer
-// than a window case, whose separate recovery worker may itself be the
-// one a fault hits).
-func RandomKillCase(seed int64, base time.Duration) Case {
+// instant of its run, then the restart: the quiesce step resubmits what
+// the killed worker's callers saw unfinished and runs recovery (one
+// process fewer than a window case, whose separate recovery worker may
+// itself be the one a fault hits).
+//
+// The instant is one the harness controls and numbers (KillInstant): before
+// the worker's k-th store call (a crash at faults.StoreCall, hit k) or
+// inside its j-th write commit of the embedded database (faults.StoreCommit,
+// hit j), drawn uniformly over the calls and commits the probe counted. The
+// kill is a real SIGKILL at a failpoint, so a replay of its scenario
+// kills at the same place. Where the harness sees no commits (a server, a
+// store process), a kill inside a store call can only be placed by the
+// wall clock: every other seed there is a wall-clock kill (WallClockKillCase),
+// which cannot replay by construction.
+func RandomKillCase(seed int64, pr Probe) Case {
+	p, hit, ok := KillInstant(seed, pr.Calls, pr.Commits)
+	if !ok {
+		return WallClockKillCase(seed, pr.Base)
+	}
+	at := fmt.Sprintf("before its store call %d of %d", hit, pr.Calls)
+	if p == faults.StoreCommit {
+		at = fmt.Sprintf("inside its write commit %d of %d, before the commit is durable", hit, pr.Commits)
+	}
+	return Case{ID: fmt.Sprintf("random-kill-%d", seed), System: faults.Ingestion, Class: RandomKillClass,
+		Description: fmt.Sprintf("the standard script's worker is SIGKILLed %s (seed %d: a crash at %s@%d, replayable)", at, seed, p, hit),
+		Steps: []Step{{Worker: "fault", Actions: StandardScript(), Arms: faults.Arms{p: faults.On(faults.Crash, hit)}, ExpectHit: []faults.Point{p}},
+			quiesceStep(faults.Ingestion, "fault")}}
+}
+
+// KillInstant draws a random kill's instant from seed over a worker's
+// calls store calls and commits write commits: the point (faults.StoreCall
+// or faults.StoreCommit) and its hit. ok is false when the kill is to be
+// placed by the wall clock instead: nothing counted, or, where no commit
+// is seen, every other seed (a kill inside a store call).
+func KillInstant(seed int64, calls, commits int) (p faults.Point, hit int, ok bool) {
+	r := rand.New(rand.NewPCG(uint64(seed), 0x63616c6c))
+	if calls+commits <= 0 || commits == 0 && r.IntN(2) == 0 {
+		return "", 0, false
+	}
+	x := 1 + r.IntN(calls+commits)
+	if x <= calls {
+		return faults.StoreCall, x, true
+	}
+	return faults.StoreCommit, x - calls, true
+}
+
+// WallClockKillCase is the standard script's fault worker SIGKILLed at a
+// seeded offset into its run, drawn over base (its measured fault-free
+// run): an instant the harness does not control. Its scenario records the
+// offset and an anchor in the worker's history, but where the kill lands
+// on a replay is up to the machine's timing.
+func WallClockKillCase(seed int64, base time.Duration) Case {
 	k := RandomKill{Seed: seed, Offset: KillOffset(seed, base), Base: base}
 	return Case{ID: fmt.Sprintf("random-kill-%d", seed), System: faults.Ingestion, Class: RandomKillClass,
-		Description: fmt.Sprintf("the standard script's worker is SIGKILLed %s into its run (seed %d, of a %s fault-free run), not at a failpoint",
+		Description: fmt.Sprintf("the standard script's worker is SIGKILLed %s into its run (seed %d, of a %s fault-free run), not at a failpoint: a wall-clock instant, not replayable by construction",
 			k.Offset.Round(time.Microsecond), seed, base.Round(time.Microsecond)),
 		Steps: []Step{{Worker: "fault", Actions: StandardScript(), Kill: &k}, quiesceStep(faults.Ingestion, "fault")}}
+}
+
+// AnchoredKill returns the point and hit of a case's anchored random kill
+// (a crash at faults.StoreCall or faults.StoreCommit); ok is false for a
+// case without one.
+func AnchoredKill(c Case) (worker string, p faults.Point, hit int, ok bool) {
+	for _, st := range c.Steps {
+		for _, pt := range []faults.Point{faults.StoreCall, faults.StoreCommit} {
+			if a, armed := st.Arms[pt]; armed && a.Kind == faults.Crash {
+				return st.Worker, pt, a.Hit, true
+			}
+		}
+	}
+	return "", "", 0, false
 }
 
 // rescaleKills keeps each random kill at the same fraction of its span
@@ -352,11 +433,12 @@ func (r *Runner) learnKillBase(c Case, h history.Log) {
 	}
 }
 
-// RandomKills returns n random-kill cases of a run seeded seed.
-func RandomKills(seed int64, n int, base time.Duration) []Case {
+// RandomKills returns n random-kill cases of a run seeded seed, drawn over
+// what the probe measured.
+func RandomKills(seed int64, n int, pr Probe) []Case {
 	out := make([]Case, 0, n)
 	for i := 0; i < n; i++ {
-		out = append(out, RandomKillCase(RandomKillSeed(seed, i), base))
+		out = append(out, RandomKillCase(RandomKillSeed(seed, i), pr))
 	}
 	return out
 }
@@ -366,6 +448,26 @@ func RandomKills(seed int64, n int, base time.Duration) []Case {
 // false when a worker finished before its kill (not exercised).
 func killNotes(c Case, h history.Log) (notes []string, ok bool) {
 	ok = true
+	if w, p, hit, anchored := AnchoredKill(c); anchored && c.Class == RandomKillClass {
+		// Whether it fired is the ExpectHit's to judge; the note says where.
+		var last *history.Record
+		for i := range h {
+			rec := &h[i]
+			if rec.Worker != w {
+				continue
+			}
+			if rec.Kind == history.Hit && rec.Point == p {
+				break
+			}
+			last = rec
+		}
+		lastText := "nothing"
+		if last != nil {
+			lastText = lastEventText(*last)
+		}
+		notes = append(notes, fmt.Sprintf("random kill of worker %s: seed %s, a crash at %s@%d (a replay kills there again); last history event before the kill: %s",
+			w, strings.TrimPrefix(c.ID, RandomKillClass+"-"), p, hit, lastText))
+	}
 	for _, st := range c.Steps {
 		if st.Kill == nil {
 			continue
@@ -448,7 +550,7 @@ func (s Selection) Cases(pr Probe, leaseTTLMillis, seed int64) []Case {
 	}
 	cases = append(cases, s.betweenCalls(BetweenCallsCases(pr.StaleCalls, leaseTTLMillis))...)
 	if s.RandomKills > 0 && len(s.Points) == 0 && len(s.Kinds) == 0 && (len(s.Classes) == 0 || slices.Contains(s.Classes, RandomKillClass)) {
-		cases = append(cases, RandomKills(seed, s.RandomKills, pr.Base)...)
+		cases = append(cases, RandomKills(seed, s.RandomKills, pr)...)
 	}
 	return cases
 }

@@ -141,6 +141,11 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 	// Store code reached from the service sees the runtime and can declare
 	// its own windows (faults.At).
 	ctx = faults.WithRuntime(ctx, rt)
+	if opt.History == nil {
+		// A worker process: its database's commits are its own.
+		faults.CommitsTo(rt)
+		defer faults.CommitsTo(nil)
+	}
 	defer armRandomKill(spec, hist, pid, began)()
 	w := &worker{spec: spec, hist: hist, rt: rt, backend: b, opt: opt, pid: pid, stops: st}
 	if opt.Stores != nil {
@@ -156,17 +161,19 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 		}
 		hist.Append(history.Record{Kind: history.Action, Index: i, Do: a.Do, Op: a.Op, Doc: a.Doc, Thread: a.Thread})
 		out, err := w.run(ctx, a)
-		r := history.Record{Kind: history.Result, Index: i, Do: a.Do, Result: out}
+		r := history.Record{Kind: history.Result, Index: i, Do: a.Do, Result: out, Calls: rt.Passed(faults.StoreCall), Commits: rt.Passed(faults.StoreCommit)}
 		if err != nil {
 			r.Err = err.Error()
 		}
 		hist.Append(r)
 		if err != nil && !spec.ContinueOnError {
-			hist.Append(history.Record{Kind: history.Exit, Reason: "stopped after a failed action", Micros: time.Since(began).Microseconds()})
+			hist.Append(history.Record{Kind: history.Exit, Reason: "stopped after a failed action", Micros: time.Since(began).Microseconds(),
+				Calls: rt.Passed(faults.StoreCall), Commits: rt.Passed(faults.StoreCommit)})
 			return nil
 		}
 	}
-	hist.Append(history.Record{Kind: history.Exit, Reason: "done", Micros: time.Since(began).Microseconds()})
+	hist.Append(history.Record{Kind: history.Exit, Reason: "done", Micros: time.Since(began).Microseconds(),
+		Calls: rt.Passed(faults.StoreCall), Commits: rt.Passed(faults.StoreCommit)})
 	return nil
 }
 

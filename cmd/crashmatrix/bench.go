@@ -110,6 +110,9 @@ func benchCmd() *cobra.Command {
 			if err := benchStoreWindows(cmd, self, backend, benchDir, rounds, parallel, randomKills, leaseTTL, walls[len(walls)/2]); err != nil {
 				return err
 			}
+			if err := benchKillReplay(cmd, self, backend, benchDir, leaseTTL, parallel, randomKills); err != nil {
+				return err
+			}
 		}
 		if cycles > 0 {
 			if err := benchCycles(cmd, self, backend, benchDir, cycles, cycleParallel, cycleTTL); err != nil {
@@ -129,7 +132,7 @@ func benchCmd() *cobra.Command {
 	fl.IntVar(&rounds, "rounds", 3, "full-matrix rounds")
 	fl.IntVar(&parallel, "parallel", 12, "cases at once in the full matrix")
 	fl.DurationVar(&leaseTTL, "lease-ttl", 0, "lease TTL for the full matrix (default as for certify)")
-	fl.IntVar(&randomKills, "random-kills", 100, "random-instant kills added to the full matrix with the store's own windows (0 skips that figure)")
+	fl.IntVar(&randomKills, "random-kills", 100, "random kills added to the full matrix with the store's own windows, and hunting a mutant for the random-kill replay figure (0 skips both)")
 	fl.IntVar(&cycles, "cycles", 300, "kill-restart-recover cycles")
 	fl.IntVar(&restarts, "restarts", 3, "with --backend containers and server faults: server restarts measured per server (kill -> first answered query); then the server-fault matrix runs once")
 	fl.IntVar(&cycleParallel, "cycle-parallel", 16, "cycles at once")

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/report"
@@ -84,7 +83,7 @@ Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant 
 	fl.StringVar(&f.junitOut, "junit", "", "write JUnit XML here")
 	fl.StringVar(&f.html, "html", "", "write the self-contained HTML report here")
 	fl.IntVar(&f.parallel, "parallel", 12, "cases run at once")
-	fl.IntVar(&f.randomKills, "random-kills", 0, "also run N random-instant kills: the standard script's worker SIGKILLed at a seeded instant drawn from its measured fault-free run (real processes only)")
+	fl.IntVar(&f.randomKills, "random-kills", 0, "also run N random kills: the standard script's worker SIGKILLed at a seeded instant of its run, before a store call or inside a commit of the embedded database (replayable), or where no commit is seen every other one at a wall-clock offset (real processes only)")
 	fl.Int64Var(&f.seed, "seed", 1, "seed for retry jitter")
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "the document lease TTL in workers (a killed worker blocks its document this long): 250ms embedded, 600ms on servers by default; with --wall-clock and no value it adapts to what a calibration of step latency, and the cases themselves, measure")
 	fl.BoolVar(&f.wallClock, "wall-clock", false, "run worker leases, claims and backoff on the wall clock; by default a case's workers share a harness clock that moves only when one sleeps or stalls, so the verdict does not depend on the machine's load (use it when a lock provider compares expiry with a clock of its own)")
@@ -351,26 +350,18 @@ func defaultLeaseTTL(flag time.Duration, backend string) time.Duration {
 	}
 }
 
-// writeKillReplays writes each random-instant kill that broke an invariant
-// as a scenario (same offset, expecting the same invariants to break) and
-// prints the command that replays it.
+// writeKillReplays writes each random kill that broke an invariant as a
+// scenario (the same crash at the same store call or commit, or for a
+// wall-clock kill the same offset, expecting the same invariants to break,
+// with the run's bugs and mutant) and prints the command that replays it.
 func writeKillReplays(out io.Writer, workdir, backend string, leaseTTL time.Duration, rep sim.Report, runArgs ...string) error {
 	for _, r := range rep.Results {
 		if r.Case.Class != sim.RandomKillClass || r.Verdict != sim.Fail {
 			continue
 		}
-		sc, err := scenarios.FromCase(r.Case)
+		sc, err := scenarios.FromFailure(r, rep, backend, leaseTTL)
 		if err != nil {
 			return err
-		}
-		sc.Backend, sc.LeaseTTL, sc.Seed = backend, leaseTTL, rep.Seed
-		sc.Expect.Verdict = scenarios.ExpectFail
-		for _, b := range r.Broken() {
-			inv, err := check.ParseInvariant(b)
-			if err != nil {
-				return err
-			}
-			sc.Expect.Breaks = append(sc.Expect.Breaks, inv)
 		}
 		b, err := sc.Marshal()
 		if err != nil {
@@ -380,7 +371,11 @@ func writeKillReplays(out io.Writer, workdir, backend string, leaseTTL time.Dura
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s broke %s: replay with: crashmatrix run %s --repeat 10%s\n", r.Case.ID, strings.Join(r.Broken(), ","), path, strings.TrimRight(" "+strings.Join(runArgs, " "), " "))
+		how := "replay with"
+		if _, _, _, ok := sim.AnchoredKill(r.Case); !ok {
+			how = "a wall-clock kill, it lands where the machine's timing puts it; try"
+		}
+		fmt.Fprintf(out, "%s broke %s: %s: crashmatrix run %s --repeat 10%s\n", r.Case.ID, strings.Join(r.Broken(), ","), how, path, strings.TrimRight(" "+strings.Join(runArgs, " "), " "))
 	}
 	return nil
 }

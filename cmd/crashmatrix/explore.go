@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -101,6 +102,10 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			if err != nil {
 				return err
 			}
+			schedule, err := scheduleFrom(cmd, from, processes)
+			if err != nil {
+				return err
+			}
 			backend, self, cleanup, err := server.setUp(cmd, backendName)
 			if err != nil {
 				return err
@@ -123,6 +128,11 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			if processes {
 				server.useFaults(&cfg)
 			}
+			if schedule != nil {
+				// The schedule runs under the settings it was found with.
+				cfg = schedule.Apply(cfg)
+				bs, mutant, seed = cfg.Bugs, cfg.Mutant, cfg.Seed
+			}
 			runner, err := sim.NewRunner(cfg)
 			if err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
@@ -144,6 +154,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			}
 			shape := explore.DefaultShape
 			shape.StoreWindows, shape.RandomKill, shape.KillBase = probe.Windows, randomKills, probe.Base
+			shape.KillCalls, shape.KillCommits = probe.Calls, probe.Commits
 			if powerLoss > 0 {
 				if why := runner.PowerLossUntested(); why != "" {
 					fmt.Fprintf(cmd.ErrOrStderr(), "crashmatrix: --power-loss: %s\n", sim.PowerLossNotTested(why))
@@ -153,16 +164,18 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			}
 			fmt.Fprintf(out, "exploring: seed %d, shard %d/%d, budget %s, backend %s, %s, %d store windows", seed, si, sn, budget, backend, mode, len(probe.Windows))
 			if randomKills > 0 {
-				fmt.Fprintf(out, ", random kills on %.0f%% of clients over %s", 100*randomKills, probe.Base.Round(time.Millisecond))
+				fmt.Fprintf(out, ", random kills on %.0f%% of clients over %d store calls and %d commits (%s)", 100*randomKills, probe.Calls, probe.Commits, probe.Base.Round(time.Millisecond))
 			}
 			fmt.Fprintln(out)
 			last := time.Now()
 			if parallel <= 0 {
 				parallel = 4 * runtime.NumCPU()
 			}
-			start, err := exploreFrom(cmd, runner, from, target)
-			if err != nil {
-				return err
+			var start *initial.State
+			if schedule == nil {
+				if start, err = exploreFrom(cmd, runner, from, target); err != nil {
+					return err
+				}
 			}
 			if server.faults != nil && cfg.ServerFaults != nil {
 				// Server faults join the schedules (process kills only).
@@ -173,24 +186,41 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 					}
 				}
 			}
-			res := explore.Run(cmd.Context(), runner, explore.Options{Seed: seed, Budget: budget, MaxSchedules: max, ShardIndex: si, ShardCount: sn,
-				Confirm: confirm, Parallel: parallel, Target: target, Shape: shape, Initial: start, Progress: func(n int) {
-					if time.Since(last) > 5*time.Second {
-						last = time.Now()
-						fmt.Fprintf(cmd.ErrOrStderr(), "  %d schedules…\n", n)
-					}
-				}})
-			fmt.Fprintf(out, "%d schedules in %s (%.0f/s)", res.Schedules, res.Took.Round(time.Millisecond), res.Rate())
+			var res explore.Result
+			if schedule != nil {
+				fmt.Fprintf(out, "from %s: its schedule, %s, shrunk while it breaks %s\n", from, explore.Describe(schedule.Case()), cmp.Or(target, "the first invariant it breaks"))
+				res = explore.ShrinkCase(cmd.Context(), runner, schedule.Case(), target, confirm)
+			} else {
+				res = explore.Run(cmd.Context(), runner, explore.Options{Seed: seed, Budget: budget, MaxSchedules: max, ShardIndex: si, ShardCount: sn,
+					Confirm: confirm, Parallel: parallel, Target: target, Shape: shape, Initial: start, Progress: func(n int) {
+						if time.Since(last) > 5*time.Second {
+							last = time.Now()
+							fmt.Fprintf(cmd.ErrOrStderr(), "  %d schedules…\n", n)
+						}
+					}})
+			}
+			if schedule != nil {
+				fmt.Fprintf(out, "ran and shrunk in %s", res.Took.Round(time.Millisecond))
+			} else {
+				fmt.Fprintf(out, "%d schedules in %s (%.0f/s)", res.Schedules, res.Took.Round(time.Millisecond), res.Rate())
+			}
 			if res.Other > 0 {
 				fmt.Fprintf(out, ", %d broke other invariants than %s", res.Other, target)
 			}
 			fmt.Fprintln(out)
 			f := res.Finding
 			if f == nil {
+				if schedule != nil {
+					fmt.Fprintf(out, "the schedule of %s broke nothing to shrink this time (verdict in the line above; %d undecided, %d broke another invariant than %s)\n", from, res.Skipped, res.Other, target)
+					return nil
+				}
 				fmt.Fprintf(out, "no violation found (seed %d)\n", seed)
 				return nil
 			}
 			f.Shrunk.ID = fmt.Sprintf("explored-s%d-%d-%s", seed, f.Index, strings.ToLower(f.Invariant))
+			if schedule != nil {
+				f.Shrunk.ID = schedule.Name + "-shrunk"
+			}
 			sc, err := scenarios.FromCase(f.Shrunk)
 			if err != nil {
 				return fmt.Errorf("writing the shrunk schedule: %w", err)
@@ -200,7 +230,12 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			sc.Expect = scenarios.Expect{Verdict: "fail", Breaks: []check.Invariant{inv}}
 			sc.Description = fmt.Sprintf("Found by crashmatrix explore --seed %d (schedule %d, %s) and shrunk from %s to %s; breaks %s.",
 				seed, f.Index, mode, explore.Describe(f.Original), explore.Describe(f.Shrunk), inv)
-			if from != "" {
+			switch {
+			case schedule != nil:
+				sc.Backend, sc.LeaseTTL, sc.Initial = schedule.Backend, schedule.LeaseTTL, schedule.Initial
+				sc.Description = fmt.Sprintf("The schedule of %s (%s), shrunk by crashmatrix explore --from to %s; breaks %s.",
+					from, mode, explore.Describe(f.Shrunk), inv)
+			case from != "":
 				sc.Description += " Starts from the initial state of " + from + "."
 			}
 			b, err := sc.Marshal()
@@ -225,7 +260,11 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			if err := os.WriteFile(path, append(findingComment(inv.Short(), shown, strings.Join(replay, " ")), b...), 0o644); err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "VIOLATION %s in schedule %d of seed %d, found after %s\n", inv, f.Index, seed, f.FoundAfter.Round(time.Millisecond))
+			if schedule != nil {
+				fmt.Fprintf(out, "VIOLATION %s in the schedule of %s\n", inv, from)
+			} else {
+				fmt.Fprintf(out, "VIOLATION %s in schedule %d of seed %d, found after %s\n", inv, f.Index, seed, f.FoundAfter.Round(time.Millisecond))
+			}
 			for _, v := range f.Result.Violations {
 				fmt.Fprintf(out, "  %s\n", v)
 			}
@@ -243,7 +282,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.StringVar(&backendName, "backend", "sqlite", "backend")
 	fl.BoolVar(&processes, "processes", false, "kill real worker processes instead of the in-process mode")
 	fl.Float64Var(&powerLoss, "power-loss", 0, "share (0..1) of armed crashes that cut the power instead (every process of the schedule dies and what was not fsynced is lost); needs --processes, an embedded backend and FUSE")
-	fl.Float64Var(&randomKills, "random-kills", 0, "share (0..1) of client workers SIGKILLed at a random instant of their run instead of (or besides) failpoints; needs --processes")
+	fl.Float64Var(&randomKills, "random-kills", 0, "share (0..1) of client workers SIGKILLed at a random instant of their run (before a store call or inside a commit, drawn over the probe's counts) besides failpoints; needs --processes")
 	fl.BoolVar(&files, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
 	fl.IntVar(&parallel, "parallel", 0, "schedules at once (default 4 per core)")
 	fl.IntVar(&confirm, "confirm", 3, "re-runs a shrink candidate must fail in")
@@ -252,9 +291,34 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.StringVar(&mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure)")
 	fl.StringVar(&outDir, "out", "crashmatrix-findings", "where the shrunk scenario is written")
 	fl.StringVar(&workdir, "workdir", "", "scratch directory (default: a temporary one)")
-	fl.StringVar(&from, "from", "", "start every schedule from the initial block of this scenario file (crashmatrix snapshot writes one)")
+	fl.StringVar(&from, "from", "", "start every schedule from the initial block of this scenario file (crashmatrix snapshot writes one); a scenario whose steps arm faults (a random kill's finding) is shrunk instead, under its bugs, mutant, seed and lease TTL")
 	server.register(fl)
 	return cmd
+}
+
+// scheduleFrom returns the scenario of --from when it holds a fault
+// schedule (a step that arms a fault or a kill: a random kill's finding, a
+// library scenario), which explore then shrinks instead of searching; nil
+// for none or a scenario without faults (an initial state to start from).
+func scheduleFrom(cmd *cobra.Command, from string, processes bool) (*scenarios.Scenario, error) {
+	if from == "" {
+		return nil, nil
+	}
+	sc, err := scenarios.Load(from)
+	if err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), err)
+		return nil, exitError{2}
+	}
+	if !slices.ContainsFunc(sc.Steps, func(st scenarios.Step) bool { return len(st.Faults) > 0 || st.Kill != nil }) {
+		return nil, nil // a state to start from (crashmatrix snapshot's recovery-only steps)
+	}
+	if !processes && slices.ContainsFunc(sc.Case().Steps, func(st sim.Step) bool {
+		_, commit := st.Arms[faults.StoreCommit]
+		return commit || st.Kill != nil
+	}) {
+		return nil, fmt.Errorf("--from %s: its schedule kills a worker inside a store call (storeCommit, or a wall-clock kill): that needs --processes", from)
+	}
+	return sc, nil
 }
 
 // exploreFrom loads the initial state of --from (nil without it) and runs

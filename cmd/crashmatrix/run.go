@@ -134,8 +134,10 @@ not load or a run was undecided.`,
 				var first sim.CaseResult
 				var firstTrace []string
 				verdict := "ok"
-				// A random-instant kill lands where the worker's timing
-				// puts it: its replays are counted, not required to agree.
+				// A wall-clock kill lands where the worker's timing puts
+				// it: its replays are counted, not required to agree (a
+				// random kill at a store call or commit is a crash like
+				// any other, and must agree).
 				killed := slices.ContainsFunc(s.Steps, func(st scenarios.Step) bool { return st.Kill != nil })
 				reproduced := 0
 				for i := 0; i < max(repeat, 1); i++ {
@@ -191,7 +193,7 @@ not load or a run was undecided.`,
 						broke = "broke " + strings.Join(b, ",") + " as expected"
 					}
 					if killed {
-						broke = fmt.Sprintf("random-instant kill: %d of %d replays matched the expectation", reproduced, max(repeat, 1))
+						broke = fmt.Sprintf("wall-clock kill: %d of %d replays matched the expectation", reproduced, max(repeat, 1))
 					}
 					expect.Met, expect.Note = true, broke
 					fmt.Fprintf(out, "ok    %-45s %s %s (%s, %dx %s)\n", s.Name, first.Verdict, broke, first.Took.Round(time.Millisecond), max(repeat, 1), mode)
@@ -226,7 +228,7 @@ not load or a run was undecided.`,
 	fl.BoolVar(&inProcess, "in-process", false, "simulate crashes in-process instead of killing processes")
 	fl.BoolVar(&files, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
 	fl.BoolVar(&library, "library", false, "run the built-in scenario library")
-	fl.IntVar(&repeat, "repeat", 1, "replay each scenario N times; all must agree (the replays of a random-instant kill are counted instead: timing decides where it lands)")
+	fl.IntVar(&repeat, "repeat", 1, "replay each scenario N times; all must agree (the replays of a wall-clock kill, a kill: block, are counted instead: timing decides where it lands)")
 	fl.StringVar(&workdir, "workdir", "", "where histories go (default: a temporary directory, removed when every scenario met its expectation)")
 	fl.BoolVar(&keep, "keep", false, "keep the histories even when every scenario met its expectation")
 	fl.StringVar(&html, "html", "", "write the self-contained HTML report here (the scenarios' verdicts, violations and timelines)")

@@ -32,7 +32,7 @@ type Options struct {
 	Bugs      []reference.Bug
 	Mutant    string
 	ReportDir string
-	// RandomKills adds that many random-instant kills, seeded by Seed
+	// RandomKills adds that many random kills (sim.RandomKillCase), seeded by Seed
 	// (default 1).
 	RandomKills int
 	Seed        int64

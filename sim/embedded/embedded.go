@@ -14,14 +14,29 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/adapters/memory"
 	"github.com/crashmatrix/crashmatrix/adapters/sqlite"
+	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/reference/plansave"
 	"github.com/crashmatrix/crashmatrix/sim"
+	msqlite "modernc.org/sqlite"
 )
 
 func init() {
 	sim.RegisterBackend("sqlite", func(sim.BackendSpec) (sim.Backend, error) { return SQLite(), nil })
 	sim.RegisterBackend("memory", func(sim.BackendSpec) (sim.Backend, error) { return Memory(), nil })
+	msqlite.RegisterConnectionHook(numberCommits)
+}
+
+// numberCommits installs SQLite's commit hook on every connection of the
+// driver, so that each write transaction of a worker process passes the
+// faults.StoreCommit pseudo-point before it commits: a random kill can be
+// placed at the j-th commit, inside a store call, and replayed there. The
+// hook never vetoes a commit; outside a worker process it does nothing.
+func numberCommits(c msqlite.ExecQuerierContext, _ string) error {
+	if h, ok := c.(msqlite.HookRegisterer); ok {
+		h.RegisterCommitHook(func() int32 { faults.AtCommit(); return 0 })
+	}
+	return nil
 }
 
 // SQLite is the embedded default: one SQLite file per case, durable

@@ -8,6 +8,7 @@
 package explore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
 	"github.com/leanovate/gopter"
@@ -55,10 +57,14 @@ type Shape struct {
 	// clients arm them like the catalogue's.
 	StoreWindows []sim.StoreWindow
 	// RandomKill is the share (0..1) of client workers SIGKILLed at a
-	// random instant of their run, drawn over KillBase (the probe's
-	// measured fault-free run); real processes only.
-	RandomKill float64
-	KillBase   time.Duration
+	// random instant of their run: before a store call or inside a write
+	// commit drawn over KillCalls and KillCommits (the probe's counts,
+	// sim.KillInstant), replayable and shrinkable; or, where no commit is
+	// seen, every other one at a wall-clock offset drawn over KillBase
+	// (the probe's measured fault-free run). Real processes only.
+	RandomKill             float64
+	KillBase               time.Duration
+	KillCalls, KillCommits int
 	// PowerLoss is the share (0..1) of armed crashes that become power
 	// losses (faults.PowerLoss): real processes on a runner that can cut
 	// the power only (sim.Runner.PowerLossUntested).
@@ -187,7 +193,14 @@ func build(r *rand.Rand, shape Shape) sim.Case {
 		// keep the schedules they always had.
 		if shape.RandomKill > 0 && !st.Background && r.Float64() < shape.RandomKill {
 			seed := r.Int63()
-			st.Kill = &sim.RandomKill{Seed: seed, Offset: sim.KillOffset(seed, shape.KillBase), Base: shape.KillBase}
+			if p, hit, ok := sim.KillInstant(seed, shape.KillCalls, shape.KillCommits); ok {
+				if st.Arms == nil {
+					st.Arms = faults.Arms{}
+				}
+				st.Arms[p] = faults.On(faults.Crash, hit)
+			} else {
+				st.Kill = &sim.RandomKill{Seed: seed, Offset: sim.KillOffset(seed, shape.KillBase), Base: shape.KillBase}
+			}
 		}
 		names = append(names, st.Worker)
 		c.Steps = append(c.Steps, st)
@@ -445,16 +458,49 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 			inv = o.Target
 		}
 		fd := &Finding{Seed: o.Seed, Index: f.index, Invariant: inv, Original: f.cr.Case, Result: f.cr, FoundAfter: time.Since(start)}
-		fd.Shrunk, fd.ShrinkSteps = Shrink(ctx, runner, f.cr.Case, inv, o.Confirm)
-		fd.Reruns = 10
-		for i := 0; i < fd.Reruns; i++ {
-			if cr := runner.RunCase(ctx, fd.Shrunk); slices.Contains(cr.Broken(), inv) {
-				fd.Reproduced++
-				fd.ShrunkResult = cr
-			}
-		}
-		fd.ShrunkAfter = time.Since(start)
+		fd.shrink(ctx, runner, o.Confirm, start)
 		res.Finding = fd
+	}
+	res.Took = time.Since(start)
+	return res
+}
+
+// shrink shrinks the finding's original case and confirms the shrunk one
+// in 10 re-runs.
+func (fd *Finding) shrink(ctx context.Context, runner *sim.Runner, confirm int, start time.Time) {
+	fd.Shrunk, fd.ShrinkSteps = Shrink(ctx, runner, fd.Original, fd.Invariant, confirm)
+	fd.Reruns = 10
+	for i := 0; i < fd.Reruns; i++ {
+		if cr := runner.RunCase(ctx, fd.Shrunk); slices.Contains(cr.Broken(), fd.Invariant) {
+			fd.Reproduced++
+			fd.ShrunkResult = cr
+		}
+	}
+	fd.ShrunkAfter = time.Since(start)
+}
+
+// ShrinkCase runs a given schedule (a scenario's, such as a random kill's
+// finding) and, when it breaks target (any invariant when ""), shrinks it as
+// Run shrinks what it finds. The result's Finding is nil when the schedule
+// broke nothing; Skipped or Other count a run that was undecided or broke
+// another invariant.
+func ShrinkCase(ctx context.Context, runner *sim.Runner, c sim.Case, target string, confirm int) Result {
+	if confirm <= 0 {
+		confirm = 3
+	}
+	start := time.Now()
+	res := Result{Schedules: 1}
+	cr := runner.RunCase(ctx, c)
+	switch {
+	case cr.Verdict == sim.Undecided:
+		res.Skipped++
+	case cr.Verdict == sim.Fail && (target == "" || slices.Contains(cr.Broken(), target)):
+		inv := cmp.Or(target, cr.Broken()[0])
+		fd := &Finding{Invariant: inv, Original: c, Result: cr, FoundAfter: time.Since(start)}
+		fd.shrink(ctx, runner, confirm, start)
+		res.Finding = fd
+	case cr.Verdict == sim.Fail:
+		res.Other++
 	}
 	res.Took = time.Since(start)
 	return res
@@ -465,18 +511,32 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 // worker, actions and faults, and simplifies faults, until nothing more can
 // go. It returns the smallest case and how many reductions it kept.
 func Shrink(ctx context.Context, runner *sim.Runner, c sim.Case, invariant string, confirm int) (sim.Case, int) {
+	var last history.Log // the timeline of the case kept last (kill anchors shift by it)
 	breaks := func(cand sim.Case) bool {
+		var h history.Log
 		for i := 0; i < confirm; i++ {
-			if ctx.Err() != nil || !slices.Contains(runner.RunCase(ctx, cand).Broken(), invariant) {
+			if ctx.Err() != nil {
 				return false
 			}
+			cr := runner.RunCase(ctx, cand)
+			if !slices.Contains(cr.Broken(), invariant) {
+				return false
+			}
+			h = cr.Timeline
 		}
+		last = h
 		return true
+	}
+	if _, _, _, anchored := sim.AnchoredKill(c); anchored {
+		// What each action took of calls and commits, for shiftedKills.
+		if cr := runner.RunCase(ctx, c); slices.Contains(cr.Broken(), invariant) {
+			last = cr.Timeline
+		}
 	}
 	kept := 0
 	for progress := true; progress && ctx.Err() == nil; {
 		progress = false
-		for _, cand := range candidates(c) {
+		for _, cand := range append(candidates(c), shiftedKills(c, last)...) {
 			if Size(cand) >= Size(c) && !simpler(cand, c) && Lines(cand) >= Lines(c) {
 				continue
 			}

@@ -19,7 +19,9 @@ func TestSchedulesKnowStoreWindowsAndRandomKills(t *testing.T) {
 	withStore.StoreWindows = []sim.StoreWindow{w}
 	withKills := plain
 	withKills.RandomKill, withKills.KillBase = 1, 50*time.Millisecond
-	armed, kills := 0, 0
+	anchored := withKills
+	anchored.KillCalls, anchored.KillCommits = 40, 12
+	armed, kills, atCall, atCommit := 0, 0, 0, 0
 	for i := 0; i < 300; i++ {
 		c := explore.Schedule(5, i, plain)
 		if !reflect.DeepEqual(c, explore.Schedule(5, i, explore.DefaultShape)) {
@@ -46,6 +48,28 @@ func TestSchedulesKnowStoreWindowsAndRandomKills(t *testing.T) {
 				t.Fatalf("Size does not count the kill")
 			}
 		}
+	}
+	for i := 0; i < 300; i++ {
+		for _, st := range explore.Schedule(5, i, anchored).Steps {
+			if st.Kill != nil {
+				t.Fatalf("schedule %d worker %s: a wall-clock kill where the probe counted calls and commits", i, st.Worker)
+			}
+			if a, ok := st.Arms[faults.StoreCall]; ok && a.Kind == faults.Crash {
+				atCall++
+				if a.Hit < 1 || a.Hit > anchored.KillCalls {
+					t.Fatalf("schedule %d: a kill at store call %d of %d", i, a.Hit, anchored.KillCalls)
+				}
+			}
+			if a, ok := st.Arms[faults.StoreCommit]; ok {
+				atCommit++
+				if a.Kind != faults.Crash || a.Hit < 1 || a.Hit > anchored.KillCommits {
+					t.Fatalf("schedule %d: %s at storeCommit, want a crash at one of %d commits", i, a, anchored.KillCommits)
+				}
+			}
+		}
+	}
+	if atCall == 0 || atCommit == 0 {
+		t.Errorf("300 schedules with anchored kills drew %d at a store call and %d at a commit, want both", atCall, atCommit)
 	}
 	if armed == 0 {
 		t.Errorf("300 schedules never armed the store window %s", w.Point)
