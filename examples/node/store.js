@@ -18,8 +18,10 @@
 // process killed anywhere leaves at worst a stray temporary directory, which no
 // reader looks at.
 //
-// Usage: node store.js [--no-window]
+// Usage: node store.js [--no-window] [--no-sync]
 //   --no-window  do not declare the crash window before each commit (section 6)
+//   --no-sync    a deliberate defect: never fsync (also hello's mutant
+//                "synchronous-off"); the power-loss cases must catch it
 'use strict';
 
 const fs = require('fs');
@@ -27,6 +29,7 @@ const path = require('path');
 
 const PROTOCOL = 'crashmatrix-store/1';
 const DECLARE_WINDOW = !process.argv.includes('--no-window');
+let SYNC = !process.argv.includes('--no-sync');
 
 // ---------------------------------------------------------------- transport
 
@@ -101,6 +104,7 @@ function openStore(dir) {
 }
 
 function fsyncDir(dir) {
+  if (!SYNC) return;
   const fd = fs.openSync(dir, 'r');
   try { fs.fsyncSync(fd); } finally { fs.closeSync(fd); }
 }
@@ -194,7 +198,7 @@ function commit(n, writes) {
     const fd = fs.openSync(path.join(tmp, 'w'), 'w');
     try {
       fs.writeSync(fd, JSON.stringify(writes));
-      fs.fsyncSync(fd);
+      if (SYNC) fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);
     }
@@ -560,6 +564,7 @@ function handle(req) {
     if (a.protocol !== PROTOCOL) throw new StoreError('unsupported', `protocol ${a.protocol}: this store speaks ${PROTOCOL}`);
     const dir = a.dir || process.env.CRASHMATRIX_STORE_DIR;
     if (!dir) throw new StoreError('invalid_argument', 'hello: no dir');
+    if (a.mutant === 'synchronous-off') SYNC = false;
     openStore(dir);
     return {
       protocol: PROTOCOL,
