@@ -8,7 +8,7 @@ BIN       := bin/crashmatrix
 # script per start): the crash matrix starts a store process per worker.
 PYTHON    := $(shell python3 -c 'import sys; print(sys.executable)' 2>/dev/null || echo python3)
 
-.PHONY: all build test test-short bench bench-explore bench-mutants bench-load lint vet staticcheck xmllint localpg demo certify tools clean containers certify-containers bench-containers screenshots certify-python certify-java docs
+.PHONY: all build test test-short bench bench-explore bench-mutants bench-load lint vet staticcheck xmllint localpg demo certify tools clean containers certify-containers bench-containers screenshots certify-python certify-java certify-node docs
 
 all: build
 
@@ -49,6 +49,9 @@ certify-java: build
 	cd examples/java && mvn -B -q package
 	CRASHMATRIX_JAVA_CONFORMANCE=1 $(GO) test -count=1 -timeout 30m -run TestJavaStoreConformance ./adapters/storeproc/
 	cd examples/java && ../../$(BIN) certify --conformance=false --store-cmd "java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -jar target/jstore.jar"
+
+certify-node: build
+	cd examples/node && ../../$(BIN) certify --store-cmd "node store.js" --plansave-cmd "node store.js"
 
 # The figures of docs/performance.md, written there by the runs themselves
 # (a section per run, with its date, commit, machine and load average): the

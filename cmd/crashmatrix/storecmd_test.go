@@ -9,11 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // TestStoreCmdScripts runs testdata/storecmd/*.txtar: certify on stores
-// written in Python that speak the store protocol (examples/python), the
+// written in Python, Java and Node.js that speak the store protocol
+// (examples/python, examples/java, examples/node; node.txtar skips when
+// node is missing), the
 // broken variants caught, bad input undecided, and no store process left
 // behind by a killed worker. The scripts get each store's command line in
 // a variable; Python runs without the site module (the examples use the
@@ -45,9 +48,18 @@ func TestStoreCmdScripts(t *testing.T) {
 				env.Setenv(k, py+" "+v)
 			}
 			env.Setenv("CRASHMATRIX_ROOT", rootDir())
+			node := "node " + filepath.Join(rootDir(), "examples", "node", "store.js")
+			env.Setenv("NODE_STORE", node)
+			env.Setenv("NODE_STORE_NOSYNC", node+" --no-sync")
 			env.Setenv("JAVA_STORE", java)
 			env.Setenv("JAVA_STORE_2TX", java+" --two-transactions")
 			return nil
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "fuse" {
+				return lazyfs.Available() == nil, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":    cmdExits,
