@@ -45,7 +45,7 @@ func TestANotExercisedCaseIsRetriedWithFlatNotes(t *testing.T) {
 		t.Errorf("earlier attempts nest or repeat: %q", n)
 	}
 	d := Summarize(rep, Options{})
-	if len(d.NotExercised) != 1 || d.NotExercised[0].Why != "failpoint beforeCompleted never fired in worker fault, which can mean the code path changed" {
+	if len(d.NotExercised) != 1 || d.NotExercised[0].Why != "failpoint beforeCompleted never fired in worker fault (unreachable: worker fault ran all 5 actions without passing beforeCompleted); what to do: check that the failpoint is still on the code path (faults catalogue, reference service) and that the case's script leads there: this can mean the code path changed" {
 		t.Errorf("not exercised: %+v", d.NotExercised)
 	}
 	if !strings.HasPrefix(d.Headline, "NOT CERTIFIED: 1 not exercised (never-fires)") {

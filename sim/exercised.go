@@ -62,6 +62,8 @@ func timingAdvice(tm Timing) string {
 
 const unreachableAdvice = "check that the failpoint is still on the code path (faults catalogue, reference service) and that the case's script leads there: this can mean the code path changed"
 
+const storeErrorAdvice = "the error kept the worker off the window: if it is the store's (a failing statement, an unsupported file operation), fix the store; its output is kept in the case's folder"
+
 // whyNotHit explains why point p never fired in step i's worker.
 func whyNotHit(h history.Log, i int, st Step, p faults.Point, wr *WorkerResult, tm Timing) NotExercisedReason {
 	var started bool
@@ -104,11 +106,14 @@ func whyNotHit(h history.Log, i int, st Step, p faults.Point, wr *WorkerResult, 
 	case !started:
 		return NotExercisedReason{Cause: CauseTiming, Advice: timingAdvice(tm),
 			Detail: fmt.Sprintf("worker %s never started its work (exit %q)", st.Worker, exitOf(wr))}
+	case exit == "done" && lastErr != "":
+		return NotExercisedReason{Cause: CauseUnreachable, Advice: storeErrorAdvice,
+			Detail: fmt.Sprintf("worker %s ran all %d actions without passing %s; an action failed: %s", st.Worker, len(st.Actions), p, lastErr)}
 	case exit == "done":
 		return NotExercisedReason{Cause: CauseUnreachable, Advice: unreachableAdvice,
 			Detail: fmt.Sprintf("worker %s ran all %d actions without passing %s", st.Worker, len(st.Actions), p)}
 	case lastErr != "":
-		return NotExercisedReason{Cause: CauseUnreachable, Advice: unreachableAdvice,
+		return NotExercisedReason{Cause: CauseUnreachable, Advice: storeErrorAdvice,
 			Detail: fmt.Sprintf("worker %s stopped at an error before reaching %s: %s", st.Worker, p, lastErr)}
 	default:
 		return NotExercisedReason{Cause: CauseUnreachable, Advice: unreachableAdvice,

@@ -317,7 +317,7 @@ func (cr CaseResult) WhyNotExercised() string {
 		why = []string{"the fault did not fire"}
 	}
 	x := cr.NotExercised
-	if x == nil || x.Cause == CauseUnreachable {
+	if x == nil || (x.Cause == CauseUnreachable && x.Detail == "") {
 		return strings.Join(why, "; ") + ", which can mean the code path changed"
 	}
 	s := strings.Join(why, "; ") + " (" + string(x.Cause)

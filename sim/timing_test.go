@@ -116,6 +116,7 @@ func TestWhyNotHitTellsTimingFromUnreachable(t *testing.T) {
 		{"deadline", history.Log{start}, &WorkerResult{Exit: "timeout"}, CauseTiming, "deadline of 30s"},
 		{"finished", history.Log{start, {Worker: "fault", Kind: history.Exit, Reason: "done"}}, &WorkerResult{Exit: "ok"}, CauseUnreachable, "ran all 5 actions without passing"},
 		{"error", history.Log{start, {Worker: "fault", Kind: history.Result, Err: "boom"}, {Worker: "fault", Kind: history.Exit, Reason: "stopped after a failed action"}}, &WorkerResult{Exit: "ok"}, CauseUnreachable, "stopped at an error"},
+		{"finished after an error", history.Log{start, {Worker: "fault", Kind: history.Result, Err: "link: operation not supported"}, {Worker: "fault", Kind: history.Exit, Reason: "done"}}, &WorkerResult{Exit: "ok"}, CauseUnreachable, "an action failed: link: operation not supported"},
 		{"died", history.Log{start}, &WorkerResult{Exit: "killed (SIGKILL)"}, CauseUnreachable, "ended (exit \"killed (SIGKILL)\")"},
 		{"another phase", history.Log{{Worker: "fault", Phase: 3, Kind: history.Event, Event: &reference.Event{Kind: reference.EvLeaseLost}}, start, {Worker: "fault", Kind: history.Exit, Reason: "done"}}, &WorkerResult{Exit: "ok"}, CauseUnreachable, "ran all"},
 	} {
@@ -145,6 +146,13 @@ func TestWhyNotExercisedNamesTheCause(t *testing.T) {
 	unreachable := CaseResult{Verdict: NotExercised, Notes: []string{note}, NotExercised: &NotExercisedReason{Cause: CauseUnreachable}}
 	if got := unreachable.WhyNotExercised(); got != note+", which can mean the code path changed" {
 		t.Errorf("unreachable: %q", got)
+	}
+	// A store that failed every write (a Node store's link(2) on the lazy
+	// file system) is named, not hidden behind "the code path changed".
+	failed := CaseResult{Verdict: NotExercised, Notes: []string{note}, NotExercised: &NotExercisedReason{Cause: CauseUnreachable,
+		Detail: "worker fault ran all 5 actions without passing beforeCompleted; an action failed: link: operation not supported", Advice: storeErrorAdvice}}
+	if got := failed.WhyNotExercised(); !strings.Contains(got, "link: operation not supported") || !strings.Contains(got, "fix the store") {
+		t.Errorf("store error: %q", got)
 	}
 }
 
