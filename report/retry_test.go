@@ -12,6 +12,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // the sqlite backend
 )
@@ -125,6 +126,42 @@ func TestLoadCheckReadsTheRunAgainLine(t *testing.T) {
 		line := rerunLine(sim.Report{Results: results})
 		if m := re.FindStringSubmatch(line); m == nil || m[1] != strconv.Itoa(n) {
 			t.Errorf("the load check would not read %d from %q", n, line)
+		}
+	}
+}
+
+// A fail-fast run of a mutant starts no case after the first failure: the
+// failure is reported, the cases never started are undecided with a note
+// that says so, and the verdict stays NOT CERTIFIED (exit 1), not
+// undecided. Without fail-fast, the same cases all run.
+func TestFailFastStopsStartingCasesAfterTheFirstFailure(t *testing.T) {
+	var cases []sim.Case
+	for _, k := range []faults.Kind{faults.Split, faults.Crash, faults.Transient} {
+		c, ok := sim.WindowCase(faults.LeaseAcquire, k, 250)
+		if !ok {
+			c, ok = sim.WindowCase(faults.BeforeGraphWrite, k, 250)
+		}
+		if !ok {
+			t.Fatalf("no window case for %s", k)
+		}
+		cases = append(cases, c)
+	}
+	for _, failFast := range []bool{true, false} {
+		r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, InProcess: true, WorkDir: t.TempDir(), Seed: 1,
+			Bugs: []reference.Bug{reference.BugCASOnFreshRevision}, FailFast: failFast})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := r.RunAll(context.Background(), cases, 1, nil)
+		r.CloseShared()
+		if rep.Results[0].Verdict != sim.Fail || rep.ExitCode != 1 {
+			t.Fatalf("fail-fast %v: the split case %s, exit %d; want it to fail, exit 1", failFast, rep.Results[0].Verdict, rep.ExitCode)
+		}
+		for _, res := range rep.Results[1:] {
+			notRun := res.Verdict == sim.Undecided && reflect.DeepEqual(res.Notes, []string{sim.NotRunFailFast})
+			if notRun != failFast {
+				t.Errorf("fail-fast %v: case %s ended %s %q", failFast, res.Case.ID, res.Verdict, res.Notes)
+			}
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
@@ -164,13 +165,22 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
+	var failed atomic.Bool
 	for w := 0; w < parallel; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
+				if r.cfg.FailFast && failed.Load() {
+					// Handed out while the failing case still ran.
+					results[i] = CaseResult{Case: cases[i], Verdict: Undecided, Notes: []string{NotRunFailFast}}
+					continue
+				}
 				res := r.runWithRetries(ctx, cases[i])
 				results[i] = res
+				if res.Verdict == Fail {
+					failed.Store(true)
+				}
 				if progress != nil {
 					mu.Lock()
 					progress(res)
@@ -201,6 +211,10 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 			results[i] = CaseResult{Case: cases[i], Verdict: Undecided, Notes: []string{"interrupted"}}
 			continue
 		}
+		if r.cfg.FailFast && failed.Load() {
+			results[i] = CaseResult{Case: cases[i], Verdict: Undecided, Notes: []string{NotRunFailFast}}
+			continue
+		}
 		jobs <- i
 	}
 	close(jobs)
@@ -211,6 +225,9 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 	rep.finish()
 	return rep
 }
+
+// NotRunFailFast is the note of a case a fail-fast run never started.
+const NotRunFailFast = "not run: the run stopped at its first failure (fail-fast)"
 
 // EarlierAttempts starts the note of a case that was run again because
 // it was not exercised; it lists each earlier attempt's own notes, flat.

@@ -136,6 +136,11 @@ type Config struct {
 	// machine's load, a pause past a lease costs nothing, and Adaptive has
 	// nothing to adapt.
 	WallClock bool
+	// FailFast stops RunAll from starting cases once one has failed (a
+	// broken invariant): the cases under way finish, the rest are
+	// undecided, never run (NotRunFailFast). For a run that only asks
+	// whether anything breaks, such as a mutant's.
+	FailFast bool
 }
 
 // Runner runs cases with real worker processes.

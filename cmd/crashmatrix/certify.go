@@ -28,7 +28,7 @@ type certifyFlags struct {
 	seed                      int64
 	leaseTTL                  time.Duration
 	keep, quiet, inProcess    bool
-	wallClock                 bool
+	wallClock, failFast       bool
 	details                   bool
 	inProcessFiles            bool
 	server                    serverFlags
@@ -88,6 +88,7 @@ Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant 
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "the document lease TTL in workers (a killed worker blocks its document this long): 250ms embedded, 600ms on servers by default; with --wall-clock and no value it adapts to what a calibration of step latency, and the cases themselves, measure")
 	fl.BoolVar(&f.wallClock, "wall-clock", false, "run worker leases, claims and backoff on the wall clock; by default a case's workers share a harness clock that moves only when one sleeps or stalls, so the verdict does not depend on the machine's load (use it when a lock provider compares expiry with a clock of its own)")
 	fl.BoolVar(&f.keep, "keep", false, "keep the workdir even when certified")
+	fl.BoolVar(&f.failFast, "fail-fast", false, "start no more cases once one has failed (the cases under way finish; the rest are undecided, not run): for a run that only asks whether anything breaks")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fl.BoolVarP(&f.details, "details", "v", false, "list every failing case with every violation, its evidence, history and replay command (the default is a digest by cause)")
 	f.server.register(fl)
@@ -202,7 +203,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	}
 	cfg := sim.Config{Backend: spec, Launcher: sim.BinaryLauncher{Path: self},
 		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess, InProcessFiles: f.inProcessFiles,
-		Adaptive: adaptive, WallClock: f.wallClock}
+		Adaptive: adaptive, WallClock: f.wallClock, FailFast: f.failFast}
 	f.server.useFaults(&cfg)
 	runner, err := sim.NewRunner(cfg)
 	if err != nil {
