@@ -61,7 +61,7 @@ certify-node: build
 # PostgreSQL + Neo4j with the containers already up; then the load check.
 bench: build
 	./$(BIN) bench --doc docs/performance.md
-	./$(BIN) bench-store --store-cmd "$(PYTHON) -S examples/python/sqlite_store.py"
+	./$(BIN) bench-store --rounds 3 --store-cmd "$(PYTHON) -S examples/python/sqlite_store.py"
 	$(MAKE) bench-explore
 	$(MAKE) bench-mutants
 	$(MAKE) bench-containers

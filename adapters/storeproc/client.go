@@ -1,11 +1,13 @@
 package storeproc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -142,11 +144,28 @@ func (c *Client) spawn(ctx context.Context) (*proc, error) {
 // describe renders a request for errors, its arguments cut short.
 func describe(id int64, op string, args any) string {
 	b, _ := json.Marshal(args)
-	s := string(b)
-	if len(s) > 300 {
-		s = s[:300] + "..."
+	return describeRaw(id, op, b)
+}
+
+// describeRaw is describe on arguments already encoded.
+func describeRaw(id int64, op string, args []byte) string {
+	if len(args) > 300 {
+		return op + " #" + strconv.FormatInt(id, 10) + " " + string(args[:300]) + "..."
 	}
-	return fmt.Sprintf("%s #%d %s", op, id, s)
+	return op + " #" + strconv.FormatInt(id, 10) + " " + string(args)
+}
+
+// requestLine is the request {"id":id,"op":op,"args":args} as one line.
+func requestLine(id int64, op string, args []byte) []byte {
+	opJSON, _ := json.Marshal(op)
+	b := make([]byte, 0, len(args)+len(opJSON)+40)
+	b = append(b, `{"id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"op":`...)
+	b = append(b, opJSON...)
+	b = append(b, `,"args":`...)
+	b = append(b, args...)
+	return append(b, "}\n"...)
 }
 
 func (c *Client) protocolErr(ctx context.Context, p *proc, req, problem, got string) *ProtocolError {
@@ -210,12 +229,18 @@ func (c *Client) call(ctx context.Context, op string, args, out any) error {
 func (c *Client) roundTrip(ctx context.Context, p *proc, op string, args, out any, wait time.Duration) error {
 	id := p.nextID
 	p.nextID++
-	req := describe(id, op, args)
+	// The arguments are encoded once: for the request line and, should
+	// the call go wrong, for the error that names it.
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return fmt.Errorf("store %s: encoding the arguments of %s: %w", c.opts.Command, op, err)
+	}
+	req := describeRaw(id, op, raw)
 	fail := func(problem, got string) error {
 		p.kill()
 		return c.protocolErr(ctx, p, req, problem, got)
 	}
-	if err := p.send(map[string]any{"id": id, "op": op, "args": args}); err != nil {
+	if err := p.sendLine(requestLine(id, op, raw)); err != nil {
 		return fail("writing the request to the store's stdin failed: "+err.Error(), "")
 	}
 	step := 0
@@ -274,42 +299,63 @@ func (c *Client) roundTrip(ctx context.Context, p *proc, op string, args, out an
 	}
 }
 
-// parseMessage checks one line against the message shapes of section 2.
+// parseMessage checks one line against the message shapes of section 2,
+// decoding it once: ok, error and at stay raw until one is known to be
+// the message's only part.
 func parseMessage(line []byte) (message, string) {
 	var m message
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(line, &raw); err != nil {
-		return m, "a line on stdout that is not a JSON object (" + err.Error() + "); logs belong on stderr"
+	var w struct {
+		ID    *int64          `json:"id"`
+		OK    json.RawMessage `json:"ok"`
+		Error json.RawMessage `json:"error"`
+		At    json.RawMessage `json:"at"`
 	}
-	if err := json.Unmarshal(line, &m); err != nil {
+	if err := json.Unmarshal(line, &w); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) || bytes.TrimLeft(line, " \t")[0] != '{' {
+			return m, "a line on stdout that is not a JSON object (" + err.Error() + "); logs belong on stderr"
+		}
 		return m, "a message of the wrong shape: " + err.Error()
+	}
+	m.ID, m.OK = w.ID, w.OK
+	if w.Error != nil && !isNull(w.Error) {
+		if err := json.Unmarshal(w.Error, &m.Error); err != nil {
+			return m, "a message of the wrong shape: " + err.Error()
+		}
+	}
+	if w.At != nil && !isNull(w.At) {
+		if err := json.Unmarshal(w.At, &m.At); err != nil {
+			return m, "a message of the wrong shape: " + err.Error()
+		}
 	}
 	if m.ID == nil {
 		return m, "a message without an id"
 	}
 	n := 0
-	for _, k := range []string{"ok", "error", "at"} {
-		if _, ok := raw[k]; ok {
+	for _, part := range []json.RawMessage{w.OK, w.Error, w.At} {
+		if part != nil {
 			n++
 		}
 	}
 	if n != 1 {
 		return m, "a message must have exactly one of ok, error, at"
 	}
-	if _, ok := raw["ok"]; ok && (len(m.OK) == 0 || m.OK[0] != '{') {
+	if w.OK != nil && (len(m.OK) == 0 || m.OK[0] != '{') {
 		return m, "ok must hold a JSON object"
 	}
 	if m.Error != nil && (m.Error.Code == "" || m.Error.Definite == nil) {
 		return m, "an error needs a code and definite (true or false)"
 	}
-	if _, ok := raw["error"]; ok && m.Error == nil {
+	if w.Error != nil && m.Error == nil {
 		return m, "error must hold an object"
 	}
-	if _, ok := raw["at"]; ok && (m.At == nil || m.At.Point == "") {
+	if w.At != nil && (m.At == nil || m.At.Point == "") {
 		return m, "at must hold {point, step}"
 	}
 	return m, ""
 }
+
+func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
 
 // decodeResult decodes a result, checking the fields marked required.
 func decodeResult(raw json.RawMessage, out any) error {

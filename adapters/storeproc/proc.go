@@ -140,18 +140,24 @@ type event struct {
 	end  error // set on the last event: why stdout ended
 }
 
-// proc is one running store process.
+// proc is one running store process. Its stdout is read by the goroutine
+// of the call in progress, right where the reply is awaited (no reader
+// goroutine in between): a round trip costs one wake-up on each side of
+// the pipe. Calls on one proc never overlap (the pool hands it out).
 type proc struct {
-	opts    *Options
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser
-	events  chan event
-	stderr  *tail
-	nextID  int64
-	broken  bool // a violation, a kill or a cancellation: not to be reused
-	exited  chan struct{}
-	waitErr error
-	log     *os.File
+	opts      *Options
+	cmd       *exec.Cmd
+	stdin     io.WriteCloser
+	stdout    *os.File // the read end: a pollable pipe, so reads have deadlines
+	r         *bufio.Reader
+	ended     error // set once stdout has ended: why
+	stderr    *tail
+	nextID    int64
+	broken    bool // a violation, a kill or a cancellation: not to be reused
+	exited    chan struct{}
+	waitErr   error
+	log       *os.File
+	closeOnce sync.Once
 }
 
 const stderrTail = 8 << 10
@@ -176,54 +182,41 @@ func start(opts *Options) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	// Our own pipe for stdout (not StdoutPipe, which Wait closes when the
+	// process exits): lines written just before an exit stay readable.
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
+	cmd.Stdout = pw
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
+		_ = pr.Close()
+		_ = pw.Close()
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	_ = pw.Close() // the child has its copy
+	if err != nil {
+		_ = pr.Close()
 		return nil, fmt.Errorf("store command %q: %w", opts.Command, err)
 	}
-	p := &proc{opts: opts, cmd: cmd, stdin: stdin, events: make(chan event, 64), stderr: &tail{max: stderrTail}, exited: make(chan struct{})}
+	p := &proc{opts: opts, cmd: cmd, stdin: stdin, stdout: pr, r: bufio.NewReaderSize(pr, 64<<10), stderr: &tail{max: stderrTail}, exited: make(chan struct{})}
 	if f, err := os.Create(filepath.Join(opts.Dir, fmt.Sprintf("store-%d.log", cmd.Process.Pid))); err == nil {
 		p.log = f
 	}
-	stderrDone := make(chan struct{})
 	go func() {
-		defer close(stderrDone)
 		var w io.Writer = p.stderr
 		if p.log != nil {
 			w = io.MultiWriter(p.stderr, p.log)
 		}
 		_, _ = io.Copy(w, stderr)
-	}()
-	go func() {
-		r := bufio.NewReaderSize(stdout, 64<<10)
-		var end error
-		for {
-			line, err := r.ReadBytes('\n')
-			if len(bytes.TrimSpace(line)) > 0 {
-				p.events <- event{line: bytes.TrimRight(line, "\r\n")}
-			}
-			if err != nil {
-				end = err
-				break
-			}
-		}
-		<-stderrDone
+		// stderr ends when the process exits: Wait may close it now.
 		p.waitErr = cmd.Wait()
 		if p.log != nil {
 			_ = p.log.Close()
 		}
 		close(p.exited)
-		if end == io.EOF {
-			end = fmt.Errorf("the process closed its stdout and exited (%s)", exitText(p.waitErr))
-		}
-		p.events <- event{end: end}
-		close(p.events)
 	}()
 	return p, nil
 }
@@ -241,24 +234,65 @@ func (p *proc) send(v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.stdin.Write(append(b, '\n'))
+	return p.sendLine(append(b, '\n'))
+}
+
+// sendLine writes one message line, its newline included.
+func (p *proc) sendLine(b []byte) error {
+	_, err := p.stdin.Write(b)
 	return err
 }
 
 // next waits up to d for the next line. timedOut reports the deadline.
 func (p *proc) next(ctx context.Context, d time.Duration) (ev event, timedOut bool, err error) {
-	t := time.NewTimer(d)
+	if p.ended != nil {
+		return event{end: p.ended}, false, nil
+	}
+	deadline := time.Now().Add(d)
+	_ = p.stdout.SetReadDeadline(deadline)
+	// A cancelled context cuts the wait short the same way.
+	stop := context.AfterFunc(ctx, func() { _ = p.stdout.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	for {
+		line, rerr := p.r.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 && rerr == nil {
+			return event{line: bytes.TrimRight(line, "\r\n")}, false, nil
+		}
+		switch {
+		case rerr == nil:
+			continue // a blank line
+		case errors.Is(rerr, os.ErrDeadlineExceeded):
+			// What came of a line cut short is lost: the caller kills the
+			// process either way.
+			if cerr := ctx.Err(); cerr != nil {
+				return event{}, false, cerr
+			}
+			return event{}, true, nil
+		case errors.Is(rerr, io.EOF):
+			if len(bytes.TrimSpace(line)) > 0 {
+				// A last line without its newline: the protocol's lines
+				// end with one, but the line is what it said.
+				p.ended = p.endOfStdout(deadline)
+				return event{line: bytes.TrimRight(line, "\r\n")}, false, nil
+			}
+			p.ended = p.endOfStdout(deadline)
+		default:
+			p.ended = fmt.Errorf("reading its stdout failed: %w", rerr)
+		}
+		return event{end: p.ended}, false, nil
+	}
+}
+
+// endOfStdout says why stdout ended: the exit status once the process has
+// exited (waiting for it until deadline at most).
+func (p *proc) endOfStdout(deadline time.Time) error {
+	t := time.NewTimer(max(time.Until(deadline), 0))
 	defer t.Stop()
 	select {
-	case ev, ok := <-p.events:
-		if !ok {
-			return event{end: fmt.Errorf("the process has exited (%s)", exitText(p.waitErr))}, false, nil
-		}
-		return ev, false, nil
+	case <-p.exited:
+		return fmt.Errorf("the process closed its stdout and exited (%s)", exitText(p.waitErr))
 	case <-t.C:
-		return event{}, true, nil
-	case <-ctx.Done():
-		return event{}, false, ctx.Err()
+		return errors.New("the process closed its stdout (it has not exited)")
 	}
 }
 
@@ -270,6 +304,7 @@ func (p *proc) kill() {
 	case <-p.exited:
 	case <-time.After(5 * time.Second):
 	}
+	p.closeStdout()
 }
 
 // stop closes stdin and gives the process 5 s to exit before killing it.
@@ -277,10 +312,14 @@ func (p *proc) stop() {
 	_ = p.stdin.Close()
 	select {
 	case <-p.exited:
+		p.closeStdout()
 	case <-time.After(5 * time.Second):
 		p.kill()
 	}
 }
+
+// closeStdout closes the read end of stdout once the process is done with.
+func (p *proc) closeStdout() { p.closeOnce.Do(func() { _ = p.stdout.Close() }) }
 
 // tail keeps the last max bytes written to it.
 type tail struct {

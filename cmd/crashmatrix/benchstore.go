@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/adapters/sqlite"
@@ -20,9 +24,12 @@ import (
 
 // benchStoreCmd measures what certifying a store over the store protocol
 // costs: a store call through the protocol next to the same call on the
-// Go SQLite adapter, a store process's start-up (paid once per process,
-// never per call), and the embedded crash matrix (System A) on the store
-// next to the Go SQLite matrix in the same run.
+// Go SQLite adapter (wall time, and CPU time on each side of the pipe), a
+// store process's start-up (paid once per process, never per call), and
+// the embedded crash matrix (System A) on the store next to the Go SQLite
+// matrix in the same run, with the number of store processes it started
+// (how often a JVM store pays its start-up) and the verdict on the 3x
+// target of issue 23.
 func benchStoreCmd() *cobra.Command {
 	var command, benchDir string
 	var calls, rounds, parallel int
@@ -33,8 +40,8 @@ func benchStoreCmd() *cobra.Command {
 			if command == "" {
 				return fmt.Errorf("--store-cmd is required")
 			}
-			if calls < 1 || rounds < 1 {
-				return fmt.Errorf("--calls and --rounds must be at least 1")
+			if calls < 1 || rounds < 0 {
+				return fmt.Errorf("--calls must be at least 1, --rounds at least 0")
 			}
 			if benchDir == "" {
 				benchDir = os.TempDir()
@@ -46,11 +53,19 @@ func benchStoreCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer os.RemoveAll(work)
+			keep := false // a matrix that did not certify keeps its case data
+			defer func() {
+				if !keep {
+					_ = os.RemoveAll(work)
+				}
+			}()
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "crashmatrix bench-store: %q, case data in %s\n", command, benchDir)
 			if err := benchCalls(cmd.Context(), out, command, work, calls); err != nil {
 				return err
+			}
+			if rounds == 0 {
+				return nil
 			}
 			self, err := os.Executable()
 			if err != nil {
@@ -79,24 +94,53 @@ func benchStoreCmd() *cobra.Command {
 							cases = append(cases, c)
 						}
 					}
+					cpu0 := cpuOf(syscall.RUSAGE_SELF) + cpuOf(syscall.RUSAGE_CHILDREN)
 					rep := r.RunAll(cmd.Context(), cases, parallel, nil)
+					cpu := cpuOf(syscall.RUSAGE_SELF) + cpuOf(syscall.RUSAGE_CHILDREN) - cpu0
 					r.CloseShared()
 					if rep.ExitCode != 0 {
-						return fmt.Errorf("the System A matrix on %s did not certify (exit %d): the figure would be meaningless; case data in %s", spec.Name, rep.ExitCode, dir)
+						keep = true
+						var why []string
+						for _, res := range rep.Results {
+							if res.Verdict != sim.Pass && len(why) < 3 {
+								why = append(why, fmt.Sprintf("%s: %s %s", res.Case.ID, res.Verdict, strings.Join(append(res.Broken(), res.Notes...), "; ")))
+							}
+						}
+						return fmt.Errorf("the System A matrix on %s did not certify (exit %d): the figure would be meaningless; case data in %s\n%s", spec.Name, rep.ExitCode, dir, strings.Join(why, "\n"))
 					}
 					walls[i] = append(walls[i], rep.Took)
-					ratio := ""
+					extra := ""
 					if i == 1 {
-						ratio = fmt.Sprintf(" (%.2fx the Go SQLite round just before)", float64(rep.Took)/float64(walls[0][round]))
+						procs, err := storeProcesses(dir)
+						if err != nil {
+							return err
+						}
+						extra = fmt.Sprintf("; %d store processes started (%.1f a case: one per worker process, one per snapshot, one per initial-state load, and the calibration's and probe's), %.2fx the Go SQLite round just before",
+							procs, float64(procs)/float64(len(cases)), float64(rep.Took)/float64(walls[0][round]))
 					}
-					fmt.Fprintf(out, "  round %d, %-9s System A matrix: %d cases, %s%s\n", round+1, spec.Name, len(cases), rep.Took.Round(time.Millisecond), ratio)
+					// CPU of the processes waited for: a store process
+					// killed with its worker is not (it is reaped by init).
+					fmt.Fprintf(out, "  round %d, %-9s System A matrix: %d cases, %s (CPU %s)%s\n", round+1, spec.Name, len(cases),
+						rep.Took.Round(time.Millisecond), cpu.Round(10*time.Millisecond), extra)
 					_ = os.RemoveAll(dir)
 				}
 			}
 			med := func(d []time.Duration) time.Duration { s := slices.Clone(d); slices.Sort(s); return s[len(s)/2] }
-			goWall, storeWall := med(walls[0]), med(walls[1])
-			fmt.Fprintf(out, "embedded System A matrix, median of %d: Go SQLite %s, %s over the protocol %s: %.2fx (target <= 3x)\n",
-				rounds, goWall.Round(time.Millisecond), "store-cmd", storeWall.Round(time.Millisecond), float64(storeWall)/float64(goWall))
+			// The load of a shared machine drifts between rounds: each
+			// round's ratio is taken against the Go round run just before
+			// it, and the verdict is on the median of those.
+			var ratios []float64
+			for k := range walls[1] {
+				ratios = append(ratios, float64(walls[1][k])/float64(walls[0][k]))
+			}
+			slices.Sort(ratios)
+			ratio := ratios[len(ratios)/2]
+			verdict := "met"
+			if ratio > storeMatrixTarget {
+				verdict = "NOT met"
+			}
+			fmt.Fprintf(out, "embedded System A matrix, %d round(s): medians Go SQLite %s, store-cmd over the protocol %s; ratio to the Go round just before, median %.2fx; target <= %gx: %s\n",
+				rounds, med(walls[0]).Round(time.Millisecond), med(walls[1]).Round(time.Millisecond), ratio, storeMatrixTarget, verdict)
 			return nil
 		},
 	}
@@ -104,17 +148,20 @@ func benchStoreCmd() *cobra.Command {
 	fl.StringVar(&command, "store-cmd", "", "the System A store's command (store protocol), e.g. \"python3 -S examples/python/sqlite_store.py\"")
 	fl.StringVar(&benchDir, "workdir", "", "where case data goes (default /dev/shm when present)")
 	fl.IntVar(&calls, "calls", 2000, "store calls timed for the cost per call")
-	fl.IntVar(&rounds, "rounds", 1, "matrix rounds on each backend")
+	fl.IntVar(&rounds, "rounds", 1, "matrix rounds on each backend (0: the cost per call only)")
 	fl.IntVar(&parallel, "parallel", 12, "cases at once in the matrices")
 	return cmd
 }
 
 // benchCalls times a store process's start-up and two calls through the
 // protocol (a point read and a compare-and-set write), next to the same
-// calls on the Go SQLite adapter.
-func benchCalls(ctx context.Context, out interface{ Write([]byte) (int, error) }, command, work string, calls int) error {
+// calls on the Go SQLite adapter, in wall time and in CPU time on each
+// side of the pipe.
+func benchCalls(ctx context.Context, out io.Writer, command, work string, calls int) error {
 	var starts []time.Duration
 	var client *storeproc.Client
+	childCPU0 := cpuOf(syscall.RUSAGE_CHILDREN)
+	var startCPU time.Duration
 	for i := range 5 {
 		t0 := time.Now()
 		c, err := storeproc.Start(ctx, storeproc.Options{Command: command, Dir: filepath.Join(work, fmt.Sprintf("calls-%d", i))})
@@ -123,28 +170,31 @@ func benchCalls(ctx context.Context, out interface{ Write([]byte) (int, error) }
 		}
 		starts = append(starts, time.Since(t0))
 		if i < 4 {
-			_ = c.Close()
+			_ = c.Close() // waits for the process: its CPU time is counted
 		} else {
 			client = c
 		}
 	}
+	startCPU = (cpuOf(syscall.RUSAGE_CHILDREN) - childCPU0) / 4
 	defer client.Close()
 	slices.Sort(starts)
-	fmt.Fprintf(out, "store process start-up (exec + hello), median of 5: %s; paid once per store process: one per worker process of a case, one per snapshot, one per conformance bundle; never per call\n",
-		starts[2].Round(100*time.Microsecond))
+	fmt.Fprintf(out, "store process start-up (exec + hello), median of 5: %s wall, %s CPU in the store process; paid once per store process, never per call (a Java store pays its JVM start-up as often; the matrix rounds below count the processes)\n",
+		starts[2].Round(100*time.Microsecond), startCPU.Round(100*time.Microsecond))
 	goStores, err := sqlite.Open(filepath.Join(work, "go.db"), sqlite.Options{})
 	if err != nil {
 		return err
 	}
 	defer goStores.Close()
 	for _, b := range []struct {
-		name string
-		st   reference.Stores
-	}{{"Go SQLite adapter", goStores}, {"store protocol", client.Stores()}} {
+		name  string
+		st    reference.Stores
+		store *storeproc.Client
+	}{{"Go SQLite adapter", goStores, nil}, {"store protocol", client.Stores(), client}} {
 		op, plan := storetest.FixtureOp("bench", "d1", "op-bench", 0, 1000)
 		if _, err := b.st.Ops.CreateIfAbsent(ctx, op, plan); err != nil {
 			return err
 		}
+		self0 := cpuOf(syscall.RUSAGE_SELF)
 		t0 := time.Now()
 		for range calls {
 			if _, err := b.st.Ops.Get(ctx, "op-bench"); err != nil {
@@ -164,7 +214,48 @@ func benchCalls(ctx context.Context, out interface{ Write([]byte) (int, error) }
 			cur = next
 		}
 		write := time.Since(t0) / time.Duration(calls)
-		fmt.Fprintf(out, "%-18s per call over %d calls: ops.get %s, ops.cas (one write transaction) %s\n", b.name, calls, read.Round(time.Microsecond), write.Round(time.Microsecond))
+		selfPerCall := (cpuOf(syscall.RUSAGE_SELF) - self0) / time.Duration(2*calls)
+		cpu := fmt.Sprintf("CPU per call %s", selfPerCall.Round(time.Microsecond))
+		if b.store != nil {
+			// The store process's CPU time over its life, less its
+			// start-up, once it has exited.
+			child0 := cpuOf(syscall.RUSAGE_CHILDREN)
+			_ = b.store.Close()
+			storePerCall := (cpuOf(syscall.RUSAGE_CHILDREN) - child0 - startCPU) / time.Duration(2*calls+1)
+			cpu = fmt.Sprintf("CPU per call: %s harness side, %s in the store process", selfPerCall.Round(time.Microsecond), max(storePerCall, 0).Round(time.Microsecond))
+		}
+		fmt.Fprintf(out, "%-18s per call over %d calls: ops.get %s, ops.cas (one write transaction) %s; %s\n", b.name, calls, read.Round(time.Microsecond), write.Round(time.Microsecond), cpu)
 	}
 	return nil
+}
+
+// cpuOf is the user + system CPU time of the process (RUSAGE_SELF) or of
+// its children that have been waited for (RUSAGE_CHILDREN).
+func cpuOf(who int) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// storeMatrixTarget is the performance target of issue 23: the embedded
+// System A matrix over the store protocol within this factor of the Go
+// SQLite matrix of the same run.
+const storeMatrixTarget = 3.0
+
+// storeProcesses counts the store processes a matrix started: each leaves
+// its log (store-<pid>.log) in its case's data directory.
+func storeProcesses(dir string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasPrefix(d.Name(), "store-") && strings.HasSuffix(d.Name(), ".log") {
+			n++
+		}
+		return nil
+	})
+	return n, err
 }

@@ -57,6 +57,7 @@ func exploreCmd() *cobra.Command {
 		randomKills                float64
 		powerLoss                  float64
 		server                     serverFlags
+		store                      storeCmdFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "explore --seed N --budget 5m",
@@ -106,11 +107,22 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			if err != nil {
 				return err
 			}
+			// A store in any language (--store-cmd) runs as a child of each
+			// worker process: only --processes can kill it with its worker.
+			spec, err := store.spec(backendName, !processes)
+			if err != nil {
+				return err
+			}
 			backend, self, cleanup, err := server.setUp(cmd, backendName)
 			if err != nil {
 				return err
 			}
 			defer cleanup()
+			if spec.Name == "" {
+				spec.Name = backend
+			} else {
+				backend = spec.Name
+			}
 			if workdir == "" {
 				base := ""
 				if !processes {
@@ -123,7 +135,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 				}
 				defer os.RemoveAll(workdir)
 			}
-			cfg := sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self},
+			cfg := sim.Config{Backend: spec, Launcher: sim.BinaryLauncher{Path: self},
 				WorkDir: workdir, InProcess: !processes, InProcessFiles: files, Seed: seed, Bugs: bs, Mutant: mutant}
 			if processes {
 				server.useFaults(&cfg)
@@ -247,7 +259,9 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			}
 			path := filepath.Join(outDir, sc.Name+".yaml")
 			replay := []string{selfCommand(), "run", shellQuote(path), "--repeat", "10"}
-			if backendName != "sqlite" {
+			if args := store.replayArgs(); args != nil {
+				replay = append(replay, args...)
+			} else if backendName != "sqlite" {
 				replay = append(replay, "--backend", shellQuote(backendName))
 			}
 			if !processes {
@@ -280,6 +294,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.IntVar(&max, "max", 0, "stop after this many schedules (0: budget only)")
 	fl.StringVar(&shard, "shard", "", "i/n: run schedules i, i+n, i+2n, … of the seed")
 	fl.StringVar(&backendName, "backend", "sqlite", "backend")
+	store.register(fl, false)
 	fl.BoolVar(&processes, "processes", false, "kill real worker processes instead of the in-process mode")
 	fl.Float64Var(&powerLoss, "power-loss", 0, "share (0..1) of armed crashes that cut the power instead (every process of the schedule dies and what was not fsynced is lost); needs --processes, an embedded backend and FUSE")
 	fl.Float64Var(&randomKills, "random-kills", 0, "share (0..1) of client workers SIGKILLed at a random instant of their run (before a store call or inside a commit, drawn over the probe's counts) besides failpoints; needs --processes")

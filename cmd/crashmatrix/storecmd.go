@@ -52,7 +52,7 @@ func (s *storeCmdFlags) spec(backend string, inProcess bool) (sim.BackendSpec, e
 			faults.PlanSaveBeforeApprove, faults.PlanSaveBeforeBusiness, faults.PlanSaveBeforeCheckpoint)
 	}
 	if inProcess {
-		return sim.BackendSpec{}, fmt.Errorf("--store-cmd needs real worker processes (a store process is a child of its worker and dies with it): drop --in-process")
+		return sim.BackendSpec{}, fmt.Errorf("--store-cmd needs real worker processes (a store process is a child of its worker and dies with it): drop --in-process (explore: add --processes)")
 	}
 	wd, err := os.Getwd()
 	if err != nil {

@@ -21,6 +21,7 @@ import sys
 
 from storeproto import StoreError, serve
 
+SCHEMA_VERSION = 1
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS operations (
   operation_id TEXT PRIMARY KEY, space TEXT NOT NULL, stage TEXT NOT NULL, disposition TEXT NOT NULL,
@@ -72,9 +73,20 @@ class Store:
         self.conv = conv
         self.two_transactions = two_transactions
         self.db = sqlite3.connect(os.path.join(directory, "pystore.db"), timeout=30, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
-        self.tx(lambda: [self.db.execute(s) for s in SCHEMA.split(";") if s.strip()])
+        # Every worker starts a store process on the same file: the first
+        # creates the tables and marks the file (user_version); the others
+        # see the mark and take no write lock at start-up. WAL mode, once
+        # set, stays with the file.
+        if self.one("PRAGMA user_version")[0] != SCHEMA_VERSION:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.tx(self.create_schema)
+
+    def create_schema(self):
+        for statement in SCHEMA.split(";"):
+            if statement.strip():
+                self.db.execute(statement)
+        self.db.execute("PRAGMA user_version=%d" % SCHEMA_VERSION)
 
     def tx(self, fn):
         """Run fn in one IMMEDIATE transaction. A failure before COMMIT is

@@ -1,0 +1,45 @@
+package storeproc
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestParseMessageShapes checks every message shape rule of section 2 of
+// docs/store-protocol.md on the one-pass decoder.
+func TestParseMessageShapes(t *testing.T) {
+	for _, tc := range []struct {
+		line, problem string
+	}{
+		{`{"id":3,"ok":{"created":true}}`, ""},
+		{`{"id":3,"error":{"code":"not_found","definite":true,"message":"x"}}`, ""},
+		{`{"id":3,"at":{"point":"pystore/x","step":1}}`, ""},
+		{`DEBUG hello`, "not a JSON object"},
+		{`[1,2]`, "not a JSON object"},
+		{`{"id":3,"ok":`, "not a JSON object"},
+		{`{"id":"3","ok":{}}`, "wrong shape"},
+		{`{"ok":{}}`, "without an id"},
+		{`{"id":3}`, "exactly one of ok, error, at"},
+		{`{"id":3,"ok":{},"error":{"code":"x","definite":true}}`, "exactly one of ok, error, at"},
+		{`{"id":3,"ok":null}`, "ok must hold a JSON object"},
+		{`{"id":3,"ok":[]}`, "ok must hold a JSON object"},
+		{`{"id":3,"error":null}`, "error must hold an object"},
+		{`{"id":3,"error":{"code":"x"}}`, "needs a code and definite"},
+		{`{"id":3,"at":null}`, "at must hold {point, step}"},
+		{`{"id":3,"at":{"step":1}}`, "at must hold {point, step}"},
+	} {
+		m, problem := parseMessage([]byte(tc.line))
+		if tc.problem == "" {
+			if problem != "" || m.ID == nil || *m.ID != 3 {
+				t.Errorf("%s: problem %q, id %v; want a valid message with id 3", tc.line, problem, m.ID)
+			}
+			continue
+		}
+		if !strings.Contains(problem, tc.problem) {
+			t.Errorf("%s: problem %q, want it to say %q", tc.line, problem, tc.problem)
+		}
+	}
+	if line := string(requestLine(7, "ops.get", []byte(`{"operationId":"a"}`))); line != `{"id":7,"op":"ops.get","args":{"operationId":"a"}}`+"\n" {
+		t.Errorf("requestLine = %q", line)
+	}
+}
