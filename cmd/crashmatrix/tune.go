@@ -29,6 +29,16 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// cpuTimeWithChildren is the CPU time (user + system) the process and
+// every child it waited for have used: a run's own and its workers'.
+func cpuTimeWithChildren() time.Duration {
+	var self, kids syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &self) != nil || syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids) != nil {
+		return 0
+	}
+	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + kids.Utime.Nano() + kids.Stime.Nano())
+}
+
 func shmAvailable() bool {
 	st, err := os.Stat("/dev/shm")
 	return err == nil && st.IsDir()
