@@ -149,7 +149,7 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 		parallel = 4
 	}
 	rep := Report{Backend: r.backend.Name, Mutant: r.cfg.Mutant, Seed: r.cfg.Seed, Started: time.Now(), Counts: map[Verdict]int{}}
-	if _, err := r.Calibrate(ctx, min(parallel, len(cases))); err != nil {
+	calibrationFailed := func(err error) Report {
 		// The backend cannot run a fault-free case: every case would be
 		// undecided for the same reason, said once.
 		rep.Results = []CaseResult{{Case: CalibrationCase(0), Verdict: Undecided, Notes: []string{err.Error()}}}
@@ -157,6 +157,31 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 		rep.Took = time.Since(rep.Started)
 		rep.finish()
 		return rep
+	}
+	// On the harness clock the calibration changes no timing (its one
+	// worker only shows that the backend runs a fault-free case), so it
+	// runs beside the cases rather than before them; if it fails, the
+	// cases are stopped and the run reports the calibration alone, as
+	// when it runs first.
+	calibrated := make(chan error, 1)
+	casesCtx := ctx
+	if r.cfg.InProcess || r.cfg.WallClock {
+		_, err := r.Calibrate(ctx, min(parallel, len(cases)))
+		if err != nil {
+			return calibrationFailed(err)
+		}
+		calibrated <- nil
+	} else {
+		var stop context.CancelFunc
+		casesCtx, stop = context.WithCancel(ctx)
+		defer stop()
+		go func() {
+			_, err := r.Calibrate(ctx, min(parallel, len(cases)))
+			if err != nil {
+				stop()
+			}
+			calibrated <- err
+		}()
 	}
 	for _, b := range r.cfg.Bugs {
 		rep.Bugs = append(rep.Bugs, string(b))
@@ -176,7 +201,7 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 					results[i] = CaseResult{Case: cases[i], Verdict: Undecided, Notes: []string{NotRunFailFast}}
 					continue
 				}
-				res := r.runWithRetries(ctx, cases[i])
+				res := r.runWithRetries(casesCtx, cases[i])
 				results[i] = res
 				if res.Verdict == Fail {
 					failed.Store(true)
@@ -207,7 +232,7 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 		return cost(cases[order[a]]) > cost(cases[order[b]])
 	})
 	for _, i := range order {
-		if ctx.Err() != nil {
+		if casesCtx.Err() != nil {
 			results[i] = CaseResult{Case: cases[i], Verdict: Undecided, Notes: []string{"interrupted"}}
 			continue
 		}
@@ -219,6 +244,9 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 	}
 	close(jobs)
 	wg.Wait()
+	if err := <-calibrated; err != nil && ctx.Err() == nil {
+		return calibrationFailed(err)
+	}
 	rep.Results = results
 	rep.Timing = r.Timing()
 	rep.Took = time.Since(rep.Started)

@@ -50,16 +50,31 @@ type BinaryLauncher struct{ Path string }
 
 // Command implements Launcher.
 func (b BinaryLauncher) Command(ctx context.Context, spec string) *exec.Cmd {
+	bin, args := b.worker()
+	return exec.Command(bin, append(args, "--spec", spec)...)
+}
+
+// FloorCommand starts the binary Command starts, told to exit as soon as
+// it has started (--floor): bench's spawn floor, the cost of a worker
+// process that does nothing.
+func (b BinaryLauncher) FloorCommand() *exec.Cmd {
+	bin, args := b.worker()
+	return exec.Command(bin, append(args, "--floor")...)
+}
+
+// worker returns the binary a worker runs from and the arguments before
+// its own.
+func (b BinaryLauncher) worker() (string, []string) {
 	if w := filepath.Join(filepath.Dir(b.Path), "crashmatrix-worker"); w != b.Path {
 		st, err := os.Stat(w)
 		self, serr := os.Stat(b.Path)
 		// Only a worker built with (after) this binary: a stale one would
 		// run yesterday's protocol.
 		if err == nil && serr == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 && !st.ModTime().Before(self.ModTime()) {
-			return exec.Command(w, "--spec", spec)
+			return w, nil
 		}
 	}
-	return exec.Command(b.Path, "worker", "--spec", spec)
+	return b.Path, []string{"worker"}
 }
 
 // WorkerSpecEnv is the environment variable through which a re-executed

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/crashmatrix/crashmatrix/adapters/internal/sqlcore"
 )
@@ -99,7 +101,15 @@ var migrations = map[int64][]string{
 	},
 }
 
+//
+// A database already at SchemaVersion with every table and index of the
+// schema is left alone after one read: the write transaction would take
+// the database's write lock and prepare every statement of the schema,
+// which every worker process of a crash-matrix case paid on its open.
 func (d *db) migrate(ctx context.Context) error {
+	if d.schemaCurrent(ctx) {
+		return nil
+	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		var v sql.NullInt64
 		// The table may not exist yet; create everything first.
@@ -130,4 +140,40 @@ func (d *db) migrate(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// schemaNames are the tables and indexes the schema creates, in order.
+var schemaNames = func() []string {
+	re := regexp.MustCompile(`^\s*CREATE (?:TABLE|INDEX) IF NOT EXISTS (\w+)`)
+	var out []string
+	for _, stmt := range schema {
+		if m := re.FindStringSubmatch(stmt); m != nil {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}()
+
+// schemaCurrentQuery reads the schema version and how many of the
+// schema's tables and indexes exist.
+var schemaCurrentQuery = `SELECT (SELECT max(version) FROM schema_version), (SELECT count(*) FROM sqlite_master WHERE name IN (?` +
+	strings.Repeat(", ?", len(schemaNames)-1) + `))`
+
+// schemaCurrent says whether the database is at SchemaVersion with every
+// table and index of the schema (a missing schema_version table, or any
+// error, says no: the migration then runs and reports it).
+func (d *db) schemaCurrent(ctx context.Context) bool {
+	if len(schemaNames) != len(schema) {
+		return false // a statement the fast path cannot see: always migrate
+	}
+	args := make([]any, len(schemaNames))
+	for i, n := range schemaNames {
+		args[i] = n
+	}
+	var v sql.NullInt64
+	var n int
+	if err := d.sql.QueryRowContext(ctx, schemaCurrentQuery, args...).Scan(&v, &n); err != nil {
+		return false
+	}
+	return v.Valid && v.Int64 == SchemaVersion && n == len(schemaNames)
 }

@@ -96,6 +96,39 @@ func TestSchemaVersion(t *testing.T) {
 	}
 }
 
+// Open skips the migration's write transaction only for a database that
+// has every table and index of the schema: one that lost an index gets it
+// back.
+func TestOpenRecreatesWhatTheSchemaLacks(t *testing.T) {
+	if len(schemaNames) != len(schema) {
+		t.Fatalf("the schema has %d statements but %d names the fast path checks: %q", len(schema), len(schemaNames), schemaNames)
+	}
+	path := filepath.Join(t.TempDir(), "m.db")
+	s, err := Open(path, Options{})
+	storetest.Must(t, err)
+	storetest.Must(t, s.Close())
+	for _, name := range []string{"graph_edges_target_idx", "leases"} {
+		raw := rawDB(t, path)
+		kind := "INDEX"
+		if name == "leases" {
+			kind = "TABLE"
+		}
+		_, err := raw.Exec("DROP " + kind + " " + name)
+		storetest.Must(t, err)
+		raw.Close()
+		s, err := Open(path, Options{})
+		storetest.Must(t, err)
+		storetest.Must(t, s.Close())
+		var n int
+		raw = rawDB(t, path)
+		storetest.Must(t, raw.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = ?`, name).Scan(&n))
+		raw.Close()
+		if n != 1 {
+			t.Errorf("after dropping %s and opening again: %d of it in the schema, want 1", name, n)
+		}
+	}
+}
+
 // A version 1 database (tokens in lease_tokens, lease rows deleted on
 // release) is migrated: fencing tokens keep growing from where they were.
 func TestMigrateFromVersion1(t *testing.T) {

@@ -18,8 +18,11 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "--floor" {
+		return // bench's spawn floor: start and exit, nothing else
+	}
 	if len(os.Args) != 3 || os.Args[1] != "--spec" {
-		fmt.Fprintln(os.Stderr, "usage: crashmatrix-worker --spec FILE (started by crashmatrix)")
+		fmt.Fprintln(os.Stderr, "usage: crashmatrix-worker --spec FILE (started by crashmatrix), or --floor (start and exit)")
 		os.Exit(2)
 	}
 	spec, err := sim.ReadWorkerSpec(os.Args[2])

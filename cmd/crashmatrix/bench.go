@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
@@ -43,6 +44,7 @@ func benchCmd() *cobra.Command {
 	runBench = func(cmd *cobra.Command) error {
 		out := cmd.OutOrStdout()
 		ctx := cmd.Context()
+		defer tuneGC(true)() // every figure with the GC certify runs with
 		if rounds < 1 {
 			return fmt.Errorf("--rounds must be at least 1")
 		}
@@ -70,14 +72,17 @@ func benchCmd() *cobra.Command {
 				provision.LastTimings.Postgres.Round(time.Millisecond), provision.LastTimings.Neo4j.Round(time.Millisecond))
 		}
 		var walls []time.Duration
-		workers := 0 // worker processes of the last round
+		workers := 0          // worker processes of the last round
+		var cpu time.Duration // the last round's CPU time, workers included
 		for i := 0; i < rounds; i++ {
 			r, work, err := benchRunner(benchDir, backend, self, leaseTTL, int64(i+1), adaptive)
 			if err != nil {
 				return err
 			}
 			cases := sim.Matrix(leaseTTL.Milliseconds())
+			cpu0 := cpuTimeWithChildren()
 			rep := r.RunAll(ctx, cases, parallel, nil)
+			cpu = cpuTimeWithChildren() - cpu0
 			if rep.ExitCode != 0 {
 				report.WriteTerminal(out, rep, report.Options{Command: "bench"})
 				fmt.Fprintf(out, "case data and histories: %s\n", work)
@@ -89,9 +94,10 @@ func benchCmd() *cobra.Command {
 			for _, res := range rep.Results {
 				workers += len(res.Workers)
 			}
-			fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %s; %s\n", i+1, len(cases), rep.Took.Round(time.Millisecond), rep.Timing)
+			fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %s (CPU %s, workers included); %s\n",
+				i+1, len(cases), rep.Took.Round(time.Millisecond), cpu.Round(time.Millisecond), rep.Timing)
 		}
-		if err := benchSpawnFloor(cmd, self, workers, parallel, walls[len(walls)-1]); err != nil {
+		if err := benchSpawnFloor(cmd, self, workers, parallel, walls[len(walls)-1], cpu); err != nil {
 			return err
 		}
 		sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
@@ -414,29 +420,37 @@ func benchStoreWindows(cmd *cobra.Command, self, backend, benchDir string, round
 
 // benchRunner is one full-matrix round's runner, on a fresh work directory.
 // benchSpawnFloor starts and exits as many bare worker processes as the
-// last matrix round ran, as many at once as its cases, and prints the
-// matrix's wall time against that floor: what the harness adds on top of
-// the processes it cannot do without.
-func benchSpawnFloor(cmd *cobra.Command, self string, workers, parallel int, matrix time.Duration) error {
+// last matrix round ran, as many at once as its cases, from the binary the
+// matrix's workers ran (crashmatrix-worker when make build put it next to
+// crashmatrix) and started as the supervisor starts them, and prints the
+// matrix's wall and CPU time against that floor's: what the harness adds
+// on top of the processes it cannot do without. The CPU ratio says the
+// same as the wall one on a machine that other work slows.
+func benchSpawnFloor(cmd *cobra.Command, self string, workers, parallel int, matrix, matrixCPU time.Duration) error {
 	if workers == 0 {
 		return nil
 	}
+	launcher := sim.BinaryLauncher{Path: self}
 	sem := make(chan struct{}, max(parallel, 1))
 	errs := make(chan error, workers)
 	var wg sync.WaitGroup
+	cpu0 := cpuTimeWithChildren()
 	start := time.Now()
 	for range workers {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if out, err := exec.CommandContext(cmd.Context(), self, "worker", "--floor").CombinedOutput(); err != nil {
-				errs <- fmt.Errorf("spawn floor: %s worker --floor: %v: %s", self, err, out)
+			c := launcher.FloorCommand()
+			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+			if out, err := c.CombinedOutput(); err != nil {
+				errs <- fmt.Errorf("spawn floor: %s: %v: %s", strings.Join(c.Args, " "), err, out)
 			}
 		}()
 	}
 	wg.Wait()
 	floor := time.Since(start)
+	floorCPU := cpuTimeWithChildren() - cpu0
 	close(errs)
 	if err := <-errs; err != nil {
 		return err
@@ -446,8 +460,9 @@ func benchSpawnFloor(cmd *cobra.Command, self string, workers, parallel int, mat
 	if ratio > 2 {
 		met = "not met"
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "spawn floor: %d bare worker processes started and exited, %d at a time, in %s; the last matrix round took %s: %.2fx the floor (target <= 2x: %s)\n",
-		workers, parallel, floor.Round(time.Millisecond), matrix.Round(time.Millisecond), ratio, met)
+	fmt.Fprintf(cmd.OutOrStdout(), "spawn floor: %d bare worker processes (%s --floor) started and exited, %d at a time, in %s (CPU %s); the last matrix round took %s (CPU %s): %.2fx the floor's wall time (target <= 2x: %s), %.2fx its CPU time\n",
+		workers, filepath.Base(launcher.FloorCommand().Path), parallel, floor.Round(time.Millisecond), floorCPU.Round(time.Millisecond),
+		matrix.Round(time.Millisecond), matrixCPU.Round(time.Millisecond), ratio, met, matrixCPU.Seconds()/floorCPU.Seconds())
 	return nil
 }
 

@@ -260,7 +260,9 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 			mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_GO)))
 		progress = func(sim.CaseResult) { bar.Increment() }
 	}
+	restoreGC := tuneGC(true)
 	rep := runner.RunAll(cmd.Context(), cases, f.parallel, progress)
+	restoreGC()
 	rep.WithProbe(probe, perr, sel)
 	rep.Matrix = &matrix
 	if shard != nil {
