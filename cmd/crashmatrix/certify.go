@@ -163,6 +163,8 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if err != nil {
 		return err
 	}
+	// Lazy mounts for the containers' data only when power loss may run.
+	f.server.noPowerLoss = f.inProcess || len(kinds) > 0 && !slices.Contains(kinds, faults.PowerLoss)
 	backend, self, cleanup, err := f.server.setUp(cmd, f.backend)
 	if err != nil {
 		return err

@@ -131,6 +131,16 @@ func (f *FS) CopyDurable(dir string) error {
 	return store(f.m, dir)
 }
 
+// SyncAll makes everything live durable, as sync(2) or the kernel's
+// writeback of old dirty pages would: what was written before it survives
+// the next power loss. A run calls it once a server on the mount is set
+// up, so that the power loss drops what the run wrote, not the setup.
+func (f *FS) SyncAll() {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	f.m.syncAll()
+}
+
 // Syncs is how many fsyncs the file system has seen.
 func (f *FS) Syncs() int64 {
 	f.m.mu.Lock()

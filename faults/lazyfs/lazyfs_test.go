@@ -104,6 +104,24 @@ func TestWriteWithoutFsyncIsLost(t *testing.T) {
 	}
 }
 
+func TestSyncAllKeepsEverythingWrittenBefore(t *testing.T) {
+	f := mount(t)
+	if err := os.Mkdir(filepath.Join(f.Dir(), "d"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	before, after := filepath.Join(f.Dir(), "d", "before"), filepath.Join(f.Dir(), "d", "after")
+	writeFile(t, before, "written before SyncAll", false)
+	f.SyncAll()
+	writeFile(t, after, "written after", false)
+	f.PowerLoss()
+	if got := readOf(t, before); got != "written before SyncAll" {
+		t.Fatalf("a file (and its new directory) written before SyncAll holds %q after the power loss", got)
+	}
+	if got := readOf(t, after); got != "<absent>" {
+		t.Fatalf("a file created after SyncAll and never synced survived with %q", got)
+	}
+}
+
 func TestFsyncKeepsDataAndDirFsyncKeepsName(t *testing.T) {
 	f := mount(t)
 	p := filepath.Join(f.Dir(), "a")
