@@ -30,6 +30,11 @@ type Options struct {
 	// AllowOther lets other users (a database server's own user in a
 	// container) use the mount.
 	AllowOther bool
+	// JournaledNames models a file system that journals its metadata
+	// (ext4, XFS): any fsync makes every earlier create, unlink and
+	// rename durable, not only a directory's own fsync (see the package
+	// doc).
+	JournaledNames bool
 }
 
 // FS is one mounted lazy file system.
@@ -57,6 +62,7 @@ type Loss struct {
 // the Go runtime stops the world for the collector waits for ever.
 func Mount(mountpoint string, opt Options) (*FS, error) {
 	f := &FS{m: newModel(), mountpoint: mountpoint, backing: opt.Backing}
+	f.m.journaled = opt.JournaledNames
 	if opt.Backing != "" {
 		if err := load(f.m, opt.Backing); err != nil {
 			return nil, fmt.Errorf("lazyfs: load %s: %w", opt.Backing, err)
@@ -521,7 +527,7 @@ func (l *lnode) Fsync(_ context.Context, fh fs.FileHandle, _ uint32) syscall.Err
 	if l.n.dead || l.stale(fh) {
 		return syscall.EIO
 	}
-	m.sync(l.n)
+	m.fsync(l.n)
 	return 0
 }
 

@@ -182,10 +182,15 @@ func TestPostgresFsyncOffFailsPowerLoss(t *testing.T) {
 }
 
 // Neo4j (with PostgreSQL, both with their defaults) survives a power loss
-// at the windows around the graph's writes.
+// once every graph batch was acknowledged: each must be in the graph
+// right after it (I9). Neo4j's data is on a mount with journaled names
+// (ext4, XFS): under the POSIX rule a second power loss brings back the
+// index files its recovery replaced, and Neo4j does not start
+// (docs/power-loss.md). One window: a Neo4j restart on the lazy mount
+// takes over a minute here.
 func TestNeo4jDefaultsCertifyPowerLoss(t *testing.T) {
 	st := start(t, provision.ContainerOptions{})
-	rep := run(t, st, powerCases(t, faults.BetweenGraphBatches, faults.BeforeGraphApplied))
+	rep := run(t, st, powerCases(t, faults.BeforeGraphApplied))
 	if rep.ExitCode != 0 {
 		t.Fatalf("PostgreSQL + Neo4j did not certify under power loss: %v (broken: %v)", rep.Counts, rep.Broken())
 	}

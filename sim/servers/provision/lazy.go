@@ -38,13 +38,15 @@ func newLazyData() (*lazyData, error) {
 // (with the mount's root) so that it survives every power loss, as a
 // database's directory does. Everyone may use it (allow_other): the
 // server runs as its own user; its entrypoint chowns and chmods it (the
-// model keeps owner and mode).
-func (l *lazyData) mount(server string) (string, error) {
+// model keeps owner and mode). journaled gives the mount ext4's and
+// XFS's journaled names (lazyfs.Options.JournaledNames) in place of the
+// POSIX rule: Neo4j fsyncs files, never directories.
+func (l *lazyData) mount(server string, journaled bool) (string, error) {
 	mnt := filepath.Join(l.base, server)
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		return "", err
 	}
-	fs, err := lazyfs.Mount(mnt, lazyfs.Options{AllowOther: true})
+	fs, err := lazyfs.Mount(mnt, lazyfs.Options{AllowOther: true, JournaledNames: journaled})
 	if err != nil {
 		return "", err
 	}

@@ -284,7 +284,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		pgOpts = append(pgOpts, testcontainers.WithCmd(append([]string{"postgres"}, pgArgs...)...))
 	}
 	if lazy != nil {
-		dir, err := lazy.mount("postgres")
+		dir, err := lazy.mount("postgres", false)
 		if err != nil {
 			return nil, func() {}, nil, fmt.Errorf("PostgreSQL data on a lazy mount: %w", err)
 		}
@@ -340,7 +340,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		n4Tmpfs = append(n4Tmpfs, testcontainers.WithTmpfs(neo4jTmpfs(o.Neo4jImage)))
 	}
 	if lazy != nil {
-		dir, err := lazy.mount("neo4j")
+		dir, err := lazy.mount("neo4j", true)
 		if err != nil {
 			stop()
 			return nil, stop, nil, fmt.Errorf("Neo4j data on a lazy mount: %w", err)
