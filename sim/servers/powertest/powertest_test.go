@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -194,4 +195,39 @@ func TestNeo4jDefaultsCertifyPowerLoss(t *testing.T) {
 	if rep.ExitCode != 0 {
 		t.Fatalf("PostgreSQL + Neo4j did not certify under power loss: %v (broken: %v)", rep.Counts, rep.Broken())
 	}
+}
+
+// A server that cannot start again on what a power loss left exits: the
+// power loss fails with the server's own words (here PostgreSQL's, whose
+// pg_control was removed and its directory synced), not with a server
+// that "does not answer".
+func TestServerThatCannotRestartSaysWhy(t *testing.T) {
+	st := start(t, provision.ContainerOptions{NoNeo4j: true})
+	var dir string
+	for _, m := range ownMounts(t) {
+		if filepath.Base(m) == "postgres" {
+			dir = filepath.Join(m, "data", "global")
+		}
+	}
+	if dir == "" {
+		t.Fatalf("no lazy mount of the PostgreSQL data among %v", ownMounts(t))
+	}
+	if err := os.Remove(filepath.Join(dir, "pg_control")); err != nil {
+		t.Fatal(err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), serverfaults.RestartBudget+time.Minute)
+	defer cancel()
+	_, err = st.Faults.PowerLoss(ctx)
+	if err == nil || !strings.Contains(err.Error(), "postgres exited") || !strings.Contains(err.Error(), `could not open file "/var/lib/postgresql/data/global/pg_control"`) {
+		t.Fatalf("power loss with pg_control gone: %v; want the server's exit and its log", err)
+	}
+	t.Logf("%v", err)
 }
