@@ -20,7 +20,8 @@ import (
 // directory (CaseEnv.Dir) lives on a lazy file system (faults/lazyfs)
 // mounted for the case under its folder ("lazy"; the durable state is left
 // in "disk" when the case ends), so the embedded backends need nothing
-// of their own; a server backend's data is in its servers, out of reach.
+// of their own. A server backend's data is in its servers: their
+// ServerFaults cut the power there (ServerPower, sim/serverpower.go).
 
 // MutantSynchronousOff opens the embedded SQLite stores of System A with
 // PRAGMA synchronous=OFF: they survive every process kill and must fail
@@ -80,7 +81,7 @@ func (r *Runner) PowerLossUntested() string {
 	case r.cfg.InProcess:
 		return "power loss needs worker processes; the in-process mode has no files to lose"
 	case !r.backend.Embedded:
-		return fmt.Sprintf("backend %s does not keep its data in the case's files (power loss is tested where a case's data directory can live on the lazy file system: the embedded backends)", r.backend.Name)
+		return r.serverPowerUntested()
 	}
 	if err := lazyfs.Available(); err != nil {
 		return err.Error()
@@ -126,9 +127,11 @@ func cleanStaleMounts() {
 
 // powerCase is the lazy mount of one case that arms a power loss.
 type powerCase struct {
-	fs   *lazyfs.FS
-	disk string // the backing directory
-	done int    // power losses carried out
+	fs *lazyfs.FS
+	// server cuts the power of a server backend's servers (fs is nil).
+	server ServerPower
+	disk   string // the backing directory
+	done   int    // power losses carried out
 	// restarts are the stores as each power loss left them (I9).
 	restarts []check.Restart
 }
@@ -169,6 +172,9 @@ func (r *Runner) mountPower(c Case, dir string, env *CaseEnv) (*powerCase, error
 	if why := r.PowerLossUntested(); why != "" {
 		return nil, fmt.Errorf("%s", PowerLossNotTested(why))
 	}
+	if sp, ok := r.serverPower(); ok && !r.backend.Embedded {
+		return &powerCase{server: sp}, nil
+	}
 	mnt, disk := filepath.Join(dir, "lazy"), filepath.Join(dir, "disk")
 	for _, d := range []string{mnt, disk} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -197,7 +203,7 @@ func (r *Runner) mountPower(c Case, dir string, env *CaseEnv) (*powerCase, error
 // ended (an orderly shutdown: what is live is kept) and points env at the
 // copy left on disk, for the snapshot.
 func (pc *powerCase) settle(env CaseEnv) (CaseEnv, error) {
-	if pc == nil {
+	if pc == nil || pc.fs == nil {
 		return env, nil
 	}
 	if err := pc.fs.Unmount(); err != nil {
@@ -210,7 +216,7 @@ func (pc *powerCase) settle(env CaseEnv) (CaseEnv, error) {
 // close unmounts the case's lazy file system (every process of the case
 // has ended); what was durable stays in the case's "disk" folder.
 func (pc *powerCase) close() {
-	if pc != nil {
+	if pc != nil && pc.fs != nil {
 		_ = pc.fs.Unmount()
 	}
 }
@@ -245,8 +251,14 @@ func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c Case, env Cas
 		if h, err = cx.history(); err != nil {
 			return paused, err
 		}
-		loss := pc.fs.PowerLoss()
 		hit := hits[pc.done]
+		if pc.server != nil {
+			if err := r.cutServerPower(ctx, pc, c, env, space, h, hit, res); err != nil {
+				return paused, err
+			}
+			continue
+		}
+		loss := pc.fs.PowerLoss()
 		res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed; %d bytes and %d directory entries that were not synced thrown away",
 			hit.Point, hit.Worker, loss.Bytes, loss.Names))
 		rs := check.Restart{Server: "machine (power loss)", Point: string(hit.Point), Worker: hit.Worker, Events: len(h.Events())}

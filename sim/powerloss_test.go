@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/embedded"
 )
 
 func needFUSE(t *testing.T) {
@@ -96,5 +98,66 @@ func TestPowerLossInProcessIsNotTested(t *testing.T) {
 	res := r.RunCase(context.Background(), c)
 	if res.Verdict != sim.Undecided || len(res.Notes) == 0 || !strings.HasPrefix(res.Notes[0], "power loss: not tested (") {
 		t.Fatalf("a power-loss case in the in-process mode: %s %v", res.Verdict, res.Notes)
+	}
+}
+
+// fakePower is a server backend's ServerFaults that can (why == "") or
+// cannot cut the power; it opens no case.
+type fakePower struct{ why string }
+
+func (fakePower) OpenCase(context.Context, sim.ServerCase) (sim.CaseServers, error) {
+	return nil, errors.New("not used")
+}
+func (fakePower) Kills(string) int        { return 0 }
+func (f fakePower) PowerUntested() string { return f.why }
+func (fakePower) PowerLoss(context.Context) (sim.ServerPowerLoss, error) {
+	return sim.ServerPowerLoss{}, errors.New("not used")
+}
+
+// A server backend reached by DSN/URI cannot be power-failed: the column
+// is left out and says why, and asking for it is an error; a server
+// backend whose ServerFaults can cut the power (containers on lazy
+// mounts) gets the column.
+func TestPowerLossOnServersNeedsServerPower(t *testing.T) {
+	server := sim.Backend{Name: "postgres", Open: embedded.Memory().Open}
+	for _, tc := range []struct {
+		name   string
+		faults sim.ServerFaults
+		want   string // in the reason; "" when tested
+	}{
+		{"by DSN, no server faults", nil, "given by DSN/URI"},
+		{"server faults without power", fakePower{why: "the data directory of server postgres is not on a lazy mount"}, "not on a lazy mount"},
+		{"containers on lazy mounts", fakePower{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := sim.NewRunner(sim.Config{Use: &server, WorkDir: t.TempDir(), ServerFaults: tc.faults,
+				Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			why := r.PowerLossUntested()
+			if tc.want == "" {
+				if why != "" {
+					t.Fatalf("power loss untested on a server backend that can cut the power: %s", why)
+				}
+				var sel sim.Selection
+				if untested, err := r.PowerLossSelection(&sel); err != nil || untested != "" || !sel.PowerLoss {
+					t.Fatalf("selection: %q %v, column %v", untested, err, sel.PowerLoss)
+				}
+				return
+			}
+			if !strings.Contains(why, tc.want) {
+				t.Fatalf("reason %q, want it to say %q", why, tc.want)
+			}
+			var sel sim.Selection
+			untested, err := r.PowerLossSelection(&sel)
+			if err != nil || sel.PowerLoss || !strings.HasPrefix(untested, "power loss: not tested (") {
+				t.Fatalf("default selection: %q %v, column %v; want the column left out with its reason", untested, err, sel.PowerLoss)
+			}
+			sel = sim.Selection{Kinds: []faults.Kind{faults.PowerLoss}}
+			if _, err := r.PowerLossSelection(&sel); err == nil || !strings.Contains(err.Error(), "--kind power-loss") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("--kind power-loss on it: %v; want a refusal naming why", err)
+			}
+		})
 	}
 }

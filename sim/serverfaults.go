@@ -124,10 +124,17 @@ func (r *Runner) openServers(ctx context.Context, c Case, cx caseExec, env *Case
 		return nil, func() {}, nil
 	}
 	crashes := crashedServer(c)
+	if r.isServerPowerLoss(c) {
+		crashes = powerWave
+	}
 	r.servers.acquire(crashes, r.cfg.ServerFaults.Kills)
 	unlock := r.servers.release
 	snapEnv := *env
-	cs, err := r.cfg.ServerFaults.OpenCase(ctx, ServerCase{ID: space, History: history, Crashes: crashes,
+	crashesServer := crashes
+	if crashes == powerWave {
+		crashesServer = ""
+	}
+	cs, err := r.cfg.ServerFaults.OpenCase(ctx, ServerCase{ID: space, History: history, Crashes: crashesServer,
 		Snapshot: func(ctx context.Context) (check.Snapshot, error) {
 			h, err := cx.history()
 			if err != nil {
@@ -181,7 +188,8 @@ func (g *serverGate) acquire(crashes string, kills func(string) int) {
 	if g.cond == nil {
 		g.cond = sync.NewCond(&g.mu)
 	}
-	for g.n > 0 && (g.crashes != crashes || crashes != "" && kills(crashes) != g.kills) {
+	// A power loss kills every server: its case runs alone (powerWave).
+	for g.n > 0 && (crashes == powerWave || g.crashes != crashes || crashes != "" && kills(crashes) != g.kills) {
 		g.cond.Wait()
 	}
 	if g.n == 0 && crashes != "" {

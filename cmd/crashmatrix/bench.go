@@ -59,6 +59,7 @@ func benchCmd() *cobra.Command {
 			}
 		}
 		name := backend
+		server.noPowerLoss = true // the container figures are measured on the containers' own disks
 		backend, self, cleanup, err := server.setUp(cmd, backend)
 		if err != nil {
 			return err

@@ -60,13 +60,16 @@ cases dealt out by their ID), so that n machines split it; its report says
 which shard it covers, and only "crashmatrix merge" of the n shards' JSON
 reports gives the matrix's verdict.
 
-Power loss: where FUSE works (Linux, root) and the backend keeps a case's
-data in files (the embedded sqlite), every window also gets a power-loss
-case: the case's data lives on a lazy file system (faults/lazyfs) that keeps
-what was not fsynced in memory; at the window every process of the case dies
-and everything not synced is thrown away, then recovery runs and I1-I9 are
-judged (I9 right after the power loss too). Elsewhere the verdict says
-"power loss: not tested (why)"; --kind power-loss there exits 2.
+Power loss: where FUSE works (Linux, root), on the embedded sqlite and on
+--backend containers, every window also gets a power-loss case: the data
+(the case's files; the servers' data directories, bind-mounted into their
+containers) lives on a lazy file system (faults/lazyfs) that keeps what was
+not fsynced in memory; at the window every process of the case dies (and
+every server), everything not synced is thrown away, the servers start
+again on what is left, then recovery runs and I1-I9 are judged (I9 right
+after the power loss too). Elsewhere (servers given by DSN/URI, the
+in-process mode) the verdict says "power loss: not tested (why)";
+--kind power-loss there exits 2.
 
 Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant broke (or a fault did not fire), 2 undecided.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCertify(cmd, f) },
@@ -163,6 +166,8 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if err != nil {
 		return err
 	}
+	// Lazy mounts for the containers' data only when power loss may run.
+	f.server.noPowerLoss = f.inProcess || len(kinds) > 0 && !slices.Contains(kinds, faults.PowerLoss)
 	backend, self, cleanup, err := f.server.setUp(cmd, f.backend)
 	if err != nil {
 		return err

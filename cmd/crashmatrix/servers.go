@@ -35,6 +35,11 @@ type serverFlags struct {
 	// faults carries out server faults once prepare started containers.
 	faults          *serverfaults.Supervisor
 	serverFaultsSet bool
+	// noPowerLoss keeps the containers' data off lazy mounts: the
+	// command runs no power loss (bench, or certify --kind without
+	// power-loss). Otherwise, with server faults and FUSE, their data
+	// directories live on lazy mounts and the servers' power can be cut.
+	noPowerLoss bool
 }
 
 func (s *serverFlags) register(fl *pflag.FlagSet) {
@@ -121,7 +126,7 @@ func (s *serverFlags) prepare(ctx context.Context, log io.Writer, backend string
 	switch backend {
 	case "containers":
 		st, err := provision.Start(ctx, log, provision.ContainerOptions{PostgresImage: s.postgresImage, Neo4jImage: s.neo4jImage,
-			ServerFaults: s.serverFaults || !s.serverFaultsSet, PostgresConfig: s.postgresConfig})
+			ServerFaults: s.serverFaults || !s.serverFaultsSet, PostgresConfig: s.postgresConfig, PowerLoss: !s.noPowerLoss})
 		if err != nil {
 			return "", nothing, err
 		}

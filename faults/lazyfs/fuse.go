@@ -30,6 +30,11 @@ type Options struct {
 	// AllowOther lets other users (a database server's own user in a
 	// container) use the mount.
 	AllowOther bool
+	// JournaledNames models a file system that journals its metadata
+	// (ext4, XFS): any fsync makes every earlier create, unlink and
+	// rename durable, not only a directory's own fsync (see the package
+	// doc).
+	JournaledNames bool
 }
 
 // FS is one mounted lazy file system.
@@ -57,6 +62,7 @@ type Loss struct {
 // the Go runtime stops the world for the collector waits for ever.
 func Mount(mountpoint string, opt Options) (*FS, error) {
 	f := &FS{m: newModel(), mountpoint: mountpoint, backing: opt.Backing}
+	f.m.journaled = opt.JournaledNames
 	if opt.Backing != "" {
 		if err := load(f.m, opt.Backing); err != nil {
 			return nil, fmt.Errorf("lazyfs: load %s: %w", opt.Backing, err)
@@ -129,6 +135,16 @@ func (f *FS) CopyDurable(dir string) error {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
 	return store(f.m, dir)
+}
+
+// SyncAll makes everything live durable, as sync(2) or the kernel's
+// writeback of old dirty pages would: what was written before it survives
+// the next power loss. A run calls it once a server on the mount is set
+// up, so that the power loss drops what the run wrote, not the setup.
+func (f *FS) SyncAll() {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	f.m.syncAll()
 }
 
 // Syncs is how many fsyncs the file system has seen.
@@ -511,7 +527,7 @@ func (l *lnode) Fsync(_ context.Context, fh fs.FileHandle, _ uint32) syscall.Err
 	if l.n.dead || l.stale(fh) {
 		return syscall.EIO
 	}
-	m.sync(l.n)
+	m.fsync(l.n)
 	return 0
 }
 

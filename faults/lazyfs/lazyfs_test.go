@@ -104,6 +104,61 @@ func TestWriteWithoutFsyncIsLost(t *testing.T) {
 	}
 }
 
+func TestSyncAllKeepsEverythingWrittenBefore(t *testing.T) {
+	f := mount(t)
+	if err := os.Mkdir(filepath.Join(f.Dir(), "d"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	before, after := filepath.Join(f.Dir(), "d", "before"), filepath.Join(f.Dir(), "d", "after")
+	writeFile(t, before, "written before SyncAll", false)
+	f.SyncAll()
+	writeFile(t, after, "written after", false)
+	f.PowerLoss()
+	if got := readOf(t, before); got != "written before SyncAll" {
+		t.Fatalf("a file (and its new directory) written before SyncAll holds %q after the power loss", got)
+	}
+	if got := readOf(t, after); got != "<absent>" {
+		t.Fatalf("a file created after SyncAll and never synced survived with %q", got)
+	}
+}
+
+// With journaled names (ext4, XFS) an fsync of one file makes every
+// earlier namespace change durable, in every directory; data stays per
+// file.
+func TestJournaledNamesFsyncCommitsEveryName(t *testing.T) {
+	requireFUSE(t)
+	dir := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Mount(dir, Options{JournaledNames: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Unmount()
+	writeFile(t, filepath.Join(dir, "old"), "old data", true)
+	syncDir(t, dir)
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "d", "unsynced"), "never synced", false)
+	if err := os.Rename(filepath.Join(dir, "old"), filepath.Join(dir, "d", "moved")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "d", "synced"), "synced data", true)
+	writeFile(t, filepath.Join(dir, "after"), "created after the last fsync", false)
+	f.PowerLoss()
+	for p, want := range map[string]string{
+		"d/synced": "synced data", "d/moved": "old data", "old": "<absent>",
+		"d/unsynced": "", // its name was committed, its data never synced
+		"after":      "<absent>",
+	} {
+		if got := readOf(t, filepath.Join(dir, p)); got != want {
+			t.Errorf("%s after the power loss: %q, want %q", p, got, want)
+		}
+	}
+}
+
 func TestFsyncKeepsDataAndDirFsyncKeepsName(t *testing.T) {
 	f := mount(t)
 	p := filepath.Join(f.Dir(), "a")

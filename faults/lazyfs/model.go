@@ -32,6 +32,19 @@
 //   - close(2) syncs nothing; a clean Unmount syncs everything (an orderly
 //     shutdown flushes the page cache).
 //
+// # Journaled names (Options.JournaledNames)
+//
+// ext4 (data=ordered) and XFS journal their metadata: an fsync of any file
+// commits the journal, and with it every namespace change made before it
+// (creates, unlinks, renames, in any directory). Programs that never fsync
+// a directory survive power loss there. With JournaledNames the model
+// gives that instead of the POSIX rule above: every fsync (of a file or a
+// directory) makes every directory's entries durable, and the fsynced
+// file's data; data stays per file. Neo4j needs it: after a crash it
+// rebuilds index directories (removes them and creates new ones) and
+// fsyncs the files, never their directory, so under the POSIX rule the
+// next power loss brings the old, stale index files back.
+//
 // PowerLoss is atomic with respect to every file system operation: an
 // operation either happened before it (and is lost unless synced) or after
 // it. File handles opened before a power loss fail with EIO afterwards:
@@ -87,6 +100,8 @@ type model struct {
 	gen uint64
 	// syncs counts fsyncs, losses the data power losses threw away.
 	syncs, losses int64
+	// journaled: every fsync makes every name durable (JournaledNames).
+	journaled bool
 }
 
 func newModel() *model {
@@ -187,6 +202,24 @@ func (m *model) sync(n *node) {
 		return
 	}
 	n.dur = n.live.clone()
+}
+
+// fsync is an fsync of n: with journaled names every directory's
+// entries become durable too (a journal commit).
+func (m *model) fsync(n *node) {
+	if m.journaled {
+		var walk func(d *node)
+		walk = func(d *node) {
+			m.sync(d)
+			for _, k := range d.kids {
+				if k.dir {
+					walk(k)
+				}
+			}
+		}
+		walk(m.root)
+	}
+	m.sync(n)
 }
 
 // syncAll makes everything live durable (a clean shutdown).

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/sim/servers"
 	"github.com/crashmatrix/crashmatrix/sim/servers/serverfaults"
 	"github.com/jackc/pgx/v5"
@@ -110,6 +111,12 @@ type ContainerOptions struct {
 	// PostgresConfig are PostgreSQL settings (key=value) the server is
 	// started with, e.g. synchronous_commit=off.
 	PostgresConfig []string
+	// PowerLoss (with ServerFaults) keeps each server's data directory on
+	// a lazy mount (faults/lazyfs) bind-mounted into its container, so
+	// that Started.Faults can cut the servers' power (sim.ServerPower).
+	// Where FUSE is missing the servers start as without it and
+	// Started.Faults.PowerUntested says why.
+	PowerLoss bool
 }
 
 // Started are the running containers.
@@ -174,8 +181,28 @@ func StartContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 // o.ServerFaults the returned endpoints are the fault proxy's stable ones
 // and Started.Faults can kill and restart each server.
 func Start(ctx context.Context, log io.Writer, o ContainerOptions) (*Started, error) {
-	env, stop, srvs, err := startContainers(ctx, log, o)
+	var lazy *lazyData
+	noPower := ""
+	if o.PowerLoss && o.ServerFaults {
+		if err := lazyfs.Available(); err != nil {
+			noPower = err.Error()
+		} else if lazy, err = newLazyData(); err != nil {
+			return nil, err
+		}
+	}
+	env, stopCtrs, srvs, err := startContainers(ctx, log, o, lazy)
+	// The mounts go once the containers that use them are gone.
+	var stopOnce sync.Once
+	stop := func() {
+		stopOnce.Do(func() {
+			stopCtrs()
+			if err := lazy.close(); err != nil {
+				fmt.Fprintf(log, "crashmatrix: server data on lazy mounts: %v\n", err)
+			}
+		})
+	}
 	if err != nil {
+		stop()
 		return nil, err
 	}
 	st := &Started{Env: env, Direct: maps.Clone(env), Stop: stop}
@@ -187,6 +214,9 @@ func Start(ctx context.Context, log io.Writer, o ContainerOptions) (*Started, er
 		stop()
 		return nil, err
 	}
+	if o.PowerLoss && noPower != "" {
+		sup.NoPower(noPower)
+	}
 	st.Faults = sup
 	var once sync.Once
 	st.Stop = func() { once.Do(func() { sup.Close(); stop() }) }
@@ -197,7 +227,7 @@ func Start(ctx context.Context, log io.Writer, o ContainerOptions) (*Started, er
 	return st, nil
 }
 
-func startContainers(ctx context.Context, log io.Writer, o ContainerOptions) (map[string]string, func(), []*serverfaults.Server, error) {
+func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, lazy *lazyData) (map[string]string, func(), []*serverfaults.Server, error) {
 	var srvs []*serverfaults.Server
 	if err := CheckEngine(ctx); err != nil {
 		return nil, func() {}, nil, err
@@ -253,6 +283,13 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 		// (fsync on) plus what was asked for.
 		pgOpts = append(pgOpts, testcontainers.WithCmd(append([]string{"postgres"}, pgArgs...)...))
 	}
+	if lazy != nil {
+		dir, err := lazy.mount("postgres", false)
+		if err != nil {
+			return nil, func() {}, nil, fmt.Errorf("PostgreSQL data on a lazy mount: %w", err)
+		}
+		pgOpts = append(pgOpts, bind(dir, postgresDataDir))
+	}
 	pg, err := tcpostgres.Run(ctx, o.PostgresImage, pgOpts...)
 	if pg != nil {
 		mu.Lock()
@@ -277,6 +314,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 		return nil, stop, nil, fmt.Errorf("PostgreSQL container does not answer: %w", err)
 	}
 	LastTimings.Postgres = time.Since(t0)
+	lazy.settled("postgres")
 	if o.ServerFaults {
 		srv, err := containerServer(ctx, "postgres", "postgres", "5432/tcp", pg, func(ctx context.Context, addr string) error {
 			return pgPing(ctx, servers.ViaEndpoint(dsn, addr))
@@ -284,6 +322,9 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 		if err != nil {
 			stop()
 			return nil, stop, nil, err
+		}
+		if lazy != nil {
+			srv.PowerLoss = lazy.powerLoss("postgres")
 		}
 		srvs = append(srvs, srv)
 	}
@@ -297,6 +338,14 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 	var n4Tmpfs []testcontainers.ContainerCustomizer
 	if !o.ServerFaults {
 		n4Tmpfs = append(n4Tmpfs, testcontainers.WithTmpfs(neo4jTmpfs(o.Neo4jImage)))
+	}
+	if lazy != nil {
+		dir, err := lazy.mount("neo4j", true)
+		if err != nil {
+			stop()
+			return nil, stop, nil, fmt.Errorf("Neo4j data on a lazy mount: %w", err)
+		}
+		n4Tmpfs = append(n4Tmpfs, bind(dir, neo4jDataDir(o.Neo4jImage)))
 	}
 	n4, err := tcneo4j.Run(ctx, o.Neo4jImage, append([]testcontainers.ContainerCustomizer{tcneo4j.WithAdminPassword(pw),
 		testcontainers.WithEnv(map[string]string{"NEO4J_server_memory_pagecache_size": "64m", "NEO4J_server_memory_heap_max__size": "768m"}),
@@ -332,6 +381,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 		}
 	}
 	LastTimings.Neo4j = time.Since(t1)
+	lazy.settled("neo4j")
 	if o.ServerFaults && servers.Neo4jPing != nil {
 		srv, err := containerServer(ctx, "neo4j", "bolt", "7687/tcp", n4, func(ctx context.Context, addr string) error {
 			return servers.Neo4jPing(ctx, servers.ViaEndpoint(uri, addr), "neo4j", pw)
@@ -339,6 +389,9 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 		if err != nil {
 			stop()
 			return nil, stop, nil, err
+		}
+		if lazy != nil {
+			srv.PowerLoss = lazy.powerLoss("neo4j")
 		}
 		srvs = append(srvs, srv)
 	}

@@ -3,6 +3,7 @@ package provision
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"sort"
 	"strings"
@@ -49,13 +50,24 @@ func containerServer(ctx context.Context, name, protocol, port string, c testcon
 				return "", fmt.Errorf("start container %.12s again: %w", id, err)
 			}
 			var addr string
+			// A server that cannot start on its data (after a power loss,
+			// say) exits: say so with its last log lines at once, rather
+			// than after the whole budget.
+			var exited error
 			err := firstQueryWithin(ctx, serverfaults.RestartBudget, func(ctx context.Context) error {
+				if st, err := c.State(ctx); err == nil && !st.Running && st.Status == "exited" {
+					exited = fmt.Errorf("%s exited (code %d) instead of starting again on its data; its last log lines:\n%s", name, st.ExitCode, logTail(ctx, c, 12))
+					return nil
+				}
 				var err error
 				if addr, err = mappedAddr(ctx, c, port); err != nil {
 					return err
 				}
 				return ping(ctx, addr)
 			})
+			if exited != nil {
+				return "", exited
+			}
 			if err != nil {
 				return "", fmt.Errorf("%s does not answer after its restart: %w", name, err)
 			}
@@ -99,4 +111,22 @@ func ParseServerConfig(kvs []string) ([]string, error) {
 		args = append(args, "-c", k+"="+keys[k])
 	}
 	return args, nil
+}
+
+// logTail is the last n lines of a container's log (without Java stack
+// frames).
+func logTail(ctx context.Context, c testcontainers.Container, n int) string {
+	r, err := c.Logs(ctx)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	defer r.Close()
+	b, _ := io.ReadAll(io.LimitReader(r, 8<<20))
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "at ") && !strings.HasPrefix(t, "... ") {
+			lines = append(lines, "  "+t)
+		}
+	}
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

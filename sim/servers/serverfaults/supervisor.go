@@ -21,6 +21,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
@@ -44,6 +45,10 @@ type Server struct {
 	Start func(ctx context.Context) (string, error)
 	// Ping answers once the server answers a query (optional).
 	Ping func(ctx context.Context) error
+	// PowerLoss, set when the server's data directory is on a lazy mount
+	// (faults/lazyfs), throws away what the server wrote there and did
+	// not sync; it is called while the server is dead.
+	PowerLoss func() lazyfs.Loss
 }
 
 // Crashable says whether the server can be killed and started again: a
@@ -72,6 +77,9 @@ type Supervisor struct {
 	// kills counts the kills of each server, from the moment one is
 	// decided (before the server goes down).
 	kills map[string]int
+	// noPower says why the servers' power cannot be cut although each has
+	// a PowerLoss (e.g. FUSE is missing); see PowerUntested.
+	noPower string
 }
 
 // GatherWait bounds how long a case that reached its server-crash window
@@ -201,6 +209,12 @@ func (s *Supervisor) restart(ctx context.Context, name string, srv *Server) (tim
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.restarts = append(s.restarts, RestartTime{Server: name, Took: took})
+	return took, s.repointLocked(name, srv, addr)
+}
+
+// repointLocked points every proxy of the named server at addr, where
+// the restarted server listens now.
+func (s *Supervisor) repointLocked(name string, srv *Server, addr string) error {
 	if addr != srv.Addr {
 		srv.Addr = addr
 		proxies := []*toxiproxy.Proxy{s.stable[name]}
@@ -212,11 +226,11 @@ func (s *Supervisor) restart(ctx context.Context, name string, srv *Server) (tim
 				continue
 			}
 			if err := p.Update(&toxiproxy.Proxy{Listen: p.Listen, Upstream: addr, Enabled: true}); err != nil {
-				return took, fmt.Errorf("point the %s proxy at the restarted server: %w", name, err)
+				return fmt.Errorf("point the %s proxy at the restarted server: %w", name, err)
 			}
 		}
 	}
-	return took, nil
+	return nil
 }
 
 // Can says whether this supervisor can carry out fault kind k on the named
@@ -241,6 +255,10 @@ func (s *Supervisor) Kills(server string) int {
 func (s *Supervisor) Names() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.namesLocked()
+}
+
+func (s *Supervisor) namesLocked() []string {
 	var out []string
 	for n := range s.servers {
 		out = append(out, n)

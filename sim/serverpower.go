@@ -1,0 +1,88 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/check"
+	"github.com/crashmatrix/crashmatrix/history"
+)
+
+// ServerPower is what a server backend's ServerFaults implements when it
+// can cut the power of its servers: sim/servers/serverfaults does when
+// the containers crashmatrix started keep their data directories on lazy
+// mounts (faults/lazyfs, bind-mounted into the containers).
+type ServerPower interface {
+	// PowerUntested says why the servers cannot be power-failed ("" when
+	// they can): a server reached by DSN/URI, FUSE missing.
+	PowerUntested() string
+	// PowerLoss kills every server (SIGKILL to the whole container),
+	// throws away everything their data directories hold that was not
+	// synced, and starts them again on what is left; it returns once
+	// each answers a query again.
+	PowerLoss(ctx context.Context) (ServerPowerLoss, error)
+}
+
+// ServerPowerLoss is what one power loss of the servers did.
+type ServerPowerLoss struct {
+	// Servers are the servers killed and started again.
+	Servers []string
+	// Bytes and Names are what the lazy mounts threw away (lazyfs.Loss,
+	// summed over the servers' data directories).
+	Bytes int64
+	Names int
+	// Took is from the kill to every server's first answered query.
+	Took time.Duration
+}
+
+// powerWave is the serverGate group of the power-loss cases on servers:
+// each runs alone, since a power loss kills every server, and the workers
+// of any other case running at the time would die mid-flight with them.
+const powerWave = "\x00power-loss"
+
+// serverPower returns the runner's ServerPower, if its server faults have
+// one.
+func (r *Runner) serverPower() (ServerPower, bool) {
+	sp, ok := r.cfg.ServerFaults.(ServerPower)
+	return sp, ok && sp != nil
+}
+
+// serverPowerUntested says why this runner cannot cut its servers' power
+// ("" when it can).
+func (r *Runner) serverPowerUntested() string {
+	sp, ok := r.serverPower()
+	if !ok {
+		return fmt.Sprintf("backend %s reaches servers that crashmatrix did not start (given by DSN/URI, or started without server faults): it cannot kill them or reach their data directories; --backend containers puts the data on a lazy mount", r.backend.Name)
+	}
+	return sp.PowerUntested()
+}
+
+// cutServerPower is the power loss of a server case: every process of the
+// case is dead already (afterWorker), the servers are killed, their
+// un-synced writes dropped, and they are started again; the stores are
+// then read through the servers (I9), before recovery writes.
+func (r *Runner) cutServerPower(ctx context.Context, pc *powerCase, c Case, env CaseEnv, space string, h history.Log, hit history.Record, res *CaseResult) error {
+	loss, err := pc.server.PowerLoss(ctx)
+	if err != nil {
+		return fmt.Errorf("power loss at %s: %w", hit.Point, err)
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed, servers %v killed (SIGKILL); %d bytes and %d directory entries of their data directories that were not synced thrown away; first answered query %s after the kill",
+		hit.Point, hit.Worker, loss.Servers, loss.Bytes, loss.Names, loss.Took.Round(time.Millisecond)))
+	rs := check.Restart{Server: "machine (power loss)", Point: string(hit.Point), Worker: hit.Worker, Took: loss.Took, Events: len(h.Events())}
+	for _, t := range Observe(h, c, space).Threads {
+		rs.SavedPlans = append(rs.SavedPlans, t.ReturnedIDs...)
+	}
+	if snap, _, err := r.snapshot(ctx, c, env, space, h); err != nil {
+		rs.SnapshotErr = err.Error()
+	} else {
+		rs.Snapshot = snap
+	}
+	pc.restarts = append(pc.restarts, rs)
+	return nil
+}
+
+// isServerPowerLoss reports whether c cuts the power of a server backend.
+func (r *Runner) isServerPowerLoss(c Case) bool {
+	return !r.backend.Embedded && armsPowerLoss(c)
+}

@@ -1,0 +1,108 @@
+package serverfaults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+// NoPower records why the servers' power cannot be cut (PowerUntested
+// says so), e.g. that FUSE is missing on this machine.
+func (s *Supervisor) NoPower(why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noPower = why
+}
+
+// PowerUntested implements sim.ServerPower: "" when every server can be
+// killed and keeps its data directory on a lazy mount, else why not.
+func (s *Supervisor) PowerUntested() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.noPower != "" {
+		return s.noPower
+	}
+	if len(s.servers) == 0 {
+		return "no server to power-fail"
+	}
+	for _, name := range s.namesLocked() {
+		srv := s.servers[name]
+		switch {
+		case !srv.Crashable():
+			return fmt.Sprintf("server %s was given by DSN/URI and no command kills it: crashmatrix cannot cut its power", name)
+		case srv.PowerLoss == nil:
+			return fmt.Sprintf("the data directory of server %s is not on a lazy mount (a server given by DSN/URI, or containers started without power loss): crashmatrix cannot drop its un-synced writes", name)
+		}
+	}
+	return ""
+}
+
+// PowerLoss implements sim.ServerPower: every server is killed (SIGKILL
+// to its container), then each lazy mount drops what was not synced,
+// then every server starts again on what is left and the proxies follow
+// it. Each server's kill counts as one (Kills).
+func (s *Supervisor) PowerLoss(ctx context.Context) (sim.ServerPowerLoss, error) {
+	if why := s.PowerUntested(); why != "" {
+		return sim.ServerPowerLoss{}, errors.New(why)
+	}
+	s.mu.Lock()
+	names := s.namesLocked()
+	srvs := make([]*Server, len(names))
+	for i, n := range names {
+		srvs[i] = s.servers[n]
+		s.kills[n]++
+	}
+	s.mu.Unlock()
+	out := sim.ServerPowerLoss{Servers: names}
+	t0 := time.Now()
+	// The machine dies at once: every server, then the disks' caches.
+	var errs []error
+	for i, srv := range srvs {
+		if err := srv.Kill(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("kill %s: %w", names[i], err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return out, err
+	}
+	for _, srv := range srvs {
+		loss := srv.PowerLoss()
+		out.Bytes += loss.Bytes
+		out.Names += loss.Names
+	}
+	// They start together (Neo4j's JVM takes its time; PostgreSQL need
+	// not wait for it).
+	addrs := make([]string, len(srvs))
+	errs = make([]error, len(srvs))
+	var wg sync.WaitGroup
+	for i, srv := range srvs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			addrs[i], errs[i] = srv.Start(ctx)
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("restart %s on what the power loss left: %w", names[i], errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return out, err
+	}
+	out.Took = time.Since(t0)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, srv := range srvs {
+		s.restarts = append(s.restarts, RestartTime{Server: names[i], Took: out.Took})
+		if err := s.repointLocked(names[i], srv, addrs[i]); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+var _ sim.ServerPower = (*Supervisor)(nil)
