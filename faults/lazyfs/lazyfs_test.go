@@ -485,6 +485,10 @@ func TestCleanStaleRemovesMountsOfDeadProcesses(t *testing.T) {
 	if line != "mounted" {
 		t.Fatalf("helper: %q", line)
 	}
+	// Another run's mount, its process alive, is not stale.
+	if gone, err := cleanStale(under(filepath.Dir(dir))); err != nil || slices.Contains(gone, dir) || !inProcMounts(t, dir) {
+		t.Fatalf("CleanStale removed %v (err %v): the mount %s of a live process is another run's", gone, err, dir)
+	}
 	kill9(t, cmd)
 	if !inProcMounts(t, dir) {
 		t.Fatalf("the killed helper's mount %s is not in /proc/mounts: nothing stale to clean", dir)
