@@ -82,7 +82,16 @@ type Observation struct {
 // Observations returns the Seen records' observations in history order,
 // each with the worker that made it.
 func (h Log) Observations() []WorkerObservation {
-	var out []WorkerObservation
+	n := 0
+	for _, r := range h {
+		if r.Kind == Seen && r.Obs != nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]WorkerObservation, 0, n)
 	for i, r := range h {
 		if r.Kind == Seen && r.Obs != nil {
 			out = append(out, WorkerObservation{Worker: r.Worker, Index: i, Observation: *r.Obs})

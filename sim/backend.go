@@ -72,6 +72,14 @@ type Backend struct {
 	// backend can keep it in memory, since a simulated crash never ends
 	// the process (Config.InProcessFiles keeps Open).
 	OpenShared func(ctx context.Context, env CaseEnv) (reference.Stores, error)
+	// Simulated marks a model of a store rather than a store: a simulated
+	// durable store (every call that returned is committed and survives a
+	// simulated crash, nothing else exists) that makes a protocol-only
+	// exploration fast (explore --sim-store). It runs in process only,
+	// each case on a fresh one, and never certifies anything: NewRunner
+	// takes it only with Config.SimulatedStore set, and its findings are
+	// replayed on a real store before they are reported as real.
+	Simulated bool
 	// Diagnose, when set, says what the backend's servers are doing now:
 	// the supervisor asks when a worker of a case hangs past its deadline,
 	// before it kills it (sessions waiting for a lock and on whom, long

@@ -99,12 +99,16 @@ func (r *Runner) borrow(ctx context.Context, env CaseEnv) (*sharedStores, error)
 
 func (r *Runner) giveBack(s *sharedStores) {
 	s.uses++
-	if r.backend.Embedded && s.uses >= rotateSharedAfter {
+	// A simulated store serves one case: a fresh one costs less than
+	// one that keeps every earlier case.
+	if r.backend.Simulated || (r.backend.Embedded && s.uses >= rotateSharedAfter) {
 		r.poolMu.Lock()
 		r.all = slices.DeleteFunc(r.all, func(x *sharedStores) bool { return x == s })
 		r.poolMu.Unlock()
 		s.close()
-		_ = os.RemoveAll(s.dir)
+		if r.backend.Embedded {
+			_ = os.RemoveAll(s.dir)
+		}
 		return
 	}
 	r.poolMu.Lock()

@@ -107,8 +107,12 @@ type Config struct {
 	// Use, when set, is the backend itself (a user's stores certified from
 	// their own test binary, whose re-executed workers hold the same
 	// value); Backend is then only its name.
-	Use      *Backend
-	Launcher Launcher
+	Use *Backend
+	// SimulatedStore admits a Backend marked Simulated (explore
+	// --sim-store); any other run refuses one, so that a model of a store
+	// never stands in for a real one in certification.
+	SimulatedStore bool
+	Launcher       Launcher
 	// WorkDir holds one folder per case (history, specs, embedded data).
 	WorkDir string
 	// LeaseTTL and ClaimTTL (defaults 250ms and 300ms) bound how long a
@@ -194,6 +198,12 @@ func NewRunner(cfg Config) (*Runner, error) {
 		if b, err = ResolveBackend(cfg.Backend); err != nil {
 			return nil, err
 		}
+	}
+	if b.Simulated && !cfg.SimulatedStore {
+		return nil, fmt.Errorf("backend %s is a simulated store, not a real one: only explore --sim-store runs on it, never a certification", b.Name)
+	}
+	if b.Simulated && !cfg.InProcess {
+		return nil, fmt.Errorf("backend %s is a simulated store that lives in this process: it needs the in-process mode", b.Name)
 	}
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = 250 * time.Millisecond

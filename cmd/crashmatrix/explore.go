@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,6 +17,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/embedded"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
 	"github.com/spf13/cobra"
@@ -53,7 +55,7 @@ func exploreCmd() *cobra.Command {
 		target, mutant, workdir    string
 		from                       string
 		bugs                       []string
-		processes, files           bool
+		processes, files, simStore bool
 		randomKills                float64
 		powerLoss                  float64
 		server                     serverFlags
@@ -69,6 +71,15 @@ shrinks the schedule (fewer workers, actions and faults; each candidate re-run
 --confirm times so a flaky shrink is rejected), writes the minimal scenario file
 and prints the replay command. One seed decides the run and is always printed;
 --shard i/n runs every n-th schedule from i, so n machines split one seed.
+
+--sim-store explores the protocol on a simulated durable store instead of
+the real one: the memory stores shared by a case's simulated processes, where
+every store call that returned is committed and survives a simulated crash and
+nothing else does. It is several times faster and finds protocol bugs, not
+store bugs; it never certifies anything. A violation it finds is shrunk on it,
+then replayed on the real store (SQLite, in-process); the output and the
+scenario file say how often it broke there, and one that never did is marked
+as a finding of the simulated store only.
 
 Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 2 error.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -98,6 +109,20 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			}
 			if randomKills > 0 && !processes {
 				return fmt.Errorf("--random-kills needs --processes: a goroutine cannot be stopped at an instant")
+			}
+			if simStore {
+				switch {
+				case processes:
+					return fmt.Errorf("--sim-store runs in process: the simulated store lives in the explorer's memory (drop --processes)")
+				case files:
+					return fmt.Errorf("--sim-store keeps no database: drop --in-process-files")
+				case cmd.Flags().Changed("backend") && backendName != "sqlite":
+					return fmt.Errorf("--sim-store replays its findings on SQLite: drop --backend %s", backendName)
+				case powerLoss > 0:
+					return fmt.Errorf("--power-loss needs a real store on a real file system: drop --sim-store")
+				case mutant != "" && mutant != sim.MutantCreateNotMerge:
+					return fmt.Errorf("--mutant %s: the simulated store models %s only (drop --sim-store to explore it)", mutant, sim.MutantCreateNotMerge)
+				}
 			}
 			bs, err := parseBugs(bugs)
 			if err != nil {
@@ -137,6 +162,11 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			}
 			cfg := sim.Config{Backend: spec, Launcher: sim.BinaryLauncher{Path: self},
 				WorkDir: workdir, InProcess: !processes, InProcessFiles: files, Seed: seed, Bugs: bs, Mutant: mutant}
+			real := cfg // the real store, which findings of --sim-store are replayed on
+			if simStore {
+				b := embedded.SimStore()
+				cfg.Use, cfg.SimulatedStore, backend = &b, true, b.Name
+			}
 			if processes {
 				server.useFaults(&cfg)
 			}
@@ -155,6 +185,9 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			mode := "in-process"
 			if processes {
 				mode = "process kills"
+			}
+			if simStore {
+				mode = "in-process on the SIMULATED durable store (--sim-store)"
 			}
 			// The probe finds the windows the store declares (schedules arm
 			// them too) and measures the run random kills are drawn over.
@@ -179,6 +212,9 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 				fmt.Fprintf(out, ", random kills on %.0f%% of clients over %d store calls and %d commits (%s)", 100*randomKills, probe.Calls, probe.Commits, probe.Base.Round(time.Millisecond))
 			}
 			fmt.Fprintln(out)
+			if simStore {
+				fmt.Fprintln(out, "the simulated store is no store: a model where every store call that returned survives a simulated crash and nothing else does; it finds protocol bugs, never certifies, and what it finds is replayed on SQLite")
+			}
 			last := time.Now()
 			if parallel <= 0 {
 				parallel = 4 * runtime.NumCPU()
@@ -233,7 +269,18 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			if schedule != nil {
 				f.Shrunk.ID = schedule.Name + "-shrunk"
 			}
-			sc, err := scenarios.FromCase(f.Shrunk)
+			var onReal realReplay
+			if simStore {
+				if onReal, err = replayOnRealStore(cmd, real, f); err != nil {
+					return err
+				}
+			}
+			written := f.Shrunk
+			if onReal.Case != nil {
+				written = *onReal.Case // the schedule that breaks it on the real store
+				written.ID = f.Shrunk.ID
+			}
+			sc, err := scenarios.FromCase(written)
 			if err != nil {
 				return fmt.Errorf("writing the shrunk schedule: %w", err)
 			}
@@ -249,6 +296,9 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 					from, mode, explore.Describe(f.Shrunk), inv)
 			case from != "":
 				sc.Description += " Starts from the initial state of " + from + "."
+			}
+			if simStore {
+				sc.Description += " " + onReal.String()
 			}
 			b, err := sc.Marshal()
 			if err != nil {
@@ -271,19 +321,33 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			if shown.Case.ID == "" {
 				shown = f.Result // the shrunk case never broke it again: say what the original did
 			}
-			if err := os.WriteFile(path, append(findingComment(inv.Short(), shown, strings.Join(replay, " ")), b...), 0o644); err != nil {
+			head := findingComment(inv.Short(), shown, strings.Join(replay, " "))
+			if simStore {
+				head = append([]byte("# "+onReal.String()+"\n"), head...)
+			}
+			if err := os.WriteFile(path, append(head, b...), 0o644); err != nil {
 				return err
 			}
+			what := "VIOLATION"
+			if simStore {
+				what = "VIOLATION (simulated store)"
+				if onReal.Reproduced == 0 {
+					what = "VIOLATION ON THE SIMULATED STORE ONLY"
+				}
+			}
 			if schedule != nil {
-				fmt.Fprintf(out, "VIOLATION %s in the schedule of %s\n", inv, from)
+				fmt.Fprintf(out, "%s %s in the schedule of %s\n", what, inv, from)
 			} else {
-				fmt.Fprintf(out, "VIOLATION %s in schedule %d of seed %d, found after %s\n", inv, f.Index, seed, f.FoundAfter.Round(time.Millisecond))
+				fmt.Fprintf(out, "%s %s in schedule %d of seed %d, found after %s\n", what, inv, f.Index, seed, f.FoundAfter.Round(time.Millisecond))
 			}
 			for _, v := range f.Result.Violations {
 				fmt.Fprintf(out, "  %s\n", v)
 			}
 			fmt.Fprintf(out, "shrunk from %s to %s in %s (%d reductions); reproduced %d/%d\n", explore.Describe(f.Original), explore.Describe(f.Shrunk),
 				(f.ShrunkAfter - f.FoundAfter).Round(time.Millisecond), f.ShrinkSteps, f.Reproduced, f.Reruns)
+			if simStore {
+				fmt.Fprintln(out, onReal.String())
+			}
 			fmt.Fprintf(out, "scenario: %s\nreplay:   %s\n", path, strings.Join(replay, " "))
 			return exitError{1}
 		},
@@ -298,6 +362,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.BoolVar(&processes, "processes", false, "kill real worker processes instead of the in-process mode")
 	fl.Float64Var(&powerLoss, "power-loss", 0, "share (0..1) of armed crashes that cut the power instead (every process of the schedule dies and what was not fsynced is lost); needs --processes, an embedded backend and FUSE")
 	fl.Float64Var(&randomKills, "random-kills", 0, "share (0..1) of client workers SIGKILLed at a random instant of their run (before a store call or inside a commit, drawn over the probe's counts) besides failpoints; needs --processes")
+	fl.BoolVar(&simStore, "sim-store", false, "explore on a SIMULATED durable store (memory stores: commits survive a simulated crash, nothing else does), several times faster; protocol bugs only, never a certification; a finding is replayed on SQLite and labelled with how often it broke there")
 	fl.BoolVar(&files, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
 	fl.IntVar(&parallel, "parallel", 0, "schedules at once (default 4 per core)")
 	fl.IntVar(&confirm, "confirm", 3, "re-runs a shrink candidate must fail in")
@@ -370,4 +435,119 @@ func exploreFrom(cmd *cobra.Command, runner *sim.Runner, from, target string) (*
 		return nil, exitError{1}
 	}
 	return sc.Initial, nil
+}
+
+// realReplays is how many times a finding of --sim-store is run on the
+// real store.
+const realReplays = 10
+
+// realReplay is what a finding of the simulated store did on the real one.
+type realReplay struct {
+	Invariant          string
+	Reproduced, Reruns int
+	// Original is set when the shrunk schedule never broke the invariant
+	// on the real store and the original, unshrunk one did.
+	Original bool
+	// Moved, when set, says how a stall before the k-th store call was
+	// moved for the real store, which counts its calls differently.
+	Moved string
+	// Case is the schedule that broke the invariant on the real store
+	// (the scenario file is written from it), if one did.
+	Case *sim.Case
+}
+
+func (r realReplay) String() string {
+	switch {
+	case r.Reproduced > 0 && !r.Original && r.Moved == "":
+		return fmt.Sprintf("Found on the simulated durable store (--sim-store) and replayed on the real store (SQLite, in-process): breaks %s there in %d of %d runs.", r.Invariant, r.Reproduced, r.Reruns)
+	case r.Reproduced > 0 && r.Moved != "":
+		return fmt.Sprintf("Found on the simulated durable store (--sim-store) and replayed on the real store (SQLite, in-process) with %s (the stores count their calls differently): breaks %s there in %d of %d runs.", r.Moved, r.Invariant, r.Reproduced, r.Reruns)
+	case r.Reproduced > 0:
+		return fmt.Sprintf("Found on the simulated durable store (--sim-store): the shrunk schedule never broke %s on the real store (SQLite, in-process) in %d runs, the original schedule did in %d of %d.", r.Invariant, r.Reruns, r.Reproduced, r.Reruns)
+	}
+	return fmt.Sprintf("A finding of the simulated durable store (--sim-store) only: neither the shrunk nor the original schedule (nor the shrunk one with its store-call stalls moved by up to %d calls) broke %s on the real store (SQLite, in-process) in %d runs each; it may be an artefact of the model.", maxStallShift, r.Invariant, r.Reruns)
+}
+
+// maxStallShift is how far a stall before the k-th store call is moved
+// when a finding of the simulated store is replayed on the real one.
+const maxStallShift = 3
+
+// replayOnRealStore runs a finding of the simulated store on the real one
+// (cfg: the in-process SQLite runner explore would have used): the shrunk
+// schedule realReplays times; when it never breaks the invariant there,
+// the shrunk schedule with each stall before the k-th store call moved to
+// k±1..k±maxStallShift (the simulated store is one call per method, a real
+// store may count its calls otherwise: the same stall has another k), the
+// first that breaks it once counted over realReplays runs; and last the
+// original schedule as many times.
+func replayOnRealStore(cmd *cobra.Command, cfg sim.Config, f *explore.Finding) (realReplay, error) {
+	dir, err := os.MkdirTemp(cfg.WorkDir, "real-store-")
+	if err != nil {
+		return realReplay{}, err
+	}
+	defer os.RemoveAll(dir)
+	cfg.WorkDir = dir
+	runner, err := sim.NewRunner(cfg)
+	if err != nil {
+		return realReplay{}, fmt.Errorf("replaying the finding on the real store: %w", err)
+	}
+	defer runner.CloseShared()
+	rr := realReplay{Invariant: f.Invariant, Reruns: realReplays}
+	breaks := func(c sim.Case) bool { return slices.Contains(runner.RunCase(cmd.Context(), c).Broken(), f.Invariant) }
+	count := func(c sim.Case) int {
+		n := 0
+		for i := 0; i < realReplays; i++ {
+			if breaks(c) {
+				n++
+			}
+		}
+		if n > 0 {
+			rr.Case = &c
+		}
+		return n
+	}
+	if rr.Reproduced = count(f.Shrunk); rr.Reproduced > 0 {
+		return rr, nil
+	}
+	for _, m := range movedStalls(f.Shrunk) {
+		if breaks(m.c) {
+			if rr.Reproduced = count(m.c); rr.Reproduced > 0 {
+				rr.Moved = m.what
+				return rr, nil
+			}
+		}
+	}
+	if rr.Reproduced = count(f.Original); rr.Reproduced > 0 {
+		rr.Original = true
+	}
+	return rr, nil
+}
+
+type movedStall struct {
+	c    sim.Case
+	what string
+}
+
+// movedStalls are c with one stall before the k-th store call moved to
+// k-1, k+1, k-2, … (k-maxStallShift..k+maxStallShift, k >= 1).
+func movedStalls(c sim.Case) []movedStall {
+	var out []movedStall
+	for d := 1; d <= maxStallShift; d++ {
+		for _, delta := range []int{-d, d} {
+			for i, st := range c.Steps {
+				a, ok := st.Arms[faults.StoreCall]
+				if !ok || a.Hit+delta < 1 {
+					continue
+				}
+				m := c
+				m.Steps = slices.Clone(c.Steps)
+				m.Steps[i].Arms = maps.Clone(st.Arms)
+				a2 := a
+				a2.Hit += delta
+				m.Steps[i].Arms[faults.StoreCall] = a2
+				out = append(out, movedStall{m, fmt.Sprintf("worker %s's stall moved from store call %d to %d", st.Worker, a.Hit, a2.Hit)})
+			}
+		}
+	}
+	return out
 }

@@ -88,6 +88,39 @@ func Memory() sim.Backend {
 	}
 }
 
+// SimStoreName is what reports call the simulated durable store.
+const SimStoreName = "sim-store"
+
+// SimStore is the simulated durable store of explore --sim-store: the
+// memory stores (adapters/memory, the model the conformance suites are
+// written against) shared by a case's simulated processes. Every store
+// call is one atomic commit, and a simulated crash (which never ends the
+// process) leaves every call that returned and nothing else: the crash
+// semantics of a durable store, without its engine, so exploring the
+// protocol costs a fraction of a SQLite run. It is no store: it is not
+// registered under a name (certify, run and the matrix cannot select it),
+// sim.NewRunner takes it only with Config.SimulatedStore, and explore
+// replays what it finds on SQLite before calling a finding real. Of the
+// backend mutants it models create-instead-of-merge only.
+func SimStore() sim.Backend {
+	return sim.Backend{
+		Name:      SimStoreName,
+		Simulated: true,
+		Open: func(_ context.Context, env sim.CaseEnv) (reference.Stores, error) {
+			switch env.Mutant {
+			case "", sim.MutantCreateNotMerge:
+			default:
+				return reference.Stores{}, fmt.Errorf("the simulated store does not model the mutant %q (only %s): explore it without --sim-store", env.Mutant, sim.MutantCreateNotMerge)
+			}
+			return memory.New(memory.Options{CreateInsteadOfMerge: env.Mutant == sim.MutantCreateNotMerge}), nil
+		},
+		OpenPlanSave: func(context.Context, sim.CaseEnv) (sim.PlanSaveStores, error) {
+			m := plansave.NewMemory()
+			return sim.PlanSaveStores{Checkpoints: m, Plans: m}, nil
+		},
+	}
+}
+
 // memoryName turns a case directory into a memory database name unique in
 // the process.
 func memoryName(dir string) string {

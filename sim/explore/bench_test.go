@@ -8,13 +8,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
 )
 
 // BenchmarkExploreInProcess measures in-process exploration on the embedded
 // default: schedules per second (each generated, run, checked).
-func BenchmarkExploreInProcess(b *testing.B) {
-	r := inProcessRunner(b, nil, "")
+func BenchmarkExploreInProcess(b *testing.B) { benchExplore(b, inProcessRunner(b, nil, "")) }
+
+// BenchmarkExploreSimStore measures exploration on the simulated durable
+// store (explore --sim-store).
+func BenchmarkExploreSimStore(b *testing.B) { benchExplore(b, simStoreRunner(b, nil, "")) }
+
+func benchExplore(b *testing.B, r *sim.Runner) {
 	b.ResetTimer()
 	var ru0, ru1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)

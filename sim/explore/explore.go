@@ -82,14 +82,21 @@ func Gen(shape Shape) gopter.Gen {
 	}
 }
 
-// Schedule returns the index-th schedule of a seed (deterministic).
+// Schedule returns the index-th schedule of a seed (deterministic): what
+// Gen draws from gopter's parameters seeded with seed*1_000_003+index,
+// whose generator is math/rand's source of that seed. The source is
+// reseeded rather than made anew (seeding one is most of its cost, and
+// gopter's default parameters seed a second one from the clock first).
 func Schedule(seed int64, index int, shape Shape) sim.Case {
-	p := gopter.DefaultGenParameters().CloneWithSeed(seed*1_000_003 + int64(index))
-	v, _ := Gen(shape)(p).Retrieve()
-	c := v.(sim.Case)
+	r := rngs.Get().(*rand.Rand)
+	r.Seed(seed*1_000_003 + int64(index))
+	c := build(r, shape)
+	rngs.Put(r)
 	c.ID = fmt.Sprintf("s%d-%d", seed, index)
 	return c
 }
+
+var rngs = sync.Pool{New: func() any { return rand.New(rand.NewSource(0)) }}
 
 func pick[T any](r *rand.Rand, xs []T) T { return xs[r.Intn(len(xs))] }
 
