@@ -46,3 +46,47 @@ func stalledCallsAfterFreeze(h history.Log, op string) int {
 	}
 	return n
 }
+
+// concurrentCallsBeforeFreeze counts the model calls for op that another
+// holder made between the call whose answer was frozen and the freeze,
+// where that holder's lease a fault broke (split, expire) or a stall
+// before a store call outlived: two holders of one document then plan it
+// at once, and the one that freezes first wins. The loser's model call
+// came after the winner's, so its number is past the frozen plan's
+// extraction call, yet it was not made after the freeze: the freeze refuses
+// the loser's plan (or the loser dies first), and one plan stands.
+func concurrentCallsBeforeFreeze(h history.Log, op string) int {
+	freezeAt, freezer := -1, ""
+	for i, r := range h {
+		if r.Kind == history.Seen && r.Obs != nil && r.Obs.Op == op && r.Obs.What == history.SeenFreeze && r.Obs.Created {
+			freezeAt, freezer = i, r.Worker
+			break
+		}
+	}
+	if freezeAt < 0 {
+		return 0
+	}
+	frozenCall := -1 // the freezer's last model call before its freeze
+	for i := freezeAt - 1; i >= 0; i-- {
+		if r := h[i]; r.Kind == history.Seen && r.Obs != nil && r.Obs.Op == op && r.Obs.What == history.SeenModel && r.Worker == freezer {
+			frozenCall = i
+			break
+		}
+	}
+	if frozenCall < 0 {
+		return 0
+	}
+	broken := map[string]bool{} // workers whose lease a fault broke, or who stalled between calls
+	for _, r := range h {
+		if r.Kind == history.Hit && r.Fault != nil && (r.Fault.Kind.IsLeaseFault() || r.Point == faults.StoreCall && r.Fault.Kind == faults.Pause) {
+			broken[r.Worker] = true
+		}
+	}
+	n := 0
+	for _, r := range h[frozenCall+1 : freezeAt] {
+		if r.Kind == history.Seen && r.Obs != nil && r.Obs.Op == op && r.Obs.What == history.SeenModel && r.Worker != freezer && (broken[r.Worker] || broken[freezer]) {
+			n++
+		}
+	}
+	return n
+}
