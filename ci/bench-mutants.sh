@@ -36,7 +36,10 @@ stop_burners() {
 	for pid in "${burners[@]}"; do wait "$pid" 2>/dev/null || true; done
 	burners=()
 }
-trap stop_burners EXIT INT TERM
+trap stop_burners EXIT
+# An interrupted run stops: a trap that only returned would go on to the
+# next certify, without its burners.
+trap 'exit 130' INT TERM
 for _ in $(seq "$BURNERS"); do
 	bash -c 'while :; do :; done' &
 	burners+=("$!")

@@ -407,6 +407,7 @@ func ClassCases(leaseTTLMillis int64) []Case {
 				quiesceStep(faults.Ingestion, "fault"),
 			}},
 	}
+	cases = append(cases, replanCases(leaseTTLMillis)...) // sim/replan.go
 	for i := range cases {
 		cases[i].TTLMillis = leaseTTLMillis
 	}

@@ -340,9 +340,6 @@ func Mutants() []Mutant {
 	// next recovery starts: in the in-process mode time is simulated, so
 	// the default TTL does.
 	leased := func(m Mutant) Mutant { m.InProcess = true; return m }
-	explored := func(b reference.Bug, inv string, seed int64, max int) Mutant {
-		return Mutant{string(b), Options{Bugs: []reference.Bug{b}}, inv, true, &ExploreBudget{seed, max}}
-	}
 	return []Mutant{
 		bug(reference.BugRecallModelOnResume, "I1", []faults.Point{faults.BeforeGraphWrite}, crash),
 		{sim.MutantCreateNotMerge, Options{Mutant: sim.MutantCreateNotMerge, Points: []faults.Point{faults.BeforeGraphApplied}, Kinds: []faults.Kind{faults.Unknown}}, "I3", false, nil},
@@ -356,7 +353,7 @@ func Mutants() []Mutant {
 		bug(reference.BugRetryPermanentErrors, "I5", []faults.Point{faults.BeforeGraphWrite}, []faults.Kind{faults.Persistent}),
 		leased(bug(reference.BugResumeIgnoresClaim, "I7", []faults.Point{faults.RecoveryBeforeResume}, crash)),
 		leased(bug(reference.BugLeaseTrustedAfterExpiry, "I7", nil, nil, "lease-just-after-expiry")),
-		explored(reference.BugReplanIDPerAttempt, "I1", 1, 2000),
+		bug(reference.BugReplanIDPerAttempt, "I1", nil, nil, sim.ReplanResumeClass),
 		bug(reference.BugNoOpIgnoresRetraction, "I5", nil, nil, "reingest-after-retraction"),
 		bug(reference.BugDeadLetterWithoutReconcile, "I3", []faults.Point{faults.BeforeStateCommit}, []faults.Kind{faults.Permanent}),
 		leased(bug(reference.BugIgnoreRefusedStateCAS, "I4", []faults.Point{faults.LeaseAcquire}, []faults.Kind{faults.Expire})),
