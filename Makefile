@@ -61,6 +61,7 @@ certify-node: build
 # PostgreSQL + Neo4j with the containers already up; then the load check.
 bench: build
 	./$(BIN) bench --doc docs/performance.md
+	$(GO) test -run '^$$' -bench FaultFreeSQLite -benchtime 5x ./faults/lazyfs/
 	./$(BIN) bench-store --rounds 3 --store-cmd "$(PYTHON) -S examples/python/sqlite_store.py"
 	$(MAKE) bench-explore
 	$(MAKE) bench-mutants

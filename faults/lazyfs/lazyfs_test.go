@@ -16,7 +16,7 @@ import (
 // requireFUSE fails the test when no lazy file system can be mounted here:
 // make test runs as root where FUSE works, and a suite that skipped the
 // durability rule would pass with nothing tested.
-func requireFUSE(t *testing.T) {
+func requireFUSE(t testing.TB) {
 	t.Helper()
 	if err := Available(); err != nil {
 		t.Fatalf("power loss cannot be tested on this machine (%v): the lazy file system needs /dev/fuse and root", err)
@@ -24,7 +24,7 @@ func requireFUSE(t *testing.T) {
 }
 
 // mount mounts a lazy file system for one test and unmounts it after.
-func mount(t *testing.T) *FS {
+func mount(t testing.TB) *FS {
 	t.Helper()
 	requireFUSE(t)
 	dir := filepath.Join(t.TempDir(), "mnt")
@@ -442,7 +442,7 @@ func TestMain(m *testing.M) {
 
 // startChild runs the test binary as a helper doing what, and returns
 // once it printed its first line (its result).
-func startChild(t *testing.T, what string) (*exec.Cmd, string) {
+func startChild(t testing.TB, what string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+what)
@@ -470,7 +470,7 @@ func startChild(t *testing.T, what string) (*exec.Cmd, string) {
 }
 
 // kill9 kills a helper with SIGKILL and waits for it.
-func kill9(t *testing.T, cmd *exec.Cmd) {
+func kill9(t testing.TB, cmd *exec.Cmd) {
 	t.Helper()
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()

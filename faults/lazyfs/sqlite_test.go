@@ -4,10 +4,12 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	_ "modernc.org/sqlite"
 )
@@ -65,6 +67,26 @@ func sqliteChild(arg string) int {
 		}
 		fmt.Println("committed " + strconv.Itoa(sqliteRows))
 		select {}
+	case "bench":
+		// bench,PATH,N: make the table, commit N transactions (the
+		// embedded store's settings: WAL, synchronous=FULL), and exit.
+		n, _ := strconv.Atoi(parts[2])
+		if _, err := db.Exec(`CREATE TABLE t(v INTEGER)`); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		for i := 0; i < n; i++ {
+			if _, err := db.Exec(`INSERT INTO t(v) VALUES (?)`, i); err != nil {
+				fmt.Println("error:", err)
+				return 1
+			}
+		}
+		if err := db.Close(); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		fmt.Println("committed " + parts[2])
+		return 0
 	case "count":
 		var n, prefix int
 		var ok string
@@ -159,4 +181,43 @@ func TestSQLiteSurvivesTornWrites(t *testing.T) {
 		n := countAfterPowerLoss(t, "NORMAL", torn)
 		t.Logf("synchronous=NORMAL, torn power loss (seed %d): %d of %d committed rows survived", seed, n, sqliteRows)
 	}
+}
+
+// BenchmarkFaultFreeSQLite is the fault-free cost of the lazy file system
+// (issue 22's target: at most 2x): a process makes a fresh SQLite database
+// and commits benchCommits transactions into it with the embedded store's
+// settings (WAL, synchronous=FULL), once on tmpfs (/dev/shm, where the
+// matrix keeps case data) and once on a lazy mount, in each iteration. The
+// metric lazy/tmpfs is the ratio of the two times; process start-up is in
+// both.
+//
+//	go test -run '^$' -bench FaultFreeSQLite -benchtime 5x ./faults/lazyfs/
+func BenchmarkFaultFreeSQLite(b *testing.B) {
+	const benchCommits = 200
+	lazy := mount(b)
+	shm := "/dev/shm"
+	if st, err := os.Stat(shm); err != nil || !st.IsDir() {
+		shm = ""
+	}
+	plain, err := os.MkdirTemp(shm, "lazyfs-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = os.RemoveAll(plain) })
+	var took [2]time.Duration
+	for i := 0; i < b.N; i++ {
+		for k, dir := range []string{plain, lazy.Dir()} {
+			path := filepath.Join(dir, fmt.Sprintf("db-%d.sqlite", i))
+			start := time.Now()
+			cmd, line := startChild(b, fmt.Sprintf("sqlite:bench,%s,%d", path, benchCommits))
+			_ = cmd.Wait()
+			took[k] += time.Since(start)
+			if line != fmt.Sprintf("committed %d", benchCommits) {
+				b.Fatalf("helper on %s: %q", dir, line)
+			}
+		}
+	}
+	b.ReportMetric(float64(took[0].Microseconds())/float64(b.N), "us-tmpfs/op")
+	b.ReportMetric(float64(took[1].Microseconds())/float64(b.N), "us-lazy/op")
+	b.ReportMetric(float64(took[1])/float64(took[0]), "lazy/tmpfs(target<=2)")
 }
