@@ -54,7 +54,7 @@ func TestPowerLossScenario(t *testing.T) {
 		t.Fatalf("the scenario arms %v at beforeCompleted, want power-loss@2", a)
 	}
 	if err := lazyfs.Available(); err != nil {
-		t.Skip(sim.PowerLossNotTested(err.Error()))
+		t.Fatal(sim.PowerLossNotTested(err.Error()))
 	}
 	if err := s.JudgeResult(replay(t, s, false)); err != nil {
 		t.Errorf("default stores: %v", err)

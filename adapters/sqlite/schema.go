@@ -101,7 +101,6 @@ var migrations = map[int64][]string{
 	},
 }
 
-//
 // A database already at SchemaVersion with every table and index of the
 // schema is left alone after one read: the write transaction would take
 // the database's write lock and prepare every statement of the schema,

@@ -15,8 +15,8 @@ import (
 
 // TestStoreCmdScripts runs testdata/storecmd/*.txtar: certify on stores
 // written in Python, Java and Node.js that speak the store protocol
-// (examples/python, examples/java, examples/node; node.txtar skips when
-// node is missing), the
+// (examples/python, examples/java, examples/node; each script fails when its
+// interpreter is missing), the
 // broken variants caught, bad input undecided, and no store process left
 // behind by a killed worker. The scripts get each store's command line in
 // a variable; Python runs without the site module (the examples use the
