@@ -28,7 +28,9 @@ func TestKillCommandNeedsTheServerGoneNotSlow(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `--postgres-kill "true" returned but postgres`) {
 		t.Fatalf("a server that only answered late was taken for killed: %v", err)
 	}
-	refused := func(ctx context.Context, addr string) error { return errors.New("dial tcp 127.0.0.1:1: connect: connection refused") }
+	refused := func(ctx context.Context, addr string) error {
+		return errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+	}
 	s = &serverfaults.Server{Name: "postgres", Addr: "127.0.0.1:1"}
 	commandServer(s, "true", "true", refused, io.Discard)
 	if err := s.Kill(context.Background()); err != nil {
