@@ -1,7 +1,6 @@
 package storeproc_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,9 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/crashmatrix/crashmatrix/adapters/storeproc"
 	"github.com/crashmatrix/crashmatrix/properties"
-	"github.com/crashmatrix/crashmatrix/reference"
 )
 
 var (
@@ -69,15 +66,5 @@ func TestJavaStoreConformance(t *testing.T) {
 		t.Skip("set CRASHMATRIX_JAVA_CONFORMANCE=1 (make certify-java) to run the conformance suites on the Java store")
 	}
 	cmd := javaStore(t)
-	properties.Stores(t, func(t *testing.T) reference.Stores {
-		procs := 1
-		if strings.Contains(t.Name(), "/Concurrency/") {
-			procs = 2
-		}
-		c, err := storeproc.Start(context.Background(), storeproc.Options{Command: cmd, Dir: t.TempDir(), Procs: procs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c.Stores()
-	})
+	properties.Stores(t, protocolStores(cmd))
 }

@@ -1,16 +1,12 @@
 package storeproc_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/crashmatrix/crashmatrix/adapters/storeproc"
 	"github.com/crashmatrix/crashmatrix/properties"
-	"github.com/crashmatrix/crashmatrix/reference"
 )
 
 // TestNodeStoreConformance runs the conformance suites over the protocol
@@ -29,15 +25,5 @@ func TestNodeStoreConformance(t *testing.T) {
 		t.Fatalf("node is missing: the Node.js example store (examples/node) cannot be tested: %v", err)
 	}
 	cmd := node + " " + filepath.Join(examples(t), "..", "node", "store.js")
-	properties.Stores(t, func(t *testing.T) reference.Stores {
-		procs := 1
-		if strings.Contains(t.Name(), "/Concurrency/") {
-			procs = 2
-		}
-		c, err := storeproc.Start(context.Background(), storeproc.Options{Command: cmd, Dir: t.TempDir(), Procs: procs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c.Stores()
-	})
+	properties.Stores(t, protocolStores(cmd))
 }

@@ -38,20 +38,27 @@ func python(t *testing.T, script string, args ...string) string {
 	return strings.Join(append(argv, args...), " ")
 }
 
+// protocolStores opens the stores of command over the protocol for the
+// conformance suites: two processes per bundle in the concurrency checks,
+// so that they race real processes on one store.
+func protocolStores(command string) func(t *testing.T) reference.Stores {
+	return func(t *testing.T) reference.Stores {
+		procs := 1
+		if strings.Contains(t.Name(), "/Concurrency/") {
+			procs = 2
+		}
+		c, err := storeproc.Start(context.Background(), storeproc.Options{Command: command, Dir: t.TempDir(), Procs: procs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Stores()
+	}
+}
+
 // TestPythonSQLiteStoreConformance runs the conformance suites over the
 // protocol against the Python System A store, two processes per bundle so
 // the concurrency checks race real processes on one SQLite file.
 func TestPythonSQLiteStoreConformance(t *testing.T) {
 	cmd := python(t, "sqlite_store.py")
-	properties.Stores(t, func(t *testing.T) reference.Stores {
-		procs := 1
-		if strings.Contains(t.Name(), "/Concurrency/") {
-			procs = 2
-		}
-		c, err := storeproc.Start(context.Background(), storeproc.Options{Command: cmd, Dir: t.TempDir(), Procs: procs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c.Stores()
-	})
+	properties.Stores(t, protocolStores(cmd))
 }
