@@ -34,9 +34,22 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs testdata/scripts/*.txtar: every command's exit codes,
 // flags and error messages, the report files, an interrupted run.
-func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata/scripts",
+func TestScripts(t *testing.T) { testscript.Run(t, scriptParams("testdata/scripts")) }
+
+// TestScriptsAlone runs testdata/alone/*.txtar after TestScripts is over:
+// scripts that need no other crashmatrix run going on the machine. The one
+// there SIGKILLs a supervisor and asserts that its lazy mount outlives it
+// until the next run removes it; every run removes a dead run's mounts when
+// it starts (rightly), so a parallel script would race it. Go runs the
+// top-level tests of a package one after the other and make test runs one
+// package at a time (go test -p 1).
+func TestScriptsAlone(t *testing.T) { testscript.Run(t, scriptParams("testdata/alone")) }
+
+// scriptParams are the scripts' commands and conditions, for the scripts
+// in dir.
+func scriptParams(dir string) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("CRASHMATRIX_ROOT", rootDir())
@@ -74,7 +87,7 @@ func TestScripts(t *testing.T) {
 			"nocontainers": cmdNoContainers,
 			"localpg":      cmdLocalPG,
 		},
-	})
+	}
 }
 
 // rootDir is the module root (the scripts read the scenario library).
@@ -277,7 +290,9 @@ func cmdNoWorkers(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 0 {
 		ts.Fatalf("usage: noworkers")
 	}
-	work := ts.Getenv("WORK")
+	// The slash: another script's $WORK may start with this one's
+	// (script-powerloss, script-powerloss_dsn).
+	work := ts.Getenv("WORK") + "/"
 	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
 	ts.Check(err)
 	var left []string
