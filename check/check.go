@@ -159,6 +159,7 @@ func CheckI1(s Snapshot, o Observed) []Violation {
 			}
 		}
 	}
+	fw := faultedWorkersOf(o.Log)
 	for _, op := range s.Ops {
 		if msg, bad := s.PlanErrors[op.OperationID]; bad {
 			if planMissing(msg) {
@@ -172,7 +173,7 @@ func CheckI1(s Snapshot, o Observed) []Violation {
 		if !ok || p.Kind != reference.Ingestion {
 			continue
 		}
-		if calls := o.ModelCalls[op.OperationID] - stalledCallsAfterFreeze(o.Log, op.OperationID) - concurrentCallsBeforeFreeze(o.Log, op.OperationID); calls > p.ExtractionCall {
+		if calls := o.ModelCalls[op.OperationID] - stalledCallsAfterFreeze(o.Log, op.OperationID, fw) - concurrentCallsBeforeFreeze(o.Log, op.OperationID, fw); calls > p.ExtractionCall {
 			out = append(out, Violation{Invariant: I1, Operation: op.OperationID, Document: op.DocumentID, Events: o.eventsOf(reference.EvModelCall, op.OperationID),
 				Message:  fmt.Sprintf("the model was called %d times for this operationId, but the persisted plan came from call %d: the model was called again after the plan was frozen", calls, p.ExtractionCall),
 				Evidence: []string{fmt.Sprintf("model calls (durable call log): %d", calls), fmt.Sprintf("plan.extractionCall: %d", p.ExtractionCall)}})

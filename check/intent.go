@@ -61,16 +61,11 @@ type intentIndex struct {
 
 func newIntentIndex(h history.Log) *intentIndex {
 	x := &intentIndex{log: h, obs: h.Observations(), freeze: map[string]history.WorkerObservation{}, model: map[string]history.WorkerObservation{},
-		docOf: map[string]string{}, leaseFaulted: map[string]bool{}, stalledBetweenCalls: map[string]bool{}}
+		docOf: map[string]string{}}
+	fw := faultedWorkersOf(h)
+	x.leaseFaulted, x.stalledBetweenCalls = fw.leaseFaulted, fw.stalled
 	for _, r := range h {
 		switch r.Kind {
-		case history.Hit:
-			if r.Fault != nil && r.Fault.Kind.IsLeaseFault() {
-				x.leaseFaulted[r.Worker] = true
-			}
-			if r.Point == faults.StoreCall && r.Fault != nil && r.Fault.Kind == faults.Pause {
-				x.stalledBetweenCalls[r.Worker] = true
-			}
 		case history.Event:
 			if r.Event.OperationID != "" && r.Event.DocumentID != "" {
 				x.docOf[r.Event.OperationID] = r.Event.DocumentID

@@ -14,21 +14,34 @@ import (
 // the answer is never used. Such a call is not the service asking again
 // for a frozen plan, and I1 does not count it.
 
-// stalledWorkers are the workers a fault stalled before a store call.
-func stalledWorkers(h history.Log) map[string]bool {
-	out := map[string]bool{}
+// faultedWorkers are the workers a fault left out of step with the
+// others, which the plan and stale-write checks excuse: those whose lease a
+// fault broke (split, expire), and those a fault stalled before one of
+// their store calls (faults.StoreCall).
+type faultedWorkers struct {
+	leaseFaulted, stalled map[string]bool
+}
+
+func faultedWorkersOf(h history.Log) faultedWorkers {
+	fw := faultedWorkers{leaseFaulted: map[string]bool{}, stalled: map[string]bool{}}
 	for _, r := range h {
-		if r.Kind == history.Hit && r.Point == faults.StoreCall && r.Fault != nil && r.Fault.Kind == faults.Pause {
-			out[r.Worker] = true
+		if r.Kind != history.Hit || r.Fault == nil {
+			continue
+		}
+		if r.Fault.Kind.IsLeaseFault() {
+			fw.leaseFaulted[r.Worker] = true
+		}
+		if r.Point == faults.StoreCall && r.Fault.Kind == faults.Pause {
+			fw.stalled[r.Worker] = true
 		}
 	}
-	return out
+	return fw
 }
 
 // stalledCallsAfterFreeze counts the model calls for op that workers
 // stalled before a store call made after op's plan was frozen.
-func stalledCallsAfterFreeze(h history.Log, op string) int {
-	stalled := stalledWorkers(h)
+func stalledCallsAfterFreeze(h history.Log, op string, fw faultedWorkers) int {
+	stalled := fw.stalled
 	if len(stalled) == 0 {
 		return 0
 	}
@@ -55,7 +68,7 @@ func stalledCallsAfterFreeze(h history.Log, op string) int {
 // came after the winner's, so its number is past the frozen plan's
 // extraction call, yet it was not made after the freeze: the freeze refuses
 // the loser's plan (or the loser dies first), and one plan stands.
-func concurrentCallsBeforeFreeze(h history.Log, op string) int {
+func concurrentCallsBeforeFreeze(h history.Log, op string, fw faultedWorkers) int {
 	freezeAt, freezer := -1, ""
 	for i, r := range h {
 		if r.Kind == history.Seen && r.Obs != nil && r.Obs.Op == op && r.Obs.What == history.SeenFreeze && r.Obs.Created {
@@ -76,15 +89,10 @@ func concurrentCallsBeforeFreeze(h history.Log, op string) int {
 	if frozenCall < 0 {
 		return 0
 	}
-	broken := map[string]bool{} // workers whose lease a fault broke, or who stalled between calls
-	for _, r := range h {
-		if r.Kind == history.Hit && r.Fault != nil && (r.Fault.Kind.IsLeaseFault() || r.Point == faults.StoreCall && r.Fault.Kind == faults.Pause) {
-			broken[r.Worker] = true
-		}
-	}
+	broken := func(w string) bool { return fw.leaseFaulted[w] || fw.stalled[w] }
 	n := 0
 	for _, r := range h[frozenCall+1 : freezeAt] {
-		if r.Kind == history.Seen && r.Obs != nil && r.Obs.Op == op && r.Obs.What == history.SeenModel && r.Worker != freezer && (broken[r.Worker] || broken[freezer]) {
+		if r.Kind == history.Seen && r.Obs != nil && r.Obs.Op == op && r.Obs.What == history.SeenModel && r.Worker != freezer && (broken(r.Worker) || broken(freezer)) {
 			n++
 		}
 	}

@@ -197,7 +197,8 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 			defer wg.Done()
 			for i := range jobs {
 				if r.cfg.FailFast && failed.Load() {
-					// Handed out while the failing case still ran.
+					// The one place fail-fast acts: a case handed out
+					// after the failure is marked here, not run.
 					results[i] = CaseResult{Case: cases[i], Verdict: Undecided, Notes: []string{NotRunFailFast}}
 					continue
 				}
@@ -234,10 +235,6 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 	for _, i := range order {
 		if casesCtx.Err() != nil {
 			results[i] = CaseResult{Case: cases[i], Verdict: Undecided, Notes: []string{"interrupted"}}
-			continue
-		}
-		if r.cfg.FailFast && failed.Load() {
-			results[i] = CaseResult{Case: cases[i], Verdict: Undecided, Notes: []string{NotRunFailFast}}
 			continue
 		}
 		jobs <- i
