@@ -374,44 +374,68 @@ func ClassCases(leaseTTLMillis int64) []Case {
 				{Worker: "competitor", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3b}}, ContinueOnError: true},
 				quiesceStep(faults.Ingestion, "fault"),
 			}},
-		{ID: "class-split-brain-same-intent", System: faults.Ingestion, Class: "split-brain-same-intent",
-			Description: "two holders plan one ingestion at once (split brain): the first asked the model and stalls before freezing its plan; the second is granted the live lease, asks the model again, freezes the other answer and dies; the first must not run its own plan under the frozen operation",
-			Steps: []Step{
-				{Worker: "holder", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, Arms: faults.Arms{faults.BeforePrepare: faults.PauseOn(time.Duration(leaseTTLMillis/4)*time.Millisecond, 1)},
-					Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforePrepare}, Meanwhile: &Meanwhile{Worker: "fault", Does: DeedFreeze}},
-				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}},
-					Arms: faults.Arms{faults.LeaseAcquire: faults.On(faults.Split, 1), faults.BeforeGraphWrite: faults.On(faults.Crash, 1)}, ExpectHit: []faults.Point{faults.LeaseAcquire, faults.BeforeGraphWrite}},
-				quiesceStep(faults.Ingestion, "holder", "fault"),
-			}},
-		{ID: "class-resubmit-after-failure", System: faults.Ingestion, Class: "resubmit-after-failure",
-			Description: "an ingestion fails with a retryable error before its graph write (its operation is FAILED, one attempt recorded); its caller resubmits the same content before any recovery: the retry must keep the operationId and its frozen plan, not mint a new one with a second model call",
-			Steps: []Step{
-				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, Arms: faults.Arms{faults.BeforeGraphWrite: faults.On(faults.Transient, 1)}, ExpectHit: []faults.Point{faults.BeforeGraphWrite}},
-				{Worker: "resubmit", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, ContinueOnError: true},
-				quiesceStep(faults.Ingestion),
-			}},
-		{ID: "class-reingest-after-retraction", System: faults.Ingestion, Class: "reingest-after-retraction",
-			Description: "a document is ingested and retracted, then the same content is ingested again (another document's commit crashes meanwhile): the last answer must leave the document ACTIVE with that content, not a NO_OP over the retraction",
-			Steps: []Step{
-				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}, {Do: "retract", Doc: "d1"}, {Do: "ingest", Doc: "d2", Content: DocD2}},
-					Arms: faults.Arms{faults.BeforeStateCommit: faults.On(faults.Crash, 3)}, ExpectHit: []faults.Point{faults.BeforeStateCommit}},
-				{Worker: "again", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, ContinueOnError: true},
-				quiesceStep(faults.Ingestion, "fault"),
-			}},
-		{ID: "class-retraction-shared-edge", System: faults.Ingestion, Class: "retraction-shared-edge",
-			Description: "a document is retracted while another still supports one of its edges; the retraction crashes mid-way",
-			Steps: []Step{
-				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}, {Do: "ingest", Doc: "d2", Content: DocD2}, {Do: "retract", Doc: "d1"}},
-					Arms: faults.Arms{faults.BeforeStateCommit: faults.On(faults.Crash, 3)}, ExpectHit: []faults.Point{faults.BeforeStateCommit}},
-				recoverStep("recover", nil),
-				quiesceStep(faults.Ingestion, "fault"),
-			}},
+		splitBrainSameIntent("split-brain-same-intent", "two holders plan one ingestion at once (split brain): the first asked the model and stalls before freezing its plan; the second is granted the live lease, asks the model again, freezes the other answer and dies; the first must not run its own plan under the frozen operation",
+			faults.Arms{faults.BeforePrepare: faults.PauseOn(time.Duration(leaseTTLMillis/4)*time.Millisecond, 1)}, []faults.Point{faults.BeforePrepare},
+			faults.Arms{faults.LeaseAcquire: faults.On(faults.Split, 1), faults.BeforeGraphWrite: faults.On(faults.Crash, 1)}, []faults.Point{faults.LeaseAcquire, faults.BeforeGraphWrite}),
+		resubmitAfterFailure("resubmit-after-failure", "an ingestion fails with a retryable error before its graph write (its operation is FAILED, one attempt recorded); its caller resubmits the same content before any recovery: the retry must keep the operationId and its frozen plan, not mint a new one with a second model call", faults.BeforeGraphWrite),
+		reingestAfterRetraction("reingest-after-retraction", "a document is ingested and retracted, then the same content is ingested again (another document's commit crashes meanwhile): the last answer must leave the document ACTIVE with that content, not a NO_OP over the retraction", faults.BeforeStateCommit),
+		retractionSharedEdge("retraction-shared-edge", "a document is retracted while another still supports one of its edges; the retraction crashes mid-way", faults.BeforeStateCommit, faults.Crash),
 	}
 	cases = append(cases, replanCases(leaseTTLMillis)...) // sim/replan.go
 	for i := range cases {
 		cases[i].TTLMillis = leaseTTLMillis
 	}
 	return cases
+}
+
+// splitBrainSameIntent: two holders plan one ingestion at once. The
+// holder (holder arms) asked the model and stalls before freezing its
+// plan; meanwhile the second (fault arms, which crash it at its graph
+// write) is granted the lease, asks the model again and freezes the other
+// answer.
+func splitBrainSameIntent(class, desc string, holder faults.Arms, holderHits []faults.Point, fault faults.Arms, faultHits []faults.Point) Case {
+	return Case{ID: "class-" + class, System: faults.Ingestion, Class: class, Description: desc,
+		Steps: []Step{
+			{Worker: "holder", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, Arms: holder,
+				Background: true, ContinueOnError: true, ExpectHit: holderHits, Meanwhile: &Meanwhile{Worker: "fault", Does: DeedFreeze}},
+			{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, Arms: fault, ExpectHit: faultHits},
+			quiesceStep(faults.Ingestion, "holder", "fault"),
+		}}
+}
+
+// resubmitAfterFailure: an ingestion fails with a retryable error at p,
+// and its caller resubmits the same content before any recovery.
+func resubmitAfterFailure(class, desc string, p faults.Point) Case {
+	return Case{ID: "class-" + class, System: faults.Ingestion, Class: class, Description: desc,
+		Steps: []Step{
+			{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, Arms: faults.Arms{p: faults.On(faults.Transient, 1)}, ExpectHit: []faults.Point{p}},
+			{Worker: "resubmit", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, ContinueOnError: true},
+			quiesceStep(faults.Ingestion),
+		}}
+}
+
+// reingestAfterRetraction: d1 is ingested and retracted, d2's ingestion
+// crashes at p, and d1's content is ingested again.
+func reingestAfterRetraction(class, desc string, p faults.Point) Case {
+	return Case{ID: "class-" + class, System: faults.Ingestion, Class: class, Description: desc,
+		Steps: []Step{
+			{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}, {Do: "retract", Doc: "d1"}, {Do: "ingest", Doc: "d2", Content: DocD2}},
+				Arms: faults.Arms{p: faults.On(faults.Crash, 3)}, ExpectHit: []faults.Point{p}},
+			{Worker: "again", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, ContinueOnError: true},
+			quiesceStep(faults.Ingestion, "fault"),
+		}}
+}
+
+// retractionSharedEdge: d1 is retracted while d2 still supports one of its
+// edges, the retraction meets fault k at p, and recovery runs.
+func retractionSharedEdge(class, desc string, p faults.Point, k faults.Kind) Case {
+	return Case{ID: "class-" + class, System: faults.Ingestion, Class: class, Description: desc,
+		Steps: []Step{
+			{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}, {Do: "ingest", Doc: "d2", Content: DocD2}, {Do: "retract", Doc: "d1"}},
+				Arms: faults.Arms{p: faults.On(k, 3)}, ExpectHit: []faults.Point{p}},
+			recoverStep("recover", nil),
+			quiesceStep(faults.Ingestion, "fault"),
+		}}
 }
 
 // BoundaryCases stall a writer for each lease boundary before its graph
