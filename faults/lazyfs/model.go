@@ -241,8 +241,13 @@ func (m *model) syncAll() {
 //
 // With tear set, a file's un-synced data is torn instead of lost whole:
 // each changed 4 KiB page (and the size) survives when tear says so.
-func (m *model) powerLoss(tear func() bool) (lostBytes int64, lostNames int) {
+//
+// changed holds, for each directory that survives, the names whose entry
+// the power loss changed (gone, back, or naming another node): the
+// kernel's cached entries for exactly those names are stale.
+func (m *model) powerLoss(tear func() bool) (lostBytes int64, lostNames int, changed map[*node][]string) {
 	m.gen++
+	changed = map[*node][]string{}
 	kept := map[*node]bool{}
 	var keep func(n *node)
 	keep = func(n *node) {
@@ -252,11 +257,15 @@ func (m *model) powerLoss(tear func() bool) (lostBytes int64, lostNames int) {
 			for name, k := range n.kids {
 				if n.durKids[name] != k {
 					lostNames++
+					changed[n] = append(changed[n], name)
 				}
 			}
 			for name, k := range n.durKids {
 				if n.kids[name] != k {
 					lostNames++
+					if _, live := n.kids[name]; !live {
+						changed[n] = append(changed[n], name)
+					}
 				}
 			}
 			n.kids = make(map[string]*node, len(n.durKids))
@@ -298,7 +307,7 @@ func (m *model) powerLoss(tear func() bool) (lostBytes int64, lostNames int) {
 		}
 	}
 	m.losses += lostBytes
-	return lostBytes, lostNames
+	return lostBytes, lostNames, changed
 }
 
 // changedBytes counts the bytes of a that differ from b, page by page
