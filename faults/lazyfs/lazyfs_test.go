@@ -625,7 +625,8 @@ func under(dir string) func(MountInfo) bool {
 // before the power loss and read right after it, with nothing in between
 // that would make the kernel ask again: a page written whole (the kernel
 // keeps it), a size it learnt by stat, a name it saw exist and one it saw
-// missing, and a page cached under a handle opened before.
+// missing, a directory it saw renamed, and pages cached under handles
+// opened before.
 func TestPowerLossLeavesNothingStaleInTheKernel(t *testing.T) {
 	f := mount(t)
 	dir := f.Dir()
@@ -636,6 +637,12 @@ func TestPowerLossLeavesNothingStaleInTheKernel(t *testing.T) {
 	writeFile(t, gone, "durable", true)
 	writeFile(t, held, page('h'), true)
 	writeFile(t, unnamed, page('u'), true)
+	sub := filepath.Join(dir, "d")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(sub, "f"), "in d", true)
+	syncDir(t, sub)
 	syncDir(t, dir)
 
 	// A page read through a handle opened before, of a file with no name
@@ -690,6 +697,18 @@ func TestPowerLossLeavesNothingStaleInTheKernel(t *testing.T) {
 	if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("before the power loss: stat of the removed %s: %v", gone, err)
 	}
+	// A directory renamed without a directory fsync, its new path and its
+	// old one's absence seen.
+	moved := filepath.Join(dir, "moved")
+	if err := os.Rename(sub, moved); err != nil {
+		t.Fatal(err)
+	}
+	if got := readOf(t, filepath.Join(moved, "f")); got != "in d" {
+		t.Fatalf("before the power loss the renamed directory's file holds %q", got)
+	}
+	if _, err := os.Stat(sub); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("before the power loss: stat of the renamed directory's old path: %v", err)
+	}
 	// A page read through a handle opened before.
 	h, err := os.Open(held)
 	if err != nil {
@@ -724,6 +743,12 @@ func TestPowerLossLeavesNothingStaleInTheKernel(t *testing.T) {
 	if got := readOf(t, gone); got != "durable" {
 		t.Errorf("right after the power loss %s, removed without a directory fsync, holds %q, want it back with %q: the kernel served its cached absence", gone, got, "durable")
 	}
+	if got := readOf(t, filepath.Join(sub, "f")); got != "in d" {
+		t.Errorf("right after the power loss the directory renamed without a directory fsync is not back at its old path: its file reads %q", got)
+	}
+	if _, err := os.Stat(moved); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("right after the power loss stat of %s, a rename never synced: %v, want ENOENT: the kernel served its cached entry", moved, err)
+	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -732,7 +757,7 @@ func TestPowerLossLeavesNothingStaleInTheKernel(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	if want := []string{"gone", "grown", "held", "same"}; !slices.Equal(names, want) {
+	if want := []string{"d", "gone", "grown", "held", "same"}; !slices.Equal(names, want) {
 		t.Errorf("right after the power loss the directory lists %v, want %v", names, want)
 	}
 }
