@@ -106,7 +106,7 @@ func benchCmd() *cobra.Command {
 		fmt.Fprintf(out, "full matrix wall time: median %s, min %s, max %s over %d rounds (target <= 5s on the embedded default, <= 60s on PostgreSQL + Neo4j)\n",
 			walls[len(walls)/2].Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond), len(walls))
 
-		if err := benchPowerLoss(cmd, self, backend, benchDir, leaseTTL, parallel, adaptive, walls[len(walls)/2]); err != nil {
+		if err := benchPowerLoss(cmd, self, backend, benchDir, leaseTTL, parallel, rounds, adaptive); err != nil {
 			return err
 		}
 		if server.faults != nil {

@@ -41,10 +41,24 @@ type Options struct {
 type FS struct {
 	m          *model
 	server     *fuse.Server
+	root       *lnode
 	mountpoint string
 	backing    string
 	done       bool
+	// open holds the handles open now (under m.mu): a power loss drops
+	// the kernel's cached pages of their files too, whether or not a
+	// name still leads to them.
+	open map[*handle]struct{}
 }
+
+// cacheTimeout is how long the kernel may keep what it learnt of a name
+// (that it exists, or that it does not) and of a node's attributes
+// without asking again. Every change reaches the model through the
+// kernel, which updates its caches itself, except a power loss, which
+// drops every cached entry, attribute and page that it made stale
+// (invalidate); so the kernel may keep them long, and stat, lookups and
+// the reads of pages it holds cost no round trip to this process.
+const cacheTimeout = time.Hour
 
 // Loss says what one power loss threw away.
 type Loss struct {
@@ -61,14 +75,14 @@ type Loss struct {
 // (SQLite does, for its WAL index): a page fault on its own mount while
 // the Go runtime stops the world for the collector waits for ever.
 func Mount(mountpoint string, opt Options) (*FS, error) {
-	f := &FS{m: newModel(), mountpoint: mountpoint, backing: opt.Backing}
+	f := &FS{m: newModel(), mountpoint: mountpoint, backing: opt.Backing, open: map[*handle]struct{}{}}
 	f.m.journaled = opt.JournaledNames
 	if opt.Backing != "" {
 		if err := load(f.m, opt.Backing); err != nil {
 			return nil, fmt.Errorf("lazyfs: load %s: %w", opt.Backing, err)
 		}
 	}
-	zero := time.Duration(0)
+	timeout := cacheTimeout
 	fo := &fs.Options{
 		MountOptions: fuse.MountOptions{
 			FsName:            fmt.Sprintf("%s%d", sourcePrefix, os.Getpid()),
@@ -77,12 +91,13 @@ func Mount(mountpoint string, opt Options) (*FS, error) {
 			AllowOther:        opt.AllowOther,
 			DisableXAttrs:     true,
 		},
-		// Nothing cached in the kernel outlives a power loss: every
-		// lookup and attribute comes from the model.
-		EntryTimeout: &zero, AttrTimeout: &zero, NegativeTimeout: &zero,
+		// The kernel caches entries, attributes and pages; a power
+		// loss drops what it made stale (cacheTimeout).
+		EntryTimeout: &timeout, AttrTimeout: &timeout, NegativeTimeout: &timeout,
 		RootStableAttr: &fs.StableAttr{Ino: 1, Mode: fuse.S_IFDIR},
 	}
-	srv, err := fuse.NewServer(fs.NewNodeFS(&lnode{f: f, n: f.m.root}, fo), mountpoint, &fo.MountOptions)
+	f.root = &lnode{f: f, n: f.m.root}
+	srv, err := fuse.NewServer(fs.NewNodeFS(f.root, fo), mountpoint, &fo.MountOptions)
 	if err != nil {
 		return nil, fmt.Errorf("lazyfs: mount %s: %w", mountpoint, err)
 	}
@@ -109,11 +124,18 @@ func (f *FS) Dir() string { return f.mountpoint }
 // PowerLoss throws away, at once, every write, truncation and directory
 // change that was not synced; from then on the file system serves the
 // synced state, and handles opened before fail with EIO.
+//
+// The model changes at one instant, atomically with respect to every
+// operation that reaches it; the kernel's cached entries, attributes and
+// pages that the change made stale are dropped right after, before
+// PowerLoss returns (they cannot be dropped while the model is locked: the
+// kernel may wait for an operation in flight in the same directory, which
+// waits for the lock). So every operation from the moment PowerLoss
+// returns sees the synced state; one that runs during the call, by a
+// process the power loss should have killed, may still be served from
+// the kernel's cache. The harness kills every process of the store first.
 func (f *FS) PowerLoss() Loss {
-	f.m.mu.Lock()
-	defer f.m.mu.Unlock()
-	b, n := f.m.powerLoss(nil)
-	return Loss{Bytes: b, Names: n}
+	return f.cut(nil)
 }
 
 // PowerLossTorn is PowerLoss with torn writes: each 4 KiB page of a file
@@ -121,11 +143,59 @@ func (f *FS) PowerLoss() Loss {
 // and so does a file's changed size; names follow the rule as always.
 // Bytes counts the pages that did not survive.
 func (f *FS) PowerLossTorn(seed int64) Loss {
-	f.m.mu.Lock()
-	defer f.m.mu.Unlock()
 	rng := rand.New(rand.NewSource(seed))
-	b, n := f.m.powerLoss(func() bool { return rng.Intn(2) == 0 })
+	return f.cut(func() bool { return rng.Intn(2) == 0 })
+}
+
+// cut is a power loss, torn with tear when it is set: the model first,
+// then the kernel's caches.
+func (f *FS) cut(tear func() bool) Loss {
+	f.m.mu.Lock()
+	b, n, changed := f.m.powerLoss(tear)
+	var open []*fs.Inode
+	for h := range f.open {
+		open = append(open, h.in)
+	}
+	f.m.mu.Unlock()
+	f.invalidate(changed, open)
 	return Loss{Bytes: b, Names: n}
+}
+
+// invalidate drops what the kernel cached and a power loss made stale:
+// the entries of every changed name (the kernel looks it up again; a
+// directory's entry takes what it cached below it along), and the
+// attributes and pages of every node it knows, by a name (the inodes of
+// go-fuse's tree, which mirrors the kernel's) or by an open handle. What
+// it does not know it cannot have cached. Errors are ignored: ENOENT is a
+// node the kernel forgot meanwhile, and the mount may be gone.
+func (f *FS) invalidate(changed map[*node][]string, open []*fs.Inode) {
+	if f.server == nil {
+		return
+	}
+	seen := map[*fs.Inode]bool{}
+	var walk func(in *fs.Inode)
+	walk = func(in *fs.Inode) {
+		if in == nil || seen[in] {
+			return
+		}
+		seen[in] = true
+		if ln, ok := in.Operations().(*lnode); ok {
+			for _, name := range changed[ln.n] {
+				_ = in.NotifyEntry(name)
+			}
+		}
+		_ = in.NotifyContent(0, 0)
+		for _, c := range in.Children() {
+			walk(c)
+		}
+	}
+	walk(f.root.EmbeddedInode())
+	for _, in := range open {
+		if !seen[in] {
+			seen[in] = true
+			_ = in.NotifyContent(0, 0)
+		}
+	}
 }
 
 // CopyDurable writes the durable state (what a power loss now would
@@ -193,8 +263,12 @@ type lnode struct {
 	n *node
 }
 
-// handle is an open file; it is stale after a power loss.
-type handle struct{ gen uint64 }
+// handle is an open file; it is stale after a power loss. in is the
+// kernel's inode of its file.
+type handle struct {
+	gen uint64
+	in  *fs.Inode
+}
 
 var _ interface {
 	fs.NodeGetattrer
@@ -383,7 +457,12 @@ func (l *lnode) Create(ctx context.Context, name string, flags uint32, mode uint
 		l.n.mtime = time.Now()
 	}
 	fill(c, &out.Attr)
-	return l.child(ctx, c), &handle{gen: m.gen}, 0, 0
+	in := l.child(ctx, c)
+	h := &handle{gen: m.gen, in: in}
+	l.f.open[h] = struct{}{}
+	// No FOPEN_KEEP_CACHE: a name the kernel did not know may lead to a
+	// node it knows (and whose pages it holds), truncated here.
+	return in, h, 0, 0
 }
 
 // Unlink implements fs.NodeUnlinker.
@@ -492,10 +571,12 @@ func (l *lnode) Open(_ context.Context, flags uint32) (fs.FileHandle, uint32, sy
 	if flags&syscall.O_TRUNC != 0 && !l.n.dir {
 		l.n.truncate(0)
 	}
-	// No FOPEN_KEEP_CACHE: the kernel drops its cached pages of the file
-	// at every open, so a process opening after a power loss reads the
-	// durable state.
-	return &handle{gen: m.gen}, 0, 0
+	h := &handle{gen: m.gen, in: l.EmbeddedInode()}
+	l.f.open[h] = struct{}{}
+	// FOPEN_KEEP_CACHE: the kernel keeps the pages it holds of the file
+	// across opens (every write reaches it through the kernel; a power
+	// loss drops them).
+	return h, fuse.FOPEN_KEEP_CACHE, 0
 }
 
 // Read implements fs.NodeReader.
@@ -535,7 +616,14 @@ func (l *lnode) Fsync(_ context.Context, fh fs.FileHandle, _ uint32) syscall.Err
 func (l *lnode) Flush(context.Context, fs.FileHandle) syscall.Errno { return 0 }
 
 // Release implements fs.NodeReleaser.
-func (l *lnode) Release(context.Context, fs.FileHandle) syscall.Errno { return 0 }
+func (l *lnode) Release(_ context.Context, fh fs.FileHandle) syscall.Errno {
+	if h, ok := fh.(*handle); ok {
+		l.lock()
+		delete(l.f.open, h)
+		l.unlock()
+	}
+	return 0
+}
 
 // Allocate implements fs.NodeAllocater (posix_fallocate): it grows the
 // file, as the data it would hold is zeros.

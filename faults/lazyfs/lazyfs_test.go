@@ -618,3 +618,153 @@ func TestCleanStaleFreesAServerStuckOnItsOwnMount(t *testing.T) {
 func under(dir string) func(MountInfo) bool {
 	return func(m MountInfo) bool { return m.Dir == dir || strings.HasPrefix(m.Dir, dir+"/") }
 }
+
+// The kernel caches entries, attributes and pages for a long time
+// (cacheTimeout); a power loss changes the file system behind its back,
+// so PowerLoss must drop what it made stale. Each part below is cached
+// before the power loss and read right after it, with nothing in between
+// that would make the kernel ask again: a page written whole (the kernel
+// keeps it), a size it learnt by stat, a name it saw exist and one it saw
+// missing, a directory it saw renamed, and pages cached under handles
+// opened before.
+func TestPowerLossLeavesNothingStaleInTheKernel(t *testing.T) {
+	f := mount(t)
+	dir := f.Dir()
+	same, grown, created, gone, held, unnamed := filepath.Join(dir, "same"), filepath.Join(dir, "grown"), filepath.Join(dir, "created"), filepath.Join(dir, "gone"), filepath.Join(dir, "held"), filepath.Join(dir, "unnamed")
+	page := func(c byte) string { return strings.Repeat(string(c), pageSize) }
+	writeFile(t, same, page('a'), true)
+	writeFile(t, grown, "short", true)
+	writeFile(t, gone, "durable", true)
+	writeFile(t, held, page('h'), true)
+	writeFile(t, unnamed, page('u'), true)
+	sub := filepath.Join(dir, "d")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(sub, "f"), "in d", true)
+	syncDir(t, sub)
+	syncDir(t, dir)
+
+	// A page read through a handle opened before, of a file with no name
+	// left (removed, durably): no directory leads to it, only the handle.
+	buf := make([]byte, pageSize)
+	u, err := os.Open(unnamed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	for i := 0; i < 2; i++ {
+		if _, err := u.ReadAt(buf, 0); err != nil || string(buf) != page('u') {
+			t.Fatalf("before the power loss: read %s: %v", unnamed, err)
+		}
+	}
+	if err := os.Remove(unnamed); err != nil {
+		t.Fatal(err)
+	}
+	syncDir(t, dir)
+
+	// Same size, other data: a whole page the kernel holds up to date.
+	// (Read twice: the first read after a write asks for the attributes
+	// and reads the page, the second asks for the attributes again,
+	// since a read makes the kernel's atime stale, and reads nothing;
+	// from then on both are cached.)
+	writeFile(t, same, page('b'), false)
+	for i := 0; i < 2; i++ {
+		if got := readOf(t, same); got != page('b') {
+			t.Fatalf("before the power loss %s holds %.8q...", same, got)
+		}
+	}
+	// A size learnt by stat.
+	g, err := os.OpenFile(grown, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.WriteString(strings.Repeat("longer", 1000)); err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	if st, err := os.Stat(grown); err != nil || st.Size() != 6005 {
+		t.Fatalf("before the power loss: stat %s: %v, %v", grown, st, err)
+	}
+	// A name seen to exist, one seen to be missing.
+	writeFile(t, created, "never synced", false)
+	if _, err := os.Stat(created); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("before the power loss: stat of the removed %s: %v", gone, err)
+	}
+	// A directory renamed without a directory fsync, its new path and its
+	// old one's absence seen.
+	moved := filepath.Join(dir, "moved")
+	if err := os.Rename(sub, moved); err != nil {
+		t.Fatal(err)
+	}
+	if got := readOf(t, filepath.Join(moved, "f")); got != "in d" {
+		t.Fatalf("before the power loss the renamed directory's file holds %q", got)
+	}
+	if _, err := os.Stat(sub); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("before the power loss: stat of the renamed directory's old path: %v", err)
+	}
+	// A page read through a handle opened before.
+	h, err := os.Open(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for i := 0; i < 2; i++ {
+		if _, err := h.ReadAt(buf, 0); err != nil || string(buf) != page('h') {
+			t.Fatalf("before the power loss: read %s: %v", held, err)
+		}
+	}
+
+	f.PowerLoss()
+
+	// (A directory listing comes with every entry's attributes: it goes
+	// last, or it would refresh what the parts before it test.)
+	if _, err := h.ReadAt(buf, 0); !errors.Is(err, syscall.EIO) {
+		t.Errorf("right after the power loss a read through a handle opened before: %v, want EIO: the kernel served its cached page", err)
+	}
+	if _, err := u.ReadAt(buf, 0); !errors.Is(err, syscall.EIO) {
+		t.Errorf("right after the power loss a read through a handle opened before, of a file removed durably: %v, want EIO: the kernel served its cached page", err)
+	}
+	if got := readOf(t, same); got != page('a') {
+		t.Errorf("right after the power loss %s holds %.8q... (%d bytes), want the synced page of a: the kernel served its cached page", same, got, len(got))
+	}
+	if st, err := os.Stat(grown); err != nil || st.Size() != int64(len("short")) {
+		t.Errorf("right after the power loss stat %s: %v (size %d), want the synced size 5: the kernel served its cached size", grown, err, sizeOf(st))
+	}
+	if _, err := os.Stat(created); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("right after the power loss stat of %s, created without a directory fsync: %v, want ENOENT: the kernel served its cached entry", created, err)
+	}
+	if got := readOf(t, gone); got != "durable" {
+		t.Errorf("right after the power loss %s, removed without a directory fsync, holds %q, want it back with %q: the kernel served its cached absence", gone, got, "durable")
+	}
+	if got := readOf(t, filepath.Join(sub, "f")); got != "in d" {
+		t.Errorf("right after the power loss the directory renamed without a directory fsync is not back at its old path: its file reads %q", got)
+	}
+	if _, err := os.Stat(moved); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("right after the power loss stat of %s, a rename never synced: %v, want ENOENT: the kernel served its cached entry", moved, err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if want := []string{"d", "gone", "grown", "held", "same"}; !slices.Equal(names, want) {
+		t.Errorf("right after the power loss the directory lists %v, want %v", names, want)
+	}
+}
+
+func sizeOf(st os.FileInfo) int64 {
+	if st == nil {
+		return -1
+	}
+	return st.Size()
+}

@@ -219,5 +219,12 @@ func BenchmarkFaultFreeSQLite(b *testing.B) {
 	}
 	b.ReportMetric(float64(took[0].Microseconds())/float64(b.N), "us-tmpfs/op")
 	b.ReportMetric(float64(took[1].Microseconds())/float64(b.N), "us-lazy/op")
-	b.ReportMetric(float64(took[1])/float64(took[0]), "lazy/tmpfs(target<=2)")
+	ratio := float64(took[1]) / float64(took[0])
+	b.ReportMetric(ratio, "lazy/tmpfs(target<=2)")
+	met := "met"
+	if ratio > 2 {
+		met = "not met"
+	}
+	b.Logf("fault-free cost of the lazy file system: %d SQLite commits (WAL, synchronous=FULL) in a fresh process, %s on the lazy mount, %s on tmpfs: x%.2f (target <= 2x: %s)",
+		benchCommits, (took[1] / time.Duration(b.N)).Round(time.Microsecond), (took[0] / time.Duration(b.N)).Round(time.Microsecond), ratio, met)
 }
