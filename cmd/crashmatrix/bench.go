@@ -31,6 +31,7 @@ func benchCmd() *cobra.Command {
 	var rounds, cycles, parallel, cycleParallel, randomKills, restarts int
 	var leaseTTL, cycleTTL, exploreFor time.Duration
 	var backend, benchDir, docFile string
+	var matrixOnly bool
 	var server serverFlags
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -105,6 +106,9 @@ func benchCmd() *cobra.Command {
 		sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
 		fmt.Fprintf(out, "full matrix wall time: median %s, min %s, max %s over %d rounds (target <= 5s on the embedded default, <= 60s on PostgreSQL + Neo4j)\n",
 			walls[len(walls)/2].Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond), len(walls))
+		if matrixOnly {
+			return nil
+		}
 
 		if err := benchPowerLoss(cmd, self, backend, benchDir, leaseTTL, parallel, adaptive, walls[len(walls)/2]); err != nil {
 			return err
@@ -138,6 +142,7 @@ func benchCmd() *cobra.Command {
 	server.register(fl)
 	fl.StringVar(&benchDir, "workdir", "", "where case data goes (default /dev/shm when present: data survives a process kill there exactly as on disk)")
 	fl.IntVar(&rounds, "rounds", 3, "full-matrix rounds")
+	fl.BoolVar(&matrixOnly, "matrix-only", false, "measure only the full matrix and its spawn floor (the figures of the harness's own cost), nothing after them")
 	fl.IntVar(&parallel, "parallel", 12, "cases at once in the full matrix")
 	fl.DurationVar(&leaseTTL, "lease-ttl", 0, "lease TTL for the full matrix (default as for certify)")
 	fl.IntVar(&randomKills, "random-kills", 100, "random kills added to the full matrix with the store's own windows, and hunting a mutant for the random-kill replay figure (0 skips both)")
