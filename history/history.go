@@ -218,7 +218,7 @@ func (h *Writer) Append(r Record) {
 		h.mem.mu.Unlock()
 		return
 	}
-	b, err := json.Marshal(r)
+	b, err := appendRecord(make([]byte, 0, 512), &r)
 	if err != nil {
 		panic(fmt.Sprintf("history: %v", err))
 	}
