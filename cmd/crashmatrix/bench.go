@@ -47,6 +47,7 @@ func benchCmd() *cobra.Command {
 		out := cmd.OutOrStdout()
 		ctx := cmd.Context()
 		defer tuneGC(true)() // every figure with the GC certify runs with
+		defer tuneProcs(parallel)()
 		if rounds < 1 {
 			return fmt.Errorf("--rounds must be at least 1")
 		}
@@ -83,9 +84,10 @@ func benchCmd() *cobra.Command {
 				return err
 			}
 			cases := sim.Matrix(leaseTTL.Milliseconds())
-			cpu0 := cpuTimeWithChildren()
+			cpu0, self0 := cpuTimeWithChildren(), cpuTime()
 			rep := r.RunAll(ctx, cases, parallel, nil)
 			cpu = cpuTimeWithChildren() - cpu0
+			self := cpuTime() - self0
 			if rep.ExitCode != 0 {
 				report.WriteTerminal(out, rep, report.Options{Command: "bench"})
 				fmt.Fprintf(out, "case data and histories: %s\n", work)
@@ -97,8 +99,8 @@ func benchCmd() *cobra.Command {
 			for _, res := range rep.Results {
 				workers += len(res.Workers)
 			}
-			fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %s (CPU %s, workers included); %s\n",
-				i+1, len(cases), rep.Took.Round(time.Millisecond), cpu.Round(time.Millisecond), rep.Timing)
+			fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %d worker processes, %s (CPU %s: supervisor %s, workers %s); %s\n",
+				i+1, len(cases), workers, rep.Took.Round(time.Millisecond), cpu.Round(time.Millisecond), self.Round(time.Millisecond), (cpu - self).Round(time.Millisecond), rep.Timing)
 		}
 		if err := benchSpawnFloor(cmd, self, workers, parallel, walls[len(walls)-1], cpu); err != nil {
 			return err
