@@ -86,3 +86,66 @@ func fill(rng *rand.Rand, v reflect.Value, depth int) {
 		panic("fill: no case for " + v.Kind().String())
 	}
 }
+
+// decodeRecord, the supervisor's fast path, reads every record the
+// writer writes and reads it as json.Unmarshal does; on anything else
+// (a torn prefix, a damaged copy) it either gives up, for json.Unmarshal
+// to have its say, or agrees with json.Unmarshal.
+func TestDecodeRecordIsJSONUnmarshal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	agree := func(i int, b []byte, mustDecode bool) {
+		t.Helper()
+		var fast, slow Record
+		ok := decodeRecord(b, &fast)
+		err := json.Unmarshal(b, &slow)
+		switch {
+		case mustDecode && !ok:
+			t.Fatalf("record %d: decodeRecord gave up on what the writer wrote: %s", i, b)
+		case ok && err != nil:
+			t.Fatalf("record %d: decodeRecord read what json.Unmarshal refuses (%v): %q", i, err, b)
+		case ok && !reflect.DeepEqual(fast, slow):
+			t.Fatalf("record %d: %q\ndecodeRecord   %+v\njson.Unmarshal %+v", i, b, fast, slow)
+		}
+	}
+	for i := range 3000 {
+		var r Record
+		fill(rng, reflect.ValueOf(&r).Elem(), 0)
+		if r.Fault != nil && r.Fault.Kind == "" {
+			r.Fault = nil // the writer panics on it
+		}
+		if r.Fault != nil {
+			if _, err := r.Fault.MarshalText(); err != nil {
+				r.Fault = nil
+			}
+		}
+		b, err := appendRecord(nil, &r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Record
+		if json.Unmarshal(b, &back) != nil {
+			continue // a fault text ParseAction refuses: json.Unmarshal fails too
+		}
+		agree(i, b, true)
+		agree(i, b[:rng.IntN(len(b))], false)
+		for range 4 {
+			c := bytes.Clone(b)
+			switch k := rng.IntN(len(c)); rng.IntN(3) {
+			case 0:
+				const junk = " \"\\{}[],:0-9etnul\x00\x01\x1f\xff"
+				c[k] = junk[rng.IntN(len(junk))]
+			case 1:
+				c = append(c[:k], c[k+1:]...)
+			default:
+				c = append(c[:k], append([]byte{c[rng.IntN(len(c))]}, c[k:]...)...)
+			}
+			agree(i, c, false)
+		}
+	}
+	for _, s := range []string{`{"w":"a","phase":1,"w":"b"}`, `{"w":"a","ev":{"kind":"x","at":1},"ev":{"at":2}}`, "{\"w\":\"a\x01\"}", `{"W":"a","phase":1}`, `{"w":"a","phase":1,"x":2}`, ` {"w":"a","phase":1}`,
+		`{"w":"a","phase":01}`, `{"w":"a","phase":1.0}`, `{"w":"a","ev":null}`, `{"w":"a","ev":{"batch":null,"at":1}}`,
+		`{"w":"\ud83d\ude00","phase":1}`, `{"w":"a\u0041\n","phase":-0}`, `{"w":"a","obs":{"what":"x","items":[]}}`,
+		`{"w":"a","phase":99999999999999999999}`, `{"w":"a","ev":{"batch":{"operationId":"x","upsertNodes":[{"id":"n","label":"L","properties":{"k":"v"}}]},"at":2}}`} {
+		agree(-1, []byte(s), false)
+	}
+}

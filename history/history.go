@@ -329,6 +329,9 @@ func parseLine(b []byte) (Log, error) { return parseSuffix(b, map[int]bool{}) }
 // exponential in their number).
 func parseSuffix(b []byte, bad map[int]bool) (Log, error) {
 	var r Record
+	if decodeRecord(b, &r) {
+		return Log{r}, nil
+	}
 	err := json.Unmarshal(b, &r)
 	if err == nil {
 		return Log{r}, nil
