@@ -67,7 +67,7 @@ func shmAvailable() bool {
 // fewer than the cores). Each case's supervisor work (starting workers,
 // reading the case's history and stores back, checking) waits for one of
 // them. The supervisor does about a fifth of a matrix round's CPU work
-// (1.0 of 5.3 s, bench), yet with one thread per core the scheduler gives
+// (bench prints its share), yet with one thread per core the scheduler gives
 // it two threads' share against every runnable worker process, its own
 // and everyone else's: on a busy machine a case slot then waits for the
 // supervisor more than for its worker (sampled: 7 of 12 slots had a
