@@ -76,8 +76,7 @@ func benchCmd() *cobra.Command {
 				provision.LastTimings.Postgres.Round(time.Millisecond), provision.LastTimings.Neo4j.Round(time.Millisecond))
 		}
 		var walls []time.Duration
-		workers := 0          // worker processes of the last round
-		var cpu time.Duration // the last round's CPU time, workers included
+		var ratios, cpuRatios []float64 // each round's against the floor measured right after it
 		for i := 0; i < rounds; i++ {
 			r, work, err := benchRunner(benchDir, backend, self, leaseTTL, int64(i+1), adaptive)
 			if err != nil {
@@ -86,8 +85,8 @@ func benchCmd() *cobra.Command {
 			cases := sim.Matrix(leaseTTL.Milliseconds())
 			cpu0, self0 := cpuTimeWithChildren(), cpuTime()
 			rep := r.RunAll(ctx, cases, parallel, nil)
-			cpu = cpuTimeWithChildren() - cpu0
-			self := cpuTime() - self0
+			cpu := cpuTimeWithChildren() - cpu0
+			supCPU := cpuTime() - self0
 			if rep.ExitCode != 0 {
 				report.WriteTerminal(out, rep, report.Options{Command: "bench"})
 				fmt.Fprintf(out, "case data and histories: %s\n", work)
@@ -95,16 +94,25 @@ func benchCmd() *cobra.Command {
 			}
 			os.RemoveAll(work)
 			walls = append(walls, rep.Took)
-			workers = 0
+			workers := 0
 			for _, res := range rep.Results {
 				workers += len(res.Workers)
 			}
 			fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %d worker processes, %s (CPU %s: supervisor %s, workers %s); %s\n",
-				i+1, len(cases), workers, rep.Took.Round(time.Millisecond), cpu.Round(time.Millisecond), self.Round(time.Millisecond), (cpu - self).Round(time.Millisecond), rep.Timing)
+				i+1, len(cases), workers, rep.Took.Round(time.Millisecond), cpu.Round(time.Millisecond), supCPU.Round(time.Millisecond), (cpu - supCPU).Round(time.Millisecond), rep.Timing)
+			floor, floorCPU, err := benchSpawnFloor(self, workers, parallel)
+			if err != nil {
+				return err
+			}
+			ratios = append(ratios, rep.Took.Seconds()/floor.Seconds())
+			cpuRatios = append(cpuRatios, cpu.Seconds()/floorCPU.Seconds())
+			fmt.Fprintf(out, "  spawn floor after round %d: %d bare worker processes started and exited, %d at a time, in %s (CPU %s): the round took %.2fx its wall time, %.2fx its CPU time\n",
+				i+1, workers, parallel, floor.Round(time.Millisecond), floorCPU.Round(time.Millisecond), ratios[i], cpuRatios[i])
 		}
-		if err := benchSpawnFloor(cmd, self, workers, parallel, walls[len(walls)-1], cpu); err != nil {
-			return err
-		}
+		slices.Sort(ratios)
+		slices.Sort(cpuRatios)
+		fmt.Fprintf(out, "spawn floor (%s --floor, as the supervisor starts a worker, measured after each round): the matrix takes median %.2fx the floor's wall time (min %.2fx, max %.2fx over %d rounds; target <= 2x: %s), median %.2fx its CPU time\n",
+			filepath.Base(sim.BinaryLauncher{Path: self}.FloorCommand().Path), ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1], len(ratios), metOrNot(ratios[len(ratios)/2] <= 2), cpuRatios[len(cpuRatios)/2])
 		sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
 		fmt.Fprintf(out, "full matrix wall time: median %s, min %s, max %s over %d rounds (target <= 5s on the embedded default, <= 60s on PostgreSQL + Neo4j)\n",
 			walls[len(walls)/2].Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond), len(walls))
@@ -441,18 +449,14 @@ func benchStoreWindows(cmd *cobra.Command, self, backend, benchDir string, round
 	return nil
 }
 
-// benchRunner is one full-matrix round's runner, on a fresh work directory.
-// benchSpawnFloor starts and exits as many bare worker processes as the
-// last matrix round ran, as many at once as its cases, from the binary the
-// matrix's workers ran (crashmatrix-worker when make build put it next to
-// crashmatrix) and started as the supervisor starts them, and prints the
-// matrix's wall and CPU time against that floor's: what the harness adds
-// on top of the processes it cannot do without. The CPU ratio says the
-// same as the wall one on a machine that other work slows.
-func benchSpawnFloor(cmd *cobra.Command, self string, workers, parallel int, matrix, matrixCPU time.Duration) error {
-	if workers == 0 {
-		return nil
-	}
+// benchSpawnFloor starts and exits workers bare worker processes,
+// parallel at once, from the binary the matrix's workers ran
+// (crashmatrix-worker when make build put it next to crashmatrix) and
+// started as the supervisor starts them, and returns its wall and CPU
+// time: what the harness cannot do without. bench measures it right
+// after each matrix round with that round's processes, so that each
+// ratio compares two measurements a shared machine's load moved alike.
+func benchSpawnFloor(self string, workers, parallel int) (time.Duration, time.Duration, error) {
 	launcher := sim.BinaryLauncher{Path: self}
 	sem := make(chan struct{}, max(parallel, 1))
 	errs := make(chan error, workers)
@@ -476,19 +480,12 @@ func benchSpawnFloor(cmd *cobra.Command, self string, workers, parallel int, mat
 	floorCPU := cpuTimeWithChildren() - cpu0
 	close(errs)
 	if err := <-errs; err != nil {
-		return err
+		return 0, 0, err
 	}
-	ratio := matrix.Seconds() / floor.Seconds()
-	met := "met"
-	if ratio > 2 {
-		met = "not met"
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "spawn floor: %d bare worker processes (%s --floor) started and exited, %d at a time, in %s (CPU %s); the last matrix round took %s (CPU %s): %.2fx the floor's wall time (target <= 2x: %s), %.2fx its CPU time\n",
-		workers, filepath.Base(launcher.FloorCommand().Path), parallel, floor.Round(time.Millisecond), floorCPU.Round(time.Millisecond),
-		matrix.Round(time.Millisecond), matrixCPU.Round(time.Millisecond), ratio, met, matrixCPU.Seconds()/floorCPU.Seconds())
-	return nil
+	return max(floor, time.Microsecond), max(floorCPU, time.Microsecond), nil
 }
 
+// benchRunner is one full-matrix round's runner, on a fresh work directory.
 func benchRunner(benchDir, backend, self string, ttl time.Duration, seed int64, adaptive bool) (*sim.Runner, string, error) {
 	work, err := os.MkdirTemp(benchDir, "crashmatrix-bench-")
 	if err != nil {
