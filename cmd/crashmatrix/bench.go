@@ -40,6 +40,9 @@ func benchCmd() *cobra.Command {
 			if docFile == "" {
 				return runBench(cmd)
 			}
+			if matrixOnly {
+				return fmt.Errorf("--doc with --matrix-only: the section --doc writes holds every figure, --matrix-only measures only the matrix and its floor")
+			}
 			return benchToDoc(cmd, docFile, backend, runBench)
 		},
 	}
