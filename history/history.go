@@ -6,7 +6,6 @@
 package history
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -219,7 +218,7 @@ func (h *Writer) Append(r Record) {
 		h.mem.mu.Unlock()
 		return
 	}
-	b, err := json.Marshal(r)
+	b, err := appendRecord(make([]byte, 0, 512), &r)
 	if err != nil {
 		panic(fmt.Sprintf("history: %v", err))
 	}
@@ -265,17 +264,26 @@ func Read(path string) (Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
-	var out Log
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	// The file is in memory already: its lines are cut from it as they
+	// are (a bufio.Scanner would copy each into a buffer of its own, and
+	// the megabyte it needs for a long line cost more than the parse on
+	// every read of a case's history).
+	out := make(Log, 0, bytes.Count(b, []byte{'\n'})+1)
 	line := 0
 	torn := map[int]int{} // index in out -> line
-	for sc.Scan() {
+	for len(b) > 0 {
 		line++
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+		l := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			l, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		l = bytes.TrimSuffix(l, []byte{'\r'})
+		if len(bytes.TrimSpace(l)) == 0 {
 			continue
 		}
-		recs, err := parseLine(sc.Bytes())
+		recs, err := parseLine(l)
 		if err != nil {
 			return out, fmt.Errorf("history %s:%d: %w", path, line, err)
 		}
@@ -285,9 +293,6 @@ func Read(path string) (Log, error) {
 			}
 			out = append(out, r)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("history %s: %w", path, err)
 	}
 	for i, line := range torn {
 		t := out[i]
@@ -302,6 +307,9 @@ func Read(path string) (Log, error) {
 				return out, fmt.Errorf("history %s:%d: a record of worker %s (phase %d) is cut short, yet the worker wrote on after it (a %s record): the file is damaged, not torn by a kill", path, line, t.Worker, t.Phase, r.Kind)
 			}
 		}
+	}
+	if len(out) == 0 {
+		return nil, nil // as before: no records, no slice
 	}
 	return out, nil
 }
@@ -321,6 +329,9 @@ func parseLine(b []byte) (Log, error) { return parseSuffix(b, map[int]bool{}) }
 // exponential in their number).
 func parseSuffix(b []byte, bad map[int]bool) (Log, error) {
 	var r Record
+	if decodeRecord(b, &r) {
+		return Log{r}, nil
+	}
 	err := json.Unmarshal(b, &r)
 	if err == nil {
 		return Log{r}, nil

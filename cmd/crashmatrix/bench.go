@@ -31,6 +31,7 @@ func benchCmd() *cobra.Command {
 	var rounds, cycles, parallel, cycleParallel, randomKills, restarts int
 	var leaseTTL, cycleTTL, exploreFor time.Duration
 	var backend, benchDir, docFile string
+	var matrixOnly bool
 	var server serverFlags
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -39,6 +40,9 @@ func benchCmd() *cobra.Command {
 			if docFile == "" {
 				return runBench(cmd)
 			}
+			if matrixOnly {
+				return fmt.Errorf("--doc with --matrix-only: the section --doc writes holds every figure, --matrix-only measures only the matrix and its floor")
+			}
 			return benchToDoc(cmd, docFile, backend, runBench)
 		},
 	}
@@ -46,6 +50,7 @@ func benchCmd() *cobra.Command {
 		out := cmd.OutOrStdout()
 		ctx := cmd.Context()
 		defer tuneGC(true)() // every figure with the GC certify runs with
+		defer tuneProcs(parallel)()
 		if rounds < 1 {
 			return fmt.Errorf("--rounds must be at least 1")
 		}
@@ -74,17 +79,17 @@ func benchCmd() *cobra.Command {
 				provision.LastTimings.Postgres.Round(time.Millisecond), provision.LastTimings.Neo4j.Round(time.Millisecond))
 		}
 		var walls []time.Duration
-		workers := 0          // worker processes of the last round
-		var cpu time.Duration // the last round's CPU time, workers included
+		var ratios, cpuRatios []float64 // each round's against the floor measured right after it
 		for i := 0; i < rounds; i++ {
 			r, work, err := benchRunner(benchDir, backend, self, leaseTTL, int64(i+1), adaptive)
 			if err != nil {
 				return err
 			}
 			cases := sim.Matrix(leaseTTL.Milliseconds())
-			cpu0 := cpuTimeWithChildren()
+			cpu0, self0 := cpuTimeWithChildren(), cpuTime()
 			rep := r.RunAll(ctx, cases, parallel, nil)
-			cpu = cpuTimeWithChildren() - cpu0
+			cpu := cpuTimeWithChildren() - cpu0
+			supCPU := cpuTime() - self0
 			if rep.ExitCode != 0 {
 				report.WriteTerminal(out, rep, report.Options{Command: "bench"})
 				fmt.Fprintf(out, "case data and histories: %s\n", work)
@@ -92,19 +97,31 @@ func benchCmd() *cobra.Command {
 			}
 			os.RemoveAll(work)
 			walls = append(walls, rep.Took)
-			workers = 0
+			workers := 0
 			for _, res := range rep.Results {
 				workers += len(res.Workers)
 			}
-			fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %s (CPU %s, workers included); %s\n",
-				i+1, len(cases), rep.Took.Round(time.Millisecond), cpu.Round(time.Millisecond), rep.Timing)
+			fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %d worker processes, %s (CPU %s: supervisor %s, workers %s); %s\n",
+				i+1, len(cases), workers, rep.Took.Round(time.Millisecond), cpu.Round(time.Millisecond), supCPU.Round(time.Millisecond), (cpu - supCPU).Round(time.Millisecond), rep.Timing)
+			floor, floorCPU, err := benchSpawnFloor(self, workers, parallel)
+			if err != nil {
+				return err
+			}
+			ratios = append(ratios, rep.Took.Seconds()/floor.Seconds())
+			cpuRatios = append(cpuRatios, cpu.Seconds()/floorCPU.Seconds())
+			fmt.Fprintf(out, "  spawn floor after round %d: %d bare worker processes started and exited, %d at a time, in %s (CPU %s): the round took %.2fx its wall time, %.2fx its CPU time\n",
+				i+1, workers, parallel, floor.Round(time.Millisecond), floorCPU.Round(time.Millisecond), ratios[i], cpuRatios[i])
 		}
-		if err := benchSpawnFloor(cmd, self, workers, parallel, walls[len(walls)-1], cpu); err != nil {
-			return err
-		}
+		slices.Sort(ratios)
+		slices.Sort(cpuRatios)
+		fmt.Fprintf(out, "spawn floor (%s --floor, as the supervisor starts a worker, measured after each round): the matrix takes median %.2fx the floor's wall time (min %.2fx, max %.2fx over %d rounds; target <= 2x: %s), median %.2fx its CPU time\n",
+			filepath.Base(sim.BinaryLauncher{Path: self}.FloorCommand().Path), ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1], len(ratios), metOrNot(ratios[len(ratios)/2] <= 2), cpuRatios[len(cpuRatios)/2])
 		sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
 		fmt.Fprintf(out, "full matrix wall time: median %s, min %s, max %s over %d rounds (target <= 5s on the embedded default, <= 60s on PostgreSQL + Neo4j)\n",
 			walls[len(walls)/2].Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond), len(walls))
+		if matrixOnly {
+			return nil
+		}
 
 		if err := benchPowerLoss(cmd, self, backend, benchDir, leaseTTL, parallel, rounds, adaptive); err != nil {
 			return err
@@ -138,6 +155,7 @@ func benchCmd() *cobra.Command {
 	server.register(fl)
 	fl.StringVar(&benchDir, "workdir", "", "where case data goes (default /dev/shm when present: data survives a process kill there exactly as on disk)")
 	fl.IntVar(&rounds, "rounds", 3, "full-matrix rounds")
+	fl.BoolVar(&matrixOnly, "matrix-only", false, "measure only the full matrix and its spawn floor (the figures of the harness's own cost), nothing after them")
 	fl.IntVar(&parallel, "parallel", 12, "cases at once in the full matrix")
 	fl.DurationVar(&leaseTTL, "lease-ttl", 0, "lease TTL for the full matrix (default as for certify)")
 	fl.IntVar(&randomKills, "random-kills", 100, "random kills added to the full matrix with the store's own windows, and hunting a mutant for the random-kill replay figure (0 skips both)")
@@ -434,18 +452,14 @@ func benchStoreWindows(cmd *cobra.Command, self, backend, benchDir string, round
 	return nil
 }
 
-// benchRunner is one full-matrix round's runner, on a fresh work directory.
-// benchSpawnFloor starts and exits as many bare worker processes as the
-// last matrix round ran, as many at once as its cases, from the binary the
-// matrix's workers ran (crashmatrix-worker when make build put it next to
-// crashmatrix) and started as the supervisor starts them, and prints the
-// matrix's wall and CPU time against that floor's: what the harness adds
-// on top of the processes it cannot do without. The CPU ratio says the
-// same as the wall one on a machine that other work slows.
-func benchSpawnFloor(cmd *cobra.Command, self string, workers, parallel int, matrix, matrixCPU time.Duration) error {
-	if workers == 0 {
-		return nil
-	}
+// benchSpawnFloor starts and exits workers bare worker processes,
+// parallel at once, from the binary the matrix's workers ran
+// (crashmatrix-worker when make build put it next to crashmatrix) and
+// started as the supervisor starts them, and returns its wall and CPU
+// time: what the harness cannot do without. bench measures it right
+// after each matrix round with that round's processes, so that each
+// ratio compares two measurements a shared machine's load moved alike.
+func benchSpawnFloor(self string, workers, parallel int) (time.Duration, time.Duration, error) {
 	launcher := sim.BinaryLauncher{Path: self}
 	sem := make(chan struct{}, max(parallel, 1))
 	errs := make(chan error, workers)
@@ -469,19 +483,12 @@ func benchSpawnFloor(cmd *cobra.Command, self string, workers, parallel int, mat
 	floorCPU := cpuTimeWithChildren() - cpu0
 	close(errs)
 	if err := <-errs; err != nil {
-		return err
+		return 0, 0, err
 	}
-	ratio := matrix.Seconds() / floor.Seconds()
-	met := "met"
-	if ratio > 2 {
-		met = "not met"
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "spawn floor: %d bare worker processes (%s --floor) started and exited, %d at a time, in %s (CPU %s); the last matrix round took %s (CPU %s): %.2fx the floor's wall time (target <= 2x: %s), %.2fx its CPU time\n",
-		workers, filepath.Base(launcher.FloorCommand().Path), parallel, floor.Round(time.Millisecond), floorCPU.Round(time.Millisecond),
-		matrix.Round(time.Millisecond), matrixCPU.Round(time.Millisecond), ratio, met, matrixCPU.Seconds()/floorCPU.Seconds())
-	return nil
+	return max(floor, time.Microsecond), max(floorCPU, time.Microsecond), nil
 }
 
+// benchRunner is one full-matrix round's runner, on a fresh work directory.
 func benchRunner(benchDir, backend, self string, ttl time.Duration, seed int64, adaptive bool) (*sim.Runner, string, error) {
 	work, err := os.MkdirTemp(benchDir, "crashmatrix-bench-")
 	if err != nil {

@@ -266,7 +266,12 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		progress = func(sim.CaseResult) { bar.Increment() }
 	}
 	restoreGC := tuneGC(true)
+	restoreProcs := func() {}
+	if !runner.Config().InProcess {
+		restoreProcs = tuneProcs(f.parallel)
+	}
 	rep := runner.RunAll(cmd.Context(), cases, f.parallel, progress)
+	restoreProcs()
 	restoreGC()
 	rep.WithProbe(probe, perr, sel)
 	rep.Matrix = &matrix

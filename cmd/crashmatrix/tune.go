@@ -61,3 +61,30 @@ func shmAvailable() bool {
 	st, err := os.Stat("/dev/shm")
 	return err == nil && st.IsDir()
 }
+
+// tuneProcs lets the supervisor of a process-mode run have as many
+// threads running Go code as it runs cases at once (GOMAXPROCS, never
+// fewer than the cores). Each case's supervisor work (starting workers,
+// reading the case's history and stores back, checking) waits for one of
+// them. The supervisor does about a sixth of a matrix round's CPU work
+// (bench prints its share), and with one thread per core the scheduler
+// gives it two threads' share against every runnable worker process, its
+// own and everyone else's, so that on a busy machine case slots wait for
+// it with no worker running. (Measured on a 2-core machine under a load
+// of 30-40: matrix rounds a little shorter, the supervisor's CPU a
+// little higher from its idle threads looking for work.) The workers are
+// processes of their own and keep their default. A GOMAXPROCS set in the
+// environment wins. It returns the function that restores the previous
+// setting. In-process runs keep the default: their cases are goroutines,
+// not processes.
+func tuneProcs(parallel int) func() {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return func() {}
+	}
+	n := max(parallel, runtime.NumCPU())
+	old := runtime.GOMAXPROCS(n)
+	if old >= n {
+		runtime.GOMAXPROCS(old)
+	}
+	return func() { runtime.GOMAXPROCS(old) }
+}
