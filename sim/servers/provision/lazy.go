@@ -20,14 +20,21 @@ type lazyData struct {
 	mounts map[string]*lazyfs.FS
 }
 
-// newLazyData makes the folder the mounts go under; lazy mounts a
-// run killed by SIGKILL left behind are cleaned first.
+// newLazyData makes the folder the mounts go under, with its owner (see
+// reap.go); lazy mounts a run killed by SIGKILL left behind are cleaned
+// first.
 func newLazyData() (*lazyData, error) {
 	if _, err := lazyfs.CleanStale(); err != nil {
 		fmt.Fprintf(os.Stderr, "crashmatrix: %v\n", err)
 	}
 	base, err := os.MkdirTemp("", "crashmatrix-serverdata-")
 	if err != nil {
+		return nil, err
+	}
+	// Its owner, for the run that finds it after this one was killed
+	// (reapServerData).
+	if err := os.WriteFile(filepath.Join(base, ownerFile), []byte(owner()+"\n"), 0o644); err != nil {
+		os.RemoveAll(base)
 		return nil, err
 	}
 	return &lazyData{base: base, mounts: map[string]*lazyfs.FS{}}, nil

@@ -162,8 +162,12 @@ func CheckEngine(ctx context.Context) error {
 	return nil
 }
 
-// neo4jStartup bounds Neo4j's start-up (JVM, store creation).
-const neo4jStartup = 5 * time.Minute
+// neo4jStartup bounds Neo4j's start-up (JVM, store creation), and
+// postgresStartup PostgreSQL's (initdb, a first start, the real one).
+const (
+	neo4jStartup    = 5 * time.Minute
+	postgresStartup = 3 * time.Minute
+)
 
 // StartContainers starts PostgreSQL and Neo4j with testcontainers-go and
 // returns the environment that points the postgres backend (and its
@@ -232,6 +236,9 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 	if err := CheckEngine(ctx); err != nil {
 		return nil, func() {}, nil, err
 	}
+	if err := reapDead(ctx, log); err != nil {
+		fmt.Fprintf(log, "crashmatrix: %v\n", err)
+	}
 	for _, im := range []struct {
 		image  *string
 		choice ImageChoice
@@ -267,7 +274,12 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 	}
 	pgOpts := []testcontainers.ContainerCustomizer{
 		tcpostgres.WithDatabase("crashmatrix"), tcpostgres.WithUsername("crashmatrix"), tcpostgres.WithPassword(randomSecret()),
-		testcontainers.WithWaitStrategy(wait.ForLog("database system is ready to accept connections").WithOccurrence(2).WithStartupTimeout(120 * time.Second)),
+		// WithWaitStrategy alone bounds the wait by 60s whatever the
+		// strategy's own timeout: a loaded machine with the data on a lazy
+		// mount took longer (initdb, then the second start).
+		testcontainers.WithWaitStrategyAndDeadline(postgresStartup,
+			wait.ForLog("database system is ready to accept connections").WithOccurrence(2).WithStartupTimeout(postgresStartup)),
+		withOwner(),
 	}
 	if !o.ServerFaults {
 		// Nothing restarts the server: its data lives in memory. On this
@@ -347,7 +359,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		}
 		n4Tmpfs = append(n4Tmpfs, bind(dir, neo4jDataDir(o.Neo4jImage)))
 	}
-	n4, err := tcneo4j.Run(ctx, o.Neo4jImage, append([]testcontainers.ContainerCustomizer{tcneo4j.WithAdminPassword(pw),
+	n4, err := tcneo4j.Run(ctx, o.Neo4jImage, append([]testcontainers.ContainerCustomizer{tcneo4j.WithAdminPassword(pw), withOwner(),
 		testcontainers.WithEnv(map[string]string{"NEO4J_server_memory_pagecache_size": "64m", "NEO4J_server_memory_heap_max__size": "768m"}),
 		// The module's own wait (same checks) gives up after 60s; on a
 		// busy 2-core machine Neo4j took 38-58s to start, and sometimes more.
