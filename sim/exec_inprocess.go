@@ -173,6 +173,12 @@ func (x *inprocCase) snapshot(ctx context.Context, c Case, env CaseEnv, space st
 		if x.shared.ps != nil {
 			ps = *x.shared.ps
 		}
+		if x.r.backend.Local {
+			if err := ctx.Err(); err != nil {
+				return check.Snapshot{}, obs, err
+			}
+			ctx = context.WithoutCancel(ctx) // as the workers' store calls (callGate.detached)
+		}
 		snap, err := check.Take(ctx, x.shared.st, space, ps.Checkpoints, ps.Plans, obs.Threads)
 		return snap, obs, err
 	}
@@ -232,6 +238,7 @@ func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration
 		},
 	}
 	opt.stops = &x.stops
+	opt.detachStores = x.r.backend.Local
 	if x.shared != nil {
 		opt.Stores = &x.shared.st
 		opt.PlanSave = x.shared.ps

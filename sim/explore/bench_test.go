@@ -3,6 +3,8 @@ package explore_test
 import (
 	"context"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"testing"
@@ -21,10 +23,21 @@ func BenchmarkExploreInProcess(b *testing.B) { benchExplore(b, inProcessRunner(b
 func BenchmarkExploreSimStore(b *testing.B) { benchExplore(b, simStoreRunner(b, nil, "")) }
 
 func benchExplore(b *testing.B, r *sim.Runner) {
+	// The GC explore and bench run with (cmd/crashmatrix tuneGC): a
+	// collection every few hundred MB, not every few MB.
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
+		ballast := make([]byte, 64<<20)
+		defer runtime.KeepAlive(ballast)
+	}
 	b.ResetTimer()
 	var ru0, ru1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	res := explore.Run(context.Background(), r, explore.Options{Seed: 3, MaxSchedules: b.N, Parallel: parallelFromEnv()})
+	// A context that can end, as the command's (Ctrl-C) can: drivers
+	// watch such a context on every statement.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res := explore.Run(ctx, r, explore.Options{Seed: 3, MaxSchedules: b.N, Parallel: parallelFromEnv()})
 	b.ReportMetric(res.Rate(), "schedules/s")
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
 	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
