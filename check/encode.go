@@ -29,7 +29,7 @@ func PlanDigest(p reference.Plan) string {
 	field := func(k, v string) {
 		b = append(b, k...)
 		b = append(b, '=')
-		b = strconv.AppendQuote(b, v)
+		b = appendQuote(b, v)
 		b = append(b, '\n')
 	}
 	field("kind", string(p.Kind))
@@ -100,7 +100,7 @@ func props(m map[string]string) string {
 		return ""
 	case 1:
 		for k, v := range m {
-			return string(strconv.AppendQuote(append(strconv.AppendQuote(make([]byte, 0, len(k)+len(v)+5), k), ':'), v))
+			return string(appendQuote(append(appendQuote(make([]byte, 0, len(k)+len(v)+5), k), ':'), v))
 		}
 	}
 	keys := make([]string, 0, len(m))
@@ -113,9 +113,9 @@ func props(m map[string]string) string {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendQuote(b, k)
+		b = appendQuote(b, k)
 		b = append(b, ':')
-		b = strconv.AppendQuote(b, m[k])
+		b = appendQuote(b, m[k])
 	}
 	return string(b)
 }

@@ -102,7 +102,7 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 	lost := map[string]int{} // holder+op refused -> the refusal's event
 	// A lease a fault broke on purpose (split brain, early expiry) is not
 	// the lock provider's fault: its grants are not judged here.
-	broken := newIntentIndex(o.Log).leaseFaultedHolder
+	broken := leaseFaultedHolders(o.Log)
 	for i, e := range o.Events {
 		doc := e.Space + "/" + e.DocumentID
 		switch e.Kind {

@@ -684,6 +684,22 @@ func (x *intentIndex) leaseFaultedHolder(holder string) bool {
 	return x.leaseFaulted[w]
 }
 
+// leaseFaultedHolders is intentIndex.leaseFaultedHolder without the rest
+// of the index (CheckI7 needs only this; the index copies every
+// observation of the case).
+func leaseFaultedHolders(h history.Log) func(holder string) bool {
+	faulted := map[string]bool{}
+	for _, r := range h {
+		if r.Kind == history.Hit && r.Fault != nil && r.Fault.Kind.IsLeaseFault() {
+			faulted[r.Worker] = true
+		}
+	}
+	return func(holder string) bool {
+		w, _, _ := strings.Cut(holder, "/")
+		return faulted[w]
+	}
+}
+
 func firstNonEmptyString(a, b string) string {
 	if a != "" {
 		return a

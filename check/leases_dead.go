@@ -28,10 +28,13 @@ func DeadHolderBound(ended, ttl int64) int64 {
 func checkDeadHolders(o Observed) []Violation {
 	var out []Violation
 	seen := map[string]bool{}
-	for _, ob := range o.Log.Observations() {
-		if ob.What != history.SeenDeadHolder || ob.Now <= DeadHolderBound(ob.Stopped, ob.TTL) {
+	// The log itself, not Observations: that copies every observation
+	// of the case to find the rare dead-holder one.
+	for i, r := range o.Log {
+		if r.Kind != history.Seen || r.Obs == nil || r.Obs.What != history.SeenDeadHolder || r.Obs.Now <= DeadHolderBound(r.Obs.Stopped, r.Obs.TTL) {
 			continue
 		}
+		ob := history.WorkerObservation{Worker: r.Worker, Index: i, Observation: *r.Obs}
 		k := fmt.Sprintf("%s\x00%s\x00%d", ob.Doc, ob.Holder, ob.Token)
 		if seen[k] {
 			continue

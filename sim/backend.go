@@ -80,6 +80,11 @@ type Backend struct {
 	// takes it only with Config.SimulatedStore set, and its findings are
 	// replayed on a real store before they are reported as real.
 	Simulated bool
+	// Local backends' store calls, in the in-process mode, run in this
+	// process and wait on nothing outside it (no server, no other program
+	// or process): that mode runs them under a context that cannot end,
+	// checking it before each call instead (callGate.detached).
+	Local bool
 	// Diagnose, when set, says what the backend's servers are doing now:
 	// the supervisor asks when a worker of a case hangs past its deadline,
 	// before it kills it (sessions waiting for a lock and on whom, long

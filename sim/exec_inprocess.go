@@ -173,6 +173,12 @@ func (x *inprocCase) snapshot(ctx context.Context, c Case, env CaseEnv, space st
 		if x.shared.ps != nil {
 			ps = *x.shared.ps
 		}
+		if x.r.backend.Local {
+			if err := ctx.Err(); err != nil {
+				return check.Snapshot{}, obs, err
+			}
+			ctx = context.WithoutCancel(ctx) // as the workers' store calls (callGate.detached)
+		}
 		snap, err := check.Take(ctx, x.shared.st, space, ps.Checkpoints, ps.Plans, obs.Threads)
 		return snap, obs, err
 	}
@@ -232,12 +238,13 @@ func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration
 		},
 	}
 	opt.stops = &x.stops
+	opt.detachStores = x.r.backend.Local
 	if x.shared != nil {
 		opt.Stores = &x.shared.st
 		opt.PlanSave = x.shared.ps
 	}
 	t0 := time.Now()
-	go func() {
+	goWorker(func() {
 		var err error
 		defer func() {
 			x.stops.record(stopLine{Worker: spec.Worker, Phase: spec.Phase, PID: opt.PID, What: stopEnded, At: x.clock.Now()})
@@ -250,8 +257,42 @@ func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration
 			w.done <- wr
 		}()
 		err = RunWorker(ctx, spec, x.r.backend, opt)
-	}()
+	})
 	return w, nil
+}
+
+// Simulated worker processes run on goroutines that outlive them: a
+// goroutine starts with a small stack, and a worker's calls through the
+// service, the harness's wrappers and a SQL driver grow it four or five
+// times over, each a copy (a twentieth of an exploration on the
+// simulated store). A goroutine whose worker ended waits a moment for
+// the next one, with the stack it grew; a worker that crashes ends its
+// goroutine (runtime.Goexit) as before.
+var idleWorkers = make(chan func())
+
+// idleWorkerFor is how long a goroutine waits for the next worker.
+const idleWorkerFor = time.Second
+
+// goWorker runs f on an idle worker goroutine, or a new one.
+func goWorker(f func()) {
+	select {
+	case idleWorkers <- f:
+	default:
+		go workerLoop(f)
+	}
+}
+
+func workerLoop(f func()) {
+	for {
+		f()
+		t := time.NewTimer(idleWorkerFor)
+		select {
+		case f = <-idleWorkers:
+			t.Stop()
+		case <-t.C:
+			return
+		}
+	}
 }
 
 func (w *inprocWorker) waitHitOrExit(ctx context.Context, _ time.Duration) {

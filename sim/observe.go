@@ -27,6 +27,12 @@ func (w *worker) revision(ctx context.Context, space, doc string) int64 {
 	if w.stores == nil {
 		return -1
 	}
+	if w.opt.detachStores {
+		if ctx.Err() != nil {
+			return -1
+		}
+		ctx = context.WithoutCancel(ctx) // as the service's calls (callGate.detached)
+	}
 	cur, ok, err := w.stores.States.FindCurrent(ctx, space, doc)
 	switch {
 	case err != nil:
@@ -52,7 +58,7 @@ func (w *worker) observed(st reference.Stores) reference.Stores {
 	st.States = &seenStates{DocumentStateStore: st.States, w: w}
 	st.Writer = &seenWriter{GraphWriter: st.Writer, w: w}
 	st.Locks = &leaseFaults{LockProvider: &deadHolderLocks{LockProvider: st.Locks, w: w}, rt: w.rt, w: w}
-	return stallable(st, w.rt) // outermost: a stall comes before the call is seen
+	return stallable(st, w.rt, w.opt.detachStores) // outermost: a stall comes before the call is seen
 }
 
 type seenOps struct {

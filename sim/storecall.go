@@ -15,12 +15,13 @@ import (
 // durable steps; these sit before every call, reads included, so a
 // competitor can run between any two of them.
 
-// stallable wraps st so that rt is asked before each store call.
-func stallable(st reference.Stores, rt *faults.Runtime) reference.Stores {
+// stallable wraps st so that rt is asked before each store call; detach
+// runs each call under a context that cannot end (callGate.detached).
+func stallable(st reference.Stores, rt *faults.Runtime, detach bool) reference.Stores {
 	if rt == nil {
 		return st
 	}
-	c := &callGate{rt: rt}
+	c := &callGate{rt: rt, detached: detach}
 	st.Ops = &gatedOps{inner: st.Ops, g: c}
 	st.States = &gatedStates{inner: st.States, g: c}
 	st.Registry = &gatedRegistry{inner: st.Registry, g: c}
@@ -29,13 +30,38 @@ func stallable(st reference.Stores, rt *faults.Runtime) reference.Stores {
 	return st
 }
 
-type callGate struct{ rt *faults.Runtime }
+type callGate struct {
+	rt *faults.Runtime
+	// detached: the in-process mode on an embedded or simulated store,
+	// where a store call is a few microseconds of this process's CPU
+	// and never waits on a server. A context that can end (the
+	// command's, ended by Ctrl-C) costs a SQL driver two goroutines and
+	// a cancellable context per statement to watch it: a fifth of an
+	// in-process exploration's CPU. Such a call runs under
+	// context.WithoutCancel instead, once the gate has seen that the
+	// context has not ended: an interruption stops the next store call,
+	// not the one running.
+	detached bool
+}
 
 // before runs call after whatever is armed at StoreCall for this hit. Only
 // a pause applies there (faults.StoreCallSpec); the call's own result is
 // returned as it is.
 func (g *callGate) before(ctx context.Context, call func() error) error {
+	if g.detached {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
 	return g.rt.At(ctx, faults.StoreCall, call)
+}
+
+// detach is the context the store call itself runs under.
+func (g *callGate) detach(ctx context.Context) context.Context {
+	if g.detached {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
 
 // gated runs one store call returning a value behind the gate.
@@ -67,35 +93,35 @@ type gatedOps struct {
 }
 
 func (o *gatedOps) CreateIfAbsent(ctx context.Context, op reference.Operation, plan reference.Plan) (bool, error) {
-	return gated(ctx, o.g, func() (bool, error) { return o.inner.CreateIfAbsent(ctx, op, plan) })
+	return gated(ctx, o.g, func() (bool, error) { return o.inner.CreateIfAbsent(o.g.detach(ctx), op, plan) })
 }
 
 func (o *gatedOps) Get(ctx context.Context, id string) (reference.Operation, error) {
-	return gated(ctx, o.g, func() (reference.Operation, error) { return o.inner.Get(ctx, id) })
+	return gated(ctx, o.g, func() (reference.Operation, error) { return o.inner.Get(o.g.detach(ctx), id) })
 }
 
 func (o *gatedOps) GetPlan(ctx context.Context, id string) (reference.Plan, error) {
-	return gated(ctx, o.g, func() (reference.Plan, error) { return o.inner.GetPlan(ctx, id) })
+	return gated(ctx, o.g, func() (reference.Plan, error) { return o.inner.GetPlan(o.g.detach(ctx), id) })
 }
 
 func (o *gatedOps) CompareAndSet(ctx context.Context, cur, next reference.Operation) (bool, error) {
-	return gated(ctx, o.g, func() (bool, error) { return o.inner.CompareAndSet(ctx, cur, next) })
+	return gated(ctx, o.g, func() (bool, error) { return o.inner.CompareAndSet(o.g.detach(ctx), cur, next) })
 }
 
 func (o *gatedOps) ListRecoverable(ctx context.Context, limit int) ([]reference.Operation, error) {
-	return gated(ctx, o.g, func() ([]reference.Operation, error) { return o.inner.ListRecoverable(ctx, limit) })
+	return gated(ctx, o.g, func() ([]reference.Operation, error) { return o.inner.ListRecoverable(o.g.detach(ctx), limit) })
 }
 
 func (o *gatedOps) List(ctx context.Context) ([]reference.Operation, error) {
-	return gated(ctx, o.g, func() ([]reference.Operation, error) { return o.inner.List(ctx) })
+	return gated(ctx, o.g, func() ([]reference.Operation, error) { return o.inner.List(o.g.detach(ctx)) })
 }
 
 func (o *gatedOps) Claim(ctx context.Context, id, holder string, now, ttl int64) (bool, error) {
-	return gated(ctx, o.g, func() (bool, error) { return o.inner.Claim(ctx, id, holder, now, ttl) })
+	return gated(ctx, o.g, func() (bool, error) { return o.inner.Claim(o.g.detach(ctx), id, holder, now, ttl) })
 }
 
 func (o *gatedOps) ReleaseClaim(ctx context.Context, id, holder string) (bool, error) {
-	return gated(ctx, o.g, func() (bool, error) { return o.inner.ReleaseClaim(ctx, id, holder) })
+	return gated(ctx, o.g, func() (bool, error) { return o.inner.ReleaseClaim(o.g.detach(ctx), id, holder) })
 }
 
 type gatedStates struct {
@@ -104,35 +130,37 @@ type gatedStates struct {
 }
 
 func (s *gatedStates) FindCurrent(ctx context.Context, space, doc string) (reference.DocumentState, bool, error) {
-	return gated2(ctx, s.g, func() (reference.DocumentState, bool, error) { return s.inner.FindCurrent(ctx, space, doc) })
+	return gated2(ctx, s.g, func() (reference.DocumentState, bool, error) { return s.inner.FindCurrent(s.g.detach(ctx), space, doc) })
 }
 
 func (s *gatedStates) FindByOperationID(ctx context.Context, space, doc, op string) (reference.DocumentState, bool, error) {
-	return gated2(ctx, s.g, func() (reference.DocumentState, bool, error) { return s.inner.FindByOperationID(ctx, space, doc, op) })
+	return gated2(ctx, s.g, func() (reference.DocumentState, bool, error) {
+		return s.inner.FindByOperationID(s.g.detach(ctx), space, doc, op)
+	})
 }
 
 func (s *gatedStates) CompareAndSet(ctx context.Context, expected int64, next reference.DocumentState) (bool, error) {
-	return gated(ctx, s.g, func() (bool, error) { return s.inner.CompareAndSet(ctx, expected, next) })
+	return gated(ctx, s.g, func() (bool, error) { return s.inner.CompareAndSet(s.g.detach(ctx), expected, next) })
 }
 
 func (s *gatedStates) Remove(ctx context.Context, space, doc string, revision int64) (bool, error) {
-	return gated(ctx, s.g, func() (bool, error) { return s.inner.Remove(ctx, space, doc, revision) })
+	return gated(ctx, s.g, func() (bool, error) { return s.inner.Remove(s.g.detach(ctx), space, doc, revision) })
 }
 
 func (s *gatedStates) RecordVersion(ctx context.Context, st reference.DocumentState) error {
-	return s.g.before(ctx, func() error { return s.inner.RecordVersion(ctx, st) })
+	return s.g.before(ctx, func() error { return s.inner.RecordVersion(s.g.detach(ctx), st) })
 }
 
 func (s *gatedStates) Versions(ctx context.Context, space, doc string) ([]reference.DocumentState, error) {
-	return gated(ctx, s.g, func() ([]reference.DocumentState, error) { return s.inner.Versions(ctx, space, doc) })
+	return gated(ctx, s.g, func() ([]reference.DocumentState, error) { return s.inner.Versions(s.g.detach(ctx), space, doc) })
 }
 
 func (s *gatedStates) List(ctx context.Context, space string) ([]reference.DocumentState, error) {
-	return gated(ctx, s.g, func() ([]reference.DocumentState, error) { return s.inner.List(ctx, space) })
+	return gated(ctx, s.g, func() ([]reference.DocumentState, error) { return s.inner.List(s.g.detach(ctx), space) })
 }
 
 func (s *gatedStates) IsReferencedByOtherDocument(ctx context.Context, space, doc string, edge reference.EdgeKey) (bool, error) {
-	return gated(ctx, s.g, func() (bool, error) { return s.inner.IsReferencedByOtherDocument(ctx, space, doc, edge) })
+	return gated(ctx, s.g, func() (bool, error) { return s.inner.IsReferencedByOtherDocument(s.g.detach(ctx), space, doc, edge) })
 }
 
 type gatedRegistry struct {
@@ -142,7 +170,7 @@ type gatedRegistry struct {
 
 func (r *gatedRegistry) FindMatches(ctx context.Context, space, entityType string, names []string) ([]reference.RegisteredEntity, error) {
 	return gated(ctx, r.g, func() ([]reference.RegisteredEntity, error) {
-		return r.inner.FindMatches(ctx, space, entityType, names)
+		return r.inner.FindMatches(r.g.detach(ctx), space, entityType, names)
 	})
 }
 
@@ -150,7 +178,7 @@ func (r *gatedRegistry) FindMatches(ctx context.Context, space, entityType strin
 // one store call.
 func (r *gatedRegistry) MatchNodeIDs(ctx context.Context, space string, queries []reference.EntityQuery) ([][]string, error) {
 	if _, ok := r.inner.(reference.BatchMatcher); ok {
-		return gated(ctx, r.g, func() ([][]string, error) { return reference.MatchNodeIDs(ctx, r.inner, space, queries) })
+		return gated(ctx, r.g, func() ([][]string, error) { return reference.MatchNodeIDs(r.g.detach(ctx), r.inner, space, queries) })
 	}
 	return reference.MatchNodeIDs(ctx, findOnly{r}, space, queries)
 }
@@ -160,11 +188,11 @@ func (r *gatedRegistry) MatchNodeIDs(ctx context.Context, space string, queries 
 type findOnly struct{ reference.EntityRegistry }
 
 func (r *gatedRegistry) SaveAll(ctx context.Context, space string, regs []reference.EntityRegistration) error {
-	return r.g.before(ctx, func() error { return r.inner.SaveAll(ctx, space, regs) })
+	return r.g.before(ctx, func() error { return r.inner.SaveAll(r.g.detach(ctx), space, regs) })
 }
 
 func (r *gatedRegistry) List(ctx context.Context, space string) ([]reference.RegisteredEntity, error) {
-	return gated(ctx, r.g, func() ([]reference.RegisteredEntity, error) { return r.inner.List(ctx, space) })
+	return gated(ctx, r.g, func() ([]reference.RegisteredEntity, error) { return r.inner.List(r.g.detach(ctx), space) })
 }
 
 type gatedWriter struct {
@@ -173,15 +201,15 @@ type gatedWriter struct {
 }
 
 func (w *gatedWriter) Apply(ctx context.Context, space string, m reference.Mutation) error {
-	return w.g.before(ctx, func() error { return w.inner.Apply(ctx, space, m) })
+	return w.g.before(ctx, func() error { return w.inner.Apply(w.g.detach(ctx), space, m) })
 }
 
 func (w *gatedWriter) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
-	return gated(ctx, w.g, func() (reference.Graph, error) { return w.inner.ReadGraph(ctx, space) })
+	return gated(ctx, w.g, func() (reference.Graph, error) { return w.inner.ReadGraph(w.g.detach(ctx), space) })
 }
 
 func (w *gatedWriter) ReadRecords(ctx context.Context, space string) (reference.GraphRecords, error) {
-	return gated(ctx, w.g, func() (reference.GraphRecords, error) { return w.inner.ReadRecords(ctx, space) })
+	return gated(ctx, w.g, func() (reference.GraphRecords, error) { return w.inner.ReadRecords(w.g.detach(ctx), space) })
 }
 
 type gatedLocks struct {
@@ -190,13 +218,15 @@ type gatedLocks struct {
 }
 
 func (l *gatedLocks) TryAcquire(ctx context.Context, space, doc, holder string, now, ttl int64) (reference.Lease, bool, error) {
-	return gated2(ctx, l.g, func() (reference.Lease, bool, error) { return l.inner.TryAcquire(ctx, space, doc, holder, now, ttl) })
+	return gated2(ctx, l.g, func() (reference.Lease, bool, error) {
+		return l.inner.TryAcquire(l.g.detach(ctx), space, doc, holder, now, ttl)
+	})
 }
 
 func (l *gatedLocks) Renew(ctx context.Context, lease reference.Lease, now, ttl int64) (reference.Lease, error) {
-	return gated(ctx, l.g, func() (reference.Lease, error) { return l.inner.Renew(ctx, lease, now, ttl) })
+	return gated(ctx, l.g, func() (reference.Lease, error) { return l.inner.Renew(l.g.detach(ctx), lease, now, ttl) })
 }
 
 func (l *gatedLocks) Release(ctx context.Context, lease reference.Lease) error {
-	return l.g.before(ctx, func() error { return l.inner.Release(ctx, lease) })
+	return l.g.before(ctx, func() error { return l.inner.Release(l.g.detach(ctx), lease) })
 }

@@ -520,9 +520,13 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 			res.Notes = append(res.Notes, note)
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, ServersAtDeadline)); err == nil {
-		first, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
-		res.Notes = append(res.Notes, fmt.Sprintf("servers at the deadline: %s (%s)", first, filepath.Join(dir, ServersAtDeadline)))
+	// Only a worker process can hang past a deadline (exec_process.go
+	// writes the file): the in-process mode has no case folder to read.
+	if !r.cfg.InProcess {
+		if b, err := os.ReadFile(filepath.Join(dir, ServersAtDeadline)); err == nil {
+			first, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+			res.Notes = append(res.Notes, fmt.Sprintf("servers at the deadline: %s (%s)", first, filepath.Join(dir, ServersAtDeadline)))
+		}
 	}
 	for _, rec := range h {
 		if rec.Kind == history.Hit {

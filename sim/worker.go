@@ -37,6 +37,9 @@ type WorkerOptions struct {
 	// stops are the in-process case's stopped holders (a worker process
 	// uses WorkerSpec.StoppedFile).
 	stops stops
+	// detachStores runs store calls under a context that cannot end
+	// (callGate.detached): in-process, on a store in this process.
+	detachStores bool
 }
 
 // KillSelf is the Crash of a worker process: SIGKILL, so no deferred

@@ -49,6 +49,7 @@ func SQLite() sim.Backend {
 	return sim.Backend{
 		Name:     "sqlite",
 		Embedded: true,
+		Local:    true,
 		OpenShared: func(_ context.Context, env sim.CaseEnv) (reference.Stores, error) {
 			return sqlite.OpenMemory(memoryName(env.Dir), sqlite.Options{CreateInsteadOfMerge: env.Mutant == sim.MutantCreateNotMerge})
 		},
@@ -78,6 +79,7 @@ func Memory() sim.Backend {
 	return sim.Backend{
 		Name:     "memory",
 		Volatile: true,
+		Local:    true,
 		Open: func(context.Context, sim.CaseEnv) (reference.Stores, error) {
 			return memory.New(memory.Options{}), nil
 		},
@@ -106,6 +108,7 @@ func SimStore() sim.Backend {
 	return sim.Backend{
 		Name:      SimStoreName,
 		Simulated: true,
+		Local:     true,
 		Open: func(_ context.Context, env sim.CaseEnv) (reference.Stores, error) {
 			switch env.Mutant {
 			case "", sim.MutantCreateNotMerge:

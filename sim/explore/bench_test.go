@@ -3,6 +3,7 @@ package explore_test
 import (
 	"context"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"testing"
@@ -21,10 +22,21 @@ func BenchmarkExploreInProcess(b *testing.B) { benchExplore(b, inProcessRunner(b
 func BenchmarkExploreSimStore(b *testing.B) { benchExplore(b, simStoreRunner(b, nil, "")) }
 
 func benchExplore(b *testing.B, r *sim.Runner) {
+	// The GC explore and bench run with (cmd/crashmatrix tuneGC): a
+	// collection every few hundred MB, not every few MB.
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
+		gcBallast = make([]byte, 64<<20)
+		defer func() { gcBallast = nil }()
+	}
 	b.ResetTimer()
 	var ru0, ru1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	res := explore.Run(context.Background(), r, explore.Options{Seed: 3, MaxSchedules: b.N, Parallel: parallelFromEnv()})
+	// A context that can end, as the command's (Ctrl-C) can: drivers
+	// watch such a context on every statement.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res := explore.Run(ctx, r, explore.Options{Seed: 3, MaxSchedules: b.N, Parallel: parallelFromEnv()})
 	b.ReportMetric(res.Rate(), "schedules/s")
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
 	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
@@ -33,6 +45,10 @@ func benchExplore(b *testing.B, r *sim.Runner) {
 		b.Fatalf("reference violated %s", res.Finding.Invariant)
 	}
 }
+
+// gcBallast holds tuneGC's ballast while a benchmark runs (a local that
+// only a deferred runtime.KeepAlive uses is not kept alive).
+var gcBallast []byte
 
 func parallelFromEnv() int {
 	if n, err := strconv.Atoi(os.Getenv("EXPLORE_PARALLEL")); err == nil && n > 0 {
