@@ -6,6 +6,7 @@ directory, and a table op -> function(args) -> result dict. See
 docs/store-protocol.md for the protocol itself.
 """
 
+import gc
 import json
 import os
 import sys
@@ -72,6 +73,11 @@ def serve(name, stores, open_store, handlers):
 
     open_store(dir, mutant, conv) returns the store object; handlers maps
     an op name to a function (store, args) -> result dict."""
+    # Whatever start-up allocated stays for the process's life: frozen,
+    # later collections skip it (the scripts disable the collector while
+    # they import).
+    gc.freeze()
+    gc.enable()
     conv = Conversation()
     store = None
     for line in conv.stdin:
