@@ -89,6 +89,9 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.tx(self.create_schema)
 
+    def close(self):
+        self.db.close()
+
     def create_schema(self):
         for statement in SCHEMA.split(";"):
             if statement.strip():
