@@ -56,7 +56,8 @@ type Backend struct {
 	// OpenPlanSave opens System B's stores for a case; nil means the
 	// backend does not certify System B.
 	OpenPlanSave func(ctx context.Context, env CaseEnv) (PlanSaveStores, error)
-	// Close releases what the backend holds across cases (may be nil).
+	// Close releases what the backend holds across cases (may be nil);
+	// Runner.CloseShared calls it, and the backend must stay usable after.
 	Close func() error
 	// Volatile backends lose everything a process held when it dies: in
 	// the in-process mode each worker opens them afresh. Every other

@@ -123,7 +123,9 @@ func (s *sharedStores) close() {
 	}
 }
 
-// CloseShared closes the in-process mode's shared handles.
+// CloseShared closes the in-process mode's shared handles, and what the
+// backend holds across cases (Backend.Close: store-cmd's pooled store
+// processes). The runner stays usable.
 func (r *Runner) CloseShared() {
 	r.poolMu.Lock()
 	defer r.poolMu.Unlock()
@@ -131,6 +133,9 @@ func (r *Runner) CloseShared() {
 		s.close()
 	}
 	r.all, r.pool = nil, nil
+	if r.backend.Close != nil {
+		_ = r.backend.Close()
+	}
 }
 
 type inprocCase struct {

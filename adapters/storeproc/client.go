@@ -85,7 +85,7 @@ func (c *Client) drain() {
 		select {
 		case p := <-c.pool:
 			if p != nil {
-				p.stop()
+				c.release(p)
 			}
 		case <-deadline:
 			return
@@ -96,49 +96,76 @@ func (c *Client) drain() {
 	}
 }
 
-// spawn starts one process and runs the handshake.
+// spawn returns a greeted process: an idle one of the pool, or one
+// started now and greeted (hello).
 func (c *Client) spawn(ctx context.Context) (*proc, error) {
+	if c.opts.Pool != nil {
+		if p := c.reuse(ctx); p != nil {
+			return p, nil
+		}
+	}
 	p, err := start(&c.opts)
 	if err != nil {
 		return nil, c.protocolErr(ctx, nil, "start", "the store process could not be started: "+err.Error(), "")
 	}
-	args := map[string]string{"protocol": Protocol, "dir": c.opts.Dir, "namespace": c.opts.Namespace, "mutant": c.opts.Mutant}
-	var res struct {
-		Protocol string   `json:"protocol"`
-		Name     string   `json:"name"`
-		Stores   []string `json:"stores"`
-	}
-	if err := c.roundTrip(ctx, p, "hello", args, &res, c.opts.helloTimeout()); err != nil {
+	res, err := c.hello(ctx, p)
+	if err != nil {
 		p.kill()
 		return nil, err
 	}
-	req := describe(0, "hello", args)
-	bad := func(problem string) error {
+	if problem := c.check(p, res); problem != "" {
 		p.kill()
-		return c.protocolErr(ctx, p, req, problem, "")
+		return nil, c.protocolErr(ctx, p, describe(0, "hello", c.helloArgs()), problem, "")
 	}
+	return p, nil
+}
+
+// helloReply is the result of hello.
+type helloReply struct {
+	Protocol string   `json:"protocol"`
+	Name     string   `json:"name"`
+	Stores   []string `json:"stores"`
+	// Reopen: the process may be pooled (section 3, Pool).
+	Reopen bool `json:"reopen"`
+}
+
+func (c *Client) helloArgs() map[string]string {
+	return map[string]string{"protocol": Protocol, "dir": c.opts.Dir, "namespace": c.opts.Namespace, "mutant": c.opts.Mutant}
+}
+
+// hello runs the handshake on p.
+func (c *Client) hello(ctx context.Context, p *proc) (helloReply, error) {
+	var res helloReply
+	err := c.roundTrip(ctx, p, "hello", c.helloArgs(), &res, c.opts.helloTimeout())
+	return res, err
+}
+
+// check judges a hello reply ("" when it is fine) and keeps what the
+// first process declared.
+func (c *Client) check(p *proc, res helloReply) string {
 	if res.Protocol != Protocol {
-		return nil, bad(fmt.Sprintf("the hello reply speaks protocol %q, crashmatrix speaks %q", res.Protocol, Protocol))
+		return fmt.Sprintf("the hello reply speaks protocol %q, crashmatrix speaks %q", res.Protocol, Protocol)
 	}
 	if strings.TrimSpace(res.Name) == "" {
-		return nil, bad("the hello reply has no name")
+		return "the hello reply has no name"
 	}
 	for _, s := range res.Stores {
 		if !slices.Contains(knownStores, s) {
-			return nil, bad(fmt.Sprintf("the hello reply declares store %q (known: %s)", s, strings.Join(knownStores, ", ")))
+			return fmt.Sprintf("the hello reply declares store %q (known: %s)", s, strings.Join(knownStores, ", "))
 		}
 	}
 	for _, s := range c.opts.Require {
 		if !slices.Contains(res.Stores, s) {
-			return nil, bad(fmt.Sprintf("the store does not declare %q, which this run needs (it declares %v)", s, res.Stores))
+			return fmt.Sprintf("the store does not declare %q, which this run needs (it declares %v)", s, res.Stores)
 		}
 	}
 	if c.name == "" {
 		c.name, c.stores = res.Name, res.Stores
 	} else if !slices.Equal(c.stores, res.Stores) {
-		return nil, bad(fmt.Sprintf("this process declares %v, the first declared %v", res.Stores, c.stores))
+		return fmt.Sprintf("this process declares %v, the first declared %v", res.Stores, c.stores)
 	}
-	return p, nil
+	p.reopen = res.Reopen
+	return ""
 }
 
 // describe renders a request for errors, its arguments cut short.
@@ -182,7 +209,7 @@ func (c *Client) protocolErr(ctx context.Context, p *proc, req, problem, got str
 		}
 		e.Stderr = p.stderr.String()
 	}
-	if c.opts.OnProtocolError != nil {
+	if c.opts.OnProtocolError != nil && ctx.Value(quietKey{}) == nil {
 		c.opts.OnProtocolError(ctx, e)
 	}
 	return e

@@ -65,6 +65,10 @@ type Options struct {
 	Procs int
 	// Require lists interfaces the store must declare in hello.
 	Require []string
+	// Pool, when set, keeps the processes of a store that declares reopen
+	// between clients (Pool). Never in a worker process: a worker's store
+	// processes die with it.
+	Pool *Pool
 	// OnProtocolError, when set, is told every protocol violation before
 	// the call returns it (a crash-matrix worker ends itself there, so the
 	// case is undecided rather than judged on a broken conversation).
@@ -145,7 +149,9 @@ type event struct {
 // goroutine in between): a round trip costs one wake-up on each side of
 // the pipe. Calls on one proc never overlap (the pool hands it out).
 type proc struct {
-	opts      *Options
+	command   string // the command line and directory it was started with
+	workDir   string
+	reopen    bool // its store declared reopen: it may be pooled
 	cmd       *exec.Cmd
 	stdin     io.WriteCloser
 	stdout    *os.File // the read end: a pollable pipe, so reads have deadlines
@@ -201,7 +207,7 @@ func start(opts *Options) (*proc, error) {
 		_ = pr.Close()
 		return nil, fmt.Errorf("store command %q: %w", opts.Command, err)
 	}
-	p := &proc{opts: opts, cmd: cmd, stdin: stdin, stdout: pr, r: bufio.NewReaderSize(pr, 64<<10), stderr: &tail{max: stderrTail}, exited: make(chan struct{})}
+	p := &proc{command: opts.Command, workDir: opts.WorkDir, cmd: cmd, stdin: stdin, stdout: pr, r: bufio.NewReaderSize(pr, 64<<10), stderr: &tail{max: stderrTail}, exited: make(chan struct{})}
 	if f, err := os.Create(filepath.Join(opts.Dir, fmt.Sprintf("store-%d.log", cmd.Process.Pid))); err == nil {
 		p.log = f
 	}

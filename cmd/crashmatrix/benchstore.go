@@ -96,8 +96,8 @@ func benchStoreCmd() *cobra.Command {
 					}
 					cpu0 := cpuOf(syscall.RUSAGE_SELF) + cpuOf(syscall.RUSAGE_CHILDREN)
 					rep := r.RunAll(cmd.Context(), cases, parallel, nil)
+					r.CloseShared() // stops the pooled store processes: their CPU counts
 					cpu := cpuOf(syscall.RUSAGE_SELF) + cpuOf(syscall.RUSAGE_CHILDREN) - cpu0
-					r.CloseShared()
 					if rep.ExitCode != 0 {
 						keep = true
 						var why []string
@@ -115,7 +115,7 @@ func benchStoreCmd() *cobra.Command {
 						if err != nil {
 							return err
 						}
-						extra = fmt.Sprintf("; %d store processes started (%.1f a case: one per worker process, one per snapshot, one per initial-state load, and the calibration's and probe's), %.2fx the Go SQLite round just before",
+						extra = fmt.Sprintf("; %d store processes started (%.1f a case: one per worker process; the snapshots' and initial-state loads' are pooled between cases when the store declares reopen), %.2fx the Go SQLite round just before",
 							procs, float64(procs)/float64(len(cases)), float64(rep.Took)/float64(walls[0][round]))
 					}
 					// CPU of the processes waited for: a store process

@@ -6,6 +6,7 @@ directory, and a table op -> function(args) -> result dict. See
 docs/store-protocol.md for the protocol itself.
 """
 
+import gc
 import json
 import os
 import sys
@@ -71,7 +72,15 @@ def serve(name, stores, open_store, handlers):
     """Serve requests until stdin ends.
 
     open_store(dir, mutant, conv) returns the store object; handlers maps
-    an op name to a function (store, args) -> result dict."""
+    an op name to a function (store, args) -> result dict. On close the
+    store object's close() is called, if it has one, and dropped: the
+    process then holds nothing of the directory, and a new hello opens one
+    afresh (reopen, section 3)."""
+    # Whatever start-up allocated stays for the process's life: frozen,
+    # later collections skip it (the scripts disable the collector while
+    # they import).
+    gc.freeze()
+    gc.enable()
     conv = Conversation()
     store = None
     for line in conv.stdin:
@@ -85,7 +94,12 @@ def serve(name, stores, open_store, handlers):
                 if args.get("protocol") != PROTOCOL:
                     raise StoreError("unsupported", "this store speaks " + PROTOCOL + ", not " + str(args.get("protocol")))
                 store = open_store(args["dir"], args.get("mutant", ""), conv)
-                result = {"protocol": PROTOCOL, "name": name, "stores": stores}
+                result = {"protocol": PROTOCOL, "name": name, "stores": stores, "reopen": True}
+            elif op == "close":
+                if hasattr(store, "close"):
+                    store.close()
+                store = None
+                result = {}
             elif store is None:
                 raise StoreError("unsupported", "hello first")
             elif op not in handlers:

@@ -76,13 +76,22 @@ func Backend(spec sim.BackendSpec) (sim.Backend, error) {
 		}
 		timeout = d
 	}
+	// The supervisor's store processes (a snapshot after a case, an
+	// initial-state load before it) wait in the pool between cases when
+	// the store declares reopen; a worker's never do (they die with it).
+	pool := storeproc.NewPool()
 	opts := func(command string, env sim.CaseEnv, require []string) storeproc.Options {
-		return storeproc.Options{Command: command, WorkDir: a[ArgWorkDir], Dir: env.Dir, Namespace: env.Namespace, Mutant: env.Mutant,
+		o := storeproc.Options{Command: command, WorkDir: a[ArgWorkDir], Dir: env.Dir, Namespace: env.Namespace, Mutant: env.Mutant,
 			Timeout: timeout, Require: require, OnProtocolError: endWorker}
+		if !inWorkerProcess() {
+			o.Pool = pool
+		}
+		return o
 	}
 	b := sim.Backend{
 		Name:     Name,
 		Embedded: true,
+		Close:    pool.Close,
 		Open: func(ctx context.Context, env sim.CaseEnv) (reference.Stores, error) {
 			if a[ArgCommand] == "" {
 				return reference.Stores{}, fmt.Errorf("backend %s: System A needs --store-cmd (only --plansave-cmd was given)", Name)

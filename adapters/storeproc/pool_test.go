@@ -1,0 +1,122 @@
+package storeproc_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/adapters/storeproc"
+	"github.com/crashmatrix/crashmatrix/internal/storetest"
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// pids are the store processes started on dir (each leaves store-<pid>.log).
+func pids(t *testing.T, dir string) []int {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(dir, "store-*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, l := range logs {
+		pid, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(l), "store-"), ".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, pid)
+	}
+	return out
+}
+
+// TestPoolReopensForTheNextClient: the Python store declares reopen, so a
+// pooled client's process is told close and kept; the next client greets
+// it on another directory, where it sees that directory's data and not the
+// one it served before, and back again; Pool.Close ends it.
+func TestPoolReopensForTheNextClient(t *testing.T) {
+	ctx := context.Background()
+	pool := storeproc.NewPool()
+	defer pool.Close()
+	cmd := python(t, "sqlite_store.py")
+	dirA, dirB := t.TempDir(), t.TempDir()
+	open := func(dir string) (*storeproc.Client, reference.Stores) {
+		t.Helper()
+		c, err := storeproc.Start(ctx, storeproc.Options{Command: cmd, Dir: dir, Pool: pool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, c.Stores()
+	}
+	c, st := open(dirA)
+	op, plan := storetest.FixtureOp("pool", "d1", "op-pool", 0, 1000)
+	if created, err := st.Ops.CreateIfAbsent(ctx, op, plan); err != nil || !created {
+		t.Fatalf("create on A: %v %v", created, err)
+	}
+	_ = c.Close()
+	if n := pool.Idle(); n != 1 {
+		t.Fatalf("after the first client closed, %d processes idle in the pool, want 1", n)
+	}
+	started := pids(t, dirA)
+	if len(started) != 1 {
+		t.Fatalf("store processes started on A: %v, want one", started)
+	}
+
+	c, st = open(dirB)
+	if n := pool.Idle(); n != 0 {
+		t.Fatalf("the second client left %d processes idle, want it to take the pooled one", n)
+	}
+	if p := pids(t, dirB); len(p) != 0 {
+		t.Fatalf("the second client started store processes %v instead of reusing %v", p, started)
+	}
+	if _, err := st.Ops.Get(ctx, "op-pool"); !errors.Is(err, reference.ErrNotFound) {
+		t.Fatalf("B read A's operation through the reused process (err %v): it did not reopen on B", err)
+	}
+	_ = c.Close()
+
+	c, st = open(dirA)
+	if got, err := st.Ops.Get(ctx, "op-pool"); err != nil || got.OperationID != "op-pool" {
+		t.Fatalf("A read again through the reused process: %+v %v", got, err)
+	}
+	_ = c.Close()
+	if p := pids(t, dirA); len(p) != 1 {
+		t.Fatalf("store processes started on A: %v, want still the one", p)
+	}
+
+	_ = pool.Close()
+	if n := pool.Idle(); n != 0 {
+		t.Fatalf("%d processes idle after Pool.Close", n)
+	}
+	if err := syscall.Kill(started[0], 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("store process %d still exists after Pool.Close (kill 0: %v)", started[0], err)
+	}
+}
+
+// TestPoolStopsStoresThatDoNotReopen: a store that does not declare reopen
+// is stopped when its client closes, as without a pool.
+func TestPoolStopsStoresThatDoNotReopen(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	cmd := python(t, "", filepath.Join(filepath.Dir(file), "testdata", "badstore.py"), "late")
+	pool := storeproc.NewPool()
+	defer pool.Close()
+	dir := t.TempDir()
+	c, err := storeproc.Start(context.Background(), storeproc.Options{Command: cmd, Dir: dir, Pool: pool, HelloTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	if n := pool.Idle(); n != 0 {
+		t.Fatalf("a store that did not declare reopen: %d processes idle in the pool, want 0", n)
+	}
+	p := pids(t, dir)
+	if len(p) != 1 {
+		t.Fatalf("store processes: %v", p)
+	}
+	if err := syscall.Kill(p[0], 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("store process %d still exists after its client closed (kill 0: %v)", p[0], err)
+	}
+}
