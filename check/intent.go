@@ -458,12 +458,28 @@ func (x *intentIndex) checkFulfilled(s Snapshot) []Violation {
 	// An operation under way before the history began is an intent asked
 	// first and never answered: until the history shows it ended, it may
 	// still take effect after any answer on its document.
+	// One that lost a revision race lives on in the operation that planned
+	// its content anew on the latest revision (SupersededBy, and so on down
+	// the chain: recovery re-plans it again when it loses again), which
+	// takes effect on top of whatever won, a retraction included: it ends
+	// when the last operation of its chain ends.
 	endedAt := x.operationEnds()
+	next := map[string]string{}
+	for _, op := range s.Ops {
+		if op.SupersededBy != "" {
+			next[op.OperationID] = op.SupersededBy
+		}
+	}
 	pendingUntil := map[string]int{} // doc -> history index by which its pending operations ended
 	for _, p := range x.pending {
-		end, ok := endedAt[p.Operation]
-		if !ok {
-			end = len(x.log)
+		end, seen := 0, map[string]bool{}
+		for id := p.Operation; id != "" && !seen[id]; id = next[id] {
+			seen[id] = true
+			e, ok := endedAt[id]
+			if !ok {
+				e = len(x.log)
+			}
+			end = max(end, e)
 		}
 		pendingUntil[p.Document] = max(pendingUntil[p.Document], end)
 	}
