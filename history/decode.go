@@ -20,13 +20,7 @@ import (
 func decodeRecord(b []byte, r *Record) bool {
 	d := decoder{b: b}
 	var out Record
-	var seen uint64
-	ok := d.object(func(key string) bool {
-		bit, ok := recordKeys[key]
-		if !ok || seen&bit != 0 {
-			return false
-		}
-		seen |= bit
+	ok := d.object(recordKeys, func(key string) bool {
 		switch key {
 		case "w":
 			return d.str(&out.Worker)
@@ -115,13 +109,7 @@ var (
 )
 
 func (d *decoder) event(e *reference.Event) bool {
-	var seen uint64
-	return d.object(func(key string) bool {
-		bit, ok := eventKeys[key]
-		if !ok || seen&bit != 0 {
-			return false
-		}
-		seen |= bit
+	return d.object(eventKeys, func(key string) bool {
 		switch key {
 		case "kind":
 			return d.str(&e.Kind)
@@ -162,13 +150,7 @@ func (d *decoder) event(e *reference.Event) bool {
 }
 
 func (d *decoder) outcome(o *Outcome) bool {
-	var seen uint64
-	return d.object(func(key string) bool {
-		bit, ok := outcomeKeys[key]
-		if !ok || seen&bit != 0 {
-			return false
-		}
-		seen |= bit
+	return d.object(outcomeKeys, func(key string) bool {
 		switch key {
 		case "op":
 			return d.str(&o.Op)
@@ -192,13 +174,7 @@ func (d *decoder) outcome(o *Outcome) bool {
 }
 
 func (d *decoder) observation(o *Observation) bool {
-	var seen uint64
-	return d.object(func(key string) bool {
-		bit, ok := obsKeys[key]
-		if !ok || seen&bit != 0 {
-			return false
-		}
-		seen |= bit
+	return d.object(obsKeys, func(key string) bool {
 		switch key {
 		case "what":
 			return d.str((*string)(&o.What))
@@ -268,17 +244,27 @@ func (d *decoder) next(c byte) bool {
 }
 
 // object reads {"key":value,...}, calling field for each key with the
-// decoder at its value.
-func (d *decoder) object(field func(key string) bool) bool {
+// decoder at its value. A key not in keys, or one that comes twice, is
+// refused (json.Unmarshal's handling of them is left to it).
+func (d *decoder) object(keys map[string]uint64, field func(key string) bool) bool {
 	if !d.next('{') {
 		return false
 	}
 	if d.next('}') {
 		return true
 	}
+	var seen uint64
 	for {
 		var key string
-		if !d.str(&key) || !d.next(':') || !field(key) {
+		if !d.str(&key) || !d.next(':') {
+			return false
+		}
+		bit, ok := keys[key]
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if !field(key) {
 			return false
 		}
 		if d.next('}') {
