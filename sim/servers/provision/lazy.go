@@ -21,12 +21,9 @@ type lazyData struct {
 }
 
 // newLazyData makes the folder the mounts go under, with its owner (see
-// reap.go); lazy mounts a run killed by SIGKILL left behind are cleaned
-// first.
+// reap.go, whose reapDead, run before any container starts, cleans what a
+// run killed by SIGKILL left behind).
 func newLazyData() (*lazyData, error) {
-	if _, err := lazyfs.CleanStale(); err != nil {
-		fmt.Fprintf(os.Stderr, "crashmatrix: %v\n", err)
-	}
 	base, err := os.MkdirTemp("", "crashmatrix-serverdata-")
 	if err != nil {
 		return nil, err

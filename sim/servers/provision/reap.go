@@ -85,8 +85,12 @@ func withOwner() testcontainers.ContainerCustomizer {
 // runs go (lazyfs.CleanStale aborts their FUSE connections, so a container
 // that still reads its data from one fails at once instead of hanging).
 func reapDead(ctx context.Context, log io.Writer) error {
+	gone, err := lazyfs.CleanStale()
+	for _, d := range gone {
+		fmt.Fprintf(log, "crashmatrix: unmounted the stale lazy mount %s of a run that died\n", d)
+	}
 	var errs []error
-	if _, err := lazyfs.CleanStale(); err != nil {
+	if err != nil {
 		errs = append(errs, err)
 	}
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
