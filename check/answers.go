@@ -14,7 +14,8 @@ import (
 //     COMPLETED with no disposition, and the document's history holds the
 //     state it committed, at the answered revision;
 //   - SUPERSEDED: the operation is ABANDONED and the document's history
-//     holds the superseding commit at the answered revision;
+//     holds the superseding commit at the answered revision: another
+//     operation's, of this content ACTIVE (the intent took effect);
 //   - ABANDONED and DEAD_LETTER: the operation carries that disposition;
 //   - NO_OP: the document held what the intent asked for at the answered
 //     revision (this content ACTIVE, or retracted or absent).
@@ -102,6 +103,10 @@ func disagreement(in history.Observation, res history.Outcome, ops map[string]re
 			return fmt.Sprintf("the store holds it %s, not ABANDONED", describeEnd(op))
 		case !atRev:
 			return fmt.Sprintf("the document's history holds no revision %d that superseded it", res.Revision)
+		case st.OperationID == res.Op:
+			return fmt.Sprintf("revision %d was committed by the operation itself, not by one that superseded it", res.Revision)
+		case in.Do == "ingest" && in.ContentHash != "" && (st.Status != reference.DocActive || st.ContentHash != in.ContentHash):
+			return fmt.Sprintf("revision %d is %s with other content: the superseding operation did not carry this content out", res.Revision, st.Status)
 		}
 	case reference.OutcomeAbandoned, reference.OutcomeDeadLetter:
 		want := reference.Abandoned

@@ -196,19 +196,30 @@ func TestCheckAnswersAgainstTheStores(t *testing.T) {
 		}
 	}
 	lost := Snapshot{Ops: []reference.Operation{{OperationID: "op", DocumentID: "d", Stage: reference.StateCommitted}}}
+	// SUPERSEDED: op abandoned for "re" (revision 1 of this content); B's
+	// revision 2 holds other content.
+	replanned := reference.DocumentState{DocumentID: "d", Revision: 1, OperationID: "re", Status: reference.DocActive, ContentHash: "h"}
+	other := reference.DocumentState{DocumentID: "d", Revision: 2, OperationID: "b", Status: reference.DocActive, ContentHash: "other"}
+	superseded := Snapshot{Ops: []reference.Operation{{OperationID: "op", DocumentID: "d", Stage: reference.Prepared, Disposition: reference.Abandoned, SupersededBy: "re"}},
+		States: []reference.DocumentState{other}, Versions: map[string][]reference.DocumentState{"d": {replanned, other}}}
 	for name, c := range map[string]struct {
 		snap Snapshot
 		log  history.Log
 		want string
 	}{
-		"already completed, held":      {good, answer("ingest", "ALREADY_COMPLETED", 1), ""},
-		"already completed, not held":  {lost, answer("ingest", "ALREADY_COMPLETED", 1), "the store holds it STATE_COMMITTED"},
-		"already completed, no commit": {Snapshot{Ops: good.Ops}, answer("ingest", "ALREADY_COMPLETED", 1), "holds no state committed by it at revision 1"},
-		"completed, lost op (I5's)":    {Snapshot{}, answer("ingest", "COMPLETED", 1), ""},
-		"no-op ingest, held":           {good, answer("ingest", "NO_OP", 1), ""},
-		"no-op ingest of nothing":      {good, answer("ingest", "NO_OP", 0), "only over a document that already holds its content"},
-		"no-op retract of active":      {good, answer("retract", "NO_OP", 1), "revision 1 is ACTIVE, not RETRACTED"},
-		"dead letter not recorded":     {good, answer("ingest", "DEAD_LETTER", 0), "the store holds it COMPLETED"},
+		"already completed, held":       {good, answer("ingest", "ALREADY_COMPLETED", 1), ""},
+		"already completed, not held":   {lost, answer("ingest", "ALREADY_COMPLETED", 1), "the store holds it STATE_COMMITTED"},
+		"already completed, no commit":  {Snapshot{Ops: good.Ops}, answer("ingest", "ALREADY_COMPLETED", 1), "holds no state committed by it at revision 1"},
+		"completed, lost op (I5's)":     {Snapshot{}, answer("ingest", "COMPLETED", 1), ""},
+		"no-op ingest, held":            {good, answer("ingest", "NO_OP", 1), ""},
+		"no-op ingest of nothing":       {good, answer("ingest", "NO_OP", 0), "only over a document that already holds its content"},
+		"no-op retract of active":       {good, answer("retract", "NO_OP", 1), "revision 1 is ACTIVE, not RETRACTED"},
+		"dead letter not recorded":      {good, answer("ingest", "DEAD_LETTER", 0), "the store holds it COMPLETED"},
+		"superseded, re-plan committed": {superseded, answer("ingest", "SUPERSEDED", 1), ""},
+		"superseded, nothing committed": {superseded, answer("ingest", "SUPERSEDED", 0), "holds no revision 0 that superseded it"},
+		"superseded by other content":   {superseded, answer("ingest", "SUPERSEDED", 2), "revision 2 is ACTIVE with other content"},
+		"superseded by itself":          {Snapshot{Ops: superseded.Ops, Versions: good.Versions}, answer("ingest", "SUPERSEDED", 1), "committed by the operation itself"},
+		"superseded, not abandoned":     {good, answer("ingest", "SUPERSEDED", 1), "not ABANDONED"},
 	} {
 		got := only(CheckIntents(c.snap, Observed{Log: c.log}), I9)
 		switch {

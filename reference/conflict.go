@@ -123,9 +123,43 @@ func (s *Service) conflict(ctx context.Context, op Operation, plan Plan, lease *
 		if err != nil {
 			return Result{}, fmt.Errorf("conflict %s: superseding %s: %w", op.OperationID, superseding, err)
 		}
-		res.Outcome, res.Revision = OutcomeSuperseded, r.Revision
+		// The superseding operation may have finished before this holder
+		// came here (a resubmission of the same content on the latest
+		// revision is the same operation): abandoned in its turn, its own
+		// successor carries the intent on.
+		for seen := map[string]bool{superseding: true}; r.Outcome == OutcomeAbandoned && r.SupersededBy != "" && !seen[r.SupersededBy]; {
+			next := r.SupersededBy
+			seen[next] = true
+			nop, err := s.Ops.Get(ctx, next)
+			if err != nil {
+				return Result{}, fmt.Errorf("conflict %s: superseding %s: %w", op.OperationID, next, err)
+			}
+			nplan, err := s.Ops.GetPlan(ctx, next)
+			if err != nil {
+				return Result{}, fmt.Errorf("conflict %s: superseding %s: %w", op.OperationID, next, err)
+			}
+			if r, err = s.execute(ctx, nop, nplan, lease); err != nil {
+				return Result{}, fmt.Errorf("conflict %s: superseding %s: %w", op.OperationID, next, err)
+			}
+		}
+		// SUPERSEDED says the intent took effect at the answered revision.
+		// A successor that failed for good (dead-lettered, or abandoned
+		// with no successor of its own) did not carry it out: the answer is
+		// this operation's own disposition, ABANDONED, naming the successor.
+		if tookEffect(r.Outcome) {
+			res.Outcome, res.Revision = OutcomeSuperseded, r.Revision
+		}
 	}
 	return res, nil
+}
+
+// tookEffect says whether an answer means its intent is in the stores.
+func tookEffect(o Outcome) bool {
+	switch o {
+	case OutcomeCompleted, OutcomeAlreadyDone, OutcomeNoOp, OutcomeSuperseded:
+		return true
+	}
+	return false
 }
 
 // reconcileAbandoned deletes edges an abandoned plan may have written that

@@ -666,18 +666,26 @@ const (
 	contentY = "Person:Alice -KNOWS-> Person:Bob\nPerson:Dave"
 )
 
+// crashedAfterGraphWrite is a world where op-A (contentX, planned at
+// revision 0) wrote its graph and died before GRAPH_APPLIED, and the request
+// of op-B (contentY) that is to win the revision race.
+func crashedAfterGraphWrite(t *testing.T) (*world, reference.IngestRequest) {
+	t.Helper()
+	w := newWorld()
+	reqA := reference.IngestRequest{Space: space, DocumentID: docID, OperationID: "op-A", Content: contentX}
+	w.sched.Arm(faults.BeforeGraphApplied, faults.Action{Kind: faults.Crash, Hit: 1})
+	if runUntilCrash(func() { _, _ = w.service().Ingest(ctx, reqA) }) == nil {
+		t.Fatal("no crash")
+	}
+	return w, reference.IngestRequest{Space: space, DocumentID: docID, OperationID: "op-B", Content: contentY}
+}
+
 // Revision conflict: A planned at revision 0 writes its graph and dies;
 // B commits revision 1; resuming A must not force A over B: A is
 // abandoned, a new operation is planned against revision 1 and commits
 // revision 2; A's edges that no ACTIVE document supports are reconciled.
 func TestRevisionConflictSupersedes(t *testing.T) {
-	w := newWorld()
-	reqA := reference.IngestRequest{Space: space, DocumentID: docID, OperationID: "op-A", Content: contentX}
-	reqB := reference.IngestRequest{Space: space, DocumentID: docID, OperationID: "op-B", Content: contentY}
-	w.sched.Arm(faults.BeforeGraphApplied, faults.Action{Kind: faults.Crash, Hit: 1})
-	if runUntilCrash(func() { _, _ = w.service().Ingest(ctx, reqA) }) == nil {
-		t.Fatal("no crash")
-	}
+	w, reqB := crashedAfterGraphWrite(t)
 	alice, bob, carol := reference.NodeID("Person", "Alice"), reference.NodeID("Person", "Bob"), reference.NodeID("Person", "Carol")
 	knows := reference.EdgeKey{Source: alice, Type: "KNOWS", Target: bob}
 	likes := reference.EdgeKey{Source: alice, Type: "LIKES", Target: carol}
@@ -738,6 +746,39 @@ func TestRevisionConflictSupersedes(t *testing.T) {
 	if again.Outcome != reference.OutcomeAbandoned || again.SupersededBy != res.SupersededBy {
 		t.Fatalf("resume abandoned: %+v", again)
 	}
+}
+
+// A's re-plan after a lost revision race is the operation a fresh ingestion
+// of A's content on the latest revision derives. If a caller's resubmission
+// ran that operation first and it was dead-lettered, A's intent never took
+// effect: A is answered ABANDONED naming it, never SUPERSEDED (found by
+// explore --from the walkthrough's incident, seed 2, schedule 1021).
+func TestRevisionConflictOntoDeadLetteredReplan(t *testing.T) {
+	w, reqB := crashedAfterGraphWrite(t)
+	s := w.restart()
+	_, err := s.Ingest(ctx, reqB)
+	must(t, err)
+	replan := reference.IngestOperationID(space, docID, reference.ContentHash(contentX), 1)
+	w.sched.Arm(faults.BeforeStateCommit, faults.Action{Kind: faults.Permanent, Hit: 1})
+	if _, err := s.Ingest(ctx, reference.IngestRequest{Space: space, DocumentID: docID, OperationID: replan, Content: contentX}); err == nil {
+		t.Fatal("the resubmission was not dead-lettered")
+	}
+	w.sched.Disarm()
+	if c := w.op(t, replan); c.Disposition != reference.DeadLetter {
+		t.Fatalf("resubmission: %+v", c)
+	}
+	res, err := w.restart().Resume(ctx, "op-A")
+	must(t, err)
+	if res.Outcome != reference.OutcomeAbandoned || res.SupersededBy != replan {
+		t.Fatalf("resume A after its re-plan was dead-lettered: %+v", res)
+	}
+	if a := w.op(t, "op-A"); a.Disposition != reference.Abandoned || a.SupersededBy != replan {
+		t.Fatalf("A: %+v", a)
+	}
+	if st, _ := w.current(t, docID); st.OperationID != "op-B" || st.Revision != 1 {
+		t.Fatalf("the document must stay at B's revision: %+v", st)
+	}
+	checkGraphIsFoldOfActiveStates(t, w)
 }
 
 // The edges in the graph are exactly those ACTIVE states support.
