@@ -229,6 +229,12 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	cases := sel.Cases(probe, f.leaseTTL.Milliseconds(), f.seed)
 	for _, p := range points {
 		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w sim.StoreWindow) bool { return w.Point == p }) {
+			if perr != nil {
+				// The probe is how store windows are found: one that did
+				// not finish says nothing of whether the store declares it.
+				fmt.Fprintf(cmd.ErrOrStderr(), "crashmatrix: --point %s: store windows are unknown, the fault-free probe run did not finish: %v\n", p, perr)
+				return exitError{2}
+			}
 			found := make([]string, len(probe.Windows))
 			for i, w := range probe.Windows {
 				found[i] = string(w.Point)
