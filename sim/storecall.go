@@ -46,42 +46,36 @@ type callGate struct {
 
 // before runs call after whatever is armed at StoreCall for this hit. Only
 // a pause applies there (faults.StoreCallSpec); the call's own result is
-// returned as it is.
-func (g *callGate) before(ctx context.Context, call func() error) error {
+// returned as it is. call gets the context the store call runs under.
+func (g *callGate) before(ctx context.Context, call func(context.Context) error) error {
+	callCtx := ctx
 	if g.detached {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		callCtx = context.WithoutCancel(ctx)
 	}
-	return g.rt.At(ctx, faults.StoreCall, call)
-}
-
-// detach is the context the store call itself runs under.
-func (g *callGate) detach(ctx context.Context) context.Context {
-	if g.detached {
-		return context.WithoutCancel(ctx)
-	}
-	return ctx
+	return g.rt.At(ctx, faults.StoreCall, func() error { return call(callCtx) })
 }
 
 // gated runs one store call returning a value behind the gate.
-func gated[T any](ctx context.Context, g *callGate, call func() (T, error)) (T, error) {
+func gated[T any](ctx context.Context, g *callGate, call func(context.Context) (T, error)) (T, error) {
 	var v T
-	err := g.before(ctx, func() error {
+	err := g.before(ctx, func(ctx context.Context) error {
 		var e error
-		v, e = call()
+		v, e = call(ctx)
 		return e
 	})
 	return v, err
 }
 
 // gated2 is gated for a call returning a value and a found flag.
-func gated2[T any](ctx context.Context, g *callGate, call func() (T, bool, error)) (T, bool, error) {
+func gated2[T any](ctx context.Context, g *callGate, call func(context.Context) (T, bool, error)) (T, bool, error) {
 	var v T
 	var ok bool
-	err := g.before(ctx, func() error {
+	err := g.before(ctx, func(ctx context.Context) error {
 		var e error
-		v, ok, e = call()
+		v, ok, e = call(ctx)
 		return e
 	})
 	return v, ok, err
@@ -93,35 +87,35 @@ type gatedOps struct {
 }
 
 func (o *gatedOps) CreateIfAbsent(ctx context.Context, op reference.Operation, plan reference.Plan) (bool, error) {
-	return gated(ctx, o.g, func() (bool, error) { return o.inner.CreateIfAbsent(o.g.detach(ctx), op, plan) })
+	return gated(ctx, o.g, func(ctx context.Context) (bool, error) { return o.inner.CreateIfAbsent(ctx, op, plan) })
 }
 
 func (o *gatedOps) Get(ctx context.Context, id string) (reference.Operation, error) {
-	return gated(ctx, o.g, func() (reference.Operation, error) { return o.inner.Get(o.g.detach(ctx), id) })
+	return gated(ctx, o.g, func(ctx context.Context) (reference.Operation, error) { return o.inner.Get(ctx, id) })
 }
 
 func (o *gatedOps) GetPlan(ctx context.Context, id string) (reference.Plan, error) {
-	return gated(ctx, o.g, func() (reference.Plan, error) { return o.inner.GetPlan(o.g.detach(ctx), id) })
+	return gated(ctx, o.g, func(ctx context.Context) (reference.Plan, error) { return o.inner.GetPlan(ctx, id) })
 }
 
 func (o *gatedOps) CompareAndSet(ctx context.Context, cur, next reference.Operation) (bool, error) {
-	return gated(ctx, o.g, func() (bool, error) { return o.inner.CompareAndSet(o.g.detach(ctx), cur, next) })
+	return gated(ctx, o.g, func(ctx context.Context) (bool, error) { return o.inner.CompareAndSet(ctx, cur, next) })
 }
 
 func (o *gatedOps) ListRecoverable(ctx context.Context, limit int) ([]reference.Operation, error) {
-	return gated(ctx, o.g, func() ([]reference.Operation, error) { return o.inner.ListRecoverable(o.g.detach(ctx), limit) })
+	return gated(ctx, o.g, func(ctx context.Context) ([]reference.Operation, error) { return o.inner.ListRecoverable(ctx, limit) })
 }
 
 func (o *gatedOps) List(ctx context.Context) ([]reference.Operation, error) {
-	return gated(ctx, o.g, func() ([]reference.Operation, error) { return o.inner.List(o.g.detach(ctx)) })
+	return gated(ctx, o.g, func(ctx context.Context) ([]reference.Operation, error) { return o.inner.List(ctx) })
 }
 
 func (o *gatedOps) Claim(ctx context.Context, id, holder string, now, ttl int64) (bool, error) {
-	return gated(ctx, o.g, func() (bool, error) { return o.inner.Claim(o.g.detach(ctx), id, holder, now, ttl) })
+	return gated(ctx, o.g, func(ctx context.Context) (bool, error) { return o.inner.Claim(ctx, id, holder, now, ttl) })
 }
 
 func (o *gatedOps) ReleaseClaim(ctx context.Context, id, holder string) (bool, error) {
-	return gated(ctx, o.g, func() (bool, error) { return o.inner.ReleaseClaim(o.g.detach(ctx), id, holder) })
+	return gated(ctx, o.g, func(ctx context.Context) (bool, error) { return o.inner.ReleaseClaim(ctx, id, holder) })
 }
 
 type gatedStates struct {
@@ -130,37 +124,41 @@ type gatedStates struct {
 }
 
 func (s *gatedStates) FindCurrent(ctx context.Context, space, doc string) (reference.DocumentState, bool, error) {
-	return gated2(ctx, s.g, func() (reference.DocumentState, bool, error) { return s.inner.FindCurrent(s.g.detach(ctx), space, doc) })
+	return gated2(ctx, s.g, func(ctx context.Context) (reference.DocumentState, bool, error) {
+		return s.inner.FindCurrent(ctx, space, doc)
+	})
 }
 
 func (s *gatedStates) FindByOperationID(ctx context.Context, space, doc, op string) (reference.DocumentState, bool, error) {
-	return gated2(ctx, s.g, func() (reference.DocumentState, bool, error) {
-		return s.inner.FindByOperationID(s.g.detach(ctx), space, doc, op)
+	return gated2(ctx, s.g, func(ctx context.Context) (reference.DocumentState, bool, error) {
+		return s.inner.FindByOperationID(ctx, space, doc, op)
 	})
 }
 
 func (s *gatedStates) CompareAndSet(ctx context.Context, expected int64, next reference.DocumentState) (bool, error) {
-	return gated(ctx, s.g, func() (bool, error) { return s.inner.CompareAndSet(s.g.detach(ctx), expected, next) })
+	return gated(ctx, s.g, func(ctx context.Context) (bool, error) { return s.inner.CompareAndSet(ctx, expected, next) })
 }
 
 func (s *gatedStates) Remove(ctx context.Context, space, doc string, revision int64) (bool, error) {
-	return gated(ctx, s.g, func() (bool, error) { return s.inner.Remove(s.g.detach(ctx), space, doc, revision) })
+	return gated(ctx, s.g, func(ctx context.Context) (bool, error) { return s.inner.Remove(ctx, space, doc, revision) })
 }
 
 func (s *gatedStates) RecordVersion(ctx context.Context, st reference.DocumentState) error {
-	return s.g.before(ctx, func() error { return s.inner.RecordVersion(s.g.detach(ctx), st) })
+	return s.g.before(ctx, func(ctx context.Context) error { return s.inner.RecordVersion(ctx, st) })
 }
 
 func (s *gatedStates) Versions(ctx context.Context, space, doc string) ([]reference.DocumentState, error) {
-	return gated(ctx, s.g, func() ([]reference.DocumentState, error) { return s.inner.Versions(s.g.detach(ctx), space, doc) })
+	return gated(ctx, s.g, func(ctx context.Context) ([]reference.DocumentState, error) { return s.inner.Versions(ctx, space, doc) })
 }
 
 func (s *gatedStates) List(ctx context.Context, space string) ([]reference.DocumentState, error) {
-	return gated(ctx, s.g, func() ([]reference.DocumentState, error) { return s.inner.List(s.g.detach(ctx), space) })
+	return gated(ctx, s.g, func(ctx context.Context) ([]reference.DocumentState, error) { return s.inner.List(ctx, space) })
 }
 
 func (s *gatedStates) IsReferencedByOtherDocument(ctx context.Context, space, doc string, edge reference.EdgeKey) (bool, error) {
-	return gated(ctx, s.g, func() (bool, error) { return s.inner.IsReferencedByOtherDocument(s.g.detach(ctx), space, doc, edge) })
+	return gated(ctx, s.g, func(ctx context.Context) (bool, error) {
+		return s.inner.IsReferencedByOtherDocument(ctx, space, doc, edge)
+	})
 }
 
 type gatedRegistry struct {
@@ -169,8 +167,8 @@ type gatedRegistry struct {
 }
 
 func (r *gatedRegistry) FindMatches(ctx context.Context, space, entityType string, names []string) ([]reference.RegisteredEntity, error) {
-	return gated(ctx, r.g, func() ([]reference.RegisteredEntity, error) {
-		return r.inner.FindMatches(r.g.detach(ctx), space, entityType, names)
+	return gated(ctx, r.g, func(ctx context.Context) ([]reference.RegisteredEntity, error) {
+		return r.inner.FindMatches(ctx, space, entityType, names)
 	})
 }
 
@@ -178,7 +176,9 @@ func (r *gatedRegistry) FindMatches(ctx context.Context, space, entityType strin
 // one store call.
 func (r *gatedRegistry) MatchNodeIDs(ctx context.Context, space string, queries []reference.EntityQuery) ([][]string, error) {
 	if _, ok := r.inner.(reference.BatchMatcher); ok {
-		return gated(ctx, r.g, func() ([][]string, error) { return reference.MatchNodeIDs(r.g.detach(ctx), r.inner, space, queries) })
+		return gated(ctx, r.g, func(ctx context.Context) ([][]string, error) {
+			return reference.MatchNodeIDs(ctx, r.inner, space, queries)
+		})
 	}
 	return reference.MatchNodeIDs(ctx, findOnly{r}, space, queries)
 }
@@ -188,11 +188,11 @@ func (r *gatedRegistry) MatchNodeIDs(ctx context.Context, space string, queries 
 type findOnly struct{ reference.EntityRegistry }
 
 func (r *gatedRegistry) SaveAll(ctx context.Context, space string, regs []reference.EntityRegistration) error {
-	return r.g.before(ctx, func() error { return r.inner.SaveAll(r.g.detach(ctx), space, regs) })
+	return r.g.before(ctx, func(ctx context.Context) error { return r.inner.SaveAll(ctx, space, regs) })
 }
 
 func (r *gatedRegistry) List(ctx context.Context, space string) ([]reference.RegisteredEntity, error) {
-	return gated(ctx, r.g, func() ([]reference.RegisteredEntity, error) { return r.inner.List(r.g.detach(ctx), space) })
+	return gated(ctx, r.g, func(ctx context.Context) ([]reference.RegisteredEntity, error) { return r.inner.List(ctx, space) })
 }
 
 type gatedWriter struct {
@@ -201,15 +201,15 @@ type gatedWriter struct {
 }
 
 func (w *gatedWriter) Apply(ctx context.Context, space string, m reference.Mutation) error {
-	return w.g.before(ctx, func() error { return w.inner.Apply(w.g.detach(ctx), space, m) })
+	return w.g.before(ctx, func(ctx context.Context) error { return w.inner.Apply(ctx, space, m) })
 }
 
 func (w *gatedWriter) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
-	return gated(ctx, w.g, func() (reference.Graph, error) { return w.inner.ReadGraph(w.g.detach(ctx), space) })
+	return gated(ctx, w.g, func(ctx context.Context) (reference.Graph, error) { return w.inner.ReadGraph(ctx, space) })
 }
 
 func (w *gatedWriter) ReadRecords(ctx context.Context, space string) (reference.GraphRecords, error) {
-	return gated(ctx, w.g, func() (reference.GraphRecords, error) { return w.inner.ReadRecords(w.g.detach(ctx), space) })
+	return gated(ctx, w.g, func(ctx context.Context) (reference.GraphRecords, error) { return w.inner.ReadRecords(ctx, space) })
 }
 
 type gatedLocks struct {
@@ -218,15 +218,15 @@ type gatedLocks struct {
 }
 
 func (l *gatedLocks) TryAcquire(ctx context.Context, space, doc, holder string, now, ttl int64) (reference.Lease, bool, error) {
-	return gated2(ctx, l.g, func() (reference.Lease, bool, error) {
-		return l.inner.TryAcquire(l.g.detach(ctx), space, doc, holder, now, ttl)
+	return gated2(ctx, l.g, func(ctx context.Context) (reference.Lease, bool, error) {
+		return l.inner.TryAcquire(ctx, space, doc, holder, now, ttl)
 	})
 }
 
 func (l *gatedLocks) Renew(ctx context.Context, lease reference.Lease, now, ttl int64) (reference.Lease, error) {
-	return gated(ctx, l.g, func() (reference.Lease, error) { return l.inner.Renew(l.g.detach(ctx), lease, now, ttl) })
+	return gated(ctx, l.g, func(ctx context.Context) (reference.Lease, error) { return l.inner.Renew(ctx, lease, now, ttl) })
 }
 
 func (l *gatedLocks) Release(ctx context.Context, lease reference.Lease) error {
-	return l.g.before(ctx, func() error { return l.inner.Release(l.g.detach(ctx), lease) })
+	return l.g.before(ctx, func(ctx context.Context) error { return l.inner.Release(ctx, lease) })
 }
