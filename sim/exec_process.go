@@ -327,6 +327,11 @@ func stuckFrames(path string) []string {
 		if i, j := strings.Index(state, "["), strings.LastIndex(state, "]"); i >= 0 && j > i {
 			state = state[i+1 : j]
 		}
+		if inSync(lines) {
+			// Not a hang of the store's logic: the file system under the
+			// case data did not finish a sync within the deadline.
+			state = SyncStall
+		}
 		// The innermost crashmatrix frame, and the first frame of another
 		// package that called it (the store or reference step).
 		var frames []string
@@ -375,6 +380,27 @@ func stuckFrames(path string) []string {
 		}
 	}
 	return out
+}
+
+// SyncStall is the state stuckFrames gives a goroutine waiting in an
+// fsync or fdatasync system call.
+const SyncStall = "an fsync the file system had not finished"
+
+// inSync says whether a goroutine's stack (header, then a function line
+// and a location line per frame, innermost first) is inside an fsync or
+// fdatasync: Go's own (syscall, x/sys/unix, os.File.Sync) or a C
+// library's as modernc's SQLite calls it (libc.Xfsync), or a raw system
+// call 74 or 75 (linux/amd64) in the innermost frames.
+func inSync(lines []string) bool {
+	for k := 1; k < len(lines) && k < 16; k += 2 {
+		fn := strings.TrimSpace(lines[k])
+		for _, f := range []string{"syscall.Fsync(", "syscall.Fdatasync(", "unix.Fsync(", "unix.Fdatasync(", "os.(*File).Sync(", "libc.Xfsync(", "libc.Xfdatasync(", "syscall.Syscall(0x4a,", "syscall.Syscall(0x4b,", "syscall.Syscall6(0x4a,", "syscall.Syscall6(0x4b,"} {
+			if strings.Contains(fn, f) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // storeMethod returns, from one goroutine's stack (its header, then a

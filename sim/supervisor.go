@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -516,6 +517,9 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 			note := fmt.Sprintf("worker %s (pid %d) hung and was killed after %s", w.Worker, w.PID, w.Took.Round(time.Second))
 			if len(w.Stuck) > 0 {
 				note += fmt.Sprintf(", stuck in %s (stacks: %s)", strings.Join(w.Stuck, "; "), w.Output)
+			}
+			if slices.ContainsFunc(w.Stuck, func(s string) bool { return strings.HasPrefix(s, SyncStall) }) {
+				note += fmt.Sprintf("; the disk under the case data (%s) took longer than the worker deadline to sync: run on a less busy disk or on tmpfs (--workdir)", dir)
 			}
 			res.Notes = append(res.Notes, note)
 		}
