@@ -21,7 +21,12 @@ BIN=${BIN:-bin/crashmatrix}
 RUNS=${RUNS:-20}
 BURNERS=${BURNERS:-2}
 ARGS=${ARGS:-}
-OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/crashmatrix-mutants-XXXXXX")}
+# The case data on tmpfs where there is one: the bench is about CPU load,
+# and on a busy disk a worker can wait longer than its deadline in one
+# SQLite fsync (the case then ends undecided, "stuck in an fsync").
+base=${TMPDIR:-/tmp}
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then base=/dev/shm; fi
+OUT=${OUT:-$(mktemp -d "$base/crashmatrix-mutants-XXXXXX")}
 
 [ -x "$BIN" ] || { echo "bench-mutants: $BIN missing (make build)" >&2; exit 2; }
 mkdir -p "$OUT"
