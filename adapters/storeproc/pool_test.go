@@ -3,6 +3,7 @@ package storeproc_test
 import (
 	"context"
 	"errors"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -34,15 +35,32 @@ func pids(t *testing.T, dir string) []int {
 	return out
 }
 
-// TestPoolReopensForTheNextClient: the Python store declares reopen, so a
-// pooled client's process is told close and kept; the next client greets
-// it on another directory, where it sees that directory's data and not the
-// one it served before, and back again; Pool.Close ends it.
+// TestPoolReopensForTheNextClient: the example stores (Python, Node.js,
+// Java) declare reopen, so a pooled client's process is told close and
+// kept; the next client greets it on another directory, where it sees that
+// directory's data and not the one it served before, and back again;
+// Pool.Close ends it.
 func TestPoolReopensForTheNextClient(t *testing.T) {
+	t.Run("python", func(t *testing.T) { testPoolReopens(t, python(t, "sqlite_store.py")) })
+	t.Run("node", func(t *testing.T) {
+		node, err := exec.LookPath("node")
+		if err != nil {
+			t.Fatalf("node is missing: the Node.js example store (examples/node) cannot be tested: %v", err)
+		}
+		testPoolReopens(t, node+" "+filepath.Join(examples(t), "..", "node", "store.js"))
+	})
+	t.Run("java", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("builds examples/java with Maven")
+		}
+		testPoolReopens(t, javaStore(t))
+	})
+}
+
+func testPoolReopens(t *testing.T, cmd string) {
 	ctx := context.Background()
 	pool := storeproc.NewPool()
 	defer pool.Close()
-	cmd := python(t, "sqlite_store.py")
 	dirA, dirB := t.TempDir(), t.TempDir()
 	open := func(dir string) (*storeproc.Client, reference.Stores) {
 		t.Helper()

@@ -564,13 +564,26 @@ function handle(req) {
     if (a.protocol !== PROTOCOL) throw new StoreError('unsupported', `protocol ${a.protocol}: this store speaks ${PROTOCOL}`);
     const dir = a.dir || process.env.CRASHMATRIX_STORE_DIR;
     if (!dir) throw new StoreError('invalid_argument', 'hello: no dir');
-    if (a.mutant === 'synchronous-off') SYNC = false;
+    if (txnDir !== null) throw new StoreError('unsupported', 'hello again before close');
+    SYNC = !process.argv.includes('--no-sync') && a.mutant !== 'synchronous-off';
     openStore(dir);
+    // reopen: the data is opened here, at hello, so crashmatrix may keep
+    // this process for another case's snapshot after close (section 3).
     return {
       protocol: PROTOCOL,
       name: 'nodestore',
       stores: ['operations', 'states', 'registry', 'graph', 'locks', 'checkpoints', 'plans'],
+      reopen: true,
     };
+  }
+  if (req.op === 'close') {
+    // Let go of the case's data: nothing read before close is served
+    // after it; the next request is a hello.
+    txnDir = null;
+    tmpDir = null;
+    applied = 0;
+    kv.clear();
+    return {};
   }
   if (txnDir === null) throw new StoreError('invalid_argument', `${req.op} before hello`);
   const h = handlers[req.op];

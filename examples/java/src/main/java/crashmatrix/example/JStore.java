@@ -134,9 +134,19 @@ public final class JStore {
             if (!PROTOCOL.equals(a.get("protocol"))) {
                 throw new StoreError("unsupported", "this store speaks " + PROTOCOL + ", not " + a.get("protocol"));
             }
+            if (db != null) throw new StoreError("unsupported", "hello again before close");
             open(Path.of((String) a.get("dir"), "jstore.db").toString());
+            // reopen: the database is opened here, at hello, so crashmatrix
+            // may keep this process (and its JVM) for another case's
+            // snapshot after close (store-protocol.md, section 3).
             return obj("protocol", PROTOCOL, "name", twoTransactions ? "jstore-two-transactions" : "jstore",
-                    "stores", List.of("operations", "states", "registry", "graph", "locks"));
+                    "stores", List.of("operations", "states", "registry", "graph", "locks"), "reopen", true);
+        }
+        if (op.equals("close")) {
+            // Let go of the case's database; the next request is a hello.
+            if (db != null) db.close();
+            db = null;
+            return obj();
         }
         if (db == null) throw new StoreError("unsupported", "hello first");
         switch (op) {
