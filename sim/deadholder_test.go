@@ -3,10 +3,15 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/history"
@@ -161,5 +166,47 @@ database/sql.(*DB).connectionOpener(0xcb07a5b35f0, {0xdce4d0, 0xcb07a5b4f00})
 	}
 	if got := stuckFrames(path); len(got) != 1 || !strings.HasPrefix(got[0], "syscall: ") {
 		t.Fatalf("without the fsync: stuck = %q, want the goroutine's own state", got)
+	}
+}
+
+// At a worker's deadline the supervisor looks for processes of the
+// worker's group (its store processes) blocked in an fsync: it reads
+// their group from /proc/PID/stat, whose command name may hold spaces and
+// parentheses, and the system call from /proc/PID/syscall.
+func TestGroupInSyncReadsProc(t *testing.T) {
+	comm, g, ok := statGroup("4242 (node (store) x) S 4000 4001 4001 0 -1 4194560")
+	if !ok || comm != "node (store) x" || g != 4001 {
+		t.Fatalf("statGroup = %q %d %v, want \"node (store) x\" 4001 true", comm, g, ok)
+	}
+	self, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	if _, g, ok := statGroup(string(self)); !ok || g != syscall.Getpgrp() {
+		t.Fatalf("statGroup of /proc/self/stat: group %d %v, want %d", g, ok, syscall.Getpgrp())
+	}
+	if syncSyscalls == [2]int{} {
+		t.Skipf("no fsync numbers for %s", runtime.GOARCH)
+	}
+	for _, n := range syncSyscalls {
+		if !inSyncSyscall(fmt.Sprintf("%d 0x9 0x0 0x0 0x0 0x0 0x0 0x7ffd 0x4a5fb9", n)) {
+			t.Errorf("system call %d (fsync or fdatasync) not seen as a sync", n)
+		}
+	}
+	for _, sc := range []string{"0 0x0 0x1", "running", "", "-1 0x7ffd 0x4a5fb9"} {
+		if inSyncSyscall(sc) {
+			t.Errorf("%q seen as a sync", sc)
+		}
+	}
+	// A group whose other member sleeps: nothing named.
+	cmd := exec.Command("sh", "-c", "sleep 30 & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
+	time.Sleep(200 * time.Millisecond)
+	if got := groupInSync(cmd.Process.Pid); len(got) != 0 {
+		t.Fatalf("a sleeping group named as in a sync: %q", got)
 	}
 }

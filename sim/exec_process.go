@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -191,7 +193,15 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 	done := make(chan WorkerResult, 1)
 	exited := make(chan struct{})
 	var timedOut atomic.Bool
-	go r.watchDeadline(cmd.Process.Pid, deadline, exited, &timedOut, func() { r.diagnose(dir, spec.Env) })
+	var syncing atomic.Pointer[[]string]
+	go r.watchDeadline(cmd.Process.Pid, deadline, exited, &timedOut, func() {
+		// Before the stacks are asked for: a store process of the
+		// worker's (a store in another language) waiting in an fsync.
+		if s := groupInSync(cmd.Process.Pid); len(s) > 0 {
+			syncing.Store(&s)
+		}
+		r.diagnose(dir, spec.Env)
+	})
 	go func() {
 		stop := context.AfterFunc(ctx, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 		err := cmd.Wait()
@@ -209,6 +219,9 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 			wr.Exit = "timeout"
 			wr.Output = outPath
 			wr.Stuck = stuckFrames(outPath)
+			if s := syncing.Load(); s != nil {
+				wr.Stuck = append(*s, wr.Stuck...)
+			}
 		case err == nil:
 			wr.Exit = "ok"
 		case errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL:
@@ -401,6 +414,73 @@ func inSync(lines []string) bool {
 		}
 	}
 	return false
+}
+
+// syncSyscalls are the system call numbers of fsync and fdatasync on this
+// architecture (those Linux numbers /proc/PID/syscall shows).
+var syncSyscalls = map[string][2]int{"amd64": {74, 75}, "arm64": {82, 83}, "riscv64": {82, 83}, "386": {118, 148}}[runtime.GOARCH]
+
+// groupInSync names the processes of process group pgid, its leader (the
+// worker, whose own stacks say as much) aside, that are inside an fsync or
+// fdatasync: a store process (store-cmd) the worker waits on, stuck on the
+// disk rather than hung. Linux only; nothing where /proc says nothing.
+func groupInSync(pgid int) []string {
+	if syncSyscalls == [2]int{} {
+		return nil
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == pgid {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		comm, group, ok := statGroup(string(stat))
+		if !ok || group != pgid {
+			continue
+		}
+		sc, err := os.ReadFile(filepath.Join("/proc", e.Name(), "syscall"))
+		if err != nil || !inSyncSyscall(string(sc)) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: process %d (%s) of the worker, a store process it waited on", SyncStall, pid, comm))
+	}
+	return out
+}
+
+// statGroup reads the command name and the process group from the text of
+// /proc/PID/stat ("pid (comm) state ppid pgrp ..."; comm may hold spaces
+// and parentheses, so the fields after it are counted from the last ')').
+func statGroup(stat string) (comm string, pgrp int, ok bool) {
+	i, j := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
+	if i < 0 || j < i {
+		return "", 0, false
+	}
+	f := strings.Fields(stat[j+1:])
+	if len(f) < 3 {
+		return "", 0, false
+	}
+	g, err := strconv.Atoi(f[2])
+	return stat[i+1 : j], g, err == nil
+}
+
+// inSyncSyscall says whether the text of /proc/PID/syscall (the number of
+// the system call the process is blocked in, then its arguments) is an
+// fsync or fdatasync.
+func inSyncSyscall(sc string) bool {
+	f := strings.Fields(sc)
+	if len(f) == 0 {
+		return false
+	}
+	n, err := strconv.Atoi(f[0])
+	return err == nil && (n == syncSyscalls[0] || n == syncSyscalls[1])
 }
 
 // storeMethod returns, from one goroutine's stack (its header, then a
