@@ -13,7 +13,11 @@ set -euo pipefail
 if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
 	free=$(df -P -k /dev/shm | awk 'NR == 2 { print $4 }')
 	if [ "${free:-0}" -ge $((4 * 1024 * 1024)) ]; then
-		mktemp -d /dev/shm/crashmatrix-test-XXXXXX
+		# Open to every user, sticky, as /tmp is: some tests run a
+		# server as its own user (initdb as postgres) under it.
+		dir=$(mktemp -d /dev/shm/crashmatrix-test-XXXXXX)
+		chmod 1777 "$dir"
+		echo "$dir"
 		exit 0
 	fi
 fi
