@@ -36,14 +36,29 @@ func TestMain(m *testing.M) {
 // flags and error messages, the report files, an interrupted run.
 func TestScripts(t *testing.T) { testscript.Run(t, scriptParams("testdata/scripts")) }
 
-// TestScriptsAlone runs testdata/alone/*.txtar after TestScripts is over:
-// scripts that need no other crashmatrix run going on the machine. The one
-// there SIGKILLs a supervisor and asserts that its lazy mount outlives it
-// until the next run removes it; every run removes a dead run's mounts when
-// it starts (rightly), so a parallel script would race it. Go runs the
+// TestScriptsAlone runs testdata/alone/*.txtar after TestScripts is over,
+// one at a time: scripts that need no other crashmatrix run going on the
+// machine. They SIGKILL a supervisor and assert that what it left (a lazy
+// mount, containers) outlives it until the next run removes it; every run
+// removes a dead run's leftovers when it starts (rightly), so a script
+// running beside them, each other included, would race them. Go runs the
 // top-level tests of a package one after the other and make test runs one
-// package at a time (go test -p 1).
-func TestScriptsAlone(t *testing.T) { testscript.Run(t, scriptParams("testdata/alone")) }
+// package at a time (go test -p 1); testscript runs the scripts of one
+// Run in parallel, so each gets a Run of its own inside a subtest, which
+// returns only when its script is done.
+func TestScriptsAlone(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "alone", "*.txtar"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts in testdata/alone: %v", err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txtar"), func(t *testing.T) {
+			p := scriptParams("")
+			p.Files = []string{f}
+			testscript.Run(t, p)
+		})
+	}
+}
 
 // scriptParams are the scripts' commands and conditions, for the scripts
 // in dir.
