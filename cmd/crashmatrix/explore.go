@@ -81,7 +81,7 @@ then replayed on the real store (SQLite, in-process); the output and the
 scenario file say how often it broke there, and one that never did is marked
 as a finding of the simulated store only.
 
-Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 2 error.`,
+Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 2 error or interrupted (SIGINT, SIGTERM) before the budget was spent.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			si, sn := 0, 1
@@ -261,6 +261,13 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 				if schedule != nil {
 					fmt.Fprintf(out, "the schedule of %s broke nothing to shrink this time (verdict in the line above; %d undecided, %d broke another invariant than %s)\n", from, res.Skipped, res.Other, target)
 					return nil
+				}
+				if cmd.Context().Err() != nil {
+					// Interrupted (SIGINT, SIGTERM: a cancelled CI job): the
+					// budget was not spent, so "nothing found" would claim
+					// more than was searched.
+					fmt.Fprintf(out, "interrupted: no violation in the %d schedules run (seed %d); not the search asked for\n", res.Schedules, seed)
+					return exitError{2}
 				}
 				fmt.Fprintf(out, "no violation found (seed %d)\n", seed)
 				return nil
