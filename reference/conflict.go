@@ -111,23 +111,12 @@ func (s *Service) conflict(ctx context.Context, op Operation, plan Plan, lease *
 	}
 	res := Result{OperationID: op.OperationID, Outcome: OutcomeAbandoned, SupersededBy: superseding, Revision: latest}
 	if superseding != "" {
-		nop, err := s.Ops.Get(ctx, superseding)
-		if err != nil {
-			return Result{}, err
-		}
-		nplan, err := s.Ops.GetPlan(ctx, superseding)
-		if err != nil {
-			return Result{}, err
-		}
-		r, err := s.execute(ctx, nop, nplan, lease)
-		if err != nil {
-			return Result{}, fmt.Errorf("conflict %s: superseding %s: %w", op.OperationID, superseding, err)
-		}
 		// The superseding operation may have finished before this holder
 		// came here (a resubmission of the same content on the latest
 		// revision is the same operation): abandoned in its turn, its own
 		// successor carries the intent on.
-		for seen := map[string]bool{superseding: true}; r.Outcome == OutcomeAbandoned && r.SupersededBy != "" && !seen[r.SupersededBy]; {
+		r := Result{Outcome: OutcomeAbandoned, SupersededBy: superseding}
+		for seen := map[string]bool{}; r.Outcome == OutcomeAbandoned && r.SupersededBy != "" && !seen[r.SupersededBy]; {
 			next := r.SupersededBy
 			seen[next] = true
 			nop, err := s.Ops.Get(ctx, next)
