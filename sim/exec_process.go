@@ -20,6 +20,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/internal/procstat"
 )
 
 // caseExec runs the workers of one case in some execution mode.
@@ -403,11 +404,11 @@ const SyncStall = "an fsync the file system had not finished"
 // and a location line per frame, innermost first) is inside an fsync or
 // fdatasync: Go's own (syscall, x/sys/unix, os.File.Sync) or a C
 // library's as modernc's SQLite calls it (libc.Xfsync), or a raw system
-// call 74 or 75 (linux/amd64) in the innermost frames.
+// call of syncSyscalls' numbers in the innermost frames.
 func inSync(lines []string) bool {
 	for k := 1; k < len(lines) && k < 16; k += 2 {
 		fn := strings.TrimSpace(lines[k])
-		for _, f := range []string{"syscall.Fsync(", "syscall.Fdatasync(", "unix.Fsync(", "unix.Fdatasync(", "os.(*File).Sync(", "libc.Xfsync(", "libc.Xfdatasync(", "syscall.Syscall(0x4a,", "syscall.Syscall(0x4b,", "syscall.Syscall6(0x4a,", "syscall.Syscall6(0x4b,"} {
+		for _, f := range syncFrames {
 			if strings.Contains(fn, f) {
 				return true
 			}
@@ -419,6 +420,18 @@ func inSync(lines []string) bool {
 // syncSyscalls are the system call numbers of fsync and fdatasync on this
 // architecture (those Linux numbers /proc/PID/syscall shows).
 var syncSyscalls = map[string][2]int{"amd64": {74, 75}, "arm64": {82, 83}, "riscv64": {82, 83}, "386": {118, 148}}[runtime.GOARCH]
+
+// syncFrames are the function lines of a stack that inSync takes for an
+// fsync or fdatasync.
+var syncFrames = func() []string {
+	f := []string{"syscall.Fsync(", "syscall.Fdatasync(", "unix.Fsync(", "unix.Fdatasync(", "os.(*File).Sync(", "libc.Xfsync(", "libc.Xfdatasync("}
+	if syncSyscalls != [2]int{} {
+		for _, n := range syncSyscalls {
+			f = append(f, fmt.Sprintf("syscall.Syscall(%#x,", n), fmt.Sprintf("syscall.Syscall6(%#x,", n))
+		}
+	}
+	return f
+}()
 
 // groupInSync names the processes of process group pgid, its leader (the
 // worker, whose own stacks say as much) aside, that are inside an fsync or
@@ -438,37 +451,17 @@ func groupInSync(pgid int) []string {
 		if err != nil || pid == pgid {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		comm, group, ok := statGroup(string(stat))
-		if !ok || group != pgid {
+		st, err := procstat.Read(pid)
+		if err != nil || st.PGRP != pgid {
 			continue
 		}
 		sc, err := os.ReadFile(filepath.Join("/proc", e.Name(), "syscall"))
 		if err != nil || !inSyncSyscall(string(sc)) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: process %d (%s) of the worker, a store process it waited on", SyncStall, pid, comm))
+		out = append(out, fmt.Sprintf("%s: process %d (%s) of the worker, a store process it waited on", SyncStall, pid, st.Comm))
 	}
 	return out
-}
-
-// statGroup reads the command name and the process group from the text of
-// /proc/PID/stat ("pid (comm) state ppid pgrp ..."; comm may hold spaces
-// and parentheses, so the fields after it are counted from the last ')').
-func statGroup(stat string) (comm string, pgrp int, ok bool) {
-	i, j := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
-	if i < 0 || j < i {
-		return "", 0, false
-	}
-	f := strings.Fields(stat[j+1:])
-	if len(f) < 3 {
-		return "", 0, false
-	}
-	g, err := strconv.Atoi(f[2])
-	return stat[i+1 : j], g, err == nil
 }
 
 // inSyncSyscall says whether the text of /proc/PID/syscall (the number of

@@ -32,6 +32,7 @@ var layers = map[string]int{
 	"docs":               9,
 	"ci":                 9,
 	"adapters/internal":  4,
+	"internal/procstat":  0, // /proc/PID/stat, read by sim and sim/servers/provision
 	"internal/storetest": 4, // store fixtures over reference, for adapters' tests and properties
 	"internal/crashrun":  7, // the crash run behind properties.CertifyCrashSafety
 }

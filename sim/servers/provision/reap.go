@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
+	"github.com/crashmatrix/crashmatrix/internal/procstat"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 )
@@ -33,32 +34,8 @@ const ownerFile = "owner"
 // start being the process's start time in clock ticks since boot
 // (/proc/PID/stat, field 22).
 func owner() string {
-	start, _, _ := procStart(os.Getpid())
-	return fmt.Sprintf("%d.%d", os.Getpid(), start)
-}
-
-// procStart returns the start time of process pid and whether it is a
-// zombie; ok is false when there is no such process.
-func procStart(pid int) (start uint64, zombie, ok bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false, false
-	}
-	// After the command: state (field 3) ... starttime (field 22).
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, false, false
-	}
-	start, err = strconv.ParseUint(f[19], 10, 64)
-	if err != nil {
-		return 0, false, false
-	}
-	return start, f[0] == "Z" || f[0] == "X", true
+	self, _ := procstat.Read(os.Getpid())
+	return fmt.Sprintf("%d.%d", os.Getpid(), self.Start)
 }
 
 // ownerGone says whether the process an owner string names has ended (or
@@ -71,8 +48,8 @@ func ownerGone(o string) (pid int, gone bool) {
 	if !found || err1 != nil || err2 != nil || pid <= 0 {
 		return 0, false
 	}
-	start, zombie, ok := procStart(pid)
-	return pid, !ok || zombie || start != want
+	st, err := procstat.Read(pid)
+	return pid, err != nil || st.Gone() || st.Start != want
 }
 
 // withOwner labels a container with this process as its owner.
