@@ -140,6 +140,13 @@ func NewCluster(superuser string) (*Cluster, error) {
 		c.Remove()
 		return nil, fmt.Errorf("initdb failed: %v\n%s", err, out)
 	}
+	// A server killed by a test (SIGKILL) leaves its dynamic shared memory
+	// behind; with mmap it is a file under the data folder, which goes
+	// with the cluster, rather than one in /dev/shm that nothing removes.
+	if err := appendConf(filepath.Join(c.Data, "postgresql.conf"), "dynamic_shared_memory_type = mmap\n"); err != nil {
+		c.Remove()
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -337,4 +344,16 @@ func sanitize(s string) string {
 		return "s" + b.String()
 	}
 	return b.String()
+}
+
+func appendConf(path, line string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("configure the test cluster: %w", err)
+	}
+	if _, err := f.WriteString(line); err != nil {
+		f.Close()
+		return fmt.Errorf("configure the test cluster: %s: %w", path, err)
+	}
+	return f.Close()
 }

@@ -93,3 +93,31 @@ func TestWatchdog(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// A test server that a test SIGKILLs must leave nothing outside its
+// cluster folder: its dynamic shared memory is a file in the data folder
+// (mmap), not one in /dev/shm that outlives the run.
+func TestServerKeepsSharedMemoryInItsFolder(t *testing.T) {
+	if os.Getenv(EnvDSN) != "" {
+		t.Log("an external server is configured by its owner")
+		return
+	}
+	dsn, stop, err := StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var kind string
+	if err := conn.QueryRow(ctx, `SHOW dynamic_shared_memory_type`).Scan(&kind); err != nil {
+		t.Fatal(err)
+	}
+	if kind != "mmap" {
+		t.Fatalf("dynamic_shared_memory_type = %s, want mmap", kind)
+	}
+}
