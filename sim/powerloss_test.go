@@ -108,8 +108,9 @@ type fakePower struct{ why string }
 func (fakePower) OpenCase(context.Context, sim.ServerCase) (sim.CaseServers, error) {
 	return nil, errors.New("not used")
 }
-func (fakePower) Kills(string) int        { return 0 }
-func (f fakePower) PowerUntested() string { return f.why }
+func (fakePower) Kills(string) int          { return 0 }
+func (fakePower) Direct() map[string]string { return nil }
+func (f fakePower) PowerUntested() string   { return f.why }
 func (fakePower) PowerLoss(context.Context) (sim.ServerPowerLoss, error) {
 	return sim.ServerPowerLoss{}, errors.New("not used")
 }

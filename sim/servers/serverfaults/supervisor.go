@@ -251,6 +251,17 @@ func (s *Supervisor) Kills(server string) int {
 	return s.kills[server]
 }
 
+// Direct implements sim.ServerFaults: where each server listens now.
+func (s *Supervisor) Direct() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]string, len(s.servers))
+	for name, srv := range s.servers {
+		out[name] = srv.Addr
+	}
+	return out
+}
+
 // Names lists the servers the supervisor can fault, sorted.
 func (s *Supervisor) Names() []string {
 	s.mu.Lock()

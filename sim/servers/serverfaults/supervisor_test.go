@@ -116,3 +116,29 @@ func TestACaseThatEndsDoesNotHoldTheKill(t *testing.T) {
 	}
 	a.Close()
 }
+
+// Direct is where each server listens now: after a restart that moved the
+// server, the new address, not the one it started on.
+func TestDirectFollowsARestart(t *testing.T) {
+	addrs := []string{"127.0.0.1:5001", "127.0.0.1:5002"}
+	srv := &Server{Name: "postgres", Protocol: "postgres", Addr: addrs[0],
+		Kill:  func(context.Context) error { return nil },
+		Start: func(context.Context) (string, error) { return addrs[1], nil }}
+	s, err := NewSupervisor([]*Server{srv}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if d := s.Direct(); len(d) != 1 || d["postgres"] != addrs[0] {
+		t.Fatalf("Direct before the restart = %v, want postgres at %s", d, addrs[0])
+	}
+	if s.Stable("postgres") == addrs[0] {
+		t.Fatal("the stable endpoint is the server itself, not a proxy")
+	}
+	if _, err := s.Crash(context.Background(), "postgres"); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Direct(); d["postgres"] != addrs[1] {
+		t.Fatalf("Direct after the restart = %v, want postgres at %s", d, addrs[1])
+	}
+}
