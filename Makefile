@@ -98,7 +98,7 @@ bench-explore: build
 	echo "explore: $$total schedules on the unmodified reference over seeds $(EXPLORE_SEEDS), no violation (target >= 500000 clean: $$met)"
 
 bench-containers: build containers
-	$(PODMAN_ENV) && ./$(BIN) bench --backend containers --rounds 1 --cycles 0 --explore 0 --doc docs/performance.md
+	$(PODMAN_ENV) && ./$(BIN) bench --backend containers --rounds 3 --cycles 0 --explore 0 --doc docs/performance.md
 
 # Load check: certify on the embedded default and on containers, 3 runs on
 # the machine as it is, then 10 in a row while two CPU-bound processes run;

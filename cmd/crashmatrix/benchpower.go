@@ -24,9 +24,9 @@ const powerLossTarget = 2.0
 // the data on the lazy file system, the power cut once per case), and the
 // plain embedded matrix next to the matrix with the power-loss column.
 // Each figure is the median ratio over the rounds, with its target.
-func benchPowerLoss(cmd *cobra.Command, self, backend, benchDir string, ttl time.Duration, parallel, rounds int, adaptive bool) error {
+func benchPowerLoss(cmd *cobra.Command, server *serverFlags, self, backend, benchDir string, ttl time.Duration, parallel, rounds int, adaptive bool) error {
 	out := cmd.OutOrStdout()
-	probe, work, err := benchRunner(benchDir, backend, self, ttl, 1, adaptive)
+	probe, work, err := benchRunner(server, benchDir, backend, self, ttl, 1, adaptive)
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func benchPowerLoss(cmd *cobra.Command, self, backend, benchDir string, ttl time
 		return nil
 	}
 	run := func(what string, cases []sim.Case) (time.Duration, error) {
-		r, work, err := benchRunner(benchDir, backend, self, ttl, 1, adaptive)
+		r, work, err := benchRunner(server, benchDir, backend, self, ttl, 1, adaptive)
 		if err != nil {
 			return 0, err
 		}
