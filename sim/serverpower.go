@@ -53,7 +53,7 @@ func (r *Runner) serverPower() (ServerPower, bool) {
 func (r *Runner) serverPowerUntested() string {
 	sp, ok := r.serverPower()
 	if !ok {
-		return fmt.Sprintf("backend %s reaches servers that crashmatrix did not start (given by DSN/URI, or started without server faults): it cannot kill them or reach their data directories; --backend containers puts the data on a lazy mount", r.backend.Name)
+		return fmt.Sprintf("backend %s reaches servers it can neither kill nor reach the data directories of: servers given by DSN/URI, or containers run with --server-faults=false; --backend containers with its server faults (the default) keeps their data on a lazy mount", r.backend.Name)
 	}
 	return sp.PowerUntested()
 }
