@@ -44,10 +44,7 @@ func benchStoreCmd() *cobra.Command {
 				return fmt.Errorf("--calls must be at least 1, --rounds at least 0")
 			}
 			if benchDir == "" {
-				benchDir = os.TempDir()
-				if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-					benchDir = "/dev/shm"
-				}
+				benchDir = benchRoot()
 			}
 			work, err := os.MkdirTemp(benchDir, "crashmatrix-bench-store-")
 			if err != nil {
@@ -146,7 +143,7 @@ func benchStoreCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&command, "store-cmd", "", "the System A store's command (store protocol), e.g. \"python3 -S examples/python/sqlite_store.py\"")
-	fl.StringVar(&benchDir, "workdir", "", "where case data goes (default /dev/shm when present)")
+	fl.StringVar(&benchDir, "workdir", "", "where case data goes (default /dev/shm when it has 1 GiB free)")
 	fl.IntVar(&calls, "calls", 2000, "store calls timed for the cost per call")
 	fl.IntVar(&rounds, "rounds", 1, "matrix rounds on each backend (0: the cost per call only)")
 	fl.IntVar(&parallel, "parallel", 12, "cases at once in the matrices")

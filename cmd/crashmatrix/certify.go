@@ -81,7 +81,7 @@ Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant 
 	fl.StringSliceVar(&f.points, "point", nil, "only these windows (failpoint names)")
 	fl.StringSliceVar(&f.kinds, "kind", nil, "only these fault kinds")
 	fl.StringSliceVar(&f.only, "class", nil, "only these case classes")
-	fl.StringVar(&f.workdir, "workdir", "", "where case data and histories go (default: a temporary directory, removed on success)")
+	fl.StringVar(&f.workdir, "workdir", "", "where case data and histories go (default: a temporary folder, removed on success, under TMPDIR when set, else on /dev/shm (tmpfs) when it has 1 GiB free: a SIGKILL keeps the page cache, and a busy disk's fsync could outlast a worker's deadline)")
 	fl.StringVar(&f.jsonOut, "json", "", "write the JSON report here")
 	fl.StringVar(&f.junitOut, "junit", "", "write JUnit XML here")
 	fl.StringVar(&f.html, "html", "", "write the self-contained HTML report here")
@@ -194,7 +194,8 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	f.leaseTTL = defaultLeaseTTL(f.leaseTTL, backend)
 	workdir, tmp, kept := f.workdir, false, false
 	if workdir == "" {
-		if workdir, err = os.MkdirTemp("", "crashmatrix-"); err != nil {
+		root := caseRoot()
+		if workdir, err = os.MkdirTemp(root, "crashmatrix-"); err != nil {
 			return err
 		}
 		tmp = true

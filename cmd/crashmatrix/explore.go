@@ -149,12 +149,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 				backend = spec.Name
 			}
 			if workdir == "" {
-				base := ""
-				if !processes {
-					if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-						base = "/dev/shm"
-					}
-				}
+				base := caseRoot()
 				if workdir, err = os.MkdirTemp(base, "crashmatrix-explore-"); err != nil {
 					return err
 				}
@@ -377,7 +372,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.StringSliceVar(&bugs, "bug", nil, "run the reference as a mutant: "+bugNames())
 	fl.StringVar(&mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure)")
 	fl.StringVar(&outDir, "out", "crashmatrix-findings", "where the shrunk scenario is written")
-	fl.StringVar(&workdir, "workdir", "", "scratch directory (default: a temporary one)")
+	fl.StringVar(&workdir, "workdir", "", "scratch directory (default: a temporary one, under TMPDIR when set, else on /dev/shm when it has 1 GiB free)")
 	fl.StringVar(&from, "from", "", "start every schedule from the initial block of this scenario file (crashmatrix snapshot writes one); a scenario whose steps arm faults (a random kill's finding) is shrunk instead, under its bugs, mutant, seed and lease TTL")
 	server.register(fl)
 	return cmd
