@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -177,6 +178,9 @@ func benchCalls(ctx context.Context, out io.Writer, command, work string, calls 
 	slices.Sort(starts)
 	fmt.Fprintf(out, "store process start-up (exec + hello), median of 5: %s wall, %s CPU in the store process; paid once per store process, never per call (a Java store pays its JVM start-up as often; the matrix rounds below count the processes)\n",
 		starts[2].Round(100*time.Microsecond), startCPU.Round(100*time.Microsecond))
+	if script := scriptLauncher(command); script != "" {
+		fmt.Fprintf(out, "note: the store command's program %s is a script (#!), run before the store at every store process start (a pyenv or asdf shim costs tens of milliseconds); giving the interpreter's own path saves it (for Python: python3 -c 'import sys; print(sys.executable)')\n", script)
+	}
 	goStores, err := sqlite.Open(filepath.Join(work, "go.db"), sqlite.Options{})
 	if err != nil {
 		return err
@@ -255,4 +259,28 @@ func storeProcesses(dir string) (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// scriptLauncher returns the path of the store command's program when it
+// is a script (it starts with "#!"), "" otherwise: a shim that finds the
+// real interpreter at every start.
+func scriptLauncher(command string) string {
+	f := strings.Fields(command)
+	if len(f) == 0 {
+		return ""
+	}
+	path, err := exec.LookPath(f[0])
+	if err != nil {
+		return ""
+	}
+	fd, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer fd.Close()
+	var head [2]byte
+	if n, _ := io.ReadFull(fd, head[:]); n == 2 && string(head[:]) == "#!" {
+		return path
+	}
+	return ""
 }
