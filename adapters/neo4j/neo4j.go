@@ -143,38 +143,89 @@ func Open(ctx context.Context, uri, user, password string, opts Options) (*Write
 	if err != nil {
 		return nil, err
 	}
-	if err := w.ensureSchema(ctx); err != nil {
+	if _, err := w.ensureSchema(ctx); err != nil {
 		_ = w.drv.Close(ctx)
 		return nil, err
 	}
 	return w, nil
 }
 
-// ensureSchema creates the constraint and index, each in its own schema
-// transaction. Two processes racing to create the same schema rule can
-// make one fail; the statement is then retried once and is a no-op.
-func (w *Writer) ensureSchema(ctx context.Context) error {
-	stmts := []string{
-		"CREATE INDEX " + constraintName(w.label) + "_space IF NOT EXISTS FOR (n:" + w.label + ") ON (n.space)",
-		// One gate per space, so that racing first writers lock the same node.
-		"CREATE CONSTRAINT " + constraintName(w.label) + "_gate IF NOT EXISTS FOR (g:" + gateLabel(w.label) + ") REQUIRE g.space IS UNIQUE",
-	}
+// schemaRule is one constraint or index the writer needs, by name.
+type schemaRule struct{ name, create string }
+
+// schemaRules are the constraint and indexes of the writer's label.
+func (w *Writer) schemaRules() []schemaRule {
+	name := constraintName(w.label)
+	var rules []schemaRule
 	if !w.opts.CreateInsteadOfMerge {
-		stmts = append([]string{"CREATE CONSTRAINT " + constraintName(w.label) + " IF NOT EXISTS FOR (n:" + w.label +
-			") REQUIRE (n.space, n.id) IS UNIQUE"}, stmts...)
+		rules = append(rules, schemaRule{name, "CREATE CONSTRAINT " + name + " IF NOT EXISTS FOR (n:" + w.label + ") REQUIRE (n.space, n.id) IS UNIQUE"})
 	}
-	for _, s := range stmts {
+	return append(rules,
+		schemaRule{name + "_space", "CREATE INDEX " + name + "_space IF NOT EXISTS FOR (n:" + w.label + ") ON (n.space)"},
+		// One gate per space, so that racing first writers lock the same node.
+		schemaRule{name + "_gate", "CREATE CONSTRAINT " + name + "_gate IF NOT EXISTS FOR (g:" + gateLabel(w.label) + ") REQUIRE g.space IS UNIQUE"})
+}
+
+// ensureSchema creates the constraint and indexes that are missing, each
+// in its own schema transaction, and returns how many it created. It
+// reads what exists first: a schema transaction takes Neo4j's schema lock
+// exclusively, so that it waits for every data transaction in flight and
+// holds back every new one, and every worker process of a matrix opens a
+// writer (three schema transactions each, before). Two processes racing
+// to create the same rule can make one fail; the statement is then
+// retried once and is a no-op.
+func (w *Writer) ensureSchema(ctx context.Context) (int, error) {
+	have, err := w.schemaNames(ctx)
+	if err != nil {
+		return 0, w.wrap("read schema", err)
+	}
+	created := 0
+	for _, r := range w.schemaRules() {
+		if have[r.name] {
+			continue
+		}
 		var err error
 		for attempt := 0; attempt < 2; attempt++ {
-			if err = w.exec(ctx, s, nil); err == nil {
+			if err = w.exec(ctx, r.create, nil); err == nil {
 				break
 			}
 		}
 		if err != nil {
-			return w.wrap("create schema", err)
+			return created, w.wrap("create schema", err)
 		}
+		created++
 	}
-	return nil
+	return created, nil
+}
+
+// schemaNames reads the names of the database's constraints and indexes
+// (in a managed read transaction: the driver retries a transient error).
+func (w *Writer) schemaNames(ctx context.Context) (map[string]bool, error) {
+	s := w.session(ctx, driver.AccessModeRead)
+	defer s.Close(ctx)
+	names, err := s.ExecuteRead(ctx, func(tx driver.ManagedTransaction) (any, error) {
+		have := map[string]bool{}
+		for _, q := range []string{"SHOW CONSTRAINTS YIELD name RETURN name", "SHOW INDEXES YIELD name RETURN name"} {
+			res, err := tx.Run(ctx, q, nil)
+			if err != nil {
+				return nil, err
+			}
+			recs, err := res.Collect(ctx)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range recs {
+				if n, ok := r.Values[0].(string); ok {
+					have[n] = true
+				}
+			}
+		}
+		return have, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return names.(map[string]bool), nil
 }
 
 // exec runs one statement in a managed write transaction.

@@ -80,6 +80,23 @@ func TestOpenCreatesConstraintAndIsIdempotent(t *testing.T) {
 	w1 := openWriter(t, Options{})
 	w2 := openWriter(t, Options{}) // Open twice: the schema statements are no-ops
 	_ = openWriter(t, Options{})
+	// Once the schema is there, an open writes none of it: a schema
+	// transaction would take Neo4j's schema lock from every case running.
+	if n, err := w2.ensureSchema(ctxT(t)); err != nil || n != 0 {
+		t.Fatalf("ensureSchema on a database that has the schema: created %d (%v), want 0", n, err)
+	}
+	if rules := w2.schemaRules(); len(rules) != 3 {
+		t.Fatalf("%d schema rules, want the constraint, the space index and the gate constraint", len(rules))
+	}
+	have, err := w2.schemaNames(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range w2.schemaRules() {
+		if !have[r.name] {
+			t.Errorf("schema rule %s not in SHOW CONSTRAINTS/INDEXES after Open (found %v)", r.name, have)
+		}
+	}
 	recs := query(t, w2, "SHOW CONSTRAINTS YIELD name, type, labelsOrTypes, properties WHERE name = $name RETURN type, labelsOrTypes, properties",
 		map[string]any{"name": ConstraintName})
 	if len(recs) != 1 {
@@ -92,7 +109,7 @@ func TestOpenCreatesConstraintAndIsIdempotent(t *testing.T) {
 	// The constraint is enforced: a second node with the same identity is refused.
 	space := testSpace(t)
 	mustApply(t, w1, space, reference.Mutation{OperationID: "op", UpsertNodes: []reference.NodeUpsert{{ID: "a", Label: "L"}}})
-	_, err := driver.ExecuteQuery(ctxT(t), w1.drv, "CREATE (:"+NodeLabel+" {space: $space, id: 'a'})", map[string]any{"space": space}, driver.EagerResultTransformer)
+	_, err = driver.ExecuteQuery(ctxT(t), w1.drv, "CREATE (:"+NodeLabel+" {space: $space, id: 'a'})", map[string]any{"space": space}, driver.EagerResultTransformer)
 	var ne *driver.Neo4jError
 	if !errors.As(err, &ne) || ne.Code != "Neo.ClientError.Schema.ConstraintValidationFailed" {
 		t.Errorf("CREATE of a duplicate node = %v; want ConstraintValidationFailed", err)
