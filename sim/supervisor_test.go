@@ -16,6 +16,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/internal/procstat"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
@@ -204,16 +205,8 @@ func alive(pid int) bool {
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 		return false
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// pid (comm) state ...
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z' && s[i+2] != 'X'
-	}
-	return true
+	st, err := procstat.Read(pid)
+	return err == nil && !st.Gone()
 }
 
 func waitGone(t *testing.T, what string, pid int) {

@@ -350,7 +350,7 @@ func benchExplore(cmd *cobra.Command, self string, d time.Duration) error {
 	}{
 		{"in-process, SQLite memory database (the in-process default)", true, false, false, 5, 1500},
 		{"in-process, SIMULATED durable store (explore --sim-store: protocol only, never certifies)", true, false, true, 5, 10000},
-		{"in-process, SQLite file on " + map[bool]string{true: "tmpfs", false: "disk"}[shmAvailable()] + " (--in-process-files)", true, true, false, 3, 0},
+		{"in-process, SQLite file on " + map[bool]string{true: "tmpfs", false: "disk"}[benchRoot() == "/dev/shm"] + " (--in-process-files)", true, true, false, 3, 0},
 		{"process kills, SQLite file", false, true, false, 1, 0},
 	} {
 		r, work, err := newRunner(mode.inProcess, mode.files, mode.simStore, nil, "")

@@ -57,11 +57,6 @@ func cpuTimeWithChildren() time.Duration {
 	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + kids.Utime.Nano() + kids.Stime.Nano())
 }
 
-func shmAvailable() bool {
-	st, err := os.Stat("/dev/shm")
-	return err == nil && st.IsDir()
-}
-
 // tuneProcs lets the supervisor of a process-mode run have as many
 // threads running Go code as it runs cases at once (GOMAXPROCS, never
 // fewer than the cores). Each case's supervisor work (starting workers,
