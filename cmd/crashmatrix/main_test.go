@@ -414,22 +414,39 @@ func allEnded(cmds []*exec.Cmd) bool {
 
 // nomounts fails if a lazy mount (faults/lazyfs) under $WORK is in
 // /proc/mounts; "! nomounts" fails if there is none.
-// waitmount waits (up to a minute) until a lazy mount under $WORK exists:
-// a run to be killed is then killed with a mount of its own in place.
+// waitmount waits (up to a minute) until one lazy mount under $WORK has
+// been in place for a whole second: a run to be killed is then killed
+// with a mount of its own in place. A mount seen only once may belong to a
+// case about to end and unmount it before the kill lands (a CI run saw
+// that); a case that waits out a dead worker's long lease keeps its mount
+// for seconds.
 func cmdWaitMount(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 0 {
 		ts.Fatalf("usage: waitmount")
 	}
+	const held = time.Second
+	since := map[string]time.Time{} // mount dir -> first seen
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
 		ms, err := lazyfs.Mounts()
 		ts.Check(err)
+		now := time.Now()
+		seen := map[string]time.Time{}
 		for _, m := range ms {
-			if strings.HasPrefix(m.Dir, ts.Getenv("WORK")+"/") {
+			if !strings.HasPrefix(m.Dir, ts.Getenv("WORK")+"/") {
+				continue
+			}
+			first, ok := since[m.Dir]
+			if !ok {
+				first = now
+			}
+			if now.Sub(first) >= held {
 				return
 			}
+			seen[m.Dir] = first
 		}
+		since = seen
 	}
-	ts.Fatalf("no lazy mount under $WORK within a minute")
+	ts.Fatalf("no lazy mount under $WORK in place for %v within a minute", held)
 }
 
 func cmdNoMounts(ts *testscript.TestScript, neg bool, args []string) {
