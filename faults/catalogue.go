@@ -39,6 +39,9 @@
 //     other process of the case, then everything written and not synced
 //     is thrown away (faults/lazyfs states the rule); recovery runs on what
 //     is left. It applies wherever crash does.
+//   - torn-write: the same, except that of each surviving file some 4 KiB
+//     pages written and not synced survive whole and the others are lost
+//     (lazyfs.FS.PowerLossTorn, seeded by the window).
 //
 // The names are pingcap/failpoint paths, so they can be armed with
 // failpoint.Enable or the GO_FAILPOINTS environment variable without any code
@@ -47,6 +50,7 @@ package faults
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -86,6 +90,11 @@ const (
 	// PowerLoss kills every process of the case at the window and drops
 	// every write that was not synced (the lazy file system).
 	PowerLoss Kind = "power-loss"
+	// TornWrite is a power loss that tears: of the files that survive,
+	// each 4 KiB page written and not synced is kept or lost whole, as
+	// the case's seed decides, where PowerLoss loses them all (LazyFS's
+	// torn writes).
+	TornWrite Kind = "torn-write"
 )
 
 // Kinds lists every worker-side fault kind in a stable order: the crash
@@ -106,12 +115,19 @@ var Servers = []string{"postgres", "neo4j"}
 // IsServer reports whether k acts on a database server.
 func (k Kind) IsServer() bool { return k == ServerCrash || k == AckLost || k == ConnReset }
 
-// IsPowerLoss reports whether k cuts the machine's power.
-func (k Kind) IsPowerLoss() bool { return k == PowerLoss }
+// IsPowerLoss reports whether k cuts the machine's power (a plain or a
+// torn power loss).
+func (k Kind) IsPowerLoss() bool { return k == PowerLoss || k == TornWrite }
+
+// AllKinds lists every fault kind: the worker-side ones (Kinds), the
+// server ones (ServerKinds), then the power losses.
+func AllKinds() []Kind {
+	return append(append(slices.Clone(Kinds), ServerKinds...), PowerLoss, TornWrite)
+}
 
 // ParseKind parses a fault kind name.
 func ParseKind(s string) (Kind, error) {
-	every := append(append(Kinds[:len(Kinds):len(Kinds)], ServerKinds...), PowerLoss)
+	every := AllKinds()
 	for _, k := range every {
 		if string(k) == s {
 			return k, nil
@@ -250,9 +266,9 @@ func (s Spec) AppliesServer(k Kind, server string) bool {
 }
 
 // Applies reports whether kind k is meaningful at this window; a power
-// loss is wherever a crash is.
+// loss, torn or not, is wherever a crash is.
 func (s Spec) Applies(k Kind) bool {
-	if k == PowerLoss {
+	if k.IsPowerLoss() {
 		k = Crash
 	}
 	for _, x := range s.Kinds {

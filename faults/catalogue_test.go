@@ -201,3 +201,27 @@ func TestServerFaultActionsRoundTrip(t *testing.T) {
 		t.Fatal("server faults: Neo4j holds System A's graph only; worker kinds are not server faults")
 	}
 }
+
+// Every kind parses by its name, a power loss (plain or torn) applies
+// wherever a crash does and nowhere else, and an unknown name is refused
+// with the list of names.
+func TestKindsParseAndPowerLossesFollowCrash(t *testing.T) {
+	for _, k := range faults.AllKinds() {
+		if got, err := faults.ParseKind(string(k)); err != nil || got != k {
+			t.Errorf("ParseKind(%q) = %q, %v", k, got, err)
+		}
+	}
+	if _, err := faults.ParseKind("torn"); err == nil || !strings.Contains(err.Error(), "torn-write") {
+		t.Errorf("ParseKind(torn): %v; want an error listing torn-write", err)
+	}
+	for _, s := range faults.Catalogue {
+		for _, k := range []faults.Kind{faults.PowerLoss, faults.TornWrite} {
+			if !k.IsPowerLoss() || s.Applies(k) != s.Applies(faults.Crash) {
+				t.Errorf("%s at %s: applies %v, crash applies %v", k, s.Point, s.Applies(k), s.Applies(faults.Crash))
+			}
+		}
+	}
+	if faults.Crash.IsPowerLoss() {
+		t.Error("a crash is no power loss")
+	}
+}

@@ -329,7 +329,7 @@ func (r *Runtime) At(ctx context.Context, p Point, step func() error) error {
 		r.OnHit(h)
 	}
 	switch a.Kind {
-	case Crash, Recrash, PowerLoss:
+	case Crash, Recrash, PowerLoss, TornWrite:
 		// A power loss ends the worker as a crash does; the supervisor
 		// then kills the case's other processes and cuts the power.
 		r.crash(h)

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/faults"
@@ -13,6 +14,11 @@ import (
 // powerLossScenario is a scenario file that cuts the power at
 // beforeCompleted, on the stores the mutant names.
 func powerLossScenario(mutant, verdict, breaks string) string {
+	return powerScenario(faults.PowerLoss, mutant, verdict, breaks)
+}
+
+// powerScenario is powerLossScenario with a power loss of kind k.
+func powerScenario(k faults.Kind, mutant, verdict, breaks string) string {
 	return fmt.Sprintf(`name: power-loss-before-completed
 description: the power goes at the last stage of the first ingestion
 system: ingestion
@@ -28,14 +34,14 @@ steps:
       - {do: ingest, doc: d4, document: d4}
       - {do: ingest, doc: d1, document: d1}
     faults:
-      - {point: beforeCompleted, kind: power-loss, hit: 2}
+      - {point: beforeCompleted, kind: %s, hit: 2}
   - worker: quiesce
     actions:
       - {do: recover}
     resubmit: [fault]
     continueOnError: true
 expect: {verdict: %s%s}
-`, mutant, verdict, breaks)
+`, mutant, k, verdict, breaks)
 }
 
 // A scenario file arms kind power-loss like any other; run with real
@@ -70,5 +76,38 @@ func TestPowerLossScenario(t *testing.T) {
 	// In-process there is nothing to power off: undecided, never a pass.
 	if res := replay(t, s, true); res.Verdict != sim.Undecided {
 		t.Errorf("in-process power loss: %s %v", res.Verdict, res.Notes)
+	}
+}
+
+// kind torn-write arms a torn power loss: the default stores survive it,
+// and the case's note says what the tear kept, the same on every replay.
+func TestTornWriteScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real worker processes")
+	}
+	s, err := Parse("torn-write.yaml", []byte(powerScenario(faults.TornWrite, `""`, "pass", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := s.Case().Steps[0].Arms[faults.BeforeCompleted]; a.Kind != faults.TornWrite || a.Hit != 2 {
+		t.Fatalf("the scenario arms %v at beforeCompleted, want torn-write@2", a)
+	}
+	if err := lazyfs.Available(); err != nil {
+		t.Fatal(sim.PowerLossNotTested(err.Error()))
+	}
+	var notes []string
+	for i := 0; i < 2; i++ {
+		res := replay(t, s, false)
+		if err := s.JudgeResult(res); err != nil {
+			t.Fatalf("default stores, torn power loss: %v", err)
+		}
+		i := slices.IndexFunc(res.Notes, func(n string) bool { return strings.Contains(n, ", torn: ") })
+		if i < 0 {
+			t.Fatalf("no torn power loss in the notes: %v", res.Notes)
+		}
+		notes = append(notes, res.Notes[i][strings.Index(res.Notes[i], ", torn: "):])
+	}
+	if notes[0] != notes[1] {
+		t.Errorf("two replays tore differently: %q and %q", notes[0], notes[1])
 	}
 }

@@ -36,6 +36,14 @@ const (
 	// do while a worker stalled (Step.Meanwhile) did not land inside the
 	// stall: the case did not test what it names.
 	CauseInterleaving Cause = "interleaving"
+	// CauseDataElsewhere: a power loss of an embedded backend fired, but
+	// the case's lazy mount held no file of the store's: its data is
+	// elsewhere, and the power loss could not lose any of it.
+	CauseDataElsewhere Cause = "data-elsewhere"
+	// CauseNothingToTear: a torn power loss (faults.TornWrite) fired, but
+	// the store had nothing written and not synced to tear: it was a plain
+	// power loss.
+	CauseNothingToTear Cause = "nothing-to-tear"
 	// CauseNothingCompleted: every fault fired, but after recovery no
 	// operation had completed, so the checks had nothing to judge.
 	CauseNothingCompleted Cause = "nothing-completed"

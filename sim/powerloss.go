@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,24 +33,33 @@ const MutantSynchronousOff = "synchronous-off"
 // crash case with the power loss armed in place of the kill; ok is false
 // where a crash does not apply.
 func PowerLossCase(p faults.Point, leaseTTLMillis int64) (Case, bool) {
-	spec, found := faults.Lookup(p)
-	if !found {
-		return Case{}, false
-	}
-	return powerLossCase(spec, leaseTTLMillis)
+	return PowerCase(p, faults.PowerLoss, leaseTTLMillis)
 }
 
-func powerLossCase(spec faults.Spec, leaseTTLMillis int64) (Case, bool) {
+// PowerCase builds the case of a power loss of kind k (faults.PowerLoss
+// or faults.TornWrite) at window p.
+func PowerCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool) {
+	spec, found := faults.Lookup(p)
+	if !found || !k.IsPowerLoss() {
+		return Case{}, false
+	}
+	return powerLossCase(spec, k, leaseTTLMillis)
+}
+
+func powerLossCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case, bool) {
 	c, ok := windowCase(spec, faults.Crash, leaseTTLMillis)
 	if !ok {
 		return Case{}, false
 	}
-	c.ID = caseID(strings.ReplaceAll(string(spec.Point), "/", "-"), string(faults.PowerLoss))
-	c.Kind = faults.PowerLoss
+	c.ID = caseID(strings.ReplaceAll(string(spec.Point), "/", "-"), string(k))
+	c.Kind = k
 	c.Description = fmt.Sprintf("power loss at %q (%s): every process of the case dies and every write not yet synced is lost; recovery must: %s", spec.Step, spec.Window, spec.Recovery)
+	if k == faults.TornWrite {
+		c.Description = fmt.Sprintf("torn power loss at %q (%s): every process of the case dies; of the writes not yet synced some 4 KiB pages survive and the rest are lost; recovery must: %s", spec.Step, spec.Window, spec.Recovery)
+	}
 	for i := range c.Steps {
 		if a, armed := c.Steps[i].Arms[spec.Point]; armed && c.Steps[i].Worker == "fault" && a.Kind == faults.Crash {
-			c.Steps[i].Arms[spec.Point] = faults.On(faults.PowerLoss, a.Hit)
+			c.Steps[i].Arms[spec.Point] = faults.On(k, a.Hit)
 		}
 	}
 	return c, true
@@ -59,14 +69,26 @@ func powerLossCase(spec faults.Spec, leaseTTLMillis int64) (Case, bool) {
 // and every store-declared window where a crash applies: the power-loss
 // column.
 func PowerLossMatrix(ws []StoreWindow, leaseTTLMillis int64) []Case {
+	return powerMatrix(ws, faults.PowerLoss, leaseTTLMillis)
+}
+
+// TornWriteMatrix is the torn-write column: a torn power loss wherever
+// PowerLossMatrix has a power loss. It runs when asked for (--kind
+// torn-write): at a window where the store has nothing un-synced there is
+// nothing to tear, and such a case is not exercised.
+func TornWriteMatrix(ws []StoreWindow, leaseTTLMillis int64) []Case {
+	return powerMatrix(ws, faults.TornWrite, leaseTTLMillis)
+}
+
+func powerMatrix(ws []StoreWindow, k faults.Kind, leaseTTLMillis int64) []Case {
 	var out []Case
 	for _, s := range faults.Catalogue {
-		if c, ok := powerLossCase(s, leaseTTLMillis); ok {
+		if c, ok := powerLossCase(s, k, leaseTTLMillis); ok {
 			out = append(out, c)
 		}
 	}
 	for _, w := range ws {
-		if c, ok := powerLossCase(w.Spec(), leaseTTLMillis); ok {
+		if c, ok := powerLossCase(w.Spec(), k, leaseTTLMillis); ok {
 			c.Store = true
 			out = append(out, c)
 		}
@@ -90,17 +112,18 @@ func (r *Runner) PowerLossUntested() string {
 }
 
 // PowerLossSelection adds the power-loss column to sel where the runner
-// can test it, and otherwise returns what the report must say instead
+// can test it (and the torn-write column where sel asks for its kind), and otherwise returns what the report must say instead
 // ("power loss: not tested (why)"); asking for the kind where it cannot
 // run is an error.
 func (r *Runner) PowerLossSelection(sel *Selection) (untested string, err error) {
 	why := r.PowerLossUntested()
 	if why == "" {
 		sel.PowerLoss = true
+		sel.TornWrite = slices.Contains(sel.Kinds, faults.TornWrite)
 		return "", nil
 	}
-	if slices.Contains(sel.Kinds, faults.PowerLoss) {
-		return "", fmt.Errorf("--kind %s: %s", faults.PowerLoss, PowerLossNotTested(why))
+	if i := slices.IndexFunc(sel.Kinds, faults.Kind.IsPowerLoss); i >= 0 {
+		return "", fmt.Errorf("--kind %s: %s", sel.Kinds[i], PowerLossNotTested(why))
 	}
 	return PowerLossNotTested(why), nil
 }
@@ -134,6 +157,10 @@ type powerCase struct {
 	done   int    // power losses carried out
 	// restarts are the stores as each power loss left them (I9).
 	restarts []check.Restart
+	// noEffect says why a power loss of the case did not do what it
+	// names (nothing of the store on the mount, nothing to tear): the
+	// case is not exercised.
+	noEffect *NotExercisedReason
 }
 
 // restartsOf returns what the stores held right after each power loss.
@@ -148,7 +175,7 @@ func (pc *powerCase) restartsOf() []check.Restart {
 func armsPowerLoss(c Case) bool {
 	for _, st := range c.Steps {
 		for _, a := range st.Arms {
-			if a.Kind == faults.PowerLoss {
+			if a.Kind.IsPowerLoss() {
 				return true
 			}
 		}
@@ -238,7 +265,7 @@ func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c Case, env Cas
 	}
 	var hits []history.Record
 	for _, rec := range h {
-		if rec.Kind == history.Hit && rec.Fault != nil && rec.Fault.Kind == faults.PowerLoss {
+		if rec.Kind == history.Hit && rec.Fault != nil && rec.Fault.Kind.IsPowerLoss() {
 			hits = append(hits, rec)
 		}
 	}
@@ -258,9 +285,15 @@ func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c Case, env Cas
 			}
 			continue
 		}
-		loss := pc.fs.PowerLoss()
-		res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed; %d bytes and %d directory entries that were not synced thrown away",
-			hit.Point, hit.Worker, loss.Bytes, loss.Names))
+		var loss lazyfs.Loss
+		if hit.Fault.Kind == faults.TornWrite {
+			loss = pc.fs.PowerLossTorn(TearSeed(hit.Point, pc.done))
+		} else {
+			loss = pc.fs.PowerLoss()
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed; %d bytes and %d directory entries that were not synced thrown away%s",
+			hit.Point, hit.Worker, loss.Bytes, loss.Names, tornNote(loss)))
+		pc.tore(hit, loss)
 		rs := check.Restart{Server: "machine (power loss)", Point: string(hit.Point), Worker: hit.Worker, Events: len(h.Events())}
 		for _, t := range Observe(h, c, space).Threads {
 			rs.SavedPlans = append(rs.SavedPlans, t.ReturnedIDs...)
@@ -280,12 +313,59 @@ func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c Case, env Cas
 	return paused, nil
 }
 
-// powerLossOf says whether a report holds power-loss cases.
-func powerLossOf(rep Report) bool {
-	for _, r := range rep.Results {
-		if r.Case.Kind == faults.PowerLoss {
-			return true
+// powerColumns are the power-loss columns a report holds cases of.
+func powerColumns(rep Report) []faults.Kind {
+	var out []faults.Kind
+	for _, k := range []faults.Kind{faults.PowerLoss, faults.TornWrite} {
+		if slices.ContainsFunc(rep.Results, func(r CaseResult) bool { return r.Case.Kind == k }) {
+			out = append(out, k)
 		}
 	}
-	return false
+	return out
+}
+
+// TearSeed is the seed of the n-th (from 0) torn power loss of a case, hit
+// at point p: a function of the window and the count alone, so that a
+// case, or a scenario made of it, tears the same way when it runs again.
+func TearSeed(p faults.Point, n int) int64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s\x00%d", p, n)
+	return int64(h.Sum64() >> 1)
+}
+
+// tornNote is what a case's note adds for a torn power loss.
+func tornNote(loss lazyfs.Loss) string {
+	if !loss.Torn {
+		return ""
+	}
+	return fmt.Sprintf(", torn: %d of %d un-synced pages and sizes kept", loss.Kept, loss.Changes)
+}
+
+// tore records what a power loss of the case did not do: on the lazy
+// mount of an embedded backend, no file at all (the store keeps its data
+// elsewhere, where crashmatrix cuts no power); for a torn one, nothing
+// written and not synced to tear (a plain power loss).
+func (pc *powerCase) tore(hit history.Record, loss lazyfs.Loss) {
+	if pc.noEffect != nil {
+		return
+	}
+	switch {
+	case pc.fs != nil && loss.Files == 0:
+		pc.noEffect = &NotExercisedReason{Cause: CauseDataElsewhere,
+			Detail: fmt.Sprintf("the power loss at %s (worker %s) found no file on the case's lazy mount: the store keeps its data outside its case's directory, so the power loss could lose nothing", hit.Point, hit.Worker),
+			Advice: "open the store's files under the directory the harness gives (CaseEnv.Dir, or the path a store command is given): only there does a power loss reach them"}
+	case loss.Torn && loss.Kept == 0:
+		pc.noEffect = &NotExercisedReason{Cause: CauseNothingToTear,
+			Detail: fmt.Sprintf("the torn power loss at %s (worker %s) found nothing written and not synced in the files that survive it: it was a plain power loss", hit.Point, hit.Worker),
+			Advice: "at this window the store had synced everything it wrote, so no write can be torn there (the power-loss column covers the window); a torn write needs a window between a write and its sync, such as a store-declared window inside a commit"}
+	}
+}
+
+// withoutEffect says why a power loss of the case did not take effect
+// (nil when each did).
+func (pc *powerCase) withoutEffect() *NotExercisedReason {
+	if pc == nil {
+		return nil
+	}
+	return pc.noEffect
 }

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
+	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 )
@@ -90,6 +94,87 @@ func TestPowerLossColumnCertifiesEmbeddedDefault(t *testing.T) {
 	noLazyMounts(t)
 }
 
+// tornNote matches what a case's note says of a torn power loss.
+var tornNote = regexp.MustCompile(`torn: (\d+) of (\d+) un-synced pages and sizes kept`)
+
+// The embedded default (WAL, synchronous=FULL) survives torn power
+// losses: of what it had not synced (its WAL index), some pages survive
+// and some do not, and each case says how many. The same case tears the
+// same way when it runs again (the seed comes from the window).
+func TestTornWriteColumnCertifiesEmbeddedDefault(t *testing.T) {
+	needFUSE(t)
+	r := processRunner(t, "sqlite", func(c *sim.Config) { c.Adaptive = true })
+	points := []faults.Point{faults.BeforeGraphWrite, faults.BeforeStateCommit, faults.BeforeCompleted, faults.PlanSaveBeforeCheckpoint}
+	cases := sim.Filter(sim.TornWriteMatrix(nil, 250), points, nil, nil)
+	if len(cases) != len(points) {
+		t.Fatalf("%d torn-write cases at %d windows", len(cases), len(points))
+	}
+	torn := func(res sim.CaseResult) string {
+		for _, n := range res.Notes {
+			if m := tornNote.FindStringSubmatch(n); m != nil {
+				if kept, _ := strconv.Atoi(m[1]); kept == 0 {
+					t.Errorf("%s: the tear kept nothing: %s", res.Case.ID, n)
+				}
+				return m[0]
+			}
+		}
+		t.Errorf("%s: no torn power loss in the notes: %v", res.Case.ID, res.Notes)
+		return ""
+	}
+	rep := r.RunAll(context.Background(), cases, 2, nil)
+	first := map[string]string{}
+	for _, res := range rep.Results {
+		if res.Case.Kind != faults.TornWrite || res.Verdict != sim.Pass {
+			t.Errorf("%s (%s): %s %v %v", res.Case.ID, res.Case.Kind, res.Verdict, res.Broken(), res.Notes)
+		}
+		first[res.Case.ID] = torn(res)
+	}
+	if !slices.Contains(sim.Columns(rep), faults.TornWrite) {
+		t.Errorf("the report's columns %v have no torn-write column", sim.Columns(rep))
+	}
+	again := r.RunCase(context.Background(), cases[0])
+	if got := torn(again); got != first[cases[0].ID] {
+		t.Errorf("%s tore %q, then %q when it ran again", cases[0].ID, first[cases[0].ID], got)
+	}
+	noLazyMounts(t)
+}
+
+// elsewhere is the embedded default opening its database outside the
+// case's directory, at the path in $elsewhereEnv: no power loss can reach
+// it.
+const (
+	elsewhere    = "sqlite-elsewhere"
+	elsewhereEnv = "CRASHMATRIX_TEST_ELSEWHERE"
+)
+
+func elsewhereBackend() sim.Backend {
+	b := embedded.SQLite()
+	b.Name = elsewhere
+	open := b.Open
+	b.Open = func(ctx context.Context, env sim.CaseEnv) (reference.Stores, error) {
+		env.Dir = os.Getenv(elsewhereEnv)
+		return open(ctx, env)
+	}
+	return b
+}
+
+// A power loss that finds no file of the store on the case's lazy mount
+// lost nothing: the store keeps its data elsewhere. The case must not pass
+// (before, it did: every write survived the "power loss").
+func TestPowerLossOnDataElsewhereIsNotExercised(t *testing.T) {
+	needFUSE(t)
+	t.Setenv(elsewhereEnv, filepath.Join(t.TempDir(), "db"))
+	r := processRunner(t, elsewhere, nil)
+	for _, k := range []faults.Kind{faults.PowerLoss, faults.TornWrite} {
+		c, _ := sim.PowerCase(faults.BeforeCompleted, k, 250)
+		res := r.RunCase(context.Background(), c)
+		if res.Verdict != sim.NotExercised || res.NotExercised == nil || res.NotExercised.Cause != sim.CauseDataElsewhere {
+			t.Errorf("%s on a store whose data is off the mount: %s %+v %v; want not exercised (%s)", k, res.Verdict, res.NotExercised, res.Notes, sim.CauseDataElsewhere)
+		}
+	}
+	noLazyMounts(t)
+}
+
 // Where the power cannot be cut, a power-loss case says so and is
 // undecided: never a silent pass.
 func TestPowerLossInProcessIsNotTested(t *testing.T) {
@@ -111,7 +196,7 @@ func (fakePower) OpenCase(context.Context, sim.ServerCase) (sim.CaseServers, err
 func (fakePower) Kills(string) int          { return 0 }
 func (fakePower) Direct() map[string]string { return nil }
 func (f fakePower) PowerUntested() string   { return f.why }
-func (fakePower) PowerLoss(context.Context) (sim.ServerPowerLoss, error) {
+func (fakePower) PowerLoss(context.Context, bool, int64) (sim.ServerPowerLoss, error) {
 	return sim.ServerPowerLoss{}, errors.New("not used")
 }
 

@@ -68,8 +68,6 @@ func Columns(rep Report) []faults.Kind {
 			}
 		}
 	}
-	if powerLossOf(rep) {
-		cols = append(cols, faults.PowerLoss)
-	}
+	cols = append(cols, powerColumns(rep)...)
 	return cols
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/check"
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/history"
 )
 
@@ -19,9 +21,10 @@ type ServerPower interface {
 	PowerUntested() string
 	// PowerLoss kills every server (SIGKILL to the whole container),
 	// throws away everything their data directories hold that was not
-	// synced, and starts them again on what is left; it returns once
+	// synced (torn: some of its pages kept, as lazyfs.FS.PowerLossTorn
+	// with seed), and starts them again on what is left; it returns once
 	// each answers a query again.
-	PowerLoss(ctx context.Context) (ServerPowerLoss, error)
+	PowerLoss(ctx context.Context, torn bool, seed int64) (ServerPowerLoss, error)
 }
 
 // ServerPowerLoss is what one power loss of the servers did.
@@ -32,6 +35,9 @@ type ServerPowerLoss struct {
 	// summed over the servers' data directories).
 	Bytes int64
 	Names int
+	// Torn, Changes and Kept are the tear's (lazyfs.Loss), summed.
+	Torn          bool
+	Changes, Kept int
 	// Took is from the kill to every server's first answered query.
 	Took time.Duration
 }
@@ -63,12 +69,15 @@ func (r *Runner) serverPowerUntested() string {
 // un-synced writes dropped, and they are started again; the stores are
 // then read through the servers (I9), before recovery writes.
 func (r *Runner) cutServerPower(ctx context.Context, pc *powerCase, c Case, env CaseEnv, space string, h history.Log, hit history.Record, res *CaseResult) error {
-	loss, err := pc.server.PowerLoss(ctx)
+	torn := hit.Fault.Kind == faults.TornWrite
+	loss, err := pc.server.PowerLoss(ctx, torn, TearSeed(hit.Point, pc.done))
 	if err != nil {
 		return fmt.Errorf("power loss at %s: %w", hit.Point, err)
 	}
-	res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed, servers %v killed (SIGKILL); %d bytes and %d directory entries of their data directories that were not synced thrown away; first answered query %s after the kill",
-		hit.Point, hit.Worker, loss.Servers, loss.Bytes, loss.Names, loss.Took.Round(time.Millisecond)))
+	fl := lazyfs.Loss{Bytes: loss.Bytes, Names: loss.Names, Torn: loss.Torn, Changes: loss.Changes, Kept: loss.Kept}
+	res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed, servers %v killed (SIGKILL); %d bytes and %d directory entries of their data directories that were not synced thrown away%s; first answered query %s after the kill",
+		hit.Point, hit.Worker, loss.Servers, loss.Bytes, loss.Names, tornNote(fl), loss.Took.Round(time.Millisecond)))
+	pc.tore(hit, fl)
 	rs := check.Restart{Server: "machine (power loss)", Point: string(hit.Point), Worker: hit.Worker, Took: loss.Took, Events: len(h.Events())}
 	for _, t := range Observe(h, c, space).Threads {
 		rs.SavedPlans = append(rs.SavedPlans, t.ReturnedIDs...)

@@ -538,6 +538,9 @@ type Selection struct {
 	// PowerLoss adds the power-loss column (PowerLossMatrix), narrowed
 	// like the rest; set it where Runner.PowerLossUntested is "".
 	PowerLoss bool
+	// TornWrite adds the torn-write column (TornWriteMatrix), narrowed
+	// like the rest: asked for by its kind (PowerLossSelection).
+	TornWrite bool
 }
 
 // Cases returns the cases of a selection: the catalogue's matrix and case
@@ -547,6 +550,9 @@ func (s Selection) Cases(pr Probe, leaseTTLMillis, seed int64) []Case {
 	cases := Filter(append(Matrix(leaseTTLMillis), StoreMatrix(pr.Windows, leaseTTLMillis)...), s.Points, s.Kinds, s.Classes)
 	if s.PowerLoss {
 		cases = append(cases, Filter(PowerLossMatrix(pr.Windows, leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)
+	}
+	if s.TornWrite {
+		cases = append(cases, Filter(TornWriteMatrix(pr.Windows, leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)
 	}
 	cases = append(cases, s.betweenCalls(BetweenCallsCases(pr.StaleCalls, leaseTTLMillis))...)
 	if s.RandomKills > 0 && len(s.Points) == 0 && len(s.Kinds) == 0 && (len(s.Classes) == 0 || slices.Contains(s.Classes, RandomKillClass)) {

@@ -557,7 +557,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 				miss = cmp.Or(miss, &NotExercisedReason{Cause: CauseServerFault, Detail: note,
 					Advice: "the armed fault found no matching traffic before faults stopped (ack-lost waits for a committed write's reply, conn-reset for a request), or the supervisor could not restart the server: see the case's server records"})
 			}
-			if (a.Kind == faults.Crash || a.Kind == faults.Unknown || a.Kind == faults.Recrash || a.Kind == faults.PowerLoss) && h.HitBy(st.Worker, p) {
+			if (a.Kind == faults.Crash || a.Kind == faults.Unknown || a.Kind == faults.Recrash || a.Kind.IsPowerLoss()) && h.HitBy(st.Worker, p) {
 				if wr := findWorker(res.Workers, st.Worker); wr != nil && !strings.HasPrefix(wr.Exit, "killed") {
 					note := fmt.Sprintf("worker %s hit %s (%s) but exited %q instead of dying by SIGKILL", st.Worker, p, a, wr.Exit)
 					res.Notes = append(res.Notes, note)
@@ -576,6 +576,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 				Advice: "the worker finished before its random kill (this run was faster than the measured one): run again, or pick another seed"})
 		}
 	}
+	miss = cmp.Or(miss, pc.withoutEffect())
 	if miss == nil {
 		miss = interleavingMissed(c, h, tm)
 	}

@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 	sim.RegisterBackend(slowAlways, func(sim.BackendSpec) (sim.Backend, error) { return slowBackend(slowAlways, false), nil })
 	sim.RegisterBackend(slowOnce, func(sim.BackendSpec) (sim.Backend, error) { return slowBackend(slowOnce, true), nil })
 	sim.RegisterBackend(heavy, func(sim.BackendSpec) (sim.Backend, error) { return heavyBackend(), nil })
+	sim.RegisterBackend(elsewhere, func(sim.BackendSpec) (sim.Backend, error) { return elsewhereBackend(), nil })
 	if path := os.Getenv(sim.WorkerSpecEnv); path != "" {
 		os.Exit(testWorker(path))
 	}

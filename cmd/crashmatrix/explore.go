@@ -58,6 +58,7 @@ func exploreCmd() *cobra.Command {
 		processes, files, simStore bool
 		randomKills                float64
 		powerLoss                  float64
+		tornWrite                  float64
 		server                     serverFlags
 		store                      storeCmdFlags
 	)
@@ -106,6 +107,12 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			}
 			if powerLoss < 0 || powerLoss > 1 {
 				return fmt.Errorf("--power-loss %v: want a share between 0 and 1", powerLoss)
+			}
+			switch {
+			case tornWrite < 0 || tornWrite > 1:
+				return fmt.Errorf("--torn-write %v: want a share between 0 and 1", tornWrite)
+			case tornWrite > 0 && powerLoss == 0:
+				return fmt.Errorf("--torn-write %v is a share of the power losses: give --power-loss too", tornWrite)
 			}
 			if randomKills > 0 && !processes {
 				return fmt.Errorf("--random-kills needs --processes: a goroutine cannot be stopped at an instant")
@@ -200,7 +207,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 					fmt.Fprintf(cmd.ErrOrStderr(), "crashmatrix: --power-loss: %s\n", sim.PowerLossNotTested(why))
 					return exitError{2}
 				}
-				shape.PowerLoss = powerLoss
+				shape.PowerLoss, shape.TornWrite = powerLoss, tornWrite
 			}
 			fmt.Fprintf(out, "exploring: seed %d, shard %d/%d, budget %s, backend %s, %s, %d store windows", seed, si, sn, budget, backend, mode, len(probe.Windows))
 			if randomKills > 0 {
@@ -362,6 +369,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.StringVar(&backendName, "backend", "sqlite", "backend")
 	store.register(fl, false)
 	fl.BoolVar(&processes, "processes", false, "kill real worker processes instead of the in-process mode")
+	fl.Float64Var(&tornWrite, "torn-write", 0, "share (0..1) of those power losses that tear: of each file, some 4 KiB pages written and not fsynced survive and the rest are lost")
 	fl.Float64Var(&powerLoss, "power-loss", 0, "share (0..1) of armed crashes that cut the power instead (every process of the schedule dies and what was not fsynced is lost); needs --processes, an embedded backend and FUSE")
 	fl.Float64Var(&randomKills, "random-kills", 0, "share (0..1) of client workers SIGKILLed at a random instant of their run (before a store call or inside a commit, drawn over the probe's counts) besides failpoints; needs --processes")
 	fl.BoolVar(&simStore, "sim-store", false, "explore on a SIMULATED durable store (memory stores: commits survive a simulated crash, nothing else does), several times faster; protocol bugs only, never a certification; a finding is replayed on SQLite and labelled with how often it broke there")

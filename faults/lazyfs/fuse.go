@@ -3,7 +3,6 @@ package lazyfs
 import (
 	"context"
 	"fmt"
-	"math/rand"
 	"os"
 	"syscall"
 	"time"
@@ -67,6 +66,14 @@ type Loss struct {
 	// renamed without a directory fsync.
 	Bytes int64
 	Names int
+	// Files counts the regular files the mount held just before: none
+	// means nothing of the store was there to lose.
+	Files int
+	// Torn is set for a torn power loss (PowerLossTorn): Changes are the
+	// un-synced changes it decided over (a page of a surviving file, or
+	// its size), Kept those it kept. Bytes counts what was dropped.
+	Torn          bool
+	Changes, Kept int
 }
 
 // Mount mounts a lazy file system on mountpoint (an existing directory).
@@ -138,27 +145,45 @@ func (f *FS) PowerLoss() Loss {
 	return f.cut(nil)
 }
 
-// PowerLossTorn is PowerLoss with torn writes: each 4 KiB page of a file
-// that was written and not synced survives or not, at random (seeded),
-// and so does a file's changed size; names follow the rule as always.
-// Bytes counts the pages that did not survive.
+// PowerLossTorn is PowerLoss with torn writes: of the files that survive,
+// each 4 KiB page written and not synced is kept whole or lost whole, and
+// so is a changed size; names follow the rule as always. The seed decides
+// which, by a hash of the seed, the file's path and the page: the same
+// seed on the same state tears the same way. Unless nothing was left
+// un-synced, something is kept (what a plain power loss drops) and, of
+// two changes or more, something is lost (Loss.Changes, Loss.Kept).
+// This is LazyFS's torn-write fault at the granularity of the page cache.
 func (f *FS) PowerLossTorn(seed int64) Loss {
-	rng := rand.New(rand.NewSource(seed))
-	return f.cut(func() bool { return rng.Intn(2) == 0 })
+	return f.cut(&tearing{seed: seed})
 }
 
-// cut is a power loss, torn with tear when it is set: the model first,
-// then the kernel's caches.
-func (f *FS) cut(tear func() bool) Loss {
+// Cut is PowerLossTorn(seed) when torn is set, else PowerLoss.
+func (f *FS) Cut(torn bool, seed int64) Loss {
+	if torn {
+		return f.PowerLossTorn(seed)
+	}
+	return f.PowerLoss()
+}
+
+// cut is a power loss, torn when tear is set: the model first, then the
+// kernel's caches.
+func (f *FS) cut(tear *tearing) Loss {
 	f.m.mu.Lock()
-	b, n, changed := f.m.powerLoss(tear)
+	if tear != nil {
+		tear.decide(f.m)
+	}
+	b, n, files, changed := f.m.powerLoss(tear)
 	var open []*fs.Inode
 	for h := range f.open {
 		open = append(open, h.in)
 	}
 	f.m.mu.Unlock()
 	f.invalidate(changed, open)
-	return Loss{Bytes: b, Names: n}
+	loss := Loss{Bytes: b, Names: n, Files: files}
+	if tear != nil {
+		loss.Torn, loss.Changes, loss.Kept = true, tear.changes, tear.kept
+	}
+	return loss
 }
 
 // invalidate drops what the kernel cached and a power loss made stale:

@@ -164,7 +164,7 @@ func TestFsyncKeepsDataAndDirFsyncKeepsName(t *testing.T) {
 	p := filepath.Join(f.Dir(), "a")
 	writeFile(t, p, "kept", true)
 	syncDir(t, f.Dir())
-	if loss := f.PowerLoss(); loss != (Loss{}) {
+	if loss := f.PowerLoss(); loss != (Loss{Files: 1}) {
 		t.Errorf("nothing un-synced, yet the power loss lost %+v", loss)
 	}
 	if got := readOf(t, p); got != "kept" {
@@ -546,37 +546,76 @@ func child(what string) int {
 }
 
 // A torn power loss keeps some of the pages written and not synced, each
-// whole: a 4 KiB page is all old or all new, and which ones depends on the
-// seed.
+// whole: a 4 KiB page is all old or all new. Which ones depends on the
+// seed alone (the same seed tears the same state the same way), and every
+// seed keeps some and loses some of two changes or more.
 func TestTornPowerLossKeepsWholePages(t *testing.T) {
 	f := mount(t)
 	p := filepath.Join(f.Dir(), "a")
 	const pages = 8
-	mixed := false
-	for seed := int64(1); seed <= 10; seed++ {
+	tear := func(seed int64) (string, Loss) {
 		writeFile(t, p, strings.Repeat("a", pages*pageSize), true)
 		syncDir(t, f.Dir())
 		writeFile(t, p, strings.Repeat("b", pages*pageSize), false)
-		f.PowerLossTorn(seed)
+		loss := f.PowerLossTorn(seed)
 		got := readOf(t, p)
 		if len(got) != pages*pageSize {
 			t.Fatalf("seed %d: %d bytes after a torn power loss, want %d (the size never changed)", seed, len(got), pages*pageSize)
 		}
-		news := 0
+		var kept []byte
 		for i := 0; i < pages; i++ {
-			pg := got[i*pageSize : (i+1)*pageSize]
-			switch pg {
+			switch pg := got[i*pageSize : (i+1)*pageSize]; pg {
 			case strings.Repeat("a", pageSize):
+				kept = append(kept, '.')
 			case strings.Repeat("b", pageSize):
-				news++
+				kept = append(kept, 'K')
 			default:
 				t.Fatalf("seed %d: page %d is torn inside: %q...", seed, i, pg[:16])
 			}
 		}
-		mixed = mixed || news > 0 && news < pages
+		return string(kept), loss
 	}
-	if !mixed {
-		t.Fatal("no seed kept part of the un-synced pages: the power loss does not tear")
+	shapes := map[string]bool{}
+	for seed := int64(1); seed <= 10; seed++ {
+		got, loss := tear(seed)
+		news := strings.Count(got, "K")
+		if news == 0 || news == pages {
+			t.Errorf("seed %d kept %d of %d un-synced pages (%s): a torn power loss keeps some and loses some", seed, news, pages, got)
+		}
+		if !loss.Torn || loss.Changes != pages || loss.Kept != news || loss.Bytes != int64(pages-news)*pageSize {
+			t.Errorf("seed %d: loss %+v, want torn, %d changes, %d kept, %d bytes lost", seed, loss, pages, news, (pages-news)*pageSize)
+		}
+		if again, _ := tear(seed); again != got {
+			t.Errorf("seed %d tore %s, then %s on the same state", seed, got, again)
+		}
+		shapes[got] = true
+	}
+	if len(shapes) < 3 {
+		t.Errorf("10 seeds tore the same pages in only %d ways: %v", len(shapes), shapes)
+	}
+}
+
+// A torn power loss with a single un-synced change keeps it (a plain
+// power loss drops it); one with nothing un-synced says so.
+func TestTornPowerLossKeepsALoneChange(t *testing.T) {
+	f := mount(t)
+	p := filepath.Join(f.Dir(), "a")
+	writeFile(t, p, strings.Repeat("a", pageSize), true)
+	syncDir(t, f.Dir())
+	if loss := f.PowerLossTorn(1); loss.Changes != 0 || loss.Kept != 0 {
+		t.Fatalf("nothing un-synced, yet the tear decided over %d changes (%d kept)", loss.Changes, loss.Kept)
+	}
+	rw, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rw.WriteAt([]byte("b"), 10); err != nil {
+		t.Fatal(err)
+	}
+	_ = rw.Close()
+	loss := f.PowerLossTorn(1)
+	if got := readOf(t, p); got[10] != 'b' || loss.Changes != 1 || loss.Kept != 1 {
+		t.Fatalf("a lone un-synced page: byte 10 is %q after the tear, loss %+v; want it kept", got[10], loss)
 	}
 }
 

@@ -71,6 +71,9 @@
 package lazyfs
 
 import (
+	"fmt"
+	"hash/fnv"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -256,20 +259,22 @@ func (m *model) syncAll() {
 // powerLoss throws away everything not synced: every node reachable
 // through durable entries gets its durable state back, every other node
 // reachable before is dead. It returns how many bytes and names were
-// lost (for the statistics and the tests).
+// lost (for the statistics and the tests) and how many regular files the
+// live tree held.
 //
 // With tear set, a file's un-synced data is torn instead of lost whole:
-// each changed 4 KiB page (and the size) survives when tear says so.
+// each changed 4 KiB page (and the size) survives where tear decided so
+// (tear.decide, called first, under the same lock).
 //
 // changed holds, for each directory that survives, the names whose entry
 // the power loss changed (gone, back, or naming another node): the
 // kernel's cached entries for exactly those names are stale.
-func (m *model) powerLoss(tear func() bool) (lostBytes int64, lostNames int, changed map[*node][]string) {
+func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames, files int, changed map[*node][]string) {
 	m.gen++
 	changed = map[*node][]string{}
 	kept := map[*node]bool{}
-	var keep func(n *node)
-	keep = func(n *node) {
+	var keep func(n *node, path string)
+	keep = func(n *node, path string) {
 		kept[n] = true
 		now := time.Now()
 		if n.dir {
@@ -291,14 +296,14 @@ func (m *model) powerLoss(tear func() bool) (lostBytes int64, lostNames int, cha
 			for k, v := range n.durKids {
 				n.kids[k] = v
 			}
-			for _, k := range n.durKids {
-				if !kept[k] {
-					keep(k)
+			for _, name := range slices.Sorted(maps.Keys(n.durKids)) {
+				if k := n.durKids[name]; !kept[k] {
+					keep(k, path+"/"+name)
 				}
 			}
 		} else {
 			if tear != nil {
-				n.dur = torn(n.live, n.dur, tear)
+				n.dur = torn(n.live, n.dur, func(page int) bool { return tear.keep[tearKey{path, page}] })
 			}
 			lostBytes += changedBytes(n.live, n.dur)
 			n.live = n.dur.clone()
@@ -316,7 +321,12 @@ func (m *model) powerLoss(tear func() bool) (lostBytes int64, lostNames int, cha
 		}
 	}
 	collect(m.root)
-	keep(m.root)
+	for _, n := range before {
+		if !n.dir {
+			files++
+		}
+	}
+	keep(m.root, "")
 	for _, n := range before {
 		if !kept[n] {
 			n.dead = true
@@ -326,7 +336,7 @@ func (m *model) powerLoss(tear func() bool) (lostBytes int64, lostNames int, cha
 		}
 	}
 	m.losses += lostBytes
-	return lostBytes, lostNames, changed
+	return lostBytes, lostNames, files, changed
 }
 
 // changedBytes counts the bytes of a that differ from b, page by page
@@ -375,19 +385,105 @@ func samePage(a, b []byte) bool {
 	return a == nil && b == nil || a != nil && b != nil && &a[0] == &b[0]
 }
 
+// tearing is the plan of one torn power loss: which un-synced changes of
+// the files that survive it are kept. Each is decided by a hash of the
+// seed, the file's path and the page, so a seed decides the same tear on
+// the same state whatever order the maps give.
+type tearing struct {
+	seed int64
+	keep map[tearKey]bool
+	// changes and kept count the un-synced changes and those kept.
+	changes, kept int
+}
+
+// tearKey is one un-synced change: a 4 KiB page of the file at path (the
+// first path a walk of the durable tree in name order reaches it by), or
+// its size (page -1).
+type tearKey struct {
+	path string
+	page int
+}
+
+// decide plans the tear on the model as it is (under m.mu): every page
+// that differs between a surviving file's live and durable data, and
+// every changed size, is kept or dropped by the hash. A tear that would
+// keep all of two or more changes, or none, flips the first: a torn power
+// loss keeps something a plain one drops (so it tests something of its
+// own) and drops something a clean shutdown keeps. A single change is
+// kept.
+func (t *tearing) decide(m *model) {
+	t.keep = map[tearKey]bool{}
+	var keys []tearKey
+	seen := map[*node]bool{}
+	var walk func(n *node, path string)
+	walk = func(n *node, path string) {
+		seen[n] = true
+		if !n.dir {
+			for i := 0; i < max(len(n.live.pages), len(n.dur.pages)); i++ {
+				if !samePage(n.live.page(i), n.dur.page(i)) {
+					keys = append(keys, tearKey{path, i})
+				}
+			}
+			if n.live.size != n.dur.size {
+				keys = append(keys, tearKey{path, -1})
+			}
+			return
+		}
+		for _, name := range slices.Sorted(maps.Keys(n.durKids)) {
+			if k := n.durKids[name]; !seen[k] {
+				walk(k, path+"/"+name)
+			}
+		}
+	}
+	walk(m.root, "")
+	for _, k := range keys {
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%d\x00%s\x00%d", t.seed, k.path, k.page)
+		t.keep[k] = mix(h.Sum64())&1 == 1
+	}
+	t.changes = len(keys)
+	if len(keys) > 0 {
+		all := true
+		for _, k := range keys[1:] {
+			all = all && t.keep[k] == t.keep[keys[0]]
+		}
+		switch {
+		case len(keys) == 1:
+			t.keep[keys[0]] = true
+		case all:
+			t.keep[keys[0]] = !t.keep[keys[0]]
+		}
+	}
+	for _, k := range keys {
+		if t.keep[k] {
+			t.kept++
+		}
+	}
+}
+
+// mix is splitmix64's finalizer: FNV's low bits follow the last bytes
+// hashed (the page number) too closely to decide by.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
 // torn returns dur with some of live's changes: each page that differs
-// and the size, where tear says so.
-func torn(live, dur content, tear func() bool) content {
+// and the size (page -1), where keep says so.
+func torn(live, dur content, keep func(page int) bool) content {
 	out := dur.clone()
 	for i := 0; i < max(len(live.pages), len(dur.pages)); i++ {
-		if lp := live.page(i); !samePage(lp, dur.page(i)) && tear() {
+		if lp := live.page(i); !samePage(lp, dur.page(i)) && keep(i) {
 			for len(out.pages) <= i {
 				out.pages = append(out.pages, nil)
 			}
 			out.pages[i] = lp
 		}
 	}
-	if live.size != dur.size && tear() {
+	if live.size != dur.size && keep(-1) {
 		out.size = live.size
 	}
 	// Nothing past the size survives (it would reappear if the file grew).

@@ -69,6 +69,9 @@ type Shape struct {
 	// losses (faults.PowerLoss): real processes on a runner that can cut
 	// the power only (sim.Runner.PowerLossUntested).
 	PowerLoss float64
+	// TornWrite is the share (0..1) of those power losses that tear
+	// (faults.TornWrite) instead of losing every un-synced write.
+	TornWrite float64
 }
 
 // DefaultShape is small enough to shrink fast and rich enough to find the
@@ -144,6 +147,9 @@ func arm(r *rand.Rand, spec faults.Spec, shape Shape) faults.Action {
 	// Drawn only when asked for, so that seeds without power losses keep
 	// the schedules they always had.
 	if shape.PowerLoss > 0 && (k == faults.Crash || k == faults.Recrash) && r.Float64() < shape.PowerLoss {
+		if shape.TornWrite > 0 && r.Float64() < shape.TornWrite {
+			return faults.On(faults.TornWrite, hit)
+		}
 		return faults.On(faults.PowerLoss, hit)
 	}
 	switch k {

@@ -10,7 +10,7 @@ import (
 // With PowerLoss 1 every crash the generator draws for an ingestion
 // schedule cuts the power instead; with 0 (the default) none does.
 func TestPowerLossShareTurnsCrashesIntoPowerLosses(t *testing.T) {
-	count := func(shape explore.Shape) (crashes, losses int) {
+	count := func(shape explore.Shape) (crashes, losses, torn int) {
 		for i := 0; i < 200; i++ {
 			c := explore.Schedule(5, i, shape)
 			if c.System != faults.Ingestion {
@@ -23,18 +23,29 @@ func TestPowerLossShareTurnsCrashesIntoPowerLosses(t *testing.T) {
 						crashes++
 					case faults.PowerLoss:
 						losses++
+					case faults.TornWrite:
+						torn++
 					}
 				}
 			}
 		}
 		return
 	}
-	if c, l := count(explore.DefaultShape); c == 0 || l != 0 {
-		t.Fatalf("default shape: %d crashes, %d power losses; want crashes and no power loss", c, l)
+	if c, l, n := count(explore.DefaultShape); c == 0 || l != 0 || n != 0 {
+		t.Fatalf("default shape: %d crashes, %d power losses, %d torn; want crashes and no power loss", c, l, n)
 	}
 	all := explore.DefaultShape
 	all.PowerLoss = 1
-	if c, l := count(all); c != 0 || l == 0 {
-		t.Fatalf("PowerLoss 1: %d crashes, %d power losses; want every crash a power loss", c, l)
+	if c, l, n := count(all); c != 0 || l == 0 || n != 0 {
+		t.Fatalf("PowerLoss 1: %d crashes, %d power losses, %d torn; want every crash a plain power loss", c, l, n)
+	}
+	// TornWrite is the share of those power losses that tear.
+	all.TornWrite = 0.5
+	if c, l, n := count(all); c != 0 || l == 0 || n == 0 {
+		t.Fatalf("PowerLoss 1, TornWrite 0.5: %d crashes, %d power losses, %d torn; want both kinds of power loss", c, l, n)
+	}
+	all.TornWrite = 1
+	if c, l, n := count(all); c != 0 || l != 0 || n == 0 {
+		t.Fatalf("PowerLoss 1, TornWrite 1: %d crashes, %d power losses, %d torn; want every power loss torn", c, l, n)
 	}
 }

@@ -225,7 +225,7 @@ func TestServerThatCannotRestartSaysWhy(t *testing.T) {
 	d.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), serverfaults.RestartBudget+time.Minute)
 	defer cancel()
-	_, err = st.Faults.PowerLoss(ctx)
+	_, err = st.Faults.PowerLoss(ctx, false, 0)
 	if err == nil || !strings.Contains(err.Error(), "postgres exited") || !strings.Contains(err.Error(), `could not open file "/var/lib/postgresql/data/global/pg_control"`) {
 		t.Fatalf("power loss with pg_control gone: %v; want the server's exit and its log", err)
 	}

@@ -82,9 +82,8 @@ func (l *lazyData) settled(server string) {
 }
 
 // powerLoss is the server's Server.PowerLoss.
-func (l *lazyData) powerLoss(server string) func() lazyfs.Loss {
-	fs := l.mounts[server]
-	return fs.PowerLoss
+func (l *lazyData) powerLoss(server string) func(torn bool, seed int64) lazyfs.Loss {
+	return l.mounts[server].Cut
 }
 
 // close unmounts every mount (the containers are gone: a mount still

@@ -45,7 +45,7 @@ func (s *Supervisor) PowerUntested() string {
 // to its container), then each lazy mount drops what was not synced,
 // then every server starts again on what is left and the proxies follow
 // it. Each server's kill counts as one (Kills).
-func (s *Supervisor) PowerLoss(ctx context.Context) (sim.ServerPowerLoss, error) {
+func (s *Supervisor) PowerLoss(ctx context.Context, torn bool, seed int64) (sim.ServerPowerLoss, error) {
 	if why := s.PowerUntested(); why != "" {
 		return sim.ServerPowerLoss{}, errors.New(why)
 	}
@@ -69,10 +69,13 @@ func (s *Supervisor) PowerLoss(ctx context.Context) (sim.ServerPowerLoss, error)
 	if err := errors.Join(errs...); err != nil {
 		return out, err
 	}
+	out.Torn = torn
 	for _, srv := range srvs {
-		loss := srv.PowerLoss()
+		loss := srv.PowerLoss(torn, seed)
 		out.Bytes += loss.Bytes
 		out.Names += loss.Names
+		out.Changes += loss.Changes
+		out.Kept += loss.Kept
 	}
 	// They start together (Neo4j's JVM takes its time; PostgreSQL need
 	// not wait for it).
