@@ -144,10 +144,16 @@ func run(t *testing.T, st *provision.Started, cases []sim.Case) sim.Report {
 			continue
 		}
 		lost := slices.ContainsFunc(res.Notes, func(n string) bool {
-			return strings.HasPrefix(n, "power loss at ") && strings.Contains(n, "killed (SIGKILL)")
+			return strings.HasPrefix(n, "power loss at ") && strings.Contains(n, "killed (SIGKILL)") &&
+				(res.Case.Kind != faults.TornWrite || strings.Contains(n, ", torn: "))
 		})
 		if !lost {
 			t.Errorf("%s: no power loss of the servers in its notes: %v", res.Case.Label(), res.Notes)
+		}
+		for _, n := range res.Notes {
+			if strings.Contains(n, ", torn: ") {
+				t.Logf("%s: %s", res.Case.Label(), n)
+			}
 		}
 	}
 	return rep
@@ -180,6 +186,39 @@ func TestPostgresFsyncOffFailsPowerLoss(t *testing.T) {
 			}
 		}
 	}
+}
+
+// tornCases are the torn-write column at the given windows.
+func tornCases(t *testing.T, points ...faults.Point) []sim.Case {
+	t.Helper()
+	cases := sim.Filter(sim.TornWriteMatrix(nil, leaseTTL.Milliseconds()), points, nil, nil)
+	if len(cases) != len(points) {
+		t.Fatalf("torn-write cases at %v: got %d", points, len(cases))
+	}
+	return cases
+}
+
+// PostgreSQL with its defaults survives torn power losses: of what its
+// data directory held un-synced at the window, some pages survive and
+// some do not, and recovery (full-page images in the WAL) repairs them.
+func TestPostgresDefaultsCertifyTornWrites(t *testing.T) {
+	st := start(t, provision.ContainerOptions{NoNeo4j: true})
+	rep := run(t, st, tornCases(t, faults.BeforeStateCommitted, faults.BeforeCompleted, faults.PlanSaveBeforeCheckpoint))
+	if rep.ExitCode != 0 {
+		t.Fatalf("PostgreSQL with its defaults did not certify under torn writes: %v (broken: %v)", rep.Counts, rep.Broken())
+	}
+}
+
+// PostgreSQL with full_page_writes=off (no full-page images in the WAL,
+// the protection against torn data pages) under torn power losses at five
+// windows: a measurement, logged. Each case must tear something and be
+// decided (run); on 2026-12-02 all five passed, so at the protocol's
+// windows the tears did not reach a data page that WAL replay needed
+// whole (docs/power-loss.md).
+func TestPostgresFullPageWritesOffUnderTornWrites(t *testing.T) {
+	st := start(t, provision.ContainerOptions{NoNeo4j: true, PostgresConfig: []string{"full_page_writes=off"}})
+	rep := run(t, st, tornCases(t, faults.BeforeGraphWrite, faults.BeforeStateCommitted, faults.BeforeCompleted, faults.RecoveryBeforeClaim, faults.PlanSaveBeforeCheckpoint))
+	t.Logf("full_page_writes=off under torn writes: exit %d, verdicts %v, broken %v", rep.ExitCode, rep.Counts, rep.Broken())
 }
 
 // Neo4j (with PostgreSQL, both with their defaults) survives a power loss
