@@ -104,9 +104,25 @@ func ownMounts(t *testing.T) []string {
 // powerCases are the power-loss column at the given windows.
 func powerCases(t *testing.T, points ...faults.Point) []sim.Case {
 	t.Helper()
-	cases := sim.Filter(sim.PowerLossMatrix(nil, leaseTTL.Milliseconds()), points, nil, nil)
-	if len(cases) != len(points) {
-		t.Fatalf("power-loss cases at %v: got %d", points, len(cases))
+	return columnCases(t, faults.PowerLoss, points)
+}
+
+// tornCases are the torn-write column at the given windows.
+func tornCases(t *testing.T, points ...faults.Point) []sim.Case {
+	t.Helper()
+	return columnCases(t, faults.TornWrite, points)
+}
+
+// columnCases are the cases of power-loss kind k at the given windows.
+func columnCases(t *testing.T, k faults.Kind, points []faults.Point) []sim.Case {
+	t.Helper()
+	var cases []sim.Case
+	for _, p := range points {
+		c, ok := sim.PowerCase(p, k, leaseTTL.Milliseconds())
+		if !ok {
+			t.Fatalf("no %s case at %s", k, p)
+		}
+		cases = append(cases, c)
 	}
 	return cases
 }
@@ -186,16 +202,6 @@ func TestPostgresFsyncOffFailsPowerLoss(t *testing.T) {
 			}
 		}
 	}
-}
-
-// tornCases are the torn-write column at the given windows.
-func tornCases(t *testing.T, points ...faults.Point) []sim.Case {
-	t.Helper()
-	cases := sim.Filter(sim.TornWriteMatrix(nil, leaseTTL.Milliseconds()), points, nil, nil)
-	if len(cases) != len(points) {
-		t.Fatalf("torn-write cases at %v: got %d", points, len(cases))
-	}
-	return cases
 }
 
 // PostgreSQL with its defaults survives torn power losses: of what its
