@@ -341,31 +341,30 @@ func tornNote(loss lazyfs.Loss) string {
 	return fmt.Sprintf(", torn: %d of %d un-synced pages and sizes kept", loss.Kept, loss.Changes)
 }
 
-// tore records what a power loss of the case did not do: on the lazy
-// mount of an embedded backend, no file at all (the store keeps its data
-// elsewhere, where crashmatrix cuts no power); for a torn one, nothing
-// written and not synced to tear (a plain power loss).
+// tore records a torn power loss that found nothing written and not
+// synced to tear: it was a plain power loss.
 func (pc *powerCase) tore(hit history.Record, loss lazyfs.Loss) {
-	if pc.noEffect != nil {
-		return
-	}
-	switch {
-	case pc.fs != nil && loss.Files == 0:
-		pc.noEffect = &NotExercisedReason{Cause: CauseDataElsewhere,
-			Detail: fmt.Sprintf("the power loss at %s (worker %s) found no file on the case's lazy mount: the store keeps its data outside its case's directory, so the power loss could lose nothing", hit.Point, hit.Worker),
-			Advice: "open the store's files under the directory the harness gives (CaseEnv.Dir, or the path a store command is given): only there does a power loss reach them"}
-	case loss.Torn && loss.Kept == 0:
+	if pc.noEffect == nil && loss.Torn && loss.Kept == 0 {
 		pc.noEffect = &NotExercisedReason{Cause: CauseNothingToTear,
 			Detail: fmt.Sprintf("the torn power loss at %s (worker %s) found nothing written and not synced in the files that survive it: it was a plain power loss", hit.Point, hit.Worker),
 			Advice: "at this window the store had synced everything it wrote, so no write can be torn there (the power-loss column covers the window); a torn write needs a window between a write and its sync, such as a store-declared window inside a commit"}
 	}
 }
 
-// withoutEffect says why a power loss of the case did not take effect
-// (nil when each did).
+// withoutEffect says why the case's power losses did not do what they
+// name (nil when they did): on an embedded backend's lazy mount no file
+// ever, by the end of the case (the store keeps its data outside the
+// directory it was given, where crashmatrix cuts no power; a store that
+// wrote nothing yet at the window, and its files later, is fine: there was
+// nothing to lose then); for a torn one, nothing to tear (tore).
 func (pc *powerCase) withoutEffect() *NotExercisedReason {
-	if pc == nil {
+	switch {
+	case pc == nil || pc.done == 0:
 		return nil
+	case pc.fs != nil && pc.fs.FilesMade() == 0:
+		return &NotExercisedReason{Cause: CauseDataElsewhere,
+			Detail: "no file was ever made on the case's lazy mount, before or after the power loss: the store keeps its data outside its case's directory, so the power loss could lose nothing",
+			Advice: "open the store's files under the directory the harness gives (CaseEnv.Dir, or the path a store command is given): only there does a power loss reach them"}
 	}
 	return pc.noEffect
 }

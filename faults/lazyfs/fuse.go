@@ -66,9 +66,6 @@ type Loss struct {
 	// renamed without a directory fsync.
 	Bytes int64
 	Names int
-	// Files counts the regular files the mount held just before: none
-	// means nothing of the store was there to lose.
-	Files int
 	// Torn is set for a torn power loss (PowerLossTorn): Changes are the
 	// un-synced changes it decided over (a page of a surviving file, or
 	// its size), Kept those it kept. Bytes counts what was dropped.
@@ -172,14 +169,14 @@ func (f *FS) cut(tear *tearing) Loss {
 	if tear != nil {
 		tear.decide(f.m)
 	}
-	b, n, files, changed := f.m.powerLoss(tear)
+	b, n, changed := f.m.powerLoss(tear)
 	var open []*fs.Inode
 	for h := range f.open {
 		open = append(open, h.in)
 	}
 	f.m.mu.Unlock()
 	f.invalidate(changed, open)
-	loss := Loss{Bytes: b, Names: n, Files: files}
+	loss := Loss{Bytes: b, Names: n}
 	if tear != nil {
 		loss.Torn, loss.Changes, loss.Kept = true, tear.changes, tear.kept
 	}
@@ -240,6 +237,15 @@ func (f *FS) SyncAll() {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
 	f.m.syncAll()
+}
+
+// FilesMade is how many regular files the file system ever held (made
+// on it, or loaded from its backing directory): none means that whoever
+// was to use it kept its data somewhere else.
+func (f *FS) FilesMade() int64 {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	return f.m.files
 }
 
 // Syncs is how many fsyncs the file system has seen.

@@ -124,6 +124,9 @@ type model struct {
 	syncs, losses int64
 	// journaled: every fsync makes every name durable (JournaledNames).
 	journaled bool
+	// files counts the regular files the model ever held (made or
+	// loaded).
+	files int64
 }
 
 func newModel() *model {
@@ -138,6 +141,8 @@ func (m *model) newNode(dir bool, mode, uid, gid uint32) *node {
 	m.nextIno++
 	if dir {
 		n.kids, n.durKids = map[string]*node{}, map[string]*node{}
+	} else {
+		m.files++
 	}
 	return n
 }
@@ -259,8 +264,7 @@ func (m *model) syncAll() {
 // powerLoss throws away everything not synced: every node reachable
 // through durable entries gets its durable state back, every other node
 // reachable before is dead. It returns how many bytes and names were
-// lost (for the statistics and the tests) and how many regular files the
-// live tree held.
+// lost (for the statistics and the tests).
 //
 // With tear set, a file's un-synced data is torn instead of lost whole:
 // each changed 4 KiB page (and the size) survives where tear decided so
@@ -269,7 +273,7 @@ func (m *model) syncAll() {
 // changed holds, for each directory that survives, the names whose entry
 // the power loss changed (gone, back, or naming another node): the
 // kernel's cached entries for exactly those names are stale.
-func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames, files int, changed map[*node][]string) {
+func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames int, changed map[*node][]string) {
 	m.gen++
 	changed = map[*node][]string{}
 	kept := map[*node]bool{}
@@ -321,11 +325,6 @@ func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames, files int,
 		}
 	}
 	collect(m.root)
-	for _, n := range before {
-		if !n.dir {
-			files++
-		}
-	}
 	keep(m.root, "")
 	for _, n := range before {
 		if !kept[n] {
@@ -336,7 +335,7 @@ func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames, files int,
 		}
 	}
 	m.losses += lostBytes
-	return lostBytes, lostNames, files, changed
+	return lostBytes, lostNames, changed
 }
 
 // changedBytes counts the bytes of a that differ from b, page by page
