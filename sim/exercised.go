@@ -49,6 +49,10 @@ const (
 	CauseNothingCompleted Cause = "nothing-completed"
 )
 
+// Causes lists every cause, in the order above (docs/ci.md names each).
+var Causes = []Cause{CauseTiming, CauseUnreachable, CauseNotKilled, CauseKillMissed, CauseServerFault,
+	CauseInterleaving, CauseDataElsewhere, CauseNothingToTear, CauseNothingCompleted}
+
 // NotExercisedReason says why a case did not exercise its fault, and what a
 // person can do about it.
 type NotExercisedReason struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/internal/docstest"
+	"github.com/crashmatrix/crashmatrix/sim"
 )
 
 // docFiles are the docs whose blocks TestDocs runs: the README and the
@@ -229,6 +230,20 @@ func TestFaultKindsTableIsComplete(t *testing.T) {
 	}
 	for k := range rows {
 		t.Errorf("docs/fault-kinds.md has a row for %s, which is no fault kind", k)
+	}
+}
+
+// TestCIGuideNamesEveryCause: docs/ci.md names every cause of a case not
+// exercised that a report can give (sim.Causes).
+func TestCIGuideNamesEveryCause(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(rootDir(), "docs", "ci.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range sim.Causes {
+		if !strings.Contains(string(data), "`"+string(c)+"`") {
+			t.Errorf("docs/ci.md does not name the cause %s", c)
+		}
 	}
 }
 
