@@ -53,6 +53,11 @@ const (
 var Causes = []Cause{CauseTiming, CauseUnreachable, CauseNotKilled, CauseKillMissed, CauseServerFault,
 	CauseInterleaving, CauseDataElsewhere, CauseNothingToTear, CauseNothingCompleted}
 
+// settled reports whether running the case again cannot change the
+// cause: the store keeps its data off the lazy mount, or had nothing
+// un-synced to tear at the window, however often the case runs.
+func (c Cause) settled() bool { return c == CauseDataElsewhere || c == CauseNothingToTear }
+
 // NotExercisedReason says why a case did not exercise its fault, and what a
 // person can do about it.
 type NotExercisedReason struct {
