@@ -112,9 +112,10 @@ func (r *Runner) PowerLossUntested() string {
 }
 
 // PowerLossSelection adds the power-loss column to sel where the runner
-// can test it (and the torn-write column where sel asks for its kind), and otherwise returns what the report must say instead
-// ("power loss: not tested (why)"); asking for the kind where it cannot
-// run is an error.
+// can test it (and the torn-write column where sel asks for its kind),
+// and otherwise returns what the report must say instead ("power loss:
+// not tested (why)"); asking for either kind where it cannot run is an
+// error.
 func (r *Runner) PowerLossSelection(sel *Selection) (untested string, err error) {
 	why := r.PowerLossUntested()
 	if why == "" {
