@@ -50,6 +50,16 @@
 // it. File handles opened before a power loss fail with EIO afterwards:
 // the processes that held them are dead in the model.
 //
+// # Torn power loss (PowerLossTorn)
+//
+// A torn power loss keeps part of what was not synced, as a disk whose
+// cache wrote some of its pages out before the power went: of each file
+// that survives by the rule above, every 4 KiB page that differs between
+// its live and durable data, and a changed size, is kept whole or lost
+// whole. A hash of the seed, the file's path and the page decides, so one
+// seed tears one state the same way every time. Names follow the rule as
+// in a plain power loss; a file whose name is not durable is lost whole.
+//
 // # The kernel's caches
 //
 // The kernel keeps what it learnt of names (present or missing) and
