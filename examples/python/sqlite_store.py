@@ -21,12 +21,16 @@ import gc
 # are a sixth of that start. serve() turns it back on.
 gc.disable()
 
-import json
 import os
-import sqlite3
 import sys
 
-from storeproto import StoreError, serve
+try:  # the C module behind sqlite3, without its datetime and collections
+    import _sqlite3 as sqlite3  # imports (a fifth of the start; see storeproto)
+except ImportError:
+    import sqlite3
+
+from storeproto import StoreError, loads, serve
+from storeproto import dumps as _dumps
 
 SCHEMA_VERSION = 1
 SCHEMA = """
@@ -72,7 +76,7 @@ def field(rec, name):
 
 
 def dumps(v):
-    return json.dumps(v, separators=(",", ":"), sort_keys=True)
+    return _dumps(v, sort_keys=True)
 
 
 class Store:
@@ -158,7 +162,7 @@ def load_op(s, operation_id):
     row = s.one("SELECT record, claim_holder, claim_expires_at, plan FROM operations WHERE operation_id=?", operation_id)
     if row is None:
         raise StoreError("not_found", "operation " + operation_id)
-    rec = json.loads(row[0])
+    rec = loads(row[0])
     rec.pop("claimHolder", None)
     rec.pop("claimExpiresAt", None)
     if row[1]:
@@ -236,7 +240,7 @@ def ops_release_claim(s, a):
 
 def current(s, space, doc):
     row = s.one("SELECT record FROM states WHERE space=? AND document_id=?", space, doc)
-    return json.loads(row[0]) if row else None
+    return loads(row[0]) if row else None
 
 
 def states_find_current(s, a):
@@ -249,7 +253,7 @@ def states_find_by_operation(s, a):
         return {"state": cur}
     row = s.one("SELECT record FROM state_versions WHERE space=? AND document_id=? AND operation_id=? ORDER BY revision DESC LIMIT 1",
                 a["space"], a["documentId"], a["operationId"])
-    return {"state": json.loads(row[0]) if row else None}
+    return {"state": loads(row[0]) if row else None}
 
 
 def states_cas(s, a):
@@ -286,12 +290,12 @@ def states_record_version(s, a):
 
 def states_versions(s, a):
     rows = s.all("SELECT record FROM state_versions WHERE space=? AND document_id=? ORDER BY revision", a["space"], a["documentId"])
-    return {"states": [json.loads(r[0]) for r in rows]}
+    return {"states": [loads(r[0]) for r in rows]}
 
 
 def states_list(s, a):
     rows = s.all("SELECT record FROM states WHERE space=? ORDER BY document_id", a["space"])
-    return {"states": [json.loads(r[0]) for r in rows]}
+    return {"states": [loads(r[0]) for r in rows]}
 
 
 def states_is_referenced(s, a):
@@ -300,7 +304,7 @@ def states_is_referenced(s, a):
     for (doc, record) in s.all("SELECT document_id, record FROM states WHERE space=? AND status='ACTIVE'", a["space"]):
         if a["documentId"] and doc == a["documentId"]:
             continue
-        for k in json.loads(record).get("factSources") or []:
+        for k in loads(record).get("factSources") or []:
             if (k["source"], k["type"], k["target"], k.get("rank", 0)) == want:
                 return {"referenced": True}
     return {"referenced": False}
@@ -310,8 +314,8 @@ def states_is_referenced(s, a):
 
 def entity(s, space, node_id):
     row = s.one("SELECT type, canonical_name, names, properties FROM registry_entities WHERE space=? AND node_id=?", space, node_id)
-    props = json.loads(row[3])
-    e = {"space": space, "nodeId": node_id, "type": row[0], "canonicalName": row[1], "names": sorted(json.loads(row[2]))}
+    props = loads(row[3])
+    e = {"space": space, "nodeId": node_id, "type": row[0], "canonicalName": row[1], "names": sorted(loads(row[2]))}
     if props:
         e["properties"] = props
     return e
@@ -347,7 +351,7 @@ def registry_save(s, a):
                 s.db.execute("INSERT INTO registry_entities(space, node_id, type, canonical_name, names, properties) VALUES (?,?,?,?,'[]','{}')",
                              (space, r["nodeId"], r["type"], r["canonicalName"]))
             else:
-                names, props = set(json.loads(row[0])), json.loads(row[1])
+                names, props = set(loads(row[0])), loads(row[1])
             names.update(r["names"])
             props.update(r.get("properties") or {})
             s.db.execute("UPDATE registry_entities SET names=?, properties=? WHERE space=? AND node_id=?",
@@ -379,7 +383,7 @@ def graph_apply(s, a):
                          (space, k["source"], k["type"], k["target"], k.get("rank", 0)))
         for n in m.get("upsertNodes") or []:
             row = s.one("SELECT properties FROM nodes WHERE space=? AND id=?", space, n["id"])
-            props = json.loads(row[0]) if row else {}
+            props = loads(row[0]) if row else {}
             props.update(n.get("properties") or {})
             if row:
                 s.db.execute("UPDATE nodes SET properties=? WHERE space=? AND id=?", (dumps(props), space, n["id"]))
@@ -394,7 +398,7 @@ def graph_apply(s, a):
             k = e["key"]
             key = (space, k["source"], k["type"], k["target"], k.get("rank", 0))
             row = s.one("SELECT properties FROM edges WHERE space=? AND source=? AND type=? AND target=? AND rank=?", *key)
-            props = json.loads(row[0]) if row else {}
+            props = loads(row[0]) if row else {}
             props.update(e.get("properties") or {})
             if row:
                 s.db.execute("UPDATE edges SET properties=? WHERE space=? AND source=? AND type=? AND target=? AND rank=?", (dumps(props),) + key)
@@ -406,9 +410,9 @@ def graph_apply(s, a):
 
 
 def graph_read(s, a):
-    nodes = [{"id": r[0], "label": r[1], "properties": json.loads(r[2])}
+    nodes = [{"id": r[0], "label": r[1], "properties": loads(r[2])}
              for r in s.all("SELECT id, label, properties FROM nodes WHERE space=?", a["space"])]
-    edges = [{"key": {"source": r[0], "type": r[1], "target": r[2], "rank": r[3]}, "properties": json.loads(r[4])}
+    edges = [{"key": {"source": r[0], "type": r[1], "target": r[2], "rank": r[3]}, "properties": loads(r[4])}
              for r in s.all("SELECT source, type, target, rank, properties FROM edges WHERE space=?", a["space"])]
     return {"nodes": nodes, "edges": edges}
 

@@ -7,11 +7,59 @@ docs/store-protocol.md for the protocol itself.
 """
 
 import gc
-import json
 import os
 import sys
 
 PROTOCOL = "crashmatrix-store/1"
+
+
+# JSON through the C module behind the json package, where the interpreter
+# has it (CPython): importing json itself imports re and enum, a third of
+# a store process's start here (python3 -S -X importtime), and crashmatrix
+# starts a store process for every worker process. The same text as
+# json.dumps(v, separators=(",", ":")) and the same values as json.loads;
+# anything else falls back to the json package.
+def _c_codec():
+    import _json
+
+    class Context:  # what the C scanner reads from json.JSONDecoder
+        strict = True
+        object_hook = object_pairs_hook = parse_constant = None
+        parse_float, parse_int = float, int
+        memo = {}
+
+    def default(o):
+        raise TypeError("not JSON: %r" % (o,))
+
+    scan = _json.make_scanner(Context())
+    encoders = [_json.make_encoder(None, default, _json.encode_basestring_ascii, None, ":", ",", sort, False, True)
+                for sort in (False, True)]
+
+    def dumps(v, sort_keys=False):
+        return "".join(encoders[sort_keys](v, 0))
+
+    def loads(s):
+        i = len(s) - len(s.lstrip())
+        v, end = scan(s, i)
+        if s[end:].strip():
+            raise ValueError("extra data after the JSON value at character %d" % end)
+        return v
+
+    sample = {"b": [1, 2.5, "\u00e9\n", None, True], "a": {}}
+    if dumps(sample, True) != '{"a":{},"b":[1,2.5,"\\u00e9\\n",null,true]}' or loads(dumps(sample)) != sample:
+        raise ImportError("the C JSON codec does not behave as the json package")
+    return dumps, loads
+
+
+try:
+    dumps, loads = _c_codec()
+except Exception:  # another interpreter, or another _json: the package
+    import json
+
+    def dumps(v, sort_keys=False):
+        return json.dumps(v, separators=(",", ":"), sort_keys=sort_keys)
+
+    loads = json.loads
 
 
 class StoreError(Exception):
@@ -40,7 +88,7 @@ class Conversation:
         self.step = 0
 
     def send(self, msg):
-        self.stdout.write(json.dumps(msg, separators=(",", ":")) + "\n")
+        self.stdout.write(dumps(msg) + "\n")
         self.stdout.flush()
 
     def at(self, point):
@@ -53,7 +101,7 @@ class Conversation:
         line = self.stdin.readline()
         if not line:
             os._exit(137)
-        answer = json.loads(line)
+        answer = loads(line)
         action = answer.get("action")
         if action == "die":
             os._exit(137)
@@ -86,7 +134,7 @@ def serve(name, stores, open_store, handlers):
     for line in conv.stdin:
         if not line.strip():
             continue
-        req = json.loads(line)
+        req = loads(line)
         conv.req_id, conv.step = req.get("id"), 0
         op, args = req.get("op"), req.get("args") or {}
         try:
