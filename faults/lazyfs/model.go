@@ -428,13 +428,8 @@ func (t *tearing) decide(m *model) {
 	walk = func(n *node, path string) {
 		seen[n] = true
 		if !n.dir {
-			for i := 0; i < max(len(n.live.pages), len(n.dur.pages)); i++ {
-				if !samePage(n.live.page(i), n.dur.page(i)) {
-					keys = append(keys, tearKey{path, i})
-				}
-			}
-			if n.live.size != n.dur.size {
-				keys = append(keys, tearKey{path, -1})
+			for _, page := range unsynced(n.live, n.dur) {
+				keys = append(keys, tearKey{path, page})
 			}
 			return
 		}
@@ -480,20 +475,37 @@ func mix(x uint64) uint64 {
 	return x ^ x>>31
 }
 
-// torn returns dur with some of live's changes: each page that differs
-// and the size (page -1), where keep says so.
+// unsynced lists what a file's live data changed from its durable data,
+// the changes a torn power loss decides over: each page that differs, by
+// its index, then -1 when the size differs.
+func unsynced(live, dur content) []int {
+	var out []int
+	for i := 0; i < max(len(live.pages), len(dur.pages)); i++ {
+		if !samePage(live.page(i), dur.page(i)) {
+			out = append(out, i)
+		}
+	}
+	if live.size != dur.size {
+		out = append(out, -1)
+	}
+	return out
+}
+
+// torn returns dur with some of live's changes (unsynced): each page that
+// differs and the size (page -1), where keep says so.
 func torn(live, dur content, keep func(page int) bool) content {
 	out := dur.clone()
-	for i := 0; i < max(len(live.pages), len(dur.pages)); i++ {
-		if lp := live.page(i); !samePage(lp, dur.page(i)) && keep(i) {
+	for _, i := range unsynced(live, dur) {
+		switch {
+		case !keep(i):
+		case i < 0:
+			out.size = live.size
+		default:
 			for len(out.pages) <= i {
 				out.pages = append(out.pages, nil)
 			}
-			out.pages[i] = lp
+			out.pages[i] = live.page(i)
 		}
-	}
-	if live.size != dur.size && keep(-1) {
-		out.size = live.size
 	}
 	// Nothing past the size survives (it would reappear if the file grew).
 	last := int((out.size + pageSize - 1) / pageSize)
