@@ -286,12 +286,7 @@ func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c Case, env Cas
 			}
 			continue
 		}
-		var loss lazyfs.Loss
-		if hit.Fault.Kind == faults.TornWrite {
-			loss = pc.fs.PowerLossTorn(TearSeed(hit.Point, pc.done))
-		} else {
-			loss = pc.fs.PowerLoss()
-		}
+		loss := pc.fs.Cut(hit.Fault.Kind == faults.TornWrite, TearSeed(hit.Point, pc.done))
 		res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed; %d bytes and %d directory entries that were not synced thrown away%s",
 			hit.Point, hit.Worker, loss.Bytes, loss.Names, tornNote(loss)))
 		pc.tore(hit, loss)

@@ -31,13 +31,9 @@ type ServerPower interface {
 type ServerPowerLoss struct {
 	// Servers are the servers killed and started again.
 	Servers []string
-	// Bytes and Names are what the lazy mounts threw away (lazyfs.Loss,
-	// summed over the servers' data directories).
-	Bytes int64
-	Names int
-	// Torn, Changes and Kept are the tear's (lazyfs.Loss), summed.
-	Torn          bool
-	Changes, Kept int
+	// Loss is what the lazy mounts threw away (and, torn, kept), summed
+	// over the servers' data directories.
+	lazyfs.Loss
 	// Took is from the kill to every server's first answered query.
 	Took time.Duration
 }
@@ -74,10 +70,9 @@ func (r *Runner) cutServerPower(ctx context.Context, pc *powerCase, c Case, env 
 	if err != nil {
 		return fmt.Errorf("power loss at %s: %w", hit.Point, err)
 	}
-	fl := lazyfs.Loss{Bytes: loss.Bytes, Names: loss.Names, Torn: loss.Torn, Changes: loss.Changes, Kept: loss.Kept}
 	res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed, servers %v killed (SIGKILL); %d bytes and %d directory entries of their data directories that were not synced thrown away%s; first answered query %s after the kill",
-		hit.Point, hit.Worker, loss.Servers, loss.Bytes, loss.Names, tornNote(fl), loss.Took.Round(time.Millisecond)))
-	pc.tore(hit, fl)
+		hit.Point, hit.Worker, loss.Servers, loss.Bytes, loss.Names, tornNote(loss.Loss), loss.Took.Round(time.Millisecond)))
+	pc.tore(hit, loss.Loss)
 	rs := check.Restart{Server: "machine (power loss)", Point: string(hit.Point), Worker: hit.Worker, Took: loss.Took, Events: len(h.Events())}
 	for _, t := range Observe(h, c, space).Threads {
 		rs.SavedPlans = append(rs.SavedPlans, t.ReturnedIDs...)

@@ -73,6 +73,16 @@ type Loss struct {
 	Changes, Kept int
 }
 
+// Add sums o into l: the loss of several mounts cut together (a torn
+// loss if either was).
+func (l *Loss) Add(o Loss) {
+	l.Bytes += o.Bytes
+	l.Names += o.Names
+	l.Torn = l.Torn || o.Torn
+	l.Changes += o.Changes
+	l.Kept += o.Kept
+}
+
 // Mount mounts a lazy file system on mountpoint (an existing directory).
 // The file system is served by goroutines of this process: let other
 // processes use it. This process must not map (mmap) files of the mount

@@ -69,13 +69,8 @@ func (s *Supervisor) PowerLoss(ctx context.Context, torn bool, seed int64) (sim.
 	if err := errors.Join(errs...); err != nil {
 		return out, err
 	}
-	out.Torn = torn
 	for _, srv := range srvs {
-		loss := srv.PowerLoss(torn, seed)
-		out.Bytes += loss.Bytes
-		out.Names += loss.Names
-		out.Changes += loss.Changes
-		out.Kept += loss.Kept
+		out.Add(srv.PowerLoss(torn, seed))
 	}
 	// They start together (Neo4j's JVM takes its time; PostgreSQL need
 	// not wait for it).
