@@ -175,14 +175,18 @@ func run(t *testing.T, st *provision.Started, cases []sim.Case) sim.Report {
 	return rep
 }
 
-// PostgreSQL with its defaults (fsync on) survives a power loss at the
-// windows after each of its kinds of durable write: the state commit,
-// its completion, and System B's checkpoint.
+// PostgreSQL with its defaults (fsync on) survives a power loss, plain
+// and torn, at the windows after each of its kinds of durable write: the
+// state commit, its completion, and System B's checkpoint. Torn: of what
+// its data directory held un-synced at the window, some pages survive and
+// some do not, and recovery (full-page images in the WAL) repairs them.
+// One server serves both columns.
 func TestPostgresDefaultsCertifyPowerLoss(t *testing.T) {
 	st := start(t, provision.ContainerOptions{NoNeo4j: true})
-	rep := run(t, st, powerCases(t, faults.BeforeStateCommitted, faults.BeforeCompleted, faults.PlanSaveBeforeCheckpoint))
+	points := []faults.Point{faults.BeforeStateCommitted, faults.BeforeCompleted, faults.PlanSaveBeforeCheckpoint}
+	rep := run(t, st, append(powerCases(t, points...), tornCases(t, points...)...))
 	if rep.ExitCode != 0 {
-		t.Fatalf("PostgreSQL with fsync on did not certify under power loss: %v (broken: %v)", rep.Counts, rep.Broken())
+		t.Fatalf("PostgreSQL with its defaults did not certify under power loss, plain and torn: %v (broken: %v)", rep.Counts, rep.Broken())
 	}
 }
 
@@ -201,17 +205,6 @@ func TestPostgresFsyncOffFailsPowerLoss(t *testing.T) {
 				t.Logf("%s: %s %v", r.Case.Label(), v.Message, v.Evidence)
 			}
 		}
-	}
-}
-
-// PostgreSQL with its defaults survives torn power losses: of what its
-// data directory held un-synced at the window, some pages survive and
-// some do not, and recovery (full-page images in the WAL) repairs them.
-func TestPostgresDefaultsCertifyTornWrites(t *testing.T) {
-	st := start(t, provision.ContainerOptions{NoNeo4j: true})
-	rep := run(t, st, tornCases(t, faults.BeforeStateCommitted, faults.BeforeCompleted, faults.PlanSaveBeforeCheckpoint))
-	if rep.ExitCode != 0 {
-		t.Fatalf("PostgreSQL with its defaults did not certify under torn writes: %v (broken: %v)", rep.Counts, rep.Broken())
 	}
 }
 
