@@ -22,6 +22,7 @@ require (
 	github.com/testcontainers/testcontainers-go/modules/neo4j v0.44.0
 	github.com/testcontainers/testcontainers-go/modules/postgres v0.45.0
 	github.com/vbauerster/mpb/v8 v8.16.2
+	golang.org/x/sys v0.49.0
 	golang.org/x/text v0.43.0
 	modernc.org/sqlite v1.62.0
 )
@@ -95,7 +96,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect
 	google.golang.org/protobuf v1.36.1 // indirect
 	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect

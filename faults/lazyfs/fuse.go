@@ -330,6 +330,10 @@ var _ interface {
 	fs.NodeReleaser
 	fs.NodeAllocater
 	fs.NodeStatfser
+	fs.NodeLinker
+	fs.NodeSymlinker
+	fs.NodeReadlinker
+	fs.NodeMknoder
 } = (*lnode)(nil)
 
 func (l *lnode) lock() *model { l.f.m.mu.Lock(); return l.f.m }
@@ -345,13 +349,16 @@ func (l *lnode) stale(fh fs.FileHandle) bool {
 func fill(n *node, a *fuse.Attr) {
 	a.Ino = n.ino
 	a.Uid, a.Gid = n.uid, n.gid
-	if n.dir {
-		a.Mode = fuse.S_IFDIR | n.mode
+	a.Mode = n.typ() | n.mode
+	switch {
+	case n.dir:
 		a.Nlink = 2
 		a.Size = 4096
-	} else {
-		a.Mode = fuse.S_IFREG | n.mode
-		a.Nlink = 1
+	case n.kind != 0:
+		a.Nlink = n.nlink
+		a.Size = uint64(len(n.target))
+	default:
+		a.Nlink = n.nlink
 		a.Size = uint64(n.live.size)
 	}
 	a.Blocks = (a.Size + 511) / 512
@@ -360,11 +367,7 @@ func fill(n *node, a *fuse.Attr) {
 }
 
 func (l *lnode) child(ctx context.Context, c *node) *fs.Inode {
-	mode := uint32(fuse.S_IFREG)
-	if c.dir {
-		mode = fuse.S_IFDIR
-	}
-	return l.NewInode(ctx, &lnode{f: l.f, n: c}, fs.StableAttr{Mode: mode, Ino: c.ino})
+	return l.NewInode(ctx, &lnode{f: l.f, n: c}, fs.StableAttr{Mode: c.typ(), Ino: c.ino})
 }
 
 // Getattr implements fs.NodeGetattrer.
@@ -388,6 +391,9 @@ func (l *lnode) Setattr(_ context.Context, fh fs.FileHandle, in *fuse.SetAttrIn,
 	if sz, ok := in.GetSize(); ok {
 		if l.n.dir {
 			return syscall.EISDIR
+		}
+		if !l.n.regular() {
+			return syscall.EINVAL
 		}
 		l.n.truncate(int64(sz))
 	}
@@ -440,11 +446,7 @@ func (l *lnode) Readdir(context.Context) (fs.DirStream, syscall.Errno) {
 	var ents []fuse.DirEntry
 	for _, name := range l.n.sortedNames() {
 		c := l.n.kids[name]
-		mode := uint32(fuse.S_IFREG)
-		if c.dir {
-			mode = fuse.S_IFDIR
-		}
-		ents = append(ents, fuse.DirEntry{Name: name, Ino: c.ino, Mode: mode})
+		ents = append(ents, fuse.DirEntry{Name: name, Ino: c.ino, Mode: c.typ()})
 	}
 	return fs.NewListDirStream(ents), 0
 }
@@ -458,20 +460,7 @@ func caller(ctx context.Context) (uint32, uint32) {
 
 // Mkdir implements fs.NodeMkdirer.
 func (l *lnode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	m := l.lock()
-	defer l.unlock()
-	if l.n.dead {
-		return nil, syscall.ENOENT
-	}
-	if _, ok := l.n.kids[name]; ok {
-		return nil, syscall.EEXIST
-	}
-	uid, gid := caller(ctx)
-	c := m.newNode(true, mode, uid, gid)
-	l.n.kids[name] = c
-	l.n.mtime = time.Now()
-	fill(c, &out.Attr)
-	return l.child(ctx, c), 0
+	return l.make(ctx, name, out, func(m *model, uid, gid uint32) *node { return m.newNode(true, mode, uid, gid) })
 }
 
 // Create implements fs.NodeCreater.
@@ -487,6 +476,10 @@ func (l *lnode) Create(ctx context.Context, name string, flags uint32, mode uint
 		return nil, nil, 0, syscall.EEXIST
 	case ok && c.dir:
 		return nil, nil, 0, syscall.EISDIR
+	case ok && !c.regular():
+		// The kernel follows a symbolic link itself and opens a FIFO
+		// itself: only a socket gets here.
+		return nil, nil, 0, syscall.ENXIO
 	case ok:
 		if flags&syscall.O_TRUNC != 0 {
 			c.truncate(0)
@@ -494,6 +487,7 @@ func (l *lnode) Create(ctx context.Context, name string, flags uint32, mode uint
 	default:
 		uid, gid := caller(ctx)
 		c = m.newNode(false, mode, uid, gid)
+		c.nlink = 1
 		l.n.kids[name] = c
 		l.n.mtime = time.Now()
 	}
@@ -518,7 +512,9 @@ func (l *lnode) Unlink(_ context.Context, name string) syscall.Errno {
 		return syscall.EISDIR
 	}
 	delete(l.n.kids, name)
-	l.n.mtime = time.Now()
+	c.nlink--
+	now := time.Now()
+	l.n.mtime, c.ctime = now, now
 	return 0
 }
 
@@ -583,6 +579,9 @@ func (l *lnode) Rename(_ context.Context, name string, newParent fs.InodeEmbedde
 		}
 		delete(src.kids, name)
 		dst.kids[newName] = c
+		if exists && !old.dir {
+			old.nlink--
+		}
 	}
 	now := time.Now()
 	src.mtime, dst.mtime, c.ctime = now, now, now
@@ -609,7 +608,7 @@ func (l *lnode) Open(_ context.Context, flags uint32) (fs.FileHandle, uint32, sy
 	if l.n.dead {
 		return nil, 0, syscall.ENOENT
 	}
-	if flags&syscall.O_TRUNC != 0 && !l.n.dir {
+	if flags&syscall.O_TRUNC != 0 && l.n.regular() {
 		l.n.truncate(0)
 	}
 	h := &handle{gen: m.gen, in: l.EmbeddedInode()}
@@ -692,4 +691,86 @@ func (l *lnode) Statfs(_ context.Context, out *fuse.StatfsOut) syscall.Errno {
 	out.Files, out.Ffree = 1<<20, 1<<19
 	out.NameLen = 255
 	return 0
+}
+
+// Link implements fs.NodeLinker: a new name for a file, durable, as any
+// entry, once its directory is synced (the file's data stays the
+// file's, whichever name it is synced by).
+func (l *lnode) Link(_ context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	l.lock()
+	defer l.unlock()
+	t, ok := target.(*lnode)
+	switch {
+	case !ok:
+		return nil, syscall.EXDEV
+	case l.n.dead || t.n.dead:
+		return nil, syscall.ENOENT
+	case t.n.dir:
+		return nil, syscall.EPERM
+	}
+	if _, ok := l.n.kids[name]; ok {
+		return nil, syscall.EEXIST
+	}
+	l.n.kids[name] = t.n
+	t.n.nlink++
+	now := time.Now()
+	l.n.mtime, t.n.ctime = now, now
+	fill(t.n, &out.Attr)
+	return t.EmbeddedInode(), 0
+}
+
+// Symlink implements fs.NodeSymlinker: the link and its target are
+// durable together, once its directory is synced.
+func (l *lnode) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return l.special(ctx, syscall.S_IFLNK, target, name, 0o777, out)
+}
+
+// Readlink implements fs.NodeReadlinker.
+func (l *lnode) Readlink(context.Context) ([]byte, syscall.Errno) {
+	l.lock()
+	defer l.unlock()
+	switch {
+	case l.n.dead:
+		return nil, syscall.ENOENT
+	case l.n.kind != syscall.S_IFLNK:
+		return nil, syscall.EINVAL
+	}
+	return []byte(l.n.target), 0
+}
+
+// Mknod implements fs.NodeMknoder: a regular file (empty, as Create
+// makes it), a FIFO or a socket (bind(2) of a Unix socket makes one).
+// Device nodes are refused, as on a file system mounted nodev.
+func (l *lnode) Mknod(ctx context.Context, name string, mode uint32, _ uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	switch kind := mode & syscall.S_IFMT; kind {
+	case syscall.S_IFREG, 0:
+		return l.make(ctx, name, out, func(m *model, uid, gid uint32) *node { return m.newNode(false, mode, uid, gid) })
+	case syscall.S_IFIFO, syscall.S_IFSOCK:
+		return l.special(ctx, kind, "", name, mode, out)
+	}
+	return nil, syscall.EPERM
+}
+
+// special makes a symbolic link, a FIFO or a socket named name.
+func (l *lnode) special(ctx context.Context, kind uint32, target, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return l.make(ctx, name, out, func(m *model, uid, gid uint32) *node { return m.newSpecial(kind, target, mode, uid, gid) })
+}
+
+// make adds the node that mk makes as name, a new entry of l.
+func (l *lnode) make(ctx context.Context, name string, out *fuse.EntryOut, mk func(m *model, uid, gid uint32) *node) (*fs.Inode, syscall.Errno) {
+	m := l.lock()
+	defer l.unlock()
+	if l.n.dead {
+		return nil, syscall.ENOENT
+	}
+	if _, ok := l.n.kids[name]; ok {
+		return nil, syscall.EEXIST
+	}
+	uid, gid := caller(ctx)
+	c := mk(m, uid, gid)
+	c.nlink = 1 // a directory reports 2 whatever it holds
+	l.n.kids[name] = c
+	l.n.mtime = time.Now()
+	fill(c, &out.Attr)
+	return l.child(ctx, c), 0
 }

@@ -13,10 +13,14 @@
 //     durable (the two are not told apart: fdatasync must make the size
 //     durable too when data needs it, and a database's fdatasync is there
 //     to make appended data durable);
-//   - a directory entry (a create, mkdir, unlink, rmdir, or either side of a
-//     rename) becomes durable only when the directory holding it is
+//   - a directory entry (a create, mkdir, unlink, rmdir, either side of a
+//     rename, a hard link, a symbolic link with its target, a FIFO or a
+//     socket) becomes durable only when the directory holding it is
 //     fsynced; fsync of a file never makes its name durable, and fsync of
-//     a directory never makes its files' data durable;
+//     a directory never makes its files' data durable; a file's data is
+//     the file's, whichever of its names it was synced through;
+//   - a write through a handle opened O_SYNC or O_DSYNC is synced: the
+//     kernel follows it with an fsync;
 //   - rename without an fsync of the directories involved is not durable:
 //     after a power loss the old name is back (with the file's durable
 //     data) and the new name holds whatever it durably held before. This is
@@ -87,6 +91,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -103,10 +108,19 @@ type content struct {
 
 func (c content) clone() content { return content{pages: slices.Clone(c.pages), size: c.size} }
 
-// node is one file or directory of the model.
+// node is one file, directory, symbolic link or special file of the
+// model.
 type node struct {
-	ino   uint64
-	dir   bool
+	ino uint64
+	dir bool
+	// kind is the file type (syscall.S_IFLNK, S_IFIFO, S_IFSOCK) of a
+	// node that is neither a directory nor a regular file; 0 for those
+	// two. target is a symbolic link's.
+	kind   uint32
+	target string
+	// nlink counts the live entries that name a node other than a
+	// directory (hard links).
+	nlink uint32
 	mode  uint32 // permission bits
 	uid   uint32
 	gid   uint32
@@ -155,6 +169,30 @@ func (m *model) newNode(dir bool, mode, uid, gid uint32) *node {
 		m.files++
 	}
 	return n
+}
+
+// newSpecial makes a symbolic link to target (kind syscall.S_IFLNK), a
+// FIFO or a socket, durable nowhere yet. A symbolic link's target is
+// written with it, as file systems store it in the inode: it is durable
+// with the name.
+func (m *model) newSpecial(kind uint32, target string, mode, uid, gid uint32) *node {
+	n := &node{ino: m.nextIno, kind: kind, target: target, mode: mode & 0o7777, uid: uid, gid: gid, mtime: time.Now(), ctime: time.Now()}
+	m.nextIno++
+	return n
+}
+
+// regular reports whether n is a regular file.
+func (n *node) regular() bool { return !n.dir && n.kind == 0 }
+
+// typ is n's file type bits.
+func (n *node) typ() uint32 {
+	switch {
+	case n.dir:
+		return syscall.S_IFDIR
+	case n.kind != 0:
+		return n.kind
+	}
+	return syscall.S_IFREG
 }
 
 // read copies the live data at off into dest and returns how much.
@@ -327,8 +365,13 @@ func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames int, change
 		n.mtime, n.ctime = now, now
 	}
 	var before []*node
+	seen := map[*node]bool{}
 	var collect func(n *node)
 	collect = func(n *node) {
+		if seen[n] { // a file with several names
+			return
+		}
+		seen[n] = true
 		before = append(before, n)
 		for _, k := range n.kids {
 			collect(k)
@@ -336,6 +379,18 @@ func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames int, change
 	}
 	collect(m.root)
 	keep(m.root, "")
+	// What survives is named by its durable entries only: count them.
+	links := map[*node]uint32{}
+	for n := range kept {
+		for _, k := range n.durKids {
+			links[k]++
+		}
+	}
+	for n := range kept {
+		if !n.dir {
+			n.nlink = links[n]
+		}
+	}
 	for _, n := range before {
 		if !kept[n] {
 			n.dead = true
