@@ -52,7 +52,7 @@ test-short:
 # store process's start-up, which the matrix pays per store process.
 certify-python: build
 	$(PYTHON) -m compileall -q examples/python
-	cd examples/python && ../../$(BIN) certify --store-cmd "$(PYTHON) -S -m sqlite_store" --plansave-cmd "$(PYTHON) -S -m plansave_store"
+	cd examples/python && ../../$(BIN) certify --store-cmd "$(PYTHON) -S start.py sqlite_store" --plansave-cmd "$(PYTHON) -S start.py plansave_store"
 
 certify-java: build
 	cd examples/java && mvn -B -q package
@@ -72,7 +72,7 @@ bench: build
 	./$(BIN) bench --doc docs/performance.md
 	$(GO) test -run '^$$' -bench FaultFreeSQLite -benchtime 5x ./faults/lazyfs/
 	$(PYTHON) -m compileall -q examples/python
-	cd examples/python && ../../$(BIN) bench-store --rounds 3 --store-cmd "$(PYTHON) -S -m sqlite_store"
+	cd examples/python && ../../$(BIN) bench-store --rounds 3 --store-cmd "$(PYTHON) -S start.py sqlite_store"
 	$(MAKE) bench-explore
 	$(MAKE) bench-mutants
 	$(MAKE) bench-containers

@@ -160,24 +160,27 @@ func benchCalls(ctx context.Context, out io.Writer, command, work string, calls 
 	var client *storeproc.Client
 	childCPU0 := cpuOf(syscall.RUSAGE_CHILDREN)
 	var startCPU time.Duration
-	for i := range 5 {
+	// Enough starts that the median holds still on a shared machine (five
+	// moved it by a fifth from run to run).
+	const startSamples = 21
+	for i := range startSamples {
 		t0 := time.Now()
 		c, err := storeproc.Start(ctx, storeproc.Options{Command: command, Dir: filepath.Join(work, fmt.Sprintf("calls-%d", i))})
 		if err != nil {
 			return err
 		}
 		starts = append(starts, time.Since(t0))
-		if i < 4 {
+		if i < startSamples-1 {
 			_ = c.Close() // waits for the process: its CPU time is counted
 		} else {
 			client = c
 		}
 	}
-	startCPU = (cpuOf(syscall.RUSAGE_CHILDREN) - childCPU0) / 4
+	startCPU = (cpuOf(syscall.RUSAGE_CHILDREN) - childCPU0) / (startSamples - 1)
 	defer client.Close()
 	slices.Sort(starts)
-	fmt.Fprintf(out, "store process start-up (exec + hello), median of 5: %s wall, %s CPU in the store process; paid once per store process, never per call (a Java store pays its JVM start-up as often; the matrix rounds below count the processes)\n",
-		starts[2].Round(100*time.Microsecond), startCPU.Round(100*time.Microsecond))
+	fmt.Fprintf(out, "store process start-up (exec + hello), median of %d: %s wall, %s CPU in the store process; paid once per store process, never per call (a Java store pays its JVM start-up as often; the matrix rounds below count the processes)\n",
+		startSamples, starts[startSamples/2].Round(100*time.Microsecond), startCPU.Round(100*time.Microsecond))
 	if script := scriptLauncher(command); script != "" {
 		fmt.Fprintf(out, "note: the store command's program %s is a script (#!), run before the store at every store process start (a pyenv or asdf shim costs tens of milliseconds); giving the interpreter's own path saves it (for Python: python3 -c 'import sys; print(sys.executable)')\n", script)
 	}

@@ -108,7 +108,11 @@ HANDLERS = {
     "plans.list": plans_list,
 }
 
-if __name__ == "__main__":
+def main():
     unique = "--no-unique" not in sys.argv[1:]
     serve("pyplans" + ("" if unique else "-no-unique"), ["checkpoints", "plans"],
           lambda directory, mutant, conv: Stores(directory, unique), HANDLERS)
+
+
+if __name__ == "__main__":
+    main()

@@ -24,13 +24,12 @@ gc.disable()
 import os
 import sys
 
-try:  # the C module behind sqlite3, without its datetime and collections
-    import _sqlite3 as sqlite3  # imports (a fifth of the start; see storeproto)
-except ImportError:
-    import sqlite3
-
-from storeproto import StoreError, loads, serve
+from storeproto import StoreError, import_sqlite3, loads, serve
 from storeproto import dumps as _dumps
+
+# The C module behind sqlite3, without the package's datetime and
+# collections imports nor functools (see import_sqlite3).
+sqlite3 = import_sqlite3()
 
 SCHEMA_VERSION = 1
 SCHEMA = """
@@ -493,7 +492,11 @@ READS = ["ops.get", "ops.getPlan", "ops.listRecoverable", "ops.list", "states.fi
 for _op in READS:
     HANDLERS[_op] = (lambda f: lambda s, a: s.read(lambda: f(s, a)))(HANDLERS[_op])
 
-if __name__ == "__main__":
+def main():
     two = "--two-transactions" in sys.argv[1:]
     serve("pystore" + ("-two-transactions" if two else ""), ["operations", "states", "registry", "graph", "locks"],
           lambda directory, mutant, conv: Store(directory, conv, two), HANDLERS)
+
+
+if __name__ == "__main__":
+    main()

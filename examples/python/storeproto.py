@@ -62,6 +62,50 @@ except Exception:  # another interpreter, or another _json: the package
     loads = json.loads
 
 
+def import_sqlite3():
+    """The C module behind the sqlite3 package, imported without functools.
+
+    Where the interpreter has it (CPython), _sqlite3 takes only
+    functools.lru_cache when it is imported, for each connection's
+    statement cache, and importing functools imports collections, keyword,
+    operator and reprlib: a fifth of a store process's start. A module of
+    that name holding a small cache (by statement text, oldest out first)
+    stands in while _sqlite3 is imported, and is gone after, so that
+    whoever imports functools later gets the real one. Anything else (no
+    _sqlite3, or one that needs more of functools) gets the sqlite3
+    package as it is."""
+    if "functools" in sys.modules:
+        import _sqlite3
+        return _sqlite3
+    stand_in = type(sys)("functools")
+    stand_in.lru_cache = _statement_cache
+    sys.modules["functools"] = stand_in
+    try:
+        import _sqlite3
+        return _sqlite3
+    except Exception:
+        pass
+    finally:
+        del sys.modules["functools"]
+    import sqlite3
+    return sqlite3
+
+
+def _statement_cache(maxsize=128, typed=False):
+    def wrap(prepare):
+        cache = {}
+
+        def get(sql):
+            statement = cache.get(sql)
+            if statement is None:
+                if len(cache) >= maxsize:
+                    del cache[next(iter(cache))]
+                statement = cache[sql] = prepare(sql)
+            return statement
+        return get
+    return wrap
+
+
 class StoreError(Exception):
     """An error reply: code (docs/store-protocol.md section 5), definite."""
 
