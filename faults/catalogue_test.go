@@ -157,13 +157,16 @@ func TestNoAdHocFailpoints(t *testing.T) {
 
 func TestParseAction(t *testing.T) {
 	for in, want := range map[string]faults.Action{
-		"crash":       {Kind: faults.Crash},
-		"crash@2":     {Kind: faults.Crash, Hit: 2},
-		"pause:250@1": {Kind: faults.Pause, Hit: 1, PauseFor: 250e6},
-		"error":       {Kind: faults.Transient},
-		"permanent@3": {Kind: faults.Permanent, Hit: 3},
-		"unknown":     {Kind: faults.Unknown},
-		"recrash@1":   {Kind: faults.Recrash, Hit: 1},
+		"crash":            {Kind: faults.Crash},
+		"crash@2":          {Kind: faults.Crash, Hit: 2},
+		"pause:250@1":      {Kind: faults.Pause, Hit: 1, PauseFor: 250e6},
+		"error":            {Kind: faults.Transient},
+		"permanent@3":      {Kind: faults.Permanent, Hit: 3},
+		"unknown":          {Kind: faults.Unknown},
+		"recrash@1":        {Kind: faults.Recrash, Hit: 1},
+		"torn-write@1":     {Kind: faults.TornWrite, Hit: 1},
+		"torn-write:4096":  {Kind: faults.TornWrite},
+		"torn-write:512@1": {Kind: faults.TornWrite, Hit: 1, Tear: faults.TearSector},
 	} {
 		got, err := faults.ParseAction(in)
 		if err != nil || got != want {
@@ -173,7 +176,7 @@ func TestParseAction(t *testing.T) {
 			t.Errorf("round trip of %q: %q parses to %+v", in, got.String(), back)
 		}
 	}
-	for _, bad := range []string{"", "crsh", "crash@0", "crash@x", "pause:-1", "error:5"} {
+	for _, bad := range []string{"", "crsh", "crash@0", "crash@x", "pause:-1", "error:5", "torn-write:1024", "power-loss:512"} {
 		if _, err := faults.ParseAction(bad); err == nil {
 			t.Errorf("ParseAction(%q) accepted", bad)
 		}

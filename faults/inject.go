@@ -31,14 +31,27 @@ type Action struct {
 	PauseFor time.Duration
 	// Server is the server a server fault targets ("postgres", "neo4j").
 	Server string
+	// Tear is what a TornWrite keeps or loses whole: 0, a 4 KiB page
+	// (TearPage), or a 512-byte disk sector (TearSector).
+	Tear int
 }
 
+// The units a torn write tears at (Action.Tear; lazyfs.PageSize and
+// lazyfs.SectorSize).
+const (
+	TearPage   = 4096
+	TearSector = 512
+)
+
 // String renders the action in the form ParseAction reads:
-// kind[:pauseMillis|:server][@hit].
+// kind[:pauseMillis|:server|:512][@hit].
 func (a Action) String() string {
 	s := string(a.Kind)
 	if a.Kind == Pause {
 		s += ":" + strconv.FormatInt(a.PauseFor.Milliseconds(), 10)
+	}
+	if a.Kind == TornWrite && a.Tear == TearSector {
+		s += ":" + strconv.Itoa(TearSector)
 	}
 	if a.Kind.IsServer() {
 		s += ":" + a.Server
@@ -74,7 +87,8 @@ func (a *Action) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// ParseAction parses "crash", "crash@2", "pause:1500@1" and the like.
+// ParseAction parses "crash", "crash@2", "pause:1500@1", "torn-write:512"
+// and the like.
 func ParseAction(s string) (Action, error) {
 	var a Action
 	body := s
@@ -108,6 +122,14 @@ func ParseAction(s string) (Action, error) {
 				return a, fmt.Errorf("fault action %q: kind %s targets a server, one of %v, got %q", s, k, Servers, arg)
 			}
 			a.Server = arg
+		}
+	} else if k == TornWrite && hasArg {
+		switch arg {
+		case strconv.Itoa(TearSector):
+			a.Tear = TearSector
+		case strconv.Itoa(TearPage):
+		default:
+			return a, fmt.Errorf("fault action %q: torn-write tears at %d-byte pages (the default) or %d-byte sectors, got %q", s, TearPage, TearSector, arg)
 		}
 	} else if hasArg {
 		return a, fmt.Errorf("fault action %q: kind %s takes no argument", s, k)

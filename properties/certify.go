@@ -32,6 +32,10 @@ type CrashOptions struct {
 	Points  []faults.Point
 	Kinds   []faults.Kind
 	Classes []string
+	// Tear is what the torn-write column (Kinds with faults.TornWrite)
+	// keeps or loses whole: faults.TearSector for 512-byte disk sectors;
+	// 0 or faults.TearPage for 4 KiB pages.
+	Tear int
 	// LeaseTTL fixes the workers' document lease TTL; zero adapts it to
 	// the machine, from 250ms up (sim.Config.Adaptive), on the wall clock.
 	LeaseTTL time.Duration
@@ -155,6 +159,9 @@ func crashOptions(opts []CrashOptions) (crashrun.Options, []string, error) {
 		}
 	}
 	o := opts[0]
-	return crashrun.Options{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, LeaseTTL: o.LeaseTTL,
+	if o.Tear != 0 && o.Tear != faults.TearPage && o.Tear != faults.TearSector {
+		return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.Tear %d: want %d (pages) or %d (sectors)", o.Tear, faults.TearPage, faults.TearSector)
+	}
+	return crashrun.Options{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, Tear: o.Tear, LeaseTTL: o.LeaseTTL,
 		Parallel: o.Parallel, Mutant: o.Mutant, ReportDir: o.ReportDir, RandomKills: o.RandomKills, Seed: o.Seed, WallClock: o.WallClock}, expect, nil
 }

@@ -176,7 +176,7 @@ var (
 	meanwhileFields = []string{"worker", "does"}
 	killFields      = []string{"seed", "offset", "base", "after", "afterIndex", "delta"}
 	actionFields    = []string{"do", "doc", "document", "op", "rounds", "thread", "owner", "question", "minutes", "approve", "content"}
-	faultFields     = []string{"point", "kind", "hit", "pause", "server"}
+	faultFields     = []string{"point", "kind", "hit", "pause", "server", "tear"}
 	expectFields    = []string{"verdict", "holds", "breaks"}
 )
 
@@ -912,6 +912,18 @@ func (d *decoder) decodeFault(s *Scenario, n ast.Node, path string) (Fault, bool
 	} else if ft.Kind == faults.Pause {
 		d.errAt(n, child(path, "pause"), "kind pause needs pause (a duration, e.g. 600ms: beyond twice the lease TTL to outlive the lease)")
 		good = false
+	}
+	if f.has("tear") {
+		switch tear := d.integer(f, "tear"); {
+		case ft.Kind != "" && ft.Kind != faults.TornWrite:
+			d.errAt(d.keyAt(child(path, "tear")), child(path, "tear"), "tear applies to kind torn-write only, not %s", ft.Kind)
+			good = false
+		case tear == faults.TearSector:
+			ft.Tear = faults.TearSector
+		case tear != faults.TearPage:
+			d.errPath(child(path, "tear"), "tear is %d (4 KiB pages, the default) or %d (disk sectors), got %d", faults.TearPage, faults.TearSector, tear)
+			good = false
+		}
 	}
 	return ft, good
 }

@@ -88,7 +88,7 @@ func FromCase(c sim.Case) (*Scenario, error) {
 		sort.Slice(points, func(i, j int) bool { return catalogueIndex(points[i]) < catalogueIndex(points[j]) })
 		for _, p := range points {
 			act := st.Arms[p]
-			out.Faults = append(out.Faults, Fault{Point: p, Kind: act.Kind, Hit: act.Hit, Pause: act.PauseFor, Server: act.Server})
+			out.Faults = append(out.Faults, Fault{Point: p, Kind: act.Kind, Hit: act.Hit, Pause: act.PauseFor, Server: act.Server, Tear: act.Tear})
 		}
 		if st.Kill != nil {
 			k := *st.Kill

@@ -209,6 +209,9 @@ func faultFlow(f Fault) string {
 	if f.Server != "" {
 		parts = append(parts, "server: "+scalar(f.Server, true))
 	}
+	if f.Tear != 0 {
+		parts = append(parts, "tear: "+strconv.Itoa(f.Tear))
+	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 

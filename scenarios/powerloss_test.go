@@ -79,21 +79,39 @@ func TestPowerLossScenario(t *testing.T) {
 	}
 }
 
-// kind torn-write arms a torn power loss: the default stores survive it,
-// and the case's note says what the tear kept, the same on every replay.
+// kind torn-write arms a torn power loss (tear: 512, at disk sectors):
+// the default stores survive it, and the case's note says what the tear
+// kept, the same on every replay; the file written back says tear: 512.
 func TestTornWriteScenario(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real worker processes")
 	}
-	s, err := Parse("torn-write.yaml", []byte(powerScenario(faults.TornWrite, `""`, "pass", "")))
+	if err := lazyfs.Available(); err != nil {
+		t.Fatal(sim.PowerLossNotTested(err.Error()))
+	}
+	for _, tear := range []int{0, faults.TearSector} {
+		t.Run(fmt.Sprintf("tear-%d", tear), func(t *testing.T) { testTornWriteScenario(t, tear) })
+	}
+}
+
+func testTornWriteScenario(t *testing.T, tear int) {
+	kind, unit := faults.TornWrite, "pages"
+	if tear != 0 {
+		kind, unit = faults.Kind(fmt.Sprintf("%s, tear: %d", faults.TornWrite, tear)), "512-byte sectors"
+	}
+	s, err := Parse("torn-write.yaml", []byte(powerScenario(kind, `""`, "pass", "")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := s.Case().Steps[0].Arms[faults.BeforeCompleted]; a.Kind != faults.TornWrite || a.Hit != 2 {
-		t.Fatalf("the scenario arms %v at beforeCompleted, want torn-write@2", a)
+	if a := s.Case().Steps[0].Arms[faults.BeforeCompleted]; a.Kind != faults.TornWrite || a.Hit != 2 || a.Tear != tear {
+		t.Fatalf("the scenario arms %v at beforeCompleted, want torn-write@2 tearing at %d", a, tear)
 	}
-	if err := lazyfs.Available(); err != nil {
-		t.Fatal(sim.PowerLossNotTested(err.Error()))
+	b, err := s.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err := Parse("again.yaml", b); err != nil || back.Case().Steps[0].Arms[faults.BeforeCompleted] != s.Case().Steps[0].Arms[faults.BeforeCompleted] {
+		t.Fatalf("written back and read again: %v\n%s", err, b)
 	}
 	var notes []string
 	for i := 0; i < 2; i++ {
@@ -106,6 +124,9 @@ func TestTornWriteScenario(t *testing.T) {
 			t.Fatalf("no torn power loss in the notes: %v", res.Notes)
 		}
 		notes = append(notes, res.Notes[i][strings.Index(res.Notes[i], ", torn: "):])
+		if !strings.Contains(notes[len(notes)-1], " un-synced "+unit+" ") {
+			t.Errorf("the note %q does not tear at %s", notes[len(notes)-1], unit)
+		}
 	}
 	if notes[0] != notes[1] {
 		t.Errorf("two replays tore differently: %q and %q", notes[0], notes[1])

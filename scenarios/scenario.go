@@ -110,11 +110,14 @@ type Fault struct {
 	// Server is the server a server fault targets (server-crash,
 	// ack-lost, conn-reset; Parse fills in the default postgres).
 	Server string
+	// Tear is what a torn-write keeps or loses whole: 512 for disk
+	// sectors; 0 (or 4096 in the file) for 4 KiB pages.
+	Tear int
 }
 
 // Action returns the fault as a faults.Action.
 func (f Fault) Action() faults.Action {
-	return faults.Action{Kind: f.Kind, Hit: f.Hit, PauseFor: f.Pause, Server: f.Server}
+	return faults.Action{Kind: f.Kind, Hit: f.Hit, PauseFor: f.Pause, Server: f.Server, Tear: f.Tear}
 }
 
 // The expected verdicts.

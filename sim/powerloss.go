@@ -43,10 +43,12 @@ func PowerCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool)
 	if !found || !k.IsPowerLoss() {
 		return Case{}, false
 	}
-	return powerLossCase(spec, k, leaseTTLMillis)
+	return powerLossCase(spec, k, 0, leaseTTLMillis)
 }
 
-func powerLossCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case, bool) {
+// powerLossCase is the case of a power loss of kind k at spec's window;
+// tear is a torn write's unit (faults.Action.Tear: 0 for pages).
+func powerLossCase(spec faults.Spec, k faults.Kind, tear int, leaseTTLMillis int64) (Case, bool) {
 	c, ok := windowCase(spec, faults.Crash, leaseTTLMillis)
 	if !ok {
 		return Case{}, false
@@ -55,11 +57,20 @@ func powerLossCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case,
 	c.Kind = k
 	c.Description = fmt.Sprintf("power loss at %q (%s): every process of the case dies and every write not yet synced is lost; recovery must: %s", spec.Step, spec.Window, spec.Recovery)
 	if k == faults.TornWrite {
-		c.Description = fmt.Sprintf("torn power loss at %q (%s): every process of the case dies; of the writes not yet synced some 4 KiB pages survive and the rest are lost; recovery must: %s", spec.Step, spec.Window, spec.Recovery)
+		unit := "4 KiB pages"
+		if tear == faults.TearSector {
+			c.ID += "-512"
+			unit = "512-byte sectors"
+		}
+		c.Description = fmt.Sprintf("torn power loss at %q (%s): every process of the case dies; of the writes not yet synced some %s survive and the rest are lost; recovery must: %s", spec.Step, spec.Window, unit, spec.Recovery)
 	}
 	for i := range c.Steps {
 		if a, armed := c.Steps[i].Arms[spec.Point]; armed && c.Steps[i].Worker == "fault" && a.Kind == faults.Crash {
-			c.Steps[i].Arms[spec.Point] = faults.On(k, a.Hit)
+			act := faults.On(k, a.Hit)
+			if k == faults.TornWrite && tear == faults.TearSector {
+				act.Tear = tear
+			}
+			c.Steps[i].Arms[spec.Point] = act
 		}
 	}
 	return c, true
@@ -69,26 +80,28 @@ func powerLossCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case,
 // and every store-declared window where a crash applies: the power-loss
 // column.
 func PowerLossMatrix(ws []StoreWindow, leaseTTLMillis int64) []Case {
-	return powerMatrix(ws, faults.PowerLoss, leaseTTLMillis)
+	return powerMatrix(ws, faults.PowerLoss, 0, leaseTTLMillis)
 }
 
 // TornWriteMatrix is the torn-write column: a torn power loss wherever
-// PowerLossMatrix has a power loss. It runs when asked for (--kind
-// torn-write): at a window where the store has nothing un-synced there is
-// nothing to tear, and such a case is not exercised.
-func TornWriteMatrix(ws []StoreWindow, leaseTTLMillis int64) []Case {
-	return powerMatrix(ws, faults.TornWrite, leaseTTLMillis)
+// PowerLossMatrix has a power loss, tearing at tear (faults.TearPage or
+// 0: 4 KiB pages; faults.TearSector: 512-byte sectors, and the cases' IDs
+// end in -512). It runs when asked for (--kind torn-write): at a window
+// where the store has nothing un-synced there is nothing to tear, and
+// such a case is not exercised.
+func TornWriteMatrix(ws []StoreWindow, tear int, leaseTTLMillis int64) []Case {
+	return powerMatrix(ws, faults.TornWrite, tear, leaseTTLMillis)
 }
 
-func powerMatrix(ws []StoreWindow, k faults.Kind, leaseTTLMillis int64) []Case {
+func powerMatrix(ws []StoreWindow, k faults.Kind, tear int, leaseTTLMillis int64) []Case {
 	var out []Case
 	for _, s := range faults.Catalogue {
-		if c, ok := powerLossCase(s, k, leaseTTLMillis); ok {
+		if c, ok := powerLossCase(s, k, tear, leaseTTLMillis); ok {
 			out = append(out, c)
 		}
 	}
 	for _, w := range ws {
-		if c, ok := powerLossCase(w.Spec(), k, leaseTTLMillis); ok {
+		if c, ok := powerLossCase(w.Spec(), k, tear, leaseTTLMillis); ok {
 			c.Store = true
 			out = append(out, c)
 		}
@@ -286,7 +299,7 @@ func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c Case, env Cas
 			}
 			continue
 		}
-		loss := pc.fs.Cut(hit.Fault.Kind == faults.TornWrite, TearSeed(hit.Point, pc.done))
+		loss := pc.fs.Cut(tearOf(hit, pc.done))
 		res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed; %d bytes and %d directory entries that were not synced thrown away%s",
 			hit.Point, hit.Worker, loss.Bytes, loss.Names, tornNote(loss)))
 		pc.tore(hit, loss)
@@ -329,12 +342,30 @@ func TearSeed(p faults.Point, n int) int64 {
 	return int64(h.Sum64() >> 1)
 }
 
+// tearOf is how the n-th (from 0) power loss of a case, hit, tears: not
+// at all for a power-loss fault; for a torn-write one, at the unit its
+// action names (a page unless it says sectors), seeded by TearSeed.
+func tearOf(hit history.Record, n int) lazyfs.Tear {
+	if hit.Fault.Kind != faults.TornWrite {
+		return lazyfs.Tear{}
+	}
+	unit := lazyfs.PageSize
+	if hit.Fault.Tear == faults.TearSector {
+		unit = lazyfs.SectorSize
+	}
+	return lazyfs.Tear{Unit: unit, Seed: TearSeed(hit.Point, n)}
+}
+
 // tornNote is what a case's note adds for a torn power loss.
 func tornNote(loss lazyfs.Loss) string {
 	if !loss.Torn {
 		return ""
 	}
-	return fmt.Sprintf(", torn: %d of %d un-synced pages and sizes kept", loss.Kept, loss.Changes)
+	what := "pages"
+	if loss.Unit == lazyfs.SectorSize {
+		what = "512-byte sectors"
+	}
+	return fmt.Sprintf(", torn: %d of %d un-synced %s and sizes kept", loss.Kept, loss.Changes, what)
 }
 
 // tore records a torn power loss that found nothing written and not

@@ -95,23 +95,33 @@ func TestPowerLossColumnCertifiesEmbeddedDefault(t *testing.T) {
 }
 
 // tornNote matches what a case's note says of a torn power loss.
-var tornNote = regexp.MustCompile(`torn: (\d+) of (\d+) un-synced pages and sizes kept`)
+var tornNote = regexp.MustCompile(`torn: (\d+) of (\d+) un-synced (pages|512-byte sectors) and sizes kept`)
 
 // The embedded default (WAL, synchronous=FULL) survives torn power
-// losses: of what it had not synced (its WAL index), some pages survive
-// and some do not, and each case says how many. The same case tears the
-// same way when it runs again (the seed comes from the window).
+// losses, at 4 KiB pages and at 512-byte sectors: of what it had not
+// synced (its WAL index), some pages or sectors survive and some do not,
+// and each case says how many. The same case tears the same way when it
+// runs again (the seed comes from the window).
 func TestTornWriteColumnCertifiesEmbeddedDefault(t *testing.T) {
 	needFUSE(t)
 	r := processRunner(t, "sqlite", func(c *sim.Config) { c.Adaptive = true })
 	points := []faults.Point{faults.BeforeGraphWrite, faults.BeforeStateCommit, faults.BeforeCompleted, faults.PlanSaveBeforeCheckpoint}
-	cases := sim.Filter(sim.TornWriteMatrix(nil, 250), points, nil, nil)
-	if len(cases) != len(points) {
-		t.Fatalf("%d torn-write cases at %d windows", len(cases), len(points))
+	pages := sim.Filter(sim.TornWriteMatrix(nil, 0, 250), points, nil, nil)
+	sectors := sim.Filter(sim.TornWriteMatrix(nil, faults.TearSector, 250), points, nil, nil)
+	if len(pages) != len(points) || len(sectors) != len(points) {
+		t.Fatalf("%d and %d torn-write cases at %d windows", len(pages), len(sectors), len(points))
 	}
+	cases := append(pages, sectors...)
 	torn := func(res sim.CaseResult) string {
+		unit := "pages"
+		if strings.HasSuffix(res.Case.ID, "-512") {
+			unit = "512-byte sectors"
+		}
 		for _, n := range res.Notes {
 			if m := tornNote.FindStringSubmatch(n); m != nil {
+				if m[3] != unit {
+					t.Errorf("%s tore %s, want %s: %s", res.Case.ID, m[3], unit, n)
+				}
 				if kept, _ := strconv.Atoi(m[1]); kept == 0 {
 					t.Errorf("%s: the tear kept nothing: %s", res.Case.ID, n)
 				}
@@ -132,9 +142,11 @@ func TestTornWriteColumnCertifiesEmbeddedDefault(t *testing.T) {
 	if !slices.Contains(sim.Columns(rep), faults.TornWrite) {
 		t.Errorf("the report's columns %v have no torn-write column", sim.Columns(rep))
 	}
-	again := r.RunCase(context.Background(), cases[0])
-	if got := torn(again); got != first[cases[0].ID] {
-		t.Errorf("%s tore %q, then %q when it ran again", cases[0].ID, first[cases[0].ID], got)
+	for _, c := range []sim.Case{pages[0], sectors[0]} {
+		again := r.RunCase(context.Background(), c)
+		if got := torn(again); got != first[c.ID] {
+			t.Errorf("%s tore %q, then %q when it ran again", c.ID, first[c.ID], got)
+		}
 	}
 	noLazyMounts(t)
 }

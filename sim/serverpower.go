@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/check"
-	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/history"
 )
@@ -21,10 +20,10 @@ type ServerPower interface {
 	PowerUntested() string
 	// PowerLoss kills every server (SIGKILL to the whole container),
 	// throws away everything their data directories hold that was not
-	// synced (torn: some of its pages kept, as lazyfs.FS.PowerLossTorn
-	// with seed), and starts them again on what is left; it returns once
+	// synced (torn, as lazyfs.FS.Cut tears: some of its pages or sectors
+	// kept), and starts them again on what is left; it returns once
 	// each answers a query again.
-	PowerLoss(ctx context.Context, torn bool, seed int64) (ServerPowerLoss, error)
+	PowerLoss(ctx context.Context, tear lazyfs.Tear) (ServerPowerLoss, error)
 }
 
 // ServerPowerLoss is what one power loss of the servers did.
@@ -65,8 +64,7 @@ func (r *Runner) serverPowerUntested() string {
 // un-synced writes dropped, and they are started again; the stores are
 // then read through the servers (I9), before recovery writes.
 func (r *Runner) cutServerPower(ctx context.Context, pc *powerCase, c Case, env CaseEnv, space string, h history.Log, hit history.Record, res *CaseResult) error {
-	torn := hit.Fault.Kind == faults.TornWrite
-	loss, err := pc.server.PowerLoss(ctx, torn, TearSeed(hit.Point, pc.done))
+	loss, err := pc.server.PowerLoss(ctx, tearOf(hit, pc.done))
 	if err != nil {
 		return fmt.Errorf("power loss at %s: %w", hit.Point, err)
 	}

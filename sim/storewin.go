@@ -539,8 +539,10 @@ type Selection struct {
 	// like the rest; set it where Runner.PowerLossUntested is "".
 	PowerLoss bool
 	// TornWrite adds the torn-write column (TornWriteMatrix), narrowed
-	// like the rest: asked for by its kind (PowerLossSelection).
+	// like the rest: asked for by its kind (PowerLossSelection). Tear is
+	// its unit (faults.TearSector for 512-byte sectors; 0 for pages).
 	TornWrite bool
+	Tear      int
 }
 
 // Cases returns the cases of a selection: the catalogue's matrix and case
@@ -552,7 +554,7 @@ func (s Selection) Cases(pr Probe, leaseTTLMillis, seed int64) []Case {
 		cases = append(cases, Filter(PowerLossMatrix(pr.Windows, leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)
 	}
 	if s.TornWrite {
-		cases = append(cases, Filter(TornWriteMatrix(pr.Windows, leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)
+		cases = append(cases, Filter(TornWriteMatrix(pr.Windows, s.Tear, leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)
 	}
 	cases = append(cases, s.betweenCalls(BetweenCallsCases(pr.StaleCalls, leaseTTLMillis))...)
 	if s.RandomKills > 0 && len(s.Points) == 0 && len(s.Kinds) == 0 && (len(s.Classes) == 0 || slices.Contains(s.Classes, RandomKillClass)) {

@@ -25,6 +25,7 @@ type certifyFlags struct {
 	jsonOut, junitOut, html   string
 	bugs, points, kinds, only []string
 	parallel, randomKills     int
+	tear                      int
 	seed                      int64
 	leaseTTL                  time.Duration
 	keep, quiet, inProcess    bool
@@ -73,7 +74,9 @@ in-process mode) the verdict says "power loss: not tested (why)";
 
 Torn writes (--kind torn-write, not in the default matrix): the same cases,
 but of each file that survives, some 4 KiB pages written and not fsynced
-survive and the rest are lost, as a seed drawn from the window decides. A
+survive and the rest are lost, as a seed drawn from the window decides
+(--tear 512: some 512-byte sectors of those pages, so a page can survive in
+part). A
 case whose store had nothing un-synced at the window has nothing to tear:
 it is not exercised (the power-loss column covers it).
 
@@ -86,6 +89,7 @@ Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant 
 	fl.StringSliceVar(&f.bugs, "bug", nil, "service mutant(s): "+bugNames())
 	fl.StringSliceVar(&f.points, "point", nil, "only these windows (failpoint names)")
 	fl.StringSliceVar(&f.kinds, "kind", nil, "only these fault kinds")
+	fl.IntVar(&f.tear, "tear", faults.TearPage, "what the torn-write column (--kind torn-write) keeps or loses whole of the writes not synced: 4096 (4 KiB pages, as the page cache writes them back) or 512 (disk sectors: a page can survive in part); its cases' IDs then end in -512")
 	fl.StringSliceVar(&f.only, "class", nil, "only these case classes")
 	fl.StringVar(&f.workdir, "workdir", "", "where case data and histories go (default: a temporary folder, removed on success, under TMPDIR when set, else on /dev/shm (tmpfs) when it has 1 GiB free: a SIGKILL keeps the page cache, and a busy disk's fsync could outlast a worker's deadline)")
 	fl.StringVar(&f.jsonOut, "json", "", "write the JSON report here")
@@ -149,6 +153,12 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 			return fmt.Errorf("--kind: %w", err)
 		}
 		kinds = append(kinds, kk)
+	}
+	switch {
+	case f.tear != faults.TearPage && f.tear != faults.TearSector:
+		return fmt.Errorf("--tear %d: want %d (4 KiB pages) or %d (disk sectors)", f.tear, faults.TearPage, faults.TearSector)
+	case f.tear == faults.TearSector && !slices.Contains(kinds, faults.TornWrite):
+		return fmt.Errorf("--tear %d applies to the torn-write column: give --kind torn-write", f.tear)
 	}
 	bugs, err := parseBugs(f.bugs)
 	if err != nil {
@@ -228,6 +238,9 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	// matrix.
 	probe, perr := runner.Probe(cmd.Context())
 	sel := sim.Selection{Points: points, Kinds: kinds, Classes: f.only, RandomKills: f.randomKills}
+	if f.tear == faults.TearSector {
+		sel.Tear = faults.TearSector
+	}
 	untested, err := runner.PowerLossSelection(&sel)
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)

@@ -62,15 +62,18 @@ const cacheTimeout = time.Hour
 // Loss says what one power loss threw away.
 type Loss struct {
 	// Bytes is the file data that was written and not synced (counted
-	// in 4 KiB pages), Names the directory entries created, removed or
+	// in 4 KiB pages; a page torn inside counts whole), Names the
+	// directory entries created, removed or
 	// renamed without a directory fsync.
 	Bytes int64
 	Names int
 	// Torn is set for a torn power loss (PowerLossTorn): Changes are the
-	// un-synced changes it decided over (a page of a surviving file, or
-	// its size), Kept those it kept. Bytes counts what was dropped.
+	// un-synced changes it decided over (a page, or a sector with
+	// Tear.Unit SectorSize, of a surviving file, or its size), Kept those
+	// it kept; Unit is the tear's unit. Bytes counts what was dropped.
 	Torn          bool
 	Changes, Kept int
+	Unit          int
 }
 
 // Add sums o into l: the loss of several mounts cut together (a torn
@@ -81,6 +84,24 @@ func (l *Loss) Add(o Loss) {
 	l.Torn = l.Torn || o.Torn
 	l.Changes += o.Changes
 	l.Kept += o.Kept
+	l.Unit = max(l.Unit, o.Unit)
+}
+
+// The units a torn power loss keeps or loses whole (Tear.Unit): a page of
+// the page cache, which the kernel writes back whole, and a disk sector,
+// which a disk writes whole (a page is eight of them on a 512-byte-sector
+// disk, and the power may go between two).
+const (
+	PageSize   = pageSize
+	SectorSize = 512
+)
+
+// Tear is how a power loss tears (FS.Cut): Unit 0 is a plain power loss,
+// which loses everything not synced; PageSize or SectorSize keeps or
+// loses each such unit of un-synced data whole, as Seed decides.
+type Tear struct {
+	Unit int
+	Seed int64
 }
 
 // Mount mounts a lazy file system on mountpoint (an existing directory).
@@ -159,17 +180,24 @@ func (f *FS) PowerLoss() Loss {
 // seed on the same state tears the same way. Unless nothing was left
 // un-synced, something is kept (what a plain power loss drops) and, of
 // two changes or more, something is lost (Loss.Changes, Loss.Kept).
-// This is LazyFS's torn-write fault at the granularity of the page cache.
+// This is LazyFS's torn-write fault at the granularity of the page cache;
+// Cut with Tear{Unit: SectorSize} tears inside pages.
 func (f *FS) PowerLossTorn(seed int64) Loss {
-	return f.cut(&tearing{seed: seed})
+	return f.Cut(Tear{Unit: PageSize, Seed: seed})
 }
 
-// Cut is PowerLossTorn(seed) when torn is set, else PowerLoss.
-func (f *FS) Cut(torn bool, seed int64) Loss {
-	if torn {
-		return f.PowerLossTorn(seed)
+// Cut is a power loss torn as t says: PowerLoss for the zero Tear,
+// PowerLossTorn for Unit PageSize, and for Unit SectorSize the same at
+// 512-byte sectors: of each un-synced page, each sector that differs
+// from its synced content is kept or lost whole.
+func (f *FS) Cut(t Tear) Loss {
+	switch t.Unit {
+	case 0:
+		return f.cut(nil)
+	case PageSize, SectorSize:
+		return f.cut(&tearing{seed: t.Seed, unit: t.Unit})
 	}
-	return f.PowerLoss()
+	panic(fmt.Sprintf("lazyfs: a tear of %d bytes (want %d or %d)", t.Unit, PageSize, SectorSize))
 }
 
 // cut is a power loss, torn when tear is set: the model first, then the
@@ -188,7 +216,7 @@ func (f *FS) cut(tear *tearing) Loss {
 	f.invalidate(changed, open)
 	loss := Loss{Bytes: b, Names: n}
 	if tear != nil {
-		loss.Torn, loss.Changes, loss.Kept = true, tear.changes, tear.kept
+		loss.Torn, loss.Changes, loss.Kept, loss.Unit = true, tear.changes, tear.kept, tear.unit
 	}
 	return loss
 }

@@ -558,22 +558,7 @@ func TestTornPowerLossKeepsWholePages(t *testing.T) {
 		syncDir(t, f.Dir())
 		writeFile(t, p, strings.Repeat("b", pages*pageSize), false)
 		loss := f.PowerLossTorn(seed)
-		got := readOf(t, p)
-		if len(got) != pages*pageSize {
-			t.Fatalf("seed %d: %d bytes after a torn power loss, want %d (the size never changed)", seed, len(got), pages*pageSize)
-		}
-		var kept []byte
-		for i := 0; i < pages; i++ {
-			switch pg := got[i*pageSize : (i+1)*pageSize]; pg {
-			case strings.Repeat("a", pageSize):
-				kept = append(kept, '.')
-			case strings.Repeat("b", pageSize):
-				kept = append(kept, 'K')
-			default:
-				t.Fatalf("seed %d: page %d is torn inside: %q...", seed, i, pg[:16])
-			}
-		}
-		return string(kept), loss
+		return keptUnits(t, readOf(t, p), pages*pageSize, pageSize, seed), loss
 	}
 	shapes := map[string]bool{}
 	for seed := int64(1); seed <= 10; seed++ {
@@ -593,6 +578,70 @@ func TestTornPowerLossKeepsWholePages(t *testing.T) {
 	if len(shapes) < 3 {
 		t.Errorf("10 seeds tore the same pages in only %d ways: %v", len(shapes), shapes)
 	}
+}
+
+// Torn at 512-byte sectors, a page written and not synced can survive in
+// part: each sector is all old or all new, a sector the write left as it
+// was is no change, and pages come out torn inside.
+func TestTornPowerLossAtSectors(t *testing.T) {
+	f := mount(t)
+	p := filepath.Join(f.Dir(), "a")
+	const pages, per = 2, pageSize / SectorSize
+	tear := func(seed int64) (string, Loss) {
+		writeFile(t, p, strings.Repeat("a", pages*pageSize), true)
+		syncDir(t, f.Dir())
+		// Every sector new but the fifth, written with what it held.
+		next := []byte(strings.Repeat("b", pages*pageSize))
+		copy(next[4*SectorSize:5*SectorSize], strings.Repeat("a", SectorSize))
+		writeFile(t, p, string(next), false)
+		loss := f.Cut(Tear{Unit: SectorSize, Seed: seed})
+		return keptUnits(t, readOf(t, p), pages*pageSize, SectorSize, seed), loss
+	}
+	insidePages := 0
+	for seed := int64(1); seed <= 10; seed++ {
+		got, loss := tear(seed)
+		news := strings.Count(got, "K")
+		if got[4] != '.' {
+			t.Errorf("seed %d: the sector written with what it held reads as new", seed)
+		}
+		if news == 0 || news == pages*per-1 {
+			t.Errorf("seed %d kept %d of %d un-synced sectors (%s): a torn power loss keeps some and loses some", seed, news, pages*per-1, got)
+		}
+		if !loss.Torn || loss.Unit != SectorSize || loss.Changes != pages*per-1 || loss.Kept != news {
+			t.Errorf("seed %d: loss %+v, want torn at %d bytes, %d changes, %d kept", seed, loss, SectorSize, pages*per-1, news)
+		}
+		if again, _ := tear(seed); again != got {
+			t.Errorf("seed %d tore %s, then %s on the same state", seed, got, again)
+		}
+		if pg := got[per : 2*per]; strings.Contains(pg, "K") && strings.Contains(pg, ".") { // the second page: all of it new
+			insidePages++
+		}
+	}
+	if insidePages == 0 {
+		t.Errorf("10 seeds never tore a page inside")
+	}
+}
+
+// keptUnits reads a file torn between a's (synced) and b's (not) in
+// units of unit bytes: '.' for a unit all old, 'K' for one all new; a unit
+// torn inside, or a size other than size, fails the test.
+func keptUnits(t *testing.T, got string, size, unit int, seed int64) string {
+	t.Helper()
+	if len(got) != size {
+		t.Fatalf("seed %d: %d bytes after a torn power loss, want %d (the size never changed)", seed, len(got), size)
+	}
+	var kept []byte
+	for i := 0; i < size/unit; i++ {
+		switch u := got[i*unit : (i+1)*unit]; u {
+		case strings.Repeat("a", unit):
+			kept = append(kept, '.')
+		case strings.Repeat("b", unit):
+			kept = append(kept, 'K')
+		default:
+			t.Fatalf("seed %d: unit %d (%d bytes) is torn inside: %q...", seed, i, unit, u[:16])
+		}
+	}
+	return string(kept)
 }
 
 // A torn power loss with a single un-synced change keeps it (a plain

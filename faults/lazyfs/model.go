@@ -54,7 +54,7 @@
 // it. File handles opened before a power loss fail with EIO afterwards:
 // the processes that held them are dead in the model.
 //
-// # Torn power loss (PowerLossTorn)
+// # Torn power loss (PowerLossTorn, Cut)
 //
 // A torn power loss keeps part of what was not synced, as a disk whose
 // cache wrote some of its pages out before the power went: of each file
@@ -63,6 +63,10 @@
 // whole. A hash of the seed, the file's path and the page decides, so one
 // seed tears one state the same way every time. Names follow the rule as
 // in a plain power loss; a file whose name is not durable is lost whole.
+// With Tear.Unit SectorSize the unit is a 512-byte sector instead (a page
+// the kernel was writing back when the power went, on a disk that writes
+// 512 bytes at a time): of a page that differs, each sector whose bytes
+// differ is kept or lost, so one write of a page can survive in part.
 //
 // # The kernel's caches
 //
@@ -85,6 +89,7 @@
 package lazyfs
 
 import (
+	"bytes"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -355,7 +360,7 @@ func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames int, change
 			}
 		} else {
 			if tear != nil {
-				n.dur = torn(n.live, n.dur, func(page int) bool { return tear.keep[tearKey{path, page}] })
+				n.dur = torn(n.live, n.dur, tear.unit, func(unit int) bool { return tear.keep[tearKey{path, unit}] })
 			}
 			lostBytes += changedBytes(n.live, n.dur)
 			n.live = n.dur.clone()
@@ -455,22 +460,24 @@ func samePage(a, b []byte) bool {
 // the same state whatever order the maps give.
 type tearing struct {
 	seed int64
+	// unit is what is kept or lost whole: pageSize or a sector.
+	unit int
 	keep map[tearKey]bool
 	// changes and kept count the un-synced changes and those kept.
 	changes, kept int
 }
 
-// tearKey is one un-synced change: a 4 KiB page of the file at path (the
-// first path a walk of the durable tree in name order reaches it by), or
-// its size (page -1).
+// tearKey is one un-synced change: a unit (a 4 KiB page or a sector, by
+// its index in the file) of the file at path (the first path a walk of
+// the durable tree in name order reaches it by), or its size (-1).
 type tearKey struct {
 	path string
-	page int
+	unit int
 }
 
 // decide plans the tear on the model as it is (under m.mu): every page
-// that differs between a surviving file's live and durable data, and
-// every changed size, is kept or dropped by the hash. A tear that would
+// (or sector, by t.unit) that differs between a surviving file's live and
+// durable data, and every changed size, is kept or dropped by the hash. A tear that would
 // keep all of two or more changes, or none, flips the first: a torn power
 // loss keeps something a plain one drops (so it tests something of its
 // own) and drops something a clean shutdown keeps. A single change is
@@ -483,8 +490,8 @@ func (t *tearing) decide(m *model) {
 	walk = func(n *node, path string) {
 		seen[n] = true
 		if !n.dir {
-			for _, page := range unsynced(n.live, n.dur) {
-				keys = append(keys, tearKey{path, page})
+			for _, unit := range unsynced(n.live, n.dur, t.unit) {
+				keys = append(keys, tearKey{path, unit})
 			}
 			return
 		}
@@ -497,7 +504,11 @@ func (t *tearing) decide(m *model) {
 	walk(m.root, "")
 	for _, k := range keys {
 		h := fnv.New64a()
-		fmt.Fprintf(h, "%d\x00%s\x00%d", t.seed, k.path, k.page)
+		if t.unit == pageSize { // as before sectors came: a seed tears pages as it did
+			fmt.Fprintf(h, "%d\x00%s\x00%d", t.seed, k.path, k.unit)
+		} else {
+			fmt.Fprintf(h, "%d\x00%s\x00%d\x00%d", t.seed, k.path, t.unit, k.unit)
+		}
 		t.keep[k] = mix(h.Sum64())&1 == 1
 	}
 	t.changes = len(keys)
@@ -531,13 +542,23 @@ func mix(x uint64) uint64 {
 }
 
 // unsynced lists what a file's live data changed from its durable data,
-// the changes a torn power loss decides over: each page that differs, by
-// its index, then -1 when the size differs.
-func unsynced(live, dur content) []int {
+// the changes a torn power loss decides over, in units of unit bytes (a
+// page, or a sector of one): the index of each unit that differs, then
+// -1 when the size differs. A page the two states share is unchanged
+// whole; of a page that differs, a sector is unchanged when its bytes
+// are.
+func unsynced(live, dur content, unit int) []int {
 	var out []int
+	per := pageSize / unit
 	for i := 0; i < max(len(live.pages), len(dur.pages)); i++ {
-		if !samePage(live.page(i), dur.page(i)) {
-			out = append(out, i)
+		lp, dp := live.page(i), dur.page(i)
+		if samePage(lp, dp) {
+			continue
+		}
+		for s := 0; s < per; s++ {
+			if unit == pageSize || !bytes.Equal(sector(lp, s, unit), sector(dp, s, unit)) {
+				out = append(out, i*per+s)
+			}
 		}
 	}
 	if live.size != dur.size {
@@ -546,20 +567,45 @@ func unsynced(live, dur content) []int {
 	return out
 }
 
-// torn returns dur with some of live's changes (unsynced): each page that
-// differs and the size (page -1), where keep says so.
-func torn(live, dur content, keep func(page int) bool) content {
+// zeroSector is what a sector of a hole holds.
+var zeroSector = make([]byte, pageSize)
+
+// sector is the s-th unit-byte sector of page pg (zeros for a hole).
+func sector(pg []byte, s, unit int) []byte {
+	if pg == nil {
+		return zeroSector[:unit]
+	}
+	return pg[s*unit : (s+1)*unit]
+}
+
+// torn returns dur with some of live's changes (unsynced, in units of
+// unit bytes): each unit that differs and the size (-1), where keep says
+// so.
+func torn(live, dur content, unit int, keep func(unit int) bool) content {
 	out := dur.clone()
-	for _, i := range unsynced(live, dur) {
+	per := pageSize / unit
+	mixed := map[int]bool{} // pages of out made of both states' sectors
+	for _, u := range unsynced(live, dur, unit) {
 		switch {
-		case !keep(i):
-		case i < 0:
+		case !keep(u):
+		case u < 0:
 			out.size = live.size
 		default:
+			i := u / per
 			for len(out.pages) <= i {
 				out.pages = append(out.pages, nil)
 			}
-			out.pages[i] = live.page(i)
+			if unit == pageSize {
+				out.pages[i] = live.page(i)
+				continue
+			}
+			if !mixed[i] {
+				pg := make([]byte, pageSize)
+				copy(pg, out.pages[i]) // a hole stays zeros
+				out.pages[i], mixed[i] = pg, true
+			}
+			s := u % per
+			copy(out.pages[i][s*unit:], sector(live.page(i), s, unit))
 		}
 	}
 	// Nothing past the size survives (it would reappear if the file grew).

@@ -26,6 +26,7 @@ type Options struct {
 	Points    []faults.Point
 	Kinds     []faults.Kind
 	Classes   []string
+	Tear      int           // the torn-write column's unit (sim.Selection.Tear)
 	LeaseTTL  time.Duration // zero: adaptive, from 250ms up (sim.Config.Adaptive)
 	WallClock bool          // leases on the wall clock (sim.Config.WallClock)
 	Parallel  int
@@ -116,6 +117,9 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	started := time.Now()
 	probe, perr := runner.Probe(ctx)
 	sel := sim.Selection{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, RandomKills: o.RandomKills}
+	if o.Tear == faults.TearSector {
+		sel.Tear = faults.TearSector
+	}
 	if hung, ok := probeHung(probe); perr != nil && ok {
 		// A worker of the fault-free probe hung (its stacks say in which
 		// store method): every case would hang the same way, each until

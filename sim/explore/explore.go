@@ -70,8 +70,10 @@ type Shape struct {
 	// the power only (sim.Runner.PowerLossUntested).
 	PowerLoss float64
 	// TornWrite is the share (0..1) of those power losses that tear
-	// (faults.TornWrite) instead of losing every un-synced write.
+	// (faults.TornWrite) instead of losing every un-synced write, at Tear
+	// (faults.TearSector: 512-byte sectors; 0: 4 KiB pages).
 	TornWrite float64
+	Tear      int
 }
 
 // DefaultShape is small enough to shrink fast and rich enough to find the
@@ -148,7 +150,11 @@ func arm(r *rand.Rand, spec faults.Spec, shape Shape) faults.Action {
 	// the schedules they always had.
 	if shape.PowerLoss > 0 && (k == faults.Crash || k == faults.Recrash) && r.Float64() < shape.PowerLoss {
 		if shape.TornWrite > 0 && r.Float64() < shape.TornWrite {
-			return faults.On(faults.TornWrite, hit)
+			a := faults.On(faults.TornWrite, hit)
+			if shape.Tear == faults.TearSector {
+				a.Tear = faults.TearSector
+			}
+			return a
 		}
 		return faults.On(faults.PowerLoss, hit)
 	}

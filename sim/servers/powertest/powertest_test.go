@@ -113,6 +113,17 @@ func tornCases(t *testing.T, points ...faults.Point) []sim.Case {
 	return columnCases(t, faults.TornWrite, points)
 }
 
+// sectorCases are the torn-write column at the given windows, torn at
+// 512-byte sectors.
+func sectorCases(t *testing.T, points ...faults.Point) []sim.Case {
+	t.Helper()
+	cases := sim.Filter(sim.TornWriteMatrix(nil, faults.TearSector, leaseTTL.Milliseconds()), points, nil, nil)
+	if len(cases) != len(points) {
+		t.Fatalf("%d sector-torn cases at %d windows", len(cases), len(points))
+	}
+	return cases
+}
+
 // columnCases are the cases of power-loss kind k at the given windows.
 func columnCases(t *testing.T, k faults.Kind, points []faults.Point) []sim.Case {
 	t.Helper()
@@ -176,15 +187,17 @@ func run(t *testing.T, st *provision.Started, cases []sim.Case) sim.Report {
 }
 
 // PostgreSQL with its defaults (fsync on) survives a power loss, plain
-// and torn, at the windows after each of its kinds of durable write: the
-// state commit, its completion, and System B's checkpoint. Torn: of what
-// its data directory held un-synced at the window, some pages survive and
-// some do not, and recovery (full-page images in the WAL) repairs them.
-// One server serves both columns.
+// and torn (at pages and at sectors), at the windows after each of its
+// kinds of durable write: the state commit, its completion, and System
+// B's checkpoint. Torn: of what its data directory held un-synced at the
+// window, some pages (or sectors) survive and some do not, and recovery
+// (full-page images in the WAL) repairs them. One server serves every
+// column.
 func TestPostgresDefaultsCertifyPowerLoss(t *testing.T) {
 	st := start(t, provision.ContainerOptions{NoNeo4j: true})
 	points := []faults.Point{faults.BeforeStateCommitted, faults.BeforeCompleted, faults.PlanSaveBeforeCheckpoint}
-	rep := run(t, st, append(powerCases(t, points...), tornCases(t, points...)...))
+	cases := append(powerCases(t, points...), tornCases(t, points...)...)
+	rep := run(t, st, append(cases, sectorCases(t, points...)...))
 	if rep.ExitCode != 0 {
 		t.Fatalf("PostgreSQL with its defaults did not certify under power loss, plain and torn: %v (broken: %v)", rep.Counts, rep.Broken())
 	}
@@ -216,8 +229,12 @@ func TestPostgresFsyncOffFailsPowerLoss(t *testing.T) {
 // whole (docs/power-loss.md).
 func TestPostgresFullPageWritesOffUnderTornWrites(t *testing.T) {
 	st := start(t, provision.ContainerOptions{NoNeo4j: true, PostgresConfig: []string{"full_page_writes=off"}})
-	rep := run(t, st, tornCases(t, faults.BeforeGraphWrite, faults.BeforeStateCommitted, faults.BeforeCompleted, faults.RecoveryBeforeClaim, faults.PlanSaveBeforeCheckpoint))
-	t.Logf("full_page_writes=off under torn writes: exit %d, verdicts %v, broken %v", rep.ExitCode, rep.Counts, rep.Broken())
+	points := []faults.Point{faults.BeforeGraphWrite, faults.BeforeStateCommitted, faults.BeforeCompleted, faults.RecoveryBeforeClaim, faults.PlanSaveBeforeCheckpoint}
+	rep := run(t, st, append(tornCases(t, points...), sectorCases(t, points...)...))
+	t.Logf("full_page_writes=off under torn writes (pages, then sectors): exit %d, verdicts %v, broken %v", rep.ExitCode, rep.Counts, rep.Broken())
+	for _, r := range rep.Results {
+		t.Logf("  %s: %s %v", r.Case.ID, r.Verdict, r.Broken())
+	}
 }
 
 // Neo4j (with PostgreSQL, both with their defaults) survives a power loss
@@ -263,7 +280,7 @@ func TestServerThatCannotRestartSaysWhy(t *testing.T) {
 	d.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), serverfaults.RestartBudget+time.Minute)
 	defer cancel()
-	_, err = st.Faults.PowerLoss(ctx, false, 0)
+	_, err = st.Faults.PowerLoss(ctx, lazyfs.Tear{})
 	if err == nil || !strings.Contains(err.Error(), "postgres exited") || !strings.Contains(err.Error(), `could not open file "/var/lib/postgresql/data/global/pg_control"`) {
 		t.Fatalf("power loss with pg_control gone: %v; want the server's exit and its log", err)
 	}

@@ -82,7 +82,7 @@ func (l *lazyData) settled(server string) {
 }
 
 // powerLoss is the server's Server.PowerLoss.
-func (l *lazyData) powerLoss(server string) func(torn bool, seed int64) lazyfs.Loss {
+func (l *lazyData) powerLoss(server string) func(lazyfs.Tear) lazyfs.Loss {
 	return l.mounts[server].Cut
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
 
@@ -45,7 +46,7 @@ func (s *Supervisor) PowerUntested() string {
 // to its container), then each lazy mount drops what was not synced,
 // then every server starts again on what is left and the proxies follow
 // it. Each server's kill counts as one (Kills).
-func (s *Supervisor) PowerLoss(ctx context.Context, torn bool, seed int64) (sim.ServerPowerLoss, error) {
+func (s *Supervisor) PowerLoss(ctx context.Context, tear lazyfs.Tear) (sim.ServerPowerLoss, error) {
 	if why := s.PowerUntested(); why != "" {
 		return sim.ServerPowerLoss{}, errors.New(why)
 	}
@@ -70,7 +71,7 @@ func (s *Supervisor) PowerLoss(ctx context.Context, torn bool, seed int64) (sim.
 		return out, err
 	}
 	for _, srv := range srvs {
-		out.Add(srv.PowerLoss(torn, seed))
+		out.Add(srv.PowerLoss(tear))
 	}
 	// They start together (Neo4j's JVM takes its time; PostgreSQL need
 	// not wait for it).

@@ -48,7 +48,7 @@ type Server struct {
 	// PowerLoss, set when the server's data directory is on a lazy mount
 	// (faults/lazyfs), throws away what the server wrote there and did
 	// not sync; it is called while the server is dead.
-	PowerLoss func(torn bool, seed int64) lazyfs.Loss
+	PowerLoss func(lazyfs.Tear) lazyfs.Loss
 }
 
 // Crashable says whether the server can be killed and started again: a
