@@ -44,3 +44,21 @@ func TestInterleavingMissed(t *testing.T) {
 		}
 	}
 }
+
+// Nothing to tear is settled (not run again) where the store's files
+// change only when its workers act; a database server writes in the
+// background, so there the case runs again and may find something.
+func TestNothingToTearIsSettledOffServersOnly(t *testing.T) {
+	for _, c := range []struct {
+		cause          Cause
+		server, settle bool
+	}{
+		{CauseNothingToTear, false, true}, {CauseNothingToTear, true, false},
+		{CauseDataElsewhere, false, true}, {CauseDataElsewhere, true, true},
+		{CauseTiming, false, false},
+	} {
+		if got := c.cause.settled(c.server); got != c.settle {
+			t.Errorf("%s on a server %v: settled %v, want %v", c.cause, c.server, got, c.settle)
+		}
+	}
+}

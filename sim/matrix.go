@@ -86,7 +86,7 @@ func (r *Runner) runWithRetries(ctx context.Context, c Case) CaseResult {
 			tm = r.Timing()
 			continue
 		}
-		if res.Verdict != NotExercised || n == maxAttempts || ctx.Err() != nil || res.NotExercised == nil || res.NotExercised.Cause.settled() {
+		if res.Verdict != NotExercised || n == maxAttempts || ctx.Err() != nil || res.NotExercised == nil || res.NotExercised.Cause.settled(r.backend.serverBacked()) {
 			return res
 		}
 		attempts = append(attempts, Attempt{LeaseTTL: tm.LeaseTTL, Reason: *res.NotExercised})

@@ -198,7 +198,8 @@ func armsPowerLoss(c Case) bool {
 }
 
 // mountPower mounts the lazy file system of a case that arms a power
-// loss and moves the case's data directory onto it; nil for other cases.
+// loss (of every case, with Config.LazyData on an embedded backend) and
+// moves the case's data directory onto it; nil for other cases.
 // What the data directory holds already (a scenario's initial state) is
 // the durable state the mount starts with.
 //
@@ -207,7 +208,7 @@ func armsPowerLoss(c Case) bool {
 // (SQLite maps its WAL index) would hold a thread the server may need.
 // The snapshot reads the durable copy settle leaves instead.
 func (r *Runner) mountPower(c Case, dir string, env *CaseEnv) (*powerCase, error) {
-	if !armsPowerLoss(c) {
+	if !armsPowerLoss(c) && !(r.cfg.LazyData && r.backend.Embedded) {
 		return nil, nil
 	}
 	if why := r.PowerLossUntested(); why != "" {

@@ -213,7 +213,7 @@ func (fakePower) OpenCase(context.Context, sim.ServerCase) (sim.CaseServers, err
 func (fakePower) Kills(string) int          { return 0 }
 func (fakePower) Direct() map[string]string { return nil }
 func (f fakePower) PowerUntested() string   { return f.why }
-func (fakePower) PowerLoss(context.Context, bool, int64) (sim.ServerPowerLoss, error) {
+func (fakePower) PowerLoss(context.Context, lazyfs.Tear) (sim.ServerPowerLoss, error) {
 	return sim.ServerPowerLoss{}, errors.New("not used")
 }
 
@@ -263,4 +263,31 @@ func TestPowerLossOnServersNeedsServerPower(t *testing.T) {
 			}
 		})
 	}
+}
+
+// With Config.LazyData a case that cuts no power still keeps its data on
+// a lazy mount (what bench compares with tmpfs to price the file system
+// alone): the stores' files end up in the case's disk folder, written back
+// by the orderly unmount, and the verdict is the one on tmpfs.
+func TestLazyDataPutsEveryCaseOnALazyMount(t *testing.T) {
+	needFUSE(t)
+	c := sim.Filter(sim.Matrix(250), []faults.Point{faults.BeforeCompleted}, []faults.Kind{faults.Crash}, nil)
+	if len(c) != 1 {
+		t.Fatalf("%d crash cases at beforeCompleted", len(c))
+	}
+	for _, lazy := range []bool{false, true} {
+		r := processRunner(t, "sqlite", func(cfg *sim.Config) { cfg.LazyData = lazy })
+		res := r.RunCase(context.Background(), c[0])
+		if res.Verdict != sim.Pass {
+			t.Fatalf("lazy data %v: %s %v %v", lazy, res.Verdict, res.Broken(), res.Notes)
+		}
+		ents, err := os.ReadDir(filepath.Join(res.Dir, "disk", "data"))
+		if lazy && (err != nil || len(ents) == 0) {
+			t.Errorf("with LazyData the case's data is not in its lazy mount's backing folder: %v, %d entries", err, len(ents))
+		}
+		if !lazy && err == nil {
+			t.Errorf("without LazyData a crash case has a lazy mount's backing folder")
+		}
+	}
+	noLazyMounts(t)
 }

@@ -140,6 +140,11 @@ type Config struct {
 	// InProcessFiles keeps an embedded backend's data in files in the
 	// in-process mode too (by default it lives in memory there).
 	InProcessFiles bool
+	// LazyData puts every case's data directory on a lazy file system
+	// (faults/lazyfs), as a power-loss case's is, whether or not the case
+	// cuts the power: what the lazy file system costs by itself (bench).
+	// Process mode, embedded backends, where FUSE works.
+	LazyData bool
 	// ServerFaults, when set, lets cases fault the backend's servers
 	// (server-crash, ack-lost, conn-reset); process mode only.
 	ServerFaults ServerFaults

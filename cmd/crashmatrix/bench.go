@@ -500,11 +500,20 @@ func benchSpawnFloor(self string, workers, parallel int) (time.Duration, time.Du
 
 // benchRunner is one full-matrix round's runner, on a fresh work directory.
 func benchRunner(server *serverFlags, benchDir, backend, self string, ttl time.Duration, seed int64, adaptive bool) (*sim.Runner, string, error) {
+	return benchRunnerWith(server, benchDir, backend, self, ttl, seed, adaptive, nil)
+}
+
+// benchRunnerWith is benchRunner with the configuration adjusted by set
+// (when not nil) before the runner is made.
+func benchRunnerWith(server *serverFlags, benchDir, backend, self string, ttl time.Duration, seed int64, adaptive bool, set func(*sim.Config)) (*sim.Runner, string, error) {
 	work, err := os.MkdirTemp(benchDir, "crashmatrix-bench-")
 	if err != nil {
 		return nil, "", err
 	}
 	cfg := sim.Config{Backend: sim.BackendSpec{Name: backend}, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: work, LeaseTTL: ttl, Seed: seed, Adaptive: adaptive}
+	if set != nil {
+		set(&cfg)
+	}
 	// The servers reached as certify reaches them: a case that arms no
 	// server fault goes to them directly, one that does through its proxy.
 	server.useFaults(&cfg)

@@ -873,3 +873,36 @@ func TestFilesMadeCountsFilesEverMade(t *testing.T) {
 		t.Fatalf("one file made, then lost to a power loss: FilesMade %d, want 1", n)
 	}
 }
+
+// A page written again with the bytes it held, and zeros written over a
+// hole (a database extending a file), change nothing: a torn power loss
+// has nothing of theirs to decide over, at pages or at sectors. Before,
+// each counted as a change, and a tear over such pages alone passed for
+// one that tore something.
+func TestTornPowerLossIgnoresWritesThatChangeNothing(t *testing.T) {
+	f := mount(t)
+	p := filepath.Join(f.Dir(), "a")
+	for _, unit := range []int{PageSize, SectorSize} {
+		writeFile(t, p, strings.Repeat("a", pageSize), true)
+		if err := os.Truncate(p, 3*pageSize); err != nil { // a hole of two pages
+			t.Fatal(err)
+		}
+		rw, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rw.Sync()
+		syncDir(t, f.Dir())
+		rw.WriteAt([]byte(strings.Repeat("a", pageSize)), 0)     // the same bytes again
+		rw.WriteAt(make([]byte, pageSize), pageSize)             // zeros over the hole
+		rw.WriteAt([]byte(strings.Repeat("b", 100)), 2*pageSize) // one real change
+		rw.Close()
+		loss := f.Cut(Tear{Unit: unit, Seed: 1})
+		if loss.Changes != 1 || loss.Kept != 1 {
+			t.Errorf("tear at %d bytes: %d changes (%d kept), want 1: the rewrites that changed nothing counted", unit, loss.Changes, loss.Kept)
+		}
+		if got := readOf(t, p); len(got) != 3*pageSize || got[2*pageSize] != 'b' {
+			t.Errorf("tear at %d bytes: the lone real change was not kept", unit)
+		}
+	}
+}

@@ -543,10 +543,12 @@ func mix(x uint64) uint64 {
 
 // unsynced lists what a file's live data changed from its durable data,
 // the changes a torn power loss decides over, in units of unit bytes (a
-// page, or a sector of one): the index of each unit that differs, then
-// -1 when the size differs. A page the two states share is unchanged
-// whole; of a page that differs, a sector is unchanged when its bytes
-// are.
+// page, or a sector of one): the index of each unit whose bytes differ,
+// then -1 when the size differs. A page the two states share is unchanged
+// whole; so is one written again with the bytes it held, or zeros over a
+// hole (a database extending a file does that): keeping or dropping it
+// would change nothing, and a tear that only had such pages to decide
+// over tore nothing.
 func unsynced(live, dur content, unit int) []int {
 	var out []int
 	per := pageSize / unit
@@ -556,7 +558,7 @@ func unsynced(live, dur content, unit int) []int {
 			continue
 		}
 		for s := 0; s < per; s++ {
-			if unit == pageSize || !bytes.Equal(sector(lp, s, unit), sector(dp, s, unit)) {
+			if !bytes.Equal(sector(lp, s, unit), sector(dp, s, unit)) {
 				out = append(out, i*per+s)
 			}
 		}

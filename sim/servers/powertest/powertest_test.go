@@ -166,6 +166,13 @@ func run(t *testing.T, st *provision.Started, cases []sim.Case) sim.Report {
 		t.Logf("power loss of %s: kill -> first answered query %s", rs.Server, rs.Took.Round(time.Millisecond))
 	}
 	for _, res := range rep.Results {
+		if nothingToTear(res) {
+			// What the server left un-synced at the window changes from run
+			// to run (its background writes); three runs found nothing
+			// there that a tear could keep or drop.
+			t.Logf("%s: not exercised, nothing to tear in %d attempts", res.Case.Label(), len(res.Attempts)+1)
+			continue
+		}
 		if res.Verdict != sim.Pass && res.Verdict != sim.Fail {
 			t.Errorf("%s: %s (%s)", res.Case.Label(), res.Verdict, strings.Join(res.Notes, "; "))
 			continue
@@ -186,20 +193,40 @@ func run(t *testing.T, st *provision.Started, cases []sim.Case) sim.Report {
 	return rep
 }
 
+// nothingToTear reports whether a torn case was not exercised because the
+// server had nothing un-synced to tear at its window.
+func nothingToTear(res sim.CaseResult) bool {
+	return res.Verdict == sim.NotExercised && res.NotExercised != nil && res.NotExercised.Cause == sim.CauseNothingToTear
+}
+
 // PostgreSQL with its defaults (fsync on) survives a power loss, plain
 // and torn (at pages and at sectors), at the windows after each of its
 // kinds of durable write: the state commit, its completion, and System
 // B's checkpoint. Torn: of what its data directory held un-synced at the
 // window, some pages (or sectors) survive and some do not, and recovery
-// (full-page images in the WAL) repairs them. One server serves every
-// column.
+// (full-page images in the WAL) repairs them. What it holds un-synced
+// there is little and changes from run to run (at sectors: 0 to 2 changed
+// sectors, seen on 2026-12-02), so a torn case may find nothing to tear
+// even in three runs: it is then not exercised, which the report says;
+// each column must tear something at one window at least. One server
+// serves every column.
 func TestPostgresDefaultsCertifyPowerLoss(t *testing.T) {
 	st := start(t, provision.ContainerOptions{NoNeo4j: true})
 	points := []faults.Point{faults.BeforeStateCommitted, faults.BeforeCompleted, faults.PlanSaveBeforeCheckpoint}
 	cases := append(powerCases(t, points...), tornCases(t, points...)...)
 	rep := run(t, st, append(cases, sectorCases(t, points...)...))
-	if rep.ExitCode != 0 {
-		t.Fatalf("PostgreSQL with its defaults did not certify under power loss, plain and torn: %v (broken: %v)", rep.Counts, rep.Broken())
+	tore := map[string]int{}
+	for _, res := range rep.Results {
+		switch {
+		case res.Verdict == sim.Pass && res.Case.Kind == faults.TornWrite:
+			tore[res.Case.ID[len(res.Case.ID)-4:]]++ // "rite" (pages) or "-512"
+		case res.Verdict == sim.Pass || nothingToTear(res):
+		default:
+			t.Errorf("PostgreSQL with its defaults under power loss: %s %s %v", res.Case.ID, res.Verdict, res.Broken())
+		}
+	}
+	if tore["rite"] == 0 || tore["-512"] == 0 {
+		t.Errorf("a torn column tore nothing at any window: %d at pages, %d at sectors", tore["rite"], tore["-512"])
 	}
 }
 
