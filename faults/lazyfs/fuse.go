@@ -222,8 +222,10 @@ func (f *FS) cut(tear *tearing) Loss {
 }
 
 // invalidate drops what the kernel cached and a power loss made stale:
-// the entries of every changed name (the kernel looks it up again; a
-// directory's entry takes what it cached below it along), and the
+// the entries of every name the power loss changed and of every file
+// (the kernel looks each up again, and takes the attributes that come
+// with the answer, the size included; a directory's entry takes what it
+// cached below it along), and the
 // attributes and pages of every node it knows, by a name (the inodes of
 // go-fuse's tree, which mirrors the kernel's) or by an open handle. What
 // it does not know it cannot have cached. Errors are ignored: ENOENT is a

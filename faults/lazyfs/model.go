@@ -323,9 +323,15 @@ func (m *model) syncAll() {
 // each changed 4 KiB page (and the size) survives where tear decided so
 // (tear.decide, called first, under the same lock).
 //
-// changed holds, for each directory that survives, the names whose entry
-// the power loss changed (gone, back, or naming another node): the
-// kernel's cached entries for exactly those names are stale.
+// changed holds, for each directory that survives, the names whose
+// entries in the kernel are stale: those the power loss changed (gone,
+// back, or naming another node), and every name of a file, whose entry
+// carries the attributes the kernel took with it. A size cached so
+// outlives an invalidation of the inode's attributes where nothing asks
+// for them again: a write opened O_APPEND goes to the end the kernel
+// knows (TestPowerLossLeavesNothingStaleInTheKernel). A lookup afresh
+// brings the size the power loss left. An unchanged directory's entry
+// stays (a server's data directory is the root of a bind mount).
 func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames int, changed map[*node][]string) {
 	m.gen++
 	changed = map[*node][]string{}
@@ -336,9 +342,11 @@ func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames int, change
 		now := time.Now()
 		if n.dir {
 			for name, k := range n.kids {
-				if n.durKids[name] != k {
+				if d := n.durKids[name]; d != k {
 					lostNames++
 					changed[n] = append(changed[n], name)
+				} else if !k.dir {
+					changed[n] = append(changed[n], name) // its cached size
 				}
 			}
 			for name, k := range n.durKids {
