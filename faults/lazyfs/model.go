@@ -75,8 +75,10 @@
 // a lookup or a read of a page it holds costs no round trip to the serving
 // process. Nothing changes the model behind the kernel's back except a
 // power loss, and PowerLoss drops, before it returns, every cached entry
-// of a name the power loss changed and the attributes and pages of every
-// node the kernel knows (TestPowerLossLeavesNothingStaleInTheKernel). An
+// of a name the power loss changed or of a file (an entry carries the
+// file's size, which an O_APPEND write trusts without asking) and the
+// attributes and pages of every node the kernel knows
+// (TestPowerLossLeavesNothingStaleInTheKernel). An
 // operation that runs while PowerLoss runs, by a process the power loss
 // should have killed, may still see the kernel's cache of before it; the
 // harness kills every process of the store first.
