@@ -446,6 +446,9 @@ func (l *lnode) Setattr(_ context.Context, fh fs.FileHandle, in *fuse.SetAttrIn,
 
 // Lookup implements fs.NodeLookuper.
 func (l *lnode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if len(name) > nameMax {
+		return nil, syscall.ENAMETOOLONG
+	}
 	l.lock()
 	defer l.unlock()
 	c, ok := l.n.kids[name]
@@ -495,6 +498,9 @@ func (l *lnode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.E
 
 // Create implements fs.NodeCreater.
 func (l *lnode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	if len(name) > nameMax {
+		return nil, nil, 0, syscall.ENAMETOOLONG
+	}
 	m := l.lock()
 	defer l.unlock()
 	if l.n.dead {
@@ -575,6 +581,9 @@ const (
 // Rename implements fs.NodeRenamer: it changes the live entries of both
 // directories only; each becomes durable with its directory's fsync.
 func (l *lnode) Rename(_ context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if len(newName) > nameMax {
+		return syscall.ENAMETOOLONG
+	}
 	l.lock()
 	defer l.unlock()
 	np, ok := newParent.(*lnode)
@@ -713,13 +722,19 @@ func (l *lnode) Allocate(_ context.Context, fh fs.FileHandle, off uint64, size u
 	return 0
 }
 
+// nameMax is the longest name, in bytes, as on ext4, XFS and tmpfs (the
+// kernel lets a FUSE file system take up to 1024): a longer one fails
+// with ENAMETOOLONG, as it would on the disk the mount stands for (and
+// the backing directory could not hold it).
+const nameMax = 255
+
 // Statfs implements fs.NodeStatfser: a roomy disk, so that no program
 // thinks it full.
 func (l *lnode) Statfs(_ context.Context, out *fuse.StatfsOut) syscall.Errno {
 	out.Bsize, out.Frsize = pageSize, pageSize
 	out.Blocks, out.Bfree, out.Bavail = 1<<24, 1<<23, 1<<23
 	out.Files, out.Ffree = 1<<20, 1<<19
-	out.NameLen = 255
+	out.NameLen = nameMax
 	return 0
 }
 
@@ -727,6 +742,9 @@ func (l *lnode) Statfs(_ context.Context, out *fuse.StatfsOut) syscall.Errno {
 // entry, once its directory is synced (the file's data stays the
 // file's, whichever name it is synced by).
 func (l *lnode) Link(_ context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if len(name) > nameMax {
+		return nil, syscall.ENAMETOOLONG
+	}
 	l.lock()
 	defer l.unlock()
 	t, ok := target.(*lnode)
@@ -788,6 +806,9 @@ func (l *lnode) special(ctx context.Context, kind uint32, target, name string, m
 
 // make adds the node that mk makes as name, a new entry of l.
 func (l *lnode) make(ctx context.Context, name string, out *fuse.EntryOut, mk func(m *model, uid, gid uint32) *node) (*fs.Inode, syscall.Errno) {
+	if len(name) > nameMax {
+		return nil, syscall.ENAMETOOLONG
+	}
 	m := l.lock()
 	defer l.unlock()
 	if l.n.dead {
