@@ -37,13 +37,14 @@ func TestStoreCmdScripts(t *testing.T) {
 			ex := filepath.Join(rootDir(), "examples", "python")
 			bad := filepath.Join(rootDir(), "adapters", "storeproc", "testdata", "badstore.py")
 			for k, v := range map[string]string{
-				"SQLITE_STORE":      filepath.Join(ex, "sqlite_store.py"),
-				"SQLITE_STORE_2TX":  filepath.Join(ex, "sqlite_store.py") + " --two-transactions",
-				"PLAN_STORE":        filepath.Join(ex, "plansave_store.py"),
-				"PLAN_STORE_NOUNIQ": filepath.Join(ex, "plansave_store.py") + " --no-unique",
-				"BAD_NOT_PROTOCOL":  bad + " not-protocol",
-				"BAD_LATE":          bad + " late",
-				"BAD_VERSION":       bad + " wrong-version",
+				"SQLITE_STORE":        filepath.Join(ex, "sqlite_store.py"),
+				"SQLITE_STORE_2TX":    filepath.Join(ex, "sqlite_store.py") + " --two-transactions",
+				"PLAN_STORE":          filepath.Join(ex, "plansave_store.py"),
+				"PLAN_STORE_NOUNIQ":   filepath.Join(ex, "plansave_store.py") + " --no-unique",
+				"PLAN_STORE_DEFAULTS": filepath.Join(ex, "plansave_store.py") + " --sqlite-defaults",
+				"BAD_NOT_PROTOCOL":    bad + " not-protocol",
+				"BAD_LATE":            bad + " late",
+				"BAD_VERSION":         bad + " wrong-version",
 			} {
 				env.Setenv(k, py+" "+v)
 			}

@@ -12,6 +12,11 @@ operation_id after a crash finds the first row (invariant I8).
 --no-unique drops the constraint (and so the ON CONFLICT clause, which
 SQLite refuses without it) and reads back the row it just inserted: the
 retried save inserts a second row, and the crash matrix catches it.
+
+Each connection runs with PRAGMA synchronous=EXTRA, the one change from
+the seed: with sqlite3's defaults a power loss right after a commit can
+undo it (see SYNCHRONOUS below). --sqlite-defaults keeps the defaults,
+and the power-loss column catches it (I8: the checkpoint gone).
 """
 
 import gc
@@ -29,22 +34,38 @@ from contextlib import closing
 
 from storeproto import StoreError, serve
 
+# A power loss right after a commit in SQLite's default journal mode
+# (DELETE) can undo it: the commit deletes the rollback journal, and
+# without synchronous=EXTRA nothing fsyncs the directory after that, so
+# the journal comes back and the next open rolls the transaction back.
+# crashmatrix's power-loss column found it here (the checkpoint written
+# at planSaveBeforeApprove gone after the power loss, I8); SQLite's
+# documentation says as much of FULL and EXTRA. --sqlite-defaults keeps
+# the seed's plain defaults, to show it.
+SYNCHRONOUS = "FULL" if "--sqlite-defaults" in sys.argv[1:] else "EXTRA"
+
+
+def connect(path):
+    connection = sqlite3.connect(path, timeout=30)
+    connection.execute("PRAGMA synchronous=" + SYNCHRONOUS)
+    return connection
+
 
 class CheckpointStore:
     """The workflow's checkpointer: one row per thread, its own file."""
 
     def __init__(self, path):
         self.path = path
-        with closing(sqlite3.connect(path, timeout=30)) as connection, connection:
+        with closing(connect(path)) as connection, connection:
             connection.execute("CREATE TABLE IF NOT EXISTS checkpoints (thread_id TEXT PRIMARY KEY, payload TEXT NOT NULL)")
 
     def load(self, thread_id):
-        with closing(sqlite3.connect(self.path, timeout=30)) as connection, connection:
+        with closing(connect(self.path)) as connection, connection:
             row = connection.execute("SELECT payload FROM checkpoints WHERE thread_id=?", (thread_id,)).fetchone()
             return json.loads(row[0]) if row else None
 
     def put(self, checkpoint):
-        with closing(sqlite3.connect(self.path, timeout=30)) as connection, connection:
+        with closing(connect(self.path)) as connection, connection:
             connection.execute("INSERT INTO checkpoints(thread_id, payload) VALUES (?, ?) "
                                "ON CONFLICT(thread_id) DO UPDATE SET payload=excluded.payload",
                                (checkpoint["threadId"], json.dumps(checkpoint)))
@@ -57,7 +78,7 @@ class PlanStore:
         self.path = path
         self.unique = unique
         constraint = ",\n                UNIQUE(owner, operation_id)" if unique else ""
-        with closing(sqlite3.connect(path, timeout=30)) as connection, connection:
+        with closing(connect(path)) as connection, connection:
             connection.execute("""CREATE TABLE IF NOT EXISTS plans (
                 id INTEGER PRIMARY KEY, owner TEXT NOT NULL, operation_id TEXT NOT NULL,
                 question TEXT NOT NULL, minutes INTEGER NOT NULL""" + constraint + ")")
@@ -70,7 +91,7 @@ class PlanStore:
             insert += " ON CONFLICT(owner,operation_id) DO NOTHING"
         else:
             select += " ORDER BY id DESC LIMIT 1"  # the row just inserted
-        with closing(sqlite3.connect(self.path, timeout=30)) as connection, connection:
+        with closing(connect(self.path)) as connection, connection:
             connection.execute(insert, (owner, operation_id, question, minutes))
             row = connection.execute(select, (owner, operation_id)).fetchone()
             if row[1:] != (question, minutes):
@@ -78,7 +99,7 @@ class PlanStore:
             return row[0]
 
     def list(self, owner):
-        with closing(sqlite3.connect(self.path, timeout=30)) as connection, connection:
+        with closing(connect(self.path)) as connection, connection:
             connection.row_factory = sqlite3.Row
             return [dict(row) for row in connection.execute("SELECT * FROM plans WHERE owner=? ORDER BY id", (owner,))]
 
@@ -110,7 +131,7 @@ HANDLERS = {
 
 def main():
     unique = "--no-unique" not in sys.argv[1:]
-    serve("pyplans" + ("" if unique else "-no-unique"), ["checkpoints", "plans"],
+    serve("pyplans" + ("" if unique else "-no-unique") + ("-sqlite-defaults" if SYNCHRONOUS != "EXTRA" else ""), ["checkpoints", "plans"],
           lambda directory, mutant, conv: Stores(directory, unique), HANDLERS)
 
 
