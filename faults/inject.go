@@ -43,6 +43,15 @@ const (
 	TearSector = 512
 )
 
+// CheckTear says why n is no unit a torn write tears at, TearPage or
+// TearSector (nil when it is one).
+func CheckTear(n int) error {
+	if n != TearPage && n != TearSector {
+		return fmt.Errorf("tear %d: want %d (4 KiB pages) or %d (disk sectors)", n, TearPage, TearSector)
+	}
+	return nil
+}
+
 // String renders the action in the form ParseAction reads:
 // kind[:pauseMillis|:server|:512][@hit].
 func (a Action) String() string {

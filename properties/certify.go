@@ -159,8 +159,10 @@ func crashOptions(opts []CrashOptions) (crashrun.Options, []string, error) {
 		}
 	}
 	o := opts[0]
-	if o.Tear != 0 && o.Tear != faults.TearPage && o.Tear != faults.TearSector {
-		return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.Tear %d: want %d (pages) or %d (sectors)", o.Tear, faults.TearPage, faults.TearSector)
+	if o.Tear != 0 { // the default, pages
+		if err := faults.CheckTear(o.Tear); err != nil {
+			return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.Tear: %w", err)
+		}
 	}
 	return crashrun.Options{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, Tear: o.Tear, LeaseTTL: o.LeaseTTL,
 		Parallel: o.Parallel, Mutant: o.Mutant, ReportDir: o.ReportDir, RandomKills: o.RandomKills, Seed: o.Seed, WallClock: o.WallClock}, expect, nil

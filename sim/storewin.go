@@ -540,7 +540,8 @@ type Selection struct {
 	PowerLoss bool
 	// TornWrite adds the torn-write column (TornWriteMatrix), narrowed
 	// like the rest: asked for by its kind (PowerLossSelection). Tear is
-	// its unit (faults.TearSector for 512-byte sectors; 0 for pages).
+	// its unit (faults.TearSector for 512-byte sectors; 0 or
+	// faults.TearPage for pages).
 	TornWrite bool
 	Tear      int
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
@@ -39,36 +38,40 @@ func benchPowerLoss(cmd *cobra.Command, server *serverFlags, self, backend, benc
 		fmt.Fprintln(out, sim.PowerLossNotTested(why))
 		return nil
 	}
-	const onLazy = " on the lazy file system"
-	run := func(what string, cases []sim.Case) (time.Duration, error) {
-		r, work, err := benchRunnerWith(server, benchDir, backend, self, ttl, 1, adaptive, func(c *sim.Config) {
-			c.LazyData = strings.HasSuffix(what, onLazy)
-		})
+	// run runs a set of cases on a fresh runner, every case's data on a
+	// lazy mount when it says so (sim.Config.LazyData).
+	type set struct {
+		what  string
+		cases []sim.Case
+		lazy  bool
+	}
+	run := func(s set) (time.Duration, error) {
+		r, work, err := benchRunnerWith(server, benchDir, backend, self, ttl, 1, adaptive, func(c *sim.Config) { c.LazyData = s.lazy })
 		if err != nil {
 			return 0, err
 		}
-		rep := r.RunAll(cmd.Context(), cases, parallel, nil)
+		rep := r.RunAll(cmd.Context(), s.cases, parallel, nil)
 		if rep.ExitCode != 0 {
 			report.WriteTerminal(out, rep, report.Options{Command: "bench"})
 			fmt.Fprintf(out, "case data and histories: %s\n", work)
-			return 0, fmt.Errorf("%s did not certify: the figure would be meaningless", what)
+			return 0, fmt.Errorf("%s did not certify: the figure would be meaningless", s.what)
 		}
 		os.RemoveAll(work)
 		return rep.Took, nil
 	}
 	// pair runs a and b back to back, b first in odd rounds.
-	pair := func(round int, aWhat string, a []sim.Case, bWhat string, b []sim.Case) (ta, tb time.Duration, err error) {
+	pair := func(round int, a, b set) (ta, tb time.Duration, err error) {
 		if round%2 == 1 {
-			if tb, err = run(bWhat, b); err != nil {
+			if tb, err = run(b); err != nil {
 				return
 			}
-			ta, err = run(aWhat, a)
+			ta, err = run(a)
 			return
 		}
-		if ta, err = run(aWhat, a); err != nil {
+		if ta, err = run(a); err != nil {
 			return
 		}
-		tb, err = run(bWhat, b)
+		tb, err = run(b)
 		return
 	}
 	ms := ttl.Milliseconds()
@@ -78,15 +81,15 @@ func benchPowerLoss(cmd *cobra.Command, server *serverFlags, self, backend, benc
 	full := append(sim.Matrix(ms), power...)
 	var lazies, columns, matrices []float64
 	for i := 0; i < rounds; i++ {
-		tc, tl, err := pair(i, "the crash column", crash, "the crash column"+onLazy, crash)
+		tc, tl, err := pair(i, set{"the crash column", crash, false}, set{"the crash column on the lazy file system", crash, true})
 		if err != nil {
 			return err
 		}
-		tp, err := run("the power-loss column", power)
+		tp, err := run(set{"the power-loss column", power, false})
 		if err != nil {
 			return err
 		}
-		tm, tf, err := pair(i, "the plain matrix", plain, "the matrix with the power-loss column", full)
+		tm, tf, err := pair(i, set{"the plain matrix", plain, false}, set{"the matrix with the power-loss column", full, false})
 		if err != nil {
 			return err
 		}

@@ -154,10 +154,10 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		}
 		kinds = append(kinds, kk)
 	}
-	switch {
-	case f.tear != faults.TearPage && f.tear != faults.TearSector:
-		return fmt.Errorf("--tear %d: want %d (4 KiB pages) or %d (disk sectors)", f.tear, faults.TearPage, faults.TearSector)
-	case f.tear == faults.TearSector && !slices.Contains(kinds, faults.TornWrite):
+	if err := faults.CheckTear(f.tear); err != nil {
+		return fmt.Errorf("--tear: %w", err)
+	}
+	if f.tear == faults.TearSector && !slices.Contains(kinds, faults.TornWrite) {
 		return fmt.Errorf("--tear %d applies to the torn-write column: give --kind torn-write", f.tear)
 	}
 	bugs, err := parseBugs(f.bugs)
@@ -237,10 +237,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	// (the store breaks without any fault) fails the report, beside the
 	// matrix.
 	probe, perr := runner.Probe(cmd.Context())
-	sel := sim.Selection{Points: points, Kinds: kinds, Classes: f.only, RandomKills: f.randomKills}
-	if f.tear == faults.TearSector {
-		sel.Tear = faults.TearSector
-	}
+	sel := sim.Selection{Points: points, Kinds: kinds, Classes: f.only, RandomKills: f.randomKills, Tear: f.tear}
 	untested, err := runner.PowerLossSelection(&sel)
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)

@@ -114,10 +114,11 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 				return fmt.Errorf("--torn-write %v: want a share between 0 and 1", tornWrite)
 			case tornWrite > 0 && powerLoss == 0:
 				return fmt.Errorf("--torn-write %v is a share of the power losses: give --power-loss too", tornWrite)
-			case tear != faults.TearPage && tear != faults.TearSector:
-				return fmt.Errorf("--tear %d: want %d (4 KiB pages) or %d (disk sectors)", tear, faults.TearPage, faults.TearSector)
 			case tear == faults.TearSector && tornWrite == 0:
 				return fmt.Errorf("--tear %d applies to torn writes: give --torn-write too", tear)
+			}
+			if err := faults.CheckTear(tear); err != nil {
+				return fmt.Errorf("--tear: %w", err)
 			}
 			if randomKills > 0 && !processes {
 				return fmt.Errorf("--random-kills needs --processes: a goroutine cannot be stopped at an instant")
@@ -212,10 +213,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 					fmt.Fprintf(cmd.ErrOrStderr(), "crashmatrix: --power-loss: %s\n", sim.PowerLossNotTested(why))
 					return exitError{2}
 				}
-				shape.PowerLoss, shape.TornWrite = powerLoss, tornWrite
-				if tear == faults.TearSector {
-					shape.Tear = faults.TearSector
-				}
+				shape.PowerLoss, shape.TornWrite, shape.Tear = powerLoss, tornWrite, tear
 			}
 			fmt.Fprintf(out, "exploring: seed %d, shard %d/%d, budget %s, backend %s, %s, %d store windows", seed, si, sn, budget, backend, mode, len(probe.Windows))
 			if randomKills > 0 {

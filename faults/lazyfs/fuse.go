@@ -207,13 +207,13 @@ func (f *FS) cut(tear *tearing) Loss {
 	if tear != nil {
 		tear.decide(f.m)
 	}
-	b, n, changed := f.m.powerLoss(tear)
+	b, n, stale := f.m.powerLoss(tear)
 	var open []*fs.Inode
 	for h := range f.open {
 		open = append(open, h.in)
 	}
 	f.m.mu.Unlock()
-	f.invalidate(changed, open)
+	f.invalidate(stale, open)
 	loss := Loss{Bytes: b, Names: n}
 	if tear != nil {
 		loss.Torn, loss.Changes, loss.Kept, loss.Unit = true, tear.changes, tear.kept, tear.unit
@@ -230,7 +230,7 @@ func (f *FS) cut(tear *tearing) Loss {
 // go-fuse's tree, which mirrors the kernel's) or by an open handle. What
 // it does not know it cannot have cached. Errors are ignored: ENOENT is a
 // node the kernel forgot meanwhile, and the mount may be gone.
-func (f *FS) invalidate(changed map[*node][]string, open []*fs.Inode) {
+func (f *FS) invalidate(stale map[*node][]string, open []*fs.Inode) {
 	if f.server == nil {
 		return
 	}
@@ -242,7 +242,7 @@ func (f *FS) invalidate(changed map[*node][]string, open []*fs.Inode) {
 		}
 		seen[in] = true
 		if ln, ok := in.Operations().(*lnode); ok {
-			for _, name := range changed[ln.n] {
+			for _, name := range stale[ln.n] {
 				_ = in.NotifyEntry(name)
 			}
 		}
@@ -380,15 +380,14 @@ func fill(n *node, a *fuse.Attr) {
 	a.Ino = n.ino
 	a.Uid, a.Gid = n.uid, n.gid
 	a.Mode = n.typ() | n.mode
+	a.Nlink = n.nlink
 	switch {
 	case n.dir:
 		a.Nlink = 2
 		a.Size = 4096
 	case n.kind != 0:
-		a.Nlink = n.nlink
 		a.Size = uint64(len(n.target))
 	default:
-		a.Nlink = n.nlink
 		a.Size = uint64(n.live.size)
 	}
 	a.Blocks = (a.Size + 511) / 512

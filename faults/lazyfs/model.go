@@ -325,7 +325,7 @@ func (m *model) syncAll() {
 // each changed 4 KiB page (and the size) survives where tear decided so
 // (tear.decide, called first, under the same lock).
 //
-// changed holds, for each directory that survives, the names whose
+// stale holds, for each directory that survives, the names whose
 // entries in the kernel are stale: those the power loss changed (gone,
 // back, or naming another node), and every name of a file, whose entry
 // carries the attributes the kernel took with it. A size cached so
@@ -334,9 +334,9 @@ func (m *model) syncAll() {
 // knows (TestPowerLossLeavesNothingStaleInTheKernel). A lookup afresh
 // brings the size the power loss left. An unchanged directory's entry
 // stays (a server's data directory is the root of a bind mount).
-func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames int, changed map[*node][]string) {
+func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames int, stale map[*node][]string) {
 	m.gen++
-	changed = map[*node][]string{}
+	stale = map[*node][]string{}
 	kept := map[*node]bool{}
 	var keep func(n *node, path string)
 	keep = func(n *node, path string) {
@@ -346,16 +346,16 @@ func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames int, change
 			for name, k := range n.kids {
 				if d := n.durKids[name]; d != k {
 					lostNames++
-					changed[n] = append(changed[n], name)
+					stale[n] = append(stale[n], name)
 				} else if !k.dir {
-					changed[n] = append(changed[n], name) // its cached size
+					stale[n] = append(stale[n], name) // its cached size
 				}
 			}
 			for name, k := range n.durKids {
 				if n.kids[name] != k {
 					lostNames++
 					if _, live := n.kids[name]; !live {
-						changed[n] = append(changed[n], name)
+						stale[n] = append(stale[n], name)
 					}
 				}
 			}
@@ -415,7 +415,7 @@ func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames int, change
 		}
 	}
 	m.losses += lostBytes
-	return lostBytes, lostNames, changed
+	return lostBytes, lostNames, stale
 }
 
 // changedBytes counts the bytes of a that differ from b, page by page

@@ -116,10 +116,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	// declares inside its own methods (faults.At).
 	started := time.Now()
 	probe, perr := runner.Probe(ctx)
-	sel := sim.Selection{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, RandomKills: o.RandomKills}
-	if o.Tear == faults.TearSector {
-		sel.Tear = faults.TearSector
-	}
+	sel := sim.Selection{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, RandomKills: o.RandomKills, Tear: o.Tear}
 	if hung, ok := probeHung(probe); perr != nil && ok {
 		// A worker of the fault-free probe hung (its stacks say in which
 		// store method): every case would hang the same way, each until

@@ -71,7 +71,8 @@ type Shape struct {
 	PowerLoss float64
 	// TornWrite is the share (0..1) of those power losses that tear
 	// (faults.TornWrite) instead of losing every un-synced write, at Tear
-	// (faults.TearSector: 512-byte sectors; 0: 4 KiB pages).
+	// (faults.TearSector: 512-byte sectors; 0 or faults.TearPage: 4 KiB
+	// pages).
 	TornWrite float64
 	Tear      int
 }
