@@ -46,7 +46,7 @@ func benchCmd() *cobra.Command {
 			return benchToDoc(cmd, docFile, backend, runBench)
 		},
 	}
-	runBench = func(cmd *cobra.Command) error {
+	runBench = func(cmd *cobra.Command) (err error) {
 		out := cmd.OutOrStdout()
 		ctx := cmd.Context()
 		defer tuneGC(true)() // every figure with the GC certify runs with
@@ -65,6 +65,12 @@ func benchCmd() *cobra.Command {
 		}
 		defer cleanup()
 		fmt.Fprintf(out, "crashmatrix bench: backend %s, %d cores, %s/%s, case data in %s\n", name, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, benchDir)
+		fmt.Fprintln(out, hostProbeLine("start"))
+		defer func() {
+			if err == nil {
+				fmt.Fprintln(out, hostProbeLine("end"))
+			}
+		}()
 		be, err := sim.ResolveBackend(sim.BackendSpec{Name: backend})
 		if err != nil {
 			return err
