@@ -41,25 +41,10 @@ stop_burners() {
 	for pid in "${burners[@]}"; do wait "$pid" 2>/dev/null || true; done
 	burners=()
 }
-# On a cgroup v1 host with podman's cgroupfs manager, the database
-# containers live under /libpod_parent, which the kernel weighs as one task
-# against every process outside it: beside the burners Neo4j got ~4% of a
-# core and cases hung for minutes (docs/ci.md). The containers runs give
-# that group CONTAINER_CPU_SHARES (0 leaves it alone) and put it back after.
-CONTAINER_CPU_SHARES=${CONTAINER_CPU_SHARES:-8192}
-LIBPOD_SHARES=/sys/fs/cgroup/cpu/libpod_parent/cpu.shares
-saved_shares=
-raise_shares() {
-	[ "$CONTAINER_CPU_SHARES" != 0 ] && [ -w "$LIBPOD_SHARES" ] || return 0
-	saved_shares=$(cat "$LIBPOD_SHARES")
-	echo "$CONTAINER_CPU_SHARES" >"$LIBPOD_SHARES"
-	echo "  (the containers' parent cgroup $(dirname "$LIBPOD_SHARES") has cpu.shares $CONTAINER_CPU_SHARES during these runs, $saved_shares before: under cgroup v1 it counts as one task against every other process)"
-}
-restore_shares() {
-	[ -n "$saved_shares" ] && echo "$saved_shares" >"$LIBPOD_SHARES"
-	saved_shares=
-}
-cleanup() { stop_burners; restore_shares; }
+# The database containers' CPU weight: crashmatrix runs them under a
+# cgroup of its own with a raised weight where cgroup v1 would weigh them
+# as one task (sim/servers/provision/cpu.go, docs/ci.md).
+cleanup() { stop_burners; }
 trap cleanup EXIT INT TERM
 start_burners() {
 	for _ in $(seq "$BURNERS"); do
@@ -99,7 +84,6 @@ median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print 0; else if (NR
 status=0
 echo "bench-load: $(nproc) cores, $BURNERS CPU-bound processes during the loaded runs, logs in $OUT"
 for backend in $BACKENDS; do
-	[ "$backend" = containers ] && raise_shares
 	idle=()
 	for i in $(seq "$IDLE_RUNS"); do
 		read -r v ne secs ttl retried < <(run "$backend" idle "$i")
@@ -130,6 +114,5 @@ for backend in $BACKENDS; do
 	if [ "$(awk '{print $1}' <<<"$same")" != "$RUNS" ] || [ "$nes" != 0 ] || [ "$(awk '{print $2}' <<<"$same")" != CERTIFIED ]; then
 		status=1
 	fi
-	restore_shares
 done
 exit $status

@@ -131,8 +131,10 @@ func (s *serverFlags) prepare(ctx context.Context, log io.Writer, backend string
 		if err != nil {
 			return "", nothing, err
 		}
-		if note := containersWeightNote(cgroupRoot); note != "" {
-			fmt.Fprintln(log, "crashmatrix: note:", note)
+		if st.CPUGroup != "" {
+			fmt.Fprintf(log, "crashmatrix: the database containers run under the cgroup %s with cpu.shares %d (cgroup v1 weighs a group of containers as one task; docs/ci.md)\n", st.CPUGroup, provision.CPUShares)
+		} else if note := containersWeightNote(cgroupRoot); note != "" {
+			fmt.Fprintln(log, "crashmatrix: note:", note+" (crashmatrix could not give them a group of their own: "+st.CPUGroupWhy+")")
 		}
 		return "postgres", s.use(st), nil
 	case "postgres":

@@ -133,6 +133,10 @@ type Started struct {
 	// Stop terminates the containers (and the fault proxy); safe to call
 	// more than once.
 	Stop func()
+	// CPUGroup is the cgroup the containers run under with a raised CPU
+	// weight (cpu.go), or "" where they stay under the engine's own
+	// parent; CPUGroupWhy then says why.
+	CPUGroup, CPUGroupWhy string
 }
 
 // Timings says how long each container took from Run to its first
@@ -185,6 +189,13 @@ func StartContainers(ctx context.Context, log io.Writer, o ContainerOptions) (ma
 // o.ServerFaults the returned endpoints are the fault proxy's stable ones
 // and Started.Faults can kill and restart each server.
 func Start(ctx context.Context, log io.Writer, o ContainerOptions) (*Started, error) {
+	if err := CheckEngine(ctx); err != nil {
+		return nil, err
+	}
+	grp := cpuGroup{why: "the engine did not say how it makes cgroups"}
+	if driver, version, err := engineCgroups(ctx); err == nil {
+		grp = ownCPUGroup(cgroupRoot, driver, version)
+	}
 	var lazy *lazyData
 	noPower := ""
 	if o.PowerLoss && o.ServerFaults {
@@ -194,12 +205,14 @@ func Start(ctx context.Context, log io.Writer, o ContainerOptions) (*Started, er
 			return nil, err
 		}
 	}
-	env, stopCtrs, srvs, err := startContainers(ctx, log, o, lazy)
-	// The mounts go once the containers that use them are gone.
+	env, stopCtrs, srvs, err := startContainers(ctx, log, o, lazy, grp)
+	// The mounts and the cgroup go once the containers that use them are
+	// gone.
 	var stopOnce sync.Once
 	stop := func() {
 		stopOnce.Do(func() {
 			stopCtrs()
+			grp.remove()
 			if err := lazy.close(); err != nil {
 				fmt.Fprintf(log, "crashmatrix: server data on lazy mounts: %v\n", err)
 			}
@@ -209,7 +222,10 @@ func Start(ctx context.Context, log io.Writer, o ContainerOptions) (*Started, er
 		stop()
 		return nil, err
 	}
-	st := &Started{Env: env, Direct: maps.Clone(env), Stop: stop}
+	st := &Started{Env: env, Direct: maps.Clone(env), Stop: stop, CPUGroupWhy: grp.why}
+	if grp.root != "" {
+		st.CPUGroup = "/" + CgroupParent
+	}
 	if !o.ServerFaults {
 		return st, nil
 	}
@@ -231,11 +247,8 @@ func Start(ctx context.Context, log io.Writer, o ContainerOptions) (*Started, er
 	return st, nil
 }
 
-func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, lazy *lazyData) (map[string]string, func(), []*serverfaults.Server, error) {
+func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, lazy *lazyData, grp cpuGroup) (map[string]string, func(), []*serverfaults.Server, error) {
 	var srvs []*serverfaults.Server
-	if err := CheckEngine(ctx); err != nil {
-		return nil, func() {}, nil, err
-	}
 	if err := reapDead(ctx, log); err != nil {
 		fmt.Fprintf(log, "crashmatrix: %v\n", err)
 	}
@@ -279,7 +292,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		// mount took longer (initdb, then the second start).
 		testcontainers.WithWaitStrategyAndDeadline(postgresStartup,
 			wait.ForLog("database system is ready to accept connections").WithOccurrence(2).WithStartupTimeout(postgresStartup)),
-		withOwner(),
+		withOwner(), grp.customizer(),
 	}
 	if !o.ServerFaults {
 		// Nothing restarts the server: its data lives in memory. On this
@@ -359,7 +372,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		}
 		n4Tmpfs = append(n4Tmpfs, bind(dir, neo4jDataDir(o.Neo4jImage)))
 	}
-	n4, err := tcneo4j.Run(ctx, o.Neo4jImage, append([]testcontainers.ContainerCustomizer{tcneo4j.WithAdminPassword(pw), withOwner(),
+	n4, err := tcneo4j.Run(ctx, o.Neo4jImage, append([]testcontainers.ContainerCustomizer{tcneo4j.WithAdminPassword(pw), withOwner(), grp.customizer(),
 		testcontainers.WithEnv(map[string]string{"NEO4J_server_memory_pagecache_size": "64m", "NEO4J_server_memory_heap_max__size": "768m"}),
 		// The module's own wait (same checks) gives up after 60s; on a
 		// busy 2-core machine Neo4j took 38-58s to start, and sometimes more.
