@@ -16,7 +16,7 @@ func writeStoreSections(w io.Writer, rep sim.Report) {
 	if len(rows) > 0 {
 		const cw = 14
 		fmt.Fprintf(w, "\n%-30s", "store window \\ fault")
-		for _, k := range faults.StoreKinds {
+		for _, k := range sim.StoreColumns(rep) {
 			fmt.Fprintf(w, " %-*s", cw, k)
 		}
 		fmt.Fprintln(w)
@@ -64,7 +64,7 @@ type storeHTMLRow struct {
 }
 
 func storeSections(rep sim.Report, cell func(matrixCell) htmlCell) storeHTML {
-	out := storeHTML{Kinds: faults.StoreKinds, Probed: rep.Probed, Kills: sim.RandomKillsOf(rep)}
+	out := storeHTML{Kinds: sim.StoreColumns(rep), Probed: rep.Probed, Kills: sim.RandomKillsOf(rep)}
 	for _, row := range sim.StoreRows(rep) {
 		hr := storeHTMLRow{Point: string(row.Point), Methods: row.Methods, Probe: row.Probe}
 		for _, c := range row.Cells {

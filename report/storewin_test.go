@@ -96,3 +96,49 @@ func TestReportsShowStoreWindowsAndRandomKills(t *testing.T) {
 		}
 	}
 }
+
+// A power loss at a store window is a case like the others: the store
+// window table has a power-loss column when the report has such cases,
+// and a failing one shows there (it was run, counted in the verdict and
+// missing from the table: a "·" where it failed).
+func TestStoreWindowTableShowsPowerLoss(t *testing.T) {
+	w := sim.StoreWindow{Point: "specstore/beforeOperationCommit", System: faults.Ingestion, Methods: []string{"ops.create"}, Hits: 2}
+	var results []sim.CaseResult
+	cases := append(sim.StoreMatrix([]sim.StoreWindow{w}, 250), sim.PowerLossMatrix([]sim.StoreWindow{w}, 250)...)
+	for _, c := range cases {
+		r := sim.CaseResult{Case: c, Verdict: sim.Pass, Hits: map[string]int{string(c.Point): 1}}
+		if c.Store && c.Kind == faults.PowerLoss {
+			r.Verdict = sim.Fail
+			r.Violations = []check.Violation{{Invariant: check.I7, Message: "fencing token did not grow"}}
+		}
+		results = append(results, r)
+	}
+	rep := sim.Report{Backend: "store-cmd", Results: results, StoreWindows: []sim.StoreWindow{w}, Probed: true, ExitCode: 1, Verdict: sim.Fail}
+	if cols := sim.StoreColumns(rep); len(cols) != len(faults.StoreKinds)+1 || cols[len(cols)-1] != faults.PowerLoss {
+		t.Fatalf("store columns %v, want the store kinds and power-loss", cols)
+	}
+	var text bytes.Buffer
+	report.WriteTerminal(&text, rep, report.Options{})
+	var header, row string
+	for _, line := range strings.Split(text.String(), "\n") {
+		switch {
+		case strings.HasPrefix(line, "store window \\ fault"):
+			header = line
+		case strings.HasPrefix(line, "specstore/beforeOperationCommit "):
+			row = strings.Join(strings.Fields(line), " ")
+		}
+	}
+	if !strings.HasSuffix(strings.TrimSpace(header), "power-loss") {
+		t.Errorf("store window header %q has no power-loss column", header)
+	}
+	if !strings.Contains(row, "pass 1 FAIL I7 in ops.create") {
+		t.Errorf("store window row %q, want the power-loss cell FAIL I7 after the five passing kinds", row)
+	}
+	var html bytes.Buffer
+	if err := report.WriteHTML(&html, rep, report.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(html.String(), "<th>pause</th><th>power-loss</th><th>declared in</th>") {
+		t.Errorf("HTML store window table has no power-loss column")
+	}
+}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/crashmatrix/crashmatrix/faults"
@@ -8,7 +9,7 @@ import (
 
 // StoreRow is one store-declared window in a report: the author's point
 // name, the store methods that reached it in the probe, and one result
-// per store fault kind (nil where the kind was not run).
+// per column of StoreColumns (nil where the kind was not run).
 type StoreRow struct {
 	Point   faults.Point
 	Methods string
@@ -16,9 +17,25 @@ type StoreRow struct {
 	Cells   []*CaseResult
 }
 
+// StoreColumns are the store-window table's columns in a report: every
+// store fault kind, then each power-loss column (power-loss, torn-write)
+// the report has store-window cases in, so that every store-window case
+// has its cell.
+func StoreColumns(rep Report) []faults.Kind {
+	cols := append([]faults.Kind(nil), faults.StoreKinds...)
+	for _, k := range powerColumns(rep) {
+		if slices.ContainsFunc(rep.Results, func(r CaseResult) bool { return r.Case.Store && r.Case.Kind == k }) {
+			cols = append(cols, k)
+		}
+	}
+	return cols
+}
+
 // StoreRows groups a report's store-window cases by point, in the order
-// the probe found them (then by name for points the probe did not list).
+// the probe found them (then by name for points the probe did not list),
+// with one cell per column of StoreColumns.
 func StoreRows(rep Report) []StoreRow {
+	cols := StoreColumns(rep)
 	idx := map[faults.Point]int{}
 	var rows []StoreRow
 	add := func(p faults.Point, methods string, probe int) int {
@@ -26,7 +43,7 @@ func StoreRows(rep Report) []StoreRow {
 			return i
 		}
 		idx[p] = len(rows)
-		rows = append(rows, StoreRow{Point: p, Methods: methods, Probe: probe, Cells: make([]*CaseResult, len(faults.StoreKinds))})
+		rows = append(rows, StoreRow{Point: p, Methods: methods, Probe: probe, Cells: make([]*CaseResult, len(cols))})
 		return idx[p]
 	}
 	for _, w := range rep.StoreWindows {
@@ -41,7 +58,7 @@ func StoreRows(rep Report) []StoreRow {
 			continue
 		}
 		row := &rows[idx[r.Case.Point]]
-		for k, kind := range faults.StoreKinds {
+		for k, kind := range cols {
 			if kind == r.Case.Kind {
 				row.Cells[k] = r
 			}
