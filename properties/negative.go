@@ -1,8 +1,6 @@
 package properties
 
 import (
-	"strings"
-
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -32,22 +30,5 @@ func StoresFailures(open func(test, dir string) (reference.Stores, error)) map[s
 		})
 	})
 	r.Close()
-	out := map[string]string{}
-	add := func(path, msg string) {
-		if _, ok := out[path]; !ok {
-			out[path] = msg
-		}
-	}
-	for _, f := range r.Failures() {
-		path := strings.TrimPrefix(strings.TrimPrefix(f.Test, "/Stores"), "/")
-		if path == "" {
-			add("", f.Message)
-			continue
-		}
-		parts := strings.Split(path, "/")
-		for i := range parts {
-			add(strings.Join(parts[:i+1], "/"), f.Message)
-		}
-	}
-	return out
+	return failurePaths(r.Failures(), "/Stores")
 }

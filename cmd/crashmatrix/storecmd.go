@@ -80,9 +80,10 @@ func (s *storeCmdFlags) replayArgs() []string {
 	return out
 }
 
-// checkConformance runs the conformance suites (properties.StoresFailures)
-// over the protocol against the --store-cmd store, before the crash
-// matrix: exit 1 if they fail, 2 if the store broke the protocol.
+// checkConformance runs the conformance suites over the protocol before
+// the crash matrix: properties.StoresFailures against the --store-cmd
+// store and, with --plansave-cmd, properties.PlanSaveFailures against
+// System B's: exit 1 if they fail, 2 if a store broke the protocol.
 func (s *storeCmdFlags) checkConformance(cmd *cobra.Command) error {
 	if s.command == "" || !s.conformance {
 		return nil
@@ -91,24 +92,42 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command) error {
 	t0 := time.Now()
 	var opened atomic.Int64
 	var broken atomic.Pointer[storeproc.ProtocolError]
-	failed := properties.StoresFailures(func(test, dir string) (reference.Stores, error) {
+	start := func(command, test, dir string, require []string) (*storeproc.Client, error) {
 		if pe := broken.Load(); pe != nil {
 			// Nothing more to learn from a store that broke the protocol.
-			return reference.Stores{}, fmt.Errorf("not started: the store broke the protocol before (request %s)", pe.Request)
+			return nil, fmt.Errorf("not started: the store broke the protocol before (request %s)", pe.Request)
 		}
 		opened.Add(1)
 		procs := 1
 		if strings.Contains(test, "/Concurrency/") {
 			procs = 2 // concurrent clients race two processes on one store
 		}
-		c, err := storeproc.Start(cmd.Context(), storeproc.Options{Command: s.command, Dir: dir, Timeout: s.timeout, Procs: procs,
-			Require:         []string{storeproc.StoreOperations, storeproc.StoreStates, storeproc.StoreRegistry, storeproc.StoreGraph, storeproc.StoreLocks},
+		return storeproc.Start(cmd.Context(), storeproc.Options{Command: command, Dir: dir, Timeout: s.timeout, Procs: procs, Require: require,
 			OnProtocolError: func(_ context.Context, err *storeproc.ProtocolError) { broken.CompareAndSwap(nil, err) }})
+	}
+	failed := map[string]string{}
+	for path, msg := range properties.StoresFailures(func(test, dir string) (reference.Stores, error) {
+		c, err := start(s.command, test, dir, []string{storeproc.StoreOperations, storeproc.StoreStates, storeproc.StoreRegistry, storeproc.StoreGraph, storeproc.StoreLocks})
 		if err != nil {
 			return reference.Stores{}, err
 		}
 		return c.Stores(), nil
-	})
+	}) {
+		failed["Stores/"+path] = msg
+	}
+	if s.planSave != "" {
+		// System B's stores: the checkpoint and plan contracts the crash
+		// matrix takes for granted (a plan table without its key).
+		for path, msg := range properties.PlanSaveFailures(func(test, dir string) (sim.PlanSaveStores, error) {
+			c, err := start(s.planSave, test, dir, []string{storeproc.StoreCheckpoints, storeproc.StorePlans})
+			if err != nil {
+				return sim.PlanSaveStores{}, err
+			}
+			return sim.PlanSaveStores{Checkpoints: c.Checkpoints(), Plans: c.Plans(), Closer: c}, nil
+		}) {
+			failed["PlanSave/"+path] = msg
+		}
+	}
 	// The deepest failed subtests: the map holds each one's parents too.
 	var failures []string
 	for path, msg := range failed {
@@ -120,7 +139,7 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command) error {
 			}
 		}
 		if leaf {
-			failures = append(failures, "conformance/Stores/"+path+": "+msg)
+			failures = append(failures, "conformance/"+path+": "+msg)
 		}
 	}
 	sort.Strings(failures)
