@@ -11,6 +11,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/crashmatrix/crashmatrix/faults"
 	"slices"
 	"sort"
 	"strings"
@@ -503,7 +504,9 @@ func plural(n int, one, many string) string {
 }
 
 // Summary elides what differs between violations of one cause: every
-// word holding a digit, a path, a key or a quoted name becomes "…".
+// word holding a digit, a path, a key or a quoted name, every failpoint
+// name (one bug found at many windows is one cause) and the name after
+// "worker" becomes "…".
 func Summary(msg string) string {
 	words := strings.Fields(msg)
 	for i, w := range words {
@@ -511,7 +514,9 @@ func Summary(msg string) string {
 		if core == "" || core == "->" {
 			continue
 		}
-		if strings.ContainsAny(core, "0123456789/:>\"#") || strings.HasPrefix(core, "'") {
+		_, point := faults.Lookup(faults.Point(core))
+		if point || strings.ContainsAny(core, "0123456789/:>\"#") || strings.HasPrefix(core, "'") ||
+			(i > 0 && strings.Trim(words[i-1], "(") == "worker") {
 			words[i] = strings.Replace(w, core, "…", 1)
 		}
 	}
