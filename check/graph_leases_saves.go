@@ -109,8 +109,15 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 		case reference.EvLeaseAcquire:
 			if g := cur[doc]; g != nil && !broken(g.holder) && !broken(e.Holder) {
 				if e.Holder != g.holder && e.Token <= g.token {
-					out = append(out, Violation{Invariant: I7, Document: e.DocumentID, Events: []int{g.event, i},
-						Message: fmt.Sprintf("fencing token did not grow: %s got token %d after %s held %d", e.Holder, e.Token, g.holder, g.token)})
+					v := Violation{Invariant: I7, Document: e.DocumentID, Events: []int{g.event, i},
+						Message: fmt.Sprintf("fencing token did not grow: %s got token %d after %s held %d", e.Holder, e.Token, g.holder, g.token)}
+					if r, ok := restartBetween(o.Restarts, g.event, i); ok {
+						// The grant was acknowledged, then a restart lost
+						// it: the lock provider's write was not durable.
+						v.Message += fmt.Sprintf("; %s restart #%d came between the two grants: the lock provider forgot the first grant it had acknowledged (its write was not durable)", o.Restarts[r].Server, r+1)
+						v.RootCause = true
+					}
+					out = append(out, v)
 				}
 				if e.Holder != g.holder && e.At < g.expiresAt && e.Token != g.token && !g.releasing {
 					out = append(out, Violation{Invariant: I7, Document: e.DocumentID, Events: []int{g.event, i},
@@ -205,4 +212,16 @@ func CheckI8(s Snapshot, o Observed) []Violation {
 		out = append(out, Violation{Invariant: I8, Message: "a retry with the same operation_id and " + what + " was accepted instead of failing loudly", Evidence: []string{t}})
 	}
 	return out
+}
+
+// restartBetween returns the first restart of rs that came after event a
+// and before event b (Restart.Events: the events the history held at the
+// kill).
+func restartBetween(rs []Restart, a, b int) (int, bool) {
+	for i, r := range rs {
+		if r.Events > a && r.Events <= b {
+			return i, true
+		}
+	}
+	return 0, false
 }

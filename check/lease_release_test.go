@@ -1,6 +1,7 @@
 package check_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/check"
@@ -22,5 +23,31 @@ func TestI7ReleaseCutShortByAKill(t *testing.T) {
 	live := []reference.Event{acquire("fault/1", 1, 1000), acquire("quiesce/2", 2, 1100)}
 	if v := check.CheckI7(check.Snapshot{}, check.Observed{Events: live}); len(v) != 1 {
 		t.Fatalf("no release begun: %v, want one two-live-holders violation", v)
+	}
+}
+
+// A token that did not grow across a power loss is the lock provider
+// forgetting a grant it had acknowledged: I7 says so and is the root
+// cause (before, a store that skipped its fsyncs showed only "fencing
+// token did not grow", with nothing pointing at durability). Without a
+// restart between the grants the message is as before.
+func TestI7TokenLostAcrossARestartIsTheRootCause(t *testing.T) {
+	acquire := func(holder string, token, at int64) reference.Event {
+		return reference.Event{Kind: reference.EvLeaseAcquire, Space: "sp", DocumentID: "d4", Holder: holder, Token: token, At: at, ExpiresAt: at + 250}
+	}
+	evs := []reference.Event{acquire("fault/1", 1, 1000), acquire("quiesce/2", 1, 2000)}
+	power := []check.Restart{{Server: "machine (power loss)", Point: "beforeExtract", Worker: "fault", Events: 1}}
+	v := check.CheckI7(check.Snapshot{}, check.Observed{Events: evs, Restarts: power})
+	if len(v) != 1 || !v[0].RootCause || !strings.Contains(v[0].Message, "machine (power loss) restart #1 came between the two grants: the lock provider forgot the first grant") {
+		t.Fatalf("token 1 twice across a power loss: %v, want one root-cause I7 naming the power loss", v)
+	}
+	v = check.CheckI7(check.Snapshot{}, check.Observed{Events: evs})
+	if len(v) != 1 || v[0].RootCause || strings.Contains(v[0].Message, "restart") {
+		t.Fatalf("token 1 twice without a restart: %v, want the plain I7", v)
+	}
+	// A restart before both grants explains nothing.
+	early := []check.Restart{{Server: "machine (power loss)", Events: 0}}
+	if v := check.CheckI7(check.Snapshot{}, check.Observed{Events: evs, Restarts: early}); len(v) != 1 || v[0].RootCause {
+		t.Fatalf("restart before both grants: %v, want the plain I7", v)
 	}
 }
