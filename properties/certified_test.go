@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
 
@@ -13,8 +14,17 @@ func TestCertifiedLineSaysWhatWasNotTested(t *testing.T) {
 	if got := certified("mine", rep); !strings.Contains(got, "certified: 3 cases pass") || !strings.HasSuffix(got, "; power loss: not tested (no /dev/fuse)") {
 		t.Fatalf("the certified line: %q", got)
 	}
+	// A run that tested power loss says so, with how many cases; a subset
+	// says it is one (before, both lines read as the plain one).
 	rep.PowerLoss = ""
-	if got := certified("mine", rep); strings.Contains(got, "power loss") {
-		t.Fatalf("a run that tested power loss says otherwise: %q", got)
+	rep.Results = []sim.CaseResult{{Case: sim.Case{Kind: faults.PowerLoss}, Verdict: sim.Pass}, {Case: sim.Case{Kind: faults.Crash}, Verdict: sim.Pass}}
+	if got := certified("mine", rep); strings.Contains(got, "not tested") || !strings.HasSuffix(got, "; power loss: tested (1 of the cases)") {
+		t.Fatalf("a run that tested power loss: %q", got)
+	}
+	rep.Subset = "--class entity-race"
+	rep.Results = rep.Results[1:]
+	if got := certified("mine", rep); !strings.Contains(got, "certified (a subset, --class entity-race; not the whole matrix): 3 cases pass") ||
+		!strings.HasSuffix(got, "; power loss: no case of this run") {
+		t.Fatalf("a subset without power loss: %q", got)
 	}
 }

@@ -117,14 +117,31 @@ func CertifyCrashSafety(t *testing.T, backend Backend, opts ...CrashOptions) sim
 	return res.Report
 }
 
-// certified is the line a certifying run logs: with what it left out
-// (power loss, where it could not be tested), as its reports say, so that
-// a test's output does not read as more than was certified.
+// certified is the line a certifying run logs: what it ran (a subset of
+// the matrix, where options selected one) and whether power loss was
+// among it (how many cases, or why it could not be tested), as its
+// reports say, so that a test's output reads as no more and no less than
+// was certified.
 func certified(name string, rep sim.Report) string {
-	line := fmt.Sprintf("backend %s certified: %d cases pass, %d not applicable, in %v", name,
+	what := "certified"
+	if rep.Subset != "" {
+		what = fmt.Sprintf("certified (a subset, %s; not the whole matrix)", rep.Subset)
+	}
+	line := fmt.Sprintf("backend %s %s: %d cases pass, %d not applicable, in %v", name, what,
 		rep.Counts[sim.Pass], rep.Counts[sim.NotApplicable], rep.Took.Round(time.Millisecond))
-	if rep.PowerLoss != "" {
+	power := 0
+	for _, r := range rep.Results {
+		if r.Case.Kind.IsPowerLoss() && r.Verdict == sim.Pass {
+			power++
+		}
+	}
+	switch {
+	case rep.PowerLoss != "":
 		line += "; " + rep.PowerLoss
+	case power > 0:
+		line += fmt.Sprintf("; power loss: tested (%d of the cases)", power)
+	default:
+		line += "; power loss: no case of this run"
 	}
 	return line
 }

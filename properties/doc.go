@@ -12,6 +12,9 @@
 //			Open: func(ctx context.Context, env properties.CaseEnv) (reference.Stores, error) {
 //				return openMyStoresAt(env.Dir, env.Namespace)
 //			},
+//			// The data lives in files under env.Dir: the matrix then
+//			// cuts the power too (leave it out for a store on a server).
+//			Embedded: true,
 //		})
 //	}
 //
@@ -30,6 +33,10 @@
 // the same data each time: CaseEnv.Dir is a directory private to the case
 // (it may not exist yet: create it), CaseEnv.Namespace a name unique to the
 // case (for a server), CaseEnv.Mutant the CrashOptions.Mutant of the run.
+// Backend.Embedded says the data lives in files under CaseEnv.Dir: only
+// then does the matrix have a power-loss column (where FUSE works), whose
+// cases drop what the store wrote and did not fsync; without it the line
+// the test logs says "power loss: not tested" and why.
 // Without Backend.OpenPlanSave the plan-save (System B) cases are listed as
 // not applicable. A failing run names the folder of its reports.
 //

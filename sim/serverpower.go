@@ -54,7 +54,7 @@ func (r *Runner) serverPower() (ServerPower, bool) {
 func (r *Runner) serverPowerUntested() string {
 	sp, ok := r.serverPower()
 	if !ok {
-		return fmt.Sprintf("backend %s reaches servers it can neither kill nor reach the data directories of: servers given by DSN/URI, or containers run with --server-faults=false; --backend containers with its server faults (the default) keeps their data on a lazy mount", r.backend.Name)
+		return fmt.Sprintf("backend %s keeps its data where crashmatrix cannot cut the power: not in files under the case's folder (Backend.Embedded is not set: a Go store whose data lives under CaseEnv.Dir sets it), nor on servers it can kill and whose data directories it holds (servers given by DSN/URI, or containers run with --server-faults=false; --backend containers with its server faults, the default, keeps their data on a lazy mount)", r.backend.Name)
 	}
 	return sp.PowerUntested()
 }
