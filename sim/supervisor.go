@@ -380,7 +380,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	dir := filepath.Join(r.cfg.WorkDir, c.ID)
 	if c.System == faults.PlanSave && r.backend.OpenPlanSave == nil {
 		return CaseResult{Case: c, Verdict: NotApplicable, Notes: []string{fmt.Sprintf(
-			"backend %s does not provide System B (its OpenPlanSave is nil): the plan-save case is not applicable", r.backend.Name)}}
+			"backend %s does not provide System B's stores (the checkpoints and plans of the plan-save workflow: --plansave-cmd beside --store-cmd, Backend.OpenPlanSave in Go): the plan-save case is not applicable", r.backend.Name)}}
 	}
 	c = r.rescaleKills(c)
 	res := CaseResult{Case: c, Hits: map[string]int{}, Dir: dir, LeaseTTL: tm.LeaseTTL}

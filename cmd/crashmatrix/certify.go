@@ -61,9 +61,10 @@ cases dealt out by their ID), so that n machines split it; its report says
 which shard it covers, and only "crashmatrix merge" of the n shards' JSON
 reports gives the matrix's verdict.
 
-Power loss: where FUSE works (Linux, root), on the embedded sqlite and on
---backend containers, every window also gets a power-loss case: the data
-(the case's files; the servers' data directories, bind-mounted into their
+Power loss: where FUSE works (Linux, root), on the embedded sqlite, on a
+--store-cmd store (its files, in the folder hello names) and on --backend
+containers, every window also gets a power-loss case: the data (the
+case's files; the servers' data directories, bind-mounted into their
 containers) lives on a lazy file system (faults/lazyfs) that keeps what was
 not fsynced in memory; at the window every process of the case dies (and
 every server), everything not synced is thrown away, the servers start
@@ -98,7 +99,7 @@ Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant 
 	fl.IntVar(&f.parallel, "parallel", 12, "cases run at once")
 	fl.IntVar(&f.randomKills, "random-kills", 0, "also run N random kills: the standard script's worker SIGKILLed at a seeded instant of its run, before a store call or inside a commit of the embedded database (replayable), or where no commit is seen every other one at a wall-clock offset (real processes only)")
 	fl.Int64Var(&f.seed, "seed", 1, "seed for retry jitter")
-	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "the document lease TTL in workers (a killed worker blocks its document this long): 250ms embedded, 600ms on servers by default; with --wall-clock and no value it adapts to what a calibration of step latency, and the cases themselves, measure")
+	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "the document lease TTL in workers (a killed worker blocks its document this long): 250ms on the embedded sqlite and memory backends, 600ms on servers and --store-cmd stores by default; with --wall-clock and no value it adapts to what a calibration of step latency, and the cases themselves, measure")
 	fl.BoolVar(&f.wallClock, "wall-clock", false, "run worker leases, claims and backoff on the wall clock; by default a case's workers share a harness clock that moves only when one sleeps or stalls, so the verdict does not depend on the machine's load (use it when a lock provider compares expiry with a clock of its own)")
 	fl.BoolVar(&f.keep, "keep", false, "keep the workdir even when certified")
 	fl.BoolVar(&f.failFast, "fail-fast", false, "start no more cases once one has failed (the cases under way finish; the rest are undecided, not run): for a run that only asks whether anything breaks")
