@@ -93,7 +93,11 @@ func TestExportedSurfaceIsSmall(t *testing.T) {
 			}
 		}
 	}
-	if len(names) > 8 {
-		t.Errorf("properties exports %d names %v; a store author should need about 7", len(names), names)
+	// Each system's suite and its negative control (Stores and
+	// StoresFailures, PlanSave and PlanSaveFailures), the certification,
+	// its options and the three types a backend is made of, and the seed
+	// variable: ten.
+	if len(names) > 10 {
+		t.Errorf("properties exports %d names %v; a store author should need about 10", len(names), names)
 	}
 }

@@ -241,6 +241,27 @@ func (r *Runner) mountPower(c Case, dir string, env *CaseEnv) (*powerCase, error
 	return &powerCase{fs: fs, disk: disk}, nil
 }
 
+// unreadable judges a case whose stores could not be read at its end
+// (err): when the case cut the power of its own files (an embedded or
+// store-cmd store) and the stores could not be read right after that
+// power loss either, the store cannot read what it left durable; what it
+// acknowledged is not there to read (I9), and the case fails. Otherwise
+// (nil) the harness cannot tell, and the case is undecided.
+func (pc *powerCase) unreadable(err error) []check.Violation {
+	if pc == nil || pc.fs == nil || pc.done == 0 {
+		return nil
+	}
+	var out []check.Violation
+	for i, r := range pc.restarts {
+		if r.SnapshotErr != "" {
+			out = append(out, check.Violation{Invariant: check.I9, RootCause: true,
+				Message:  "the stores could not be read right after " + r.Label(i) + ", nor after the final recovery: the store cannot read the state it left durable",
+				Evidence: []string{"right after the power loss: " + r.SnapshotErr, "after the final recovery: " + err.Error()}})
+		}
+	}
+	return out
+}
+
 // settle ends the case's lazy mount once every process of the case has
 // ended (an orderly shutdown: what is live is kept) and points env at the
 // copy left on disk, for the snapshot.

@@ -597,7 +597,12 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	}
 	snap, obs, err := cx.snapshot(ctx, c, env, space, h)
 	if err != nil {
-		return fail(Undecided, "snapshot: "+err.Error())
+		note := "snapshot: " + strings.TrimPrefix(err.Error(), "snapshot: ")
+		if vs := pc.unreadable(err); len(vs) > 0 {
+			res.Violations = vs
+			return fail(Fail, note)
+		}
+		return fail(Undecided, note)
 	}
 	if cs != nil {
 		obs.Restarts = cs.Restarts()
