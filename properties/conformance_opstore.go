@@ -245,10 +245,15 @@ func opCreateRejectsInvalid(t suiteT, fresh func() reference.OperationStore) {
 			if ok || !matched {
 				t.Errorf("CreateIfAbsent(invalid pair: %s) = %v, %v; want false and an error wrapping one of %v", c.name, ok, err, c.wants)
 			}
-			if got, err := s.Get(confCtx, op.OperationID); !errors.Is(err, reference.ErrNotFound) {
+			// Nothing stored: ErrNotFound, or for a blank id the
+			// convention's ErrInvalidArgument (reference/stores.go).
+			nothing := func(err error) bool {
+				return errors.Is(err, reference.ErrNotFound) || (strings.TrimSpace(op.OperationID) == "" && errors.Is(err, reference.ErrInvalidArgument))
+			}
+			if got, err := s.Get(confCtx, op.OperationID); !nothing(err) {
 				t.Errorf("after a rejected create, Get(%q) = %+v, %v; want ErrNotFound (nothing stored)", op.OperationID, got, err)
 			}
-			if _, err := s.GetPlan(confCtx, op.OperationID); !errors.Is(err, reference.ErrNotFound) {
+			if _, err := s.GetPlan(confCtx, op.OperationID); !nothing(err) {
 				t.Errorf("after a rejected create, GetPlan(%q) error = %v; want ErrNotFound (nothing stored)", op.OperationID, err)
 			}
 			if all, err := s.List(confCtx); err != nil || len(all) != 0 {

@@ -11,8 +11,11 @@ import (
 //
 // Conventions shared by every store in this file: a blank space,
 // documentId, operationId or holder is an error wrapping ErrInvalidArgument;
-// an unknown operationId is an error wrapping ErrNotFound; a claim or lease
-// stamped to expire at E is live while now < E and free from now >= E.
+// an unknown operationId is an error wrapping ErrNotFound (Get and GetPlan
+// of a blank operationId may answer either: nothing is stored under it);
+// IsReferencedByOtherDocument takes a blank documentId as "exclude no
+// document"; a claim or lease stamped to expire at E is live while now < E
+// and free from now >= E.
 //
 // Requirements (protocol.md, "Operation store requirements"): operationId is
 // globally unique; the operation and its plan are created in one storage
@@ -96,7 +99,8 @@ type DocumentStateStore interface {
 	// List returns the current states of a space ordered by documentId.
 	List(ctx context.Context, space string) ([]DocumentState, error)
 	// IsReferencedByOtherDocument reports whether an ACTIVE current state of
-	// another document in the same space supports edge.
+	// another document in the same space supports edge (any document's,
+	// when documentID is blank).
 	IsReferencedByOtherDocument(ctx context.Context, space, documentID string, edge EdgeKey) (bool, error)
 }
 
