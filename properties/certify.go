@@ -56,7 +56,9 @@ type CrashOptions struct {
 	// RandomKills adds that many random kills (the standard script's
 	// worker SIGKILLed at a seeded instant of its run: before a store call
 	// or inside a commit of the embedded database, so that a finding
-	// replays; see docs/fault-kinds.md), seeded by Seed (default 1).
+	// replays; see docs/fault-kinds.md), seeded by Seed (default 1). They
+	// are a class of their own (sim.RandomKillClass): with Points or Kinds,
+	// or Classes without it, none would run, and the run fails saying so.
 	RandomKills int
 	Seed        int64
 	// ReportDir, when set, holds the run's working data; a run that does

@@ -3,6 +3,7 @@ package properties_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -167,6 +168,40 @@ func TestCrashMatrixRunsOnlyTheNamedCase(t *testing.T) {
 			ids = append(ids, r.Case.ID)
 		}
 		t.Fatalf("ran %v, want only beforegraphapplied-crash", ids)
+	}
+}
+
+// An id that names no case of the run is an error naming it, not a run of
+// nothing ("no case matches points [] kinds [] classes []" named neither
+// the variable nor the id). The run is a child go test, whose failure is
+// the point.
+func TestCrashMatrixNamesAnUnknownCaseID(t *testing.T) {
+	const child = "CRASHMATRIX_TEST_UNKNOWN_CASE_CHILD"
+	if os.Getenv(child) != "" {
+		crashrun.Run(t, embedded.Memory(), crashrun.Options{Points: []faults.Point{faults.BeforeGraphApplied}})
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashMatrixNamesAnUnknownCaseID$", "-test.count=1")
+	cmd.Env = append(os.Environ(), child+"=1", crashrun.CaseFilterEnv+"=beforegraphapplied-crash,no-such-case")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "CRASHMATRIX_CASE=beforegraphapplied-crash,no-such-case: no case has the id no-such-case") {
+		t.Fatalf("an unknown case id: err %v, output:\n%s", err, out)
+	}
+}
+
+// RandomKills with a point filter would run none of them and certify
+// without saying so (a store author saw it): it is an error naming why.
+func TestRandomKillsLeftOutByAFilterIsAnError(t *testing.T) {
+	const child = "CRASHMATRIX_TEST_RANDOM_KILLS_CHILD"
+	if os.Getenv(child) != "" {
+		properties.CertifyCrashSafety(t, embedded.Memory(), properties.CrashOptions{Points: []faults.Point{faults.BeforeGraphApplied}, RandomKills: 20})
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRandomKillsLeftOutByAFilterIsAnError$", "-test.count=1")
+	cmd.Env = append(os.Environ(), child+"=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "RandomKills: 20 random kills asked for with a point or kind filter") {
+		t.Fatalf("random kills with a point filter: err %v, output:\n%s", err, out)
 	}
 }
 

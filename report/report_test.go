@@ -510,3 +510,19 @@ func TestUndecidedReadsEachReasonOnce(t *testing.T) {
 		t.Errorf("headline: %s", d.Headline)
 	}
 }
+
+// Under go test (the Go API) the digest points at the run's reports for
+// every violation: go test's -v is not the CLI's (it said "-v lists every
+// violation" there too).
+func TestDigestUnderGoTestPointsAtTheReports(t *testing.T) {
+	var b bytes.Buffer
+	WriteTerminal(&b, testReport(independentCase()), Options{Command: "go test ./mystore"})
+	if out := b.String(); !strings.Contains(out, "report.html and report.json list every violation") || strings.Contains(out, "-v lists") {
+		t.Errorf("go test digest:\n%s", out)
+	}
+	b.Reset()
+	WriteTerminal(&b, testReport(independentCase()), Options{Command: "certify"})
+	if !strings.Contains(b.String(), "; -v lists every violation") {
+		t.Errorf("certify digest lost its -v hint:\n%s", b.String())
+	}
+}

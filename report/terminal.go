@@ -230,7 +230,12 @@ func HistoryPath(r sim.CaseResult) string {
 func writeDigest(w io.Writer, d Digest, o Options) {
 	if len(d.Causes) > 0 {
 		fmt.Fprintf(w, "\nFAILURES by cause, rarest first (%d %s", len(d.Causes), plural(len(d.Causes), "cause", "causes"))
-		if !o.Details {
+		switch {
+		case o.Details:
+		case strings.HasPrefix(o.Command, "go test"):
+			// A go test's -v is not this one: the run's reports are.
+			fmt.Fprint(w, "; the run's report.html and report.json list every violation")
+		default:
 			fmt.Fprint(w, "; -v lists every violation")
 		}
 		fmt.Fprintln(w, ")")

@@ -558,10 +558,27 @@ func (s Selection) Cases(pr Probe, leaseTTLMillis, seed int64) []Case {
 		cases = append(cases, Filter(TornWriteMatrix(pr.Windows, s.Tear, leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)
 	}
 	cases = append(cases, s.betweenCalls(BetweenCallsCases(pr.StaleCalls, leaseTTLMillis))...)
-	if s.RandomKills > 0 && len(s.Points) == 0 && len(s.Kinds) == 0 && (len(s.Classes) == 0 || slices.Contains(s.Classes, RandomKillClass)) {
+	if s.RandomKills > 0 && s.RandomKillsLeftOut() == "" {
 		cases = append(cases, RandomKills(seed, s.RandomKills, pr)...)
 	}
 	return cases
+}
+
+// RandomKillsLeftOut says why a selection that asks for random kills runs
+// none ("" when it runs them): they are a class of their own, left out by
+// a point or kind (a random instant is no window and no fault kind) and
+// by a class filter that does not name it. Asking for them there is an
+// error: the run would certify without them and not say so.
+func (s Selection) RandomKillsLeftOut() string {
+	switch {
+	case s.RandomKills == 0:
+		return ""
+	case len(s.Points) > 0 || len(s.Kinds) > 0:
+		return fmt.Sprintf("%d random kills asked for with a point or kind filter: a random kill is at no window and of no fault kind, so the filter leaves them all out (run them alone, or with the class %s)", s.RandomKills, RandomKillClass)
+	case len(s.Classes) > 0 && !slices.Contains(s.Classes, RandomKillClass):
+		return fmt.Sprintf("%d random kills asked for with a class filter that leaves them out: add the class %s", s.RandomKills, RandomKillClass)
+	}
+	return ""
 }
 
 // Whole reports whether the selection is the whole matrix (no point,

@@ -237,8 +237,12 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	// measures the worker random kills are drawn over. A probe that fails
 	// (the store breaks without any fault) fails the report, beside the
 	// matrix.
-	probe, perr := runner.Probe(cmd.Context())
 	sel := sim.Selection{Points: points, Kinds: kinds, Classes: f.only, RandomKills: f.randomKills, Tear: f.tear}
+	if why := sel.RandomKillsLeftOut(); why != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix: --random-kills:", why)
+		return exitError{2}
+	}
+	probe, perr := runner.Probe(cmd.Context())
 	untested, err := runner.PowerLossSelection(&sel)
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)

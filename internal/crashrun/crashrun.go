@@ -117,6 +117,9 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	started := time.Now()
 	probe, perr := runner.Probe(ctx)
 	sel := sim.Selection{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, RandomKills: o.RandomKills, Tear: o.Tear}
+	if why := sel.RandomKillsLeftOut(); why != "" {
+		t.Fatalf("crash matrix: RandomKills: %s", why)
+	}
 	if hung, ok := probeHung(probe); perr != nil && ok {
 		// A worker of the fault-free probe hung (its stacks say in which
 		// store method): every case would hang the same way, each until
@@ -140,7 +143,19 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 		cases = o.Cases
 	}
 	if only := os.Getenv(CaseFilterEnv); only != "" {
-		cases = slices.DeleteFunc(cases, func(c sim.Case) bool { return !slices.Contains(strings.Split(only, ","), c.ID) })
+		ids := strings.Split(only, ",")
+		var unknown []string
+		for _, id := range ids {
+			if !slices.ContainsFunc(cases, func(c sim.Case) bool { return c.ID == id }) {
+				unknown = append(unknown, id)
+			}
+		}
+		if len(unknown) > 0 {
+			os.RemoveAll(work)
+			t.Fatalf("crash matrix: %s=%s: no case has the id %s in this run's matrix (points %v kinds %v classes %v); a failing run prints each case's id in its replay command",
+				CaseFilterEnv, only, strings.Join(unknown, ", "), o.Points, o.Kinds, o.Classes)
+		}
+		cases = slices.DeleteFunc(cases, func(c sim.Case) bool { return !slices.Contains(ids, c.ID) })
 	}
 	for _, p := range o.Points {
 		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w sim.StoreWindow) bool { return w.Point == p }) {
