@@ -115,13 +115,18 @@ type SpaceVersionReader interface {
 // EntityRegistry binds entity names to node ids, unique on (space,
 // normalised type, normalised name).
 type EntityRegistry interface {
-	// FindMatches returns the registered entities of type entityType
-	// bound to any of names (normalised before matching).
+	// FindMatches returns the distinct registered entities of type
+	// entityType bound to any of names (normalised before matching),
+	// ordered by NodeID.
 	FindMatches(ctx context.Context, space, entityType string, names []string) ([]RegisteredEntity, error)
 	// SaveAll stores every registration or none. A name already bound to
 	// another node id (in the store or within the batch) is an error
 	// wrapping ErrRegistryConflict. Saving the same registrations again is
-	// a no-op; aliases of the same node are merged.
+	// a no-op. Aliases of the same node are merged: the entity keeps the
+	// Type and CanonicalName of its first registration, its Names are the
+	// union of every name bound to it (normalised, sorted, distinct), and
+	// its Properties are merged, a later registration's values replacing
+	// earlier ones key by key.
 	SaveAll(ctx context.Context, space string, regs []EntityRegistration) error
 	// List returns every registered entity of a space ordered by NodeID.
 	List(ctx context.Context, space string) ([]RegisteredEntity, error)
