@@ -211,7 +211,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	f.leaseTTL = defaultLeaseTTL(f.leaseTTL, backend)
 	workdir, tmp, kept := f.workdir, false, false
 	if workdir == "" {
-		root := caseRoot()
+		root := sim.CaseRoot()
 		if workdir, err = os.MkdirTemp(root, "crashmatrix-"); err != nil {
 			return err
 		}

@@ -162,7 +162,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 				backend = spec.Name
 			}
 			if workdir == "" {
-				base := caseRoot()
+				base := sim.CaseRoot()
 				if workdir, err = os.MkdirTemp(base, "crashmatrix-explore-"); err != nil {
 					return err
 				}

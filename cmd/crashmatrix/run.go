@@ -88,7 +88,7 @@ not load or a run was undecided.`,
 			// temporary folder, errors included.
 			kept := keep || details || workdir != ""
 			if workdir == "" {
-				root := caseRoot()
+				root := sim.CaseRoot()
 				if workdir, err = os.MkdirTemp(root, "crashmatrix-run-"); err != nil {
 					return err
 				}

@@ -69,7 +69,9 @@ type Result struct {
 // runs the worker and exits the process.
 //
 // Where the data goes: with o.ReportDir set, the run works in a fresh
-// folder under it; otherwise in a fresh temporary folder. A run that
+// folder under it; otherwise in a fresh temporary folder, where certify
+// puts one (sim.CaseRoot: under TMPDIR when set, else on /dev/shm when it
+// has room, else the system's temporary folder). A run that
 // certifies removes its folder. A run that does not keeps the reports and
 // every case's history there, removes the stores' data (the bulk, up to
 // tens of MB) unless ReportDir was set, and returns the folder in Dir;
@@ -93,6 +95,9 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 		if err := os.MkdirAll(parent, 0o755); err != nil {
 			t.Fatalf("crash matrix: report folder: %v", err)
 		}
+	} else {
+		// As certify's: TMPDIR when set, else /dev/shm when it has room.
+		parent = sim.CaseRoot()
 	}
 	work, err := os.MkdirTemp(parent, "crashmatrix-test-")
 	if err != nil {
