@@ -123,6 +123,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	probe, perr := runner.Probe(ctx)
 	sel := sim.Selection{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, RandomKills: o.RandomKills, Tear: o.Tear}
 	if why := sel.RandomKillsLeftOut(); why != "" {
+		os.RemoveAll(work)
 		t.Fatalf("crash matrix: RandomKills: %s", why)
 	}
 	if hung, ok := probeHung(probe); perr != nil && ok {
