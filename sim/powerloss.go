@@ -387,6 +387,11 @@ func tornNote(loss lazyfs.Loss) string {
 	if loss.Unit == lazyfs.SectorSize {
 		what = "512-byte sectors"
 	}
+	if loss.Changes == 0 {
+		// What was lost (Bytes) was in files whose names were not synced:
+		// they go whole, and there is nothing in them to tear.
+		return fmt.Sprintf(", torn: nothing to tear (no un-synced %s in the files that survive)", what)
+	}
 	return fmt.Sprintf(", torn: %d of %d un-synced %s and sizes kept", loss.Kept, loss.Changes, what)
 }
 

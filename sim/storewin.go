@@ -32,7 +32,7 @@ type StoreWindow struct {
 // cases like a catalogue window's.
 func (w StoreWindow) Spec() faults.Spec {
 	m := strings.Join(w.Methods, ", ")
-	return faults.Spec{Point: w.Point, System: w.System, Step: "the step after " + string(w.Point),
+	return faults.Spec{Point: w.Point, System: w.System, Step: "the step after window " + string(w.Point),
 		Window:   "inside " + m + ", declared by the store",
 		Recovery: "whatever the store committed before the window must leave the protocol recoverable",
 		Kinds:    faults.StoreKinds, InRecovery: w.InRecovery}
