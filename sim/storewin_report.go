@@ -23,7 +23,7 @@ type StoreRow struct {
 // has its cell.
 func StoreColumns(rep Report) []faults.Kind {
 	cols := append([]faults.Kind(nil), faults.StoreKinds...)
-	for _, k := range powerColumns(rep) {
+	for _, k := range []faults.Kind{faults.PowerLoss, faults.TornWrite} {
 		if slices.ContainsFunc(rep.Results, func(r CaseResult) bool { return r.Case.Store && r.Case.Kind == k }) {
 			cols = append(cols, k)
 		}
