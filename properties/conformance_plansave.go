@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 	"testing"
 
@@ -32,18 +31,7 @@ func PlanSave(t *testing.T, open func(t *testing.T) sim.PlanSaveStores) {
 // subtest above it) with its first failure message; correct stores give
 // an empty map. crashmatrix certify --plansave-cmd runs it.
 func PlanSaveFailures(open func(test, dir string) (sim.PlanSaveStores, error)) map[string]string {
-	r := newRecorder("")
-	r.Run("PlanSave", func(t suiteT) {
-		runPlanSave(t, func(t suiteT) sim.PlanSaveStores {
-			st, err := open(t.Name(), t.TempDir())
-			if err != nil {
-				t.Fatalf("open: %v", err)
-			}
-			return st
-		})
-	})
-	r.Close()
-	return failurePaths(r.Failures(), "/PlanSave")
+	return suiteFailures("PlanSave", runPlanSave, open)
 }
 
 func runPlanSave(t suiteT, open func(t suiteT) sim.PlanSaveStores) {
@@ -241,28 +229,4 @@ func runPlanSave(t suiteT, open func(t suiteT) sim.PlanSaveStores) {
 			})
 		})
 	})
-}
-
-// failurePaths turns a recorder's failures under the suite named by
-// prefix ("/Stores") into paths below it, each with its parents, mapped
-// to the first message under them (StoresFailures, PlanSaveFailures).
-func failurePaths(fs []failure, prefix string) map[string]string {
-	out := map[string]string{}
-	add := func(path, msg string) {
-		if _, ok := out[path]; !ok {
-			out[path] = msg
-		}
-	}
-	for _, f := range fs {
-		path := strings.TrimPrefix(strings.TrimPrefix(f.Test, prefix), "/")
-		if path == "" {
-			add("", f.Message)
-			continue
-		}
-		parts := strings.Split(path, "/")
-		for i := range parts {
-			add(strings.Join(parts[:i+1], "/"), f.Message)
-		}
-	}
-	return out
 }

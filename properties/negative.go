@@ -1,6 +1,8 @@
 package properties
 
 import (
+	"strings"
+
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -19,9 +21,17 @@ import (
 // message under it. A failure outside every subtest (open failed for the
 // first bundle) is under "". Correct stores give an empty map.
 func StoresFailures(open func(test, dir string) (reference.Stores, error)) map[string]string {
+	return suiteFailures("Stores", runStores, open)
+}
+
+// suiteFailures runs the conformance suite run, named name, under a
+// recorder instead of a testing.T, each case on a fresh bundle from open
+// (given the asking test's name and a fresh folder), and returns its
+// failures as failurePaths does below name.
+func suiteFailures[S any](name string, run func(suiteT, func(suiteT) S), open func(test, dir string) (S, error)) map[string]string {
 	r := newRecorder("")
-	r.Run("Stores", func(t suiteT) {
-		runStores(t, func(t suiteT) reference.Stores {
+	r.Run(name, func(t suiteT) {
+		run(t, func(t suiteT) S {
 			st, err := open(t.Name(), t.TempDir())
 			if err != nil {
 				t.Fatalf("open: %v", err)
@@ -30,5 +40,29 @@ func StoresFailures(open func(test, dir string) (reference.Stores, error)) map[s
 		})
 	})
 	r.Close()
-	return failurePaths(r.Failures(), "/Stores")
+	return failurePaths(r.Failures(), "/"+name)
+}
+
+// failurePaths turns a recorder's failures under the suite named by
+// prefix ("/Stores") into paths below it, each with its parents, mapped
+// to the first message under them (StoresFailures, PlanSaveFailures).
+func failurePaths(fs []failure, prefix string) map[string]string {
+	out := map[string]string{}
+	add := func(path, msg string) {
+		if _, ok := out[path]; !ok {
+			out[path] = msg
+		}
+	}
+	for _, f := range fs {
+		path := strings.TrimPrefix(strings.TrimPrefix(f.Test, prefix), "/")
+		if path == "" {
+			add("", f.Message)
+			continue
+		}
+		parts := strings.Split(path, "/")
+		for i := range parts {
+			add(strings.Join(parts[:i+1], "/"), f.Message)
+		}
+	}
+	return out
 }
