@@ -89,3 +89,65 @@ func TestStoreErrorsMapToReferenceErrors(t *testing.T) {
 		t.Errorf("definite false: got %v (unknown %v, retryable %v), want an unknown, retryable outcome", err, reference.IsOutcomeUnknown(err), reference.IsRetryable(err))
 	}
 }
+
+// TestBlankNamesAreRefusedBeforeSending holds store-protocol.md section 4
+// to its word: every string argument that names something is non-blank,
+// because crashmatrix refuses a blank one (reference.ErrInvalidArgument)
+// without sending it. The store answers every request it gets with an
+// error naming it, so a blank that slips through shows. (A blank
+// operation id for ops.get and ops.getPlan may also be reference.ErrNotFound,
+// as properties.Stores allows of any store.)
+func TestBlankNamesAreRefusedBeforeSending(t *testing.T) {
+	c, err := badStore(t, "answers-nothing", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ctx := c.Stores(), context.Background()
+	edge := reference.EdgeKey{Source: "a", Type: "R", Target: "b"}
+	lease := reference.Lease{Space: "s", DocumentID: "d", Holder: " ", Token: 1, ExpiresAt: 10}
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"ops.get", func() error { _, err := st.Ops.Get(ctx, " "); return err }},
+		{"ops.getPlan", func() error { _, err := st.Ops.GetPlan(ctx, ""); return err }},
+		{"ops.claim operationId", func() error { _, err := st.Ops.Claim(ctx, "", "h", 1, 10); return err }},
+		{"ops.claim holder", func() error { _, err := st.Ops.Claim(ctx, "op", "", 1, 10); return err }},
+		{"ops.releaseClaim operationId", func() error { _, err := st.Ops.ReleaseClaim(ctx, "", "h"); return err }},
+		{"ops.releaseClaim holder", func() error { _, err := st.Ops.ReleaseClaim(ctx, "op", " "); return err }},
+		{"states.findCurrent space", func() error { _, _, err := st.States.FindCurrent(ctx, "", "d"); return err }},
+		{"states.findCurrent documentId", func() error { _, _, err := st.States.FindCurrent(ctx, "s", ""); return err }},
+		{"states.findByOperationId", func() error { _, _, err := st.States.FindByOperationID(ctx, "s", "d", ""); return err }},
+		{"states.remove", func() error { _, err := st.States.Remove(ctx, "s", "", 1); return err }},
+		{"states.versions", func() error { _, err := st.States.Versions(ctx, "s", ""); return err }},
+		{"states.list", func() error { _, err := st.States.List(ctx, ""); return err }},
+		{"states.isReferenced space", func() error { _, err := st.States.IsReferencedByOtherDocument(ctx, "", "d", edge); return err }},
+		{"registry.findMatches", func() error { _, err := st.Registry.FindMatches(ctx, "", "Person", []string{"ada"}); return err }},
+		{"registry.saveAll", func() error {
+			return st.Registry.SaveAll(ctx, "", []reference.EntityRegistration{{NodeID: "n", Type: "Person", CanonicalName: "Ada"}})
+		}},
+		{"registry.list", func() error { _, err := st.Registry.List(ctx, ""); return err }},
+		{"graph.apply", func() error {
+			return st.Writer.Apply(ctx, "", reference.Mutation{UpsertNodes: []reference.NodeUpsert{{ID: "n", Label: "Person"}}})
+		}},
+		{"graph.readRecords", func() error { _, err := st.Writer.ReadRecords(ctx, " "); return err }},
+		{"locks.tryAcquire space", func() error { _, _, err := st.Locks.TryAcquire(ctx, "", "d", "h", 1, 10); return err }},
+		{"locks.tryAcquire holder", func() error { _, _, err := st.Locks.TryAcquire(ctx, "s", "d", "", 1, 10); return err }},
+		{"locks.renew", func() error { _, err := st.Locks.Renew(ctx, lease, 1, 10); return err }},
+		{"locks.release", func() error { return st.Locks.Release(ctx, lease) }},
+		{"checkpoints.load", func() error { _, _, err := c.Checkpoints().Load(ctx, ""); return err }},
+		{"plans.save", func() error { _, err := c.Plans().Save(ctx, "", "op", "q", 1); return err }},
+		{"plans.list", func() error { _, err := c.Plans().List(ctx, " "); return err }},
+	}
+	for _, k := range calls {
+		err := k.call()
+		switch {
+		case err != nil && strings.Contains(err.Error(), "badstore was sent"):
+			t.Errorf("%s: a blank name reached the store: %v", k.name, err)
+		case strings.HasPrefix(k.name, "ops.get") && errors.Is(err, reference.ErrNotFound):
+			// the blank-id convention: an operation named "" is not found
+		case !errors.Is(err, reference.ErrInvalidArgument):
+			t.Errorf("%s: got %v, want reference.ErrInvalidArgument", k.name, err)
+		}
+	}
+}

@@ -80,6 +80,9 @@ func (s *Plans) Save(ctx context.Context, owner, operationID, question string, m
 
 // List implements plansave.PlanStore (plans.list).
 func (s *Plans) List(ctx context.Context, owner string) ([]plansave.PlanRow, error) {
+	if strings.TrimSpace(owner) == "" {
+		return nil, fmt.Errorf("%w: owner is blank", reference.ErrInvalidArgument)
+	}
 	var res struct {
 		req
 		Rows []plansave.PlanRow `json:"rows"`

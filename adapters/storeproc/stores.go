@@ -164,6 +164,9 @@ func (s *OperationStore) ReleaseClaim(ctx context.Context, operationID, holder s
 	if err := reference.CheckOperationID(operationID); err != nil {
 		return false, err
 	}
+	if strings.TrimSpace(holder) == "" {
+		return false, fmt.Errorf("%w: holder is blank", reference.ErrInvalidArgument)
+	}
 	var res struct {
 		req
 		Released bool `json:"released"`
@@ -356,6 +359,9 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 
 // List implements reference.EntityRegistry (registry.list).
 func (g *Registry) List(ctx context.Context, space string) ([]reference.RegisteredEntity, error) {
+	if err := reference.CheckSpace(space); err != nil {
+		return nil, err
+	}
 	return g.entities(ctx, "registry.list", map[string]any{"space": space})
 }
 
@@ -381,6 +387,9 @@ func (w *Writer) ReadGraph(ctx context.Context, space string) (reference.Graph, 
 
 // ReadRecords implements reference.GraphWriter (graph.readRecords).
 func (w *Writer) ReadRecords(ctx context.Context, space string) (reference.GraphRecords, error) {
+	if err := reference.CheckSpace(space); err != nil {
+		return reference.GraphRecords{}, err
+	}
 	var res struct {
 		req
 		Nodes []reference.Node `json:"nodes"`
@@ -444,6 +453,9 @@ func (p *Locks) Renew(ctx context.Context, l reference.Lease, now, ttlMillis int
 func (p *Locks) Release(ctx context.Context, l reference.Lease) error {
 	if err := reference.CheckKey(l.Space, l.DocumentID); err != nil {
 		return err
+	}
+	if strings.TrimSpace(l.Holder) == "" {
+		return fmt.Errorf("%w: lease holder is blank", reference.ErrInvalidArgument)
 	}
 	return leaseErr(l, p.c.call(ctx, "locks.release", map[string]any{"lease": l}, nil))
 }

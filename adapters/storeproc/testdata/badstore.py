@@ -21,7 +21,10 @@ for line in sys.stdin:
     rid, op = req["id"], req["op"]
     if op == "hello":
         version = "crashmatrix-store/0" if mode == "wrong-version" else req["args"]["protocol"]
-        send({"id": rid, "ok": {"protocol": version, "name": "badstore", "stores": ["operations", "states", "registry", "graph", "locks"]}})
+        stores = ["operations", "states", "registry", "graph", "locks"]
+        if mode == "answers-nothing":
+            stores += ["checkpoints", "plans"]
+        send({"id": rid, "ok": {"protocol": version, "name": "badstore", "stores": stores}})
         continue
     print("badstore got " + op, file=sys.stderr, flush=True)
     if mode == "not-protocol":
@@ -40,5 +43,7 @@ for line in sys.stdin:
         send({"id": rid, "error": {"code": "unavailable", "definite": False, "message": "commit: disk I/O error"}})
     elif mode == "not-found":
         send({"id": rid, "error": {"code": "not_found", "definite": True, "message": "operation " + req["args"].get("operationId", "")}})
+    elif mode == "answers-nothing":
+        send({"id": rid, "error": {"code": "internal", "definite": True, "message": "badstore was sent " + op + " " + json.dumps(req["args"])}})
     elif mode == "bad-step":
         send({"id": rid, "at": {"point": "badstore/x", "step": 2}})
