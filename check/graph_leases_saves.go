@@ -99,6 +99,10 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 		releasing bool
 	}
 	cur := map[string]*grant{}
+	// top is the grant with the greatest token a document was given, kept
+	// past its release or expiry: every later grant that does not renew
+	// a live lease must carry a greater token (LockProvider.TryAcquire).
+	top := map[string]*grant{}
 	lost := map[string]int{} // holder+op refused -> the refusal's event
 	// A lease a fault broke on purpose (split brain, early expiry) is not
 	// the lock provider's fault: its grants are not judged here.
@@ -107,7 +111,24 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 		doc := e.Space + "/" + e.DocumentID
 		switch e.Kind {
 		case reference.EvLeaseAcquire:
-			if g := cur[doc]; g != nil && !broken(g.holder) && !broken(e.Holder) {
+			g := cur[doc]
+			renewal := g != nil && g.holder == e.Holder && g.token == e.Token && e.At < g.expiresAt
+			if t := top[doc]; t != nil && !renewal && e.Token <= t.token && !broken(t.holder) && !broken(e.Holder) &&
+				(g == nil || e.Holder == g.holder || broken(g.holder) || e.Token > g.token) {
+				// (A grant to another holder than the current one with a
+				// token not above its token is judged below.)
+				v := Violation{Invariant: I7, Document: e.DocumentID, Events: []int{t.event, i},
+					Message: fmt.Sprintf("fencing token did not grow: %s got token %d at %d after %s had been granted token %d (a new grant, not the renewal of a live lease, needs a token greater than every earlier one, released or expired ones included)", e.Holder, e.Token, e.At, t.holder, t.token)}
+				if r, ok := restartBetween(o.Restarts, t.event, i); ok {
+					v.Message += fmt.Sprintf("; %s restart #%d came between the two grants: the lock provider forgot the token it had issued (its write was not durable)", o.Restarts[r].Server, r+1)
+					v.RootCause = true
+				}
+				out = append(out, v)
+			}
+			if t := top[doc]; t == nil || e.Token > t.token {
+				top[doc] = &grant{holder: e.Holder, token: e.Token, expiresAt: e.ExpiresAt, event: i}
+			}
+			if g != nil && !broken(g.holder) && !broken(e.Holder) {
 				if e.Holder != g.holder && e.Token <= g.token {
 					v := Violation{Invariant: I7, Document: e.DocumentID, Events: []int{g.event, i},
 						Message: fmt.Sprintf("fencing token did not grow: %s got token %d after %s held %d", e.Holder, e.Token, g.holder, g.token)}

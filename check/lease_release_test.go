@@ -51,3 +51,42 @@ func TestI7TokenLostAcrossARestartIsTheRootCause(t *testing.T) {
 		t.Fatalf("restart before both grants: %v, want the plain I7", v)
 	}
 }
+
+// A new grant needs a token greater than every earlier one of the
+// document, released or expired ones included (LockProvider.TryAcquire);
+// only a holder renewing its live lease keeps its token. Before, I7
+// compared a grant with the current lease alone, so a provider that
+// started its tokens again after a release, or kept an expired lease's
+// token for the same holder, certified (found by a mutant of the bbolt
+// example: token 1 granted five times in one case).
+func TestI7TokenMustGrowAcrossReleaseAndExpiry(t *testing.T) {
+	acquire := func(holder string, token, at int64) reference.Event {
+		return reference.Event{Kind: reference.EvLeaseAcquire, Space: "sp", DocumentID: "d4", Holder: holder, Token: token, At: at, ExpiresAt: at + 250}
+	}
+	release := func(holder string, token, at int64) reference.Event {
+		return reference.Event{Kind: reference.EvLeaseRelease, Space: "sp", DocumentID: "d4", Holder: holder, Token: token, At: at}
+	}
+	for _, c := range []struct {
+		name string
+		evs  []reference.Event
+		want string // "" for no violation
+	}{
+		{"tokens restart after a release", []reference.Event{acquire("w/1", 1, 1000), release("w/1", 1, 1100), acquire("q/2", 1, 1200)},
+			"q/2 got token 1 at 1200 after w/1 had been granted token 1"},
+		{"the same holder after its own release", []reference.Event{acquire("w/1", 3, 1000), release("w/1", 3, 1100), acquire("w/1", 2, 1200)},
+			"w/1 got token 2 at 1200 after w/1 had been granted token 3"},
+		{"the same holder keeps an expired lease's token", []reference.Event{acquire("w/1", 1, 1000), acquire("w/1", 1, 1250)},
+			"w/1 got token 1 at 1250 after w/1 had been granted token 1"},
+		{"renewing a live lease keeps the token", []reference.Event{acquire("w/1", 1, 1000), acquire("w/1", 1, 1249), acquire("w/1", 1, 1400)}, ""},
+		{"a greater token after a release", []reference.Event{acquire("w/1", 1, 1000), release("w/1", 1, 1100), acquire("q/2", 2, 1200), acquire("w/1", 3, 1500)}, ""},
+		{"a greater token after expiry", []reference.Event{acquire("w/1", 1, 1000), acquire("w/1", 2, 1250)}, ""},
+	} {
+		v := check.CheckI7(check.Snapshot{}, check.Observed{Events: c.evs})
+		switch {
+		case c.want == "" && len(v) != 0:
+			t.Errorf("%s: %v, want no violation", c.name, v)
+		case c.want != "" && (len(v) != 1 || !strings.Contains(v[0].Message, c.want)):
+			t.Errorf("%s: %v, want one I7 saying %q", c.name, v, c.want)
+		}
+	}
+}
