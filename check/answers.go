@@ -43,6 +43,10 @@ func checkAnswers(s Snapshot, log history.Log) []Violation {
 		if r.Err != "" || r.Result == nil || r.Result.Outcome == "" {
 			continue
 		}
+		if v, ok := staleNoOp(log, pairs, p); ok {
+			out = append(out, v)
+			continue
+		}
 		if why := disagreement(in, *r.Result, ops, byRev[in.Doc]); why != "" {
 			op := r.Result.Op
 			out = append(out, Violation{Invariant: I9, Operation: op, Document: in.Doc,
@@ -51,6 +55,47 @@ func checkAnswers(s Snapshot, log history.Log) []Violation {
 		}
 	}
 	return out
+}
+
+// staleNoOp (I9) judges a NO_OP answer against the answers acknowledged
+// before its intent was asked. A NO_OP at revision R says R was the
+// document's current revision when the service read it; an answer given
+// to any caller before this intent was asked that named a later revision
+// X > R (COMPLETED, ALREADY_COMPLETED, SUPERSEDED or NO_OP at X) proves X
+// existed by then, and revisions only grow: the NO_OP read a state
+// older than one already acknowledged. A store that serves an instance
+// what it read or wrote itself, missing what another instance committed
+// since, breaks this (the history's file is appended to by every process
+// of a case, so its order is the real order).
+func staleNoOp(log history.Log, pairs []answerPair, p answerPair) (Violation, bool) {
+	res := log[p.answer].Result
+	if reference.Outcome(res.Outcome) != reference.OutcomeNoOp {
+		return Violation{}, false
+	}
+	var later *answerPair
+	for i := range pairs {
+		q := &pairs[i]
+		r := log[q.answer]
+		if q.answer > p.asked || q.intent.Doc != p.intent.Doc || r.Err != "" || r.Result == nil || r.Result.Revision <= res.Revision {
+			continue
+		}
+		switch reference.Outcome(r.Result.Outcome) {
+		case reference.OutcomeCompleted, reference.OutcomeAlreadyDone, reference.OutcomeSuperseded, reference.OutcomeNoOp:
+			if later == nil || r.Result.Revision > log[later.answer].Result.Revision {
+				later = q
+			}
+		}
+	}
+	if later == nil {
+		return Violation{}, false
+	}
+	w, lr := log[later.answer].Worker, log[later.answer].Result
+	return Violation{Invariant: I9, Operation: res.Op, Document: p.intent.Doc,
+		Message: fmt.Sprintf("%s's %s of document %s was answered NO_OP at revision %d, yet %s had been answered %s at revision %d before it was asked: the service read a state older than one already acknowledged (a stale read: the store served this instance a state another had replaced)",
+			log[p.answer].Worker, p.intent.Do, p.intent.Doc, res.Revision, w, lr.Outcome, lr.Revision),
+		Evidence: []string{fmt.Sprintf("history record %d: %s's answer %s at revision %d (operation %s)", later.answer, w, lr.Outcome, lr.Revision, lr.Op),
+			fmt.Sprintf("history record %d: %s asks to %s %s", p.asked, log[p.asked].Worker, p.intent.Do, p.intent.Doc),
+			fmt.Sprintf("history record %d: answered NO_OP at revision %d", p.answer, res.Revision)}}, true
 }
 
 // answerPair is one ingest or retraction intent a worker asked (the Seen

@@ -230,3 +230,34 @@ func TestCheckAnswersAgainstTheStores(t *testing.T) {
 		}
 	}
 }
+
+// A NO_OP at revision R says R was current when the service read; an
+// answer at a later revision given to anyone before the intent was asked
+// makes it a stale read (the bbolt mutant that served each instance its
+// own cached states answered NO_OP at revision 1 after another instance
+// had been answered COMPLETED at revision 2, and certified). The same
+// answers interleaved the other way round are legal: the NO_OP may be
+// ordered before the other commit.
+func TestNoOpOlderThanAnAcknowledgedRevisionIsAStaleRead(t *testing.T) {
+	v1 := reference.DocumentState{DocumentID: "d", Revision: 1, OperationID: "op1", Status: reference.DocActive, ContentHash: "h1"}
+	v2 := reference.DocumentState{DocumentID: "d", Revision: 2, OperationID: "op2", Status: reference.DocActive, ContentHash: "h2"}
+	snap := Snapshot{Ops: []reference.Operation{{OperationID: "op1", DocumentID: "d", Stage: reference.Completed}, {OperationID: "op2", DocumentID: "d", Stage: reference.Completed}},
+		States: []reference.DocumentState{v2}, Versions: map[string][]reference.DocumentState{"d": {v1, v2}}}
+	ask := func(w, h string) history.Record {
+		return seen(w, history.Observation{What: history.SeenIntent, Do: "ingest", Doc: "d", ContentHash: h})
+	}
+	answer := func(w, op, outcome string, rev int64) history.Record {
+		return history.Record{Worker: w, Kind: history.Result, Do: "ingest", Result: &history.Outcome{Op: op, Outcome: outcome, Revision: rev}}
+	}
+	stale := history.Log{ask("a", "h1"), answer("a", "op1", "COMPLETED", 1), ask("b", "h2"), answer("b", "op2", "COMPLETED", 2),
+		ask("a", "h1"), answer("a", "op3", "NO_OP", 1)}
+	got := only(CheckIntents(snap, Observed{Log: stale}), I9)
+	if len(got) != 1 || !strings.Contains(got[0].Message, "answered NO_OP at revision 1, yet b had been answered COMPLETED at revision 2 before it was asked") {
+		t.Fatalf("NO_OP at 1 after COMPLETED at 2 was acknowledged: %v, want one I9 stale read", got)
+	}
+	overlapping := history.Log{ask("a", "h1"), answer("a", "op1", "COMPLETED", 1), ask("a", "h1"), ask("b", "h2"), answer("b", "op2", "COMPLETED", 2),
+		answer("a", "op3", "NO_OP", 1)}
+	if got := only(CheckIntents(snap, Observed{Log: overlapping}), I9); len(got) != 0 {
+		t.Fatalf("NO_OP asked before the other commit was answered: %v, want none", got)
+	}
+}
