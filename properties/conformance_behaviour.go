@@ -28,6 +28,7 @@ func runBehaviour(t suiteT, open bhOpener) {
 		{"Graph", []bool{probe.Writer != nil}, testGraph},
 		{"GraphRandom", []bool{probe.Writer != nil}, testGraphRandom},
 		{"Locks", []bool{probe.Locks != nil}, testLocks},
+		{"PrefixSpaces", []bool{confComplete(probe)}, testPrefixSpaces},
 		{"Races", []bool{confComplete(probe)}, testRaces},
 	} {
 		t.Run(c.name, func(t suiteT) {
