@@ -223,6 +223,17 @@ func testRegistry(t suiteT, open bhOpener) {
 	if hits, _ := s.Registry.FindMatches(ctx, "sp", "org", []string{"Ada Lovelace"}); len(hits) != 0 {
 		t.Fatalf("type ignored: %+v", hits)
 	}
+	// The type is normalised as the names are (NFKC, case, inner white
+	// space), not only trimmed and lower-cased: an outside mutant that
+	// folded the type with strings.ToLower alone certified, and a second
+	// document naming "Research  Lab:Ally" then failed on a registry
+	// conflict instead of resolving the alias.
+	storetest.Must(t, s.Registry.SaveAll(ctx, "sp-lab", []reference.EntityRegistration{storetest.Reg("lab:1", "Research Lab", "Alice Lab", "Ally")}))
+	for _, typ := range []string{"research  lab", "ＲＥＳＥＡＲＣＨ LAB", "Research\tLab"} {
+		if hits, err := s.Registry.FindMatches(ctx, "sp-lab", typ, []string{"ally"}); err != nil || len(hits) != 1 || hits[0].NodeID != "lab:1" {
+			t.Fatalf("FindMatches(sp-lab, %q, [ally]) = %+v, %v; want lab:1 (the type normalises to %q as registered)", typ, hits, err, reference.Normalize("Research Lab"))
+		}
+	}
 	if hits, _ := s.Registry.FindMatches(ctx, "other", "person", []string{"Ada Lovelace"}); len(hits) != 0 {
 		t.Fatalf("spaces not isolated: %+v", hits)
 	}

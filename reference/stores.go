@@ -116,8 +116,9 @@ type SpaceVersionReader interface {
 // normalised type, normalised name).
 type EntityRegistry interface {
 	// FindMatches returns the distinct registered entities of type
-	// entityType bound to any of names (normalised before matching),
-	// ordered by NodeID.
+	// entityType bound to any of names, ordered by NodeID. The type and
+	// the names are normalised (Normalize: NFKC, lower case, inner white
+	// space folded) before matching, as SaveAll normalises them.
 	FindMatches(ctx context.Context, space, entityType string, names []string) ([]RegisteredEntity, error)
 	// SaveAll stores every registration or none. A name already bound to
 	// another node id (in the store or within the batch) is an error
