@@ -46,7 +46,7 @@ func TestANotExercisedCaseIsRetriedWithFlatNotes(t *testing.T) {
 		t.Errorf("earlier attempts nest or repeat: %q", n)
 	}
 	d := Summarize(rep, Options{})
-	if len(d.NotExercised) != 1 || d.NotExercised[0].Why != "failpoint beforeCompleted never fired in worker fault (unreachable: worker fault ran all 5 actions without passing beforeCompleted); what to do: check that the failpoint is still on the code path (faults catalogue, reference service) and that the case's script leads there: this can mean the code path changed" {
+	if len(d.NotExercised) != 1 || d.NotExercised[0].Why != "failpoint beforeCompleted never fired in worker fault (unreachable: worker fault ran all 5 actions without passing beforeCompleted); what to do: check that the failpoint is still on the code path (faults catalogue, reference service) and that the case's script leads there: this can mean the code path changed. With the reference service unchanged, suspect the stores: a store whose reads steer the service elsewhere (ListRecoverable leaving an operation out, a read answering wrongly) keeps it from the window; run the conformance suites (properties.Stores, or certify's conformance with --store-cmd)" {
 		t.Errorf("not exercised: %+v", d.NotExercised)
 	}
 	if !strings.HasPrefix(d.Headline, "NOT CERTIFIED: 1 not exercised (never-fires)") {

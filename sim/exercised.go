@@ -82,7 +82,7 @@ func timingAdvice(tm Timing) string {
 	return fmt.Sprintf("the machine was too slow for the lease TTL %s (step latency above half of it); rerun on a quieter machine, or fix a longer TTL with --lease-ttl %s", tm.LeaseTTL, 4*tm.LeaseTTL)
 }
 
-const unreachableAdvice = "check that the failpoint is still on the code path (faults catalogue, reference service) and that the case's script leads there: this can mean the code path changed"
+const unreachableAdvice = "check that the failpoint is still on the code path (faults catalogue, reference service) and that the case's script leads there: this can mean the code path changed. With the reference service unchanged, suspect the stores: a store whose reads steer the service elsewhere (ListRecoverable leaving an operation out, a read answering wrongly) keeps it from the window; run the conformance suites (properties.Stores, or certify's conformance with --store-cmd)"
 
 const storeErrorAdvice = "the error kept the worker off the window: if it is the store's (a failing statement, an unsupported file operation), fix the store; its output is kept in the case's folder"
 
