@@ -12,7 +12,8 @@ import (
 // after (an answer is an acknowledgement):
 //   - COMPLETED and ALREADY_COMPLETED: the operation is in the store,
 //     COMPLETED with no disposition, and the document's history holds the
-//     state it committed, at the answered revision;
+//     state it committed, at the answered revision: this intent's content
+//     ACTIVE (an ingestion) or RETRACTED (a retraction);
 //   - SUPERSEDED: the operation is ABANDONED and the document's history
 //     holds the superseding commit at the answered revision: another
 //     operation's, of this content ACTIVE (the intent took effect);
@@ -141,6 +142,13 @@ func disagreement(in history.Observation, res history.Outcome, ops map[string]re
 			return fmt.Sprintf("the store holds it %s", describeEnd(op))
 		case !atRev || st.OperationID != res.Op:
 			return fmt.Sprintf("the document's history holds no state committed by it at revision %d", res.Revision)
+		case in.Do == "ingest" && in.ContentHash != "" && (st.Status != reference.DocActive || st.ContentHash != in.ContentHash):
+			// The operation committed other content than this intent's
+			// (an operationId resubmitted with other content must be
+			// refused, not answered with the first content's commit).
+			return fmt.Sprintf("revision %d is %s with other content: the answer acknowledged an ingestion of this content that never happened", res.Revision, st.Status)
+		case in.Do == "retract" && st.Status != reference.DocRetracted:
+			return fmt.Sprintf("revision %d is %s, not RETRACTED", res.Revision, st.Status)
 		}
 	case reference.OutcomeSuperseded:
 		switch {

@@ -196,6 +196,8 @@ func TestCheckAnswersAgainstTheStores(t *testing.T) {
 		}
 	}
 	lost := Snapshot{Ops: []reference.Operation{{OperationID: "op", DocumentID: "d", Stage: reference.StateCommitted}}}
+	other1 := committed
+	other1.ContentHash = "first content"
 	// SUPERSEDED: op abandoned for "re" (revision 1 of this content); B's
 	// revision 2 holds other content.
 	replanned := reference.DocumentState{DocumentID: "d", Revision: 1, OperationID: "re", Status: reference.DocActive, ContentHash: "h"}
@@ -220,6 +222,11 @@ func TestCheckAnswersAgainstTheStores(t *testing.T) {
 		"superseded by other content":   {superseded, answer("ingest", "SUPERSEDED", 2), "revision 2 is ACTIVE with other content"},
 		"superseded by itself":          {Snapshot{Ops: superseded.Ops, Versions: good.Versions}, answer("ingest", "SUPERSEDED", 1), "committed by the operation itself"},
 		"superseded, not abandoned":     {good, answer("ingest", "SUPERSEDED", 1), "not ABANDONED"},
+		// An operationId resubmitted with other content, answered with the
+		// first content's commit (a mutant that resumed it found it passed).
+		"completed, other content": {Snapshot{Ops: good.Ops, Versions: map[string][]reference.DocumentState{"d": {other1}}}, answer("ingest", "COMPLETED", 1),
+			"revision 1 is ACTIVE with other content: the answer acknowledged an ingestion of this content that never happened"},
+		"already completed retract of active": {good, answer("retract", "ALREADY_COMPLETED", 1), "revision 1 is ACTIVE, not RETRACTED"},
 	} {
 		got := only(CheckIntents(c.snap, Observed{Log: c.log}), I9)
 		switch {

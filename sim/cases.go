@@ -383,6 +383,13 @@ func ClassCases(leaseTTLMillis int64) []Case {
 				{Worker: "other", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v2}}},
 				quiesceStep(faults.Ingestion, "fault"),
 			}},
+		{ID: "class-operation-id-reused", System: faults.Ingestion, Class: "operation-id-reused",
+			Description: "an ingestion under a caller's operationId crashes after its state commit; the caller then submits other content under the same operationId: it must be refused (plan conflict), not answered with the first content's commit",
+			Steps: []Step{
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "reused-op", Content: DocD1v1}}, Arms: faults.Arms{faults.BeforeCompleted: faults.On(faults.Crash, 1)}, ExpectHit: []faults.Point{faults.BeforeCompleted}},
+				{Worker: "other-content", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "reused-op", Content: DocD1v2}}, ContinueOnError: true},
+				quiesceStep(faults.Ingestion, "fault"),
+			}},
 		splitBrainSameIntent("split-brain-same-intent", "two holders plan one ingestion at once (split brain): the first asked the model and stalls before freezing its plan; the second is granted the live lease, asks the model again, freezes the other answer and dies; the first must not run its own plan under the frozen operation",
 			faults.Arms{faults.BeforePrepare: faults.PauseOn(time.Duration(leaseTTLMillis/4)*time.Millisecond, 1)}, []faults.Point{faults.BeforePrepare},
 			faults.Arms{faults.LeaseAcquire: faults.On(faults.Split, 1), faults.BeforeGraphWrite: faults.On(faults.Crash, 1)}, []faults.Point{faults.LeaseAcquire, faults.BeforeGraphWrite}),
