@@ -44,7 +44,7 @@ func checkAnswers(s Snapshot, log history.Log) []Violation {
 		if r.Err != "" || r.Result == nil || r.Result.Outcome == "" {
 			continue
 		}
-		if v, ok := staleNoOp(log, pairs, p); ok {
+		if v, ok := staleAnswer(log, pairs, p); ok {
 			out = append(out, v)
 			continue
 		}
@@ -58,9 +58,11 @@ func checkAnswers(s Snapshot, log history.Log) []Violation {
 	return out
 }
 
-// staleNoOp (I9) judges a NO_OP answer against the answers acknowledged
-// before its intent was asked. A NO_OP at revision R says R was the
-// document's current revision when the service read it; an answer given
+// staleAnswer (I9) judges a NO_OP answer (and a COMPLETED or
+// ALREADY_COMPLETED one of a retraction or of an ingestion without the
+// caller's operationId) against the answers acknowledged before its
+// intent was asked. A NO_OP at revision R says R was the document's
+// current revision when the service read it; an answer given
 // to any caller before this intent was asked that named a later revision
 // X > R (COMPLETED, ALREADY_COMPLETED, SUPERSEDED or NO_OP at X) proves X
 // existed by then, and revisions only grow: the NO_OP read a state
@@ -68,9 +70,20 @@ func checkAnswers(s Snapshot, log history.Log) []Violation {
 // what it read or wrote itself, missing what another instance committed
 // since, breaks this (the history's file is appended to by every process
 // of a case, so its order is the real order).
-func staleNoOp(log history.Log, pairs []answerPair, p answerPair) (Violation, bool) {
+func staleAnswer(log history.Log, pairs []answerPair, p answerPair) (Violation, bool) {
 	res := log[p.answer].Result
-	if reference.Outcome(res.Outcome) != reference.OutcomeNoOp {
+	switch reference.Outcome(res.Outcome) {
+	case reference.OutcomeNoOp:
+	case reference.OutcomeCompleted, reference.OutcomeAlreadyDone:
+		// A retraction, or an ingestion whose operationId the service
+		// derived, is planned on the current revision: its commit, or
+		// the earlier one it found done, cannot lie below a revision
+		// already acknowledged. (A caller's own operationId may be
+		// answered with its old commit.)
+		if p.intent.Do != "retract" && p.intent.Op != "" {
+			return Violation{}, false
+		}
+	default:
 		return Violation{}, false
 	}
 	var later *answerPair
@@ -92,11 +105,11 @@ func staleNoOp(log history.Log, pairs []answerPair, p answerPair) (Violation, bo
 	}
 	w, lr := log[later.answer].Worker, log[later.answer].Result
 	return Violation{Invariant: I9, Operation: res.Op, Document: p.intent.Doc,
-		Message: fmt.Sprintf("%s's %s of document %s was answered NO_OP at revision %d, yet %s had been answered %s at revision %d before it was asked: the service read a state older than one already acknowledged (a stale read: the store served this instance a state another had replaced)",
-			log[p.answer].Worker, p.intent.Do, p.intent.Doc, res.Revision, w, lr.Outcome, lr.Revision),
+		Message: fmt.Sprintf("%s's %s of document %s was answered %s at revision %d, yet %s had been answered %s at revision %d before it was asked: the answer describes a state older than one already acknowledged (a stale read, or an earlier operation taken for this one)",
+			log[p.answer].Worker, p.intent.Do, p.intent.Doc, res.Outcome, res.Revision, w, lr.Outcome, lr.Revision),
 		Evidence: []string{fmt.Sprintf("history record %d: %s's answer %s at revision %d (operation %s)", later.answer, w, lr.Outcome, lr.Revision, lr.Op),
 			fmt.Sprintf("history record %d: %s asks to %s %s", p.asked, log[p.asked].Worker, p.intent.Do, p.intent.Doc),
-			fmt.Sprintf("history record %d: answered NO_OP at revision %d", p.answer, res.Revision)}}, true
+			fmt.Sprintf("history record %d: answered %s at revision %d", p.answer, res.Outcome, res.Revision)}}, true
 }
 
 // answerPair is one ingest or retraction intent a worker asked (the Seen

@@ -245,7 +245,7 @@ func TestCheckAnswersAgainstTheStores(t *testing.T) {
 // had been answered COMPLETED at revision 2, and certified). The same
 // answers interleaved the other way round are legal: the NO_OP may be
 // ordered before the other commit.
-func TestNoOpOlderThanAnAcknowledgedRevisionIsAStaleRead(t *testing.T) {
+func TestAnswerOlderThanAnAcknowledgedRevisionIsStale(t *testing.T) {
 	v1 := reference.DocumentState{DocumentID: "d", Revision: 1, OperationID: "op1", Status: reference.DocActive, ContentHash: "h1"}
 	v2 := reference.DocumentState{DocumentID: "d", Revision: 2, OperationID: "op2", Status: reference.DocActive, ContentHash: "h2"}
 	snap := Snapshot{Ops: []reference.Operation{{OperationID: "op1", DocumentID: "d", Stage: reference.Completed}, {OperationID: "op2", DocumentID: "d", Stage: reference.Completed}},
@@ -261,6 +261,22 @@ func TestNoOpOlderThanAnAcknowledgedRevisionIsAStaleRead(t *testing.T) {
 	got := only(CheckIntents(snap, Observed{Log: stale}), I9)
 	if len(got) != 1 || !strings.Contains(got[0].Message, "answered NO_OP at revision 1, yet b had been answered COMPLETED at revision 2 before it was asked") {
 		t.Fatalf("NO_OP at 1 after COMPLETED at 2 was acknowledged: %v, want one I9 stale read", got)
+	}
+	// A second retraction after a re-ingestion answered with the first
+	// retraction's commit (a retraction operationId made without the
+	// revision): ALREADY_COMPLETED at 2 after COMPLETED at 3.
+	retract := func(w string) history.Record {
+		return seen(w, history.Observation{What: history.SeenIntent, Do: "retract", Doc: "d"})
+	}
+	retracted := reference.DocumentState{DocumentID: "d", Revision: 2, OperationID: "r1", Status: reference.DocRetracted}
+	again := reference.DocumentState{DocumentID: "d", Revision: 3, OperationID: "op3", Status: reference.DocActive, ContentHash: "h2"}
+	snap2 := Snapshot{Ops: []reference.Operation{{OperationID: "op1", DocumentID: "d", Stage: reference.Completed}, {OperationID: "r1", DocumentID: "d", Stage: reference.Completed}, {OperationID: "op3", DocumentID: "d", Stage: reference.Completed}},
+		States: []reference.DocumentState{again}, Versions: map[string][]reference.DocumentState{"d": {v1, retracted, again}}}
+	twice := history.Log{ask("a", "h1"), answer("a", "op1", "COMPLETED", 1), retract("a"), {Worker: "a", Kind: history.Result, Do: "retract", Result: &history.Outcome{Op: "r1", Outcome: "COMPLETED", Revision: 2}},
+		ask("a", "h2"), answer("a", "op3", "COMPLETED", 3), retract("a"), {Worker: "a", Kind: history.Result, Do: "retract", Result: &history.Outcome{Op: "r1", Outcome: "ALREADY_COMPLETED", Revision: 2}}}
+	got = only(CheckIntents(snap2, Observed{Log: twice}), I9)
+	if len(got) != 1 || !strings.Contains(got[0].Message, "retract of document d was answered ALREADY_COMPLETED at revision 2, yet a had been answered COMPLETED at revision 3") {
+		t.Fatalf("second retraction answered with the first: %v, want one I9", got)
 	}
 	overlapping := history.Log{ask("a", "h1"), answer("a", "op1", "COMPLETED", 1), ask("a", "h1"), ask("b", "h2"), answer("b", "op2", "COMPLETED", 2),
 		answer("a", "op3", "NO_OP", 1)}

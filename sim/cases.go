@@ -390,6 +390,13 @@ func ClassCases(leaseTTLMillis int64) []Case {
 				{Worker: "other-content", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "reused-op", Content: DocD1v2}}, ContinueOnError: true},
 				quiesceStep(faults.Ingestion, "fault"),
 			}},
+		{ID: "class-retract-again", System: faults.Ingestion, Class: "retract-again",
+			Description: "a document is ingested, retracted and ingested again, then retracted a second time while another document's commit crashes: the second retraction is a new operation on the current revision, never the first one found done",
+			Steps: []Step{
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}, {Do: "retract", Doc: "d1"}, {Do: "ingest", Doc: "d1", Content: DocD1v2}, {Do: "retract", Doc: "d1"}, {Do: "ingest", Doc: "d2", Content: DocD2}},
+					Arms: faults.Arms{faults.BeforeStateCommit: faults.On(faults.Crash, 5)}, ExpectHit: []faults.Point{faults.BeforeStateCommit}},
+				quiesceStep(faults.Ingestion, "fault"),
+			}},
 		splitBrainSameIntent("split-brain-same-intent", "two holders plan one ingestion at once (split brain): the first asked the model and stalls before freezing its plan; the second is granted the live lease, asks the model again, freezes the other answer and dies; the first must not run its own plan under the frozen operation",
 			faults.Arms{faults.BeforePrepare: faults.PauseOn(time.Duration(leaseTTLMillis/4)*time.Millisecond, 1)}, []faults.Point{faults.BeforePrepare},
 			faults.Arms{faults.LeaseAcquire: faults.On(faults.Split, 1), faults.BeforeGraphWrite: faults.On(faults.Crash, 1)}, []faults.Point{faults.LeaseAcquire, faults.BeforeGraphWrite}),
