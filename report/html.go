@@ -264,6 +264,7 @@ table.tl .at{width:5.5em;color:#666;white-space:nowrap}
 table.tl .cite{width:3.5em}
 table.tl tr.cited td{background:#fff3c4}
 table.tl td.kill{background:#b3261e;color:#fff}
+table.tl .clock{color:#777;font-size:85%}
 table.tl td.fault{background:#f9d6a8}
 table.tl td.restart,table.tl td.start{background:#dbe8fb}
 table.tl td.bad,table.tl td.error{color:#b3261e}

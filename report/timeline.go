@@ -184,11 +184,19 @@ func workerExit(r sim.CaseResult, worker string) string {
 
 // recordTime is a record's time in milliseconds, 0 when it has none: an
 // event's own time, else the record's.
+// recordTime is when rec was written, the clock of the timeline's
+// offsets: the history file is appended to in that order, so the offsets
+// never run backwards. An event's own time is the service's clock (the
+// harness clock, which a pause moves on), shown in its cell; it stands in
+// only for a record that has no time of its own.
 func recordTime(rec history.Record) int64 {
-	if rec.Event != nil && rec.Event.At != 0 {
+	if rec.At != 0 {
+		return rec.At
+	}
+	if rec.Event != nil {
 		return rec.Event.At
 	}
-	return rec.At
+	return 0
 }
 
 // recordHTML renders one record for a timeline cell, and its CSS class.
@@ -391,6 +399,10 @@ func eventHTML(e *reference.Event, ops *opNames) template.HTML {
 	}
 	if e.Kind == reference.EvPrepared && e.Detail != "" {
 		s += ` <abbr title="plan fingerprint ` + esc(e.Detail) + `">fp ` + esc(shortHash(e.Detail)) + `</abbr>`
+	}
+	if e.At != 0 {
+		// The service's clock, as the violations quote it.
+		s += fmt.Sprintf(` <span class="clock">@%d</span>`, e.At)
 	}
 	return template.HTML(s)
 }
