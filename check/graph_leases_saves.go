@@ -2,7 +2,9 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -65,7 +67,7 @@ func CheckI3(s Snapshot, _ Observed) []Violation {
 // CheckI6: registry. Each (type, name) maps to one node id, and each
 // registered node exists in the graph.
 func CheckI6(s Snapshot, _ Observed) []Violation {
-	var out []Violation
+	out := checkPlannedNodeIDs(s)
 	owner := map[string]string{}
 	for _, e := range s.Registry {
 		for _, n := range e.Names {
@@ -77,6 +79,36 @@ func CheckI6(s Snapshot, _ Observed) []Violation {
 		}
 		if _, ok := s.Graph.Nodes[e.NodeID]; !ok {
 			out = append(out, Violation{Invariant: I6, Message: fmt.Sprintf("registered entity %s (%s %q) has no node in the graph", e.NodeID, e.Type, e.CanonicalName)})
+		}
+	}
+	return out
+}
+
+// checkPlannedNodeIDs (I6): the frozen plans give one entity, its type
+// and canonical name as normalised, one node id. Node ids are derived
+// from them, so two plans that derive two ids for one entity split it in
+// the graph; and the second registration then fails on a registry
+// conflict, which is the only trace a dead-lettered valid document
+// leaves (found by an outside mutant that hashed names without folding
+// their case).
+func checkPlannedNodeIDs(s Snapshot) []Violation {
+	type seen struct{ node, op string }
+	first := map[string]seen{}
+	reported := map[string]bool{}
+	var out []Violation
+	for _, op := range slices.Sorted(maps.Keys(s.Plans)) {
+		for _, r := range s.Plans[op].Registrations {
+			k := reference.Normalize(r.Type) + "\x00" + reference.Normalize(r.CanonicalName)
+			f, ok := first[k]
+			switch {
+			case !ok:
+				first[k] = seen{r.NodeID, op}
+			case f.node != r.NodeID && !reported[k]:
+				reported[k] = true
+				out = append(out, Violation{Invariant: I6, Operation: op,
+					Message:  fmt.Sprintf("entity %s %q has two node ids in the frozen plans: %s (operation %s) and %s (operation %s); one entity, its type and name as normalised, has one node id", r.Type, r.CanonicalName, f.node, f.op, r.NodeID, op),
+					Evidence: []string{f.node, r.NodeID}})
+			}
 		}
 	}
 	return out

@@ -284,3 +284,22 @@ func TestAnswerOlderThanAnAcknowledgedRevisionIsStale(t *testing.T) {
 		t.Fatalf("NO_OP asked before the other commit was answered: %v, want none", got)
 	}
 }
+
+// Frozen plans that give one entity (its type and name as normalised) two
+// node ids split it: I6, even when the registry kept only the first (a
+// mutant that hashed names without folding their case dead-lettered the
+// second document on a registry conflict, and certified).
+func TestOneEntityOneNodeIDAcrossPlans(t *testing.T) {
+	plan := func(node, typ, name string) reference.Plan {
+		return reference.Plan{Registrations: []reference.EntityRegistration{{NodeID: node, Type: typ, CanonicalName: name}}}
+	}
+	split := Snapshot{Plans: map[string]reference.Plan{"op-a": plan("org:1", "Org", "Acme"), "op-b": plan("org:2", "org", " ACME ")}}
+	got := CheckI6(split, Observed{})
+	if len(got) != 1 || !strings.Contains(got[0].Message, `entity org " ACME " has two node ids in the frozen plans: org:1 (operation op-a) and org:2 (operation op-b)`) {
+		t.Fatalf("one entity, two node ids: %v, want one I6", got)
+	}
+	same := Snapshot{Plans: map[string]reference.Plan{"op-a": plan("org:1", "Org", "Acme"), "op-b": plan("org:1", "ORG", "acme"), "op-c": plan("org:3", "Org", "Acme Corp")}}
+	if got := CheckI6(same, Observed{}); len(got) != 0 {
+		t.Fatalf("one node id per entity: %v, want none", got)
+	}
+}

@@ -141,6 +141,10 @@ const (
 	DocD3a  = "Person:Dan -KNOWS-> Person:Eve\nPerson:Eve -WORKS_AT-> Org:Initech\n"
 	DocD3b  = "Person:Dan -LIKES-> Person:Eve\n"
 	DocD4   = "Person:Frank {team=graph} -MANAGES-> Person:Grace\nPerson:Grace -WORKS_AT-> Org:Globex\n"
+	// DocVariantsA and DocVariantsB name Alice and Acme in other case:
+	// one entity each, whatever the spelling (class entity-variants).
+	DocVariantsA = "Person:Alice -WORKS_AT-> Org:Acme\n"
+	DocVariantsB = "Person:ALICE -KNOWS-> Person:Bob\nPerson:Bob -WORKS_AT-> Org:ACME\n"
 )
 
 // StandardScript is what the fault worker of a window case does. The
@@ -396,6 +400,14 @@ func ClassCases(leaseTTLMillis int64) []Case {
 				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}, {Do: "retract", Doc: "d1"}, {Do: "ingest", Doc: "d1", Content: DocD1v2}, {Do: "retract", Doc: "d1"}, {Do: "ingest", Doc: "d2", Content: DocD2}},
 					Arms: faults.Arms{faults.BeforeStateCommit: faults.On(faults.Crash, 5)}, ExpectHit: []faults.Point{faults.BeforeStateCommit}},
 				quiesceStep(faults.Ingestion, "fault"),
+			}},
+		{ID: "class-entity-variants", System: faults.Ingestion, Class: "entity-variants",
+			Description: "two documents name the same entities in other case ('Org:Acme', 'Org:ACME', 'Person:ALICE') and plan at once: the first stalls before its registry save while the second commits; one entity must get one node id and one registration, and both documents must commit",
+			Steps: []Step{
+				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d5", Content: DocVariantsA}}, Arms: faults.Arms{faults.BeforeRegistrySave: short}, Background: true,
+					ExpectHit: []faults.Point{faults.BeforeRegistrySave}, Meanwhile: &Meanwhile{Worker: "other", Does: DeedCommit}},
+				{Worker: "other", Actions: []Action{{Do: "ingest", Doc: "d6", Content: DocVariantsB}}, ContinueOnError: true},
+				quiesceStep(faults.Ingestion, "fault", "other"),
 			}},
 		splitBrainSameIntent("split-brain-same-intent", "two holders plan one ingestion at once (split brain): the first asked the model and stalls before freezing its plan; the second is granted the live lease, asks the model again, freezes the other answer and dies; the first must not run its own plan under the frozen operation",
 			faults.Arms{faults.BeforePrepare: faults.PauseOn(time.Duration(leaseTTLMillis/4)*time.Millisecond, 1)}, []faults.Point{faults.BeforePrepare},
