@@ -95,6 +95,27 @@ const (
 	// write and, when it moved, commits onto the new one instead of
 	// refusing (a check after the write, which rebases).
 	BugRebaseAfterGraphWrite Bug = "rebase-after-graph-write"
+	// BugResubmitIgnoresContent resumes a caller's operationId submitted
+	// again with other content, running the frozen plan of the first
+	// content, instead of refusing it (ErrPlanConflict).
+	BugResubmitIgnoresContent Bug = "resubmit-ignores-content"
+	// BugRetractIDWithoutRevision names a retraction after its document
+	// alone, not the revision it retracts: a second retraction after a
+	// re-ingestion is taken for the first, already done.
+	BugRetractIDWithoutRevision Bug = "retract-id-without-revision"
+	// BugNodeIDIgnoresCase derives a node id from the type and the name as
+	// written (trimmed), not as normalised: one entity spelt in two cases
+	// gets two node ids, and the second registration conflicts.
+	BugNodeIDIgnoresCase Bug = "node-id-ignores-case"
+	// BugRetractionSkipsStaleCleanup skips the stale-edge cleanup at a
+	// retraction's commit: an edge it kept for another document whose
+	// support went meanwhile outlives both.
+	BugRetractionSkipsStaleCleanup Bug = "retraction-skips-stale-cleanup"
+	// BugReplanIDFromOldOperation names a conflict's re-plan after the old
+	// operationId and the latest revision, not after the intent (content
+	// on the latest revision): a fresh ingestion of the content and the
+	// re-plan freeze two plans for one intent.
+	BugReplanIDFromOldOperation Bug = "replan-id-from-old-operation"
 	// BugPlanSaveKeyPerAttempt (System B) mints the operation_id of the
 	// save step per attempt instead of taking the one kept in the
 	// workflow state.
@@ -111,6 +132,7 @@ var Bugs = []Bug{BugRecallModelOnResume, BugSkipRevisionCheck, BugAdvanceBeforeG
 	BugNoOpIgnoresRetraction, BugDeadLetterWithoutReconcile, BugIgnoreRefusedStateCAS, BugDeleteSharedEdges,
 	BugCASOnHealedRevision, BugRevisionReadBeforeLeaseCheck, BugRebaseFreshPlan, BugAnswerCurrentRevision,
 	BugStaleEdgesFromCurrent, BugRebaseAfterGraphWrite,
+	BugResubmitIgnoresContent, BugRetractIDWithoutRevision, BugNodeIDIgnoresCase, BugRetractionSkipsStaleCleanup, BugReplanIDFromOldOperation,
 	BugPlanSaveKeyPerAttempt, BugPlanSaveCheckpointFirst}
 
 // System says which protocol a mutant breaks: the ingestion service's

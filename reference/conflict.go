@@ -53,6 +53,9 @@ func (s *Service) conflict(ctx context.Context, op Operation, plan Plan, lease *
 		// operationId, so a caller who resubmitted the content meanwhile
 		// and this re-plan share one plan (and a crash here converges).
 		newID := IngestOperationID(op.Space, op.DocumentID, ContentHash(plan.Content), latest)
+		if s.has(BugReplanIDFromOldOperation) {
+			newID = "replan-" + hashParts(op.OperationID, fmt.Sprint(latest))[:32]
+		}
 		if s.has(BugReplanIDPerAttempt) {
 			newID = "replan-" + hashParts(op.OperationID, fmt.Sprint(latest), fmt.Sprint(s.now()))[:32]
 		}
@@ -362,6 +365,9 @@ func (s *Service) pendingPlans(ctx context.Context, op Operation) ([]Plan, error
 // have kept an edge for a document whose support has since gone (it was
 // retracted or re-ingested meanwhile); idempotent, so recovery repeats it.
 func (s *Service) cleanupStale(ctx context.Context, op Operation, plan Plan, lease *Lease) error {
+	if plan.Kind == Retraction && s.has(BugRetractionSkipsStaleCleanup) {
+		return nil
+	}
 	cand := append(append([]EdgeKey(nil), plan.StaleEdges...), plan.Mutation.DeleteEdges...)
 	del, err := s.unsupported(ctx, op, "", cand)
 	if err != nil || len(del) == 0 {

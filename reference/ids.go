@@ -24,6 +24,13 @@ func NodeID(entityType, canonicalName string) string {
 	return strings.ToLower(strings.TrimSpace(entityType)) + ":" + hex.EncodeToString(sum[:12])
 }
 
+// nodeIDAsWritten is NodeID with the name hashed as written (trimmed),
+// not normalised: BugNodeIDIgnoresCase.
+func nodeIDAsWritten(entityType, canonicalName string) string {
+	sum := sha256.Sum256([]byte(Normalize(entityType) + "\n" + strings.TrimSpace(canonicalName)))
+	return strings.ToLower(strings.TrimSpace(entityType)) + ":" + hex.EncodeToString(sum[:12])
+}
+
 // EdgeKey is the stable identity of an edge: source, type, target, rank.
 type EdgeKey struct {
 	Source string `json:"source"`

@@ -174,7 +174,7 @@ func (s *Service) ingestLocked(ctx context.Context, req IngestRequest, lease *Le
 		if err != nil {
 			return Result{}, fmt.Errorf("ingest %s: %w", op.OperationID, err)
 		}
-		if plan.Content != req.Content {
+		if plan.Content != req.Content && !s.has(BugResubmitIgnoresContent) {
 			return Result{}, fmt.Errorf("ingest %s: %w: the same operationId was submitted with other content", op.OperationID, ErrPlanConflict)
 		}
 		return s.executeFresh(ctx, op, plan, lease)
@@ -285,6 +285,9 @@ func (s *Service) Retract(ctx context.Context, space, documentID string) (res Re
 			return nil
 		}
 		opID = RetractOperationID(space, documentID, cur.Revision)
+		if s.has(BugRetractIDWithoutRevision) {
+			opID = "retract-" + hashParts(space, documentID)[:32]
+		}
 		if op, e := s.Ops.Get(ctx, opID); e == nil {
 			plan, e := s.Ops.GetPlan(ctx, opID)
 			if e != nil {

@@ -388,6 +388,13 @@ func Mutants() []Mutant {
 		leased(bug(reference.BugAnswerCurrentRevision, "I9", nil, nil, sim.BetweenCallsClass)),
 		leased(bug(reference.BugStaleEdgesFromCurrent, "I3", nil, nil, sim.BetweenCallsClass)),
 		leased(bug(reference.BugRebaseAfterGraphWrite, "I2", nil, nil, sim.BetweenCallsClass)),
+		// Found by an outside mutant hunt, each escaped the matrix until
+		// its case class (and the check it needed) landed.
+		bug(reference.BugResubmitIgnoresContent, "I9", nil, nil, "operation-id-reused"),
+		bug(reference.BugRetractIDWithoutRevision, "I9", nil, nil, "retract-again"),
+		bug(reference.BugNodeIDIgnoresCase, "I6", nil, nil, "entity-variants"),
+		bug(reference.BugRetractionSkipsStaleCleanup, "I3", nil, nil, "retraction-shared-edge-crossed"),
+		bug(reference.BugReplanIDFromOldOperation, "I1", nil, nil, "replan-after-dead-letter"),
 		bug(reference.BugPlanSaveKeyPerAttempt, "I8", []faults.Point{faults.PlanSaveBeforeCheckpoint}, crash),
 		bug(reference.BugPlanSaveCheckpointFirst, "I8", []faults.Point{faults.PlanSaveBeforeBusiness}, crash),
 	}
