@@ -116,6 +116,10 @@ const (
 	// on the latest revision): a fresh ingestion of the content and the
 	// re-plan freeze two plans for one intent.
 	BugReplanIDFromOldOperation Bug = "replan-id-from-old-operation"
+	// BugCommitWithoutLeaseCheck commits the state without checking the
+	// lease again after a stall: the revision CAS alone stops a stale
+	// writer only when the revision moved.
+	BugCommitWithoutLeaseCheck Bug = "commit-without-lease-check"
 	// BugPlanSaveKeyPerAttempt (System B) mints the operation_id of the
 	// save step per attempt instead of taking the one kept in the
 	// workflow state.
@@ -133,6 +137,7 @@ var Bugs = []Bug{BugRecallModelOnResume, BugSkipRevisionCheck, BugAdvanceBeforeG
 	BugCASOnHealedRevision, BugRevisionReadBeforeLeaseCheck, BugRebaseFreshPlan, BugAnswerCurrentRevision,
 	BugStaleEdgesFromCurrent, BugRebaseAfterGraphWrite,
 	BugResubmitIgnoresContent, BugRetractIDWithoutRevision, BugNodeIDIgnoresCase, BugRetractionSkipsStaleCleanup, BugReplanIDFromOldOperation,
+	BugCommitWithoutLeaseCheck,
 	BugPlanSaveKeyPerAttempt, BugPlanSaveCheckpointFirst}
 
 // System says which protocol a mutant breaks: the ingestion service's

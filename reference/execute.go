@@ -194,7 +194,7 @@ func (s *Service) executeFresh(ctx context.Context, op Operation, plan Plan, lea
 		err := s.at(ctx, faults.BeforeStateCommit, func() error {
 			// Fencing again: the holder may have stalled since the lease
 			// check, and another instance may have settled the operation.
-			if e := s.renew(ctx, op, lease); e != nil {
+			if e := s.renew(ctx, op, lease); e != nil && !s.has(BugCommitWithoutLeaseCheck) {
 				refused = true
 				return e
 			}

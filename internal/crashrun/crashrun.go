@@ -395,6 +395,7 @@ func Mutants() []Mutant {
 		bug(reference.BugNodeIDIgnoresCase, "I6", nil, nil, "entity-variants"),
 		bug(reference.BugRetractionSkipsStaleCleanup, "I3", nil, nil, "retraction-shared-edge-crossed"),
 		bug(reference.BugReplanIDFromOldOperation, "I1", nil, nil, "replan-after-dead-letter"),
+		bug(reference.BugCommitWithoutLeaseCheck, "I7", nil, nil, "stale-writer-after-noop"),
 		bug(reference.BugPlanSaveKeyPerAttempt, "I8", []faults.Point{faults.PlanSaveBeforeCheckpoint}, crash),
 		bug(reference.BugPlanSaveCheckpointFirst, "I8", []faults.Point{faults.PlanSaveBeforeBusiness}, crash),
 	}
