@@ -104,7 +104,7 @@ func staleAnswer(log history.Log, pairs []answerPair, p answerPair) (Violation, 
 		return Violation{}, false
 	}
 	w, lr := log[later.answer].Worker, log[later.answer].Result
-	return Violation{Invariant: I9, Operation: res.Op, Document: p.intent.Doc,
+	return Violation{Invariant: I9, Operation: res.Op, Document: p.intent.Doc, Consequence: true,
 		Message: fmt.Sprintf("%s's %s of document %s was answered %s at revision %d, yet %s had been answered %s at revision %d before it was asked: the answer describes a state older than one already acknowledged (a stale read, or an earlier operation taken for this one)",
 			log[p.answer].Worker, p.intent.Do, p.intent.Doc, res.Outcome, res.Revision, w, lr.Outcome, lr.Revision),
 		Evidence: []string{fmt.Sprintf("history record %d: %s's answer %s at revision %d (operation %s)", later.answer, w, lr.Outcome, lr.Revision, lr.Op),

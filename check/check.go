@@ -60,6 +60,11 @@ type Violation struct {
 	// store forgot an acknowledged record across a restart, after which
 	// leases, stages and revisions start over and other checks fail too.
 	RootCause bool `json:"rootCause,omitempty"`
+	// Consequence marks a violation that is never a root cause, even of
+	// an invariant whose violations usually are (I9): a stale answer
+	// breaks I9 where nothing was lost, and follows from the loss where
+	// a store forgot what it had acknowledged.
+	Consequence bool `json:"consequence,omitempty"`
 }
 
 func (v Violation) String() string {

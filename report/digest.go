@@ -295,9 +295,9 @@ func Summarize(rep sim.Report, o Options) Digest {
 // IsRoot reports whether a violation can explain the others of its case:
 // the checker marked it (a store forgot an acknowledged record across a
 // restart), or it breaks I9 (acknowledged durability), which says exactly
-// that.
+// that, unless the checker marked it a consequence (a stale answer).
 func IsRoot(v check.Violation) bool {
-	return v.RootCause || v.Invariant.Short() == "I9"
+	return v.RootCause || (v.Invariant.Short() == "I9" && !v.Consequence)
 }
 
 // rarestCase picks, for one invariant, the case that shows its rarest
