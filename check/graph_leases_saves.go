@@ -143,39 +143,37 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 		doc := e.Space + "/" + e.DocumentID
 		switch e.Kind {
 		case reference.EvLeaseAcquire:
-			g := cur[doc]
+			g, t := cur[doc], top[doc]
+			judged := func(x *grant) bool { return x != nil && !broken(x.holder) && !broken(e.Holder) }
 			renewal := g != nil && g.holder == e.Holder && g.token == e.Token && e.At < g.expiresAt
-			if t := top[doc]; t != nil && !renewal && e.Token <= t.token && !broken(t.holder) && !broken(e.Holder) &&
-				(g == nil || e.Holder == g.holder || broken(g.holder) || e.Token > g.token) {
-				// (A grant to another holder than the current one with a
-				// token not above its token is judged below.)
-				v := Violation{Invariant: I7, Document: e.DocumentID, Events: []int{t.event, i},
-					Message: fmt.Sprintf("fencing token did not grow: %s got token %d at %d after %s had been granted token %d (a new grant, not the renewal of a live lease, needs a token greater than every earlier one, released or expired ones included)", e.Holder, e.Token, e.At, t.holder, t.token)}
-				if r, ok := restartBetween(o.Restarts, t.event, i); ok {
-					v.Message += fmt.Sprintf("; %s restart #%d came between the two grants: the lock provider forgot the token it had issued (its write was not durable)", o.Restarts[r].Server, r+1)
+			// The token must grow past the current holder's and, unless
+			// the grant renews a live lease, past every earlier grant's.
+			var than *grant
+			var msg, forgot string
+			switch {
+			case judged(g) && e.Holder != g.holder && e.Token <= g.token:
+				than, forgot = g, "the first grant it had acknowledged"
+				msg = fmt.Sprintf("fencing token did not grow: %s got token %d after %s held %d", e.Holder, e.Token, g.holder, g.token)
+			case judged(t) && !renewal && e.Token <= t.token:
+				than, forgot = t, "the token it had issued"
+				msg = fmt.Sprintf("fencing token did not grow: %s got token %d at %d after %s had been granted token %d (a new grant, not the renewal of a live lease, needs a token greater than every earlier one, released or expired ones included)", e.Holder, e.Token, e.At, t.holder, t.token)
+			}
+			if than != nil {
+				v := Violation{Invariant: I7, Document: e.DocumentID, Events: []int{than.event, i}, Message: msg}
+				if r, ok := restartBetween(o.Restarts, than.event, i); ok {
+					// The grant was acknowledged, then a restart lost
+					// it: the lock provider's write was not durable.
+					v.Message += fmt.Sprintf("; %s restart #%d came between the two grants: the lock provider forgot %s (its write was not durable)", o.Restarts[r].Server, r+1, forgot)
 					v.RootCause = true
 				}
 				out = append(out, v)
 			}
-			if t := top[doc]; t == nil || e.Token > t.token {
+			if t == nil || e.Token > t.token {
 				top[doc] = &grant{holder: e.Holder, token: e.Token, expiresAt: e.ExpiresAt, event: i}
 			}
-			if g != nil && !broken(g.holder) && !broken(e.Holder) {
-				if e.Holder != g.holder && e.Token <= g.token {
-					v := Violation{Invariant: I7, Document: e.DocumentID, Events: []int{g.event, i},
-						Message: fmt.Sprintf("fencing token did not grow: %s got token %d after %s held %d", e.Holder, e.Token, g.holder, g.token)}
-					if r, ok := restartBetween(o.Restarts, g.event, i); ok {
-						// The grant was acknowledged, then a restart lost
-						// it: the lock provider's write was not durable.
-						v.Message += fmt.Sprintf("; %s restart #%d came between the two grants: the lock provider forgot the first grant it had acknowledged (its write was not durable)", o.Restarts[r].Server, r+1)
-						v.RootCause = true
-					}
-					out = append(out, v)
-				}
-				if e.Holder != g.holder && e.At < g.expiresAt && e.Token != g.token && !g.releasing {
-					out = append(out, Violation{Invariant: I7, Document: e.DocumentID, Events: []int{g.event, i},
-						Message: fmt.Sprintf("two live holders: %s got token %d at %d while %s's token %d lived until %d", e.Holder, e.Token, e.At, g.holder, g.token, g.expiresAt)})
-				}
+			if judged(g) && e.Holder != g.holder && e.At < g.expiresAt && e.Token != g.token && !g.releasing {
+				out = append(out, Violation{Invariant: I7, Document: e.DocumentID, Events: []int{g.event, i},
+					Message: fmt.Sprintf("two live holders: %s got token %d at %d while %s's token %d lived until %d", e.Holder, e.Token, e.At, g.holder, g.token, g.expiresAt)})
 			}
 			cur[doc] = &grant{holder: e.Holder, token: e.Token, expiresAt: e.ExpiresAt, event: i}
 			for k := range lost {
