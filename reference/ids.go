@@ -20,14 +20,14 @@ func Normalize(s string) string {
 // name: lower(type) ":" first 12 bytes of SHA-256(norm(type) "\n" norm(name)),
 // hex encoded, as the Agents-Flex HashGraphEntityIdGenerator does.
 func NodeID(entityType, canonicalName string) string {
-	sum := sha256.Sum256([]byte(Normalize(entityType) + "\n" + Normalize(canonicalName)))
-	return strings.ToLower(strings.TrimSpace(entityType)) + ":" + hex.EncodeToString(sum[:12])
+	return nodeIDOf(entityType, Normalize(canonicalName))
 }
 
-// nodeIDAsWritten is NodeID with the name hashed as written (trimmed),
-// not normalised: BugNodeIDIgnoresCase.
-func nodeIDAsWritten(entityType, canonicalName string) string {
-	sum := sha256.Sum256([]byte(Normalize(entityType) + "\n" + strings.TrimSpace(canonicalName)))
+// nodeIDOf is NodeID of a name already in the form it is hashed in; with
+// the name as written (trimmed), not normalised, it is
+// BugNodeIDIgnoresCase.
+func nodeIDOf(entityType, name string) string {
+	sum := sha256.Sum256([]byte(Normalize(entityType) + "\n" + name))
 	return strings.ToLower(strings.TrimSpace(entityType)) + ":" + hex.EncodeToString(sum[:12])
 }
 

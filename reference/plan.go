@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 )
@@ -65,7 +66,7 @@ func (s *Service) buildPlan(ctx context.Context, req IngestRequest, prev *Docume
 	for i, e := range ex.Entities {
 		id := NodeID(e.Type, e.Name)
 		if s.has(BugNodeIDIgnoresCase) {
-			id = nodeIDAsWritten(e.Type, e.Name)
+			id = nodeIDOf(e.Type, strings.TrimSpace(e.Name))
 		}
 		if len(matches[i]) > 1 {
 			return Plan{}, fmt.Errorf("plan %s: %w: %s:%s matches %d registered entities", req.OperationID, ErrRegistryConflict, e.Type, e.Name, len(matches[i]))
