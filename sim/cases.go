@@ -286,6 +286,11 @@ func LongPause(leaseTTLMillis int64) time.Duration {
 	return time.Duration(2*leaseTTLMillis+100) * time.Millisecond
 }
 
+// ShortPause is a stall well inside the lease: half the TTL.
+func ShortPause(leaseTTLMillis int64) time.Duration {
+	return time.Duration(leaseTTLMillis/2) * time.Millisecond
+}
+
 // LeaseBoundary names a pause length relative to the lease TTL.
 type LeaseBoundary struct {
 	Name string
@@ -344,7 +349,7 @@ func leaseFaultCase(c Case, k faults.Kind, leaseTTLMillis int64) Case {
 // ClassCases are the case classes beside the windows.
 func ClassCases(leaseTTLMillis int64) []Case {
 	long := faults.PauseOn(LongPause(leaseTTLMillis), 1)
-	short := faults.PauseOn(time.Duration(leaseTTLMillis/2)*time.Millisecond, 1)
+	short := faults.PauseOn(ShortPause(leaseTTLMillis), 1)
 	cases := []Case{
 		{ID: "class-duplicate-delivery", System: faults.Ingestion, Class: "duplicate-delivery",
 			Description: "one operationId delivered three times: after a crash mid-write, two workers resubmit it at once (the first stalls mid-resume past its lease while the second takes over)",
@@ -382,7 +387,7 @@ func ClassCases(leaseTTLMillis int64) []Case {
 			Description: "one instance ingests a document, then stalls writing another one (holding that one's lease only); meanwhile a second instance commits a new version of the first document and is answered; the first instance then ingests its old content again and must read that commit (a new revision, not a NO_OP at the revision it had read before): a store that serves an instance what it read or wrote itself, missing what another instance committed since, fails here",
 			Steps: []Step{
 				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}, {Do: "ingest", Doc: "d2", Content: DocD2}, {Do: "ingest", Doc: "d1", Content: DocD1v1}},
-					Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(time.Duration(leaseTTLMillis/2)*time.Millisecond, 2)}, Background: true,
+					Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(ShortPause(leaseTTLMillis), 2)}, Background: true,
 					ExpectHit: []faults.Point{faults.BeforeGraphWrite}, Meanwhile: &Meanwhile{Worker: "other", Does: DeedCommit}},
 				{Worker: "other", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v2}}},
 				quiesceStep(faults.Ingestion, "fault"),

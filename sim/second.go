@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 )
@@ -14,8 +13,8 @@ import (
 func SecondCases(leaseTTLMillis int64) []Case {
 	stale := faults.PauseOn(StaleStall(leaseTTLMillis), 1)
 	justAfter := LeaseBoundaries[1] // just after expiry
-	short := faults.PauseOn(time.Duration(leaseTTLMillis/2)*time.Millisecond, 1)
-	stale2 := faults.PauseOn(LongPause(leaseTTLMillis), 1)
+	short := faults.PauseOn(ShortPause(leaseTTLMillis), 1)
+	long := faults.PauseOn(LongPause(leaseTTLMillis), 1)
 	cases := []Case{
 		splitBrainSameIntent("split-brain-same-intent-expire", "split-brain-same-intent under early expiry: the first holder's lease is forgotten by the store; it asked the model and stalls before freezing its plan while the second, granted the lease, asks the model again, freezes the other answer and dies; the first must not run its own plan under the frozen operation",
 			faults.Arms{faults.LeaseAcquire: faults.On(faults.Expire, 1), faults.BeforePrepare: stale}, []faults.Point{faults.LeaseAcquire, faults.BeforePrepare},
@@ -35,7 +34,7 @@ func SecondCases(leaseTTLMillis int64) []Case {
 		entityVariants("entity-variants-graph-write", "entity-variants with the first document stalled before its graph write: the second plans, registers and commits meanwhile; one entity must get one node id", faults.BeforeGraphWrite, short),
 		retractionSharedEdgeCrossed("retraction-shared-edge-crossed-unknown", "retraction-shared-edge-crossed with the first retraction's graph write committed and its worker dead before it learnt so: when it commits, the edge nothing supports must go", faults.BeforeGraphApplied, faults.Unknown),
 		replanAfterDeadLetter("replan-after-dead-letter-graph-applied", "replan-after-dead-letter with the first ingestion's graph written before it died: its conflict re-plans the content under the dead-lettered operationId, never a second plan for one intent", faults.BeforeGraphApplied),
-		staleWriterAfterNoop("stale-writer-after-noop-retracted", "stale-writer-after-noop on a document retracted before: a writer re-ingesting it stalls past its lease before its state commit while another instance's retraction finds it retracted already; only the lease can refuse the commit", true, stale2),
+		staleWriterAfterNoop("stale-writer-after-noop-retracted", "stale-writer-after-noop on a document retracted before: a writer re-ingesting it stalls past its lease before its state commit while another instance's retraction finds it retracted already; only the lease can refuse the commit", true, long),
 		retractionSharedEdge("retraction-shared-edge-unknown", "a document is retracted while another still supports one of its edges; the retraction's graph write commits and the worker dies before it learns so", faults.BeforeGraphApplied, faults.Unknown),
 	}
 	for i := range cases {
