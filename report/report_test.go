@@ -130,6 +130,18 @@ func TestDigestFoldsConsequencesUnderTheRootCauseAndListsRarestFirst(t *testing.
 		}
 	}
 }
+// A stale answer (I9, marked a consequence by the checker) is no root
+// cause: where a store forgot what it had acknowledged, it follows from
+// that loss and folds under it; other I9s still explain their case.
+func TestStaleAnswerIsNoRootCause(t *testing.T) {
+	if IsRoot(check.Violation{Invariant: check.I9, Consequence: true}) {
+		t.Error("a stale answer counted as a root cause")
+	}
+	if !IsRoot(check.Violation{Invariant: check.I9}) || !IsRoot(check.Violation{Invariant: check.I5, RootCause: true}) || IsRoot(check.Violation{Invariant: check.I7}) {
+		t.Error("IsRoot changed for violations that are not consequences")
+	}
+}
+
 
 func TestVerdictNamesWhatIsWrongWhenOnlyAFaultStoppedFiring(t *testing.T) {
 	d := Summarize(testReport(notExercisedCase()), testOpts)

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
@@ -41,17 +40,5 @@ func TestTimelineOffsetsFollowTheRecordsAndEventsShowTheirClock(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Errorf("no %s in the event cells:\n%s", want, all)
 		}
-	}
-}
-
-// A stale answer (I9, marked a consequence by the checker) is no root
-// cause: where a store forgot what it had acknowledged, it follows from
-// that loss and folds under it; other I9s still explain their case.
-func TestStaleAnswerIsNoRootCause(t *testing.T) {
-	if IsRoot(check.Violation{Invariant: check.I9, Consequence: true}) {
-		t.Error("a stale answer counted as a root cause")
-	}
-	if !IsRoot(check.Violation{Invariant: check.I9}) || !IsRoot(check.Violation{Invariant: check.I5, RootCause: true}) || IsRoot(check.Violation{Invariant: check.I7}) {
-		t.Error("IsRoot changed for violations that are not consequences")
 	}
 }
