@@ -37,8 +37,8 @@ type Checkpoints struct{ c *Client }
 
 // Load implements plansave.CheckpointStore (checkpoints.load).
 func (s *Checkpoints) Load(ctx context.Context, threadID string) (plansave.Checkpoint, bool, error) {
-	if strings.TrimSpace(threadID) == "" {
-		return plansave.Checkpoint{}, false, fmt.Errorf("%w: thread id is blank", reference.ErrInvalidArgument)
+	if err := nonBlank("thread id", threadID); err != nil {
+		return plansave.Checkpoint{}, false, err
 	}
 	var res struct {
 		req
@@ -53,8 +53,8 @@ func (s *Checkpoints) Load(ctx context.Context, threadID string) (plansave.Check
 
 // Put implements plansave.CheckpointStore (checkpoints.put).
 func (s *Checkpoints) Put(ctx context.Context, cp plansave.Checkpoint) error {
-	if strings.TrimSpace(cp.ThreadID) == "" {
-		return fmt.Errorf("%w: checkpoint thread id is blank", reference.ErrInvalidArgument)
+	if err := nonBlank("checkpoint thread id", cp.ThreadID); err != nil {
+		return err
 	}
 	return s.c.call(ctx, "checkpoints.put", map[string]any{"checkpoint": cp}, nil)
 }
@@ -80,8 +80,8 @@ func (s *Plans) Save(ctx context.Context, owner, operationID, question string, m
 
 // List implements plansave.PlanStore (plans.list).
 func (s *Plans) List(ctx context.Context, owner string) ([]plansave.PlanRow, error) {
-	if strings.TrimSpace(owner) == "" {
-		return nil, fmt.Errorf("%w: owner is blank", reference.ErrInvalidArgument)
+	if err := nonBlank("owner", owner); err != nil {
+		return nil, err
 	}
 	var res struct {
 		req

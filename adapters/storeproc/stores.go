@@ -40,6 +40,15 @@ var (
 	_ reference.LockProvider       = (*Locks)(nil)
 )
 
+// nonBlank refuses a blank name argument (what names it) before it is
+// sent, as store-protocol.md section 4 promises every store.
+func nonBlank(what, s string) error {
+	if strings.TrimSpace(s) == "" {
+		return fmt.Errorf("%w: %s is blank", reference.ErrInvalidArgument, what)
+	}
+	return nil
+}
+
 // req marks result types with the fields that must be present.
 type req []string
 
@@ -164,8 +173,8 @@ func (s *OperationStore) ReleaseClaim(ctx context.Context, operationID, holder s
 	if err := reference.CheckOperationID(operationID); err != nil {
 		return false, err
 	}
-	if strings.TrimSpace(holder) == "" {
-		return false, fmt.Errorf("%w: holder is blank", reference.ErrInvalidArgument)
+	if err := nonBlank("holder", holder); err != nil {
+		return false, err
 	}
 	var res struct {
 		req
@@ -454,8 +463,8 @@ func (p *Locks) Release(ctx context.Context, l reference.Lease) error {
 	if err := reference.CheckKey(l.Space, l.DocumentID); err != nil {
 		return err
 	}
-	if strings.TrimSpace(l.Holder) == "" {
-		return fmt.Errorf("%w: lease holder is blank", reference.ErrInvalidArgument)
+	if err := nonBlank("lease holder", l.Holder); err != nil {
+		return err
 	}
 	return leaseErr(l, p.c.call(ctx, "locks.release", map[string]any{"lease": l}, nil))
 }
