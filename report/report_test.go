@@ -130,6 +130,7 @@ func TestDigestFoldsConsequencesUnderTheRootCauseAndListsRarestFirst(t *testing.
 		}
 	}
 }
+
 // A stale answer (I9, marked a consequence by the checker) is no root
 // cause: where a store forgot what it had acknowledged, it follows from
 // that loss and folds under it; other I9s still explain their case.
@@ -141,7 +142,6 @@ func TestStaleAnswerIsNoRootCause(t *testing.T) {
 		t.Error("IsRoot changed for violations that are not consequences")
 	}
 }
-
 
 func TestVerdictNamesWhatIsWrongWhenOnlyAFaultStoppedFiring(t *testing.T) {
 	d := Summarize(testReport(notExercisedCase()), testOpts)
