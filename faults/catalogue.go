@@ -92,8 +92,9 @@ const (
 	PowerLoss Kind = "power-loss"
 	// TornWrite is a power loss that tears: of the files that survive,
 	// each 4 KiB page written and not synced (each 512-byte sector with
-	// Action.Tear TearSector) is kept or lost whole, as the case's seed
-	// decides, where PowerLoss loses them all (LazyFS's torn writes).
+	// Action.Tear TearSector, each smaller unit down to a byte with a
+	// smaller Tear) is kept or lost whole, as the case's seed decides,
+	// where PowerLoss loses them all (LazyFS's torn writes).
 	TornWrite Kind = "torn-write"
 )
 

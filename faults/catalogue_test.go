@@ -167,6 +167,8 @@ func TestParseAction(t *testing.T) {
 		"torn-write@1":     {Kind: faults.TornWrite, Hit: 1},
 		"torn-write:4096":  {Kind: faults.TornWrite},
 		"torn-write:512@1": {Kind: faults.TornWrite, Hit: 1, Tear: faults.TearSector},
+		"torn-write:1@2":   {Kind: faults.TornWrite, Hit: 2, Tear: faults.TearByte},
+		"torn-write:64":    {Kind: faults.TornWrite, Tear: 64},
 	} {
 		got, err := faults.ParseAction(in)
 		if err != nil || got != want {
@@ -176,7 +178,7 @@ func TestParseAction(t *testing.T) {
 			t.Errorf("round trip of %q: %q parses to %+v", in, got.String(), back)
 		}
 	}
-	for _, bad := range []string{"", "crsh", "crash@0", "crash@x", "pause:-1", "error:5", "torn-write:1024", "power-loss:512"} {
+	for _, bad := range []string{"", "crsh", "crash@0", "crash@x", "pause:-1", "error:5", "torn-write:0", "torn-write:3", "torn-write:8192", "torn-write:x", "power-loss:512"} {
 		if _, err := faults.ParseAction(bad); err == nil {
 			t.Errorf("ParseAction(%q) accepted", bad)
 		}

@@ -31,25 +31,58 @@ type Action struct {
 	PauseFor time.Duration
 	// Server is the server a server fault targets ("postgres", "neo4j").
 	Server string
-	// Tear is what a TornWrite keeps or loses whole: 0, a 4 KiB page
-	// (TearPage), or a 512-byte disk sector (TearSector).
+	// Tear is what a TornWrite keeps or loses whole, in bytes: 0 for a
+	// 4 KiB page (TearPage, never written out), a 512-byte disk sector
+	// (TearSector), or a smaller power of two down to one byte (a tear
+	// inside one sector). TearUnit gives it in bytes.
 	Tear int
 }
 
 // The units a torn write tears at (Action.Tear; lazyfs.PageSize and
-// lazyfs.SectorSize).
+// lazyfs.SectorSize): a 4 KiB page, as the page cache writes it back, a
+// 512-byte disk sector, as a disk writes it, and, below a sector, any
+// power of two down to a single byte (TearByte): a disk that does not
+// write a sector whole, where any byte of a sector being written may be
+// old or new when the power goes.
 const (
 	TearPage   = 4096
 	TearSector = 512
+	TearByte   = 1
 )
 
-// CheckTear says why n is no unit a torn write tears at, TearPage or
-// TearSector (nil when it is one).
+// CheckTear says why n is no unit a torn write tears at: a power of two
+// from TearByte to TearPage (nil when it is one).
 func CheckTear(n int) error {
-	if n != TearPage && n != TearSector {
-		return fmt.Errorf("tear %d: want %d (4 KiB pages) or %d (disk sectors)", n, TearPage, TearSector)
+	if n < TearByte || n > TearPage || n&(n-1) != 0 {
+		return fmt.Errorf("tear %d: want %d (4 KiB pages), %d (disk sectors) or a smaller power of two down to %d (a tear inside one sector)", n, TearPage, TearSector, TearByte)
 	}
 	return nil
+}
+
+// TearUnit is the unit, in bytes, a torn write of a tears at: TearPage
+// unless Tear names a smaller one.
+func (a Action) TearUnit() int {
+	if a.Tear == 0 {
+		return TearPage
+	}
+	return a.Tear
+}
+
+// TearName says what a torn write at unit bytes keeps or loses whole:
+// "4 KiB pages", "512-byte sectors", "64-byte pieces of a sector",
+// "single bytes".
+func TearName(unit int) string {
+	switch {
+	case unit == 0 || unit == TearPage:
+		return "4 KiB pages"
+	case unit == TearSector:
+		return "512-byte sectors"
+	case unit == TearByte:
+		return "single bytes"
+	case unit < TearSector:
+		return fmt.Sprintf("%d-byte pieces of a sector", unit)
+	}
+	return fmt.Sprintf("%d-byte pieces of a page", unit)
 }
 
 // String renders the action in the form ParseAction reads:
@@ -59,8 +92,8 @@ func (a Action) String() string {
 	if a.Kind == Pause {
 		s += ":" + strconv.FormatInt(a.PauseFor.Milliseconds(), 10)
 	}
-	if a.Kind == TornWrite && a.Tear == TearSector {
-		s += ":" + strconv.Itoa(TearSector)
+	if a.Kind == TornWrite && a.Tear != 0 && a.Tear != TearPage {
+		s += ":" + strconv.Itoa(a.Tear)
 	}
 	if a.Kind.IsServer() {
 		s += ":" + a.Server
@@ -133,12 +166,15 @@ func ParseAction(s string) (Action, error) {
 			a.Server = arg
 		}
 	} else if k == TornWrite && hasArg {
-		switch arg {
-		case strconv.Itoa(TearSector):
-			a.Tear = TearSector
-		case strconv.Itoa(TearPage):
-		default:
-			return a, fmt.Errorf("fault action %q: torn-write tears at %d-byte pages (the default) or %d-byte sectors, got %q", s, TearPage, TearSector, arg)
+		n, err := strconv.Atoi(arg)
+		if err == nil {
+			err = CheckTear(n)
+		}
+		if err != nil {
+			return a, fmt.Errorf("fault action %q: torn-write tears at %d-byte pages (the default), %d-byte sectors or a smaller power of two down to %d byte, got %q", s, TearPage, TearSector, TearByte, arg)
+		}
+		if n != TearPage {
+			a.Tear = n
 		}
 	} else if hasArg {
 		return a, fmt.Errorf("fault action %q: kind %s takes no argument", s, k)

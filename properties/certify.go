@@ -33,8 +33,9 @@ type CrashOptions struct {
 	Kinds   []faults.Kind
 	Classes []string
 	// Tear is what the torn-write column (Kinds with faults.TornWrite)
-	// keeps or loses whole: faults.TearSector for 512-byte disk sectors;
-	// 0 or faults.TearPage for 4 KiB pages.
+	// keeps or loses whole: faults.TearSector for 512-byte disk sectors,
+	// a smaller power of two down to faults.TearByte for a tear inside one
+	// sector; 0 or faults.TearPage for 4 KiB pages.
 	Tear int
 	// LeaseTTL fixes the workers' document lease TTL; zero adapts it to
 	// the machine, from 250ms up (sim.Config.Adaptive), on the wall clock.

@@ -918,11 +918,11 @@ func (d *decoder) decodeFault(s *Scenario, n ast.Node, path string) (Fault, bool
 		case ft.Kind != "" && ft.Kind != faults.TornWrite:
 			d.errAt(d.keyAt(child(path, "tear")), child(path, "tear"), "tear applies to kind torn-write only, not %s", ft.Kind)
 			good = false
-		case tear == faults.TearSector:
-			ft.Tear = faults.TearSector
-		case tear != faults.TearPage:
-			d.errPath(child(path, "tear"), "tear is %d (4 KiB pages, the default) or %d (disk sectors), got %d", faults.TearPage, faults.TearSector, tear)
+		case faults.CheckTear(int(tear)) != nil:
+			d.errPath(child(path, "tear"), "tear is %d (4 KiB pages, the default), %d (disk sectors) or a smaller power of two down to %d (a tear inside one sector), got %d", faults.TearPage, faults.TearSector, faults.TearByte, tear)
 			good = false
+		case tear != faults.TearPage:
+			ft.Tear = int(tear)
 		}
 	}
 	return ft, good

@@ -111,7 +111,8 @@ type Fault struct {
 	// ack-lost, conn-reset; Parse fills in the default postgres).
 	Server string
 	// Tear is what a torn-write keeps or loses whole: 512 for disk
-	// sectors; 0 (or 4096 in the file) for 4 KiB pages.
+	// sectors, a smaller power of two down to 1 for a tear inside one
+	// sector; 0 (or 4096 in the file) for 4 KiB pages.
 	Tear int
 }
 

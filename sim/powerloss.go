@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/crashmatrix/crashmatrix/check"
@@ -47,7 +48,8 @@ func PowerCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool)
 }
 
 // powerLossCase is the case of a power loss of kind k at spec's window;
-// tear is a torn write's unit (faults.Action.Tear: 0 for pages).
+// tear is a torn write's unit (faults.Action.Tear: 0 or faults.TearPage
+// for pages).
 func powerLossCase(spec faults.Spec, k faults.Kind, tear int, leaseTTLMillis int64) (Case, bool) {
 	c, ok := windowCase(spec, faults.Crash, leaseTTLMillis)
 	if !ok {
@@ -56,18 +58,19 @@ func powerLossCase(spec faults.Spec, k faults.Kind, tear int, leaseTTLMillis int
 	c.ID = caseID(strings.ReplaceAll(string(spec.Point), "/", "-"), string(k))
 	c.Kind = k
 	c.Description = fmt.Sprintf("power loss at %q (%s): every process of the case dies and every write not yet synced is lost; recovery must: %s", spec.Step, spec.Window, spec.Recovery)
+	if tear == faults.TearPage {
+		tear = 0
+	}
 	if k == faults.TornWrite {
-		unit := "4 KiB pages"
-		if tear == faults.TearSector {
-			c.ID += "-512"
-			unit = "512-byte sectors"
+		if tear != 0 {
+			c.ID += "-" + strconv.Itoa(tear)
 		}
-		c.Description = fmt.Sprintf("torn power loss at %q (%s): every process of the case dies; of the writes not yet synced some %s survive and the rest are lost; recovery must: %s", spec.Step, spec.Window, unit, spec.Recovery)
+		c.Description = fmt.Sprintf("torn power loss at %q (%s): every process of the case dies; of the writes not yet synced some %s survive and the rest are lost; recovery must: %s", spec.Step, spec.Window, faults.TearName(tear), spec.Recovery)
 	}
 	for i := range c.Steps {
 		if a, armed := c.Steps[i].Arms[spec.Point]; armed && c.Steps[i].Worker == "fault" && a.Kind == faults.Crash {
 			act := faults.On(k, a.Hit)
-			if k == faults.TornWrite && tear == faults.TearSector {
+			if k == faults.TornWrite {
 				act.Tear = tear
 			}
 			c.Steps[i].Arms[spec.Point] = act
@@ -86,7 +89,8 @@ func PowerLossMatrix(ws []StoreWindow, leaseTTLMillis int64) []Case {
 // TornWriteMatrix is the torn-write column: a torn power loss wherever
 // PowerLossMatrix has a power loss, tearing at tear (faults.TearPage or
 // 0: 4 KiB pages; faults.TearSector: 512-byte sectors, and the cases' IDs
-// end in -512). It runs when asked for (--kind torn-write): at a window
+// end in -512; a smaller power of two down to faults.TearByte tears
+// inside one sector, and the IDs end in -N). It runs when asked for (--kind torn-write): at a window
 // where the store has nothing un-synced there is nothing to tear, and
 // such a case is not exercised.
 func TornWriteMatrix(ws []StoreWindow, tear int, leaseTTLMillis int64) []Case {
@@ -366,16 +370,12 @@ func TearSeed(p faults.Point, n int) int64 {
 
 // tearOf is how the n-th (from 0) power loss of a case, hit, tears: not
 // at all for a power-loss fault; for a torn-write one, at the unit its
-// action names (a page unless it says sectors), seeded by TearSeed.
+// action names (a page unless it names a smaller unit), seeded by TearSeed.
 func tearOf(hit history.Record, n int) lazyfs.Tear {
 	if hit.Fault.Kind != faults.TornWrite {
 		return lazyfs.Tear{}
 	}
-	unit := lazyfs.PageSize
-	if hit.Fault.Tear == faults.TearSector {
-		unit = lazyfs.SectorSize
-	}
-	return lazyfs.Tear{Unit: unit, Seed: TearSeed(hit.Point, n)}
+	return lazyfs.Tear{Unit: hit.Fault.TearUnit(), Seed: TearSeed(hit.Point, n)}
 }
 
 // tornNote is what a case's note adds for a torn power loss.
@@ -384,8 +384,8 @@ func tornNote(loss lazyfs.Loss) string {
 		return ""
 	}
 	what := "pages"
-	if loss.Unit == lazyfs.SectorSize {
-		what = "512-byte sectors"
+	if loss.Unit != 0 && loss.Unit != lazyfs.PageSize {
+		what = faults.TearName(loss.Unit)
 	}
 	if loss.Changes == 0 {
 		// What was lost (Bytes) was in files whose names were not synced:

@@ -540,7 +540,8 @@ type Selection struct {
 	PowerLoss bool
 	// TornWrite adds the torn-write column (TornWriteMatrix), narrowed
 	// like the rest: asked for by its kind (PowerLossSelection). Tear is
-	// its unit (faults.TearSector for 512-byte sectors; 0 or
+	// its unit (faults.TearSector for 512-byte sectors, a smaller power
+	// of two down to faults.TearByte inside one sector; 0 or
 	// faults.TearPage for pages).
 	TornWrite bool
 	Tear      int

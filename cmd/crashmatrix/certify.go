@@ -77,7 +77,8 @@ Torn writes (--kind torn-write, not in the default matrix): the same cases,
 but of each file that survives, some 4 KiB pages written and not fsynced
 survive and the rest are lost, as a seed drawn from the window decides
 (--tear 512: some 512-byte sectors of those pages, so a page can survive in
-part). A
+part; --tear 1 down to 256: pieces of a sector, for a disk that does not
+write a sector whole). A
 case whose store had nothing un-synced at the window has nothing to tear:
 it is not exercised (the power-loss column covers it).
 
@@ -90,7 +91,7 @@ Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant 
 	fl.StringSliceVar(&f.bugs, "bug", nil, "service mutant(s): "+bugNames())
 	fl.StringSliceVar(&f.points, "point", nil, "only these windows (failpoint names)")
 	fl.StringSliceVar(&f.kinds, "kind", nil, "only these fault kinds")
-	fl.IntVar(&f.tear, "tear", faults.TearPage, "what the torn-write column (--kind torn-write) keeps or loses whole of the writes not synced: 4096 (4 KiB pages, as the page cache writes them back) or 512 (disk sectors: a page can survive in part); its cases' IDs then end in -512")
+	fl.IntVar(&f.tear, "tear", faults.TearPage, "what the torn-write column (--kind torn-write) keeps or loses whole of the writes not synced: 4096 (4 KiB pages, as the page cache writes them back), 512 (disk sectors: a page can survive in part) or a smaller power of two down to 1 (a tear inside one sector); its cases' IDs then end in -512 (-N)")
 	fl.StringSliceVar(&f.only, "class", nil, "only these case classes")
 	fl.StringVar(&f.workdir, "workdir", "", "where case data and histories go (default: a temporary folder, removed on success, under TMPDIR when set, else on /dev/shm (tmpfs) when it has 1 GiB free: a SIGKILL keeps the page cache, and a busy disk's fsync could outlast a worker's deadline)")
 	fl.StringVar(&f.jsonOut, "json", "", "write the JSON report here")
@@ -158,7 +159,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if err := faults.CheckTear(f.tear); err != nil {
 		return fmt.Errorf("--tear: %w", err)
 	}
-	if f.tear == faults.TearSector && !slices.Contains(kinds, faults.TornWrite) {
+	if f.tear != faults.TearPage && !slices.Contains(kinds, faults.TornWrite) {
 		return fmt.Errorf("--tear %d applies to the torn-write column: give --kind torn-write", f.tear)
 	}
 	bugs, err := parseBugs(f.bugs)

@@ -109,16 +109,16 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			if powerLoss < 0 || powerLoss > 1 {
 				return fmt.Errorf("--power-loss %v: want a share between 0 and 1", powerLoss)
 			}
+			if err := faults.CheckTear(tear); err != nil {
+				return fmt.Errorf("--tear: %w", err)
+			}
 			switch {
 			case tornWrite < 0 || tornWrite > 1:
 				return fmt.Errorf("--torn-write %v: want a share between 0 and 1", tornWrite)
 			case tornWrite > 0 && powerLoss == 0:
 				return fmt.Errorf("--torn-write %v is a share of the power losses: give --power-loss too", tornWrite)
-			case tear == faults.TearSector && tornWrite == 0:
+			case tear != faults.TearPage && tornWrite == 0:
 				return fmt.Errorf("--tear %d applies to torn writes: give --torn-write too", tear)
-			}
-			if err := faults.CheckTear(tear); err != nil {
-				return fmt.Errorf("--tear: %w", err)
 			}
 			if randomKills > 0 && !processes {
 				return fmt.Errorf("--random-kills needs --processes: a goroutine cannot be stopped at an instant")
@@ -376,7 +376,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	store.register(fl, false)
 	fl.BoolVar(&processes, "processes", false, "kill real worker processes instead of the in-process mode")
 	fl.Float64Var(&tornWrite, "torn-write", 0, "share (0..1) of those power losses that tear: of each file, some 4 KiB pages written and not fsynced survive and the rest are lost")
-	fl.IntVar(&tear, "tear", faults.TearPage, "what a torn write keeps or loses whole: 4096 (pages) or 512 (disk sectors: a page can survive in part)")
+	fl.IntVar(&tear, "tear", faults.TearPage, "what a torn write keeps or loses whole: 4096 (pages), 512 (disk sectors: a page can survive in part) or a smaller power of two down to 1 (a tear inside one sector)")
 	fl.Float64Var(&powerLoss, "power-loss", 0, "share (0..1) of armed crashes that cut the power instead (every process of the schedule dies and what was not fsynced is lost); needs --processes, an embedded backend and FUSE")
 	fl.Float64Var(&randomKills, "random-kills", 0, "share (0..1) of client workers SIGKILLed at a random instant of their run (before a store call or inside a commit, drawn over the probe's counts) besides failpoints; needs --processes")
 	fl.BoolVar(&simStore, "sim-store", false, "explore on a SIMULATED durable store (memory stores: commits survive a simulated crash, nothing else does), several times faster; protocol bugs only, never a certification; a finding is replayed on SQLite and labelled with how often it broke there")

@@ -90,15 +90,18 @@ func (l *Loss) Add(o Loss) {
 // The units a torn power loss keeps or loses whole (Tear.Unit): a page of
 // the page cache, which the kernel writes back whole, and a disk sector,
 // which a disk writes whole (a page is eight of them on a 512-byte-sector
-// disk, and the power may go between two).
+// disk, and the power may go between two). Any smaller power of two, down
+// to a byte, tears inside one sector: a disk that does not write a sector
+// whole.
 const (
 	PageSize   = pageSize
 	SectorSize = 512
 )
 
 // Tear is how a power loss tears (FS.Cut): Unit 0 is a plain power loss,
-// which loses everything not synced; PageSize or SectorSize keeps or
-// loses each such unit of un-synced data whole, as Seed decides.
+// which loses everything not synced; PageSize, SectorSize or a smaller
+// power of two keeps or loses each such unit of un-synced data whole, as
+// Seed decides.
 type Tear struct {
 	Unit int
 	Seed int64
@@ -187,17 +190,18 @@ func (f *FS) PowerLossTorn(seed int64) Loss {
 }
 
 // Cut is a power loss torn as t says: PowerLoss for the zero Tear,
-// PowerLossTorn for Unit PageSize, and for Unit SectorSize the same at
-// 512-byte sectors: of each un-synced page, each sector that differs
-// from its synced content is kept or lost whole.
+// PowerLossTorn for Unit PageSize, and for a smaller Unit (a power of two:
+// SectorSize, or down to a byte) the same at that unit: of each un-synced
+// page, each unit whose bytes differ from its synced content is kept or
+// lost whole.
 func (f *FS) Cut(t Tear) Loss {
-	switch t.Unit {
-	case 0:
+	switch {
+	case t.Unit == 0:
 		return f.cut(nil)
-	case PageSize, SectorSize:
+	case t.Unit >= 1 && t.Unit <= PageSize && t.Unit&(t.Unit-1) == 0:
 		return f.cut(&tearing{seed: t.Seed, unit: t.Unit})
 	}
-	panic(fmt.Sprintf("lazyfs: a tear of %d bytes (want %d or %d)", t.Unit, PageSize, SectorSize))
+	panic(fmt.Sprintf("lazyfs: a tear of %d bytes (want a power of two from 1 to %d)", t.Unit, PageSize))
 }
 
 // cut is a power loss, torn when tear is set: the model first, then the

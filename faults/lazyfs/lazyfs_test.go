@@ -622,6 +622,51 @@ func TestTornPowerLossAtSectors(t *testing.T) {
 	}
 }
 
+// Below a sector (a disk that does not write a sector whole), a tear
+// keeps or loses each unit of a sector being rewritten on its own: one
+// sector can read back part old, part new.
+func TestTornPowerLossInsideOneSector(t *testing.T) {
+	f := mount(t)
+	p := filepath.Join(f.Dir(), "a")
+	for _, unit := range []int{1, 64} {
+		per := SectorSize / unit
+		tear := func(seed int64) (string, Loss) {
+			writeFile(t, p, strings.Repeat("a", pageSize), true)
+			syncDir(t, f.Dir())
+			// The page's third sector rewritten, not synced.
+			next := []byte(strings.Repeat("a", pageSize))
+			copy(next[2*SectorSize:3*SectorSize], strings.Repeat("b", SectorSize))
+			writeFile(t, p, string(next), false)
+			loss := f.Cut(Tear{Unit: unit, Seed: seed})
+			return keptUnits(t, readOf(t, p), pageSize, unit, seed), loss
+		}
+		inside := 0
+		for seed := int64(1); seed <= 10; seed++ {
+			got, loss := tear(seed)
+			sector := got[2*per : 3*per]
+			if strings.Contains(got[:2*per]+got[3*per:], "K") {
+				t.Errorf("unit %d, seed %d: a unit outside the rewritten sector reads as new: %s", unit, seed, got)
+			}
+			news := strings.Count(sector, "K")
+			if news == 0 || news == per {
+				t.Errorf("unit %d, seed %d kept %d of the sector's %d units: a torn power loss keeps some and loses some", unit, seed, news, per)
+			}
+			if !loss.Torn || loss.Unit != unit || loss.Changes != per || loss.Kept != news {
+				t.Errorf("unit %d, seed %d: loss %+v, want torn at %d bytes, %d changes, %d kept", unit, seed, loss, unit, per, news)
+			}
+			if again, _ := tear(seed); again != got {
+				t.Errorf("unit %d, seed %d tore %s, then %s on the same state", unit, seed, got, again)
+			}
+			if strings.Contains(sector, "K") && strings.Contains(sector, ".") {
+				inside++
+			}
+		}
+		if inside == 0 {
+			t.Errorf("unit %d: 10 seeds never tore the sector inside", unit)
+		}
+	}
+}
+
 // keptUnits reads a file torn between a's (synced) and b's (not) in
 // units of unit bytes: '.' for a unit all old, 'K' for one all new; a unit
 // torn inside, or a size other than size, fails the test.

@@ -67,6 +67,9 @@
 // the kernel was writing back when the power went, on a disk that writes
 // 512 bytes at a time): of a page that differs, each sector whose bytes
 // differ is kept or lost, so one write of a page can survive in part.
+// A smaller unit, down to one byte, tears inside a sector (a disk that
+// does not write a sector whole): each byte that differs may be old or
+// new.
 //
 // # The kernel's caches
 //
@@ -470,14 +473,14 @@ func samePage(a, b []byte) bool {
 // the same state whatever order the maps give.
 type tearing struct {
 	seed int64
-	// unit is what is kept or lost whole: pageSize or a sector.
+	// unit is what is kept or lost whole: pageSize, a sector or less, down to a byte.
 	unit int
 	keep map[tearKey]bool
 	// changes and kept count the un-synced changes and those kept.
 	changes, kept int
 }
 
-// tearKey is one un-synced change: a unit (a 4 KiB page or a sector, by
+// tearKey is one un-synced change: a unit (a 4 KiB page, a sector or less, by
 // its index in the file) of the file at path (the first path a walk of
 // the durable tree in name order reaches it by), or its size (-1).
 type tearKey struct {
@@ -553,7 +556,7 @@ func mix(x uint64) uint64 {
 
 // unsynced lists what a file's live data changed from its durable data,
 // the changes a torn power loss decides over, in units of unit bytes (a
-// page, or a sector of one): the index of each unit whose bytes differ,
+// page, a sector of one, or less): the index of each unit whose bytes differ,
 // then -1 when the size differs. A page the two states share is unchanged
 // whole; so is one written again with the bytes it held, or zeros over a
 // hole (a database extending a file does that): keeping or dropping it

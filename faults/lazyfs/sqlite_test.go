@@ -168,18 +168,21 @@ func TestSQLiteOffAndNormalLoseCommitsFullKeepsThem(t *testing.T) {
 
 // SQLite claims to survive torn writes (its WAL frames carry checksums):
 // with synchronous=FULL every acknowledged transaction survives a power
-// loss that keeps a random part of what was not synced; with NORMAL, whose
-// WAL frames are all un-synced and so torn, what survives is an intact
+// loss that keeps a random part of what was not synced, torn at pages, at
+// sectors or inside sectors, at single bytes; with NORMAL, whose WAL
+// frames are all un-synced and so torn, what survives is an intact
 // database holding a prefix of the transactions (countAfterPowerLoss
 // checks both).
 func TestSQLiteSurvivesTornWrites(t *testing.T) {
-	for seed := int64(1); seed <= 3; seed++ {
-		torn := func(f *FS) Loss { return f.PowerLossTorn(seed) }
-		if n := countAfterPowerLoss(t, "FULL", torn); n != sqliteRows {
-			t.Errorf("synchronous=FULL, torn power loss (seed %d): %d of %d committed rows survived", seed, n, sqliteRows)
+	for _, unit := range []int{PageSize, SectorSize, 1} {
+		for seed := int64(1); seed <= 3; seed++ {
+			torn := func(f *FS) Loss { return f.Cut(Tear{Unit: unit, Seed: seed}) }
+			if n := countAfterPowerLoss(t, "FULL", torn); n != sqliteRows {
+				t.Errorf("synchronous=FULL, power loss torn at %d bytes (seed %d): %d of %d committed rows survived", unit, seed, n, sqliteRows)
+			}
+			n := countAfterPowerLoss(t, "NORMAL", torn)
+			t.Logf("synchronous=NORMAL, power loss torn at %d bytes (seed %d): %d of %d committed rows survived", unit, seed, n, sqliteRows)
 		}
-		n := countAfterPowerLoss(t, "NORMAL", torn)
-		t.Logf("synchronous=NORMAL, torn power loss (seed %d): %d of %d committed rows survived", seed, n, sqliteRows)
 	}
 }
 

@@ -71,7 +71,8 @@ type Shape struct {
 	PowerLoss float64
 	// TornWrite is the share (0..1) of those power losses that tear
 	// (faults.TornWrite) instead of losing every un-synced write, at Tear
-	// (faults.TearSector: 512-byte sectors; 0 or faults.TearPage: 4 KiB
+	// (faults.TearSector: 512-byte sectors; a smaller power of two down to
+	// faults.TearByte: inside one sector; 0 or faults.TearPage: 4 KiB
 	// pages).
 	TornWrite float64
 	Tear      int
@@ -152,8 +153,8 @@ func arm(r *rand.Rand, spec faults.Spec, shape Shape) faults.Action {
 	if shape.PowerLoss > 0 && (k == faults.Crash || k == faults.Recrash) && r.Float64() < shape.PowerLoss {
 		if shape.TornWrite > 0 && r.Float64() < shape.TornWrite {
 			a := faults.On(faults.TornWrite, hit)
-			if shape.Tear == faults.TearSector {
-				a.Tear = faults.TearSector
+			if shape.Tear != faults.TearPage {
+				a.Tear = shape.Tear
 			}
 			return a
 		}

@@ -48,4 +48,22 @@ func TestPowerLossShareTurnsCrashesIntoPowerLosses(t *testing.T) {
 	if c, l, n := count(all); c != 0 || l != 0 || n == 0 {
 		t.Fatalf("PowerLoss 1, TornWrite 1: %d crashes, %d power losses, %d torn; want every power loss torn", c, l, n)
 	}
+	// Tear is the unit each drawn torn write carries: pages by default
+	// (0), or what was asked for, down to a byte.
+	for _, tear := range []int{faults.TearPage, faults.TearSector, faults.TearByte} {
+		all.Tear = tear
+		want := tear
+		if tear == faults.TearPage {
+			want = 0
+		}
+		for i := 0; i < 50; i++ {
+			for _, st := range explore.Schedule(5, i, all).Steps {
+				for p, a := range st.Arms {
+					if a.Kind == faults.TornWrite && a.Tear != want {
+						t.Fatalf("Tear %d: schedule %d arms %v at %s, want the tear %d", tear, i, a, p, want)
+					}
+				}
+			}
+		}
+	}
 }

@@ -113,13 +113,13 @@ func tornCases(t *testing.T, points ...faults.Point) []sim.Case {
 	return columnCases(t, faults.TornWrite, points)
 }
 
-// sectorCases are the torn-write column at the given windows, torn at
-// 512-byte sectors.
-func sectorCases(t *testing.T, points ...faults.Point) []sim.Case {
+// unitCases are the torn-write column at the given windows, torn at
+// tear bytes (faults.TearSector, or less: inside one sector).
+func unitCases(t *testing.T, tear int, points ...faults.Point) []sim.Case {
 	t.Helper()
-	cases := sim.Filter(sim.TornWriteMatrix(nil, faults.TearSector, leaseTTL.Milliseconds()), points, nil, nil)
+	cases := sim.Filter(sim.TornWriteMatrix(nil, tear, leaseTTL.Milliseconds()), points, nil, nil)
 	if len(cases) != len(points) {
-		t.Fatalf("%d sector-torn cases at %d windows", len(cases), len(points))
+		t.Fatalf("%d cases torn at %d bytes at %d windows", len(cases), tear, len(points))
 	}
 	return cases
 }
@@ -200,33 +200,33 @@ func nothingToTear(res sim.CaseResult) bool {
 }
 
 // PostgreSQL with its defaults (fsync on) survives a power loss, plain
-// and torn (at pages and at sectors), at the windows after each of its
-// kinds of durable write: the state commit, its completion, and System
-// B's checkpoint. Torn: of what its data directory held un-synced at the
-// window, some pages (or sectors) survive and some do not, and recovery
-// (full-page images in the WAL) repairs them. What it holds un-synced
-// there is little and changes from run to run (at sectors: 0 to 2 changed
-// sectors, seen on 2026-12-02), so a torn case may find nothing to tear
-// even in three runs: it is then not exercised, which the report says;
-// each column must tear something at one window at least. One server
-// serves every column.
+// and torn (at pages, at sectors and inside sectors, at single bytes), at
+// the windows after each of its kinds of durable write: the state commit,
+// its completion, and System B's checkpoint. Torn: of what its data
+// directory held un-synced at the window, some pages (sectors, bytes)
+// survive and some do not, and recovery (full-page images in the WAL)
+// repairs them. What it holds un-synced there is little and changes from
+// run to run (at sectors: 0 to 2 changed sectors, seen on 2026-12-02), so
+// a torn case may find nothing to tear even in three runs: it is then not
+// exercised, which the report says; each column must tear something at
+// one window at least. One server serves every column.
 func TestPostgresDefaultsCertifyPowerLoss(t *testing.T) {
 	st := start(t, provision.ContainerOptions{NoNeo4j: true})
 	points := []faults.Point{faults.BeforeStateCommitted, faults.BeforeCompleted, faults.PlanSaveBeforeCheckpoint}
-	cases := append(powerCases(t, points...), tornCases(t, points...)...)
-	rep := run(t, st, append(cases, sectorCases(t, points...)...))
+	cases := slices.Concat(powerCases(t, points...), tornCases(t, points...), unitCases(t, faults.TearSector, points...), unitCases(t, faults.TearByte, points...))
+	rep := run(t, st, cases)
 	tore := map[string]int{}
 	for _, res := range rep.Results {
 		switch {
 		case res.Verdict == sim.Pass && res.Case.Kind == faults.TornWrite:
-			tore[res.Case.ID[len(res.Case.ID)-4:]]++ // "rite" (pages) or "-512"
+			tore[res.Case.ID[strings.LastIndex(res.Case.ID, "-"):]]++ // "-write" (pages), "-512" or "-1"
 		case res.Verdict == sim.Pass || nothingToTear(res):
 		default:
 			t.Errorf("PostgreSQL with its defaults under power loss: %s %s %v", res.Case.ID, res.Verdict, res.Broken())
 		}
 	}
-	if tore["rite"] == 0 || tore["-512"] == 0 {
-		t.Errorf("a torn column tore nothing at any window: %d at pages, %d at sectors", tore["rite"], tore["-512"])
+	if tore["-write"] == 0 || tore["-512"] == 0 || tore["-1"] == 0 {
+		t.Errorf("a torn column tore nothing at any window: %d at pages, %d at sectors, %d at bytes", tore["-write"], tore["-512"], tore["-1"])
 	}
 }
 
@@ -257,7 +257,7 @@ func TestPostgresFsyncOffFailsPowerLoss(t *testing.T) {
 func TestPostgresFullPageWritesOffUnderTornWrites(t *testing.T) {
 	st := start(t, provision.ContainerOptions{NoNeo4j: true, PostgresConfig: []string{"full_page_writes=off"}})
 	points := []faults.Point{faults.BeforeGraphWrite, faults.BeforeStateCommitted, faults.BeforeCompleted, faults.RecoveryBeforeClaim, faults.PlanSaveBeforeCheckpoint}
-	rep := run(t, st, append(tornCases(t, points...), sectorCases(t, points...)...))
+	rep := run(t, st, append(tornCases(t, points...), unitCases(t, faults.TearSector, points...)...))
 	t.Logf("full_page_writes=off under torn writes (pages, then sectors): exit %d, verdicts %v, broken %v", rep.ExitCode, rep.Counts, rep.Broken())
 	for _, r := range rep.Results {
 		t.Logf("  %s: %s %v", r.Case.ID, r.Verdict, r.Broken())
