@@ -314,7 +314,7 @@ func TestDeclaredWindowCatchesTwoStepStores(t *testing.T) {
 				t.Fatalf("%s with its window declared: exit %d, want 1", tc.backend.Name, rep.ExitCode)
 			}
 			row := storeRow(t, rep, tc.point)
-			c := row.Cells[slices.Index(faults.StoreKinds, faults.Crash)]
+			c := row.Cells[slices.Index(sim.StoreColumns(rep), faults.Crash)]
 			if c == nil || c.Verdict != sim.Fail || !slices.ContainsFunc(c.Broken(), func(s string) bool { return slices.Contains(tc.want, s) }) {
 				t.Fatalf("%s x crash: %+v, want FAIL breaking one of %v", tc.point, c, tc.want)
 			}

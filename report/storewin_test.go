@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -138,7 +139,51 @@ func TestStoreWindowTableShowsPowerLoss(t *testing.T) {
 	if err := report.WriteHTML(&html, rep, report.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(html.String(), "<th>pause</th><th>power-loss</th><th>declared in</th>") {
+	if !strings.Contains(html.String(), "<th>recrash</th><th>power-loss</th><th>declared in</th>") {
 		t.Errorf("HTML store window table has no power-loss column")
+	}
+}
+
+// The store window table's columns come in the main matrix's order, and
+// each case sits under its own kind: a store whose window failed on error
+// only reads so in both tables (a reader compared the two and took an
+// error failure for a permanent one, when the store table had unknown
+// second and error third).
+func TestStoreWindowColumnsFollowTheMatrix(t *testing.T) {
+	w := sim.StoreWindow{Point: "specstore/beforePlanTx", System: faults.Ingestion, Methods: []string{"ops.create"}, Hits: 5}
+	var results []sim.CaseResult
+	for _, c := range sim.StoreMatrix([]sim.StoreWindow{w}, 250) {
+		r := sim.CaseResult{Case: c, Verdict: sim.Pass, Hits: map[string]int{string(c.Point): 1}}
+		if c.Kind == faults.Transient {
+			r.Verdict = sim.Fail
+			r.Violations = []check.Violation{{Invariant: check.I5, Message: "operation without its plan"}}
+		}
+		results = append(results, r)
+	}
+	rep := sim.Report{Backend: "store-cmd", Results: results, StoreWindows: []sim.StoreWindow{w}, Probed: true, ExitCode: 1, Verdict: sim.Fail}
+	var main []faults.Kind
+	for _, k := range sim.Columns(rep) {
+		if slices.Contains(faults.StoreKinds, k) {
+			main = append(main, k)
+		}
+	}
+	if cols := sim.StoreColumns(rep); !slices.Equal(cols, main) {
+		t.Fatalf("store columns %v, want the store kinds in the matrix's order %v", cols, main)
+	}
+	var text bytes.Buffer
+	report.WriteTerminal(&text, rep, report.Options{})
+	var header, row []string
+	for _, line := range strings.Split(text.String(), "\n") {
+		switch {
+		case strings.HasPrefix(line, "store window \\ fault"):
+			header = strings.Fields(strings.TrimPrefix(line, "store window \\ fault"))
+		case strings.HasPrefix(line, "specstore/beforePlanTx "):
+			row = strings.Fields(line)[1:]
+		}
+	}
+	// Cells are one or two words ("pass 1", "FAIL I5"): the error column's
+	// is the second.
+	if len(header) < 2 || header[1] != string(faults.Transient) || len(row) < 4 || strings.Join(row[2:4], " ") != "FAIL I5" || strings.Join(row[0:2], " ") != "pass 1" {
+		t.Errorf("store window table: header %q, row %q; want the error column second, and its FAIL I5 there", header, row)
 	}
 }
