@@ -161,17 +161,17 @@ func testLocks(t suiteT, open bhOpener) {
 	l1, ok, err := s.Locks.TryAcquire(ctx, "sp", "d", "a", 1000, 100)
 	storetest.Must(t, err)
 	if !ok || l1.Holder != "a" || l1.Token < 1 || l1.ExpiresAt != 1100 || l1.Space != "sp" || l1.DocumentID != "d" {
-		t.Fatalf("first acquire = %+v %v", l1, ok)
+		t.Fatalf("TryAcquire(sp, d, a, now 1000, ttl 100) on a free document = %+v, acquired %v; want acquired, holder a, token >= 1, expiresAt 1100", l1, ok)
 	}
 	cur, ok, err := s.Locks.TryAcquire(ctx, "sp", "d", "b", 1099, 100)
 	storetest.Must(t, err)
 	if ok || cur != l1 {
-		t.Fatalf("live lease taken: %+v %v", cur, ok)
+		t.Fatalf("TryAcquire by b at 1099 while a's lease runs to 1100 = %+v, acquired %v; want not acquired, and a's lease (%+v) returned as it is", cur, ok, l1)
 	}
 	re, ok, err := s.Locks.TryAcquire(ctx, "sp", "d", "a", 1050, 100)
 	storetest.Must(t, err)
 	if !ok || re.Token != l1.Token || re.ExpiresAt != 1150 {
-		t.Fatalf("re-acquire by holder = %+v %v", re, ok)
+		t.Fatalf("TryAcquire by a again at 1050 (ttl 100) while it holds the lease = %+v, acquired %v; want acquired, the same token %d, expiresAt 1150", re, ok, l1.Token)
 	}
 	// Another document has its own lease.
 	if o, ok, err := s.Locks.TryAcquire(ctx, "sp", "d2", "b", 1050, 100); err != nil || !ok {
@@ -180,7 +180,7 @@ func testLocks(t suiteT, open bhOpener) {
 	rn, err := s.Locks.Renew(ctx, re, 1100, 100)
 	storetest.Must(t, err)
 	if rn.ExpiresAt != 1200 || rn.Token != l1.Token {
-		t.Fatalf("renew = %+v", rn)
+		t.Fatalf("Renew at 1100 (ttl 100) = %+v; want expiresAt 1200 and the same token %d", rn, l1.Token)
 	}
 	stale := rn
 	stale.Token++
@@ -198,7 +198,7 @@ func testLocks(t suiteT, open bhOpener) {
 	l2, ok, err := s.Locks.TryAcquire(ctx, "sp", "d", "b", 1200, 100)
 	storetest.Must(t, err)
 	if !ok || l2.Holder != "b" || l2.Token <= l1.Token {
-		t.Fatalf("takeover = %+v %v", l2, ok)
+		t.Fatalf("TryAcquire by b after a's lease expired = %+v, acquired %v; want acquired, holder b, a token greater than a's %d", l2, ok, l1.Token)
 	}
 	storetest.WantErr(t, s.Locks.Release(ctx, rn), reference.ErrLeaseLost)
 	_, err = s.Locks.Renew(ctx, rn, 1201, 100)
@@ -211,7 +211,7 @@ func testLocks(t suiteT, open bhOpener) {
 	l3, ok, err := s.Locks.TryAcquire(ctx, "sp", "d", "b", 1201, 100)
 	storetest.Must(t, err)
 	if !ok || l3.Token <= l2.Token {
-		t.Fatalf("after release = %+v %v", l3, ok)
+		t.Fatalf("TryAcquire by b after it released its lease = %+v, acquired %v; want acquired, with a token greater than the released lease's %d (tokens keep increasing across releases, also for the same holder)", l3, ok, l2.Token)
 	}
 	for _, c := range [][3]string{{"", "d", "a"}, {"sp", " ", "a"}, {"sp", "d", ""}} {
 		_, _, err := s.Locks.TryAcquire(ctx, c[0], c[1], c[2], 1, 10)

@@ -130,11 +130,11 @@ func testStateHistory(t suiteT, open bhOpener) {
 	got, ok, err := s.States.FindByOperationID(ctx, "sp", "d", "op-a")
 	storetest.Must(t, err)
 	if !ok || got.Revision != 3 {
-		t.Fatalf("FindByOperationID(op-a) = %+v %v", got, ok)
+		t.Fatalf("FindByOperationID(sp, d, op-a) = %+v, found %v; want found, the highest revision op-a wrote (3)", got, ok)
 	}
 	got, ok, _ = s.States.FindByOperationID(ctx, "sp", "d", "op-b")
 	if !ok || got.Revision != 2 || got.ContentHash != "h-op-b" {
-		t.Fatalf("FindByOperationID(op-b) = %+v %v", got, ok)
+		t.Fatalf("FindByOperationID(sp, d, op-b) = %+v, found %v; want found, revision 2, contentHash h-op-b", got, ok)
 	}
 	if _, ok, _ := s.States.FindByOperationID(ctx, "sp", "d", "op-z"); ok {
 		t.Fatal("found an op whose version write was a no-op")
@@ -149,7 +149,7 @@ func testStateHistory(t suiteT, open bhOpener) {
 	}
 	got, ok, _ = s.States.FindByOperationID(ctx, "sp", "d", "op-cur")
 	if !ok || !reflect.DeepEqual(got, cur) {
-		t.Fatalf("FindByOperationID(current) = %+v %v", got, ok)
+		t.Fatalf("FindByOperationID(sp, d, op-cur) = %+v, found %v; want found, the current state as written (%+v), though it has no version row", got, ok, cur)
 	}
 }
 

@@ -31,7 +31,15 @@ func PlanSave(t *testing.T, open func(t *testing.T) sim.PlanSaveStores) {
 // subtest above it) with its first failure message; correct stores give
 // an empty map. crashmatrix certify --plansave-cmd runs it.
 func PlanSaveFailures(open func(test, dir string) (sim.PlanSaveStores, error)) map[string]string {
-	return suiteFailures("PlanSave", runPlanSave, open)
+	failed, _ := suiteFailures("PlanSave", runPlanSave, nil, open)
+	return failed
+}
+
+// PlanSaveFailuresMatching is PlanSaveFailures with only the subtests run
+// matches, as StoresFailuresMatching is StoresFailures (the pattern's
+// first element matches "PlanSave").
+func PlanSaveFailuresMatching(run RunPattern, open func(test, dir string) (sim.PlanSaveStores, error)) (map[string]string, int) {
+	return suiteFailures("PlanSave", runPlanSave, run, open)
 }
 
 func runPlanSave(t suiteT, open func(t suiteT) sim.PlanSaveStores) {

@@ -103,6 +103,10 @@ type confRecorderLog struct {
 	mu       sync.Mutex
 	failures []failure
 	logs     []string
+	// run, when set, narrows the subtests that run (RunPattern); ran
+	// counts those it matched all the way.
+	run RunPattern
+	ran int
 }
 
 // newRecorder returns a recorder whose tests are named under name.
@@ -183,6 +187,17 @@ func (r *recorder) TempDir() string {
 // waits for it, runs its cleanups and reports whether it passed.
 func (r *recorder) Run(name string, f func(suiteT)) bool {
 	child := &recorder{name: r.name + "/" + name, root: r.root}
+	if run := r.root.run; run != nil {
+		path := strings.Split(strings.TrimPrefix(child.name, "/"), "/")
+		if !run.matches(path) {
+			return true // not asked for: as go test -run leaves it out
+		}
+		if len(path) == len(run) {
+			r.root.mu.Lock()
+			r.root.ran++
+			r.root.mu.Unlock()
+		}
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -277,4 +292,39 @@ func confRunPattern(name string) string {
 		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
 	}
 	return strings.Join(parts, "/")
+}
+
+// RunPattern narrows the conformance subtests that run, as go test's -run
+// does: the pattern "Stores/Behaviour/Locks" is split at each '/', and a
+// subtest runs when the name at each level of its path (the suite,
+// "Stores" or "PlanSave", first) matches that level's regular expression;
+// levels past the pattern's run whole. An empty pattern runs everything.
+type RunPattern []*regexp.Regexp
+
+// ParseRunPattern compiles a go test -run style pattern (a leading "^$/"
+// element, for the unnamed top level that conformance failures' replay
+// lines start with, is dropped).
+func ParseRunPattern(s string) (RunPattern, error) {
+	s = strings.TrimPrefix(s, "^$/")
+	if s == "" {
+		return nil, nil
+	}
+	var out RunPattern
+	for i, part := range strings.Split(s, "/") {
+		re, err := regexp.Compile(part)
+		if err != nil {
+			return nil, fmt.Errorf("run pattern %q, element %d: %w", s, i+1, err)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+func (p RunPattern) matches(path []string) bool {
+	for i, name := range path {
+		if i < len(p) && !p[i].MatchString(name) {
+			return false
+		}
+	}
+	return true
 }

@@ -21,15 +21,25 @@ import (
 // message under it. A failure outside every subtest (open failed for the
 // first bundle) is under "". Correct stores give an empty map.
 func StoresFailures(open func(test, dir string) (reference.Stores, error)) map[string]string {
-	return suiteFailures("Stores", runStores, open)
+	failed, _ := suiteFailures("Stores", runStores, nil, open)
+	return failed
+}
+
+// StoresFailuresMatching is StoresFailures with only the subtests run
+// matches (RunPattern; its first element matches the suite's name,
+// "Stores"); it also returns how many subtests the whole pattern matched,
+// zero when it named none of them.
+func StoresFailuresMatching(run RunPattern, open func(test, dir string) (reference.Stores, error)) (map[string]string, int) {
+	return suiteFailures("Stores", runStores, run, open)
 }
 
 // suiteFailures runs the conformance suite run, named name, under a
 // recorder instead of a testing.T, each case on a fresh bundle from open
 // (given the asking test's name and a fresh folder), and returns its
 // failures as failurePaths does below name.
-func suiteFailures[S any](name string, run func(suiteT, func(suiteT) S), open func(test, dir string) (S, error)) map[string]string {
+func suiteFailures[S any](name string, run func(suiteT, func(suiteT) S), pattern RunPattern, open func(test, dir string) (S, error)) (map[string]string, int) {
 	r := newRecorder("")
+	r.root.run = pattern
 	r.Run(name, func(t suiteT) {
 		run(t, func(t suiteT) S {
 			st, err := open(t.Name(), t.TempDir())
@@ -40,7 +50,7 @@ func suiteFailures[S any](name string, run func(suiteT, func(suiteT) S), open fu
 		})
 	})
 	r.Close()
-	return failurePaths(r.Failures(), "/"+name)
+	return failurePaths(r.Failures(), "/"+name), r.root.ran
 }
 
 // failurePaths turns a recorder's failures under the suite named by

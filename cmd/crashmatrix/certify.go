@@ -195,10 +195,10 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	} else {
 		backend = spec.Name
 	}
+	defer cleanup()
 	if err := f.store.checkConformance(cmd); err != nil {
 		return err
 	}
-	defer cleanup()
 	// Without --lease-ttl the timings adapt: the default is a floor, raised
 	// to what a calibration before the matrix and the cases themselves
 	// measure on this machine now.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -26,6 +27,7 @@ type storeCmdFlags struct {
 	command, planSave string
 	timeout           time.Duration
 	conformance       bool
+	conformanceRun    string
 }
 
 // register adds the flags; conformance only where a run certifies.
@@ -34,6 +36,7 @@ func (s *storeCmdFlags) register(fl *pflag.FlagSet, conformance bool) {
 	fl.StringVar(&s.planSave, "plansave-cmd", "", "certify System B's checkpoint and plan stores run by this command (store protocol), beside --store-cmd's System A")
 	if conformance {
 		fl.BoolVar(&s.conformance, "conformance", true, "with --store-cmd: run the stores' conformance suites over the protocol before the crash matrix (a store that fails them is not certified)")
+		fl.StringVar(&s.conformanceRun, "conformance-run", "", "with --store-cmd: run only the conformance subtests this go test -run style pattern matches (e.g. 'Stores/Behaviour/Locks'; a failure's replay line gives it), then stop: no crash matrix")
 	}
 	fl.DurationVar(&s.timeout, "store-timeout", 0, "how long a store process may take for each message of a call before it is a protocol error (default 10s)")
 }
@@ -85,8 +88,15 @@ func (s *storeCmdFlags) replayArgs() []string {
 // store and, with --plansave-cmd, properties.PlanSaveFailures against
 // System B's: exit 1 if they fail, 2 if a store broke the protocol.
 func (s *storeCmdFlags) checkConformance(cmd *cobra.Command) error {
+	if s.conformanceRun != "" && (s.command == "" || !s.conformance) {
+		return fmt.Errorf("--conformance-run %q runs the conformance suites of --store-cmd's store: give --store-cmd (and not --conformance=false)", s.conformanceRun)
+	}
 	if s.command == "" || !s.conformance {
 		return nil
+	}
+	pattern, err := properties.ParseRunPattern(s.conformanceRun)
+	if err != nil {
+		return fmt.Errorf("--conformance-run: %w", err)
 	}
 	out := cmd.OutOrStdout()
 	t0 := time.Now()
@@ -106,27 +116,37 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command) error {
 			OnProtocolError: func(_ context.Context, err *storeproc.ProtocolError) { broken.CompareAndSwap(nil, err) }})
 	}
 	failed := map[string]string{}
-	for path, msg := range properties.StoresFailures(func(test, dir string) (reference.Stores, error) {
+	storesFailed, ran := properties.StoresFailuresMatching(pattern, func(test, dir string) (reference.Stores, error) {
 		c, err := start(s.command, test, dir, []string{storeproc.StoreOperations, storeproc.StoreStates, storeproc.StoreRegistry, storeproc.StoreGraph, storeproc.StoreLocks})
 		if err != nil {
 			return reference.Stores{}, err
 		}
 		return c.Stores(), nil
-	}) {
+	})
+	for path, msg := range storesFailed {
 		failed["Stores/"+path] = msg
 	}
 	if s.planSave != "" {
 		// System B's stores: the checkpoint and plan contracts the crash
 		// matrix takes for granted (a plan table without its key).
-		for path, msg := range properties.PlanSaveFailures(func(test, dir string) (sim.PlanSaveStores, error) {
+		planFailed, n := properties.PlanSaveFailuresMatching(pattern, func(test, dir string) (sim.PlanSaveStores, error) {
 			c, err := start(s.planSave, test, dir, []string{storeproc.StoreCheckpoints, storeproc.StorePlans})
 			if err != nil {
 				return sim.PlanSaveStores{}, err
 			}
 			return sim.PlanSaveStores{Checkpoints: c.Checkpoints(), Plans: c.Plans(), Closer: c}, nil
-		}) {
+		})
+		ran += n
+		for path, msg := range planFailed {
 			failed["PlanSave/"+path] = msg
 		}
+	}
+	if pattern != nil && ran == 0 {
+		suites := "Stores"
+		if s.planSave != "" {
+			suites += " and PlanSave"
+		}
+		return fmt.Errorf("--conformance-run %q matches no conformance subtest (its first element matches the suite, %s; a failure's replay line gives the whole pattern)", s.conformanceRun, suites)
 	}
 	// The deepest failed subtests: the map holds each one's parents too.
 	var failures []string
@@ -139,7 +159,11 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command) error {
 			}
 		}
 		if leaf {
-			failures = append(failures, "conformance/"+path+": "+msg)
+			line := "conformance/" + path + ": " + s.replayLine(msg)
+			if !strings.Contains(line, "--conformance-run") {
+				line += "\nrerun alone: " + s.conformanceCommand(anchored(path))
+			}
+			failures = append(failures, line)
 		}
 	}
 	sort.Strings(failures)
@@ -153,9 +177,45 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command) error {
 		for _, f := range failures {
 			fmt.Fprintln(out, "  "+strings.ReplaceAll(f, "\n", "\n    "))
 		}
-		fmt.Fprintln(out, "(--conformance=false runs the crash matrix without them)")
+		if pattern == nil {
+			fmt.Fprintln(out, "(--conformance=false runs the crash matrix without them)")
+		}
 		return exitError{1}
+	}
+	if pattern != nil {
+		fmt.Fprintf(out, "conformance: the stores pass the %d conformance subtest(s) --conformance-run %s matches (%d store bundles, %s); no crash matrix was run\n", ran, shellQuote(s.conformanceRun), opened.Load(), took)
+		return exitError{0}
 	}
 	fmt.Fprintf(out, "conformance: the stores pass every conformance suite over the store protocol (%d store bundles, %s)\n", opened.Load(), took)
 	return nil
+}
+
+// goTestRun is the go test command a conformance failure's replay line
+// names (properties: "replay: CRASHMATRIX_CONFORMANCE_SEED=N go test -run
+// 'P'"), which a store run by --store-cmd has no Go test for.
+var goTestRun = regexp.MustCompile(`go test -run '([^']*)'`)
+
+// replayLine rewrites a conformance failure's go test replay command as
+// the crashmatrix command that runs the same subtest on the same store.
+func (s *storeCmdFlags) replayLine(msg string) string {
+	return goTestRun.ReplaceAllStringFunc(msg, func(m string) string {
+		return s.conformanceCommand(strings.TrimPrefix(goTestRun.FindStringSubmatch(m)[1], "^$/"))
+	})
+}
+
+// conformanceCommand runs the conformance subtests pattern matches on the
+// same stores, and nothing else.
+func (s *storeCmdFlags) conformanceCommand(pattern string) string {
+	return "crashmatrix certify " + strings.Join(s.replayArgs(), " ") + " --conformance-run " + shellQuote(pattern)
+}
+
+// anchored is the run pattern that matches the subtest at path
+// ("PlanSave/PlanStore/Save…") and no other: each element quoted and
+// anchored.
+func anchored(path string) string {
+	parts := strings.Split(path, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return strings.Join(parts, "/")
 }
