@@ -51,6 +51,9 @@ type CaseRef struct {
 	// Why is the reason for a case that did not run to a verdict (not
 	// exercised, undecided).
 	Why string `json:"why,omitempty"`
+	// Lost is, for a failed case with a power loss, the first of what it
+	// threw away (sim.CaseResult.PowerLost): often the why of the failure.
+	Lost string `json:"lost,omitempty"`
 }
 
 // Consequence is a group of violations folded under a root cause: in the
@@ -183,7 +186,7 @@ func Summarize(rep sim.Report, o Options) Digest {
 		if len(r.Violations) == 0 {
 			continue
 		}
-		ref := CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Replay: o.replay(r)}
+		ref := CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Replay: o.replay(r), Lost: lostSummary(r.PowerLost)}
 		var root *key
 		for _, v := range r.Violations {
 			if IsRoot(v) {
@@ -521,4 +524,18 @@ func Summary(msg string) string {
 		}
 	}
 	return strings.Join(words, " ")
+}
+
+// lostSummary is the first two things a case's power losses threw away,
+// and how many more.
+func lostSummary(lost []string) string {
+	const shown = 2
+	if len(lost) == 0 {
+		return ""
+	}
+	s := strings.Join(lost[:min(shown, len(lost))], "; ")
+	if more := len(lost) - shown; more > 0 {
+		s += fmt.Sprintf("; and %d more", more)
+	}
+	return s
 }

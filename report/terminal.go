@@ -250,6 +250,9 @@ func writeDigest(w io.Writer, d Digest, o Options) {
 					break
 				}
 				fmt.Fprintf(w, "    %-40s %s\n", cr.Label, cr.Replay)
+				if cr.Lost != "" {
+					fmt.Fprintf(w, "      the power loss undid: %s\n", cr.Lost)
+				}
 			}
 		}
 	}

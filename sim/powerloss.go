@@ -326,8 +326,9 @@ func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c Case, env Cas
 			continue
 		}
 		loss := pc.fs.Cut(tearOf(hit, pc.done))
-		res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed; %d bytes and %d directory entries that were not synced thrown away%s",
-			hit.Point, hit.Worker, loss.Bytes, loss.Names, tornNote(loss)))
+		res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed; %d bytes and %d directory entries that were not synced thrown away%s%s",
+			hit.Point, hit.Worker, loss.Bytes, loss.Names, lostNote(loss), tornNote(loss)))
+		res.lost(loss)
 		pc.tore(hit, loss)
 		rs := check.Restart{Server: "machine (power loss)", Point: string(hit.Point), Worker: hit.Worker, Events: len(h.Events())}
 		for _, t := range Observe(h, c, space).Threads {
@@ -376,6 +377,32 @@ func tearOf(hit history.Record, n int) lazyfs.Tear {
 		return lazyfs.Tear{}
 	}
 	return lazyfs.Tear{Unit: hit.Fault.TearUnit(), Seed: TearSeed(hit.Point, n)}
+}
+
+// lostNote says where a power loss's losses were, the first few of them:
+// " (pystore.db-journal: removed, its directory not synced, so it is
+// back; …, and 3 more)"; nothing when it lost nothing.
+func lostNote(loss lazyfs.Loss) string {
+	const shown = 3
+	if len(loss.Files) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, f := range loss.Files[:min(shown, len(loss.Files))] {
+		parts = append(parts, f.String())
+	}
+	s := strings.Join(parts, "; ")
+	if more := len(loss.Files) - shown; more > 0 {
+		s += fmt.Sprintf("; and %d more", more)
+	}
+	return " (" + s + ")"
+}
+
+// lost records where a power loss's losses were (CaseResult.PowerLost).
+func (res *CaseResult) lost(loss lazyfs.Loss) {
+	for _, f := range loss.Files {
+		res.PowerLost = append(res.PowerLost, f.String())
+	}
 }
 
 // tornNote is what a case's note adds for a torn power loss.

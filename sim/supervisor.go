@@ -295,10 +295,14 @@ type CaseResult struct {
 	Hits       map[string]int    `json:"hits"`
 	Violations []check.Violation `json:"violations,omitempty"`
 	Notes      []string          `json:"notes,omitempty"`
-	Workers    []WorkerResult    `json:"workers"`
-	Completed  int               `json:"completed"`
-	Took       time.Duration     `json:"took"`
-	Dir        string            `json:"dir"`
+	// PowerLost is where the case's power losses threw data or names
+	// away, each as lazyfs.LostFile says it ("checkpoints.db-journal:
+	// removed, its directory not synced, so it is back"), names first.
+	PowerLost []string       `json:"powerLost,omitempty"`
+	Workers   []WorkerResult `json:"workers"`
+	Completed int            `json:"completed"`
+	Took      time.Duration  `json:"took"`
+	Dir       string         `json:"dir"`
 	// LeaseTTL is the lease TTL the case ran with (its last attempt's).
 	LeaseTTL time.Duration `json:"leaseTtl,omitempty"`
 	// NotExercised says why, when the verdict is NotExercised.

@@ -1,9 +1,12 @@
 package lazyfs
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -74,6 +77,65 @@ type Loss struct {
 	Torn          bool
 	Changes, Kept int
 	Unit          int
+	// Files says where: each file whose data, and each name whose
+	// change, was thrown away (names first, then the largest losses).
+	Files []LostFile
+}
+
+// LostFile is one thing a power loss threw away: a file's data written
+// and not synced (Bytes), or a name created, removed or renamed over
+// without its directory synced (Name).
+type LostFile struct {
+	// Path is below the mount ("pystore.db-journal", "base/5/16384").
+	Path  string
+	Bytes int64
+	Name  LostName
+}
+
+// LostName is what happened to a name a power loss undid.
+type LostName string
+
+const (
+	// LostCreated: the name was made and its directory not synced; it
+	// is gone.
+	LostCreated LostName = "created"
+	// LostRemoved: the name was removed (or renamed away) and its
+	// directory not synced; it is back, on its old file.
+	LostRemoved LostName = "removed"
+	// LostReplaced: another file was renamed over the name and its
+	// directory not synced; the old file is back under it.
+	LostReplaced LostName = "replaced"
+)
+
+// String says what was lost, for a person: "pystore.db-journal: removed,
+// its directory not synced, so it is back".
+func (f LostFile) String() string {
+	switch f.Name {
+	case LostCreated:
+		return f.Path + ": created, its directory not synced, so it is gone"
+	case LostRemoved:
+		return f.Path + ": removed, its directory not synced, so it is back"
+	case LostReplaced:
+		return f.Path + ": renamed over, its directory not synced, so the old file is back"
+	}
+	return fmt.Sprintf("%s: %d bytes written and not synced", f.Path, f.Bytes)
+}
+
+// sortLost orders what a power loss threw away for reading: names first,
+// then files by the data they lost, the most first, then by path.
+func sortLost(fs []LostFile) {
+	slices.SortFunc(fs, func(a, b LostFile) int {
+		switch {
+		case (a.Name != "") != (b.Name != ""):
+			if a.Name != "" {
+				return -1
+			}
+			return 1
+		case a.Bytes != b.Bytes:
+			return cmp.Compare(b.Bytes, a.Bytes)
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
 }
 
 // Add sums o into l: the loss of several mounts cut together (a torn
@@ -81,6 +143,8 @@ type Loss struct {
 func (l *Loss) Add(o Loss) {
 	l.Bytes += o.Bytes
 	l.Names += o.Names
+	l.Files = append(l.Files, o.Files...)
+	sortLost(l.Files)
 	l.Torn = l.Torn || o.Torn
 	l.Changes += o.Changes
 	l.Kept += o.Kept
@@ -211,14 +275,14 @@ func (f *FS) cut(tear *tearing) Loss {
 	if tear != nil {
 		tear.decide(f.m)
 	}
-	b, n, stale := f.m.powerLoss(tear)
+	b, n, stale, lost := f.m.powerLoss(tear)
 	var open []*fs.Inode
 	for h := range f.open {
 		open = append(open, h.in)
 	}
 	f.m.mu.Unlock()
 	f.invalidate(stale, open)
-	loss := Loss{Bytes: b, Names: n}
+	loss := Loss{Bytes: b, Names: n, Files: lost}
 	if tear != nil {
 		loss.Torn, loss.Changes, loss.Kept, loss.Unit = true, tear.changes, tear.kept, tear.unit
 	}

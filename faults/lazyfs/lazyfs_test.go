@@ -3,9 +3,11 @@ package lazyfs
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -159,12 +161,43 @@ func TestJournaledNamesFsyncCommitsEveryName(t *testing.T) {
 	}
 }
 
+// A power loss says where its losses were: each name whose change it
+// undid (first), then each file whose data it dropped, the largest first.
+func TestPowerLossSaysWhatItLost(t *testing.T) {
+	f := mount(t)
+	dir := f.Dir()
+	writeFile(t, filepath.Join(dir, "kept"), "synced", true)
+	writeFile(t, filepath.Join(dir, "journal"), "synced", true)
+	writeFile(t, filepath.Join(dir, "small"), "s", true)
+	syncDir(t, dir)
+	writeFile(t, filepath.Join(dir, "kept"), strings.Repeat("x", 2*pageSize), false)
+	writeFile(t, filepath.Join(dir, "small"), "t", false)
+	writeFile(t, filepath.Join(dir, "new"), "never named durably", true)
+	if err := os.Remove(filepath.Join(dir, "journal")); err != nil {
+		t.Fatal(err)
+	}
+	loss := f.PowerLoss()
+	var got []string
+	for _, l := range loss.Files {
+		got = append(got, l.String())
+	}
+	want := []string{
+		"journal: removed, its directory not synced, so it is back",
+		"new: created, its directory not synced, so it is gone",
+		fmt.Sprintf("kept: %d bytes written and not synced", 2*pageSize),
+		fmt.Sprintf("small: %d bytes written and not synced", pageSize),
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the power loss lost %q; want %q", got, want)
+	}
+}
+
 func TestFsyncKeepsDataAndDirFsyncKeepsName(t *testing.T) {
 	f := mount(t)
 	p := filepath.Join(f.Dir(), "a")
 	writeFile(t, p, "kept", true)
 	syncDir(t, f.Dir())
-	if loss := f.PowerLoss(); loss != (Loss{}) {
+	if loss := f.PowerLoss(); !reflect.DeepEqual(loss, Loss{}) {
 		t.Errorf("nothing un-synced, yet the power loss lost %+v", loss)
 	}
 	if got := readOf(t, p); got != "kept" {

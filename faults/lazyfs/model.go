@@ -100,6 +100,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -337,7 +338,7 @@ func (m *model) syncAll() {
 // knows (TestPowerLossLeavesNothingStaleInTheKernel). A lookup afresh
 // brings the size the power loss left. An unchanged directory's entry
 // stays (a server's data directory is the root of a bind mount).
-func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames int, stale map[*node][]string) {
+func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames int, stale map[*node][]string, lost []LostFile) {
 	m.gen++
 	stale = map[*node][]string{}
 	kept := map[*node]bool{}
@@ -350,6 +351,11 @@ func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames int, stale 
 				if d := n.durKids[name]; d != k {
 					lostNames++
 					stale[n] = append(stale[n], name)
+					what := LostCreated
+					if d != nil {
+						what = LostReplaced
+					}
+					lost = append(lost, LostFile{Path: strings.TrimPrefix(path+"/"+name, "/"), Name: what})
 				} else if !k.dir {
 					stale[n] = append(stale[n], name) // its cached size
 				}
@@ -359,6 +365,7 @@ func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames int, stale 
 					lostNames++
 					if _, live := n.kids[name]; !live {
 						stale[n] = append(stale[n], name)
+						lost = append(lost, LostFile{Path: strings.TrimPrefix(path+"/"+name, "/"), Name: LostRemoved})
 					}
 				}
 			}
@@ -375,7 +382,10 @@ func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames int, stale 
 			if tear != nil {
 				n.dur = torn(n.live, n.dur, tear.unit, func(unit int) bool { return tear.keep[tearKey{path, unit}] })
 			}
-			lostBytes += changedBytes(n.live, n.dur)
+			if b := changedBytes(n.live, n.dur); b > 0 {
+				lostBytes += b
+				lost = append(lost, LostFile{Path: strings.TrimPrefix(path, "/"), Bytes: b})
+			}
 			n.live = n.dur.clone()
 		}
 		// A new mtime makes the kernel drop pages it cached from the
@@ -418,7 +428,8 @@ func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames int, stale 
 		}
 	}
 	m.losses += lostBytes
-	return lostBytes, lostNames, stale
+	sortLost(lost)
+	return lostBytes, lostNames, stale, lost
 }
 
 // changedBytes counts the bytes of a that differ from b, page by page

@@ -70,8 +70,12 @@ func (s *Supervisor) PowerLoss(ctx context.Context, tear lazyfs.Tear) (sim.Serve
 	if err := errors.Join(errs...); err != nil {
 		return out, err
 	}
-	for _, srv := range srvs {
-		out.Add(srv.PowerLoss(tear))
+	for i, srv := range srvs {
+		loss := srv.PowerLoss(tear)
+		for j := range loss.Files {
+			loss.Files[j].Path = names[i] + ":" + loss.Files[j].Path
+		}
+		out.Add(loss)
 	}
 	// They start together (Neo4j's JVM takes its time; PostgreSQL need
 	// not wait for it).
