@@ -31,7 +31,7 @@ func writeStoreSections(w io.Writer, rep sim.Report) {
 			fmt.Fprintln(w)
 		}
 	} else if rep.Probed {
-		fmt.Fprintln(w, "\nstore windows: the probe found none (no store method declares one with faults.At)")
+		fmt.Fprintln(w, "\nstore windows: the probe found none (no store declared one: a Go store declares a window with faults.At, a --store-cmd store with an `at` message)")
 	}
 	if s := sim.RandomKillsOf(rep); s.Cases > 0 {
 		fmt.Fprintf(w, "\nrandom-instant kills: %d %s: %d pass, %d FAIL, %d not exercised, %d undecided\n",
