@@ -196,7 +196,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		backend = spec.Name
 	}
 	defer cleanup()
-	if err := f.store.checkConformance(cmd); err != nil {
+	if err := f.store.checkConformance(cmd, f.details); err != nil {
 		return err
 	}
 	// Without --lease-ttl the timings adapt: the default is a floor, raised

@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
 
 // A conformance failure's replay line names go test, which a store run by
 // --store-cmd has none of: certify rewrites it as the crashmatrix command
@@ -14,5 +18,22 @@ func TestConformanceReplayLineNamesCrashmatrix(t *testing.T) {
 	}
 	if got := anchored("PlanSave/PlanStore/Save.Of(x)"); got != `^PlanSave$/^PlanStore$/^Save\.Of\(x\)$` {
 		t.Errorf("anchored = %s", got)
+	}
+}
+
+// A conformance failure that quotes a long history prints its head, how
+// much it left out, and its last line (the rerun command) without -v.
+func TestLongConformanceFailureIsClipped(t *testing.T) {
+	var long []string
+	for i := 0; i < 200; i++ {
+		long = append(long, fmt.Sprintf("history line %d", i))
+	}
+	long = append(long, "rerun alone: crashmatrix certify --conformance-run x")
+	got := strings.Split(clip(strings.Join(long, "\n")), "\n")
+	if len(got) != maxFailureLines || got[0] != "history line 0" || got[len(got)-1] != long[len(long)-1] || got[len(got)-2] != "… 178 more lines (-v prints them)" {
+		t.Errorf("clipped to %d lines: first %q, last two %q", len(got), got[0], got[len(got)-2:])
+	}
+	if short := "one\ntwo"; clip(short) != short {
+		t.Errorf("a short failure was changed: %q", clip(short))
 	}
 }

@@ -87,7 +87,7 @@ func (s *storeCmdFlags) replayArgs() []string {
 // the crash matrix: properties.StoresFailures against the --store-cmd
 // store and, with --plansave-cmd, properties.PlanSaveFailures against
 // System B's: exit 1 if they fail, 2 if a store broke the protocol.
-func (s *storeCmdFlags) checkConformance(cmd *cobra.Command) error {
+func (s *storeCmdFlags) checkConformance(cmd *cobra.Command, details bool) error {
 	if s.conformanceRun != "" && (s.command == "" || !s.conformance) {
 		return fmt.Errorf("--conformance-run %q runs the conformance suites of --store-cmd's store: give --store-cmd (and not --conformance=false)", s.conformanceRun)
 	}
@@ -175,6 +175,9 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command) error {
 	if len(failures) > 0 {
 		fmt.Fprintf(out, "NOT CERTIFIED: the store fails %d conformance check(s) over the store protocol (%s):\n", len(failures), took)
 		for _, f := range failures {
+			if !details {
+				f = clip(f)
+			}
 			fmt.Fprintln(out, "  "+strings.ReplaceAll(f, "\n", "\n    "))
 		}
 		if pattern == nil {
@@ -188,6 +191,21 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command) error {
 	}
 	fmt.Fprintf(out, "conformance: the stores pass every conformance suite over the store protocol (%d store bundles, %s)\n", opened.Load(), took)
 	return nil
+}
+
+// maxFailureLines is how much of one conformance failure certify prints
+// without -v: a linearizability failure quotes its whole history.
+const maxFailureLines = 24
+
+// clip cuts a failure's message to maxFailureLines, keeping its last line
+// (the rerun command) and saying how much was left out.
+func clip(f string) string {
+	lines := strings.Split(f, "\n")
+	if len(lines) <= maxFailureLines {
+		return f
+	}
+	keep := append(lines[:maxFailureLines-2:maxFailureLines-2], fmt.Sprintf("… %d more lines (-v prints them)", len(lines)-maxFailureLines+1), lines[len(lines)-1])
+	return strings.Join(keep, "\n")
 }
 
 // goTestRun is the go test command a conformance failure's replay line
