@@ -41,6 +41,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{"late", false, []string{"ops.get #1", "no reply within 300ms", "badstore got ops.get"}},
 		{"exit-mid-request", false, []string{"ops.get #1", "ended while the request waited", "exit status 139", "badstore: segfault, say"}},
 		{"missing-field", false, []string{"ops.get #1", `field "operation" is missing`}},
+		{"wrong-type", false, []string{"ops.get #1", "result field operation.operationId: want a JSON string, got a JSON number"}},
 		{"bad-step", false, []string{"ops.get #1", "crash window step 2, want 1"}},
 	}
 	for _, c := range cases {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -397,7 +398,42 @@ func decodeResult(raw json.RawMessage, out any) error {
 			}
 		}
 	}
-	return json.Unmarshal(raw, out)
+	return jsonTypeErr(json.Unmarshal(raw, out))
+}
+
+// jsonTypeErr says a result field of the wrong JSON type in the
+// protocol's words ("result field created: want a JSON boolean, got a
+// string") rather than Go's ("cannot unmarshal string into Go struct
+// field .created of type bool").
+func jsonTypeErr(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	want := "value of another type"
+	switch te.Type.Kind() {
+	case reflect.Bool:
+		want = "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = "integer"
+	case reflect.Float32, reflect.Float64:
+		want = "number"
+	case reflect.String:
+		want = "string"
+	case reflect.Slice, reflect.Array:
+		want = "array"
+	case reflect.Struct, reflect.Map:
+		want = "object"
+	}
+	got := te.Value
+	if got == "bool" {
+		got = "boolean"
+	}
+	field := strings.TrimPrefix(te.Field, ".")
+	if field == "" {
+		return fmt.Errorf("result: want a JSON %s, got a JSON %s", want, got)
+	}
+	return fmt.Errorf("result field %s: want a JSON %s, got a JSON %s", field, want, got)
 }
 
 // window answers a crash window the store declared, under whatever fault

@@ -39,6 +39,8 @@ for line in sys.stdin:
         sys.exit(139)
     elif mode == "missing-field":
         send({"id": rid, "ok": {}})
+    elif mode == "wrong-type":
+        send({"id": rid, "ok": {"operation": {"operationId": 5}}})
     elif mode == "unknown-outcome":
         send({"id": rid, "error": {"code": "unavailable", "definite": False, "message": "commit: disk I/O error"}})
     elif mode == "not-found":
