@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,10 +113,14 @@ func confDiff[V any](want, got V) string {
 	return b.String()
 }
 
-// confShow renders a value compactly (JSON when possible).
+// confShow renders a value compactly (JSON when possible, without
+// escaping <, > and &: "token > 1", not "token \u003e 1").
 func confShow(v any) string {
-	if b, err := json.Marshal(v); err == nil {
-		return string(b)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err == nil {
+		return strings.TrimSuffix(b.String(), "\n")
 	}
 	return fmt.Sprintf("%+v", v)
 }

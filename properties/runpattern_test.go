@@ -61,3 +61,11 @@ func TestStoresFailuresMatchingRunsOnlyWhatItNames(t *testing.T) {
 		t.Errorf("Stores/Behaviour ran %d, want 1 (its parent level)", ran)
 	}
 }
+
+// Conformance messages show values as JSON without HTML escapes: a
+// store author reads "token > 1", not "token \u003e 1".
+func TestConfShowDoesNotEscapeHTML(t *testing.T) {
+	if got := confShow([]string{"token > 1", "<nil>", "a & b"}); got != `["token > 1","<nil>","a & b"]` {
+		t.Errorf("confShow = %s", got)
+	}
+}
