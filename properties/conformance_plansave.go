@@ -30,16 +30,9 @@ func PlanSave(t *testing.T, open func(t *testing.T) sim.PlanSaveStores) {
 // Stores: it returns each failed subtest's path below PlanSave (and every
 // subtest above it) with its first failure message; correct stores give
 // an empty map. crashmatrix certify --plansave-cmd runs it.
+// CRASHMATRIX_CONFORMANCE_RUN narrows it as it does StoresFailures.
 func PlanSaveFailures(open func(test, dir string) (sim.PlanSaveStores, error)) map[string]string {
-	failed, _ := suiteFailures("PlanSave", runPlanSave, nil, open)
-	return failed
-}
-
-// PlanSaveFailuresMatching is PlanSaveFailures with only the subtests run
-// matches, as StoresFailuresMatching is StoresFailures (the pattern's
-// first element matches "PlanSave").
-func PlanSaveFailuresMatching(run RunPattern, open func(test, dir string) (sim.PlanSaveStores, error)) (map[string]string, int) {
-	return suiteFailures("PlanSave", runPlanSave, run, open)
+	return suiteFailures("PlanSave", runPlanSave, open)
 }
 
 func runPlanSave(t suiteT, open func(t suiteT) sim.PlanSaveStores) {

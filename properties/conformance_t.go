@@ -103,9 +103,9 @@ type confRecorderLog struct {
 	mu       sync.Mutex
 	failures []failure
 	logs     []string
-	// run, when set, narrows the subtests that run (RunPattern); ran
+	// run, when set, narrows the subtests that run (runPattern); ran
 	// counts those it matched all the way.
-	run RunPattern
+	run runPattern
 	ran int
 }
 
@@ -294,22 +294,22 @@ func confRunPattern(name string) string {
 	return strings.Join(parts, "/")
 }
 
-// RunPattern narrows the conformance subtests that run, as go test's -run
+// runPattern narrows the conformance subtests that run, as go test's -run
 // does: the pattern "Stores/Behaviour/Locks" is split at each '/', and a
 // subtest runs when the name at each level of its path (the suite,
 // "Stores" or "PlanSave", first) matches that level's regular expression;
 // levels past the pattern's run whole. An empty pattern runs everything.
-type RunPattern []*regexp.Regexp
+type runPattern []*regexp.Regexp
 
-// ParseRunPattern compiles a go test -run style pattern (a leading "^$/"
+// parseRunPattern compiles a go test -run style pattern (a leading "^$/"
 // element, for the unnamed top level that conformance failures' replay
 // lines start with, is dropped).
-func ParseRunPattern(s string) (RunPattern, error) {
+func parseRunPattern(s string) (runPattern, error) {
 	s = strings.TrimPrefix(s, "^$/")
 	if s == "" {
 		return nil, nil
 	}
-	var out RunPattern
+	var out runPattern
 	for i, part := range strings.Split(s, "/") {
 		re, err := regexp.Compile(part)
 		if err != nil {
@@ -320,7 +320,7 @@ func ParseRunPattern(s string) (RunPattern, error) {
 	return out, nil
 }
 
-func (p RunPattern) matches(path []string) bool {
+func (p runPattern) matches(path []string) bool {
 	for i, name := range path {
 		if i < len(p) && !p[i].MatchString(name) {
 			return false

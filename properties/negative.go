@@ -1,6 +1,8 @@
 package properties
 
 import (
+	"fmt"
+	"os"
 	"strings"
 
 	"github.com/crashmatrix/crashmatrix/reference"
@@ -20,24 +22,37 @@ import (
 // subtest above it ("LockProvider"); the value is the first failure
 // message under it. A failure outside every subtest (open failed for the
 // first bundle) is under "". Correct stores give an empty map.
+//
+// The environment variable CRASHMATRIX_CONFORMANCE_RUN narrows what runs
+// as go test's -run does, over the subtests' paths with the suite first
+// ("Stores/LockProvider/ExpiryHandsOverWithGreaterToken"): a suite its
+// first element does not match runs nothing and fails nothing; one it
+// matches but none of whose subtests it names fails under "" saying so
+// (crashmatrix certify --conformance-run sets it).
 func StoresFailures(open func(test, dir string) (reference.Stores, error)) map[string]string {
-	failed, _ := suiteFailures("Stores", runStores, nil, open)
-	return failed
+	return suiteFailures("Stores", runStores, open)
 }
 
-// StoresFailuresMatching is StoresFailures with only the subtests run
-// matches (RunPattern; its first element matches the suite's name,
-// "Stores"); it also returns how many subtests the whole pattern matched,
-// zero when it named none of them.
-func StoresFailuresMatching(run RunPattern, open func(test, dir string) (reference.Stores, error)) (map[string]string, int) {
-	return suiteFailures("Stores", runStores, run, open)
-}
+// conformanceRunEnv narrows StoresFailures and PlanSaveFailures.
+const conformanceRunEnv = "CRASHMATRIX_CONFORMANCE_RUN"
+
+// noSubtest starts the failure of a run pattern that names a suite and
+// none of its subtests.
+const noSubtest = "matches no subtest of "
 
 // suiteFailures runs the conformance suite run, named name, under a
 // recorder instead of a testing.T, each case on a fresh bundle from open
 // (given the asking test's name and a fresh folder), and returns its
 // failures as failurePaths does below name.
-func suiteFailures[S any](name string, run func(suiteT, func(suiteT) S), pattern RunPattern, open func(test, dir string) (S, error)) (map[string]string, int) {
+func suiteFailures[S any](name string, run func(suiteT, func(suiteT) S), open func(test, dir string) (S, error)) map[string]string {
+	env := os.Getenv(conformanceRunEnv)
+	pattern, err := parseRunPattern(env)
+	switch {
+	case err != nil:
+		return map[string]string{"": fmt.Sprintf("%s: %v", conformanceRunEnv, err)}
+	case pattern != nil && !pattern[0].MatchString(name):
+		return map[string]string{} // this suite was not asked for
+	}
 	r := newRecorder("")
 	r.root.run = pattern
 	r.Run(name, func(t suiteT) {
@@ -50,7 +65,11 @@ func suiteFailures[S any](name string, run func(suiteT, func(suiteT) S), pattern
 		})
 	})
 	r.Close()
-	return failurePaths(r.Failures(), "/"+name), r.root.ran
+	failed := failurePaths(r.Failures(), "/"+name)
+	if pattern != nil && r.root.ran == 0 {
+		failed[""] = fmt.Sprintf("%s=%q %s%s", conformanceRunEnv, env, noSubtest, name)
+	}
+	return failed
 }
 
 // failurePaths turns a recorder's failures under the suite named by

@@ -1,6 +1,7 @@
 package properties
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/adapters/memory"
@@ -11,7 +12,7 @@ import (
 // subtest's path against the pattern's element at that level, levels
 // past the pattern whole; a replay line's leading "^$/" is dropped.
 func TestRunPatternMatchesLevelByLevel(t *testing.T) {
-	p, err := ParseRunPattern("^$/^Stores$/Behaviour")
+	p, err := parseRunPattern("^$/^Stores$/Behaviour")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,35 +31,41 @@ func TestRunPatternMatchesLevelByLevel(t *testing.T) {
 			t.Errorf("%v matches %v = %v, want %v", p, c.path, got, c.want)
 		}
 	}
-	if _, err := ParseRunPattern("Stores/("); err == nil {
+	if _, err := parseRunPattern("Stores/("); err == nil {
 		t.Error("a pattern that does not compile was accepted")
 	}
 }
 
-// StoresFailuresMatching runs what the pattern names and nothing else:
-// one bundle-opening subtest, not the suite's hundreds.
-func TestStoresFailuresMatchingRunsOnlyWhatItNames(t *testing.T) {
-	p, err := ParseRunPattern("Stores/Behaviour/Locks")
-	if err != nil {
-		t.Fatal(err)
-	}
+// CRASHMATRIX_CONFORMANCE_RUN runs what the pattern names and nothing
+// else: one bundle-opening subtest, not the suite's hundreds; a pattern
+// naming the suite and none of its subtests fails saying so; one naming
+// another suite runs nothing here.
+func TestConformanceRunEnvRunsOnlyWhatItNames(t *testing.T) {
 	var tests []string
-	failed, ran := StoresFailuresMatching(p, func(test, _ string) (reference.Stores, error) {
+	open := func(test, _ string) (reference.Stores, error) {
 		tests = append(tests, test)
 		return memory.New(memory.Options{}), nil
-	})
-	if len(failed) != 0 || ran != 1 {
-		t.Fatalf("failed %v, ran %d; want nothing failed and the one subtest run", failed, ran)
+	}
+	t.Setenv(conformanceRunEnv, "Stores/Behaviour/Locks")
+	if failed := StoresFailures(open); len(failed) != 0 {
+		t.Fatalf("failed %v; want nothing", failed)
+	}
+	if len(tests) == 0 {
+		t.Fatal("no bundle was opened: the pattern ran nothing")
 	}
 	for _, name := range tests {
 		if name != "/Stores/Behaviour/Locks" && name != "/Stores/Behaviour" && name != "/Stores" {
 			t.Errorf("a bundle was opened for %s, outside the pattern", name)
 		}
 	}
-	if _, ran := StoresFailuresMatching(RunPattern{p[0], p[1]}, func(string, string) (reference.Stores, error) {
-		return memory.New(memory.Options{}), nil
-	}); ran != 1 {
-		t.Errorf("Stores/Behaviour ran %d, want 1 (its parent level)", ran)
+	t.Setenv(conformanceRunEnv, "Stores/Behaviour/Nope")
+	if failed := StoresFailures(open); !strings.Contains(failed[""], noSubtest+"Stores") {
+		t.Errorf("a pattern naming no subtest: %v", failed)
+	}
+	tests = nil
+	t.Setenv(conformanceRunEnv, "PlanSave/PlanStore")
+	if failed := StoresFailures(open); len(failed) != 0 || len(tests) != 0 {
+		t.Errorf("a pattern naming the other suite: failed %v, opened %v; want nothing run", failed, tests)
 	}
 }
 

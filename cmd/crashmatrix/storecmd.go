@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -94,10 +95,17 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command, details bool) error
 	if s.command == "" || !s.conformance {
 		return nil
 	}
-	pattern, err := properties.ParseRunPattern(s.conformanceRun)
-	if err != nil {
-		return fmt.Errorf("--conformance-run: %w", err)
+	if s.conformanceRun != "" {
+		if err := s.checkRunPattern(); err != nil {
+			return err
+		}
+		// The suites read it (properties.StoresFailures).
+		if err := os.Setenv("CRASHMATRIX_CONFORMANCE_RUN", s.conformanceRun); err != nil {
+			return err
+		}
+		defer os.Unsetenv("CRASHMATRIX_CONFORMANCE_RUN")
 	}
+	pattern := s.conformanceRun != ""
 	out := cmd.OutOrStdout()
 	t0 := time.Now()
 	var opened atomic.Int64
@@ -116,37 +124,32 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command, details bool) error
 			OnProtocolError: func(_ context.Context, err *storeproc.ProtocolError) { broken.CompareAndSwap(nil, err) }})
 	}
 	failed := map[string]string{}
-	storesFailed, ran := properties.StoresFailuresMatching(pattern, func(test, dir string) (reference.Stores, error) {
+	for path, msg := range properties.StoresFailures(func(test, dir string) (reference.Stores, error) {
 		c, err := start(s.command, test, dir, []string{storeproc.StoreOperations, storeproc.StoreStates, storeproc.StoreRegistry, storeproc.StoreGraph, storeproc.StoreLocks})
 		if err != nil {
 			return reference.Stores{}, err
 		}
 		return c.Stores(), nil
-	})
-	for path, msg := range storesFailed {
+	}) {
 		failed["Stores/"+path] = msg
 	}
 	if s.planSave != "" {
 		// System B's stores: the checkpoint and plan contracts the crash
 		// matrix takes for granted (a plan table without its key).
-		planFailed, n := properties.PlanSaveFailuresMatching(pattern, func(test, dir string) (sim.PlanSaveStores, error) {
+		for path, msg := range properties.PlanSaveFailures(func(test, dir string) (sim.PlanSaveStores, error) {
 			c, err := start(s.planSave, test, dir, []string{storeproc.StoreCheckpoints, storeproc.StorePlans})
 			if err != nil {
 				return sim.PlanSaveStores{}, err
 			}
 			return sim.PlanSaveStores{Checkpoints: c.Checkpoints(), Plans: c.Plans(), Closer: c}, nil
-		})
-		ran += n
-		for path, msg := range planFailed {
+		}) {
 			failed["PlanSave/"+path] = msg
 		}
 	}
-	if pattern != nil && ran == 0 {
-		suites := "Stores"
-		if s.planSave != "" {
-			suites += " and PlanSave"
+	for path, msg := range failed {
+		if pattern && strings.HasSuffix(path, "/") && strings.Contains(msg, "matches no subtest of") {
+			return fmt.Errorf("--conformance-run %q matches no conformance subtest of %s (a failure's replay line gives the whole pattern)", s.conformanceRun, strings.TrimSuffix(path, "/"))
 		}
-		return fmt.Errorf("--conformance-run %q matches no conformance subtest (its first element matches the suite, %s; a failure's replay line gives the whole pattern)", s.conformanceRun, suites)
 	}
 	// The deepest failed subtests: the map holds each one's parents too.
 	var failures []string
@@ -180,16 +183,38 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command, details bool) error
 			}
 			fmt.Fprintln(out, "  "+strings.ReplaceAll(f, "\n", "\n    "))
 		}
-		if pattern == nil {
+		if !pattern {
 			fmt.Fprintln(out, "(--conformance=false runs the crash matrix without them)")
 		}
 		return exitError{1}
 	}
-	if pattern != nil {
-		fmt.Fprintf(out, "conformance: the stores pass the %d conformance subtest(s) --conformance-run %s matches (%d store bundles, %s); no crash matrix was run\n", ran, shellQuote(s.conformanceRun), opened.Load(), took)
+	if pattern {
+		fmt.Fprintf(out, "conformance: the stores pass the conformance subtests --conformance-run %s matches (%d store bundles, %s); no crash matrix was run\n", shellQuote(s.conformanceRun), opened.Load(), took)
 		return exitError{0}
 	}
 	fmt.Fprintf(out, "conformance: the stores pass every conformance suite over the store protocol (%d store bundles, %s)\n", opened.Load(), took)
+	return nil
+}
+
+// checkRunPattern refuses a --conformance-run pattern that does not
+// compile, or whose first element names no suite this run has (Stores,
+// and PlanSave with --plansave-cmd).
+func (s *storeCmdFlags) checkRunPattern() error {
+	p := strings.TrimPrefix(s.conformanceRun, "^$/")
+	first, _, _ := strings.Cut(p, "/")
+	for i, part := range strings.Split(p, "/") {
+		if _, err := regexp.Compile(part); err != nil {
+			return fmt.Errorf("--conformance-run %q, element %d: %w", s.conformanceRun, i+1, err)
+		}
+	}
+	suites := []string{"Stores"}
+	if s.planSave != "" {
+		suites = append(suites, "PlanSave")
+	}
+	re := regexp.MustCompile(first)
+	if !slices.ContainsFunc(suites, re.MatchString) {
+		return fmt.Errorf("--conformance-run %q: its first element names the suite, one of %v here (a failure's replay line gives the whole pattern)", s.conformanceRun, suites)
+	}
 	return nil
 }
 
