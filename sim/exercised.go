@@ -216,3 +216,44 @@ func interleavingMissed(c Case, h history.Log, tm Timing) *NotExercisedReason {
 	}
 	return nil
 }
+
+// recrashWorker is the worker of a recrash case that crashes a second time
+// at the window, in the recovery of the first crash (windowCase).
+const recrashWorker = "recover-crash"
+
+// RecrashNotApplicable is the note of a recrash case at a store-declared
+// window whose second crash cannot happen (recrashWithoutReturn).
+const RecrashNotApplicable = "a recrash at a window the store declared, where recovery never comes back: the first crash there left recovery nothing to redo at this window (its operation had ended, or nothing durable was left to resume), so no second crash can happen there; the crash case at the same window covers the first"
+
+// recrashWithoutReturn reports whether c is a recrash at a store-declared
+// window whose first crash fired, and whose recover-crash worker then ran
+// its recovery to the end, or to an error, without coming back to the
+// window. A catalogue window declares the kinds that apply to it; a store
+// window gets every store kind, and only the run can tell that recovery
+// does not pass it again (a claim released after the operation completed,
+// a thread's first checkpoint). Such a case is not applicable: it is
+// neither a pass nor a window the harness failed to reach.
+func recrashWithoutReturn(c Case, h history.Log) bool {
+	if !c.Store || c.Kind != faults.Recrash {
+		return false
+	}
+	first := false
+	for _, st := range c.Steps {
+		if st.Worker == recrashWorker {
+			break
+		}
+		if _, armed := st.Arms[c.Point]; armed && h.HitBy(st.Worker, c.Point) {
+			first = true
+		}
+	}
+	if !first || h.HitBy(recrashWorker, c.Point) {
+		return false
+	}
+	ended := false
+	for _, r := range h {
+		if r.Worker == recrashWorker && r.Kind == history.Exit && r.Reason == "done" {
+			ended = true
+		}
+	}
+	return ended
+}

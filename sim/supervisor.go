@@ -549,9 +549,10 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	// Was every expected fault exercised, and did each armed crash end its
 	// worker by the kill?
 	var miss *NotExercisedReason
+	noRecrash := recrashWithoutReturn(c, h)
 	for i, st := range c.Steps {
 		for _, p := range st.ExpectHit {
-			if !h.HitBy(st.Worker, p) {
+			if !h.HitBy(st.Worker, p) && !(noRecrash && st.Worker == recrashWorker) {
 				why := whyNotHit(h, i, st, p, findWorker(res.Workers, st.Worker), tm)
 				// The note keeps the reports' wording; the reason, with
 				// its cause and advice, is in NotExercised.
@@ -628,6 +629,9 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	switch {
 	case len(res.Violations) > 0:
 		res.Verdict = Fail
+	case exercised && noRecrash:
+		res.Verdict = NotApplicable
+		res.Notes = append(res.Notes, RecrashNotApplicable)
 	case !exercised:
 		res.Verdict = NotExercised
 		res.NotExercised = miss
