@@ -361,7 +361,7 @@ func headline(rep sim.Report, d Digest) (string, string) {
 		}
 		if n := len(d.NotApplicable); n > 0 {
 			return "CERTIFIED", fmt.Sprintf("%s %d applicable cases were exercised and every invariant held (%d not applicable: %s)",
-				what, len(rep.Results)-n, n, d.NotApplicable[0].Why)
+				what, len(rep.Results)-n, n, notApplicableWhy(d.NotApplicable))
 		}
 		return "CERTIFIED", fmt.Sprintf("%s %d cases were exercised and every invariant held", what, len(rep.Results))
 	case sim.Fail:
@@ -399,7 +399,7 @@ func headline(rep sim.Report, d Digest) (string, string) {
 		ls = append(ls, labelList(g.Cases, 3)+": "+why)
 	}
 	if len(ls) == 0 && len(d.NotApplicable) > 0 {
-		ls = []string{fmt.Sprintf("no applicable case ran (%d not applicable: %s)", len(d.NotApplicable), d.NotApplicable[0].Why)}
+		ls = []string{fmt.Sprintf("no applicable case ran (%d not applicable: %s)", len(d.NotApplicable), notApplicableWhy(d.NotApplicable))}
 	}
 	if len(ls) == 0 {
 		ls = []string{"no case ran"}
@@ -538,4 +538,28 @@ func lostSummary(lost []string) string {
 		s += fmt.Sprintf("; and %d more", more)
 	}
 	return s
+}
+
+// NotApplicableGroups groups the cases set apart as not applicable by
+// their reason, in the order the reasons first come.
+func NotApplicableGroups(cs []CaseRef) []UndecidedGroup {
+	var gs []UndecidedGroup
+	for _, c := range cs {
+		i := slices.IndexFunc(gs, func(g UndecidedGroup) bool { return g.Why == c.Why })
+		if i < 0 {
+			gs = append(gs, UndecidedGroup{Why: c.Why})
+			i = len(gs) - 1
+		}
+		gs[i].Cases = append(gs[i].Cases, c)
+	}
+	return gs
+}
+
+// notApplicableWhy is the headline's reason for the cases set apart: the
+// one reason they share, or how many there are.
+func notApplicableWhy(cs []CaseRef) string {
+	if gs := NotApplicableGroups(cs); len(gs) > 1 {
+		return fmt.Sprintf("%d reasons, listed under NOT APPLICABLE", len(gs))
+	}
+	return cs[0].Why
 }

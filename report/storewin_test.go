@@ -187,3 +187,32 @@ func TestStoreWindowColumnsFollowTheMatrix(t *testing.T) {
 		t.Errorf("store window table: header %q, row %q; want the error column second, and its FAIL I5 there", header, row)
 	}
 }
+
+// Cases set apart for different reasons are listed under each reason,
+// and the headline says how many reasons there are rather than quoting
+// the first one for all (a recrash that cannot recur beside System B's
+// cases on a backend without System B).
+func TestNotApplicableIsGroupedByReason(t *testing.T) {
+	w := sim.StoreWindow{Point: "specstore/release", System: faults.Ingestion, Methods: []string{"ops.releaseClaim"}, Hits: 1, InRecovery: true}
+	var results []sim.CaseResult
+	for _, c := range sim.StoreMatrix([]sim.StoreWindow{w}, 250) {
+		r := sim.CaseResult{Case: c, Verdict: sim.Pass, Hits: map[string]int{string(c.Point): 1}}
+		if c.Kind == faults.Recrash {
+			r.Verdict, r.Notes = sim.NotApplicable, []string{sim.RecrashNotApplicable}
+		}
+		results = append(results, r)
+	}
+	planSave, _ := sim.PowerCase(faults.PlanSaveBeforeApprove, faults.PowerLoss, 250)
+	results = append(results, sim.CaseResult{Case: planSave, Verdict: sim.NotApplicable, Notes: []string{"backend store-cmd does not provide System B's stores"}})
+	rep := sim.Report{Backend: "store-cmd", Results: results, StoreWindows: []sim.StoreWindow{w}, Probed: true, Verdict: sim.Pass,
+		Counts: map[sim.Verdict]int{sim.Pass: len(results) - 2, sim.NotApplicable: 2}}
+	var text bytes.Buffer
+	report.WriteTerminal(&text, rep, report.Options{})
+	out := text.String()
+	if strings.Count(out, "\nNOT APPLICABLE (1): ") != 2 || !strings.Contains(out, "NOT APPLICABLE (1): "+sim.RecrashNotApplicable) {
+		t.Errorf("want one NOT APPLICABLE block per reason:\n%s", out)
+	}
+	if !strings.Contains(out, "2 not applicable: 2 reasons, listed under NOT APPLICABLE") {
+		t.Errorf("the headline quotes one reason for both:\n%s", out)
+	}
+}

@@ -265,12 +265,12 @@ func writeDigest(w io.Writer, d Digest, o Options) {
 			}
 		}
 	}
-	if n := len(d.NotApplicable); n > 0 {
+	for _, g := range NotApplicableGroups(d.NotApplicable) {
 		var ls []string
-		for _, c := range d.NotApplicable {
+		for _, c := range g.Cases {
 			ls = append(ls, c.Label)
 		}
-		fmt.Fprintf(w, "\nNOT APPLICABLE (%d): %s\n    %s\n", n, d.NotApplicable[0].Why, strings.Join(ls, ", "))
+		fmt.Fprintf(w, "\nNOT APPLICABLE (%d): %s\n    %s\n", len(g.Cases), g.Why, strings.Join(ls, ", "))
 	}
 	if len(d.Undecided) > 0 {
 		// Each reason once, with the cases it stopped.
