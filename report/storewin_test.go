@@ -19,15 +19,8 @@ import (
 // the random kills, naming the one that broke an invariant.
 func TestReportsShowStoreWindowsAndRandomKills(t *testing.T) {
 	w := sim.StoreWindow{Point: "mystore/afterOperationRow", System: faults.Ingestion, Methods: []string{"mystore.(*Ops).CreateIfAbsent"}, Hits: 5}
-	var results []sim.CaseResult
-	for _, c := range sim.StoreMatrix([]sim.StoreWindow{w}, 250) {
-		r := sim.CaseResult{Case: c, Verdict: sim.Pass, Hits: map[string]int{string(w.Point): 1}}
-		if c.Kind == faults.Crash {
-			r.Verdict = sim.Fail
-			r.Violations = []check.Violation{{Invariant: check.I5, Message: "the operation has no persisted plan"}}
-		}
-		results = append(results, r)
-	}
+	results := windowResults(sim.StoreMatrix([]sim.StoreWindow{w}, 250), func(c sim.Case) bool { return c.Kind == faults.Crash },
+		failing(check.I5, "the operation has no persisted plan"))
 	kills := sim.RandomKills(1, 3, sim.Probe{Base: 40 * time.Millisecond})
 	for i, c := range kills {
 		r := sim.CaseResult{Case: c, Verdict: sim.Pass, Hits: map[string]int{}}
@@ -104,16 +97,9 @@ func TestReportsShowStoreWindowsAndRandomKills(t *testing.T) {
 // missing from the table: a "·" where it failed).
 func TestStoreWindowTableShowsPowerLoss(t *testing.T) {
 	w := sim.StoreWindow{Point: "specstore/beforeOperationCommit", System: faults.Ingestion, Methods: []string{"ops.create"}, Hits: 2}
-	var results []sim.CaseResult
 	cases := append(sim.StoreMatrix([]sim.StoreWindow{w}, 250), sim.PowerLossMatrix([]sim.StoreWindow{w}, 250)...)
-	for _, c := range cases {
-		r := sim.CaseResult{Case: c, Verdict: sim.Pass, Hits: map[string]int{string(c.Point): 1}}
-		if c.Store && c.Kind == faults.PowerLoss {
-			r.Verdict = sim.Fail
-			r.Violations = []check.Violation{{Invariant: check.I7, Message: "fencing token did not grow"}}
-		}
-		results = append(results, r)
-	}
+	results := windowResults(cases, func(c sim.Case) bool { return c.Store && c.Kind == faults.PowerLoss },
+		failing(check.I7, "fencing token did not grow"))
 	rep := sim.Report{Backend: "store-cmd", Results: results, StoreWindows: []sim.StoreWindow{w}, Probed: true, ExitCode: 1, Verdict: sim.Fail}
 	if cols := sim.StoreColumns(rep); len(cols) != len(faults.StoreKinds)+1 || cols[len(cols)-1] != faults.PowerLoss {
 		t.Fatalf("store columns %v, want the store kinds and power-loss", cols)
@@ -151,15 +137,8 @@ func TestStoreWindowTableShowsPowerLoss(t *testing.T) {
 // second and error third).
 func TestStoreWindowColumnsFollowTheMatrix(t *testing.T) {
 	w := sim.StoreWindow{Point: "specstore/beforePlanTx", System: faults.Ingestion, Methods: []string{"ops.create"}, Hits: 5}
-	var results []sim.CaseResult
-	for _, c := range sim.StoreMatrix([]sim.StoreWindow{w}, 250) {
-		r := sim.CaseResult{Case: c, Verdict: sim.Pass, Hits: map[string]int{string(c.Point): 1}}
-		if c.Kind == faults.Transient {
-			r.Verdict = sim.Fail
-			r.Violations = []check.Violation{{Invariant: check.I5, Message: "operation without its plan"}}
-		}
-		results = append(results, r)
-	}
+	results := windowResults(sim.StoreMatrix([]sim.StoreWindow{w}, 250), func(c sim.Case) bool { return c.Kind == faults.Transient },
+		failing(check.I5, "operation without its plan"))
 	rep := sim.Report{Backend: "store-cmd", Results: results, StoreWindows: []sim.StoreWindow{w}, Probed: true, ExitCode: 1, Verdict: sim.Fail}
 	var main []faults.Kind
 	for _, k := range sim.Columns(rep) {
@@ -194,14 +173,8 @@ func TestStoreWindowColumnsFollowTheMatrix(t *testing.T) {
 // cases on a backend without System B).
 func TestNotApplicableIsGroupedByReason(t *testing.T) {
 	w := sim.StoreWindow{Point: "specstore/release", System: faults.Ingestion, Methods: []string{"ops.releaseClaim"}, Hits: 1, InRecovery: true}
-	var results []sim.CaseResult
-	for _, c := range sim.StoreMatrix([]sim.StoreWindow{w}, 250) {
-		r := sim.CaseResult{Case: c, Verdict: sim.Pass, Hits: map[string]int{string(c.Point): 1}}
-		if c.Kind == faults.Recrash {
-			r.Verdict, r.Notes = sim.NotApplicable, []string{sim.RecrashNotApplicable}
-		}
-		results = append(results, r)
-	}
+	results := windowResults(sim.StoreMatrix([]sim.StoreWindow{w}, 250), func(c sim.Case) bool { return c.Kind == faults.Recrash },
+		func(r *sim.CaseResult) { r.Verdict, r.Notes = sim.NotApplicable, []string{sim.RecrashNotApplicable} })
 	planSave, _ := sim.PowerCase(faults.PlanSaveBeforeApprove, faults.PowerLoss, 250)
 	results = append(results, sim.CaseResult{Case: planSave, Verdict: sim.NotApplicable, Notes: []string{"backend store-cmd does not provide System B's stores"}})
 	rep := sim.Report{Backend: "store-cmd", Results: results, StoreWindows: []sim.StoreWindow{w}, Probed: true, Verdict: sim.Pass,
@@ -214,5 +187,27 @@ func TestNotApplicableIsGroupedByReason(t *testing.T) {
 	}
 	if !strings.Contains(out, "2 not applicable: 2 reasons, listed under NOT APPLICABLE") {
 		t.Errorf("the headline quotes one reason for both:\n%s", out)
+	}
+}
+
+// windowResults are a result for each case, a pass with its point fired,
+// but for the cases odd picks, which set then changes.
+func windowResults(cases []sim.Case, odd func(sim.Case) bool, set func(*sim.CaseResult)) []sim.CaseResult {
+	var out []sim.CaseResult
+	for _, c := range cases {
+		r := sim.CaseResult{Case: c, Verdict: sim.Pass, Hits: map[string]int{string(c.Point): 1}}
+		if odd(c) {
+			set(&r)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// failing makes a result fail on one violation of inv.
+func failing(inv check.Invariant, msg string) func(*sim.CaseResult) {
+	return func(r *sim.CaseResult) {
+		r.Verdict = sim.Fail
+		r.Violations = []check.Violation{{Invariant: inv, Message: msg}}
 	}
 }
