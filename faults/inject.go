@@ -59,6 +59,15 @@ func CheckTear(n int) error {
 	return nil
 }
 
+// ActionTear is a tear unit as Action.Tear holds it: 0 for TearPage, the
+// default, and any smaller unit as it is.
+func ActionTear(unit int) int {
+	if unit == TearPage {
+		return 0
+	}
+	return unit
+}
+
 // TearUnit is the unit, in bytes, a torn write of a tears at: TearPage
 // unless Tear names a smaller one.
 func (a Action) TearUnit() int {
@@ -173,9 +182,7 @@ func ParseAction(s string) (Action, error) {
 		if err != nil {
 			return a, fmt.Errorf("fault action %q: torn-write tears at %d-byte pages (the default), %d-byte sectors or a smaller power of two down to %d byte, got %q", s, TearPage, TearSector, TearByte, arg)
 		}
-		if n != TearPage {
-			a.Tear = n
-		}
+		a.Tear = ActionTear(n)
 	} else if hasArg {
 		return a, fmt.Errorf("fault action %q: kind %s takes no argument", s, k)
 	}

@@ -186,7 +186,7 @@ func Summarize(rep sim.Report, o Options) Digest {
 		if len(r.Violations) == 0 {
 			continue
 		}
-		ref := CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Replay: o.replay(r), Lost: lostSummary(r.PowerLost)}
+		ref := CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Replay: o.replay(r), Lost: sim.LostSummary(r.PowerLost, 2)}
 		var root *key
 		for _, v := range r.Violations {
 			if IsRoot(v) {
@@ -413,11 +413,12 @@ type UndecidedGroup struct {
 	Why   string
 }
 
-// UndecidedGroups groups undecided cases by reason, the reason most
-// cases share first (an interrupted run: "interrupted"), ties in order of
-// first appearance. A reason that is another one with context in front
-// ("calibration on backend postgres: snapshot: …" and "snapshot: …") is
-// the same failure: the group keeps the longer one.
+// UndecidedGroups groups undecided cases (and the cases set apart as not
+// applicable) by reason, the reason most cases share first (an
+// interrupted run: "interrupted"), ties in order of first appearance. A
+// reason that is another one with context in front ("calibration on
+// backend postgres: snapshot: …" and "snapshot: …") is the same failure:
+// the group keeps the longer one.
 func UndecidedGroups(refs []CaseRef) []UndecidedGroup {
 	var gs []UndecidedGroup
 	for _, r := range refs {
@@ -526,39 +527,10 @@ func Summary(msg string) string {
 	return strings.Join(words, " ")
 }
 
-// lostSummary is the first two things a case's power losses threw away,
-// and how many more.
-func lostSummary(lost []string) string {
-	const shown = 2
-	if len(lost) == 0 {
-		return ""
-	}
-	s := strings.Join(lost[:min(shown, len(lost))], "; ")
-	if more := len(lost) - shown; more > 0 {
-		s += fmt.Sprintf("; and %d more", more)
-	}
-	return s
-}
-
-// NotApplicableGroups groups the cases set apart as not applicable by
-// their reason, in the order the reasons first come.
-func NotApplicableGroups(cs []CaseRef) []UndecidedGroup {
-	var gs []UndecidedGroup
-	for _, c := range cs {
-		i := slices.IndexFunc(gs, func(g UndecidedGroup) bool { return g.Why == c.Why })
-		if i < 0 {
-			gs = append(gs, UndecidedGroup{Why: c.Why})
-			i = len(gs) - 1
-		}
-		gs[i].Cases = append(gs[i].Cases, c)
-	}
-	return gs
-}
-
 // notApplicableWhy is the headline's reason for the cases set apart: the
 // one reason they share, or how many there are.
 func notApplicableWhy(cs []CaseRef) string {
-	if gs := NotApplicableGroups(cs); len(gs) > 1 {
+	if gs := UndecidedGroups(cs); len(gs) > 1 {
 		return fmt.Sprintf("%d reasons, listed under NOT APPLICABLE", len(gs))
 	}
 	return cs[0].Why

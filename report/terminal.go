@@ -265,7 +265,7 @@ func writeDigest(w io.Writer, d Digest, o Options) {
 			}
 		}
 	}
-	for _, g := range NotApplicableGroups(d.NotApplicable) {
+	for _, g := range UndecidedGroups(d.NotApplicable) {
 		var ls []string
 		for _, c := range g.Cases {
 			ls = append(ls, c.Label)

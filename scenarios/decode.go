@@ -921,8 +921,8 @@ func (d *decoder) decodeFault(s *Scenario, n ast.Node, path string) (Fault, bool
 		case faults.CheckTear(int(tear)) != nil:
 			d.errPath(child(path, "tear"), "tear is %d (4 KiB pages, the default), %d (disk sectors) or a smaller power of two down to %d (a tear inside one sector), got %d", faults.TearPage, faults.TearSector, faults.TearByte, tear)
 			good = false
-		case tear != faults.TearPage:
-			ft.Tear = int(tear)
+		default:
+			ft.Tear = faults.ActionTear(int(tear))
 		}
 	}
 	return ft, good

@@ -250,7 +250,7 @@ func windowCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case, bo
 	}
 	c.Steps = append(c.Steps, fault)
 	if k == faults.Recrash {
-		again := recoverStep("recover-crash", faults.Arms{p: faults.On(faults.Crash, 1)})
+		again := recoverStep(recrashWorker, faults.Arms{p: faults.On(faults.Crash, 1)})
 		again.ExpectHit = []faults.Point{p}
 		if spec.System == faults.PlanSave {
 			again.Actions = []Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}}

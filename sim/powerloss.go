@@ -58,9 +58,7 @@ func powerLossCase(spec faults.Spec, k faults.Kind, tear int, leaseTTLMillis int
 	c.ID = caseID(strings.ReplaceAll(string(spec.Point), "/", "-"), string(k))
 	c.Kind = k
 	c.Description = fmt.Sprintf("power loss at %q (%s): every process of the case dies and every write not yet synced is lost; recovery must: %s", spec.Step, spec.Window, spec.Recovery)
-	if tear == faults.TearPage {
-		tear = 0
-	}
+	tear = faults.ActionTear(tear)
 	if k == faults.TornWrite {
 		if tear != 0 {
 			c.ID += "-" + strconv.Itoa(tear)
@@ -327,8 +325,7 @@ func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c Case, env Cas
 		}
 		loss := pc.fs.Cut(tearOf(hit, pc.done))
 		res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed; %d bytes and %d directory entries that were not synced thrown away%s%s",
-			hit.Point, hit.Worker, loss.Bytes, loss.Names, lostNote(loss), tornNote(loss)))
-		res.lost(loss)
+			hit.Point, hit.Worker, loss.Bytes, loss.Names, res.lost(loss), tornNote(loss)))
 		pc.tore(hit, loss)
 		rs := check.Restart{Server: "machine (power loss)", Point: string(hit.Point), Worker: hit.Worker, Events: len(h.Events())}
 		for _, t := range Observe(h, c, space).Threads {
@@ -379,30 +376,36 @@ func tearOf(hit history.Record, n int) lazyfs.Tear {
 	return lazyfs.Tear{Unit: hit.Fault.TearUnit(), Seed: TearSeed(hit.Point, n)}
 }
 
-// lostNote says where a power loss's losses were, the first few of them:
-// " (pystore.db-journal: removed, its directory not synced, so it is
-// back; …, and 3 more)"; nothing when it lost nothing.
-func lostNote(loss lazyfs.Loss) string {
-	const shown = 3
-	if len(loss.Files) == 0 {
-		return ""
-	}
-	var parts []string
-	for _, f := range loss.Files[:min(shown, len(loss.Files))] {
-		parts = append(parts, f.String())
-	}
-	s := strings.Join(parts, "; ")
-	if more := len(loss.Files) - shown; more > 0 {
+// LostSummary names the first n of what power losses threw away (as
+// CaseResult.PowerLost says it), and how many more: "a; b; and 3 more".
+func LostSummary(lost []string, n int) string {
+	s := strings.Join(lost[:min(n, len(lost))], "; ")
+	if more := len(lost) - n; more > 0 {
 		s += fmt.Sprintf("; and %d more", more)
 	}
-	return " (" + s + ")"
+	return s
 }
 
-// lost records where a power loss's losses were (CaseResult.PowerLost).
-func (res *CaseResult) lost(loss lazyfs.Loss) {
+// lostStrings is each thing a power loss threw away, as a person reads it.
+func lostStrings(loss lazyfs.Loss) []string {
+	var out []string
 	for _, f := range loss.Files {
-		res.PowerLost = append(res.PowerLost, f.String())
+		out = append(out, f.String())
 	}
+	return out
+}
+
+// lost records where a power loss's losses were (CaseResult.PowerLost)
+// and returns what the case's note says of them, the first few: "
+// (pystore.db-journal: removed, its directory not synced, so it is back;
+// …; and 3 more)"; nothing when it lost nothing.
+func (res *CaseResult) lost(loss lazyfs.Loss) string {
+	lost := lostStrings(loss)
+	res.PowerLost = append(res.PowerLost, lost...)
+	if len(lost) == 0 {
+		return ""
+	}
+	return " (" + LostSummary(lost, 3) + ")"
 }
 
 // tornNote is what a case's note adds for a torn power loss.

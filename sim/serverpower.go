@@ -69,8 +69,7 @@ func (r *Runner) cutServerPower(ctx context.Context, pc *powerCase, c Case, env 
 		return fmt.Errorf("power loss at %s: %w", hit.Point, err)
 	}
 	res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed, servers %v killed (SIGKILL); %d bytes and %d directory entries of their data directories that were not synced thrown away%s%s; first answered query %s after the kill",
-		hit.Point, hit.Worker, loss.Servers, loss.Bytes, loss.Names, lostNote(loss.Loss), tornNote(loss.Loss), loss.Took.Round(time.Millisecond)))
-	res.lost(loss.Loss)
+		hit.Point, hit.Worker, loss.Servers, loss.Bytes, loss.Names, res.lost(loss.Loss), tornNote(loss.Loss), loss.Took.Round(time.Millisecond)))
 	pc.tore(hit, loss.Loss)
 	rs := check.Restart{Server: "machine (power loss)", Point: string(hit.Point), Worker: hit.Worker, Took: loss.Took, Events: len(h.Events())}
 	for _, t := range Observe(h, c, space).Threads {

@@ -153,9 +153,7 @@ func arm(r *rand.Rand, spec faults.Spec, shape Shape) faults.Action {
 	if shape.PowerLoss > 0 && (k == faults.Crash || k == faults.Recrash) && r.Float64() < shape.PowerLoss {
 		if shape.TornWrite > 0 && r.Float64() < shape.TornWrite {
 			a := faults.On(faults.TornWrite, hit)
-			if shape.Tear != faults.TearPage {
-				a.Tear = shape.Tear
-			}
+			a.Tear = faults.ActionTear(shape.Tear)
 			return a
 		}
 		return faults.On(faults.PowerLoss, hit)
