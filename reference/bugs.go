@@ -120,6 +120,16 @@ const (
 	// lease again after a stall: the revision CAS alone stops a stale
 	// writer only when the revision moved.
 	BugCommitWithoutLeaseCheck Bug = "commit-without-lease-check"
+	// BugScanSkipsPendingDeadLetter leaves out of the recovery scan the
+	// operations whose dead letter is under way (DeadLetterPending): one
+	// cut short by a crash stays unfinished for ever unless its caller
+	// resubmits it.
+	BugScanSkipsPendingDeadLetter Bug = "scan-skips-pending-dead-letter"
+	// BugSupportIgnoresPendingPlans counts an edge's support from the
+	// committed ACTIVE states alone, not from the plans of other
+	// unfinished operations: a cleanup deletes an edge another document's
+	// plan in flight has written and is about to commit.
+	BugSupportIgnoresPendingPlans Bug = "support-ignores-pending-plans"
 	// BugPlanSaveKeyPerAttempt (System B) mints the operation_id of the
 	// save step per attempt instead of taking the one kept in the
 	// workflow state.
@@ -137,7 +147,7 @@ var Bugs = []Bug{BugRecallModelOnResume, BugSkipRevisionCheck, BugAdvanceBeforeG
 	BugCASOnHealedRevision, BugRevisionReadBeforeLeaseCheck, BugRebaseFreshPlan, BugAnswerCurrentRevision,
 	BugStaleEdgesFromCurrent, BugRebaseAfterGraphWrite,
 	BugResubmitIgnoresContent, BugRetractIDWithoutRevision, BugNodeIDIgnoresCase, BugRetractionSkipsStaleCleanup, BugReplanIDFromOldOperation,
-	BugCommitWithoutLeaseCheck,
+	BugCommitWithoutLeaseCheck, BugScanSkipsPendingDeadLetter, BugSupportIgnoresPendingPlans,
 	BugPlanSaveKeyPerAttempt, BugPlanSaveCheckpointFirst}
 
 // System says which protocol a mutant breaks: the ingestion service's

@@ -322,6 +322,9 @@ func (s *Service) unsupported(ctx context.Context, op Operation, excludeDoc stri
 // pendingPlans are the plans of the space's other unfinished operations
 // that will commit an ACTIVE state not yet committed.
 func (s *Service) pendingPlans(ctx context.Context, op Operation) ([]Plan, error) {
+	if s.has(BugSupportIgnoresPendingPlans) {
+		return []Plan{}, nil // the defect: committed states alone support edges
+	}
 	ops, err := s.Ops.ListRecoverable(ctx, 10000)
 	if err != nil {
 		return nil, err

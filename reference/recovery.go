@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
@@ -179,7 +180,8 @@ func (r *Recovery) recoverOne(ctx context.Context, op Operation, maxAttempts int
 
 // scan lists up to limit unfinished operations (of Space, if set).
 func (r *Recovery) scan(ctx context.Context, limit int) ([]Operation, error) {
-	if r.Space == "" {
+	skipPending := r.Service.has(BugScanSkipsPendingDeadLetter)
+	if r.Space == "" && !skipPending {
 		return r.Service.Ops.ListRecoverable(ctx, limit)
 	}
 	ops, err := r.Service.Ops.ListRecoverable(ctx, max(limit, 10000))
@@ -188,7 +190,10 @@ func (r *Recovery) scan(ctx context.Context, limit int) ([]Operation, error) {
 	}
 	out := ops[:0]
 	for _, op := range ops {
-		if op.Space == r.Space && len(out) < limit {
+		if skipPending && strings.HasPrefix(op.FailureReason, DeadLetterPending) {
+			continue // the defect: a dead letter under way is left out
+		}
+		if (r.Space == "" || op.Space == r.Space) && len(out) < limit {
 			out = append(out, op)
 		}
 	}

@@ -22,6 +22,11 @@ const (
 	// whose reply was lost as a definite failure ("failed, retry as new")
 	// instead of an unknown outcome.
 	MutantLostCommitIsFailure = "lost-commit-is-failure"
+	// MutantRenewIgnoresHolder makes the SQL stores' (SQLite, PostgreSQL)
+	// lease renewal match the document and a live expiry but not the
+	// holder and its token: a stale holder renews the lease another holder
+	// was granted and goes on writing.
+	MutantRenewIgnoresHolder = "renew-ignores-holder"
 )
 
 // CaseEnv locates one case's data in a backend. Every process of a case

@@ -406,6 +406,8 @@ func ClassCases(leaseTTLMillis int64) []Case {
 		retractionSharedEdge("retraction-shared-edge", "a document is retracted while another still supports one of its edges; the retraction crashes mid-way", faults.BeforeStateCommit, faults.Crash),
 	}
 	cases = append(cases, replanCases(leaseTTLMillis)...) // sim/replan.go
+	// The in-flight classes: sim/inflight.go.
+	cases = append(cases, inFlightCases(leaseTTLMillis)...)
 	for i := range cases {
 		cases[i].TTLMillis = leaseTTLMillis
 	}

@@ -35,6 +35,9 @@ func SecondCases(leaseTTLMillis int64) []Case {
 		retractionSharedEdgeCrossed("retraction-shared-edge-crossed-unknown", "retraction-shared-edge-crossed with the first retraction's graph write committed and its worker dead before it learnt so: when it commits, the edge nothing supports must go", faults.BeforeGraphApplied, faults.Unknown),
 		replanAfterDeadLetter("replan-after-dead-letter-graph-applied", "replan-after-dead-letter with the first ingestion's graph written before it died: its conflict re-plans the content under the dead-lettered operationId, never a second plan for one intent", faults.BeforeGraphApplied),
 		staleWriterAfterNoop("stale-writer-after-noop-retracted", "stale-writer-after-noop on a document retracted before: a writer re-ingesting it stalls past its lease before its state commit while another instance's retraction finds it retracted already; only the lease can refuse the commit", true, long),
+		staleHolderRenews(StaleHolderRenewsClass+"-lease-check", faults.BeforeLeaseCheck, leaseTTLMillis),
+		deadLetterCutShort(DeadLetterCutShortClass+"-failed", "dead-letter-cut-short before the graph write: the ingestion fails for good there (the operation FAILED), and its worker dies before it records the dead letter; nobody resubmits: recovery alone must finish the dead letter", faults.BeforeGraphWrite),
+		retractionWhilePlanInFlight(RetractionWhilePlanInFlightClass+"-crash", "retraction-while-plan-in-flight with the other document's worker dead before its state commit (its graph written, the operation GRAPH_APPLIED): the retraction must keep the edge the plan in flight needs, and recovery commits it", true, leaseTTLMillis),
 		retractionSharedEdge("retraction-shared-edge-unknown", "a document is retracted while another still supports one of its edges; the retraction's graph write commits and the worker dies before it learns so", faults.BeforeGraphApplied, faults.Unknown),
 	}
 	for i := range cases {

@@ -43,6 +43,10 @@ type Options struct {
 	// LostCommitIsFailure is a mutant: a write whose reply was lost is
 	// reported as a definite failure instead of an unknown outcome.
 	LostCommitIsFailure bool
+	// RenewIgnoresHolder is a mutant: a lease renewal matches the
+	// document and a live expiry, not the holder and its token
+	// (sqlcore.Locks.RenewAnyHolder).
+	RenewIgnoresHolder bool
 }
 
 // db is the shared pool of one Open call.
@@ -94,7 +98,11 @@ func Open(ctx context.Context, dsn string, opts Options) (reference.Stores, erro
 
 // stores are every store on the pool.
 func (d *db) stores() reference.Stores {
-	return sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), sqlcore.NewLocks(d, dialect, d.acquireLease), &closer{d})
+	locks := sqlcore.NewLocks(d, dialect, d.acquireLease)
+	if d.opts.RenewIgnoresHolder {
+		locks.RenewAnyHolder(dialect)
+	}
+	return sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), locks, &closer{d})
 }
 
 // wrapConnect wraps an error of Open; a failure to connect that is not a

@@ -38,6 +38,10 @@ type Options struct {
 	// fsync ever, so a power loss loses committed transactions (a mutant
 	// the power-loss fault must catch; a process kill does not).
 	SynchronousOff bool
+	// RenewIgnoresHolder is a mutant: a lease renewal matches the
+	// document and a live expiry, not the holder and its token
+	// (sqlcore.Locks.RenewAnyHolder).
+	RenewIgnoresHolder bool
 }
 
 // SchemaVersion is the version of the schema Open creates (and migrates
@@ -145,7 +149,11 @@ func open(what, dsn string, pin bool, opts Options) (reference.Stores, error) {
 
 // stores are every store on the handle.
 func (d *db) stores() reference.Stores {
-	return sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), sqlcore.NewLocks(d, dialect, d.acquireLease), &closer{d})
+	locks := sqlcore.NewLocks(d, dialect, d.acquireLease)
+	if d.opts.RenewIgnoresHolder {
+		locks.RenewAnyHolder(dialect)
+	}
+	return sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), locks, &closer{d})
 }
 
 // connect opens dsn with the statement cache and waits until the database

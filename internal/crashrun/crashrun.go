@@ -396,6 +396,11 @@ func Mutants() []Mutant {
 		bug(reference.BugRetractionSkipsStaleCleanup, "I3", nil, nil, "retraction-shared-edge-crossed"),
 		bug(reference.BugReplanIDFromOldOperation, "I1", nil, nil, "replan-after-dead-letter"),
 		bug(reference.BugCommitWithoutLeaseCheck, "I7", nil, nil, "stale-writer-after-noop"),
+		// Reached by exploration alone until their case classes landed
+		// (sim/inflight.go).
+		{sim.MutantRenewIgnoresHolder, Options{Mutant: sim.MutantRenewIgnoresHolder, Classes: []string{sim.StaleHolderRenewsClass}}, "I7", false, nil},
+		bug(reference.BugScanSkipsPendingDeadLetter, "I5", nil, nil, sim.DeadLetterCutShortClass),
+		bug(reference.BugSupportIgnoresPendingPlans, "I3", nil, nil, sim.RetractionWhilePlanInFlightClass),
 		bug(reference.BugPlanSaveKeyPerAttempt, "I8", []faults.Point{faults.PlanSaveBeforeCheckpoint}, crash),
 		bug(reference.BugPlanSaveCheckpointFirst, "I8", []faults.Point{faults.PlanSaveBeforeBusiness}, crash),
 	}

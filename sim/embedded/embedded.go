@@ -51,14 +51,15 @@ func SQLite() sim.Backend {
 		Embedded: true,
 		Local:    true,
 		OpenShared: func(_ context.Context, env sim.CaseEnv) (reference.Stores, error) {
-			return sqlite.OpenMemory(memoryName(env.Dir), sqlite.Options{CreateInsteadOfMerge: env.Mutant == sim.MutantCreateNotMerge})
+			return sqlite.OpenMemory(memoryName(env.Dir), sqlite.Options{CreateInsteadOfMerge: env.Mutant == sim.MutantCreateNotMerge,
+				RenewIgnoresHolder: env.Mutant == sim.MutantRenewIgnoresHolder})
 		},
 		Open: func(_ context.Context, env sim.CaseEnv) (reference.Stores, error) {
 			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
 				return reference.Stores{}, err
 			}
 			return sqlite.Open(filepath.Join(env.Dir, "crashmatrix.db"), sqlite.Options{CreateInsteadOfMerge: env.Mutant == sim.MutantCreateNotMerge,
-				SynchronousOff: env.Mutant == sim.MutantSynchronousOff})
+				SynchronousOff: env.Mutant == sim.MutantSynchronousOff, RenewIgnoresHolder: env.Mutant == sim.MutantRenewIgnoresHolder})
 		},
 		OpenPlanSave: func(_ context.Context, env sim.CaseEnv) (sim.PlanSaveStores, error) {
 			if err := os.MkdirAll(env.Dir, 0o755); err != nil {

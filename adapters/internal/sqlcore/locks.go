@@ -23,6 +23,9 @@ type Locks struct {
 	acquire        Acquire
 	renew, release string
 	list           string
+	// renewAny, when set, is the renewal of the renew-ignores-holder
+	// mutant (RenewAnyHolder).
+	renewAny string
 }
 
 var _ reference.LockProvider = (*Locks)(nil)
@@ -36,6 +39,16 @@ func NewLocks(db DB, d Dialect, acquire Acquire) *Locks {
 			WHERE space = ? AND document_id = ? AND holder = ? AND token = ? AND holder <> ''`),
 		list: d.SQL(listLeases),
 	}
+}
+
+// RenewAnyHolder makes p a mutant (sim.MutantRenewIgnoresHolder): its
+// renewal matches the document and a live expiry but not the holder and
+// its token, so a stale holder whose lease another holder was granted
+// since renews (the other holder's lease) and goes on writing.
+func (p *Locks) RenewAnyHolder(d Dialect) *Locks {
+	p.renewAny = d.SQL(`UPDATE {leases} SET expires_at = ?
+		WHERE space = ? AND document_id = ? AND expires_at > ?`)
+	return p
 }
 
 // LeaseIDs names a lease in errors.
@@ -56,8 +69,11 @@ func (p *Locks) Renew(ctx context.Context, l reference.Lease, now, ttlMillis int
 	if err := reference.CheckLease(l.Space, l.DocumentID, l.Holder, ttlMillis); err != nil {
 		return reference.Lease{}, err
 	}
-	n, err := p.db.Exec(ctx, "locks.renew", LeaseIDs(l.Space, l.DocumentID, l.Holder), p.renew,
-		now+ttlMillis, l.Space, l.DocumentID, l.Holder, l.Token, now)
+	query, args := p.renew, []any{now + ttlMillis, l.Space, l.DocumentID, l.Holder, l.Token, now}
+	if p.renewAny != "" {
+		query, args = p.renewAny, []any{now + ttlMillis, l.Space, l.DocumentID, now}
+	}
+	n, err := p.db.Exec(ctx, "locks.renew", LeaseIDs(l.Space, l.DocumentID, l.Holder), query, args...)
 	if err != nil {
 		return reference.Lease{}, err
 	}
