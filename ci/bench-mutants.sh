@@ -12,8 +12,13 @@
 #
 # Exit status: 0 when every mutant was caught in every run, 1 otherwise.
 #
+# BACKEND_MUTANTS are store mutants (certify --mutant NAME) run the same
+# way beside them (by default renew-ignores-holder, which only a case class
+# of the matrix catches); a name in MUTANTS that BACKEND_MUTANTS lists is
+# switched on with --mutant.
+#
 #   ci/bench-mutants.sh                        # every mutant, 20 runs each
-#   MUTANTS="cas-on-fresh-revision" RUNS=5 ci/bench-mutants.sh
+#   MUTANTS="cas-on-fresh-revision renew-ignores-holder" RUNS=5 ci/bench-mutants.sh
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -30,11 +35,20 @@ OUT=${OUT:-$(mktemp -d "$base/crashmatrix-mutants-XXXXXX")}
 
 [ -x "$BIN" ] || { echo "bench-mutants: $BIN missing (make build)" >&2; exit 2; }
 mkdir -p "$OUT"
+BACKEND_MUTANTS=${BACKEND_MUTANTS-renew-ignores-holder}
 if [ -z "${MUTANTS:-}" ]; then
 	# The --bug flag's help lists them: "... mutant: a, b, c".
 	MUTANTS=$("$BIN" certify --help | sed -nE 's/.*--bug strings.*mutant\(s\): (.*)$/\1/p' | tr -d ',')
+	[ -z "$MUTANTS" ] || MUTANTS="$MUTANTS $BACKEND_MUTANTS"
 fi
 [ -n "$MUTANTS" ] || { echo "bench-mutants: no mutants found in certify --help" >&2; exit 2; }
+# flag_of NAME: the certify flag that switches the mutant on.
+flag_of() {
+	case " $BACKEND_MUTANTS " in
+	*" $1 "*) echo --mutant ;;
+	*) echo --bug ;;
+	esac
+}
 
 burners=()
 stop_burners() {
@@ -65,7 +79,7 @@ for i in $(seq "$RUNS"); do
 		# --fail-fast: a run asks only whether the mutant breaks anything,
 		# so it stops starting cases at the first failure.
 		# shellcheck disable=SC2086
-		"$BIN" certify --bug "$m" --quiet --fail-fast --workdir "$OUT/work-$m-$i" $ARGS >"$log" 2>&1
+		"$BIN" certify "$(flag_of "$m")" "$m" --quiet --fail-fast --workdir "$OUT/work-$m-$i" $ARGS >"$log" 2>&1
 		code=$?
 		set -e
 		rm -rf "$OUT/work-$m-$i"
