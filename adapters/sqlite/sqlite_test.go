@@ -670,3 +670,31 @@ func TestTxIsImmediate(t *testing.T) {
 	_, err = conn.ExecContext(ctx, "ROLLBACK")
 	storetest.Must(t, err)
 }
+
+// The renew-ignores-holder mutant (Options.RenewIgnoresHolder) renews a
+// stale holder's lease while another holder, granted the lease after it
+// expired, holds it live; the stores as they are refuse it.
+func TestRenewIgnoresHolderMutant(t *testing.T) {
+	ctx := context.Background()
+	for _, mutant := range []bool{false, true} {
+		s, err := OpenMemory(memName(t), Options{RenewIgnoresHolder: mutant})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		stale, ok, err := s.Locks.TryAcquire(ctx, "sp", "d1", "a", 1000, 100)
+		if err != nil || !ok {
+			t.Fatalf("first grant: ok %v err %v", ok, err)
+		}
+		if _, ok, err := s.Locks.TryAcquire(ctx, "sp", "d1", "b", 1150, 100); err != nil || !ok {
+			t.Fatalf("grant after expiry: ok %v err %v", ok, err)
+		}
+		_, err = s.Locks.Renew(ctx, stale, 1160, 100)
+		switch {
+		case mutant && err != nil:
+			t.Errorf("mutant: the stale holder's renewal was refused (%v); the mutant renews it", err)
+		case !mutant && !errors.Is(err, reference.ErrLeaseLost):
+			t.Errorf("the stale holder renewed the lease b holds: err %v, want ErrLeaseLost", err)
+		}
+	}
+}
