@@ -211,6 +211,9 @@ func writeDetails(w io.Writer, rep sim.Report, o Options) {
 			}
 		}
 		fmt.Fprintf(w, "  history: %s\n", HistoryPath(r))
+		if logs := r.StoreLogs(); logs != "" {
+			fmt.Fprintf(w, "  store logs: %s\n", logs)
+		}
 		if rp := o.replay(r); rp != "" {
 			fmt.Fprintf(w, "  replay:  %s\n", rp)
 		}

@@ -35,6 +35,11 @@ type CaseEnv struct {
 	// Dir is a directory private to the case (embedded backends keep their
 	// files here); it may not exist yet: Open creates it.
 	Dir string `json:"dir"`
+	// Logs is a directory private to the case for what the harness writes
+	// about its stores (store-cmd: each store process's stderr): outside
+	// Dir and off the case's lazy mount, so that nothing of the harness is
+	// ever taken for the store's data. It may not exist yet.
+	Logs string `json:"logs,omitempty"`
 	// Namespace is unique per case; server backends scope keys by it.
 	Namespace string `json:"namespace"`
 	// Mutant names a backend-level mutant, or is empty.

@@ -74,6 +74,8 @@ func (r *Runner) borrow(ctx context.Context, env CaseEnv) (*sharedStores, error)
 	r.poolMu.Unlock()
 	e := env
 	e.Dir = fmt.Sprintf("%s/shared-%d", r.cfg.WorkDir, slot)
+	// The handle outlives the case that opened it: its logs too.
+	e.Logs = e.Dir + "-logs"
 	s := &sharedStores{dir: e.Dir}
 	var err error
 	open := r.backend.Open

@@ -448,7 +448,7 @@ func (pc *powerCase) withoutEffect() *NotExercisedReason {
 	case pc.fs != nil && pc.fs.FilesMade() == 0:
 		return &NotExercisedReason{Cause: CauseDataElsewhere,
 			Detail: "no file was ever made on the case's lazy mount, before or after the power loss: the store keeps its data outside its case's directory, so the power loss could lose nothing",
-			Advice: "open the store's files under the directory the harness gives (CaseEnv.Dir, or the path a store command is given): only there does a power loss reach them; a store whose data lives in a server is no embedded backend (Backend.Embedded false), and its report says power loss was not tested"}
+			Advice: "open the store's files under the directory the harness gives (CaseEnv.Dir; for a store command, hello's dir and $CRASHMATRIX_STORE_DIR): only there does a power loss reach them; a store whose data lives in a server is no embedded backend (Backend.Embedded false), and its report says power loss was not tested"}
 	}
 	return pc.noEffect
 }

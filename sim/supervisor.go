@@ -330,6 +330,24 @@ type Expectation struct {
 	Note string `json:"note"`
 }
 
+// caseLogs is the folder of a case (CaseEnv.Logs) that holds what the
+// harness writes about its stores: beside the case's data, never in it.
+const caseLogs = "logs"
+
+// StoreLogs is the folder that holds the logs of the case's store
+// processes (store-cmd: store-<pid>.log, each one's whole stderr), or ""
+// when the case left none.
+func (cr CaseResult) StoreLogs() string {
+	if cr.Dir == "" {
+		return ""
+	}
+	dir := filepath.Join(cr.Dir, caseLogs)
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) == 0 {
+		return ""
+	}
+	return dir
+}
+
 // Broken returns the short names of the invariants the case broke.
 func (cr CaseResult) Broken() []string {
 	seen := map[string]bool{}
@@ -398,7 +416,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	// (a server, or the in-process mode's one handle) keep earlier runs.
 	space := fmt.Sprintf("%s-%s-%d", r.cfg.Namespace, c.ID, r.runs.Add(1))
 	res.Space = space
-	env := CaseEnv{Dir: filepath.Join(dir, "data"), Namespace: space, Mutant: r.cfg.Mutant}
+	env := CaseEnv{Dir: filepath.Join(dir, "data"), Logs: filepath.Join(dir, caseLogs), Namespace: space, Mutant: r.cfg.Mutant}
 	var cx caseExec
 	var err error
 	if r.cfg.InProcess {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -39,6 +40,9 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	if strings.TrimSpace(opts.Dir) == "" {
 		return nil, fmt.Errorf("%w: store data directory is blank", reference.ErrInvalidArgument)
 	}
+	if opts.LogDir != "" && within(opts.LogDir, opts.Dir) {
+		return nil, fmt.Errorf("%w: store log directory %s is inside the store's data directory %s: the data directory holds the store's own files only", reference.ErrInvalidArgument, opts.LogDir, opts.Dir)
+	}
 	c := &Client{opts: opts, pool: make(chan *proc, opts.Procs)}
 	for range opts.Procs {
 		p, err := c.spawn(ctx)
@@ -51,6 +55,17 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 		c.pool <- p
 	}
 	return c, nil
+}
+
+// within reports whether path is dir or lies under it.
+func within(path, dir string) bool {
+	p, err1 := filepath.Abs(path)
+	d, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // Name is the store's name from its hello reply.
@@ -208,7 +223,7 @@ func (c *Client) protocolErr(ctx context.Context, p *proc, req, problem, got str
 		case <-p.exited:
 		case <-time.After(50 * time.Millisecond):
 		}
-		e.Stderr = p.stderr.String()
+		e.Stderr, e.Log = p.stderr.String(), p.logPath
 	}
 	if c.opts.OnProtocolError != nil && ctx.Value(quietKey{}) == nil {
 		c.opts.OnProtocolError(ctx, e)

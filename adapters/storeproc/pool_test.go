@@ -17,7 +17,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
-// pids are the store processes started on dir (each leaves store-<pid>.log).
+// pids are the store processes whose logs are in dir (each leaves
+// store-<pid>.log in Options.LogDir).
 func pids(t *testing.T, dir string) []int {
 	t.Helper()
 	logs, err := filepath.Glob(filepath.Join(dir, "store-*.log"))
@@ -62,9 +63,11 @@ func testPoolReopens(t *testing.T, cmd string) {
 	pool := storeproc.NewPool()
 	defer pool.Close()
 	dirA, dirB := t.TempDir(), t.TempDir()
+	// Each directory's store processes log in a folder of their own.
+	logs := map[string]string{dirA: t.TempDir(), dirB: t.TempDir()}
 	open := func(dir string) (*storeproc.Client, reference.Stores) {
 		t.Helper()
-		c, err := storeproc.Start(ctx, storeproc.Options{Command: cmd, Dir: dir, Pool: pool})
+		c, err := storeproc.Start(ctx, storeproc.Options{Command: cmd, Dir: dir, LogDir: logs[dir], Pool: pool})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +82,7 @@ func testPoolReopens(t *testing.T, cmd string) {
 	if n := pool.Idle(); n != 1 {
 		t.Fatalf("after the first client closed, %d processes idle in the pool, want 1", n)
 	}
-	started := pids(t, dirA)
+	started := pids(t, logs[dirA])
 	if len(started) != 1 {
 		t.Fatalf("store processes started on A: %v, want one", started)
 	}
@@ -88,7 +91,7 @@ func testPoolReopens(t *testing.T, cmd string) {
 	if n := pool.Idle(); n != 0 {
 		t.Fatalf("the second client left %d processes idle, want it to take the pooled one", n)
 	}
-	if p := pids(t, dirB); len(p) != 0 {
+	if p := pids(t, logs[dirB]); len(p) != 0 {
 		t.Fatalf("the second client started store processes %v instead of reusing %v", p, started)
 	}
 	if _, err := st.Ops.Get(ctx, "op-pool"); !errors.Is(err, reference.ErrNotFound) {
@@ -101,7 +104,7 @@ func testPoolReopens(t *testing.T, cmd string) {
 		t.Fatalf("A read again through the reused process: %+v %v", got, err)
 	}
 	_ = c.Close()
-	if p := pids(t, dirA); len(p) != 1 {
+	if p := pids(t, logs[dirA]); len(p) != 1 {
 		t.Fatalf("store processes started on A: %v, want still the one", p)
 	}
 
@@ -121,8 +124,8 @@ func TestPoolStopsStoresThatDoNotReopen(t *testing.T) {
 	cmd := python(t, "", filepath.Join(filepath.Dir(file), "testdata", "badstore.py"), "late")
 	pool := storeproc.NewPool()
 	defer pool.Close()
-	dir := t.TempDir()
-	c, err := storeproc.Start(context.Background(), storeproc.Options{Command: cmd, Dir: dir, Pool: pool, HelloTimeout: 20 * time.Second})
+	logs := t.TempDir()
+	c, err := storeproc.Start(context.Background(), storeproc.Options{Command: cmd, Dir: t.TempDir(), LogDir: logs, Pool: pool, HelloTimeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +133,7 @@ func TestPoolStopsStoresThatDoNotReopen(t *testing.T) {
 	if n := pool.Idle(); n != 0 {
 		t.Fatalf("a store that did not declare reopen: %d processes idle in the pool, want 0", n)
 	}
-	p := pids(t, dir)
+	p := pids(t, logs)
 	if len(p) != 1 {
 		t.Fatalf("store processes: %v", p)
 	}

@@ -53,8 +53,14 @@ type Options struct {
 	// WorkDir is the directory the command runs in ("" = the current one).
 	WorkDir string
 	// Dir is the data directory sent in hello and in $CRASHMATRIX_STORE_DIR;
-	// Start creates it. Logs (store-<pid>.log) go here too.
+	// Start creates it. It holds the store's own files only: nothing of
+	// the harness is written there (a power loss is judged by what the
+	// store made in it).
 	Dir string
+	// LogDir, when set, is where each store process's stderr is written in
+	// full, as store-<pid>.log (Start creates it); never inside Dir. Empty:
+	// only the tail every error shows is kept.
+	LogDir string
 	// Namespace and Mutant are passed on in hello.
 	Namespace, Mutant string
 	// Timeout bounds the wait for each message of a call (10 s if zero);
@@ -98,8 +104,9 @@ type ProtocolError struct {
 	// Problem says what went wrong; Got is what came back (a line, an
 	// exit status), if anything.
 	Problem, Got string
-	// Stderr is the tail of the process's stderr.
-	Stderr string
+	// Stderr is the tail of the process's stderr; Log the file that holds
+	// all of it ("" when none was written: Options.LogDir).
+	Stderr, Log string
 }
 
 func (e *ProtocolError) Error() string {
@@ -112,6 +119,9 @@ func (e *ProtocolError) Error() string {
 		fmt.Fprintf(&b, "\n--- store stderr (tail) ---\n%s", strings.TrimRight(e.Stderr, "\n"))
 	} else {
 		b.WriteString(" (store stderr empty)")
+	}
+	if e.Log != "" {
+		fmt.Fprintf(&b, "\n(the store's whole stderr: %s)", e.Log)
 	}
 	return b.String()
 }
@@ -163,6 +173,7 @@ type proc struct {
 	exited    chan struct{}
 	waitErr   error
 	log       *os.File
+	logPath   string // the file log writes to ("" = none)
 	closeOnce sync.Once
 }
 
@@ -176,6 +187,11 @@ func start(opts *Options) (*proc, error) {
 	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store data directory: %w", err)
+	}
+	if opts.LogDir != "" {
+		if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
+			return nil, fmt.Errorf("store log directory: %w", err)
+		}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = opts.WorkDir
@@ -208,8 +224,11 @@ func start(opts *Options) (*proc, error) {
 		return nil, fmt.Errorf("store command %q: %w", opts.Command, err)
 	}
 	p := &proc{command: opts.Command, workDir: opts.WorkDir, cmd: cmd, stdin: stdin, stdout: pr, r: bufio.NewReaderSize(pr, 64<<10), stderr: &tail{max: stderrTail}, exited: make(chan struct{})}
-	if f, err := os.Create(filepath.Join(opts.Dir, fmt.Sprintf("store-%d.log", cmd.Process.Pid))); err == nil {
-		p.log = f
+	if opts.LogDir != "" {
+		path := filepath.Join(opts.LogDir, fmt.Sprintf("store-%d.log", cmd.Process.Pid))
+		if f, err := os.Create(path); err == nil {
+			p.log, p.logPath = f, path
+		}
 	}
 	go func() {
 		var w io.Writer = p.stderr

@@ -249,7 +249,8 @@ func cpuOf(who int) time.Duration {
 const storeMatrixTarget = 3.0
 
 // storeProcesses counts the store processes a matrix started: each leaves
-// its log (store-<pid>.log) in its case's data directory.
+// its log (store-<pid>.log) in its case's log folder (sim.CaseEnv.Logs,
+// beside the case's data, never in it), under dir.
 func storeProcesses(dir string) (int, error) {
 	n := 0
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {

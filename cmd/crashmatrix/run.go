@@ -298,6 +298,9 @@ func printCase(out io.Writer, r sim.CaseResult, replay string) {
 		}
 	}
 	fmt.Fprintf(out, "      history: %s\n", report.HistoryPath(r))
+	if logs := r.StoreLogs(); logs != "" {
+		fmt.Fprintf(out, "      store logs: %s\n", logs)
+	}
 	if replay != "" {
 		fmt.Fprintf(out, "      replay:  %s\n", replay)
 	}

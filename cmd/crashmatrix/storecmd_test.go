@@ -45,6 +45,9 @@ func TestStoreCmdScripts(t *testing.T) {
 				"BAD_NOT_PROTOCOL":    bad + " not-protocol",
 				"BAD_LATE":            bad + " late",
 				"BAD_VERSION":         bad + " wrong-version",
+
+				// Its database in $WORK/elsewhere, not in the folder hello names.
+				"SQLITE_STORE_ELSEWHERE": filepath.Join(rootDir(), "sim", "storecmd", "testdata", "elsewhere_store.py") + " " + filepath.Join(env.WorkDir, "elsewhere"),
 			} {
 				env.Setenv(k, py+" "+v)
 			}

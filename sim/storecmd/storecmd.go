@@ -7,7 +7,9 @@
 // each worker starts its own, as its child in its process group, with the
 // parent-death signal set, so a worker killed at a window, at a random
 // instant or at its deadline takes its store processes with it. Their data
-// lives in the case's directory (hello's dir, $CRASHMATRIX_STORE_DIR).
+// lives in the case's directory (hello's dir, $CRASHMATRIX_STORE_DIR); their
+// logs (store-<pid>.log, all of each one's stderr) in the case's log
+// folder (sim.CaseEnv.Logs), never among the store's files.
 package storecmd
 
 import (
@@ -81,7 +83,7 @@ func Backend(spec sim.BackendSpec) (sim.Backend, error) {
 	// the store declares reopen; a worker's never do (they die with it).
 	pool := storeproc.NewPool()
 	opts := func(command string, env sim.CaseEnv, require []string) storeproc.Options {
-		o := storeproc.Options{Command: command, WorkDir: a[ArgWorkDir], Dir: env.Dir, Namespace: env.Namespace, Mutant: env.Mutant,
+		o := storeproc.Options{Command: command, WorkDir: a[ArgWorkDir], Dir: env.Dir, LogDir: env.Logs, Namespace: env.Namespace, Mutant: env.Mutant,
 			Timeout: timeout, Require: require, OnProtocolError: endWorker}
 		if !inWorkerProcess() {
 			o.Pool = pool
