@@ -215,6 +215,7 @@ var htmlReport = template.Must(template.Must(template.New("report").Parse(storeH
 	},
 	"plural":     plural,
 	"causeCount": causeCount,
+	"forgotList": forgotList,
 	"inc":        func(i int) int { return i + 1 },
 	"more": func(cs []CaseRef, n int) int {
 		if len(cs) > n {
@@ -287,6 +288,7 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 {{if .Causes}}
 <h2>Failures by cause, rarest first</h2>
 <ol class="causes">{{range .Causes}}<li><span class="inv">{{.Invariant}}</span> in {{len .Cases}} {{plural (len .Cases) "case" "cases"}} ({{causeCount .}}){{if .Root}} <span class="root">root cause</span>{{end}}: {{.Summary}}
+{{if .Forgot}}<div class="forgot">forgot: {{forgotList .}}</div>{{end}}
 {{if .Consequences}}<div class="folded">follows from it in the same cases, folded here:<ul>{{range .Consequences}}<li><b>{{.Invariant}}</b> ×{{.Violations}} in {{.Cases}} {{plural .Cases "case" "cases"}}: {{.Summary}}</li>{{end}}</ul></div>{{end}}
 <div>{{range $i, $c := first .Cases 8}}{{if $i}} · {{end}}<a href="#{{.ID}}">{{.Label}}</a>{{end}}{{if more .Cases 8}}<details class="more"><summary>and {{more .Cases 8}} more</summary>{{range $i, $c := rest .Cases 8}}{{if $i}} · {{end}}<a href="#{{.ID}}">{{.Label}}</a>{{end}}</details>{{end}}</div>
 {{with index .Cases 0}}{{if .Replay}}<div>replay {{.Label}}: <code class="replay">{{.Replay}}</code></div>{{end}}{{end}}</li>{{end}}</ol>{{end}}
