@@ -119,11 +119,12 @@ func shardOf(rep sim.Report) sim.Shard {
 // report of the matrix: each case's result comes from the report of the
 // shard it belongs to. Reports of different matrices, or of differently
 // split ones, are refused with an error naming the file and the field. A
-// shard that is missing leaves its cases undecided; a shard given more
-// than once keeps the worse result of each case and leaves the merge
-// undecided at best; a shard that failed or was undecided carries that
-// into the merged verdict. Never certified unless every case of the matrix
-// has passed in the report of its shard.
+// shard that is missing leaves its cases undecided, and the merge
+// undecided at best even when it has no case; a shard given more than
+// once keeps the worse result of each case and leaves the merge undecided
+// at best; a shard that failed or was undecided carries that into the
+// merged verdict. Never certified unless every shard's report was given
+// once and every case of the matrix has passed in it.
 func Merge(in []MergeInput) (sim.Report, error) {
 	if len(in) == 0 {
 		return sim.Report{}, fmt.Errorf("no report to merge")
@@ -222,6 +223,20 @@ func Merge(in []MergeInput) (sim.Report, error) {
 		}
 	}
 	for s, files := range byShard {
+		if len(files) == 0 && want[s] == 0 {
+			// A shard without a case of the matrix leaves no case
+			// undecided; its report is missing all the same (certify
+			// refuses such a shard, exit 2): the set of shards is not
+			// the one the matrix was split in, and no verdict of the
+			// matrix comes of it.
+			rep.Results = append(rep.Results, sim.CaseResult{
+				Case: sim.Case{ID: fmt.Sprintf("merge-shard-%d-of-%d", s, n), Class: "merge",
+					Description: fmt.Sprintf("the report of shard %d/%d is missing", s, n)},
+				Verdict: sim.Undecided,
+				Notes: []string{fmt.Sprintf("the report of shard %d/%d was not given to merge; that shard has none of the matrix's %d cases (certify refuses it: exit 2), so the matrix was split in more shards than it has cases: split it in at most %d",
+					s, n, len(matrix.Cases), len(matrix.Cases))}})
+			continue
+		}
 		if len(files) < 2 {
 			continue
 		}
