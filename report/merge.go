@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -169,8 +170,10 @@ func Merge(in []MergeInput) (sim.Report, error) {
 			byID[i][r.Case.ID] = r
 		}
 	}
+	// The shards share one matrix, so one selection: a merge of a
+	// narrowed matrix certifies that subset, as its shards say.
 	rep := sim.Report{Backend: matrix.Backend, Mutant: matrix.Mutant, Bugs: matrix.Bugs, Seed: matrix.Seed,
-		Timing: first.Report.Timing, StoreWindows: first.Report.StoreWindows, Matrix: &matrix}
+		Timing: first.Report.Timing, StoreWindows: first.Report.StoreWindows, Matrix: &matrix, Subset: first.Report.Subset}
 	for _, f := range in {
 		r := f.Report
 		if rep.Started.IsZero() || (!r.Started.IsZero() && r.Started.Before(rep.Started)) {
@@ -180,6 +183,9 @@ func Merge(in []MergeInput) (sim.Report, error) {
 		// longest of them.
 		rep.Took = max(rep.Took, r.Took)
 		rep.Probed = rep.Probed || r.Probed
+		// What a shard's run left out of the power-loss column, the
+		// merge left out too.
+		rep.PowerLoss = cmp.Or(rep.PowerLoss, r.PowerLoss)
 		rep.Merged = append(rep.Merged, sim.MergedShard{File: f.File, Shard: shardOf(r), Cases: len(r.Results),
 			Verdict: r.Verdict, ExitCode: r.ExitCode, Took: r.Took, Timing: r.Timing})
 	}
