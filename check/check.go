@@ -85,6 +85,7 @@ const (
 	ForgotPlanRow    = "plan row"
 	ForgotCheckpoint = "checkpoint"
 	ForgotLease      = "lease grant"
+	ForgotClaim      = "claim"
 )
 
 func (v Violation) String() string {
