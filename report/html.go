@@ -46,6 +46,9 @@ type htmlGroup struct {
 	Cites     []string // row anchors
 	Root      bool
 	Folded    bool
+	// Forgot is what the store forgot (check.Violation.Forgot): every
+	// such group is part of the one root cause of forgotten writes.
+	Forgot string
 }
 
 type htmlCase struct {
@@ -173,7 +176,7 @@ func htmlCaseOf(r sim.CaseResult, o Options, open bool) htmlCase {
 		if !ok {
 			i = len(hc.Groups)
 			idx[k] = i
-			hc.Groups = append(hc.Groups, htmlGroup{Invariant: k.inv, Message: ops.text(v.Message), Root: IsRoot(v), Folded: hasRoot && !IsRoot(v)})
+			hc.Groups = append(hc.Groups, htmlGroup{Invariant: k.inv, Message: ops.text(v.Message), Root: IsRoot(v), Folded: hasRoot && !IsRoot(v), Forgot: v.Forgot})
 			for _, e := range v.Evidence {
 				hc.Groups[i].Evidence = append(hc.Groups[i].Evidence, ops.text(e))
 			}
@@ -318,7 +321,7 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 {{with .Res.Expect}}<p class="{{if .Met}}ok{{else}}bad{{end}}"><b>expectation {{if .Met}}met{{else}}NOT met{{end}}:</b> {{.Note}}</p>{{end}}
 {{range .Res.Notes}}<p class="meta">note: {{.}}</p>{{end}}
 <p>{{if .Replay}}replay: <code class="replay">{{.Replay}}</code> · {{end}}<span class="meta">history: <code>{{.History}}</code></span></p>
-{{if .Groups}}<ul class="groups">{{range .Groups}}<li{{if .Folded}} class="folded"{{end}}><span class="inv">{{.Invariant}}</span>{{if gt .Count 1}} ×{{.Count}}{{end}}{{if .Root}} <span class="root">root cause</span>{{end}}{{if .Folded}} (follows from the root cause){{end}}: {{.Message}}{{if .Ops}} — op {{range $i, $o := .Ops}}{{if $i}}, {{end}}{{$o}}{{end}}{{end}}
+{{if .Groups}}<ul class="groups">{{range .Groups}}<li{{if .Folded}} class="folded"{{end}}><span class="inv">{{.Invariant}}</span>{{if gt .Count 1}} ×{{.Count}}{{end}}{{if .Root}} <span class="root">root cause</span>{{if .Forgot}} (the store forgot this acknowledged {{.Forgot}}){{end}}{{end}}{{if .Folded}} (follows from the root cause){{end}}: {{.Message}}{{if .Ops}} — op {{range $i, $o := .Ops}}{{if $i}}, {{end}}{{$o}}{{end}}{{end}}
 {{if .Cites}}<br>shown by {{range $i, $c := .Cites}}{{if $i}}, {{end}}<a href="#{{$c}}">event {{inc $i}}</a>{{end}}{{end}}
 {{if .Evidence}}<details class="ev"><summary>evidence</summary><pre>{{range .Evidence}}{{.}}
 {{end}}</pre></details>{{end}}</li>{{end}}</ul>{{end}}

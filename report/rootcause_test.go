@@ -186,6 +186,15 @@ func TestOneLostWriteDefectIsOneRootCause(t *testing.T) {
 		t.Errorf("HTML: the forgotten writes are not one cause over 4 cases:\n%s", causes)
 	}
 
+	// Each case's own list names what the store forgot.
+	sec := page[strings.Index(page, `id="beforecompleted-power-loss"`):]
+	sec = sec[:strings.Index(sec, "</section>")]
+	for _, want := range []string{"(the store forgot this acknowledged operation stage)", "(the store forgot this acknowledged version)", "(follows from the root cause)"} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("HTML: the case beforeCompleted x power-loss lacks %q", want)
+		}
+	}
+
 	var junit bytes.Buffer
 	if err := WriteJUnit(&junit, rep, testOpts); err != nil {
 		t.Fatal(err)
