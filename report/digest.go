@@ -344,7 +344,7 @@ func Summarize(rep sim.Report, o Options) Digest {
 	}
 	for _, k := range order {
 		c := causes[k]
-		// What was forgot in the most cases first.
+		// What was forgotten in the most cases first.
 		sort.SliceStable(c.Forgot, func(i, j int) bool { return c.Forgot[i].Cases > c.Forgot[j].Cases })
 		sort.Slice(c.Consequences, func(i, j int) bool {
 			a, b := c.Consequences[i], c.Consequences[j]
@@ -402,8 +402,9 @@ func Summarize(rep sim.Report, o Options) Digest {
 
 // IsRoot reports whether a violation can explain the others of its case:
 // the checker marked it (a store forgot an acknowledged record across a
-// restart: Forgot says which), or it breaks I9 (acknowledged durability), which says exactly
-// that, unless the checker marked it a consequence (a stale answer).
+// restart: Forgot says which), or it breaks I9 (acknowledged
+// durability), which says exactly that, unless the checker marked it a
+// consequence (a stale answer).
 func IsRoot(v check.Violation) bool {
 	return v.RootCause || v.Forgot != "" || (v.Invariant.Short() == "I9" && !v.Consequence)
 }

@@ -217,9 +217,9 @@ func histories(rep sim.Report) string {
 // writes it had acknowledged (I9 ×2, I5 ×1: operation stage, operation)".
 func failureMessage(r sim.CaseResult) string {
 	type group struct {
-		inv, sum string
-		n        int
-		root     bool
+		key  causeKey
+		n    int
+		root bool
 	}
 	var groups []*group
 	by := map[causeKey]*group{}
@@ -230,7 +230,7 @@ func failureMessage(r sim.CaseResult) string {
 		k := keyOf(v)
 		g := by[k]
 		if g == nil {
-			g = &group{inv: k.inv, sum: k.sum, root: IsRoot(v)}
+			g = &group{key: k, root: IsRoot(v)}
 			by[k] = g
 			groups = append(groups, g)
 		}
@@ -249,13 +249,13 @@ func failureMessage(r sim.CaseResult) string {
 	}
 	var roots, rest []string
 	for _, g := range groups {
-		s := fmt.Sprintf("%s ×%d (%s)", g.inv, g.n, g.sum)
-		if k := (causeKey{g.inv, g.sum}); k == forgotKey {
+		s := fmt.Sprintf("%s ×%d (%s)", g.key.inv, g.n, g.key.sum)
+		if g.key == forgotKey {
 			counts := make([]string, len(forgotInvs))
 			for i, inv := range forgotInvs {
 				counts[i] = fmt.Sprintf("%s ×%d", inv, forgotN[inv])
 			}
-			s = fmt.Sprintf("%s (%s: %s)", g.sum, strings.Join(counts, ", "), strings.Join(forgotWhat, ", "))
+			s = fmt.Sprintf("%s (%s: %s)", g.key.sum, strings.Join(counts, ", "), strings.Join(forgotWhat, ", "))
 		}
 		if g.root {
 			roots = append(roots, s)

@@ -200,6 +200,7 @@ func TestOneLostWriteDefectIsOneRootCause(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := junit.String()
+	validateXSD(t, x)
 	msgs := regexp.MustCompile(`<failure message="([^"]*)" type="invariant"`).FindAllStringSubmatch(x, -1)
 	if len(msgs) != 6 {
 		t.Fatalf("JUnit: %d failures, want 6", len(msgs))

@@ -352,8 +352,8 @@ func foldedOf(c Cause, inv string) int {
 }
 
 // forgotList is what a root cause of forgotten writes lost, the kind
-// lost in the most cases first: "operation stage in 9 cases, lease grant
-// in 10 cases (I7)"; the invariant is named when it is not the cause's.
+// lost in the most cases first: "lease grant in 10 cases (I7), operation
+// stage in 9 cases"; the invariant is named when it is not the cause's.
 func forgotList(c Cause) string {
 	out := make([]string, len(c.Forgot))
 	for i, f := range c.Forgot {
