@@ -65,7 +65,28 @@ type Violation struct {
 	// breaks I9 where nothing was lost, and follows from the loss where
 	// a store forgot what it had acknowledged.
 	Consequence bool `json:"consequence,omitempty"`
+	// Forgot names, on a violation that says a store forgot a write it
+	// had acknowledged, the kind of record it was (ForgotOperation, …).
+	// However many kinds a case lost and at whichever window, they are
+	// one defect (a write that was not durable: a skipped fsync loses
+	// whichever record was written last), which a report folds under one
+	// root cause.
+	Forgot string `json:"forgot,omitempty"`
 }
+
+// What a store forgot (Violation.Forgot).
+const (
+	ForgotOperation  = "operation"
+	ForgotStage      = "operation stage"
+	ForgotState      = "document state"
+	ForgotVersion    = "version"
+	ForgotGraphNode  = "graph node"
+	ForgotGraphEdge  = "graph edge"
+	ForgotPlanRow    = "plan row"
+	ForgotCheckpoint = "checkpoint"
+	ForgotLease      = "lease grant"
+	ForgotClaim      = "claim"
+)
 
 func (v Violation) String() string {
 	s := v.Invariant.Short() + ": " + v.Message
@@ -341,7 +362,7 @@ func CheckI5(s Snapshot, o Observed) []Violation {
 	sort.Strings(ids)
 	for _, id := range ids {
 		if _, ok := ops[id]; !ok {
-			out = append(out, Violation{Invariant: I5, Operation: id, RootCause: true, Events: o.eventsOf(reference.EvPrepared, id),
+			out = append(out, Violation{Invariant: I5, Operation: id, RootCause: true, Forgot: ForgotOperation, Events: o.eventsOf(reference.EvPrepared, id),
 				Message:  "the operation was persisted (the history saw createIfAbsent succeed) but the store has no record of it after restart: the plan and stage are gone",
 				Evidence: []string{"fingerprint at persist time: " + strings.Join(o.Prepared[id], ", ")}})
 		}

@@ -62,8 +62,8 @@ func CheckI9(s Snapshot, o Observed) []Violation {
 // that s does not hold; graph says whether graph batches are checked too.
 func lostWrites(s Snapshot, events []reference.Event, saved []int64, when string, graph bool) []Violation {
 	var out []Violation
-	lost := func(e reference.Event, what string, evidence ...string) {
-		out = append(out, Violation{Invariant: I9, Operation: e.OperationID, Document: e.DocumentID,
+	lost := func(e reference.Event, forgot, what string, evidence ...string) {
+		out = append(out, Violation{Invariant: I9, Operation: e.OperationID, Document: e.DocumentID, Forgot: forgot,
 			Message:  fmt.Sprintf("an acknowledged write is missing %s: %s", when, what),
 			Evidence: append([]string{fmt.Sprintf("acknowledged: %s event by %s at %d", e.Kind, e.Holder, e.At)}, evidence...)})
 	}
@@ -89,15 +89,15 @@ func lostWrites(s Snapshot, events []reference.Event, saved []int64, when string
 		switch e.Kind {
 		case reference.EvPrepared:
 			if _, ok := ops[e.OperationID]; !ok {
-				lost(e, fmt.Sprintf("operation %s was created, and is not in the operation store", e.OperationID))
+				lost(e, ForgotOperation, fmt.Sprintf("operation %s was created, and is not in the operation store", e.OperationID))
 			}
 		case reference.EvStage:
 			op, ok := ops[e.OperationID]
 			switch {
 			case !ok:
-				lost(e, fmt.Sprintf("operation %s advanced %s -> %s, and is not in the operation store", e.OperationID, e.From, e.To))
+				lost(e, ForgotStage, fmt.Sprintf("operation %s advanced %s -> %s, and is not in the operation store", e.OperationID, e.From, e.To))
 			case op.Stage.Rank() < e.To.Rank():
-				lost(e, fmt.Sprintf("operation %s advanced %s -> %s, and is stored at %s", e.OperationID, e.From, e.To, op.Stage))
+				lost(e, ForgotStage, fmt.Sprintf("operation %s advanced %s -> %s, and is stored at %s", e.OperationID, e.From, e.To, op.Stage))
 			}
 		case reference.EvStateCommit:
 			st, ok := cur[e.DocumentID]
@@ -107,9 +107,9 @@ func lostWrites(s Snapshot, events []reference.Event, saved []int64, when string
 				if ok {
 					have = fmt.Sprintf("revision %d", st.Revision)
 				}
-				lost(e, fmt.Sprintf("document %s was committed at revision %d by %s, and the store holds %s", e.DocumentID, e.Revision, e.OperationID, have))
+				lost(e, ForgotState, fmt.Sprintf("document %s was committed at revision %d by %s, and the store holds %s", e.DocumentID, e.Revision, e.OperationID, have))
 			case st.Revision == e.Revision && st.OperationID != e.OperationID:
-				lost(e, fmt.Sprintf("document %s was committed at revision %d by %s, and revision %d now belongs to %s", e.DocumentID, e.Revision, e.OperationID, e.Revision, st.OperationID))
+				lost(e, ForgotState, fmt.Sprintf("document %s was committed at revision %d by %s, and revision %d now belongs to %s", e.DocumentID, e.Revision, e.OperationID, e.Revision, st.OperationID))
 			}
 		case reference.EvVersion:
 			found := false
@@ -119,7 +119,7 @@ func lostWrites(s Snapshot, events []reference.Event, saved []int64, when string
 				}
 			}
 			if !found {
-				lost(e, fmt.Sprintf("revision %d of document %s (by %s) was recorded in the version history, and is not there", e.Revision, e.DocumentID, e.OperationID))
+				lost(e, ForgotVersion, fmt.Sprintf("revision %d of document %s (by %s) was recorded in the version history, and is not there", e.Revision, e.DocumentID, e.OperationID))
 			}
 		case reference.EvGraphBatch:
 			if e.Batch == nil {
@@ -155,13 +155,13 @@ func lostWrites(s Snapshot, events []reference.Event, saved []int64, when string
 		for _, id := range nodeOrder {
 			if _, have := s.Graph.Nodes[id]; nodes[id].upsert && !have {
 				w := nodes[id]
-				lost(w.e, fmt.Sprintf("graph batch %s of %s upserted node %s, and the graph lacks it", w.e.Detail, w.e.OperationID, id))
+				lost(w.e, ForgotGraphNode, fmt.Sprintf("graph batch %s of %s upserted node %s, and the graph lacks it", w.e.Detail, w.e.OperationID, id))
 			}
 		}
 		for _, k := range edgeOrder {
 			if _, have := s.Graph.Edges[k]; edges[k].upsert && !have {
 				w := edges[k]
-				lost(w.e, fmt.Sprintf("graph batch %s of %s upserted edge %s, and the graph lacks it", w.e.Detail, w.e.OperationID, k))
+				lost(w.e, ForgotGraphEdge, fmt.Sprintf("graph batch %s of %s upserted edge %s, and the graph lacks it", w.e.Detail, w.e.OperationID, k))
 			}
 		}
 	}
@@ -171,7 +171,7 @@ func lostWrites(s Snapshot, events []reference.Event, saved []int64, when string
 	}
 	for _, id := range saved {
 		if !rows[id] {
-			out = append(out, Violation{Invariant: I9, Message: fmt.Sprintf("an acknowledged write is missing %s: a save returned plan row %d, and the plan table lacks it", when, id),
+			out = append(out, Violation{Invariant: I9, Forgot: ForgotPlanRow, Message: fmt.Sprintf("an acknowledged write is missing %s: a save returned plan row %d, and the plan table lacks it", when, id),
 				Evidence: []string{fmt.Sprintf("plan rows now: %d", len(s.PlanRows))}})
 		}
 	}

@@ -164,7 +164,7 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 					// The grant was acknowledged, then a restart lost
 					// it: the lock provider's write was not durable.
 					v.Message += fmt.Sprintf("; %s restart #%d came between the two grants: the lock provider forgot %s (its write was not durable)", o.Restarts[r].Server, r+1, forgot)
-					v.RootCause = true
+					v.RootCause, v.Forgot = true, ForgotLease
 				}
 				out = append(out, v)
 			}
@@ -229,7 +229,7 @@ func CheckI8(s Snapshot, o Observed) []Violation {
 	for _, th := range o.Threads {
 		cp, ok := s.Checkpoints[th.Thread]
 		if !ok {
-			out = append(out, Violation{Invariant: I8, Operation: th.Thread, RootCause: true, Message: "the thread's checkpoint is gone after restart"})
+			out = append(out, Violation{Invariant: I8, Operation: th.Thread, RootCause: true, Forgot: ForgotCheckpoint, Message: "the thread's checkpoint is gone after restart"})
 			continue
 		}
 		k := cp.Owner + "/" + cp.OperationID

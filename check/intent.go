@@ -1,6 +1,7 @@
 package check
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strconv"
@@ -594,10 +595,25 @@ func (x *intentIndex) checkClaims() []Violation {
 			switch ob := r.Obs; ob.What {
 			case history.SeenClaim:
 				if ob.Granted && !randomKilled[r.Worker] {
-					live[ob.Op] = append(without(live[ob.Op], ob.Holder), claim{ob.Holder, ob.Now, ob.Until})
+					live[ob.Op] = append(without(live[ob.Op], ob.Holder), claim{holder: ob.Holder, now: ob.Now, until: ob.Until})
 				}
 			case history.SeenUnclaim:
 				live[ob.Op] = without(live[ob.Op], ob.Holder)
+			}
+		case history.Hit, history.Server:
+			// A power loss (at its hit) or a database server killed and
+			// restarted (once the supervisor did it): a claim granted
+			// before it must outlive it.
+			if f := r.Fault; f != nil && r.Err == "" && (r.Kind == history.Hit && f.Kind.IsPowerLoss() || r.Kind == history.Server && f.Kind == faults.ServerCrash) {
+				what := "a power loss"
+				if r.Kind == history.Server {
+					what = "a database server restart"
+				}
+				for _, cs := range live {
+					for i := range cs {
+						cs[i].outlived = cmp.Or(cs[i].outlived, what)
+					}
+				}
 			}
 		case history.Event:
 			e := r.Event
@@ -606,8 +622,15 @@ func (x *intentIndex) checkClaims() []Violation {
 			}
 			for _, c := range live[e.OperationID] {
 				if c.holder != e.Holder && e.At >= c.now && e.At < c.until {
-					out = append(out, Violation{Invariant: I7, Operation: e.OperationID, Document: e.DocumentID,
-						Message: fmt.Sprintf("recovery %s resumed the operation while %s's claim on it was live (claimed at %d, until %d; resumed at %d)", e.Holder, c.holder, c.now, c.until, e.At)})
+					v := Violation{Invariant: I7, Operation: e.OperationID, Document: e.DocumentID,
+						Message: fmt.Sprintf("recovery %s resumed the operation while %s's claim on it was live (claimed at %d, until %d; resumed at %d)", e.Holder, c.holder, c.now, c.until, e.At)}
+					if c.outlived != "" {
+						// Granted, then a restart lost it: the claim's
+						// write was not durable.
+						v.Message += fmt.Sprintf("; %s came between the claim and the resume: the store forgot the claim it had granted (its write was not durable)", c.outlived)
+						v.RootCause, v.Forgot = true, ForgotClaim
+					}
+					out = append(out, v)
 				}
 			}
 		}
@@ -619,6 +642,9 @@ func (x *intentIndex) checkClaims() []Violation {
 type claim struct {
 	holder     string
 	now, until int64
+	// outlived names the power loss or server restart that came after
+	// the claim was granted ("" when none did).
+	outlived string
 }
 
 // without returns the claims not held by holder.

@@ -52,6 +52,35 @@ func TestCheckIntentsClaims(t *testing.T) {
 		if len(got) != c.want {
 			t.Errorf("%s: %d I7 violations %v, want %d", c.name, len(got), got, c.want)
 		}
+		for _, v := range got {
+			if v.RootCause || v.Forgot != "" {
+				t.Errorf("%s: %+v marked a forgotten claim, with no restart between", c.name, v)
+			}
+		}
+	}
+}
+
+// A claim granted, then a power loss (or a server restart), then another
+// instance's resume while the claim was live: the store forgot the claim
+// it had granted, one more forgotten write (a root cause), not a
+// violation of its own. A store that skipped its fsync had it apart from
+// the root cause of every other write it forgot.
+func TestForgottenClaimIsARootCause(t *testing.T) {
+	claimA := seen("a", history.Observation{What: history.SeenClaim, Op: "op", Holder: "a/1", Now: 1000, Until: 1300, Granted: true})
+	resumeB := []history.Record{
+		{Worker: "b", Kind: history.Action, Do: "recover"},
+		seen("b", history.Observation{What: history.SeenClaim, Op: "op", Holder: "b/2", Now: 1000, Until: 1300, Granted: true}),
+		event("b", reference.Event{Kind: reference.EvInvoke, OperationID: "op", DocumentID: "d", Detail: "resume", Holder: "b/2", At: 1000}),
+	}
+	for name, between := range map[string]history.Record{
+		"power loss":     {Worker: "a", Kind: history.Hit, Point: faults.RecoveryBeforeResume, Fault: &faults.Action{Kind: faults.PowerLoss, Hit: 1}},
+		"server restart": {Worker: "a", Kind: history.Server, Point: faults.RecoveryBeforeResume, Fault: &faults.Action{Kind: faults.ServerCrash, Hit: 1}, Note: "postgres restarted"},
+	} {
+		log := append(history.Log{claimA, between}, resumeB...)
+		got := only(CheckIntents(Snapshot{}, Observed{Log: log}), I7)
+		if len(got) != 1 || !got[0].RootCause || got[0].Forgot != ForgotClaim || !strings.Contains(got[0].Message, "the store forgot the claim it had granted") {
+			t.Errorf("%s between the claim and the resume: %+v, want one I7 that says the store forgot the claim", name, got)
+		}
 	}
 }
 

@@ -78,8 +78,72 @@ type Cause struct {
 	// case's other violations are folded under it as Consequences.
 	Root         bool          `json:"root,omitempty"`
 	Consequences []Consequence `json:"consequences,omitempty"`
-	Violations   int           `json:"violations"`
-	Cases        []CaseRef     `json:"cases"`
+	// Forgot is, for the root cause "the store forgot writes it had
+	// acknowledged", what it forgot: every violation that says a store
+	// lost an acknowledged write (check.Violation.Forgot), whatever the
+	// record, the invariant that saw it and the window, is this one
+	// cause. Violations counts those of Invariant; those of the other
+	// invariants count as folded under it.
+	Forgot     []Forgotten `json:"forgot,omitempty"`
+	Violations int         `json:"violations"`
+	Cases      []CaseRef   `json:"cases"`
+}
+
+// Forgotten is one kind of acknowledged record a store forgot, as one
+// invariant saw it, and in how many cases.
+type Forgotten struct {
+	What       string `json:"what"`
+	Invariant  string `json:"invariant"`
+	Cases      int    `json:"cases"`
+	Violations int    `json:"violations"`
+}
+
+// ForgotSummary is the summary of the root cause every forgotten
+// acknowledged write is folded under.
+const ForgotSummary = "the store forgot writes it had acknowledged"
+
+// causeKey groups violations into causes: the invariant and the summary of
+// the message.
+type causeKey struct{ inv, sum string }
+
+// forgotKey is the key of the one root cause of forgotten writes.
+var forgotKey = causeKey{"", ForgotSummary}
+
+// keyOf is the cause a violation belongs to: a forgotten acknowledged
+// write is one defect whatever it lost and wherever (a store that skips
+// one fsync loses at each window the record written last: an operation,
+// a stage, a state, a version, a lease grant); any other violation its
+// invariant and the summary of its message.
+func keyOf(v check.Violation) causeKey {
+	if v.Forgot != "" {
+		return forgotKey
+	}
+	return causeKey{v.Invariant.Short(), Summary(v.Message)}
+}
+
+// forgotInvariant is the invariant the root cause of forgotten writes is
+// listed under: I9 (acknowledged durability, which says exactly that)
+// when it saw one, else the invariant that saw the most (the first in
+// check.All of those that saw as many).
+func forgotInvariant(rep sim.Report) check.Invariant {
+	n := map[check.Invariant]int{}
+	for _, r := range rep.Results {
+		for _, v := range r.Violations {
+			if v.Forgot != "" {
+				n[v.Invariant]++
+			}
+		}
+	}
+	if n[check.I9] > 0 {
+		return check.I9
+	}
+	var best check.Invariant
+	for _, inv := range check.All {
+		if n[inv] > n[best] {
+			best = inv
+		}
+	}
+	return best
 }
 
 // Broken is one broken invariant with its counts and the case to look at
@@ -131,13 +195,18 @@ type Digest struct {
 // Summarize builds the digest of a run.
 func Summarize(rep sim.Report, o Options) Digest {
 	d := Digest{Cases: len(rep.Results)}
-	type key struct{ inv, sum string }
+	type key = causeKey
 	causes := map[key]*Cause{}
 	var order []key
 	type conKey struct {
 		root key
 		con  key
 	}
+	forgotInv := forgotInvariant(rep)
+	type lostKey struct{ what, inv string }
+	forgot := map[lostKey]*Forgotten{}
+	forgotCases := map[lostKey]map[string]bool{}
+	var forgotOrder []lostKey
 	conCases := map[conKey]map[string]bool{}
 	conCount := map[conKey]int{}
 	type invStat struct {
@@ -190,7 +259,7 @@ func Summarize(rep sim.Report, o Options) Digest {
 		var root *key
 		for _, v := range r.Violations {
 			if IsRoot(v) {
-				k := key{v.Invariant.Short(), Summary(v.Message)}
+				k := keyOf(v)
 				root = &k
 				break
 			}
@@ -204,6 +273,19 @@ func Summarize(rep sim.Report, o Options) Digest {
 			s := stat(inv)
 			s.cases[r.Case.ID] = true
 			s.count++
+			if v.Forgot != "" {
+				k = forgotKey
+				fk := lostKey{v.Forgot, inv}
+				f := forgot[fk]
+				if f == nil {
+					f = &Forgotten{What: v.Forgot, Invariant: inv}
+					forgot[fk] = f
+					forgotCases[fk] = map[string]bool{}
+					forgotOrder = append(forgotOrder, fk)
+				}
+				f.Violations++
+				forgotCases[fk][r.Case.ID] = true
+			}
 			if root != nil && !IsRoot(v) {
 				ck := conKey{*root, k}
 				if conCases[ck] == nil {
@@ -214,20 +296,35 @@ func Summarize(rep sim.Report, o Options) Digest {
 				s.foldedCount++
 				if s.root == "" {
 					s.root = root.inv
+					if *root == forgotKey {
+						s.root = forgotInv.Short()
+					}
+				}
+				continue
+			}
+			c := causes[k]
+			if c == nil {
+				c = &Cause{Invariant: inv, Name: string(v.Invariant), Summary: k.sum, Example: v.String(), Root: IsRoot(v)}
+				if k == forgotKey {
+					c.Invariant, c.Name = forgotInv.Short(), string(forgotInv)
+				}
+				causes[k] = c
+				order = append(order, k)
+			}
+			if n := len(c.Cases); n == 0 || c.Cases[n-1].ID != ref.ID {
+				c.Cases = append(c.Cases, ref)
+			}
+			if k == forgotKey && inv != c.Invariant {
+				// Another invariant saw the same forgotten write:
+				// folded under the cause, as its consequences are.
+				s.foldedCount++
+				if s.root == "" {
+					s.root = c.Invariant
 				}
 				continue
 			}
 			unfolded[inv] = true
-			c := causes[k]
-			if c == nil {
-				c = &Cause{Invariant: inv, Name: string(v.Invariant), Summary: k.sum, Example: v.String(), Root: IsRoot(v)}
-				causes[k] = c
-				order = append(order, k)
-			}
 			c.Violations++
-			if n := len(c.Cases); n == 0 || c.Cases[n-1].ID != ref.ID {
-				c.Cases = append(c.Cases, ref)
-			}
 		}
 		for _, v := range r.Violations {
 			if inv := v.Invariant.Short(); !unfolded[inv] {
@@ -239,8 +336,16 @@ func Summarize(rep sim.Report, o Options) Digest {
 		c := causes[ck.root]
 		c.Consequences = append(c.Consequences, Consequence{Invariant: ck.con.inv, Summary: ck.con.sum, Cases: len(cs), Violations: conCount[ck]})
 	}
+	for _, fk := range forgotOrder {
+		f := forgot[fk]
+		f.Cases = len(forgotCases[fk])
+		c := causes[forgotKey]
+		c.Forgot = append(c.Forgot, *f)
+	}
 	for _, k := range order {
 		c := causes[k]
+		// What was forgotten in the most cases first.
+		sort.SliceStable(c.Forgot, func(i, j int) bool { return c.Forgot[i].Cases > c.Forgot[j].Cases })
 		sort.Slice(c.Consequences, func(i, j int) bool {
 			a, b := c.Consequences[i], c.Consequences[j]
 			if a.Invariant != b.Invariant {
@@ -297,10 +402,11 @@ func Summarize(rep sim.Report, o Options) Digest {
 
 // IsRoot reports whether a violation can explain the others of its case:
 // the checker marked it (a store forgot an acknowledged record across a
-// restart), or it breaks I9 (acknowledged durability), which says exactly
-// that, unless the checker marked it a consequence (a stale answer).
+// restart: Forgot says which), or it breaks I9 (acknowledged
+// durability), which says exactly that, unless the checker marked it a
+// consequence (a stale answer).
 func IsRoot(v check.Violation) bool {
-	return v.RootCause || (v.Invariant.Short() == "I9" && !v.Consequence)
+	return v.RootCause || v.Forgot != "" || (v.Invariant.Short() == "I9" && !v.Consequence)
 }
 
 // rarestCase picks, for one invariant, the case that shows its rarest

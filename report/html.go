@@ -46,6 +46,9 @@ type htmlGroup struct {
 	Cites     []string // row anchors
 	Root      bool
 	Folded    bool
+	// Forgot is what the store forgot (check.Violation.Forgot): every
+	// such group is part of the one root cause of forgotten writes.
+	Forgot string
 }
 
 type htmlCase struct {
@@ -173,7 +176,7 @@ func htmlCaseOf(r sim.CaseResult, o Options, open bool) htmlCase {
 		if !ok {
 			i = len(hc.Groups)
 			idx[k] = i
-			hc.Groups = append(hc.Groups, htmlGroup{Invariant: k.inv, Message: ops.text(v.Message), Root: IsRoot(v), Folded: hasRoot && !IsRoot(v)})
+			hc.Groups = append(hc.Groups, htmlGroup{Invariant: k.inv, Message: ops.text(v.Message), Root: IsRoot(v), Folded: hasRoot && !IsRoot(v), Forgot: v.Forgot})
 			for _, e := range v.Evidence {
 				hc.Groups[i].Evidence = append(hc.Groups[i].Evidence, ops.text(e))
 			}
@@ -215,6 +218,7 @@ var htmlReport = template.Must(template.Must(template.New("report").Parse(storeH
 	},
 	"plural":     plural,
 	"causeCount": causeCount,
+	"forgotList": forgotList,
 	"inc":        func(i int) int { return i + 1 },
 	"more": func(cs []CaseRef, n int) int {
 		if len(cs) > n {
@@ -287,6 +291,7 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 {{if .Causes}}
 <h2>Failures by cause, rarest first</h2>
 <ol class="causes">{{range .Causes}}<li><span class="inv">{{.Invariant}}</span> in {{len .Cases}} {{plural (len .Cases) "case" "cases"}} ({{causeCount .}}){{if .Root}} <span class="root">root cause</span>{{end}}: {{.Summary}}
+{{if .Forgot}}<div class="forgot">forgot: {{forgotList .}}</div>{{end}}
 {{if .Consequences}}<div class="folded">follows from it in the same cases, folded here:<ul>{{range .Consequences}}<li><b>{{.Invariant}}</b> ×{{.Violations}} in {{.Cases}} {{plural .Cases "case" "cases"}}: {{.Summary}}</li>{{end}}</ul></div>{{end}}
 <div>{{range $i, $c := first .Cases 8}}{{if $i}} · {{end}}<a href="#{{.ID}}">{{.Label}}</a>{{end}}{{if more .Cases 8}}<details class="more"><summary>and {{more .Cases 8}} more</summary>{{range $i, $c := rest .Cases 8}}{{if $i}} · {{end}}<a href="#{{.ID}}">{{.Label}}</a>{{end}}</details>{{end}}</div>
 {{with index .Cases 0}}{{if .Replay}}<div>replay {{.Label}}: <code class="replay">{{.Replay}}</code></div>{{end}}{{end}}</li>{{end}}</ol>{{end}}
@@ -316,7 +321,7 @@ abbr.op{font-weight:bold;text-decoration:underline dotted;cursor:help}
 {{with .Res.Expect}}<p class="{{if .Met}}ok{{else}}bad{{end}}"><b>expectation {{if .Met}}met{{else}}NOT met{{end}}:</b> {{.Note}}</p>{{end}}
 {{range .Res.Notes}}<p class="meta">note: {{.}}</p>{{end}}
 <p>{{if .Replay}}replay: <code class="replay">{{.Replay}}</code> · {{end}}<span class="meta">history: <code>{{.History}}</code></span></p>
-{{if .Groups}}<ul class="groups">{{range .Groups}}<li{{if .Folded}} class="folded"{{end}}><span class="inv">{{.Invariant}}</span>{{if gt .Count 1}} ×{{.Count}}{{end}}{{if .Root}} <span class="root">root cause</span>{{end}}{{if .Folded}} (follows from the root cause){{end}}: {{.Message}}{{if .Ops}} — op {{range $i, $o := .Ops}}{{if $i}}, {{end}}{{$o}}{{end}}{{end}}
+{{if .Groups}}<ul class="groups">{{range .Groups}}<li{{if .Folded}} class="folded"{{end}}><span class="inv">{{.Invariant}}</span>{{if gt .Count 1}} ×{{.Count}}{{end}}{{if .Root}} <span class="root">root cause</span>{{if .Forgot}} (the store forgot this acknowledged {{.Forgot}}){{end}}{{end}}{{if .Folded}} (follows from the root cause){{end}}: {{.Message}}{{if .Ops}} — op {{range $i, $o := .Ops}}{{if $i}}, {{end}}{{$o}}{{end}}{{end}}
 {{if .Cites}}<br>shown by {{range $i, $c := .Cites}}{{if $i}}, {{end}}<a href="#{{$c}}">event {{inc $i}}</a>{{end}}{{end}}
 {{if .Evidence}}<details class="ev"><summary>evidence</summary><pre>{{range .Evidence}}{{.}}
 {{end}}</pre></details>{{end}}</li>{{end}}</ul>{{end}}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -211,30 +212,51 @@ func histories(rep sim.Report) string {
 
 // failureMessage names each broken invariant of a case with its causes and
 // counts, root causes first: "I5 ×5 (the operation was persisted … gone);
-// follows from it: I7 ×1 (fencing token did not grow …)".
+// follows from it: I7 ×1 (fencing token did not grow …)". The writes the
+// store forgot read as one root cause, as in the digest: "the store forgot
+// writes it had acknowledged (I9 ×2, I5 ×1: operation stage, operation)".
 func failureMessage(r sim.CaseResult) string {
 	type group struct {
-		inv, sum string
-		n        int
-		root     bool
+		key  causeKey
+		n    int
+		root bool
 	}
 	var groups []*group
-	by := map[string]*group{}
+	by := map[causeKey]*group{}
 	hasRoot := false
+	var forgotInvs, forgotWhat []string
+	forgotN := map[string]int{}
 	for _, v := range r.Violations {
-		k := v.Invariant.Short() + "\x00" + Summary(v.Message)
+		k := keyOf(v)
 		g := by[k]
 		if g == nil {
-			g = &group{inv: v.Invariant.Short(), sum: Summary(v.Message), root: IsRoot(v)}
+			g = &group{key: k, root: IsRoot(v)}
 			by[k] = g
 			groups = append(groups, g)
 		}
 		g.n++
 		hasRoot = hasRoot || g.root
+		if v.Forgot != "" {
+			inv := v.Invariant.Short()
+			if forgotN[inv] == 0 {
+				forgotInvs = append(forgotInvs, inv)
+			}
+			forgotN[inv]++
+			if !slices.Contains(forgotWhat, v.Forgot) {
+				forgotWhat = append(forgotWhat, v.Forgot)
+			}
+		}
 	}
 	var roots, rest []string
 	for _, g := range groups {
-		s := fmt.Sprintf("%s ×%d (%s)", g.inv, g.n, g.sum)
+		s := fmt.Sprintf("%s ×%d (%s)", g.key.inv, g.n, g.key.sum)
+		if g.key == forgotKey {
+			counts := make([]string, len(forgotInvs))
+			for i, inv := range forgotInvs {
+				counts[i] = fmt.Sprintf("%s ×%d", inv, forgotN[inv])
+			}
+			s = fmt.Sprintf("%s (%s: %s)", g.key.sum, strings.Join(counts, ", "), strings.Join(forgotWhat, ", "))
+		}
 		if g.root {
 			roots = append(roots, s)
 		} else {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -119,11 +120,12 @@ func shardOf(rep sim.Report) sim.Shard {
 // report of the matrix: each case's result comes from the report of the
 // shard it belongs to. Reports of different matrices, or of differently
 // split ones, are refused with an error naming the file and the field. A
-// shard that is missing leaves its cases undecided; a shard given more
-// than once keeps the worse result of each case and leaves the merge
-// undecided at best; a shard that failed or was undecided carries that
-// into the merged verdict. Never certified unless every case of the matrix
-// has passed in the report of its shard.
+// shard that is missing leaves its cases undecided, and the merge
+// undecided at best even when it has no case; a shard given more than
+// once keeps the worse result of each case and leaves the merge undecided
+// at best; a shard that failed or was undecided carries that into the
+// merged verdict. Never certified unless every shard's report was given
+// once and every case of the matrix has passed in it.
 func Merge(in []MergeInput) (sim.Report, error) {
 	if len(in) == 0 {
 		return sim.Report{}, fmt.Errorf("no report to merge")
@@ -168,8 +170,10 @@ func Merge(in []MergeInput) (sim.Report, error) {
 			byID[i][r.Case.ID] = r
 		}
 	}
+	// The shards share one matrix, so one selection: a merge of a
+	// narrowed matrix certifies that subset, as its shards say.
 	rep := sim.Report{Backend: matrix.Backend, Mutant: matrix.Mutant, Bugs: matrix.Bugs, Seed: matrix.Seed,
-		Timing: first.Report.Timing, StoreWindows: first.Report.StoreWindows, Matrix: &matrix}
+		Timing: first.Report.Timing, StoreWindows: first.Report.StoreWindows, Matrix: &matrix, Subset: first.Report.Subset}
 	for _, f := range in {
 		r := f.Report
 		if rep.Started.IsZero() || (!r.Started.IsZero() && r.Started.Before(rep.Started)) {
@@ -179,6 +183,9 @@ func Merge(in []MergeInput) (sim.Report, error) {
 		// longest of them.
 		rep.Took = max(rep.Took, r.Took)
 		rep.Probed = rep.Probed || r.Probed
+		// What a shard's run left out of the power-loss column, the
+		// merge left out too.
+		rep.PowerLoss = cmp.Or(rep.PowerLoss, r.PowerLoss)
 		rep.Merged = append(rep.Merged, sim.MergedShard{File: f.File, Shard: shardOf(r), Cases: len(r.Results),
 			Verdict: r.Verdict, ExitCode: r.ExitCode, Took: r.Took, Timing: r.Timing})
 	}
@@ -222,6 +229,20 @@ func Merge(in []MergeInput) (sim.Report, error) {
 		}
 	}
 	for s, files := range byShard {
+		if len(files) == 0 && want[s] == 0 {
+			// A shard without a case of the matrix leaves no case
+			// undecided; its report is missing all the same (certify
+			// refuses such a shard, exit 2): the set of shards is not
+			// the one the matrix was split in, and no verdict of the
+			// matrix comes of it.
+			rep.Results = append(rep.Results, sim.CaseResult{
+				Case: sim.Case{ID: fmt.Sprintf("merge-shard-%d-of-%d", s, n), Class: "merge",
+					Description: fmt.Sprintf("the report of shard %d/%d is missing", s, n)},
+				Verdict: sim.Undecided,
+				Notes: []string{fmt.Sprintf("the report of shard %d/%d was not given to merge; that shard has none of the matrix's %d cases (certify refuses it: exit 2), so the matrix was split in more shards than it has cases: split it in at most %d",
+					s, n, len(matrix.Cases), len(matrix.Cases))}})
+			continue
+		}
 		if len(files) < 2 {
 			continue
 		}

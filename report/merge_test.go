@@ -193,3 +193,60 @@ func TestDecodeJSONNamesFileAndField(t *testing.T) {
 		}
 	}
 }
+
+// A matrix split in more shards than it has cases: certify refuses the
+// empty shards (exit 2), so their reports are missing. The merge of the
+// others covers every case, and is still UNDECIDED naming the missing
+// shards, never CERTIFIED (it was, with "the report of shard 11/12 is
+// missing" after the verdict, exit 0).
+func TestMergeWithoutAShardThatHasNoCaseIsUndecided(t *testing.T) {
+	in, id := shardReports(t, 12, nil)
+	if len(id.Cases) != 10 {
+		t.Fatalf("the matrix has %d cases, want 10", len(id.Cases))
+	}
+	rep, err := Merge(in[:10])
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Summarize(rep, Options{})
+	if rep.Verdict != sim.Undecided || rep.ExitCode != 2 || d.Verdict != "UNDECIDED" {
+		t.Fatalf("merge of 10 of 12 shards: %s exit %d, digest %s: %s", rep.Verdict, rep.ExitCode, d.Verdict, d.Headline)
+	}
+	for _, want := range []string{"UNDECIDED: the report of shard 10/12 is missing, the report of shard 11/12 is missing", "merged from 10 shard reports"} {
+		if !strings.Contains(d.Headline, want) {
+			t.Errorf("headline %q does not say %q", d.Headline, want)
+		}
+	}
+	if len(d.Undecided) != 2 || !strings.Contains(d.Undecided[0].Why, "has none of the matrix's 10 cases") || !strings.Contains(d.Undecided[0].Why, "split it in at most 10") {
+		t.Errorf("undecided: %+v, want each missing shard with why it has no case and what to do", d.Undecided)
+	}
+	// Every shard given: the empty ones too (as a report without a
+	// case), the merge certifies.
+	all, err := Merge(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all.Verdict != sim.Pass || all.ExitCode != 0 {
+		t.Errorf("merge of every shard: %s exit %d", all.Verdict, all.ExitCode)
+	}
+}
+
+// The shards of a narrowed matrix (certify --point …) each say they
+// certify a subset, and so does their merge; what their runs left out of
+// the power-loss column, the merge says too. It said "CERTIFIED: all 10
+// cases were exercised", as of the whole matrix.
+func TestMergeOfASubsetSaysSo(t *testing.T) {
+	in, _ := shardReports(t, 3, nil)
+	for i := range in {
+		in[i].Report.Subset = "--point beforeGraphWrite"
+		in[i].Report.PowerLoss = "power loss: not tested (no FUSE on this machine)"
+	}
+	rep, err := Merge(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Summarize(rep, Options{})
+	if d.Verdict != "CERTIFIED" || !strings.HasPrefix(d.Headline, "CERTIFIED (a subset, --point beforeGraphWrite; not the whole matrix)") || !strings.Contains(d.Headline, "power loss: not tested") {
+		t.Errorf("merge of the shards of a subset: %s: %s", d.Verdict, d.Headline)
+	}
+}

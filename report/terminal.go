@@ -244,8 +244,11 @@ func writeDigest(w io.Writer, d Digest, o Options) {
 		fmt.Fprintln(w, ")")
 		for i, c := range d.Causes {
 			fmt.Fprintf(w, "%2d. %s in %d %s (%s): %s\n", i+1, c.Invariant, len(c.Cases), plural(len(c.Cases), "case", "cases"), causeCount(c), c.Summary)
+			if len(c.Forgot) > 0 {
+				fmt.Fprintf(w, "    forgot: %s\n", forgotList(c))
+			}
 			if c.Root && len(c.Consequences) > 0 {
-				fmt.Fprintf(w, "    root cause: the store forgot what it had acknowledged; folded under it: %s\n", foldedList(c.Consequences))
+				fmt.Fprintf(w, "    folded under this root cause: %s\n", foldedList(c.Consequences))
 			}
 			for j, cr := range c.Cases {
 				if j == MaxCasesListed {
@@ -304,15 +307,38 @@ func writeDigest(w io.Writer, d Digest, o Options) {
 // causeCount is a cause's violations, "8 violations", plus those of its
 // own invariant folded under it, which count in the invariant's total
 // at the end: "8 violations, 12 with the 4 more I8 folded under it".
+//
+// A root cause of forgotten writes adds those other invariants saw: "40
+// violations, and I7 ×10, I5 ×4 saying the same".
 func causeCount(c Cause) string {
 	s := fmt.Sprintf("%d %s", c.Violations, plural(c.Violations, "violation", "violations"))
 	if same := foldedOf(c, c.Invariant); same > 0 {
 		s += fmt.Sprintf(", %d with the %d more %s folded under it", c.Violations+same, same, c.Invariant)
 	}
+	var order []string
+	n := map[string]int{}
+	for _, f := range c.Forgot {
+		if f.Invariant == c.Invariant {
+			continue
+		}
+		if _, ok := n[f.Invariant]; !ok {
+			order = append(order, f.Invariant)
+		}
+		n[f.Invariant] += f.Violations
+	}
+	if len(order) > 0 {
+		others := make([]string, len(order))
+		for i, inv := range order {
+			others[i] = fmt.Sprintf("%s ×%d", inv, n[inv])
+		}
+		s += fmt.Sprintf(", and %s saying the same", strings.Join(others, ", "))
+	}
 	return s
 }
 
-// foldedOf counts the violations of invariant inv folded under cause c.
+// foldedOf counts the violations of invariant inv folded under cause c:
+// its consequences, and the forgotten writes other invariants than its
+// own saw.
 func foldedOf(c Cause, inv string) int {
 	n := 0
 	for _, k := range c.Consequences {
@@ -320,7 +346,26 @@ func foldedOf(c Cause, inv string) int {
 			n += k.Violations
 		}
 	}
+	for _, f := range c.Forgot {
+		if f.Invariant == inv && inv != c.Invariant {
+			n += f.Violations
+		}
+	}
 	return n
+}
+
+// forgotList is what a root cause of forgotten writes lost, the kind
+// lost in the most cases first: "lease grant in 10 cases (I7), operation
+// stage in 9 cases"; the invariant is named when it is not the cause's.
+func forgotList(c Cause) string {
+	out := make([]string, len(c.Forgot))
+	for i, f := range c.Forgot {
+		out[i] = fmt.Sprintf("%s in %d %s", f.What, f.Cases, plural(f.Cases, "case", "cases"))
+		if f.Invariant != c.Invariant {
+			out[i] += " (" + f.Invariant + ")"
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // foldedList is "I2 (5 violations), I4 (35 violations)", one entry per

@@ -36,7 +36,8 @@ func mergeCmd() *cobra.Command {
 from the report of its shard, and prints and writes one verdict and one set of
 reports for the whole matrix, as an unsharded certify would.
 
-A shard that is missing leaves its cases undecided; a shard given twice leaves
+A shard that is missing leaves its cases undecided and the merge undecided,
+even a shard without a case (more shards than cases); a shard given twice leaves
 the merge undecided (the worse result of each of its cases is kept); a shard
 that failed or was undecided carries that into the merged verdict. Reports of
 different matrices (another backend, mode, mutant, seed, selection or set of

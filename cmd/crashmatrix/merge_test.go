@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -98,4 +100,40 @@ func readDigest(t *testing.T, file string) report.Digest {
 		t.Fatalf("%s: %v", file, err)
 	}
 	return r.Digest
+}
+
+// A matrix of two cases split in three: certify refuses the empty third
+// shard, and the merge of the two others, which hold every case, is
+// UNDECIDED (exit 2) naming the missing shard, never CERTIFIED (it was,
+// exit 0, with "the report of shard 2/3 is missing" after the verdict).
+func TestMergeOfAnIncompleteSplitIsUndecided(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--in-process", "--quiet", "--point", "beforeGraphWrite", "--kind", "crash,error"}
+	var files []string
+	for i := 0; i < 3; i++ {
+		f := filepath.Join(dir, fmt.Sprintf("shard-%d.json", i))
+		run := append(slices.Clone(args), "--workdir", filepath.Join(dir, fmt.Sprint(i)), "--shard", fmt.Sprintf("%d/3", i), "--json", f)
+		if i == 2 {
+			cmd := certifyCmd()
+			cmd.SetOut(io.Discard)
+			cmd.SetErr(io.Discard)
+			cmd.SetArgs(run)
+			if err := cmd.ExecuteContext(context.Background()); err == nil || !strings.Contains(err.Error(), "shard 2 has none") {
+				t.Fatalf("certify --shard 2/3 of a matrix of 2 cases: %v, want a refusal", err)
+			}
+			continue
+		}
+		if out, code := execute(t, certifyCmd(), run...); code != 0 {
+			t.Fatalf("shard %d/3: exit %d\n%s", i, code, out)
+		}
+		files = append(files, f)
+	}
+	merged := filepath.Join(dir, "merged.json")
+	out, code := execute(t, mergeCmd(), append(files, "--json", merged)...)
+	if code != 2 || !strings.HasPrefix(out, "UNDECIDED: the report of shard 2/3 is missing") || strings.Contains(out, "CERTIFIED") {
+		t.Fatalf("merge of shards 0/3 and 1/3: exit %d, want 2, UNDECIDED naming shard 2/3:\n%s", code, out)
+	}
+	if d := readDigest(t, merged); d.Verdict != "UNDECIDED" {
+		t.Errorf("the merged JSON report says %s", d.Verdict)
+	}
 }
