@@ -2,6 +2,7 @@ package properties_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
+	"github.com/crashmatrix/crashmatrix/internal/explorerun"
 	"github.com/crashmatrix/crashmatrix/properties"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/report"
@@ -24,7 +26,11 @@ import (
 // The embedded default passes the whole matrix, with real process kills of
 // re-executed test binaries: what a store author's own go test does.
 func TestCertifySQLite(t *testing.T) {
-	properties.CertifyCrashSafety(t, embedded.SQLite())
+	rep := properties.CertifyCrashSafety(t, embedded.SQLite())
+	// The whole matrix is followed by the seeded exploration, by default.
+	if want := fmt.Sprintf("exploration: %d schedules of seed 1 (in-process), no invariant broken", explorerun.DefaultCount); !strings.HasPrefix(rep.Exploration, want) {
+		t.Errorf("the report says %q, want %q", rep.Exploration, want)
+	}
 }
 
 // A backend with only Name and Open (the store-author guide's snippet: no System B)

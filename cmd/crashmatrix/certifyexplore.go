@@ -82,6 +82,7 @@ func certifyExplore(cmd *cobra.Command, f certifyFlags, spec sim.BackendSpec, se
 	if shard != nil {
 		o.ShardIndex, o.ShardCount = shard.Index, shard.Count
 	}
+	defer tuneGC(cfg.InProcess)()
 	start := time.Now()
 	fmt.Fprintf(cmd.ErrOrStderr(), "exploring %d schedules of seed %d (%s) after the matrix…\n", count, seed, mode)
 	out, err := explorerun.Run(cmd.Context(), runner, o)
