@@ -317,3 +317,26 @@ func TestWorkersLeaveNothingInTheTemporaryDirectory(t *testing.T) {
 		t.Fatalf("the temporary directory holds %v after the run, want only this test's own %s", names, want)
 	}
 }
+
+// The exploration after the matrix (in-process, seeded) catches what the
+// chosen part of the matrix misses: the run fails with the shrunk
+// schedule as a case of its own, its scenario in the run's folder, and
+// the test's own command to find it again.
+func TestCrashRunExploresAfterTheMatrix(t *testing.T) {
+	res := crashrun.Run(t, embedded.SQLite(), crashrun.Options{Points: []faults.Point{faults.BeforeCompleted}, Kinds: []faults.Kind{faults.Crash},
+		Bugs: []reference.Bug{reference.BugDeadLetterWithoutReconcile}, Seed: 4, Explore: 20})
+	i := slices.IndexFunc(res.Results, func(r sim.CaseResult) bool { return r.Case.Class == explorerun.Class })
+	if res.ExitCode != 1 || i < 0 || res.Counts[sim.Pass] != 1 {
+		t.Fatalf("exit %d, %v, exploration %q; want the matrix's one case to pass and exploration to fail the run\n%s", res.ExitCode, res.Counts, res.Exploration, crashrun.Describe("sqlite", res))
+	}
+	found := res.Results[i]
+	if !slices.Contains(found.Broken(), "I3") || !strings.HasPrefix(res.Exploration, "exploration: schedule 0 of 20 schedules of seed 4 (in-process) broke I3") {
+		t.Errorf("the finding broke %v: %s", found.Broken(), res.Exploration)
+	}
+	if _, err := os.Stat(filepath.Join(res.Dir, found.Case.ID+".yaml")); err != nil {
+		t.Errorf("its scenario: %v", err)
+	}
+	if got := res.Options.Replay(found); got != res.Options.Rerun {
+		t.Errorf("its replay %q, want the test's own rerun %q", got, res.Options.Rerun)
+	}
+}
