@@ -25,6 +25,7 @@ base=${TMPDIR:-/tmp}
 OUT=${OUT:-$(mktemp -d "$base/crashmatrix-explore-count-XXXXXX")}
 
 [ -x "$BIN" ] || { echo "bench-explore-count: $BIN missing (make build)" >&2; exit 2; }
+mkdir -p "$OUT"
 default=$(sed -nE 's/^const DefaultCount = ([0-9]+)$/\1/p' internal/explorerun/explorerun.go)
 echo "bench-explore-count: seeds $(echo $SEEDS), up to $LIMIT schedules each; default count $default; logs in $OUT"
 need=0

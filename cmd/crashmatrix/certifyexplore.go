@@ -49,8 +49,11 @@ func certifyExplore(cmd *cobra.Command, f certifyFlags, spec sim.BackendSpec, se
 	if !cmd.Flags().Changed("explore-seed") {
 		seed = f.seed
 	}
+	// The seed decides the runs' retry jitter too, as explore's --seed
+	// does: the same schedules as crashmatrix explore --seed, and the
+	// scenario (which records it) replays under it.
 	cfg := sim.Config{Backend: spec, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: filepath.Join(workdir, "explore"),
-		InProcess: f.store.command == "", InProcessFiles: f.inProcessFiles, Seed: f.seed, Bugs: bugs, Mutant: f.mutant, WallClock: f.wallClock}
+		InProcess: f.store.command == "", InProcessFiles: f.inProcessFiles, Seed: seed, Bugs: bugs, Mutant: f.mutant, WallClock: f.wallClock}
 	mode := "in-process"
 	if !cfg.InProcess {
 		mode = "process kills"
