@@ -12,30 +12,32 @@ const module = "github.com/crashmatrix/crashmatrix/"
 // layers maps a package path prefix (relative to the module) to its layer;
 // the longest matching prefix wins. Keep in step with ARCHITECTURE.md.
 var layers = map[string]int{
-	"faults":              0,
-	"faults/lazyfs":       0, // the lazy FUSE file system of power loss; imports nothing of the project
-	"reference":           1,
-	"history":             2,
-	"check":               3,
-	"adapters":            4,
-	"sim":                 5,
-	"sim/embedded":        6,
-	"sim/servers":         6,
-	"sim/explore":         6,
-	"sim/storecmd":        6,
-	"scenarios":           7,
-	"properties":          7,
-	"report":              7,
-	"internal":            8,
-	"cmd":                 9,
-	"examples":            9,
-	"docs":                9,
-	"ci":                  9,
-	"adapters/internal":   4,
-	"internal/procstat":   0, // /proc/PID/stat, read by sim and sim/servers/provision
-	"internal/storetest":  4, // store fixtures over reference, for adapters' tests and properties
-	"internal/crashrun":   7, // the crash run behind properties.CertifyCrashSafety
-	"internal/explorerun": 7, // the exploration of explore, certify and CertifyCrashSafety
+	"faults":             0,
+	"faults/lazyfs":      0, // the lazy FUSE file system of power loss; imports nothing of the project
+	"reference":          1,
+	"history":            2,
+	"check":              3,
+	"adapters":           4,
+	"sim":                5,
+	"sim/embedded":       6,
+	"sim/servers":        6,
+	"sim/explore":        6,
+	"sim/storecmd":       6,
+	"scenarios":          7,
+	"properties":         7,
+	"report":             7,
+	"internal":           8,
+	"cmd":                9,
+	"examples":           9,
+	"docs":               9,
+	"ci":                 9,
+	"adapters/internal":  4,
+	"internal/procstat":  0, // /proc/PID/stat, read by sim and sim/servers/provision
+	"internal/storetest": 4, // store fixtures over reference, for adapters' tests and properties
+	"internal/crashrun":  7, // the crash run behind properties.CertifyCrashSafety
+
+	// The exploration of explore, certify and CertifyCrashSafety.
+	"internal/explorerun": 7,
 }
 
 func layerOf(pkg string) (int, string, bool) {
