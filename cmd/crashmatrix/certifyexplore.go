@@ -87,7 +87,11 @@ func certifyExplore(cmd *cobra.Command, f certifyFlags, spec sim.BackendSpec, se
 	}
 	defer tuneGC(cfg.InProcess)()
 	start := time.Now()
-	fmt.Fprintf(cmd.ErrOrStderr(), "exploring %d schedules of seed %d (%s) after the matrix…\n", count, seed, mode)
+	share := ""
+	if shard != nil {
+		share = fmt.Sprintf("shard %s's share of ", shard)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "exploring %s%d schedules of seed %d (%s) after the matrix…\n", share, count, seed, mode)
 	out, err := explorerun.Run(cmd.Context(), runner, o)
 	if err != nil {
 		return fmt.Errorf("exploration: %w", err)
