@@ -9,6 +9,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
+	"github.com/crashmatrix/crashmatrix/internal/explorerun"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
 
@@ -62,6 +63,15 @@ type CrashOptions struct {
 	// or Classes without it, none would run, and the run fails saying so.
 	RandomKills int
 	Seed        int64
+	// Explore is how many seeded exploration schedules run after a matrix
+	// that certified, in-process (random schedules of several workers,
+	// repeated crashes, crashes in recovery, pauses past the lease,
+	// retractions racing ingestions; seed Seed): a schedule that breaks
+	// an invariant is shrunk, written as a scenario in the run's folder
+	// and fails the run. Zero runs the default count on the whole matrix
+	// and none on a part of it (Points, Kinds, Classes); a negative value
+	// turns it off (the report says "exploration: off").
+	Explore int
 	// ReportDir, when set, holds the run's working data; a run that does
 	// not certify leaves its reports and histories in a folder under it,
 	// named in the failure. Unset: a temporary folder, kept (without the
@@ -146,7 +156,21 @@ func certified(name string, rep sim.Report) string {
 	default:
 		line += "; power loss: no case of this run"
 	}
+	if rep.Exploration != "" {
+		line += "; " + rep.Exploration
+	}
 	return line
+}
+
+// exploreCount is the schedules CrashOptions.Explore asks for.
+func exploreCount(o CrashOptions) int {
+	switch {
+	case o.Explore < 0:
+		return 0
+	case o.Explore == 0 && len(o.Points)+len(o.Kinds)+len(o.Classes) == 0:
+		return explorerun.DefaultCount
+	}
+	return o.Explore
 }
 
 // unbroken returns the expected invariants that did not break.
@@ -164,7 +188,7 @@ func unbroken(expect, broken []string) []string {
 // expected invariants into short names; an unknown name is an error.
 func crashOptions(opts []CrashOptions) (crashrun.Options, []string, error) {
 	if len(opts) == 0 {
-		return crashrun.Options{}, nil, nil
+		return crashrun.Options{Explore: explorerun.DefaultCount}, nil, nil
 	}
 	var expect []string
 	for _, o := range opts {
@@ -185,5 +209,6 @@ func crashOptions(opts []CrashOptions) (crashrun.Options, []string, error) {
 		}
 	}
 	return crashrun.Options{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, Tear: o.Tear, LeaseTTL: o.LeaseTTL,
-		Parallel: o.Parallel, Mutant: o.Mutant, ReportDir: o.ReportDir, RandomKills: o.RandomKills, Seed: o.Seed, WallClock: o.WallClock}, expect, nil
+		Parallel: o.Parallel, Mutant: o.Mutant, ReportDir: o.ReportDir, RandomKills: o.RandomKills, Seed: o.Seed, WallClock: o.WallClock,
+		Explore: exploreCount(o)}, expect, nil
 }

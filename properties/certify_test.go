@@ -2,6 +2,7 @@ package properties_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
+	"github.com/crashmatrix/crashmatrix/internal/explorerun"
 	"github.com/crashmatrix/crashmatrix/properties"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/report"
@@ -24,7 +26,11 @@ import (
 // The embedded default passes the whole matrix, with real process kills of
 // re-executed test binaries: what a store author's own go test does.
 func TestCertifySQLite(t *testing.T) {
-	properties.CertifyCrashSafety(t, embedded.SQLite())
+	rep := properties.CertifyCrashSafety(t, embedded.SQLite())
+	// The whole matrix is followed by the seeded exploration, by default.
+	if want := fmt.Sprintf("exploration: %d schedules of seed 1 (in-process), no invariant broken", explorerun.DefaultCount); !strings.HasPrefix(rep.Exploration, want) {
+		t.Errorf("the report says %q, want %q", rep.Exploration, want)
+	}
 }
 
 // A backend with only Name and Open (the store-author guide's snippet: no System B)
@@ -309,5 +315,28 @@ func TestWorkersLeaveNothingInTheTemporaryDirectory(t *testing.T) {
 	}
 	if want := filepath.Base(mine); len(names) != 1 || names[0] != want {
 		t.Fatalf("the temporary directory holds %v after the run, want only this test's own %s", names, want)
+	}
+}
+
+// The exploration after the matrix (in-process, seeded) catches what the
+// chosen part of the matrix misses: the run fails with the shrunk
+// schedule as a case of its own, its scenario in the run's folder, and
+// the test's own command to find it again.
+func TestCrashRunExploresAfterTheMatrix(t *testing.T) {
+	res := crashrun.Run(t, embedded.SQLite(), crashrun.Options{Points: []faults.Point{faults.BeforeCompleted}, Kinds: []faults.Kind{faults.Crash},
+		Bugs: []reference.Bug{reference.BugDeadLetterWithoutReconcile}, Seed: 4, Explore: 20})
+	i := slices.IndexFunc(res.Results, func(r sim.CaseResult) bool { return r.Case.Class == explorerun.Class })
+	if res.ExitCode != 1 || i < 0 || res.Counts[sim.Pass] != 1 {
+		t.Fatalf("exit %d, %v, exploration %q; want the matrix's one case to pass and exploration to fail the run\n%s", res.ExitCode, res.Counts, res.Exploration, crashrun.Describe("sqlite", res))
+	}
+	found := res.Results[i]
+	if !slices.Contains(found.Broken(), "I3") || !strings.HasPrefix(res.Exploration, "exploration: schedule 0 of 20 schedules of seed 4 (in-process) broke I3") {
+		t.Errorf("the finding broke %v: %s", found.Broken(), res.Exploration)
+	}
+	if _, err := os.Stat(filepath.Join(res.Dir, found.Case.ID+".yaml")); err != nil {
+		t.Errorf("its scenario: %v", err)
+	}
+	if got := res.Options.Replay(found); got != res.Options.Rerun {
+		t.Errorf("its replay %q, want the test's own rerun %q", got, res.Options.Rerun)
 	}
 }

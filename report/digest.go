@@ -396,6 +396,10 @@ func Summarize(rep sim.Report, o Options) Digest {
 		// undecided run has its own first line to say.
 		d.Headline += "; " + rep.PowerLoss
 	}
+	if rep.Exploration != "" && rep.ExitCode == 0 {
+		// So does a pass that explored nothing, or less than by default.
+		d.Headline += "; " + rep.Exploration
+	}
 	d.Verdict, d.Headline = scoped(rep, d.Verdict, d.Headline)
 	return d
 }

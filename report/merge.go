@@ -190,6 +190,17 @@ func Merge(in []MergeInput) (sim.Report, error) {
 			Verdict: r.Verdict, ExitCode: r.ExitCode, Took: r.Took, Timing: r.Timing})
 	}
 	slices.SortStableFunc(rep.Merged, func(a, b sim.MergedShard) int { return a.Shard.Index - b.Shard.Index })
+	// Each shard explored its share of the schedules: their lines, in
+	// shard order.
+	var explored []string
+	for _, m := range rep.Merged {
+		for _, f := range in {
+			if shardOf(f.Report) == m.Shard && f.Report.Exploration != "" && !slices.Contains(explored, f.Report.Exploration) {
+				explored = append(explored, f.Report.Exploration)
+			}
+		}
+	}
+	rep.Exploration = strings.Join(explored, "; ")
 	for _, mc := range matrix.Cases {
 		s := owner[mc.ID]
 		files := byShard[s]

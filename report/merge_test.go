@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -248,5 +249,27 @@ func TestMergeOfASubsetSaysSo(t *testing.T) {
 	d := Summarize(rep, Options{})
 	if d.Verdict != "CERTIFIED" || !strings.HasPrefix(d.Headline, "CERTIFIED (a subset, --point beforeGraphWrite; not the whole matrix)") || !strings.Contains(d.Headline, "power loss: not tested") {
 		t.Errorf("merge of the shards of a subset: %s: %s", d.Verdict, d.Headline)
+	}
+}
+
+// Each shard explored its share of the schedules after its cases: the
+// merged report says what each did, in shard order, and its headline
+// carries it.
+func TestMergeSaysWhatEachShardExplored(t *testing.T) {
+	in, _ := shardReports(t, 2, nil)
+	for i := range in {
+		in[i].Report.Exploration = fmt.Sprintf("exploration: the %d of shard %d/2 of 9 schedules of seed 1 (in-process), no invariant broken", 5-i, i)
+		in[i].Report = roundTrip(t, in[i].Report)
+	}
+	rep, err := Merge([]MergeInput{in[1], in[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "exploration: the 5 of shard 0/2 of 9 schedules of seed 1 (in-process), no invariant broken; exploration: the 4 of shard 1/2 of 9 schedules of seed 1 (in-process), no invariant broken"
+	if rep.Exploration != want {
+		t.Errorf("merged exploration %q, want %q", rep.Exploration, want)
+	}
+	if d := Summarize(rep, Options{}); !strings.Contains(d.Headline, want) {
+		t.Errorf("merged headline %q lacks %q", d.Headline, want)
 	}
 }

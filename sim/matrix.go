@@ -45,6 +45,11 @@ type Report struct {
 	// PowerLoss, when the run left the power-loss column out, says so
 	// and why ("power loss: not tested (...)"); reports print it.
 	PowerLoss string `json:"powerLoss,omitempty"`
+	// Exploration says what the seeded exploration after the matrix ran
+	// and found ("exploration: 3000 schedules of seed 1 (in-process), no
+	// invariant broken"; "exploration: off"); a finding is among Results
+	// as a failing case. Reports print it.
+	Exploration string `json:"exploration,omitempty"`
 }
 
 // maxAttempts bounds the runs of a case that is not exercised.

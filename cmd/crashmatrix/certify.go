@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/internal/explorerun"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/scenarios"
@@ -25,6 +26,8 @@ type certifyFlags struct {
 	jsonOut, junitOut, html   string
 	bugs, points, kinds, only []string
 	parallel, randomKills     int
+	explore                   int
+	exploreSeed               int64
 	tear                      int
 	seed                      int64
 	leaseTTL                  time.Duration
@@ -82,6 +85,16 @@ write a sector whole). A
 case whose store had nothing un-synced at the window has nothing to tear:
 it is not exercised (the power-loss column covers it).
 
+Exploration: after a matrix that certified, --explore N schedules of the
+explorer (several workers and documents, repeated crashes, crashes during
+recovery, pauses past the lease, retractions racing ingestions) run
+in-process where the backend allows (a --store-cmd store: real processes),
+drawn from --explore-seed (default --seed): a count, not a time budget, so
+the verdict does not depend on the machine. The first that breaks an
+invariant is shrunk, written as a scenario in the workdir and reported as
+a failing case; --explore 0 turns it off and the verdict says so. With
+--shard i/n each shard explores every n-th schedule from i.
+
 Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant broke (or a fault did not fire), 2 undecided.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCertify(cmd, f) },
 	}
@@ -100,6 +113,8 @@ Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant 
 	fl.IntVar(&f.parallel, "parallel", 12, "cases run at once")
 	fl.IntVar(&f.randomKills, "random-kills", 0, "also run N random kills: the standard script's worker SIGKILLed at a seeded instant of its run, before a store call or inside a commit of the embedded database (replayable), or where no commit is seen every other one at a wall-clock offset (real processes only)")
 	fl.Int64Var(&f.seed, "seed", 1, "seed for retry jitter")
+	fl.IntVar(&f.explore, "explore", explorerun.DefaultCount, "after a matrix that certified, explore this many seeded fault schedules (in-process where the backend allows; a schedule that breaks an invariant is shrunk, written as a scenario and fails the run); 0: off; none with --point, --kind or --class unless given")
+	fl.Int64Var(&f.exploreSeed, "explore-seed", 0, "the seed of --explore's schedules (default: --seed)")
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "the document lease TTL in workers (a killed worker blocks its document this long): 250ms on the embedded sqlite and memory backends, 600ms on servers and --store-cmd stores by default; with --wall-clock and no value it adapts to what a calibration of step latency, and the cases themselves, measure")
 	fl.BoolVar(&f.wallClock, "wall-clock", false, "run worker leases, claims and backoff on the wall clock; by default a case's workers share a harness clock that moves only when one sleeps or stalls, so the verdict does not depend on the machine's load (use it when a lock provider compares expiry with a clock of its own)")
 	fl.BoolVar(&f.keep, "keep", false, "keep the workdir even when certified")
@@ -176,6 +191,9 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	}
 	if f.randomKills < 0 {
 		return fmt.Errorf("--random-kills %d: must not be negative", f.randomKills)
+	}
+	if f.explore < 0 {
+		return fmt.Errorf("--explore %d: must not be negative (0 turns the exploration off)", f.explore)
 	}
 	if f.randomKills > 0 && f.inProcess {
 		return fmt.Errorf("--random-kills needs real worker processes: a goroutine cannot be stopped at an instant (drop --in-process)")
@@ -316,6 +334,11 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if pb != nil {
 		pb.Wait()
 	}
+	if err := certifyExplore(cmd, f, spec, self, bugs, workdir, probe, shard, &rep, &ropt); err != nil {
+		return err
+	}
+	interrupted = cmd.Context().Err() != nil
+	kept = kept || (rep.ExitCode != 0 && !interrupted)
 	if err := report.SaveTimelines(workdir, &rep); err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -14,7 +13,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/report"
+	"github.com/crashmatrix/crashmatrix/internal/explorerun"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
@@ -22,29 +21,6 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim/initial"
 	"github.com/spf13/cobra"
 )
-
-// findingComment is the head of a shrunk scenario file, as YAML comments:
-// the violation the explorer saw in the shrunk schedule, one line of what
-// happened, the operations' short names, and the replay command.
-func findingComment(inv string, r sim.CaseResult, replay string) []byte {
-	vs, seq, legend := report.Explain(r, inv)
-	var b strings.Builder
-	for i, v := range vs {
-		if i == 5 {
-			fmt.Fprintf(&b, "# … and %d more %s violations\n", len(vs)-i, inv)
-			break
-		}
-		fmt.Fprintf(&b, "# violation: %s\n", oneLine(v))
-	}
-	fmt.Fprintf(&b, "# what happened: %s\n", oneLine(seq))
-	if len(legend) > 0 {
-		fmt.Fprintf(&b, "# operations: %s\n", oneLine(strings.Join(legend, ", ")))
-	}
-	fmt.Fprintf(&b, "# replay: %s\n", replay)
-	return []byte(b.String())
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func exploreCmd() *cobra.Command {
 	var (
@@ -205,8 +181,8 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 				// show too; the windows found so far still count.
 				fmt.Fprintf(cmd.ErrOrStderr(), "crashmatrix: warning: %v\n", err)
 			}
-			shape := explore.DefaultShape
-			shape.StoreWindows, shape.RandomKill, shape.KillBase = probe.Windows, randomKills, probe.Base
+			shape := explorerun.Shape(probe)
+			shape.RandomKill, shape.KillBase = randomKills, probe.Base
 			shape.KillCalls, shape.KillCommits = probe.Calls, probe.Commits
 			if powerLoss > 0 {
 				if why := runner.PowerLossUntested(); why != "" {
@@ -295,15 +271,13 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 				written = *onReal.Case // the schedule that breaks it on the real store
 				written.ID = f.Shrunk.ID
 			}
-			sc, err := scenarios.FromCase(written)
+			fw := *f
+			fw.Shrunk = written
+			sc, inv, err := explorerun.Scenario(&fw, explorerun.Settings{Bugs: bs, Mutant: mutant, Seed: seed, Mode: mode,
+				By: fmt.Sprintf("crashmatrix explore --seed %d", seed)})
 			if err != nil {
-				return fmt.Errorf("writing the shrunk schedule: %w", err)
+				return err
 			}
-			sc.Bugs, sc.Mutant, sc.Seed = bs, mutant, seed
-			inv, _ := check.ParseInvariant(f.Invariant)
-			sc.Expect = scenarios.Expect{Verdict: "fail", Breaks: []check.Invariant{inv}}
-			sc.Description = fmt.Sprintf("Found by crashmatrix explore --seed %d (schedule %d, %s) and shrunk from %s to %s; breaks %s.",
-				seed, f.Index, mode, explore.Describe(f.Original), explore.Describe(f.Shrunk), inv)
 			switch {
 			case schedule != nil:
 				sc.Backend, sc.LeaseTTL, sc.Initial = schedule.Backend, schedule.LeaseTTL, schedule.Initial
@@ -312,35 +286,24 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			case from != "":
 				sc.Description += " Starts from the initial state of " + from + "."
 			}
+			head := ""
 			if simStore {
 				sc.Description += " " + onReal.String()
+				head = "# " + onReal.String() + "\n"
 			}
-			b, err := sc.Marshal()
+			path, replay, err := explorerun.Write(outDir, sc, inv, explorerun.Shown(f), head, func(path string) string {
+				replay := []string{selfCommand(), "run", shellQuote(path), "--repeat", "10"}
+				if args := store.replayArgs(); args != nil {
+					replay = append(replay, args...)
+				} else if backendName != "sqlite" {
+					replay = append(replay, "--backend", shellQuote(backendName))
+				}
+				if !processes {
+					replay = append(replay, "--in-process")
+				}
+				return strings.Join(replay, " ")
+			})
 			if err != nil {
-				return err
-			}
-			if err := os.MkdirAll(outDir, 0o755); err != nil {
-				return err
-			}
-			path := filepath.Join(outDir, sc.Name+".yaml")
-			replay := []string{selfCommand(), "run", shellQuote(path), "--repeat", "10"}
-			if args := store.replayArgs(); args != nil {
-				replay = append(replay, args...)
-			} else if backendName != "sqlite" {
-				replay = append(replay, "--backend", shellQuote(backendName))
-			}
-			if !processes {
-				replay = append(replay, "--in-process")
-			}
-			shown := f.ShrunkResult
-			if shown.Case.ID == "" {
-				shown = f.Result // the shrunk case never broke it again: say what the original did
-			}
-			head := findingComment(inv.Short(), shown, strings.Join(replay, " "))
-			if simStore {
-				head = append([]byte("# "+onReal.String()+"\n"), head...)
-			}
-			if err := os.WriteFile(path, append(head, b...), 0o644); err != nil {
 				return err
 			}
 			what := "VIOLATION"
@@ -363,7 +326,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			if simStore {
 				fmt.Fprintln(out, onReal.String())
 			}
-			fmt.Fprintf(out, "scenario: %s\nreplay:   %s\n", path, strings.Join(replay, " "))
+			fmt.Fprintf(out, "scenario: %s\nreplay:   %s\n", path, replay)
 			return exitError{1}
 		},
 	}

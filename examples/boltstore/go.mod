@@ -9,6 +9,7 @@ require (
 
 require (
 	github.com/anishathalye/porcupine v1.3.1 // indirect
+	github.com/goccy/go-yaml v1.19.2 // indirect
 	github.com/hanwen/go-fuse/v2 v2.12.1 // indirect
 	github.com/leanovate/gopter v0.2.11 // indirect
 	github.com/pingcap/errors v0.11.4 // indirect

@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/internal/explorerun"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
@@ -44,6 +46,11 @@ type Options struct {
 	StopAtFirstFailure bool
 	// ProcessTimeout, when set, is the workers' deadline (sim.Config's).
 	ProcessTimeout time.Duration
+	// Explore, when positive, runs that many seeded exploration schedules
+	// (seed Seed) in-process after a matrix that certified
+	// (explorerun.Run); a finding fails the run as a case of its own. On
+	// the whole matrix, zero says "exploration: off" in the report.
+	Explore int
 }
 
 // CaseFilterEnv names the environment variable that narrows a run to the
@@ -187,6 +194,10 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	rep := runner.RunAll(ctx, cases, o.Parallel, progress)
 	rep.WithProbe(probe, perr, sel)
 	rep.PowerLoss = untested
+	if err := explored(ctx, t, backend, o, sel, work, probe, &rep); err != nil {
+		os.RemoveAll(work)
+		t.Fatalf("crash matrix: %v", err)
+	}
 	if rep.ExitCode == 0 {
 		if err := os.RemoveAll(work); err != nil {
 			t.Logf("crash matrix: removing %s: %v", work, err)
@@ -194,6 +205,44 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 		return Result{Report: rep, Options: ReportOptions(t)}
 	}
 	return failedRun(t, work, rep, o)
+}
+
+// explored runs the exploration after the matrix (Options.Explore), in
+// the in-process mode, and puts what it did into rep.
+func explored(ctx context.Context, t *testing.T, backend sim.Backend, o Options, sel sim.Selection, work string, probe sim.Probe, rep *sim.Report) error {
+	switch {
+	case o.Explore <= 0:
+		if sel.Whole() && len(o.Cases) == 0 {
+			rep.Exploration = explorerun.Off
+		}
+		return nil
+	case ctx.Err() != nil:
+		return nil
+	case rep.ExitCode != 0:
+		rep.Exploration = "exploration: not run (the matrix did not certify)"
+		return nil
+	}
+	b := backend
+	runner, err := sim.NewRunner(sim.Config{Use: &b, Backend: sim.BackendSpec{Name: backend.Name}, WorkDir: filepath.Join(work, "explore"),
+		InProcess: true, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: o.Seed, WallClock: o.WallClock})
+	if err != nil {
+		return fmt.Errorf("exploration: %w", err)
+	}
+	defer runner.CloseShared()
+	shape := explorerun.Shape(probe)
+	shape.LeaseTTLMillis = o.LeaseTTL.Milliseconds()
+	rerun := ReportOptions(t).Rerun
+	start := time.Now()
+	out, err := explorerun.Run(ctx, runner, explorerun.Options{Count: o.Explore, Seed: o.Seed, Parallel: 4 * runtime.NumCPU(), Shape: shape, Dir: work,
+		Settings: explorerun.Settings{Bugs: o.Bugs, Mutant: o.Mutant, Mode: "in-process", By: fmt.Sprintf("CertifyCrashSafety's exploration (%d schedules, seed %d)", o.Explore, o.Seed)},
+		// The exploration is seeded: the test finds the schedule again.
+		Replay: func(string) string { return rerun }})
+	if err != nil {
+		return fmt.Errorf("exploration: %w", err)
+	}
+	out.Line += fmt.Sprintf(" in %s", time.Since(start).Round(time.Millisecond))
+	out.AddTo(rep)
+	return nil
 }
 
 // probeHung returns the probe's case whose worker hung past its deadline,
@@ -254,7 +303,13 @@ func ReportOptions(t *testing.T) report.Options {
 		}
 	}
 	pattern := RunPattern(t.Name())
-	return report.Options{Command: "go test " + dir, Rerun: fmt.Sprintf("go test -count=1 -run '%s' %s", pattern, dir), Replay: func(r sim.CaseResult) string {
+	rerun := fmt.Sprintf("go test -count=1 -run '%s' %s", pattern, dir)
+	return report.Options{Command: "go test " + dir, Rerun: rerun, Replay: func(r sim.CaseResult) string {
+		if r.Case.Class == explorerun.Class {
+			// Not a case of the matrix: the seeded exploration finds it
+			// again (its description names its scenario file).
+			return rerun
+		}
 		return fmt.Sprintf("%s=%s go test -count=1 -run '%s' %s", CaseFilterEnv, r.Case.ID, pattern, dir)
 	}}
 }

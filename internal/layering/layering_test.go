@@ -35,6 +35,9 @@ var layers = map[string]int{
 	"internal/procstat":  0, // /proc/PID/stat, read by sim and sim/servers/provision
 	"internal/storetest": 4, // store fixtures over reference, for adapters' tests and properties
 	"internal/crashrun":  7, // the crash run behind properties.CertifyCrashSafety
+
+	// The exploration of explore, certify and CertifyCrashSafety.
+	"internal/explorerun": 7,
 }
 
 func layerOf(pkg string) (int, string, bool) {
