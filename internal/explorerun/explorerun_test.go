@@ -16,7 +16,8 @@ import (
 // exploreOnly are the defects the whole matrix certified and exploration
 // alone found when DefaultCount was measured (issue 42: written outside
 // the project, each found on the first seed), by the names of their
-// built-in mutants.
+// built-in mutants. The matrix has case classes for them since
+// (sim/inflight.go); exploration on its own must still find them.
 var exploreOnly = []reference.Bug{"scan-skips-pending-dead-letter", "support-ignores-pending-plans"}
 
 // certify's exploration with its default flags (DefaultCount schedules
@@ -26,7 +27,7 @@ var exploreOnly = []reference.Bug{"scan-skips-pending-dead-letter", "support-ign
 func TestDefaultExplorationCatchesAMutantOnlyExplorationFound(t *testing.T) {
 	i := slices.IndexFunc(exploreOnly, func(b reference.Bug) bool { return slices.Contains(reference.Bugs, b) })
 	if i < 0 {
-		t.Skipf("none of the mutants %v is built in yet", exploreOnly)
+		t.Fatalf("none of the mutants %v is built in", exploreOnly)
 	}
 	bug := exploreOnly[i]
 	dir := t.TempDir()
