@@ -30,6 +30,10 @@ type CaseEnv struct {
 	// Dir is a directory private to the case (embedded backends keep their
 	// files here); it may not exist yet: Open creates it.
 	Dir string `json:"dir"`
+	// TempDir is the TMPDIR of every store process (adapters/storeproc),
+	// a worker's and the supervisor's alike: a folder of the run's, outside
+	// Dir, the same for every case. It may not exist yet.
+	TempDir string `json:"tempDir,omitempty"`
 	// Namespace is unique per case; server backends scope keys by it.
 	Namespace string `json:"namespace"`
 	// Mutant names a backend-level mutant, or is empty.
