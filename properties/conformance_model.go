@@ -78,6 +78,16 @@ func confMismatch(what string, want, got any) string {
 	return fmt.Sprintf("%s: model wants %s, store gave %s", what, confShowLoose(want), confShowLoose(got))
 }
 
+// confMismatchAt is confMismatch, followed, when the store answered
+// (err nil), by where its answer got differs from the model's want
+// (confDiff).
+func confMismatchAt[V any](what string, want, got V, err error) string {
+	if err != nil {
+		return confMismatch(what, want, err)
+	}
+	return confMismatch(what, want, got) + confDiff(want, got)
+}
+
 func confShowLoose(v any) string {
 	if err, ok := v.(error); ok && err != nil {
 		return "error(" + err.Error() + ")"

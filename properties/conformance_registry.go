@@ -131,7 +131,7 @@ func regSaveAndFind(t suiteT, fresh func() reference.EntityRegistry) {
 		}
 	}
 	if e.Space != "space_a" || e.NodeID != alice || reference.Normalize(e.Type) != "person" || reference.Normalize(e.CanonicalName) != "alice smith" {
-		t.Errorf("registered entity = %+v; want space_a, %s, type Person, canonical Alice Smith", e, alice)
+		t.Errorf("registered entity = %s; want space_a, %s, type Person, canonical Alice Smith", confShow(e), alice)
 	}
 	if e.Properties["role"] != "engineer" {
 		t.Errorf("registered entity properties = %v; want role=engineer", e.Properties)
@@ -143,7 +143,7 @@ func regSaveAndFind(t suiteT, fresh func() reference.EntityRegistry) {
 	}
 	again, _ := s.FindMatches(confCtx, "space_a", "Person", []string{"alice"})
 	if len(again) != 1 || slices.Contains(again[0].Names, "mutated") || again[0].Properties["role"] != "engineer" {
-		t.Errorf("after mutating a returned entity, FindMatches gives %+v; want the stored entity unchanged", again)
+		t.Errorf("after mutating a returned entity, FindMatches gives %s; want the stored entity unchanged", confShow(again))
 	}
 	if ids := regIDs(regList(t, s, "space_a")); fmt.Sprint(ids) != fmt.Sprint([]string{alice}) {
 		t.Errorf("List(space_a) = %v; want [%s]", ids, alice)
@@ -177,7 +177,7 @@ func regConflictAllOrNone(t suiteT, fresh func() reference.EntityRegistry) {
 		regOf("n-alice", "Person", "Alice", "Ally"), regOf("n-bob2", "Person", "Bobby", "Alice"))
 	regExpectFind(t, s, "space_a", "Person", []string{"Ally", "Bobby"}, nil, "nothing of the failed batch, also not the new alias of n-alice")
 	if after := regList(t, s, "space_a"); !confEqual(after, before) {
-		t.Errorf("List(space_a) changed after failed batches:\nwant %s\n got %s", confShow(before), confShow(after))
+		t.Errorf("List(space_a) changed after failed batches:%s", confDiff(before, after))
 	}
 }
 
@@ -206,7 +206,7 @@ func regSaveAgainNoOp(t suiteT, fresh func() reference.EntityRegistry) {
 	}
 	regSave(t, s, "space_a", batch[1], batch[0])
 	if after := regList(t, s, "space_a"); !confEqual(after, before) {
-		t.Errorf("saving the same registrations again changed the registry:\nwant %s\n got %s", confShow(before), confShow(after))
+		t.Errorf("saving the same registrations again changed the registry (List(space_a)):%s", confDiff(before, after))
 	}
 	if ids := regIDs(before); fmt.Sprint(ids) != "[n-acme n-alice]" {
 		t.Errorf("List(space_a) = %v; want [n-acme n-alice] ordered by node id", ids)
