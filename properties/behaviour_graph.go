@@ -44,7 +44,7 @@ func testGraph(t suiteT, open bhOpener) {
 		t.Fatalf("ReadGraph(sp) after the same Apply again differs (not idempotent):%s", confDiff(want, g))
 	}
 	if d := storetest.Duplicates(t, s, "sp"); len(d) != 0 {
-		t.Fatalf("duplicates after MERGE: %v", d)
+		t.Fatalf("duplicates after MERGE: %s", confShow(d))
 	}
 	// Patch: given properties set, the others kept; label kept.
 	m2 := reference.Mutation{OperationID: "op2",
@@ -144,7 +144,7 @@ func testGraphRandom(t suiteT, open bhOpener) {
 		}
 	}
 	if d := storetest.Duplicates(t, s, "sp"); len(d) != 0 {
-		t.Fatalf("duplicates: %v", d)
+		t.Fatalf("duplicates: %s", confShow(d))
 	}
 }
 
@@ -295,7 +295,7 @@ func testRaces(t suiteT, open bhOpener) {
 		return true
 	})
 	if d := storetest.Duplicates(t, s, "sp"); len(d) != 0 {
-		t.Fatalf("duplicates after concurrent MERGE: %v", d)
+		t.Fatalf("duplicates after concurrent MERGE: %s", confShow(d))
 	}
 	if g := storetest.ReadGraph(t, s, "sp"); len(g.Nodes["shared"].Properties) != n {
 		t.Fatalf("concurrent patches lost: node shared = %s; want %d properties", confShow(g.Nodes["shared"]), n)

@@ -219,7 +219,7 @@ func lockConcurrent(t suiteT, fresh func() reference.LockProvider) {
 			}
 		}
 		if len(winners) != 1 {
-			t.Fatalf("round %d: %d concurrent TryAcquire on a free lease: winners %v; want exactly one", round, confWorkers, winners)
+			t.Fatalf("round %d: %d concurrent TryAcquire on a free lease: winners %s; want exactly one", round, confWorkers, confShow(winners))
 		}
 		win := results[winners[0]].l
 		for i, r := range results {

@@ -220,7 +220,7 @@ func runPlanSave(t suiteT, open func(t suiteT) sim.PlanSaveStores) {
 				wg.Wait()
 				for i := range ids {
 					if errs[i] != nil || ids[i] != ids[0] {
-						t.Fatalf("%d clients saving one (owner, operationId) at once got ids %v, errors %v; want one id and no error", clients, ids, errs)
+						t.Fatalf("%d clients saving one (owner, operationId) at once got ids %s, errors %v; want one id and no error", clients, confShow(ids), errs)
 					}
 				}
 				if rows, err := s.List(ctx, "alice"); err != nil || len(rows) != 1 {

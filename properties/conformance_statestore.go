@@ -155,7 +155,7 @@ func stateCASConcurrent(t suiteT, fresh func() reference.DocumentStateStore) {
 				}
 			}
 			if len(winners) != 1 {
-				t.Fatalf("round %d: %d concurrent CompareAndSet(%d->%d): winners %v; want exactly one", round, confWorkers, from, from+1, winners)
+				t.Fatalf("round %d: %d concurrent CompareAndSet(%d->%d): winners %s; want exactly one", round, confWorkers, from, from+1, confShow(winners))
 			}
 			stateExpectCurrent(t, s, "space_a", doc, &nexts[winners[0]], fmt.Sprintf("round %d after the race won by #%d", round, winners[0]))
 		}
