@@ -144,3 +144,26 @@ func failedLeaves(failed map[string]string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// confDiff names each difference by its path in the protocol's JSON, with
+// both values as JSON; [] and null are no difference, nor is a set's order.
+func TestConfDiffNamesThePath(t *testing.T) {
+	want := reference.Graph{Nodes: map[string]reference.Node{"a": {ID: "a", Label: "P", Properties: map[string]string{"age": "1"}}, "b": {ID: "b"}}}
+	got := reference.Graph{Nodes: map[string]reference.Node{"a": {ID: "a", Label: "P", Properties: map[string]string{"age": "2"}}, "c": {ID: "c", Properties: map[string]string{}}}}
+	d := confDiff(want, got)
+	for _, w := range [][2]string{
+		{`nodes["a"].properties["age"]: want "1"`, `got "2"`},
+		{`nodes["b"]: want {"id":"b","label":""}`, `got (absent)`},
+		{`nodes["c"]: want (absent)`, `got {"id":"c","label":""}`},
+	} {
+		if i := strings.Index(d, w[0]); i < 0 || !strings.HasPrefix(strings.TrimLeft(d[i+len(w[0]):], " \n"), w[1]) {
+			t.Errorf("confDiff does not say %s, then %s; it says:%s", w[0], w[1], d)
+		}
+	}
+	s := reference.DocumentState{Space: "sp", FactSources: []reference.EdgeKey{{Source: "a"}, {Source: "b"}}, NodeIDs: []string{}}
+	r := s
+	r.FactSources, r.NodeIDs = []reference.EdgeKey{{Source: "b"}, {Source: "a"}, {Source: "a"}}, nil
+	if !confEqual(s, r) {
+		t.Errorf("a set in another order, with a repeat, and [] against null differ:%s", confDiff(s, r))
+	}
+}
