@@ -88,11 +88,17 @@ func confMismatchAt[V any](what string, want, got V, err error) string {
 	return confMismatch(what, want, got) + confDiff(want, got)
 }
 
+// confShowLoose shows a value as JSON, an error as error(...), and a
+// string as it is: the callers' strings are descriptions they formatted
+// ("true {…}", "ErrNotFound"), which JSON quoting would bury in escapes.
 func confShowLoose(v any) string {
 	if err, ok := v.(error); ok && err != nil {
 		return "error(" + err.Error() + ")"
 	}
-	s := confShow(v)
+	s, ok := v.(string)
+	if !ok {
+		s = confShow(v)
+	}
 	if len(s) > 600 {
 		s = s[:600] + "..."
 	}
