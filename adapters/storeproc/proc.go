@@ -181,7 +181,11 @@ func start(opts *Options) (*proc, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store data directory: %w", err)
 	}
-	tmp := opts.tempDir()
+	// Absolute: the store may run in another directory than ours.
+	tmp, err := filepath.Abs(opts.tempDir())
+	if err != nil {
+		return nil, fmt.Errorf("store temporary directory: %w", err)
+	}
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return nil, fmt.Errorf("store temporary directory: %w", err)
 	}
