@@ -146,19 +146,27 @@ type plainOps struct{ reference.OperationStore }
 
 type plainStates struct{ reference.DocumentStateStore }
 
+// TakeBothWays takes the snapshot of space twice: with the stores'
+// optional batch reads, and with the one-by-one reads every store supports
+// (CompareBatchedReads; the conformance suites compare the two as the
+// store protocol's spec does).
+func TakeBothWays(ctx context.Context, st reference.Stores, space string) (batched, oneByOne Snapshot, err error) {
+	if batched, err = Take(ctx, st, space, nil, nil, nil); err != nil {
+		return Snapshot{}, Snapshot{}, err
+	}
+	plain := st
+	plain.Ops, plain.States = plainOps{st.Ops}, plainStates{st.States}
+	oneByOne, err = Take(ctx, plain, space, nil, nil, nil)
+	return batched, oneByOne, err
+}
+
 // CompareBatchedReads takes the snapshot of space twice, with the stores'
 // optional batch reads (reference.SpacePlanReader, reference.SpaceVersionReader,
 // reference.SpaceLister) and with the one-by-one reads every store
 // supports, and describes how the two differ ("" when they agree). A store
 // that offers the batch reads must give the same snapshot both ways.
 func CompareBatchedReads(ctx context.Context, st reference.Stores, space string) (string, error) {
-	batched, err := Take(ctx, st, space, nil, nil, nil)
-	if err != nil {
-		return "", err
-	}
-	plain := st
-	plain.Ops, plain.States = plainOps{st.Ops}, plainStates{st.States}
-	oneByOne, err := Take(ctx, plain, space, nil, nil, nil)
+	batched, oneByOne, err := TakeBothWays(ctx, st, space)
 	if err != nil {
 		return "", err
 	}

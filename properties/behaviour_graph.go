@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -37,15 +36,15 @@ func testGraph(t suiteT, open bhOpener) {
 	want := reference.NewGraph()
 	storetest.Must(t, want.Apply(m1))
 	storetest.Must(t, s.Writer.Apply(ctx, "sp", m1))
-	if g := storetest.ReadGraph(t, s, "sp"); !reflect.DeepEqual(g, want) {
-		t.Fatalf("graph = %+v\nwant %+v", g, want)
+	if g := storetest.ReadGraph(t, s, "sp"); !confEqual(g, want) {
+		t.Fatalf("ReadGraph(sp) after one Apply differs from the mutation's graph:%s", confDiff(want, g))
 	}
 	storetest.Must(t, s.Writer.Apply(ctx, "sp", m1)) // idempotent
-	if g := storetest.ReadGraph(t, s, "sp"); !reflect.DeepEqual(g, want) {
-		t.Fatalf("graph after re-apply = %+v\nwant %+v", g, want)
+	if g := storetest.ReadGraph(t, s, "sp"); !confEqual(g, want) {
+		t.Fatalf("ReadGraph(sp) after the same Apply again differs (not idempotent):%s", confDiff(want, g))
 	}
 	if d := storetest.Duplicates(t, s, "sp"); len(d) != 0 {
-		t.Fatalf("duplicates after MERGE: %v", d)
+		t.Fatalf("duplicates after MERGE: %s", confShow(d))
 	}
 	// Patch: given properties set, the others kept; label kept.
 	m2 := reference.Mutation{OperationID: "op2",
@@ -55,14 +54,8 @@ func testGraph(t suiteT, open bhOpener) {
 	storetest.Must(t, want.Apply(m2))
 	storetest.Must(t, s.Writer.Apply(ctx, "sp", m2))
 	g := storetest.ReadGraph(t, s, "sp")
-	if !reflect.DeepEqual(g, want) {
-		t.Fatalf("graph after patch = %+v\nwant %+v", g, want)
-	}
-	if n := g.Nodes["a"]; n.Label != "Person" || !reflect.DeepEqual(n.Properties, map[string]string{"name": "A", "age": "2", "x": "y"}) {
-		t.Fatalf("patched node = %+v", n)
-	}
-	if e := g.Edges[ab]; !reflect.DeepEqual(e.Properties, map[string]string{"since": "2020", "w": "3"}) {
-		t.Fatalf("patched edge = %+v", e)
+	if !confEqual(g, want) {
+		t.Fatalf("ReadGraph(sp) after a patch (node and edge properties merged, label kept) differs:%s", confDiff(want, g))
 	}
 	g.Nodes["a"].Properties["name"] = "scribbled"
 	if again := storetest.ReadGraph(t, s, "sp"); again.Nodes["a"].Properties["name"] != "A" {
@@ -77,30 +70,30 @@ func testGraph(t suiteT, open bhOpener) {
 		UpsertEdges: []reference.EdgeUpsert{{Key: reference.EdgeKey{Source: "a", Type: "KNOWS", Target: "d"}}, {Key: reference.EdgeKey{Source: "d", Type: "KNOWS", Target: "nobody"}}},
 	}
 	storetest.WantErr(t, s.Writer.Apply(ctx, "sp", m3), reference.ErrMissingEndpoint)
-	if g := storetest.ReadGraph(t, s, "sp"); !reflect.DeepEqual(g, want) {
-		t.Fatalf("failed Apply changed the graph: %+v", g)
+	if g := storetest.ReadGraph(t, s, "sp"); !confEqual(g, want) {
+		t.Fatalf("an Apply refused for a missing endpoint changed the graph:%s", confDiff(want, g))
 	}
 	// An edge to a node deleted in the same mutation is missing too.
 	m4 := reference.Mutation{OperationID: "op4", DeleteNodes: []string{"c"}, UpsertEdges: []reference.EdgeUpsert{{Key: reference.EdgeKey{Source: "a", Type: "T", Target: "c"}}}}
 	storetest.WantErr(t, s.Writer.Apply(ctx, "sp", m4), reference.ErrMissingEndpoint)
-	if g := storetest.ReadGraph(t, s, "sp"); !reflect.DeepEqual(g, want) {
-		t.Fatalf("failed Apply changed the graph: %+v", g)
+	if g := storetest.ReadGraph(t, s, "sp"); !confEqual(g, want) {
+		t.Fatalf("an Apply refused for an edge to a node it deletes changed the graph:%s", confDiff(want, g))
 	}
 	// Delete a node: its incident edges go too; delete an edge.
 	m5 := reference.Mutation{OperationID: "op5", DeleteNodes: []string{"b"}, DeleteEdges: []reference.EdgeKey{ab1}}
 	storetest.Must(t, want.Apply(m5))
 	storetest.Must(t, s.Writer.Apply(ctx, "sp", m5))
 	g = storetest.ReadGraph(t, s, "sp")
-	if !reflect.DeepEqual(g, want) || len(g.Edges) != 0 || len(g.Nodes) != 2 {
-		t.Fatalf("graph after deletes = %+v\nwant %+v", g, want)
+	if !confEqual(g, want) || len(g.Edges) != 0 || len(g.Nodes) != 2 {
+		t.Fatalf("ReadGraph(sp) after deleting node b and edge %s differs (want 2 nodes, no edge):%s", confShow(ab1), confDiff(want, g))
 	}
 	// Spaces are isolated.
 	if g := storetest.ReadGraph(t, s, "other"); len(g.Nodes) != 0 || len(g.Edges) != 0 || g.Nodes == nil || g.Edges == nil {
-		t.Fatalf("other space = %+v", g)
+		t.Fatalf("ReadGraph(other) = nodes %s, edges %s; want none, as empty maps", confShow(g.Nodes), confShow(g.Edges))
 	}
 	storetest.Must(t, s.Writer.Apply(ctx, "other", reference.Mutation{UpsertNodes: []reference.NodeUpsert{{ID: "a", Label: "L", Properties: map[string]string{"q": "1"}}}}))
-	if g := storetest.ReadGraph(t, s, "sp"); !reflect.DeepEqual(g, want) {
-		t.Fatal("write to another space leaked")
+	if g := storetest.ReadGraph(t, s, "sp"); !confEqual(g, want) {
+		t.Fatalf("a write to space other changed space sp:%s", confDiff(want, g))
 	}
 	if err := s.Writer.Apply(ctx, "", m1); !errors.Is(err, reference.ErrInvalidArgument) {
 		t.Fatalf("blank space: %v", err)
@@ -146,12 +139,12 @@ func testGraphRandom(t suiteT, open bhOpener) {
 		if err == nil && rng.Intn(3) == 0 {
 			storetest.Must(t, s.Writer.Apply(ctx, "sp", m))
 		}
-		if g := storetest.ReadGraph(t, s, "sp"); !reflect.DeepEqual(g, want) {
-			t.Fatalf("step %d: graph = %+v\nwant %+v", i, g, want)
+		if g := storetest.ReadGraph(t, s, "sp"); !confEqual(g, want) {
+			t.Fatalf("step %d: ReadGraph(sp) differs from the reference graph:%s", i, confDiff(want, g))
 		}
 	}
 	if d := storetest.Duplicates(t, s, "sp"); len(d) != 0 {
-		t.Fatalf("duplicates: %v", d)
+		t.Fatalf("duplicates: %s", confShow(d))
 	}
 }
 
@@ -161,26 +154,26 @@ func testLocks(t suiteT, open bhOpener) {
 	l1, ok, err := s.Locks.TryAcquire(ctx, "sp", "d", "a", 1000, 100)
 	storetest.Must(t, err)
 	if !ok || l1.Holder != "a" || l1.Token < 1 || l1.ExpiresAt != 1100 || l1.Space != "sp" || l1.DocumentID != "d" {
-		t.Fatalf("TryAcquire(sp, d, a, now 1000, ttl 100) on a free document = %+v, acquired %v; want acquired, holder a, token >= 1, expiresAt 1100", l1, ok)
+		t.Fatalf("TryAcquire(sp, d, a, now 1000, ttl 100) on a free document = %s, acquired %v; want acquired, holder a, token >= 1, expiresAt 1100", confShow(l1), ok)
 	}
 	cur, ok, err := s.Locks.TryAcquire(ctx, "sp", "d", "b", 1099, 100)
 	storetest.Must(t, err)
 	if ok || cur != l1 {
-		t.Fatalf("TryAcquire by b at 1099 while a's lease runs to 1100 = %+v, acquired %v; want not acquired, and a's lease (%+v) returned as it is", cur, ok, l1)
+		t.Fatalf("TryAcquire by b at 1099 while a's lease runs to 1100: acquired %v; want not acquired, and a's lease returned as it is:%s", ok, confDiff(l1, cur))
 	}
 	re, ok, err := s.Locks.TryAcquire(ctx, "sp", "d", "a", 1050, 100)
 	storetest.Must(t, err)
 	if !ok || re.Token != l1.Token || re.ExpiresAt != 1150 {
-		t.Fatalf("TryAcquire by a again at 1050 (ttl 100) while it holds the lease = %+v, acquired %v; want acquired, the same token %d, expiresAt 1150", re, ok, l1.Token)
+		t.Fatalf("TryAcquire by a again at 1050 (ttl 100) while it holds the lease = %s, acquired %v; want acquired, the same token %d, expiresAt 1150", confShow(re), ok, l1.Token)
 	}
 	// Another document has its own lease.
 	if o, ok, err := s.Locks.TryAcquire(ctx, "sp", "d2", "b", 1050, 100); err != nil || !ok {
-		t.Fatalf("other document: %+v %v %v", o, ok, err)
+		t.Fatalf("TryAcquire(sp, d2, b) beside d's lease = %s, acquired %v, %v; want acquired (another document has its own lease)", confShow(o), ok, err)
 	}
 	rn, err := s.Locks.Renew(ctx, re, 1100, 100)
 	storetest.Must(t, err)
 	if rn.ExpiresAt != 1200 || rn.Token != l1.Token {
-		t.Fatalf("Renew at 1100 (ttl 100) = %+v; want expiresAt 1200 and the same token %d", rn, l1.Token)
+		t.Fatalf("Renew at 1100 (ttl 100) = %s; want expiresAt 1200 and the same token %d", confShow(rn), l1.Token)
 	}
 	stale := rn
 	stale.Token++
@@ -198,7 +191,7 @@ func testLocks(t suiteT, open bhOpener) {
 	l2, ok, err := s.Locks.TryAcquire(ctx, "sp", "d", "b", 1200, 100)
 	storetest.Must(t, err)
 	if !ok || l2.Holder != "b" || l2.Token <= l1.Token {
-		t.Fatalf("TryAcquire by b after a's lease expired = %+v, acquired %v; want acquired, holder b, a token greater than a's %d", l2, ok, l1.Token)
+		t.Fatalf("TryAcquire by b after a's lease expired = %s, acquired %v; want acquired, holder b, a token greater than a's %d", confShow(l2), ok, l1.Token)
 	}
 	storetest.WantErr(t, s.Locks.Release(ctx, rn), reference.ErrLeaseLost)
 	_, err = s.Locks.Renew(ctx, rn, 1201, 100)
@@ -211,7 +204,7 @@ func testLocks(t suiteT, open bhOpener) {
 	l3, ok, err := s.Locks.TryAcquire(ctx, "sp", "d", "b", 1201, 100)
 	storetest.Must(t, err)
 	if !ok || l3.Token <= l2.Token {
-		t.Fatalf("TryAcquire by b after it released its lease = %+v, acquired %v; want acquired, with a token greater than the released lease's %d (tokens keep increasing across releases, also for the same holder)", l3, ok, l2.Token)
+		t.Fatalf("TryAcquire by b after it released its lease = %s, acquired %v; want acquired, with a token greater than the released lease's %d (tokens keep increasing across releases, also for the same holder)", confShow(l3), ok, l2.Token)
 	}
 	for _, c := range [][3]string{{"", "d", "a"}, {"sp", " ", "a"}, {"sp", "d", ""}} {
 		_, _, err := s.Locks.TryAcquire(ctx, c[0], c[1], c[2], 1, 10)
@@ -302,9 +295,9 @@ func testRaces(t suiteT, open bhOpener) {
 		return true
 	})
 	if d := storetest.Duplicates(t, s, "sp"); len(d) != 0 {
-		t.Fatalf("duplicates after concurrent MERGE: %v", d)
+		t.Fatalf("duplicates after concurrent MERGE: %s", confShow(d))
 	}
 	if g := storetest.ReadGraph(t, s, "sp"); len(g.Nodes["shared"].Properties) != n {
-		t.Fatalf("concurrent patches lost: %+v", g.Nodes["shared"])
+		t.Fatalf("concurrent patches lost: node shared = %s; want %d properties", confShow(g.Nodes["shared"]), n)
 	}
 }

@@ -2,7 +2,6 @@ package properties
 
 import (
 	"context"
-	"reflect"
 	"slices"
 
 	"github.com/crashmatrix/crashmatrix/internal/storetest"
@@ -21,12 +20,12 @@ func testOperations(t suiteT, open bhOpener) {
 	got, err := s.Ops.Get(ctx, "op-1")
 	storetest.Must(t, err)
 	if got != op {
-		t.Fatalf("Get = %+v, want %+v", got, op)
+		t.Fatalf("Get(op-1) differs from the operation created:%s", confDiff(op, got))
 	}
 	gp, err := s.Ops.GetPlan(ctx, "op-1")
 	storetest.Must(t, err)
-	if !reflect.DeepEqual(gp, p) {
-		t.Fatalf("plan did not round-trip:\n got %+v\nwant %+v", gp, p)
+	if !confEqual(gp, p) {
+		t.Fatalf("GetPlan(op-1) does not round-trip the plan:%s", confDiff(p, gp))
 	}
 	// Callers may scribble on what they got without changing the store.
 	gp.Mutation.UpsertNodes[0].Properties["name"] = "changed"
@@ -36,7 +35,7 @@ func testOperations(t suiteT, open bhOpener) {
 	storetest.Must(t, err)
 	if gp2.Mutation.UpsertNodes[0].Properties["name"] != "Ada" || gp2.NextState.FactSources[0].Type != "SELF" ||
 		gp2.Registrations[0].Aliases[0] != "A. op-1" {
-		t.Fatalf("store aliased a caller's plan: %+v", gp2)
+		t.Fatalf("the store's plan changed with the caller's copies: GetPlan(op-1) = %s", confShow(gp2))
 	}
 
 	// Same id again, same or another plan: false, nothing changes.
@@ -55,7 +54,7 @@ func testOperations(t suiteT, open bhOpener) {
 		t.Fatal("create with another plan under a used id returned true")
 	}
 	if got, _ := s.Ops.Get(ctx, "op-1"); got.PlanFingerprint != op.PlanFingerprint || got.UpdatedAt != 100 {
-		t.Fatalf("stored record changed: %+v", got)
+		t.Fatalf("a refused create changed the stored record: Get(op-1) = %s; want planFingerprint %s, updatedAt 100", confShow(got), op.PlanFingerprint)
 	}
 
 	// Invalid pairs are rejected and store nothing.
@@ -100,13 +99,13 @@ func testOperations(t suiteT, open bhOpener) {
 	}
 	gp3, err := s.Ops.GetPlan(ctx, "op-3")
 	storetest.Must(t, err)
-	if !reflect.DeepEqual(gp3, p3) {
-		t.Fatalf("plan op-3 did not round-trip")
+	if !confEqual(gp3, p3) {
+		t.Fatalf("GetPlan(op-3) does not round-trip the plan:%s", confDiff(p3, gp3))
 	}
 	all, err := s.Ops.List(ctx)
 	storetest.Must(t, err)
 	if len(all) != 2 || all[0].OperationID != "op-1" || all[1].OperationID != "op-3" {
-		t.Fatalf("List = %+v", all)
+		t.Fatalf("List() = %s; want op-1, op-3 in that order", confShow(all))
 	}
 }
 
@@ -129,10 +128,10 @@ func testOperationCAS(t suiteT, open bhOpener) {
 	}
 	got, _ := s.Ops.Get(ctx, "op-1")
 	if got.Stage != reference.GraphApplied || got.UpdatedAt != 150 || got.FailureReason != "note" {
-		t.Fatalf("after CAS: %+v", got)
+		t.Fatalf("after CAS: %s", confShow(got))
 	}
 	if got.ClaimHolder != "inst-a" || got.ClaimExpiresAt != 1100 {
-		t.Fatalf("CAS lost the claim: %+v", got)
+		t.Fatalf("CAS lost the claim: %s", confShow(got))
 	}
 
 	// Stale expected: false, nothing changes.
@@ -149,7 +148,7 @@ func testOperationCAS(t suiteT, open bhOpener) {
 	}
 	cur, _ := s.Ops.Get(ctx, "op-1")
 	if cur.Stage != reference.GraphApplied || cur.UpdatedAt != 150 {
-		t.Fatalf("stale CAS changed the record: %+v", cur)
+		t.Fatalf("stale CAS changed the record: %s", confShow(cur))
 	}
 	// Attempts and disposition are part of the comparison.
 	stale := cur
@@ -210,7 +209,7 @@ func testOperationCAS(t suiteT, open bhOpener) {
 	_, err = s.Ops.CompareAndSet(ctx, old, ill)
 	storetest.WantErr(t, err, reference.ErrTimeBackwards)
 	if again, _ := s.Ops.Get(ctx, "op-1"); again != cur {
-		t.Fatalf("failed CAS changed the record: %+v vs %+v", again, cur)
+		t.Fatalf("a CAS refused for time going backwards changed the record:%s", confDiff(cur, again))
 	}
 
 	// Same-stage update (attempt count) and then a terminal disposition.
@@ -230,7 +229,7 @@ func testOperationCAS(t suiteT, open bhOpener) {
 	}
 	got, _ = s.Ops.Get(ctx, "op-1")
 	if got.Disposition != reference.Abandoned || got.SupersededBy != "op-2" || got.Attempts != 1 || got.FailureReason != "boom" {
-		t.Fatalf("after disposition: %+v", got)
+		t.Fatalf("after disposition: %s", confShow(got))
 	}
 	after := d
 	after.UpdatedAt = 220
@@ -302,16 +301,16 @@ func testRecoverable(t suiteT, open bhOpener) {
 	got, err := s.Ops.ListRecoverable(ctx, 100)
 	storetest.Must(t, err)
 	if want := []string{"f", "c", "a", "g", "b"}; !slices.Equal(ids(got), want) {
-		t.Fatalf("ListRecoverable = %v, want %v", ids(got), want)
+		t.Fatalf("ListRecoverable gives operationIds %s, want %s", confShow(ids(got)), confShow(want))
 	}
 	if got[0].Stage != reference.Failed || got[4].Stage != reference.GraphApplied {
-		t.Fatalf("ListRecoverable records: %+v", got)
+		t.Fatalf("ListRecoverable records: %s", confShow(got))
 	}
 	got[0].OperationID = "scribbled"
 	got, err = s.Ops.ListRecoverable(ctx, 2)
 	storetest.Must(t, err)
 	if want := []string{"f", "c"}; !slices.Equal(ids(got), want) {
-		t.Fatalf("ListRecoverable(2) = %v, want %v", ids(got), want)
+		t.Fatalf("ListRecoverable(2) gives operationIds %s, want %s", confShow(ids(got)), confShow(want))
 	}
 	for _, lim := range []int{0, -1} {
 		_, err = s.Ops.ListRecoverable(ctx, lim)
@@ -320,7 +319,7 @@ func testRecoverable(t suiteT, open bhOpener) {
 	all, err := s.Ops.List(ctx)
 	storetest.Must(t, err)
 	if want := []string{"a", "b", "c", "d", "e", "f", "g"}; !slices.Equal(ids(all), want) {
-		t.Fatalf("List = %v, want %v", ids(all), want)
+		t.Fatalf("List() gives operationIds %s, want %s", confShow(ids(all)), confShow(want))
 	}
 }
 
@@ -344,7 +343,7 @@ func testClaims(t suiteT, open bhOpener) {
 		t.Fatal("renewal by the holder refused")
 	}
 	if got, _ := s.Ops.Get(ctx, "op"); got.ClaimHolder != "a" || got.ClaimExpiresAt != 1150 {
-		t.Fatalf("after renewal: %+v", got)
+		t.Fatalf("after renewal: %s", confShow(got))
 	}
 	if claim("b", 1149) {
 		t.Fatal("claim taken before expiry")
@@ -362,7 +361,7 @@ func testClaims(t suiteT, open bhOpener) {
 		t.Fatalf("second release: %v %v", ok, err)
 	}
 	if got, _ := s.Ops.Get(ctx, "op"); got.ClaimHolder != "" {
-		t.Fatalf("claim not released: %+v", got)
+		t.Fatalf("claim not released: %s", confShow(got))
 	}
 	if !claim("c", 1151) {
 		t.Fatal("claim after release refused")

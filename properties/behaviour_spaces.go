@@ -71,10 +71,10 @@ func testPrefixSpaces(t suiteT, open bhOpener) {
 	// The registry: one name in each space, bound to different nodes.
 	storetest.Must(t, s.Registry.SaveAll(ctx, prefixedSpace, []reference.EntityRegistration{storetest.Reg("n-eu", "Person", "Ally")}))
 	if m, err := s.Registry.FindMatches(ctx, prefixSpace, "Person", []string{"Ally"}); err != nil || len(m) != 0 {
-		t.Errorf("Registry.FindMatches(%q, Person, Ally) = %+v, %v; want none (Ally is registered in %q)", prefixSpace, m, err, prefixedSpace)
+		t.Errorf("Registry.FindMatches(%q, Person, Ally) = %s, %v; want none (Ally is registered in %q)", prefixSpace, confShow(m), err, prefixedSpace)
 	}
 	if l, err := s.Registry.List(ctx, prefixSpace); err != nil || len(l) != 0 {
-		t.Errorf("Registry.List(%q) = %+v, %v; want none", prefixSpace, l, err)
+		t.Errorf("Registry.List(%q) = %s, %v; want none", prefixSpace, confShow(l), err)
 	}
 	if err := s.Registry.SaveAll(ctx, prefixSpace, []reference.EntityRegistration{storetest.Reg("n-acme", "Person", "Ally")}); err != nil {
 		t.Errorf("Registry.SaveAll(%q, Ally -> n-acme) = %v; want nil (Ally is bound in %q, not here)", prefixSpace, err, prefixedSpace)
@@ -91,11 +91,11 @@ func testPrefixSpaces(t suiteT, open bhOpener) {
 	// Leases: each space's document has its own.
 	for _, x := range []tenant{{prefixedSpace, prefixedDoc, "h-eu"}, {prefixSpace, "eu-" + prefixedDoc, "h-acme"}} {
 		if l, ok, err := s.Locks.TryAcquire(ctx, x.space, x.doc, x.op, 1000, 100); err != nil || !ok {
-			t.Errorf("Locks.TryAcquire(%q, %q, %s) = %+v, %v, %v; want granted (the live lease is another space's)", x.space, x.doc, x.op, l, ok, err)
+			t.Errorf("Locks.TryAcquire(%q, %q, %s) = %s, %v, %v; want granted (the live lease is another space's)", x.space, x.doc, x.op, confShow(l), ok, err)
 		}
 	}
 	if l, ok, err := s.Locks.TryAcquire(ctx, prefixSpace, prefixedDoc, "h-3", 1000, 100); err != nil || !ok {
-		t.Errorf("Locks.TryAcquire(%q, %q) = %+v, %v, %v; want granted (the live lease on %q is %q's)", prefixSpace, prefixedDoc, l, ok, err, prefixedDoc, prefixedSpace)
+		t.Errorf("Locks.TryAcquire(%q, %q) = %s, %v, %v; want granted (the live lease on %q is %q's)", prefixSpace, prefixedDoc, confShow(l), ok, err, prefixedDoc, prefixedSpace)
 	}
 
 	// Operations: a space lister sees its own space only.

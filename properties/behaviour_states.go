@@ -3,7 +3,6 @@ package properties
 import (
 	"context"
 	"errors"
-	"reflect"
 	"slices"
 
 	"github.com/crashmatrix/crashmatrix/internal/storetest"
@@ -32,13 +31,13 @@ func testStates(t suiteT, open bhOpener) {
 	}
 	got, ok, err := s.States.FindCurrent(ctx, "sp", "d")
 	storetest.Must(t, err)
-	if !ok || !reflect.DeepEqual(got, s1) {
-		t.Fatalf("FindCurrent = %+v %v, want %+v", got, ok, s1)
+	if !ok || !confEqual(got, s1) {
+		t.Fatalf("FindCurrent(sp, d): found %v; want found, the state written:%s", ok, confDiff(s1, got))
 	}
 	got.FactSources[0].Type = "scribbled"
 	s1.NodeIDs[0] = "scribbled"
 	if again, _, _ := s.States.FindCurrent(ctx, "sp", "d"); again.FactSources[0].Type != "T" || again.NodeIDs[0] != "n-op1" {
-		t.Fatalf("state aliased: %+v", again)
+		t.Fatalf("after the caller changed a returned state, FindCurrent(sp, d) = %s; the store's state changed with it", confShow(again))
 	}
 	if cas(2, storetest.State("sp", "d", 3, "op3")) {
 		t.Fatal("CAS at wrong expected revision succeeded")
@@ -63,7 +62,7 @@ func testStates(t suiteT, open bhOpener) {
 	_, _, err = s.States.FindCurrent(ctx, "sp", "")
 	storetest.WantErr(t, err, reference.ErrInvalidArgument)
 	if cur, _, _ := s.States.FindCurrent(ctx, "sp", "d"); cur.Revision != 2 || cur.OperationID != "op2" {
-		t.Fatalf("current = %+v", cur)
+		t.Fatalf("FindCurrent(sp, d) = %s; want revision 2, operationId op2", confShow(cur))
 	}
 
 	// Remove only at the given revision; then 0 inserts again.
@@ -99,7 +98,7 @@ func testStates(t suiteT, open bhOpener) {
 		docs = append(docs, st.DocumentID)
 	}
 	if want := []string{"b", "d", "m", "z"}; !slices.Equal(docs, want) {
-		t.Fatalf("List = %v, want %v", docs, want)
+		t.Fatalf("List(sp) gives documents %s, want %s", confShow(docs), confShow(want))
 	}
 	if _, ok, _ := s.States.FindCurrent(ctx, "other", "d"); ok {
 		t.Fatal("spaces not isolated")
@@ -119,8 +118,8 @@ func testStateHistory(t suiteT, open bhOpener) {
 	storetest.Must(t, s.States.RecordVersion(ctx, storetest.State("sp", "e", 1, "op-e")))
 	vs, err := s.States.Versions(ctx, "sp", "d")
 	storetest.Must(t, err)
-	if !reflect.DeepEqual(vs, []reference.DocumentState{v1, v2, v3}) {
-		t.Fatalf("Versions = %+v", vs)
+	if want := []reference.DocumentState{v1, v2, v3}; !confEqual(vs, want) {
+		t.Fatalf("Versions(sp, d) differs from revisions 1, 2, 3 as first recorded:%s", confDiff(want, vs))
 	}
 	if err := s.States.RecordVersion(ctx, storetest.State("sp", "", 1, "x")); !errors.Is(err, reference.ErrInvalidArgument) {
 		t.Fatalf("blank document accepted: %v", err)
@@ -130,11 +129,11 @@ func testStateHistory(t suiteT, open bhOpener) {
 	got, ok, err := s.States.FindByOperationID(ctx, "sp", "d", "op-a")
 	storetest.Must(t, err)
 	if !ok || got.Revision != 3 {
-		t.Fatalf("FindByOperationID(sp, d, op-a) = %+v, found %v; want found, the highest revision op-a wrote (3)", got, ok)
+		t.Fatalf("FindByOperationID(sp, d, op-a) = %s, found %v; want found, the highest revision op-a wrote (3)", confShow(got), ok)
 	}
 	got, ok, _ = s.States.FindByOperationID(ctx, "sp", "d", "op-b")
 	if !ok || got.Revision != 2 || got.ContentHash != "h-op-b" {
-		t.Fatalf("FindByOperationID(sp, d, op-b) = %+v, found %v; want found, revision 2, contentHash h-op-b", got, ok)
+		t.Fatalf("FindByOperationID(sp, d, op-b) = %s, found %v; want found, revision 2, contentHash h-op-b", confShow(got), ok)
 	}
 	if _, ok, _ := s.States.FindByOperationID(ctx, "sp", "d", "op-z"); ok {
 		t.Fatal("found an op whose version write was a no-op")
@@ -148,8 +147,8 @@ func testStateHistory(t suiteT, open bhOpener) {
 		t.Fatal(ok, err)
 	}
 	got, ok, _ = s.States.FindByOperationID(ctx, "sp", "d", "op-cur")
-	if !ok || !reflect.DeepEqual(got, cur) {
-		t.Fatalf("FindByOperationID(sp, d, op-cur) = %+v, found %v; want found, the current state as written (%+v), though it has no version row", got, ok, cur)
+	if !ok || !confEqual(got, cur) {
+		t.Fatalf("FindByOperationID(sp, d, op-cur): found %v; want found, the current state as written, though it has no version row:%s", ok, confDiff(cur, got))
 	}
 }
 
@@ -209,8 +208,8 @@ func testRegistry(t suiteT, open bhOpener) {
 	storetest.Must(t, err)
 	want := reference.RegisteredEntity{Space: "sp", NodeID: "person:1", Type: "Person", CanonicalName: "Ada  Lovelace",
 		Names: []string{"ada lovelace", "countess of lovelace"}, Properties: map[string]string{"born": "1815"}}
-	if len(hits) != 1 || !reflect.DeepEqual(hits[0], want) {
-		t.Fatalf("FindMatches = %+v, want %+v", hits, want)
+	if len(hits) != 1 || !confEqual(hits[0], want) {
+		t.Fatalf("FindMatches(sp, PERSON, [ada lovelace, nobody]) differs from the one entity registered:%s", confDiff([]reference.RegisteredEntity{want}, hits))
 	}
 	hits[0].Names[0] = "scribbled"
 	hits[0].Properties["born"] = "scribbled"
@@ -218,10 +217,10 @@ func testRegistry(t suiteT, open bhOpener) {
 	hits, err = s.Registry.FindMatches(ctx, "sp", "person", []string{"ＡＤＡ LOVELACE"})
 	storetest.Must(t, err)
 	if len(hits) != 1 || hits[0].Names[0] != "ada lovelace" || hits[0].Properties["born"] != "1815" {
-		t.Fatalf("FindMatches (NFKC) = %+v", hits)
+		t.Fatalf("FindMatches (NFKC) = %s; want person:1 unchanged by the caller's changes to a returned entity", confShow(hits))
 	}
 	if hits, _ := s.Registry.FindMatches(ctx, "sp", "org", []string{"Ada Lovelace"}); len(hits) != 0 {
-		t.Fatalf("type ignored: %+v", hits)
+		t.Fatalf("FindMatches(sp, org, [Ada Lovelace]) = %s; want none (the type was ignored)", confShow(hits))
 	}
 	// The type is normalised as the names are (NFKC, case, inner white
 	// space), not only trimmed and lower-cased: an outside mutant that
@@ -231,11 +230,11 @@ func testRegistry(t suiteT, open bhOpener) {
 	storetest.Must(t, s.Registry.SaveAll(ctx, "sp-lab", []reference.EntityRegistration{storetest.Reg("lab:1", "Research Lab", "Alice Lab", "Ally")}))
 	for _, typ := range []string{"research  lab", "ＲＥＳＥＡＲＣＨ LAB", "Research\tLab"} {
 		if hits, err := s.Registry.FindMatches(ctx, "sp-lab", typ, []string{"ally"}); err != nil || len(hits) != 1 || hits[0].NodeID != "lab:1" {
-			t.Fatalf("FindMatches(sp-lab, %q, [ally]) = %+v, %v; want lab:1 (the type normalises to %q as registered)", typ, hits, err, reference.Normalize("Research Lab"))
+			t.Fatalf("FindMatches(sp-lab, %q, [ally]) = %s, %v; want lab:1 (the type normalises to %q as registered)", typ, confShow(hits), err, reference.Normalize("Research Lab"))
 		}
 	}
 	if hits, _ := s.Registry.FindMatches(ctx, "other", "person", []string{"Ada Lovelace"}); len(hits) != 0 {
-		t.Fatalf("spaces not isolated: %+v", hits)
+		t.Fatalf("FindMatches(other, person, [Ada Lovelace]) = %s; want none (spaces not isolated)", confShow(hits))
 	}
 
 	// Conflict with the store: nothing of the batch is saved.
@@ -245,7 +244,7 @@ func testRegistry(t suiteT, open bhOpener) {
 	})
 	storetest.WantErr(t, err, reference.ErrRegistryConflict)
 	if hits, _ := s.Registry.FindMatches(ctx, "sp", "Person", []string{"Grace Hopper"}); len(hits) != 0 {
-		t.Fatalf("partial batch saved: %+v", hits)
+		t.Fatalf("after a refused batch, FindMatches(sp, Person, [Grace Hopper]) = %s; want none (part of the batch was saved)", confShow(hits))
 	}
 	// Conflict within a batch.
 	err = s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{
@@ -254,7 +253,7 @@ func testRegistry(t suiteT, open bhOpener) {
 	})
 	storetest.WantErr(t, err, reference.ErrRegistryConflict)
 	if hits, _ := s.Registry.FindMatches(ctx, "sp", "Person", []string{"Alan Turing", "Turing"}); len(hits) != 0 {
-		t.Fatalf("partial batch saved: %+v", hits)
+		t.Fatalf("after a refused batch, FindMatches(sp, Person, [Alan Turing, Turing]) = %s; want none (part of the batch was saved)", confShow(hits))
 	}
 	// Same name in another type or space is fine.
 	storetest.Must(t, s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{storetest.Reg("ship:1", "Ship", "Ada Lovelace")}))
@@ -267,13 +266,13 @@ func testRegistry(t suiteT, open bhOpener) {
 	hits, err = s.Registry.FindMatches(ctx, "sp", "Person", []string{"augusta ada king", "a. a. lovelace", "Ada Lovelace"})
 	storetest.Must(t, err)
 	if want := []string{"a. a. lovelace", "ada lovelace", "augusta ada king", "countess of lovelace"}; len(hits) != 1 || !slices.Equal(hits[0].Names, want) {
-		t.Fatalf("merged aliases: %+v; want one entity, person:1, whose Names are every name bound to it, normalised, sorted and distinct: %q", hits, want)
+		t.Fatalf("merged aliases: %s; want one entity, person:1, whose names are every name bound to it, normalised, sorted and distinct: %s", confShow(hits), confShow(want))
 	}
 	storetest.Must(t, s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{storetest.Reg("person:0", "Person", "Babbage")}))
 	hits, err = s.Registry.FindMatches(ctx, "sp", "Person", []string{"Babbage", "Ada Lovelace"})
 	storetest.Must(t, err)
 	if len(hits) != 2 || hits[0].NodeID != "person:0" || hits[1].NodeID != "person:1" {
-		t.Fatalf("two matches: %+v", hits)
+		t.Fatalf("FindMatches(sp, Person, [Babbage, Ada Lovelace]) = %s; want person:0, person:1 in that order", confShow(hits))
 	}
 
 	list, err := s.Registry.List(ctx, "sp")
@@ -283,7 +282,7 @@ func testRegistry(t suiteT, open bhOpener) {
 		ids = append(ids, e.NodeID)
 	}
 	if want := []string{"org:1", "person:0", "person:1", "ship:1"}; !slices.Equal(ids, want) {
-		t.Fatalf("List = %v, want %v", ids, want)
+		t.Fatalf("Registry.List(sp) gives nodeIds %s, want %s", confShow(ids), confShow(want))
 	}
 	err = s.Registry.SaveAll(ctx, "sp", []reference.EntityRegistration{storetest.Reg("", "Person", "X")})
 	storetest.WantErr(t, err, reference.ErrInvalidArgument)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,9 +31,17 @@ const confWorkers = 16
 
 var confCtx = context.Background()
 
-// confCanon returns a deep copy of v with every empty slice and map made nil,
-// so that stores that decode an empty list as nil (or the reverse) compare
-// equal.
+// confSetFields are the fields compared as sets: whatever their order and
+// repeats, as the invariants read them (check/ and the plan fingerprint
+// look at membership only) and as docs/store-protocol.md (section 4.1)
+// says. A store may keep them as sets (a JDBC store's join table).
+var confSetFields = map[reflect.Type][]string{
+	reflect.TypeFor[reference.DocumentState](): {"FactSources", "NodeIDs"},
+}
+
+// confCanon returns a deep copy of v in the form the spec compares: every
+// empty slice and map made nil ([], null and absent mean the same), and
+// every set field (confSetFields) sorted, without repeats.
 func confCanon[V any](v V) V {
 	rv := reflect.ValueOf(&v).Elem()
 	out := reflect.New(rv.Type()).Elem()
@@ -54,6 +64,9 @@ func confCanonValue(v reflect.Value) reflect.Value {
 			if n.Field(i).CanSet() {
 				n.Field(i).Set(confCanonValue(v.Field(i)))
 			}
+		}
+		for _, name := range confSetFields[v.Type()] {
+			confSortSet(n.FieldByName(name))
 		}
 		return n
 	case reflect.Slice:
@@ -87,30 +100,145 @@ func confCanonValue(v reflect.Value) reflect.Value {
 	}
 }
 
+// confSortSet sorts the slice s (a fresh copy, settable) by its elements'
+// JSON and drops repeats.
+func confSortSet(s reflect.Value) {
+	keys := make([]string, s.Len())
+	idx := make([]int, s.Len())
+	for i := range idx {
+		idx[i], keys[i] = i, confShow(s.Index(i).Interface())
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return keys[idx[a]] < keys[idx[b]] })
+	out := reflect.MakeSlice(s.Type(), 0, s.Len())
+	for j, i := range idx {
+		if j > 0 && keys[i] == keys[idx[j-1]] {
+			continue
+		}
+		out = reflect.Append(out, s.Index(i))
+	}
+	if s.Len() > 0 {
+		s.Set(out)
+	}
+}
+
 // confEqual compares after confCanon.
 func confEqual[V any](a, b V) bool { return reflect.DeepEqual(confCanon(a), confCanon(b)) }
 
-// confDiff names the fields (of a struct, or the whole value) that differ,
-// with both values, for failure messages.
+// confMaxDiffs is how many differences confDiff lists.
+const confMaxDiffs = 12
+
+// confDiff lists where got differs from want (after confCanon), one entry
+// per difference: the field path, in the store protocol's JSON names
+// ("[1].factSources", "nodes[\"a\"].properties"), and both values as
+// JSON, for failure messages. Each entry starts on a new line.
 func confDiff[V any](want, got V) string {
-	w, g := reflect.ValueOf(confCanon(want)), reflect.ValueOf(confCanon(got))
-	for w.Kind() == reflect.Pointer && g.Kind() == reflect.Pointer && !w.IsNil() && !g.IsNil() {
-		w, g = w.Elem(), g.Elem()
+	w, g := confCanon(want), confCanon(got)
+	var d confDiffer
+	d.walk("", reflect.ValueOf(&w).Elem(), reflect.ValueOf(&g).Elem())
+	switch {
+	case d.n == 0:
+		return "\n  (no field differs)"
+	case d.n > confMaxDiffs:
+		fmt.Fprintf(&d.b, "\n  … and %d more differences", d.n-confMaxDiffs)
 	}
-	if w.Kind() != reflect.Struct {
-		return fmt.Sprintf("want %s\n got %s", confShow(w.Interface()), confShow(g.Interface()))
+	return d.b.String()
+}
+
+// confDiffer collects confDiff's differences.
+type confDiffer struct {
+	b bytes.Buffer
+	n int
+}
+
+func (d *confDiffer) walk(path string, w, g reflect.Value) {
+	if !w.CanInterface() || reflect.DeepEqual(w.Interface(), g.Interface()) {
+		return
 	}
-	var b bytes.Buffer
-	for i := 0; i < w.NumField(); i++ {
-		if !reflect.DeepEqual(w.Field(i).Interface(), g.Field(i).Interface()) {
-			fmt.Fprintf(&b, "\n  field %s: want %s\n  %*s  got %s", w.Type().Field(i).Name,
-				confShow(w.Field(i).Interface()), len(w.Type().Field(i).Name)+7, "", confShow(g.Field(i).Interface()))
+	switch w.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !w.IsNil() && !g.IsNil() && (w.Kind() == reflect.Pointer || w.Elem().Type() == g.Elem().Type()) {
+			d.walk(path, w.Elem(), g.Elem())
+			return
+		}
+	case reflect.Struct:
+		sets := confSetFields[w.Type()]
+		for i := 0; i < w.NumField(); i++ {
+			f := w.Type().Field(i)
+			switch {
+			case !f.IsExported():
+			case slices.Contains(sets, f.Name): // a set: whole, not by index
+				if !reflect.DeepEqual(w.Field(i).Interface(), g.Field(i).Interface()) {
+					d.add(confPath(path, confJSONName(f)), confShow(w.Field(i).Interface()), confShow(g.Field(i).Interface()))
+				}
+			default:
+				d.walk(confPath(path, confJSONName(f)), w.Field(i), g.Field(i))
+			}
+		}
+		return
+	case reflect.Slice, reflect.Array:
+		if w.Len() == g.Len() && w.Len() > 0 {
+			for i := 0; i < w.Len(); i++ {
+				d.walk(fmt.Sprintf("%s[%d]", path, i), w.Index(i), g.Index(i))
+			}
+			return
+		}
+	case reflect.Map:
+		if !w.IsNil() && !g.IsNil() {
+			keys := map[string]reflect.Value{}
+			for _, m := range []reflect.Value{w, g} {
+				for _, k := range m.MapKeys() {
+					keys[confShow(k.Interface())] = k
+				}
+			}
+			names := make([]string, 0, len(keys))
+			for k := range keys {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				p := fmt.Sprintf("%s[%s]", path, name)
+				wv, gv := w.MapIndex(keys[name]), g.MapIndex(keys[name])
+				switch {
+				case !wv.IsValid():
+					d.add(p, "(absent)", confShow(gv.Interface()))
+				case !gv.IsValid():
+					d.add(p, confShow(wv.Interface()), "(absent)")
+				default:
+					d.walk(p, wv, gv)
+				}
+			}
+			return
 		}
 	}
-	if b.Len() == 0 {
-		return "(no field differs)"
+	d.add(path, confShow(w.Interface()), confShow(g.Interface()))
+}
+
+func (d *confDiffer) add(path, want, got string) {
+	d.n++
+	if d.n > confMaxDiffs {
+		return
 	}
-	return b.String()
+	if path == "" {
+		path = "value"
+	}
+	fmt.Fprintf(&d.b, "\n  %s: want %s\n  %*s   got %s", path, want, len(path), "", got)
+}
+
+// confPath is path.name, or name at the top.
+func confPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// confJSONName is a field's name in JSON: its json tag's, else its own
+// with a lower-case first letter (Edges: edges).
+func confJSONName(f reflect.StructField) string {
+	if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+		return name
+	}
+	return strings.ToLower(f.Name[:1]) + f.Name[1:]
 }
 
 // confShow renders a value compactly (JSON when possible, without

@@ -49,10 +49,10 @@ func lockAcquire(t suiteT, p reference.LockProvider, space, doc, holder string, 
 	t.Helper()
 	l, ok, err := p.TryAcquire(confCtx, space, doc, holder, now, lockTTL)
 	if err != nil || ok != want {
-		t.Fatalf("TryAcquire(%s, %s, %s, now=%d, ttl=%d) = %+v, %v, %v; want ok=%v, nil: %s", space, doc, holder, now, lockTTL, l, ok, err, want, why)
+		t.Fatalf("TryAcquire(%s, %s, %s, now=%d, ttl=%d) = %s, %v, %v; want ok=%v, nil: %s", space, doc, holder, now, lockTTL, confShow(l), ok, err, want, why)
 	}
 	if ok && (l.Holder != holder || l.Space != space || l.DocumentID != doc || l.ExpiresAt != now+lockTTL) {
-		t.Errorf("TryAcquire(%s, %s, %s, now=%d) granted %+v; want holder %s until %d", space, doc, holder, now, l, holder, now+lockTTL)
+		t.Errorf("TryAcquire(%s, %s, %s, now=%d) granted %s; want holder %s until %d", space, doc, holder, now, confShow(l), holder, now+lockTTL)
 	}
 	return l
 }
@@ -70,9 +70,9 @@ func lockMutualExclusion(t suiteT, fresh func() reference.LockProvider) {
 	for _, at := range []int64{confNow, confNow + 1, confNow + lockTTL/2, confNow + lockTTL - 1} {
 		l, ok, err := p.TryAcquire(confCtx, "space_a", "doc-1", "B", at, lockTTL)
 		if err != nil || ok {
-			t.Errorf("TryAcquire by B at %d while A holds until %d = %+v, %v, %v; want ok=false", at, a.ExpiresAt, l, ok, err)
+			t.Errorf("TryAcquire by B at %d while A holds until %d = %s, %v, %v; want ok=false", at, a.ExpiresAt, confShow(l), ok, err)
 		} else if l.Holder != "A" || l.Token != a.Token {
-			t.Errorf("refused TryAcquire by B returned lease %+v; want the current lease of A (token %d)", l, a.Token)
+			t.Errorf("refused TryAcquire by B returned lease %s; want the current lease of A (token %d)", confShow(l), a.Token)
 		}
 	}
 	// B's refusals must not have disturbed A.
@@ -109,7 +109,7 @@ func lockExpiry(t suiteT, fresh func() reference.LockProvider) {
 	lockAcquire(t, p, "space_a", "doc-1", "C", confNow+lockTTL+3, false, "B holds the lease; A's release must not free it")
 	l, ok, err := p.TryAcquire(confCtx, "space_a", "doc-1", "A", confNow+lockTTL+4, lockTTL)
 	if err != nil || ok {
-		t.Errorf("TryAcquire by the old holder A while B holds = %+v, %v, %v; want ok=false", l, ok, err)
+		t.Errorf("TryAcquire by the old holder A while B holds = %s, %v, %v; want ok=false", confShow(l), ok, err)
 	}
 }
 
@@ -121,7 +121,7 @@ func lockRenew(t suiteT, fresh func() reference.LockProvider) {
 		t.Fatalf("Renew by the live holder A at %d = %v; want nil", confNow+500, err)
 	}
 	if r.Token != a.Token || r.Holder != "A" || r.ExpiresAt != confNow+500+lockTTL {
-		t.Errorf("Renew gave %+v; want holder A, token %d, expiring at %d", r, a.Token, confNow+500+lockTTL)
+		t.Errorf("Renew gave %s; want holder A, token %d, expiring at %d", confShow(r), a.Token, confNow+500+lockTTL)
 	}
 	lockAcquire(t, p, "space_a", "doc-1", "B", confNow+lockTTL+100, false, "A renewed until now+1500")
 	forged := r
@@ -219,12 +219,12 @@ func lockConcurrent(t suiteT, fresh func() reference.LockProvider) {
 			}
 		}
 		if len(winners) != 1 {
-			t.Fatalf("round %d: %d concurrent TryAcquire on a free lease: winners %v; want exactly one", round, confWorkers, winners)
+			t.Fatalf("round %d: %d concurrent TryAcquire on a free lease: winners %s; want exactly one", round, confWorkers, confShow(winners))
 		}
 		win := results[winners[0]].l
 		for i, r := range results {
 			if !r.ok && (r.l.Holder != win.Holder || r.l.Token != win.Token) {
-				t.Errorf("round %d: refused TryAcquire #%d saw lease %+v; want the winner's %+v", round, i, r.l, win)
+				t.Errorf("round %d: refused TryAcquire #%d saw lease %s; want the winner's %s", round, i, confShow(r.l), confShow(win))
 			}
 		}
 	}
@@ -235,7 +235,7 @@ func lockBlankIDs(t suiteT, fresh func() reference.LockProvider) {
 	for _, c := range [][3]string{{"", "doc-1", "A"}, {" ", "doc-1", "A"}, {"space_a", "", "A"}, {"space_a", "\t", "A"}, {"space_a", "doc-1", ""}, {"space_a", "doc-1", "  "}} {
 		l, ok, err := p.TryAcquire(confCtx, c[0], c[1], c[2], confNow, lockTTL)
 		if ok || !errors.Is(err, reference.ErrInvalidArgument) {
-			t.Errorf("TryAcquire(space %q, doc %q, holder %q) = %+v, %v, %v; want ok=false and ErrInvalidArgument", c[0], c[1], c[2], l, ok, err)
+			t.Errorf("TryAcquire(space %q, doc %q, holder %q) = %s, %v, %v; want ok=false and ErrInvalidArgument", c[0], c[1], c[2], confShow(l), ok, err)
 		}
 	}
 	lockAcquire(t, p, "space_a", "doc-1", "A", confNow, true, "nothing was acquired by the blank calls")

@@ -78,11 +78,27 @@ func confMismatch(what string, want, got any) string {
 	return fmt.Sprintf("%s: model wants %s, store gave %s", what, confShowLoose(want), confShowLoose(got))
 }
 
+// confMismatchAt is confMismatch, followed, when the store answered
+// (err nil), by where its answer got differs from the model's want
+// (confDiff).
+func confMismatchAt[V any](what string, want, got V, err error) string {
+	if err != nil {
+		return confMismatch(what, want, err)
+	}
+	return confMismatch(what, want, got) + confDiff(want, got)
+}
+
+// confShowLoose shows a value as JSON, an error as error(...), and a
+// string as it is: the callers' strings are descriptions they formatted
+// ("true {…}", "ErrNotFound"), which JSON quoting would bury in escapes.
 func confShowLoose(v any) string {
 	if err, ok := v.(error); ok && err != nil {
 		return "error(" + err.Error() + ")"
 	}
-	s := confShow(v)
+	s, ok := v.(string)
+	if !ok {
+		s = confShow(v)
+	}
 	if len(s) > 600 {
 		s = s[:600] + "..."
 	}

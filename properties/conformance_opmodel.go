@@ -96,12 +96,12 @@ func (m *opModelStore) get(id string) string {
 	rec, exists := m.ops[id]
 	if !exists {
 		if !errors.Is(err, reference.ErrNotFound) {
-			return confMismatch("Get of an absent id", "ErrNotFound", fmt.Sprintf("%+v, %v", got, err))
+			return confMismatch("Get of an absent id", "ErrNotFound", fmt.Sprintf("%s, %v", confShow(got), err))
 		}
 		return ""
 	}
 	if err != nil || !confEqual(confMutable(got), rec.op) {
-		return confMismatch("Get", rec.op, fmt.Sprintf("%s, %v", confShow(confMutable(got)), err))
+		return confMismatchAt("Get", rec.op, confMutable(got), err)
 	}
 	return ""
 }
@@ -249,7 +249,7 @@ func (m *opModelStore) listRecoverable(limit int) string {
 		stripped[i] = confMutable(o)
 	}
 	if err != nil || !confEqual(stripped, want) {
-		return confMismatch("ListRecoverable", want, fmt.Sprintf("%s, %v", confShow(stripped), err))
+		return confMismatchAt("ListRecoverable", want, stripped, err)
 	}
 	return ""
 }

@@ -251,7 +251,7 @@ func opCreateRejectsInvalid(t suiteT, fresh func() reference.OperationStore) {
 				return errors.Is(err, reference.ErrNotFound) || (strings.TrimSpace(op.OperationID) == "" && errors.Is(err, reference.ErrInvalidArgument))
 			}
 			if got, err := s.Get(confCtx, op.OperationID); !nothing(err) {
-				t.Errorf("after a rejected create, Get(%q) = %+v, %v; want ErrNotFound (nothing stored)", op.OperationID, got, err)
+				t.Errorf("after a rejected create, Get(%q) = %s, %v; want ErrNotFound (nothing stored)", op.OperationID, confShow(got), err)
 			}
 			if _, err := s.GetPlan(confCtx, op.OperationID); !nothing(err) {
 				t.Errorf("after a rejected create, GetPlan(%q) error = %v; want ErrNotFound (nothing stored)", op.OperationID, err)
@@ -268,7 +268,7 @@ func opGetUnknown(t suiteT, fresh func() reference.OperationStore) {
 	opCreate(t, s, confPlan("op-known", "space_a", "doc-1", 0), confNow)
 	for _, id := range []string{"op-unknown", "op-know", "OP-KNOWN"} {
 		if got, err := s.Get(confCtx, id); !errors.Is(err, reference.ErrNotFound) {
-			t.Errorf("Get(%q) = %+v, %v; want an error wrapping ErrNotFound", id, got, err)
+			t.Errorf("Get(%q) = %s, %v; want an error wrapping ErrNotFound", id, confShow(got), err)
 		}
 		if _, err := s.GetPlan(confCtx, id); !errors.Is(err, reference.ErrNotFound) {
 			t.Errorf("GetPlan(%q) error = %v; want an error wrapping ErrNotFound", id, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"testing"
 
@@ -70,7 +69,7 @@ func runPlanSave(t suiteT, open func(t suiteT) sim.PlanSaveStores) {
 		t.Run("LoadOfAnUnknownThreadIsNotFound", func(t suiteT) {
 			got, ok, err := checkpoints(t).Load(ctx, "never-put")
 			if err != nil || ok {
-				t.Fatalf("Load(never-put) = %+v, found %v, %v; want not found and no error", got, ok, err)
+				t.Fatalf("Load(never-put) = %s, found %v, %v; want not found and no error", confShow(got), ok, err)
 			}
 		})
 		t.Run("PutThenLoadGivesItBack", func(t suiteT) {
@@ -81,8 +80,8 @@ func runPlanSave(t suiteT, open func(t suiteT) sim.PlanSaveStores) {
 				t.Fatalf("Put: %v", err)
 			}
 			got, ok, err := s.Load(ctx, want.ThreadID)
-			if err != nil || !ok || !reflect.DeepEqual(got, want) {
-				t.Fatalf("Load after Put = %+v, found %v, %v; want %+v", got, ok, err, want)
+			if err != nil || !ok || !confEqual(got, want) {
+				t.Fatalf("Load(%s) after Put: found %v, %v; want found, the checkpoint put:%s", want.ThreadID, ok, err, confDiff(want, got))
 			}
 		})
 		t.Run("PutReplacesTheWholeCheckpoint", func(t suiteT) {
@@ -93,12 +92,12 @@ func runPlanSave(t suiteT, open func(t suiteT) sim.PlanSaveStores) {
 			second.Status, second.Next, second.Minutes = plansave.StatusStarted, plansave.StepApprove, 45
 			for _, c := range []plansave.Checkpoint{first, second} {
 				if err := s.Put(ctx, c); err != nil {
-					t.Fatalf("Put(%+v): %v", c, err)
+					t.Fatalf("Put(%s): %v", confShow(c), err)
 				}
 			}
 			got, ok, err := s.Load(ctx, cp.ThreadID)
-			if err != nil || !ok || !reflect.DeepEqual(got, second) {
-				t.Fatalf("Load after two Puts = %+v, found %v, %v; want the second whole, %+v (a field the second leaves out, planId, is gone)", got, ok, err, second)
+			if err != nil || !ok || !confEqual(got, second) {
+				t.Fatalf("Load(%s) after two Puts: found %v, %v; want the second whole (a field the second leaves out, planId, is gone):%s", cp.ThreadID, ok, err, confDiff(second, got))
 			}
 		})
 		t.Run("ThreadsAreApart", func(t suiteT) {
@@ -111,8 +110,8 @@ func runPlanSave(t suiteT, open func(t suiteT) sim.PlanSaveStores) {
 				}
 			}
 			for _, want := range []plansave.Checkpoint{cp, other} {
-				if got, ok, err := s.Load(ctx, want.ThreadID); err != nil || !ok || !reflect.DeepEqual(got, want) {
-					t.Errorf("Load(%s) = %+v, found %v, %v; want %+v", want.ThreadID, got, ok, err, want)
+				if got, ok, err := s.Load(ctx, want.ThreadID); err != nil || !ok || !confEqual(got, want) {
+					t.Errorf("Load(%s): found %v, %v; want found, the checkpoint put:%s", want.ThreadID, ok, err, confDiff(want, got))
 				}
 			}
 		})
@@ -127,8 +126,8 @@ func runPlanSave(t suiteT, open func(t suiteT) sim.PlanSaveStores) {
 			}
 			rows, err := s.List(ctx, "alice")
 			want := []plansave.PlanRow{{ID: id, Owner: "alice", OperationID: "op-1", Question: "plan my week", Minutes: 30}}
-			if err != nil || !reflect.DeepEqual(rows, want) {
-				t.Fatalf("List(alice) = %+v, %v; want %+v", rows, err, want)
+			if err != nil || !confEqual(rows, want) {
+				t.Fatalf("List(alice): %v; want the row saved:%s", err, confDiff(want, rows))
 			}
 		})
 		t.Run("SaveOfTheSameKeyAndContentReturnsTheFirstRow", func(t suiteT) {
@@ -142,7 +141,7 @@ func runPlanSave(t suiteT, open func(t suiteT) sim.PlanSaveStores) {
 				t.Fatalf("second Save of the same (owner, operationId) and content = %d, %v; want the first row's id %d (UNIQUE(owner, operation_id): a retried save must not insert)", again, err, first)
 			}
 			if rows, err := s.List(ctx, "alice"); err != nil || len(rows) != 1 {
-				t.Fatalf("List(alice) after a repeated save = %+v, %v; want one row", rows, err)
+				t.Fatalf("List(alice) after a repeated save = %s, %v; want one row", confShow(rows), err)
 			}
 		})
 		t.Run("SameKeyWithOtherContentIsAConflict", func(t suiteT) {
@@ -160,8 +159,8 @@ func runPlanSave(t suiteT, open func(t suiteT) sim.PlanSaveStores) {
 				}
 			}
 			want := []plansave.PlanRow{{ID: id, Owner: "alice", OperationID: "op-1", Question: "plan my week", Minutes: 30}}
-			if rows, err := s.List(ctx, "alice"); err != nil || !reflect.DeepEqual(rows, want) {
-				t.Fatalf("List(alice) after refused saves = %+v, %v; want the first row unchanged, %+v", rows, err, want)
+			if rows, err := s.List(ctx, "alice"); err != nil || !confEqual(rows, want) {
+				t.Fatalf("List(alice) after refused saves: %v; want the first row unchanged:%s", err, confDiff(want, rows))
 			}
 		})
 		t.Run("TheKeyIsOwnerAndOperationID", func(t suiteT) {
@@ -192,16 +191,16 @@ func runPlanSave(t suiteT, open func(t suiteT) sim.PlanSaveStores) {
 				}
 			}
 			rows, err := s.List(ctx, "alice")
-			if err != nil || !reflect.DeepEqual(rows, want) {
-				t.Fatalf("List(alice) = %+v, %v; want alice's rows only, in the order of their ids: %+v", rows, err, want)
+			if err != nil || !confEqual(rows, want) {
+				t.Fatalf("List(alice): %v; want alice's rows only, in the order of their ids:%s", err, confDiff(want, rows))
 			}
 			for i := 1; i < len(rows); i++ {
 				if rows[i].ID <= rows[i-1].ID {
-					t.Fatalf("List(alice) is not ordered by id: %+v", rows)
+					t.Fatalf("List(alice) is not ordered by id: %s", confShow(rows))
 				}
 			}
 			if rows, err := s.List(ctx, "nobody"); err != nil || len(rows) != 0 {
-				t.Fatalf("List(nobody) = %+v, %v; want no rows and no error", rows, err)
+				t.Fatalf("List(nobody) = %s, %v; want no rows and no error", confShow(rows), err)
 			}
 		})
 		t.Run("Concurrency", func(t suiteT) {
@@ -221,11 +220,11 @@ func runPlanSave(t suiteT, open func(t suiteT) sim.PlanSaveStores) {
 				wg.Wait()
 				for i := range ids {
 					if errs[i] != nil || ids[i] != ids[0] {
-						t.Fatalf("%d clients saving one (owner, operationId) at once got ids %v, errors %v; want one id and no error", clients, ids, errs)
+						t.Fatalf("%d clients saving one (owner, operationId) at once got ids %s, errors %v; want one id and no error", clients, confShow(ids), errs)
 					}
 				}
 				if rows, err := s.List(ctx, "alice"); err != nil || len(rows) != 1 {
-					t.Fatalf("List(alice) after racing saves = %+v, %v; want one row", rows, err)
+					t.Fatalf("List(alice) after racing saves = %s, %v; want one row", confShow(rows), err)
 				}
 			})
 		})

@@ -87,7 +87,7 @@ func regExpectFind(t suiteT, s reference.EntityRegistry, space, typ string, name
 		want = []string{}
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("FindMatches(%s, %s, %q) = %v; want %v: %s", space, typ, names, got, want, why)
+		t.Errorf("FindMatches(%s, %s, %q) = %s; want %s: %s", space, typ, names, confShow(got), confShow(want), why)
 	}
 }
 
@@ -131,10 +131,10 @@ func regSaveAndFind(t suiteT, fresh func() reference.EntityRegistry) {
 		}
 	}
 	if e.Space != "space_a" || e.NodeID != alice || reference.Normalize(e.Type) != "person" || reference.Normalize(e.CanonicalName) != "alice smith" {
-		t.Errorf("registered entity = %+v; want space_a, %s, type Person, canonical Alice Smith", e, alice)
+		t.Errorf("registered entity = %s; want space_a, %s, type Person, canonical Alice Smith", confShow(e), alice)
 	}
 	if e.Properties["role"] != "engineer" {
-		t.Errorf("registered entity properties = %v; want role=engineer", e.Properties)
+		t.Errorf("registered entity properties = %s; want role=engineer", confShow(e.Properties))
 	}
 	// The returned entity is a copy.
 	e.Names[0] = "mutated"
@@ -143,10 +143,10 @@ func regSaveAndFind(t suiteT, fresh func() reference.EntityRegistry) {
 	}
 	again, _ := s.FindMatches(confCtx, "space_a", "Person", []string{"alice"})
 	if len(again) != 1 || slices.Contains(again[0].Names, "mutated") || again[0].Properties["role"] != "engineer" {
-		t.Errorf("after mutating a returned entity, FindMatches gives %+v; want the stored entity unchanged", again)
+		t.Errorf("after mutating a returned entity, FindMatches gives %s; want the stored entity unchanged", confShow(again))
 	}
 	if ids := regIDs(regList(t, s, "space_a")); fmt.Sprint(ids) != fmt.Sprint([]string{alice}) {
-		t.Errorf("List(space_a) = %v; want [%s]", ids, alice)
+		t.Errorf("List(space_a) = %s; want [%s]", confShow(ids), alice)
 	}
 }
 
@@ -177,7 +177,7 @@ func regConflictAllOrNone(t suiteT, fresh func() reference.EntityRegistry) {
 		regOf("n-alice", "Person", "Alice", "Ally"), regOf("n-bob2", "Person", "Bobby", "Alice"))
 	regExpectFind(t, s, "space_a", "Person", []string{"Ally", "Bobby"}, nil, "nothing of the failed batch, also not the new alias of n-alice")
 	if after := regList(t, s, "space_a"); !confEqual(after, before) {
-		t.Errorf("List(space_a) changed after failed batches:\nwant %s\n got %s", confShow(before), confShow(after))
+		t.Errorf("List(space_a) changed after failed batches:%s", confDiff(before, after))
 	}
 }
 
@@ -186,7 +186,7 @@ func regConflictInBatch(t suiteT, fresh func() reference.EntityRegistry) {
 	regConflict(t, s, "space_a", "two node ids for 'eve' in one batch", regOf("n-1", "Person", "Eve"), regOf("n-2", "Person", "eve "))
 	regConflict(t, s, "space_a", "an alias of one and the name of another", regOf("n-3", "Person", "Frank", "Frankie"), regOf("n-4", "Person", "FRANKIE"))
 	if l := regList(t, s, "space_a"); len(l) != 0 {
-		t.Errorf("List(space_a) after conflicting batches = %v; want empty", regIDs(l))
+		t.Errorf("List(space_a) after conflicting batches = %s; want empty", confShow(regIDs(l)))
 	}
 	regSave(t, s, "space_a", regOf("n-1", "Person", "Eve"), regOf("n-1", "Person", "eve", "Evie"))
 	regExpectFind(t, s, "space_a", "Person", []string{"Evie"}, []string{"n-1"}, "the same node twice in one batch is fine")
@@ -206,10 +206,10 @@ func regSaveAgainNoOp(t suiteT, fresh func() reference.EntityRegistry) {
 	}
 	regSave(t, s, "space_a", batch[1], batch[0])
 	if after := regList(t, s, "space_a"); !confEqual(after, before) {
-		t.Errorf("saving the same registrations again changed the registry:\nwant %s\n got %s", confShow(before), confShow(after))
+		t.Errorf("saving the same registrations again changed the registry (List(space_a)):%s", confDiff(before, after))
 	}
 	if ids := regIDs(before); fmt.Sprint(ids) != "[n-acme n-alice]" {
-		t.Errorf("List(space_a) = %v; want [n-acme n-alice] ordered by node id", ids)
+		t.Errorf("List(space_a) = %s; want [n-acme n-alice] ordered by node id", confShow(ids))
 	}
 }
 
@@ -230,7 +230,7 @@ func regAliasesMerged(t suiteT, fresh func() reference.EntityRegistry) {
 	}
 	l := regList(t, s, "space_a")
 	if len(l) != 1 {
-		t.Fatalf("List(space_a) = %v; want the one entity n-rob", regIDs(l))
+		t.Fatalf("List(space_a) = %s; want the one entity n-rob", confShow(regIDs(l)))
 	}
 	for _, n := range []string{"robert", "bob", "bobby", "rob"} {
 		if !slices.Contains(l[0].Names, n) {
@@ -238,7 +238,7 @@ func regAliasesMerged(t suiteT, fresh func() reference.EntityRegistry) {
 		}
 	}
 	if want := map[string]string{"born": "1970", "city": "York"}; !maps.Equal(l[0].Properties, want) {
-		t.Errorf("n-rob Properties = %v; want %v (later saves add and overwrite keys, a save without properties keeps them)", l[0].Properties, want)
+		t.Errorf("n-rob Properties = %s; want %s (later saves add and overwrite keys, a save without properties keeps them)", confShow(l[0].Properties), confShow(want))
 	}
 	if l[0].CanonicalName != "Robert" || l[0].Type != "Person" {
 		t.Errorf("n-rob is %s %q; want the first registration's Person %q", l[0].Type, l[0].CanonicalName, "Robert")
@@ -277,7 +277,7 @@ func regConcurrentUnique(t suiteT, fresh func() reference.EntityRegistry) {
 		}
 	}
 	if l := regList(t, s, "space_a"); len(l) != 5 {
-		t.Errorf("List(space_a) has %d entities after 5 races; want 5 (one winner each): %v", len(l), regIDs(l))
+		t.Errorf("List(space_a) has %d entities after 5 races; want 5 (one winner each): %s", len(l), confShow(regIDs(l)))
 	}
 }
 
@@ -289,7 +289,7 @@ func regSpaceIsolation(t suiteT, fresh func() reference.EntityRegistry) {
 	regExpectFind(t, s, "space_b", "Person", []string{"Alice"}, []string{"n-b"}, "space_b's Alice")
 	regExpectFind(t, s, "space_c", "Person", []string{"Alice"}, nil, "space_c has no Alice")
 	if ids := regIDs(regList(t, s, "space_a")); fmt.Sprint(ids) != "[n-a]" {
-		t.Errorf("List(space_a) = %v; want [n-a]", ids)
+		t.Errorf("List(space_a) = %s; want [n-a]", confShow(ids))
 	}
 	regConflict(t, s, "space_b", "space_b's Alice is n-b", regOf("n-a", "Person", "Alice"))
 }

@@ -155,7 +155,7 @@ func stateCASConcurrent(t suiteT, fresh func() reference.DocumentStateStore) {
 				}
 			}
 			if len(winners) != 1 {
-				t.Fatalf("round %d: %d concurrent CompareAndSet(%d->%d): winners %v; want exactly one", round, confWorkers, from, from+1, winners)
+				t.Fatalf("round %d: %d concurrent CompareAndSet(%d->%d): winners %s; want exactly one", round, confWorkers, from, from+1, confShow(winners))
 			}
 			stateExpectCurrent(t, s, "space_a", doc, &nexts[winners[0]], fmt.Sprintf("round %d after the race won by #%d", round, winners[0]))
 		}
@@ -172,12 +172,12 @@ func stateSpaceIsolation(t suiteT, fresh func() reference.DocumentStateStore) {
 	stateExpectCurrent(t, s, "space_b", "doc-1", &b, "space_b")
 	for space, want := range map[string]reference.DocumentState{"space_a": a, "space_b": b} {
 		l, err := s.List(confCtx, space)
-		if err != nil || len(l) != 1 || !confEqual(l[0], want) {
-			t.Errorf("List(%s) = %v, %v; want exactly [%s r1]", space, l, err, want.OperationID)
+		if err != nil || !confEqual(l, []reference.DocumentState{want}) {
+			t.Errorf("List(%s): %v; want exactly [%s r1]:%s", space, err, want.OperationID, confDiff([]reference.DocumentState{want}, l))
 		}
 	}
 	if l, err := s.List(confCtx, "space_c"); err != nil || len(l) != 0 {
-		t.Errorf("List(space_c) = %v, %v; want empty", l, err)
+		t.Errorf("List(space_c) = %s, %v; want empty", confShow(l), err)
 	}
 	if _, ok, _ := s.FindByOperationID(confCtx, "space_a", "doc-1", "op-b"); ok {
 		t.Errorf("FindByOperationID(space_a, doc-1, op-b) found space_b's state; want absent")
@@ -248,7 +248,7 @@ func stateVersions(t suiteT, fresh func() reference.DocumentStateStore) {
 	want := []reference.DocumentState{r1, r2, r3}
 	got, err := s.Versions(confCtx, "space_a", "doc-1")
 	if err != nil || !confEqual(got, want) {
-		t.Fatalf("Versions(space_a, doc-1) = %v, %v; want r1, r2, r3 once each, ascending, first recording kept:\n%s", got, err, confDiff(want, got))
+		t.Fatalf("Versions(space_a, doc-1): %v; want r1, r2, r3 once each, ascending, first recording kept:%s", err, confDiff(want, got))
 	}
 	got[0].OperationID, got[0].Revision = "mutated", 99
 	got[1].FactSources = append(got[1].FactSources, reference.EdgeKey{Source: "x"})
@@ -260,7 +260,7 @@ func stateVersions(t suiteT, fresh func() reference.DocumentStateStore) {
 	}
 	again, err := s.Versions(confCtx, "space_a", "doc-1")
 	if err != nil || !confEqual(again, want) {
-		t.Errorf("after mutating a returned slice, Versions = %v, %v; want the stored history unchanged:\n%s", again, err, confDiff(want, again))
+		t.Errorf("after mutating a returned slice, Versions(space_a, doc-1): %v; want the stored history unchanged:%s", err, confDiff(want, again))
 	}
 	if v, err := s.Versions(confCtx, "space_a", "doc-none"); err != nil || len(v) != 0 {
 		t.Errorf("Versions of a document without history = %v, %v; want empty, nil", v, err)
@@ -506,8 +506,11 @@ func (m *stateModelStore) record(key [2]string) string {
 func (m *stateModelStore) findCurrent(key [2]string) string {
 	got, ok, err := m.s.FindCurrent(confCtx, key[0], key[1])
 	want, exists := m.current[key]
-	if err != nil || ok != exists || (ok && !confEqual(got, want)) {
+	if err != nil || ok != exists {
 		return confMismatch(fmt.Sprintf("FindCurrent(%s/%s)", key[0], key[1]), fmt.Sprintf("%v %s", exists, confShow(want)), fmt.Sprintf("%v %s, %v", ok, confShow(got), err))
+	}
+	if ok && !confEqual(got, want) {
+		return confMismatchAt(fmt.Sprintf("FindCurrent(%s/%s)", key[0], key[1]), want, got, nil)
 	}
 	return ""
 }
@@ -520,7 +523,7 @@ func (m *stateModelStore) versionsOf(key [2]string) string {
 	sort.Slice(want, func(i, j int) bool { return want[i].Revision < want[j].Revision })
 	got, err := m.s.Versions(confCtx, key[0], key[1])
 	if err != nil || !confEqual(got, want) {
-		return confMismatch(fmt.Sprintf("Versions(%s/%s)", key[0], key[1]), want, fmt.Sprintf("%s, %v", confShow(got), err))
+		return confMismatchAt(fmt.Sprintf("Versions(%s/%s)", key[0], key[1]), want, got, err)
 	}
 	return ""
 }
@@ -538,8 +541,11 @@ func (m *stateModelStore) findByOp(key [2]string, op string) string {
 		}
 	}
 	got, ok, err := m.s.FindByOperationID(confCtx, key[0], key[1], op)
-	if err != nil || ok != (want != nil) || (ok && !confEqual(got, *want)) {
+	if err != nil || ok != (want != nil) {
 		return confMismatch(fmt.Sprintf("FindByOperationID(%s/%s, %s)", key[0], key[1], op), want, fmt.Sprintf("%v %s, %v", ok, confShow(got), err))
+	}
+	if ok && !confEqual(got, *want) {
+		return confMismatchAt(fmt.Sprintf("FindByOperationID(%s/%s, %s)", key[0], key[1], op), *want, got, nil)
 	}
 	return ""
 }
@@ -568,7 +574,7 @@ func (m *stateModelStore) list(space string) string {
 	sort.Slice(want, func(i, j int) bool { return want[i].DocumentID < want[j].DocumentID })
 	got, err := m.s.List(confCtx, space)
 	if err != nil || !confEqual(got, want) {
-		return confMismatch(fmt.Sprintf("List(%s)", space), want, fmt.Sprintf("%s, %v", confShow(got), err))
+		return confMismatchAt(fmt.Sprintf("List(%s)", space), want, got, err)
 	}
 	return ""
 }

@@ -1,7 +1,6 @@
 package properties
 
 import (
-	"reflect"
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/check"
@@ -93,12 +92,12 @@ func optionalMethods(t suiteT, st reference.Stores) {
 		confIngestCorpus(t, st, space)
 	}
 	for _, space := range []string{"space_a", "space_b", "space_empty"} {
-		diff, err := check.CompareBatchedReads(confCtx, st, space)
+		batched, oneByOne, err := check.TakeBothWays(confCtx, st, space)
 		if err != nil {
 			t.Fatalf("reading %s both ways: %v", space, err)
 		}
-		if diff != "" {
-			t.Errorf("space %s: the optional batch reads disagree with the one-by-one reads: %s", space, diff)
+		if !confEqual(batched, oneByOne) {
+			t.Errorf("space %s: the snapshot through the optional batch reads differs from the one-by-one reads' (want):%s", space, confDiff(oneByOne, batched))
 		}
 		if sl, ok := st.Ops.(reference.SpaceLister); ok {
 			got, err := sl.ListSpace(confCtx, space)
@@ -136,8 +135,8 @@ func optionalMethods(t suiteT, st reference.Stores) {
 			if err != nil {
 				t.Fatalf("FindMatches(%s): %v", space, err)
 			}
-			if !reflect.DeepEqual(confCanon(batched), confCanon(plain)) {
-				t.Errorf("space %s: MatchNodeIDs %v, FindMatches one query at a time %v (queries %v)", space, batched, plain, queries)
+			if !confEqual(batched, plain) {
+				t.Errorf("space %s: MatchNodeIDs differs from FindMatches one query at a time (want), for the queries %s:%s", space, confShow(queries), confDiff(plain, batched))
 			}
 		}
 	}

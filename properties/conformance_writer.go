@@ -115,7 +115,7 @@ func wGraphDiff(want, got reference.Graph) string {
 		case !ok:
 			out += fmt.Sprintf("\n  missing node %s %s", id, confShow(w.Nodes[id]))
 		case !confEqual(gn, w.Nodes[id]):
-			out += fmt.Sprintf("\n  node %s: want %s, got %s", id, confShow(w.Nodes[id]), confShow(gn))
+			out += fmt.Sprintf("\n  node %s:%s", id, confDiff(w.Nodes[id], gn))
 		}
 	}
 	for _, id := range g.SortedNodes() {
@@ -127,14 +127,14 @@ func wGraphDiff(want, got reference.Graph) string {
 		ge, ok := g.Edges[k]
 		switch {
 		case !ok:
-			out += fmt.Sprintf("\n  missing edge %s %v", k, w.Edges[k].Properties)
+			out += fmt.Sprintf("\n  missing edge %s %s", confShow(k), confShow(w.Edges[k]))
 		case !confEqual(ge, w.Edges[k]):
-			out += fmt.Sprintf("\n  edge %s: want %v, got %v (key %s)", k, w.Edges[k].Properties, ge.Properties, ge.Key)
+			out += fmt.Sprintf("\n  edge %s:%s", confShow(k), confDiff(w.Edges[k], ge))
 		}
 	}
 	for _, k := range g.SortedEdges() {
 		if _, ok := w.Edges[k]; !ok {
-			out += fmt.Sprintf("\n  unexpected edge %s %v", k, g.Edges[k].Properties)
+			out += fmt.Sprintf("\n  unexpected edge %s %s", confShow(k), confShow(g.Edges[k]))
 		}
 	}
 	return out

@@ -193,7 +193,7 @@ func opCASConcurrent(t suiteT, fresh func() reference.OperationStore) {
 			}
 		}
 		if len(winners) != 1 {
-			t.Fatalf("round %d: %d goroutines CompareAndSet from the same PREPARED record: winners %v; want exactly one", round, confWorkers, winners)
+			t.Fatalf("round %d: %d goroutines CompareAndSet from the same PREPARED record: winners %s; want exactly one", round, confWorkers, confShow(winners))
 		}
 		opExpectStored(t, s, nexts[winners[0]], fmt.Sprintf("round %d: after the race won by #%d", round, winners[0]))
 	}

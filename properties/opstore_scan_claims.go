@@ -52,7 +52,7 @@ func opListRecoverable(t suiteT, fresh func() reference.OperationStore) {
 		}
 		w := want[:min(limit, len(want))]
 		if fmt.Sprint(ids(got)) != fmt.Sprint(ids(w)) {
-			t.Errorf("ListRecoverable(%d) = %v; want %v (unfinished, no disposition, by updatedAt then id, at most limit)", limit, ids(got), ids(w))
+			t.Errorf("ListRecoverable(%d) = %s; want %s (unfinished, no disposition, by updatedAt then id, at most limit)", limit, confShow(ids(got)), confShow(ids(w)))
 			continue
 		}
 		for i := range got {
@@ -85,7 +85,7 @@ func opListRecoverable(t suiteT, fresh func() reference.OperationStore) {
 	again, _ = s.ListRecoverable(confCtx, 100)
 	want2 := []string{"a", "b", "f", "d", "c"}
 	if fmt.Sprint(ids(again)) != fmt.Sprint(want2) {
-		t.Errorf("after c moved to updatedAt %d, ListRecoverable(100) = %v; want %v (ordered by the current updatedAt)", confNow+30, ids(again), want2)
+		t.Errorf("after c moved to updatedAt %d, ListRecoverable(100) = %s; want %s (ordered by the current updatedAt)", confNow+30, confShow(ids(again)), confShow(want2))
 	}
 }
 
@@ -133,7 +133,7 @@ func opClaimConcurrent(t suiteT, fresh func() reference.OperationStore) {
 			}
 		}
 		if len(winners) != 1 {
-			t.Fatalf("round %d: %d concurrent Claims on a free operation: winners %v; want exactly one", round, confWorkers, winners)
+			t.Fatalf("round %d: %d concurrent Claims on a free operation: winners %s; want exactly one", round, confWorkers, confShow(winners))
 		}
 		if got := opMustGet(t, s, op.OperationID); got.ClaimHolder != fmt.Sprintf("recoverer-%d", winners[0]) {
 			t.Errorf("round %d: Get shows ClaimHolder %q; want the winner recoverer-%d", round, got.ClaimHolder, winners[0])

@@ -40,6 +40,10 @@ type CaseEnv struct {
 	// Dir and off the case's lazy mount, so that nothing of the harness is
 	// ever taken for the store's data. It may not exist yet.
 	Logs string `json:"logs,omitempty"`
+	// TempDir is the TMPDIR of every store process (adapters/storeproc),
+	// a worker's and the supervisor's alike: a folder of the run's, outside
+	// Dir, the same for every case. It may not exist yet.
+	TempDir string `json:"tempDir,omitempty"`
 	// Namespace is unique per case; server backends scope keys by it.
 	Namespace string `json:"namespace"`
 	// Mutant names a backend-level mutant, or is empty.

@@ -234,7 +234,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		}
 	}
 	if cfg.Namespace == "" {
-		cfg.Namespace = fmt.Sprintf("r%x", time.Now().UnixNano()&0xffffffff)
+		cfg.Namespace = RunNamespace()
 	}
 	if !cfg.InProcess {
 		cleanStaleMounts()
@@ -416,7 +416,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	// (a server, or the in-process mode's one handle) keep earlier runs.
 	space := fmt.Sprintf("%s-%s-%d", r.cfg.Namespace, c.ID, r.runs.Add(1))
 	res.Space = space
-	env := CaseEnv{Dir: filepath.Join(dir, "data"), Logs: filepath.Join(dir, caseLogs), Namespace: space, Mutant: r.cfg.Mutant}
+	env := CaseEnv{Dir: filepath.Join(dir, "data"), Logs: filepath.Join(dir, caseLogs), TempDir: filepath.Join(r.cfg.WorkDir, storeTempDir), Namespace: space, Mutant: r.cfg.Mutant}
 	var cx caseExec
 	var err error
 	if r.cfg.InProcess {
@@ -698,6 +698,18 @@ func unfinished(h history.Log, worker string, acts []Action) []Action {
 	}
 	return out
 }
+
+// storeTempDir is the folder of the run's folder that every store process
+// of the run gets as its TMPDIR (CaseEnv.TempDir): one for the whole run,
+// since a store process the supervisor keeps between cases (a pooled
+// snapshot process) keeps the TMPDIR it was started with.
+const storeTempDir = "store-tmp"
+
+// RunNamespace returns a prefix for the namespaces of one run (Config.
+// Namespace's default; the conformance suites' bundles over the store
+// protocol take theirs from it too): unique per run, so that a store on a
+// server, which keeps what earlier runs wrote, never meets their keys.
+func RunNamespace() string { return fmt.Sprintf("r%x", time.Now().UnixNano()&0xffffffff) }
 
 func filterEnv(env []string, key string) []string {
 	out := env[:0:0]

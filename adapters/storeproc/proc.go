@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -61,6 +62,9 @@ type Options struct {
 	// full, as store-<pid>.log (Start creates it); never inside Dir. Empty:
 	// only the tail every error shows is kept.
 	LogDir string
+	// TempDir is the store process's TMPDIR; Start creates it. Empty: the
+	// folder tmp beside Dir. Every process of one store gets the same one.
+	TempDir string
 	// Namespace and Mutant are passed on in hello.
 	Namespace, Mutant string
 	// Timeout bounds the wait for each message of a call (10 s if zero);
@@ -193,9 +197,17 @@ func start(opts *Options) (*proc, error) {
 			return nil, fmt.Errorf("store log directory: %w", err)
 		}
 	}
+	// Absolute: the store may run in another directory than ours.
+	tmp, err := filepath.Abs(opts.tempDir())
+	if err != nil {
+		return nil, fmt.Errorf("store temporary directory: %w", err)
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, fmt.Errorf("store temporary directory: %w", err)
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = opts.WorkDir
-	cmd.Env = append(os.Environ(), EnvDir+"="+opts.Dir)
+	cmd.Env = storeEnv(os.Environ(), opts.Dir, tmp)
 	// The store is client code of the process that starts it: it stays in
 	// that process's group (a supervisor killing the worker's group kills
 	// it too) and dies when its parent dies.
@@ -244,6 +256,35 @@ func start(opts *Options) (*proc, error) {
 		close(p.exited)
 	}()
 	return p, nil
+}
+
+// harnessVars are what the harness sets for itself in some of its
+// processes only (a worker's failpoints, its traceback level and spec, a
+// conformance run's filter): storeEnv leaves them out, so that every
+// process of a store gets the same environment, whichever process starts
+// it.
+var harnessVars = []string{"GO_FAILPOINTS", "GOTRACEBACK", "CRASHMATRIX_WORKER_SPEC", "CRASHMATRIX_CONFORMANCE_RUN", "TMPDIR", EnvDir}
+
+// storeEnv is a store process's environment (docs/store-protocol.md,
+// section 7): env without harnessVars, with $CRASHMATRIX_STORE_DIR the
+// data directory and $TMPDIR tmp.
+func storeEnv(env []string, dir, tmp string) []string {
+	out := make([]string, 0, len(env)+2)
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(harnessVars, k) {
+			out = append(out, kv)
+		}
+	}
+	return append(out, EnvDir+"="+dir, "TMPDIR="+tmp)
+}
+
+// tempDir is the store processes' TMPDIR: TempDir, or tmp beside Dir.
+func (o Options) tempDir() string {
+	if o.TempDir != "" {
+		return o.TempDir
+	}
+	return filepath.Join(filepath.Dir(filepath.Clean(o.Dir)), "tmp")
 }
 
 func exitText(err error) string {

@@ -110,17 +110,28 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command, details bool) error
 	t0 := time.Now()
 	var opened atomic.Int64
 	var broken atomic.Pointer[storeproc.ProtocolError]
+	// The store runs as in the matrix (docs/store-protocol.md, section 7):
+	// each bundle a fresh folder and a namespace of its own, unique to this
+	// run (a store on a server scopes its keys by it), every process one
+	// TMPDIR for the whole run.
+	space := sim.RunNamespace()
+	tmp, err := os.MkdirTemp("", "crashmatrix-conformance-tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
 	start := func(command, test, dir string, require []string) (*storeproc.Client, error) {
 		if pe := broken.Load(); pe != nil {
 			// Nothing more to learn from a store that broke the protocol.
 			return nil, fmt.Errorf("not started: the store broke the protocol before (request %s)", pe.Request)
 		}
-		opened.Add(1)
+		n := opened.Add(1)
 		procs := 1
 		if strings.Contains(test, "/Concurrency/") {
 			procs = 2 // concurrent clients race two processes on one store
 		}
-		return storeproc.Start(cmd.Context(), storeproc.Options{Command: command, Dir: dir, Timeout: s.timeout, Procs: procs, Require: require,
+		return storeproc.Start(cmd.Context(), storeproc.Options{Command: command, Dir: dir, TempDir: tmp, Namespace: fmt.Sprintf("%s-conformance-%d", space, n),
+			Timeout: s.timeout, Procs: procs, Require: require,
 			OnProtocolError: func(_ context.Context, err *storeproc.ProtocolError) { broken.CompareAndSwap(nil, err) }})
 	}
 	failed := map[string]string{}

@@ -83,7 +83,7 @@ func Backend(spec sim.BackendSpec) (sim.Backend, error) {
 	// the store declares reopen; a worker's never do (they die with it).
 	pool := storeproc.NewPool()
 	opts := func(command string, env sim.CaseEnv, require []string) storeproc.Options {
-		o := storeproc.Options{Command: command, WorkDir: a[ArgWorkDir], Dir: env.Dir, LogDir: env.Logs, Namespace: env.Namespace, Mutant: env.Mutant,
+		o := storeproc.Options{Command: command, WorkDir: a[ArgWorkDir], Dir: env.Dir, LogDir: env.Logs, TempDir: env.TempDir, Namespace: env.Namespace, Mutant: env.Mutant,
 			Timeout: timeout, Require: require, OnProtocolError: endWorker}
 		if !inWorkerProcess() {
 			o.Pool = pool
