@@ -195,15 +195,15 @@ func TestGroupInSyncReadsProc(t *testing.T) {
 			t.Errorf("%q seen as a sync", sc)
 		}
 	}
-	// A group whose other member sleeps: nothing named.
+	// A session whose other member sleeps: nothing named.
 	cmd := exec.Command("sh", "-c", "sleep 30 & wait")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
 	time.Sleep(200 * time.Millisecond)
-	if got := groupInSync(cmd.Process.Pid); len(got) != 0 {
-		t.Fatalf("a sleeping group named as in a sync: %q", got)
+	if got := sessionInSync(cmd.Process.Pid); len(got) != 0 {
+		t.Fatalf("a sleeping session named as in a sync: %q", got)
 	}
 }
