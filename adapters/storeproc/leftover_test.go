@@ -16,8 +16,8 @@ import (
 
 // childOf starts a store command that first starts a child of its own (its
 // pid in DIR/child), then does what rest says; it returns the client (or
-// the error of Start), how long Start took, and the pid of that child.
-func childOf(t *testing.T, rest string, helloTimeout time.Duration) (*storeproc.Client, error, time.Duration, int) {
+// nil), how long Start took, the pid of that child and the error of Start.
+func childOf(t *testing.T, rest string, helloTimeout time.Duration) (*storeproc.Client, time.Duration, int, error) {
 	t.Helper()
 	dir := t.TempDir()
 	script := `sleep 600 & echo $! > "$CRASHMATRIX_STORE_DIR/child"; ` + rest
@@ -33,7 +33,7 @@ func childOf(t *testing.T, rest string, helloTimeout time.Duration) (*storeproc.
 		t.Fatal(perr)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	return c, err, took, pid
+	return c, took, pid, err
 }
 
 // gone waits up to 2 s for process pid to be gone (or a zombie).
@@ -53,7 +53,7 @@ func gone(pid int) bool {
 // A store that hangs before its hello reply is given HelloTimeout, not a
 // fixed minute, and is killed with everything it started.
 func TestHangingStartIsBoundedAndLeavesNothing(t *testing.T) {
-	_, err, took, child := childOf(t, "sleep 600", 2*time.Second)
+	_, took, child, err := childOf(t, "sleep 600", 2*time.Second)
 	if err == nil {
 		t.Fatal("Start of a store that never answers hello succeeded")
 	}
@@ -74,7 +74,7 @@ func TestStoreProcessGroupEndsWithIt(t *testing.T) {
 	// The hello reply of a store that then serves nothing (stdin read to
 	// its end, as a store does before exiting).
 	hello := `read l; echo '{"id":0,"ok":{"protocol":"crashmatrix-store/1","name":"sh","stores":["operations"]}}'; cat >/dev/null`
-	c, err, _, child := childOf(t, hello, 10*time.Second)
+	c, _, child, err := childOf(t, hello, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestStoreProcessGroupEndsWithIt(t *testing.T) {
 	if !gone(child) {
 		t.Errorf("the store's child %d still runs after Close", child)
 	}
-	_, err, _, child = childOf(t, `read l; echo '{"id":0,"ok":{"protocol":"other/9","name":"sh","stores":[]}}'; sleep 600`, 10*time.Second)
+	_, _, child, err = childOf(t, `read l; echo '{"id":0,"ok":{"protocol":"other/9","name":"sh","stores":[]}}'; sleep 600`, 10*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "other/9") {
 		t.Fatalf("a hello in another protocol: err = %v", err)
 	}
@@ -97,7 +97,7 @@ func TestStoreProcessGroupEndsWithIt(t *testing.T) {
 // KillAll ends every store process still running, with its group.
 func TestKillAllEndsOpenStores(t *testing.T) {
 	hello := `read l; echo '{"id":0,"ok":{"protocol":"crashmatrix-store/1","name":"sh","stores":["operations"]}}'; sleep 600`
-	c, err, _, child := childOf(t, hello, 10*time.Second)
+	c, _, child, err := childOf(t, hello, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
