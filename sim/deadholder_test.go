@@ -173,7 +173,7 @@ database/sql.(*DB).connectionOpener(0xcb07a5b35f0, {0xdce4d0, 0xcb07a5b4f00})
 // worker's group (its store processes) blocked in an fsync: it reads
 // their group from /proc/PID/stat (internal/procstat) and the system call
 // from /proc/PID/syscall.
-func TestGroupInSyncReadsProc(t *testing.T) {
+func TestSessionInSyncReadsProc(t *testing.T) {
 	// crashmatrix is Linux only (process groups, FUSE): /proc and the
 	// fsync numbers of the architecture it runs on are always there.
 	if _, err := os.Stat("/proc/self/syscall"); err != nil {
