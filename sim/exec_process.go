@@ -73,11 +73,12 @@ func (p *processCase) snapshot(ctx context.Context, c Case, env CaseEnv, space s
 }
 
 type processWorker struct {
-	pid  int
-	spec WorkerSpec
-	hist string
-	done chan WorkerResult
-	res  *WorkerResult
+	pid   int
+	sweep bool // Backend.ChildProcesses
+	spec  WorkerSpec
+	hist  string
+	done  chan WorkerResult
+	res   *WorkerResult
 }
 
 func (p *processCase) start(ctx context.Context, spec WorkerSpec, deadline time.Duration) (runningWorker, error) {
@@ -85,12 +86,12 @@ func (p *processCase) start(ctx context.Context, spec WorkerSpec, deadline time.
 	if err != nil {
 		return nil, err
 	}
-	return &processWorker{pid: cmd.Process.Pid, spec: spec, hist: p.histPath, done: done}, nil
+	return &processWorker{pid: cmd.Process.Pid, sweep: p.r.backend.ChildProcesses, spec: spec, hist: p.histPath, done: done}, nil
 }
 
 // kill kills the worker's session (SIGKILL): the worker's process group
 // and those of its store processes.
-func (w *processWorker) kill() { killSession(w.pid) }
+func (w *processWorker) kill() { killSession(w.pid, w.sweep) }
 
 func (w *processWorker) wait() WorkerResult {
 	if w.res == nil {
@@ -209,12 +210,16 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 		r.diagnose(dir, spec.Env)
 	})
 	go func() {
-		stop := context.AfterFunc(ctx, func() { killSession(cmd.Process.Pid) })
-		// Once the worker has exited, and before it is reaped (its pid,
-		// and so its session's id, stays ours until then), whatever it
-		// left running goes with it: a store process's children.
-		waitExited(cmd.Process.Pid)
-		killSession(cmd.Process.Pid)
+		sweep := r.backend.ChildProcesses
+		stop := context.AfterFunc(ctx, func() { killSession(cmd.Process.Pid, sweep) })
+		if sweep {
+			// Once the worker has exited, and before it is reaped (its
+			// pid, and so its session's id, stays ours until then),
+			// whatever it left running goes with it: a store process's
+			// children.
+			waitExited(cmd.Process.Pid)
+			killSession(cmd.Process.Pid, true)
+		}
 		err := cmd.Wait()
 		// From now on the worker renews no lease: a worker refused by one
 		// of its leases long after this reads it here (deadholder.go).
@@ -275,7 +280,7 @@ func (r *Runner) watchDeadline(pid int, deadline time.Duration, exited <-chan st
 		case <-exited:
 		case <-time.After(stackDumpWait):
 		}
-		killSession(pid)
+		killSession(pid, r.backend.ChildProcesses)
 		return
 	}
 }
@@ -549,11 +554,15 @@ func (r *Runner) snapshot(ctx context.Context, c Case, env CaseEnv, space string
 	return snap, obs, err
 }
 
-// killSession kills (SIGKILL) every process of session sid, the session a
-// worker leads: its own process group, then each group /proc shows in the
-// session (a store process's, with whatever that store started).
-func killSession(sid int) {
+// killSession kills (SIGKILL) the processes of session sid, the session a
+// worker leads: its own process group and, with sweep, each group /proc
+// shows in the session (a store process's, with whatever that store
+// started: Backend.ChildProcesses).
+func killSession(sid int, sweep bool) {
 	_ = syscall.Kill(-sid, syscall.SIGKILL)
+	if !sweep {
+		return
+	}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return

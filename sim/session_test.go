@@ -56,7 +56,7 @@ func TestKillSessionEndsTheStoreGroupsOfAWorker(t *testing.T) {
 	if !otherGroup {
 		t.Fatal("no process of the worker leads a group of its own: the test shows nothing a group kill would miss")
 	}
-	killSession(worker.Process.Pid)
+	killSession(worker.Process.Pid, true)
 	_ = worker.Wait()
 	for _, pid := range started {
 		ended := false

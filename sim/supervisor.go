@@ -267,7 +267,7 @@ func (r *Runner) Config() Config { return r.cfg }
 func (r *Runner) KillAll() {
 	r.procs.Range(func(k, _ any) bool {
 		if c := k.(*exec.Cmd); c.Process != nil {
-			killSession(c.Process.Pid)
+			killSession(c.Process.Pid, r.backend.ChildProcesses)
 		}
 		return true
 	})

@@ -92,9 +92,10 @@ func Backend(spec sim.BackendSpec) (sim.Backend, error) {
 		return o
 	}
 	b := sim.Backend{
-		Name:     Name,
-		Embedded: true,
-		Close:    pool.Close,
+		Name:           Name,
+		Embedded:       true,
+		ChildProcesses: true,
+		Close:          pool.Close,
 		Open: func(ctx context.Context, env sim.CaseEnv) (reference.Stores, error) {
 			if a[ArgCommand] == "" {
 				return reference.Stores{}, fmt.Errorf("backend %s: System A needs --store-cmd (only --plansave-cmd was given)", Name)
