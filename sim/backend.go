@@ -106,6 +106,13 @@ type Backend struct {
 	// transactions, and their statements). Its first line is a summary;
 	// ctx ends 10 s after the ask (the servers may be the ones hung).
 	Diagnose func(ctx context.Context, env CaseEnv) string
+	// ChildProcesses: a worker's stores run in processes of their own
+	// (store-cmd), each leading its own process group in the worker's
+	// session. The supervisor then ends a worker's whole session, after it
+	// exits and whenever it kills it, so that nothing they started
+	// outlives the case (a look through /proc; other backends' workers
+	// start no process, and their process group is all there is).
+	ChildProcesses bool
 }
 
 // BackendSpec names a backend so that a worker process can open it.

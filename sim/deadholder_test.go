@@ -173,7 +173,7 @@ database/sql.(*DB).connectionOpener(0xcb07a5b35f0, {0xdce4d0, 0xcb07a5b4f00})
 // worker's group (its store processes) blocked in an fsync: it reads
 // their group from /proc/PID/stat (internal/procstat) and the system call
 // from /proc/PID/syscall.
-func TestGroupInSyncReadsProc(t *testing.T) {
+func TestSessionInSyncReadsProc(t *testing.T) {
 	// crashmatrix is Linux only (process groups, FUSE): /proc and the
 	// fsync numbers of the architecture it runs on are always there.
 	if _, err := os.Stat("/proc/self/syscall"); err != nil {
@@ -195,15 +195,15 @@ func TestGroupInSyncReadsProc(t *testing.T) {
 			t.Errorf("%q seen as a sync", sc)
 		}
 	}
-	// A group whose other member sleeps: nothing named.
+	// A session whose other member sleeps: nothing named.
 	cmd := exec.Command("sh", "-c", "sleep 30 & wait")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
 	time.Sleep(200 * time.Millisecond)
-	if got := groupInSync(cmd.Process.Pid); len(got) != 0 {
-		t.Fatalf("a sleeping group named as in a sync: %q", got)
+	if got := sessionInSync(cmd.Process.Pid); len(got) != 0 {
+		t.Fatalf("a sleeping session named as in a sync: %q", got)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/internal/procstat"
+	"golang.org/x/sys/unix"
 )
 
 // caseExec runs the workers of one case in some execution mode.
@@ -72,11 +73,12 @@ func (p *processCase) snapshot(ctx context.Context, c Case, env CaseEnv, space s
 }
 
 type processWorker struct {
-	pid  int
-	spec WorkerSpec
-	hist string
-	done chan WorkerResult
-	res  *WorkerResult
+	pid   int
+	sweep bool // Backend.ChildProcesses
+	spec  WorkerSpec
+	hist  string
+	done  chan WorkerResult
+	res   *WorkerResult
 }
 
 func (p *processCase) start(ctx context.Context, spec WorkerSpec, deadline time.Duration) (runningWorker, error) {
@@ -84,11 +86,12 @@ func (p *processCase) start(ctx context.Context, spec WorkerSpec, deadline time.
 	if err != nil {
 		return nil, err
 	}
-	return &processWorker{pid: cmd.Process.Pid, spec: spec, hist: p.histPath, done: done}, nil
+	return &processWorker{pid: cmd.Process.Pid, sweep: p.r.backend.ChildProcesses, spec: spec, hist: p.histPath, done: done}, nil
 }
 
-// kill kills the worker's process group (SIGKILL).
-func (w *processWorker) kill() { _ = syscall.Kill(-w.pid, syscall.SIGKILL) }
+// kill kills the worker's session (SIGKILL): the worker's process group
+// and those of its store processes.
+func (w *processWorker) kill() { killSession(w.pid, w.sweep) }
 
 func (w *processWorker) wait() WorkerResult {
 	if w.res == nil {
@@ -184,7 +187,10 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 		return nil, nil, err
 	}
 	cmd.Stderr, cmd.Stdout = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// The worker leads a session (and so a process group) of its own: the
+	// store processes it starts lead groups of their own in it (storeproc),
+	// and killSession ends them all.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
 		out.Close()
@@ -198,13 +204,22 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 	go r.watchDeadline(cmd.Process.Pid, deadline, exited, &timedOut, func() {
 		// Before the stacks are asked for: a store process of the
 		// worker's (a store in another language) waiting in an fsync.
-		if s := groupInSync(cmd.Process.Pid); len(s) > 0 {
+		if s := sessionInSync(cmd.Process.Pid); len(s) > 0 {
 			syncing.Store(&s)
 		}
 		r.diagnose(dir, spec.Env)
 	})
 	go func() {
-		stop := context.AfterFunc(ctx, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+		sweep := r.backend.ChildProcesses
+		stop := context.AfterFunc(ctx, func() { killSession(cmd.Process.Pid, sweep) })
+		if sweep {
+			// Once the worker has exited, and before it is reaped (its
+			// pid, and so its session's id, stays ours until then),
+			// whatever it left running goes with it: a store process's
+			// children.
+			waitExited(cmd.Process.Pid)
+			killSession(cmd.Process.Pid, true)
+		}
 		err := cmd.Wait()
 		// From now on the worker renews no lease: a worker refused by one
 		// of its leases long after this reads it here (deadholder.go).
@@ -265,7 +280,7 @@ func (r *Runner) watchDeadline(pid int, deadline time.Duration, exited <-chan st
 		case <-exited:
 		case <-time.After(stackDumpWait):
 		}
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		killSession(pid, r.backend.ChildProcesses)
 		return
 	}
 }
@@ -433,11 +448,11 @@ var syncFrames = func() []string {
 	return f
 }()
 
-// groupInSync names the processes of process group pgid, its leader (the
+// sessionInSync names the processes of session sid, its leader (the
 // worker, whose own stacks say as much) aside, that are inside an fsync or
 // fdatasync: a store process (store-cmd) the worker waits on, stuck on the
 // disk rather than hung. Linux only; nothing where /proc says nothing.
-func groupInSync(pgid int) []string {
+func sessionInSync(sid int) []string {
 	if syncSyscalls == [2]int{} {
 		return nil
 	}
@@ -448,11 +463,11 @@ func groupInSync(pgid int) []string {
 	var out []string
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == pgid {
+		if err != nil || pid == sid {
 			continue
 		}
 		st, err := procstat.Read(pid)
-		if err != nil || st.PGRP != pgid {
+		if err != nil || st.Session != sid {
 			continue
 		}
 		sc, err := os.ReadFile(filepath.Join("/proc", e.Name(), "syscall"))
@@ -537,4 +552,37 @@ func (r *Runner) snapshot(ctx context.Context, c Case, env CaseEnv, space string
 	}
 	snap, err := check.Take(ctx, st, space, ps.Checkpoints, ps.Plans, obs.Threads)
 	return snap, obs, err
+}
+
+// killSession kills (SIGKILL) the processes of session sid, the session a
+// worker leads: its own process group and, with sweep, each group /proc
+// shows in the session (a store process's, with whatever that store
+// started: Backend.ChildProcesses).
+func killSession(sid int, sweep bool) {
+	_ = syscall.Kill(-sid, syscall.SIGKILL)
+	if !sweep {
+		return
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == sid {
+			continue
+		}
+		if st, err := procstat.Read(pid); err == nil && st.Session == sid {
+			_ = syscall.Kill(-st.PGRP, syscall.SIGKILL)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// waitExited waits until process pid (a child) has exited, without reaping
+// it.
+func waitExited(pid int) {
+	var info unix.Siginfo
+	for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+	}
 }

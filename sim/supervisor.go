@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/check"
@@ -268,7 +267,7 @@ func (r *Runner) Config() Config { return r.cfg }
 func (r *Runner) KillAll() {
 	r.procs.Range(func(k, _ any) bool {
 		if c := k.(*exec.Cmd); c.Process != nil {
-			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+			killSession(c.Process.Pid, r.backend.ChildProcesses)
 		}
 		return true
 	})

@@ -212,10 +212,16 @@ func requestLine(id int64, op string, args []byte) []byte {
 }
 
 func (c *Client) protocolErr(ctx context.Context, p *proc, req, problem, got string) *ProtocolError {
-	if len(got) > 500 {
-		got = got[:500] + "..."
+	return c.newProtocolErr(ctx, p, &ProtocolError{Request: req, Problem: problem, Got: got})
+}
+
+// newProtocolErr completes e (the command, what came back cut short, the
+// process's stderr) and tells OnProtocolError.
+func (c *Client) newProtocolErr(ctx context.Context, p *proc, e *ProtocolError) *ProtocolError {
+	if len(e.Got) > 500 {
+		e.Got = e.Got[:500] + "..."
 	}
-	e := &ProtocolError{Command: c.opts.Command, Request: req, Problem: problem, Got: got}
+	e.Command = c.opts.Command
 	if p != nil {
 		// Give the process a moment to finish writing what it says on
 		// stderr about its own failure.
@@ -302,6 +308,11 @@ func (c *Client) roundTrip(ctx context.Context, p *proc, op string, args, out an
 				return &Error{Op: op, ID: id, Code: "unavailable", Definite: false, Message: "cancelled while waiting for the reply: " + err.Error(), cause: err}
 			}
 			if timedOut {
+				if op == "hello" {
+					p.kill()
+					return c.newProtocolErr(ctx, p, &ProtocolError{Request: req, NoStart: true, Got: "nothing",
+						Problem: fmt.Sprintf("no reply to hello within %s: the store did not start in time (the start timeout, Options.HelloTimeout: crashmatrix --store-timeout)", wait)})
+				}
 				return fail(fmt.Sprintf("no reply within %s", wait), "nothing")
 			}
 		}

@@ -24,6 +24,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Protocol is the protocol version this package speaks.
@@ -68,7 +70,9 @@ type Options struct {
 	// Namespace and Mutant are passed on in hello.
 	Namespace, Mutant string
 	// Timeout bounds the wait for each message of a call (10 s if zero);
-	// HelloTimeout the wait for the hello reply (60 s if zero).
+	// HelloTimeout the store's start: the wait for the hello reply (60 s
+	// if zero). A store that does not answer in time is killed with its
+	// whole process group.
 	Timeout, HelloTimeout time.Duration
 	// Procs is how many store processes serve calls at once (1 if zero):
 	// calls beyond that wait for a free process.
@@ -111,6 +115,9 @@ type ProtocolError struct {
 	// Stderr is the tail of the process's stderr; Log the file that holds
 	// all of it ("" when none was written: Options.LogDir).
 	Stderr, Log string
+	// NoStart: the process did not answer hello within the start timeout
+	// (Options.HelloTimeout), a setup problem more than a broken store.
+	NoStart bool
 }
 
 func (e *ProtocolError) Error() string {
@@ -208,10 +215,11 @@ func start(opts *Options) (*proc, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = opts.WorkDir
 	cmd.Env = storeEnv(os.Environ(), opts.Dir, tmp)
-	// The store is client code of the process that starts it: it stays in
-	// that process's group (a supervisor killing the worker's group kills
-	// it too) and dies when its parent dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// The store leads a process group of its own, so that ending it ends
+	// whatever it started too (kill), and dies when its parent dies. It
+	// stays in its parent's session: a supervisor ending a worker ends the
+	// worker's session (sim), its store processes' groups included.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -223,16 +231,22 @@ func start(opts *Options) (*proc, error) {
 		return nil, err
 	}
 	cmd.Stdout = pw
-	stderr, err := cmd.StderrPipe()
+	// And for stderr (not StderrPipe either): a child the store left
+	// behind may hold it open after the store's exit, which must not keep
+	// Wait from returning.
+	stderr, ew, err := os.Pipe()
 	if err != nil {
 		_ = pr.Close()
 		_ = pw.Close()
 		return nil, err
 	}
+	cmd.Stderr = ew
 	err = cmd.Start()
-	_ = pw.Close() // the child has its copy
+	_ = pw.Close() // the child has its copies
+	_ = ew.Close()
 	if err != nil {
 		_ = pr.Close()
+		_ = stderr.Close()
 		return nil, fmt.Errorf("store command %q: %w", opts.Command, err)
 	}
 	p := &proc{command: opts.Command, workDir: opts.WorkDir, cmd: cmd, stdin: stdin, stdout: pr, r: bufio.NewReaderSize(pr, 64<<10), stderr: &tail{max: stderrTail}, exited: make(chan struct{})}
@@ -242,17 +256,39 @@ func start(opts *Options) (*proc, error) {
 			p.log, p.logPath = f, path
 		}
 	}
+	live.Store(p, struct{}{})
+	copied := make(chan struct{})
 	go func() {
 		var w io.Writer = p.stderr
 		if p.log != nil {
 			w = io.MultiWriter(p.stderr, p.log)
 		}
 		_, _ = io.Copy(w, stderr)
-		// stderr ends when the process exits: Wait may close it now.
+		close(copied)
+	}()
+	go func() {
+		// Once the store has exited, and before it is reaped (its pid, and
+		// so its group's id, stays ours until then), whatever it left
+		// running in its group goes with it.
+		pid := cmd.Process.Pid
+		var info unix.Siginfo
+		for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+		}
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		p.waitErr = cmd.Wait()
+		// Its stderr ends with the last process holding it: the group is
+		// gone, one that left the group has a moment, then it is cut off.
+		select {
+		case <-copied:
+		case <-time.After(time.Second):
+			_ = stderr.Close()
+			<-copied
+		}
+		_ = stderr.Close()
 		if p.log != nil {
 			_ = p.log.Close()
 		}
+		live.Delete(p)
 		close(p.exited)
 	}()
 	return p, nil
@@ -285,6 +321,22 @@ func (o Options) tempDir() string {
 		return o.TempDir
 	}
 	return filepath.Join(filepath.Dir(filepath.Clean(o.Dir)), "tmp")
+}
+
+// live holds every store process started and not yet reaped.
+var live sync.Map
+
+// KillAll kills every store process this process started that is still
+// running, with its whole group, and waits (briefly) until they are gone:
+// for a harness that exits (or is interrupted) with clients still open.
+func KillAll() {
+	var wg sync.WaitGroup
+	live.Range(func(k, _ any) bool {
+		wg.Add(1)
+		go func() { defer wg.Done(); k.(*proc).killGroup() }()
+		return true
+	})
+	wg.Wait()
 }
 
 func exitText(err error) string {
@@ -362,15 +414,27 @@ func (p *proc) endOfStdout(deadline time.Time) error {
 	}
 }
 
-// kill ends the process at once and waits (briefly) until it is gone.
+// kill ends the process and its whole group at once and waits (briefly)
+// until it is gone.
 func (p *proc) kill() {
 	p.broken = true
-	_ = p.cmd.Process.Kill()
+	p.killGroup()
+	p.closeStdout()
+}
+
+// killGroup kills the process's group and waits (5 s at most) until the
+// process is reaped.
+func (p *proc) killGroup() {
+	select {
+	case <-p.exited:
+		return // reaped, its group killed before: the pid may be another's now
+	default:
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	}
 	select {
 	case <-p.exited:
 	case <-time.After(5 * time.Second):
 	}
-	p.closeStdout()
 }
 
 // stop closes stdin and gives the process 5 s to exit before killing it.

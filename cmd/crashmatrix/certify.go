@@ -119,7 +119,7 @@ Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant 
 	fl.BoolVar(&f.wallClock, "wall-clock", false, "run worker leases, claims and backoff on the wall clock; by default a case's workers share a harness clock that moves only when one sleeps or stalls, so the verdict does not depend on the machine's load (use it when a lock provider compares expiry with a clock of its own)")
 	fl.BoolVar(&f.keep, "keep", false, "keep the workdir even when certified")
 	fl.BoolVar(&f.failFast, "fail-fast", false, "start no more cases once one has failed (the cases under way finish; the rest are undecided, not run): for a run that only asks whether anything breaks")
-	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+	fl.BoolVar(&f.quiet, "quiet", false, "no progress (a bar on a terminal; outside one, such as a CI log, a line at each tenth of the run and at least every 10s)")
 	fl.BoolVarP(&f.details, "details", "v", false, "list every failing case with every violation, its evidence, history and replay command (the default is a digest by cause)")
 	f.server.register(fl)
 	f.store.register(fl, true)
@@ -306,7 +306,13 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	var progress func(sim.CaseResult)
 	var bar *mpb.Bar
 	var pb *mpb.Progress
-	if !f.quiet && isatty.IsTerminal(os.Stderr.Fd()) {
+	var plog *sim.ProgressLog
+	if !f.quiet {
+		plog = progressLog(out, "certify", "cases", len(cases), 0)
+	}
+	if plog != nil {
+		progress = plog.Case
+	} else if !f.quiet && isatty.IsTerminal(os.Stderr.Fd()) {
 		pb = mpb.New(mpb.WithOutput(os.Stderr), mpb.WithWidth(40))
 		bar = pb.AddBar(int64(len(cases)), mpb.PrependDecorators(decor.Name("certify "+f.backend+" "), decor.CountersNoUnit("%d/%d")),
 			mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_GO)))
@@ -318,6 +324,9 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		restoreProcs = tuneProcs(f.parallel)
 	}
 	rep := runner.RunAll(cmd.Context(), cases, f.parallel, progress)
+	if plog != nil {
+		plog.Stop()
+	}
 	restoreProcs()
 	restoreGC()
 	rep.WithProbe(probe, perr, sel)

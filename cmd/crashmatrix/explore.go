@@ -219,17 +219,29 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 				}
 			}
 			var res explore.Result
+			// Outside a terminal (a CI log): a line at each tenth of the
+			// search (of --max, or of --budget) and every 10 s.
+			var plog *sim.ProgressLog
+			var each func(sim.CaseResult)
+			if schedule == nil {
+				if plog = progressLog(out, "explore", "schedules", max, budget); plog != nil {
+					each = plog.Case
+				}
+			}
 			if schedule != nil {
 				fmt.Fprintf(out, "from %s: its schedule, %s, shrunk while it breaks %s\n", from, explore.Describe(schedule.Case()), cmp.Or(target, "the first invariant it breaks"))
 				res = explore.ShrinkCase(cmd.Context(), runner, schedule.Case(), target, confirm)
 			} else {
 				res = explore.Run(cmd.Context(), runner, explore.Options{Seed: seed, Budget: budget, MaxSchedules: max, ShardIndex: si, ShardCount: sn,
-					Confirm: confirm, Parallel: parallel, Target: target, Shape: shape, Initial: start, Progress: func(n int) {
-						if time.Since(last) > 5*time.Second {
+					Confirm: confirm, Parallel: parallel, Target: target, Shape: shape, Initial: start, Each: each, Progress: func(n int) {
+						if plog == nil && time.Since(last) > 5*time.Second {
 							last = time.Now()
 							fmt.Fprintf(cmd.ErrOrStderr(), "  %d schedules…\n", n)
 						}
 					}})
+			}
+			if plog != nil {
+				plog.Stop()
 			}
 			if schedule != nil {
 				fmt.Fprintf(out, "ran and shrunk in %s", res.Took.Round(time.Millisecond))

@@ -11,6 +11,7 @@ import (
 	"runtime/pprof"
 	"syscall"
 
+	"github.com/crashmatrix/crashmatrix/adapters/storeproc"
 	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // the sqlite and memory backends
 	_ "github.com/crashmatrix/crashmatrix/sim/servers"  // the postgres backend
 	_ "github.com/crashmatrix/crashmatrix/sim/storecmd" // stores in any language (--store-cmd)
@@ -32,6 +33,13 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
+	// A closed stdout (piped into head, a CI log reader gone) must not end
+	// the run before its reports are written: with SIGPIPE asked for, a
+	// write to a broken pipe fails with EPIPE instead of killing the
+	// process, and the run goes on to its verdict and its report files.
+	// (Not signal.Ignore: an ignored signal stays ignored in the worker
+	// and store processes started from here.)
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	root := &cobra.Command{
 		Use:           "crashmatrix",
@@ -65,6 +73,9 @@ func main() {
 		pprof.StopCPUProfile()
 	}
 	stop()
+	// Store processes (--store-cmd) a command left open, interrupted or
+	// not, end with their whole process group.
+	storeproc.KillAll()
 	if err != nil {
 		if e, ok := err.(exitError); ok {
 			os.Exit(e.code)

@@ -106,9 +106,18 @@ not load or a run was undecided.`,
 			replays := map[string]string{}
 			rep := sim.Report{Backend: backend, Started: time.Now(), Seed: -1}
 			code := 0
+			// A line at each tenth of the scenarios and every 10 s outside a
+			// terminal; on one, the line of each scenario says as much.
+			progress := func(failed bool) {}
+			plog := progressLog(out, "run", "scenarios", len(scs), 0)
+			if plog != nil {
+				defer plog.Stop() // a return inside the loop
+				progress = plog.Done
+			}
 			for _, s := range scs {
 				if err := s.CheckBackend(backendName); err != nil && s.Backend != "" {
 					fmt.Fprintf(out, "SKIP  %-45s %v\n", s.Name, err)
+					progress(false)
 					continue
 				}
 				cfg := s.Apply(sim.Config{Backend: spec, Launcher: sim.BinaryLauncher{Path: self},
@@ -202,6 +211,10 @@ not load or a run was undecided.`,
 				if details {
 					printCase(out, first, replays[first.Case.ID])
 				}
+				progress(first.Verdict != sim.Undecided && (jerr != nil || verdict != "ok"))
+			}
+			if plog != nil {
+				plog.Stop()
 			}
 			kept = kept || code != 0
 			rep.Results, rep.Took = all, time.Since(rep.Started)

@@ -39,7 +39,7 @@ func (s *storeCmdFlags) register(fl *pflag.FlagSet, conformance bool) {
 		fl.BoolVar(&s.conformance, "conformance", true, "with --store-cmd: run the stores' conformance suites over the protocol before the crash matrix (a store that fails them is not certified)")
 		fl.StringVar(&s.conformanceRun, "conformance-run", "", "with --store-cmd: run only the conformance subtests this go test -run style pattern matches (e.g. 'Stores/Behaviour/Locks'; a failure's replay line gives it), then stop: no crash matrix")
 	}
-	fl.DurationVar(&s.timeout, "store-timeout", 0, "how long a store process may take for each message of a call before it is a protocol error (default 10s)")
+	fl.DurationVar(&s.timeout, "store-timeout", 0, "how long a store process may take to start (until it answers hello; default 60s) and for each message of a call (default 10s) before it is a protocol error")
 }
 
 // spec returns the store-cmd backend spec when a store command was given
@@ -131,7 +131,7 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command, details bool) error
 			procs = 2 // concurrent clients race two processes on one store
 		}
 		return storeproc.Start(cmd.Context(), storeproc.Options{Command: command, Dir: dir, TempDir: tmp, Namespace: fmt.Sprintf("%s-conformance-%d", space, n),
-			Timeout: s.timeout, Procs: procs, Require: require,
+			Timeout: s.timeout, HelloTimeout: s.timeout, Procs: procs, Require: require,
 			OnProtocolError: func(_ context.Context, err *storeproc.ProtocolError) { broken.CompareAndSwap(nil, err) }})
 	}
 	failed := map[string]string{}
@@ -182,6 +182,10 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command, details bool) error
 	}
 	sort.Strings(failures)
 	took := time.Since(t0).Round(time.Millisecond)
+	if pe := broken.Load(); pe != nil && pe.NoStart {
+		fmt.Fprintf(out, "UNDECIDED: the store did not start: no hello reply within the start timeout (a store that needs longer to start needs a larger --store-timeout; one that never answers hello is broken):\n%v\n", pe)
+		return exitError{2}
+	}
 	if pe := broken.Load(); pe != nil {
 		fmt.Fprintf(out, "UNDECIDED: the store broke the store protocol during the conformance suites (%s):\n%v\n", took, pe)
 		return exitError{2}

@@ -191,7 +191,21 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 			}
 		}
 	}
+	// Under go test -v, a line at each tenth of the run and every 10 s
+	// (t.Log streams there), so that a CI log shows the run going on.
+	var plog *sim.ProgressLog
+	if testing.Verbose() {
+		plog = sim.NewProgressLog(func(line string) { t.Log(line) }, "crash matrix", "cases", len(cases), 0)
+		if stopAt := progress; stopAt != nil {
+			progress = func(r sim.CaseResult) { plog.Case(r); stopAt(r) }
+		} else {
+			progress = plog.Case
+		}
+	}
 	rep := runner.RunAll(ctx, cases, o.Parallel, progress)
+	if plog != nil {
+		plog.Stop()
+	}
 	rep.WithProbe(probe, perr, sel)
 	rep.PowerLoss = untested
 	if err := explored(ctx, t, backend, o, sel, work, probe, &rep); err != nil {

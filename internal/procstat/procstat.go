@@ -18,6 +18,8 @@ type Stat struct {
 	State byte   // R, S, D, Z, X, ...
 	PPID  int
 	PGRP  int
+	// Session is the id of the process's session (field 6).
+	Session int
 	// Start is the process's start time in clock ticks since boot (field
 	// 22): with the pid, it names a process across pid reuse.
 	Start uint64
@@ -50,6 +52,9 @@ func Parse(text string) (Stat, error) {
 	}
 	if s.PGRP, err = strconv.Atoi(f[2]); err != nil {
 		return Stat{}, fmt.Errorf("/proc stat %q: pgrp: %w", clip(text), err)
+	}
+	if s.Session, err = strconv.Atoi(f[3]); err != nil {
+		return Stat{}, fmt.Errorf("/proc stat %q: session: %w", clip(text), err)
 	}
 	if s.Start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
 		return Stat{}, fmt.Errorf("/proc stat %q: starttime: %w", clip(text), err)

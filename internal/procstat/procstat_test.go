@@ -12,12 +12,12 @@ import (
 func TestParseCountsFieldsFromTheLastParenthesis(t *testing.T) {
 	// A command name with spaces and parentheses, as a store process may
 	// name itself.
-	line := "4242 (node (store) x) S 4000 4001 4001 0 -1 4194560 166 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10 1 2 3\n"
+	line := "4242 (node (store) x) S 4000 4001 4002 0 -1 4194560 166 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10 1 2 3\n"
 	s, err := Parse(line)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Stat{PID: 4242, Comm: "node (store) x", State: 'S', PPID: 4000, PGRP: 4001, Start: 987654}
+	want := Stat{PID: 4242, Comm: "node (store) x", State: 'S', PPID: 4000, PGRP: 4001, Session: 4002, Start: 987654}
 	if s != want {
 		t.Fatalf("Parse = %+v, want %+v", s, want)
 	}
@@ -45,7 +45,7 @@ func TestReadThisProcessAndAChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if self.PID != os.Getpid() || self.PPID != os.Getppid() || self.PGRP != syscall.Getpgrp() || self.Start == 0 {
+	if self.PID != os.Getpid() || self.PPID != os.Getppid() || self.PGRP != syscall.Getpgrp() || self.Session != sid() || self.Start == 0 {
 		t.Fatalf("Read(self) = %+v; pid %d ppid %d pgrp %d", self, os.Getpid(), os.Getppid(), syscall.Getpgrp())
 	}
 	// A child that exited and was not waited for is a zombie: Gone, and
@@ -70,4 +70,10 @@ func TestReadThisProcessAndAChild(t *testing.T) {
 	if _, err := Read(c.Process.Pid); !os.IsNotExist(err) {
 		t.Fatalf("Read of a reaped child: %v, want not exist", err)
 	}
+}
+
+// sid is this process's session id.
+func sid() int {
+	s, _, _ := syscall.RawSyscall(syscall.SYS_GETSID, 0, 0, 0)
+	return int(s)
 }

@@ -346,6 +346,8 @@ type Options struct {
 	Parallel int
 	// Progress is called with the schedules run so far (may be nil).
 	Progress func(run int)
+	// Each, when set, is given each schedule's result as it comes.
+	Each func(sim.CaseResult)
 	// Target, when set ("I2"), hunts for that invariant only: other
 	// violations are counted but not reported.
 	Target string
@@ -464,6 +466,9 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 			}
 		case sim.Undecided:
 			res.Skipped++
+		}
+		if o.Each != nil {
+			o.Each(x.cr)
 		}
 		if o.Progress != nil {
 			o.Progress(res.Schedules)

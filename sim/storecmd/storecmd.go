@@ -4,9 +4,11 @@
 // --store-cmd CMD [--plansave-cmd CMD]` resolves to it.
 //
 // A store process is the store's client code in the service's process:
-// each worker starts its own, as its child in its process group, with the
-// parent-death signal set, so a worker killed at a window, at a random
-// instant or at its deadline takes its store processes with it. Their data
+// each worker starts its own, as its child leading a process group of its
+// own in the worker's session, with the parent-death signal set, so a
+// worker killed at a window, at a random instant or at its deadline takes
+// its store processes with it (the supervisor ends the worker's session),
+// and a store process that is killed takes whatever it started with it. Their data
 // lives in the case's directory (hello's dir, $CRASHMATRIX_STORE_DIR); their
 // logs (store-<pid>.log, all of each one's stderr) in the case's log
 // folder (sim.CaseEnv.Logs), never among the store's files.
@@ -38,7 +40,8 @@ const (
 	// ArgWorkDir is the directory the commands run in (relative paths in
 	// them are relative to it).
 	ArgWorkDir = "workdir"
-	// ArgTimeout bounds each message of a call (a Go duration).
+	// ArgTimeout bounds the start of a store process (its hello) and each
+	// message of a call (a Go duration).
 	ArgTimeout = "timeout"
 )
 
@@ -84,16 +87,17 @@ func Backend(spec sim.BackendSpec) (sim.Backend, error) {
 	pool := storeproc.NewPool()
 	opts := func(command string, env sim.CaseEnv, require []string) storeproc.Options {
 		o := storeproc.Options{Command: command, WorkDir: a[ArgWorkDir], Dir: env.Dir, LogDir: env.Logs, TempDir: env.TempDir, Namespace: env.Namespace, Mutant: env.Mutant,
-			Timeout: timeout, Require: require, OnProtocolError: endWorker}
+			Timeout: timeout, HelloTimeout: timeout, Require: require, OnProtocolError: endWorker}
 		if !inWorkerProcess() {
 			o.Pool = pool
 		}
 		return o
 	}
 	b := sim.Backend{
-		Name:     Name,
-		Embedded: true,
-		Close:    pool.Close,
+		Name:           Name,
+		Embedded:       true,
+		ChildProcesses: true,
+		Close:          pool.Close,
 		Open: func(ctx context.Context, env sim.CaseEnv) (reference.Stores, error) {
 			if a[ArgCommand] == "" {
 				return reference.Stores{}, fmt.Errorf("backend %s: System A needs --store-cmd (only --plansave-cmd was given)", Name)
@@ -126,7 +130,11 @@ func endWorker(ctx context.Context, err *storeproc.ProtocolError) {
 	if faults.RuntimeFrom(ctx) == nil || !inWorkerProcess() {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "crashmatrix worker: the store broke the store protocol: %v\n", err)
+	what := "broke the store protocol"
+	if err.NoStart {
+		what = "did not start"
+	}
+	fmt.Fprintf(os.Stderr, "crashmatrix worker: the store %s: %v\n", what, err)
 	os.Exit(ProtocolErrorExit)
 }
 
