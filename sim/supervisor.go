@@ -193,6 +193,18 @@ type Runner struct {
 
 // NewRunner resolves the backend and fills in defaults.
 func NewRunner(cfg Config) (*Runner, error) {
+	for _, d := range []struct {
+		name string
+		ttl  time.Duration
+	}{{"lease TTL", cfg.LeaseTTL}, {"claim TTL", cfg.ClaimTTL}} {
+		// The workers get them in whole milliseconds (WorkerSpec): a
+		// sub-millisecond part would be lost, and under 1ms the service
+		// would fall back to its own default, which the checker does not
+		// judge by.
+		if d.ttl < 0 || d.ttl%time.Millisecond != 0 {
+			return nil, fmt.Errorf("%s %s: want a whole number of milliseconds, at least 1ms (0 for the default)", d.name, d.ttl)
+		}
+	}
 	var b Backend
 	if cfg.Use != nil {
 		b = *cfg.Use
@@ -211,7 +223,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if b.Simulated && !cfg.InProcess {
 		return nil, fmt.Errorf("backend %s is a simulated store that lives in this process: it needs the in-process mode", b.Name)
 	}
-	if cfg.LeaseTTL <= 0 {
+	if cfg.LeaseTTL == 0 {
 		cfg.LeaseTTL = 250 * time.Millisecond
 	}
 	claimFixed := cfg.ClaimTTL > 0

@@ -617,3 +617,16 @@ func TestHarnessClockIgnoresSlowSteps(t *testing.T) {
 		t.Fatalf("a two-minute stall on the harness clock took %s of real time", took)
 	}
 }
+
+// A lease or claim TTL reaches the workers in whole milliseconds: 1ns was
+// 0ms there, the service's own 2s default, while the checker judged the
+// leases by 1ns and blamed the store (I7). NewRunner refuses it.
+func TestNewRunnerRefusesATTLTheWorkersCannotKeep(t *testing.T) {
+	for _, cfg := range []sim.Config{{LeaseTTL: time.Nanosecond}, {LeaseTTL: -time.Second}, {LeaseTTL: 1500 * time.Microsecond},
+		{LeaseTTL: time.Second, ClaimTTL: time.Microsecond}} {
+		cfg.Backend = sim.BackendSpec{Name: "sqlite"}
+		if _, err := sim.NewRunner(cfg); err == nil || !strings.Contains(err.Error(), "want a whole number of milliseconds, at least 1ms") {
+			t.Errorf("lease TTL %s, claim TTL %s: NewRunner error %v, want the TTL refused", cfg.LeaseTTL, cfg.ClaimTTL, err)
+		}
+	}
+}

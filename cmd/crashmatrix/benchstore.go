@@ -148,6 +148,7 @@ func benchStoreCmd() *cobra.Command {
 	fl.IntVar(&calls, "calls", 2000, "store calls timed for the cost per call")
 	fl.IntVar(&rounds, "rounds", 1, "matrix rounds on each backend (0: the cost per call only)")
 	fl.IntVar(&parallel, "parallel", 12, "cases at once in the matrices")
+	cmd.PreRunE = checkFlags
 	return cmd
 }
 

@@ -111,6 +111,7 @@ Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant 
 	fl.BoolVar(&f.inProcess, "in-process", false, "simulate crashes in-process (workers are goroutines, time is simulated) instead of killing processes")
 	fl.StringVar(&f.shard, "shard", "", "i/n: run only shard i of n of the matrix (0 <= i < n); merge the shards' JSON reports with crashmatrix merge")
 	fl.BoolVar(&f.inProcessFiles, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
+	cmd.PreRunE = checkFlags
 	return cmd
 }
 
@@ -174,13 +175,10 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		}
 		shard = &s
 	}
-	if f.randomKills < 0 {
-		return fmt.Errorf("--random-kills %d: must not be negative", f.randomKills)
-	}
 	if f.randomKills > 0 && f.inProcess {
 		return fmt.Errorf("--random-kills needs real worker processes: a goroutine cannot be stopped at an instant (drop --in-process)")
 	}
-	spec, err := f.store.spec(f.backend, f.inProcess)
+	spec, err := f.store.spec(f.inProcess)
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ not load or a run was undecided.`,
 			if len(scs) == 0 {
 				return fmt.Errorf("no scenario given (pass files or --library)")
 			}
-			spec, err := store.spec(backendName, inProcess)
+			spec, err := store.spec(inProcess)
 			if err != nil {
 				return err
 			}
@@ -237,6 +237,7 @@ not load or a run was undecided.`,
 	fl.StringVar(&junitOut, "junit", "", "write JUnit XML here")
 	fl.BoolVarP(&details, "details", "v", false, "print each scenario's violations with their evidence, its history and its replay command")
 	server.register(fl)
+	cmd.PreRunE = checkFlags
 	return cmd
 }
 
