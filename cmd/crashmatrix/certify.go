@@ -137,6 +137,11 @@ func parseBugs(names []string) ([]reference.Bug, error) {
 
 func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	out := cmd.OutOrStdout()
+	release, err := lockWorkdir(cmd, f.workdir)
+	if err != nil {
+		return err
+	}
+	defer release()
 	var points []faults.Point
 	for _, p := range f.points {
 		pp, err := faults.ParsePoint(p)

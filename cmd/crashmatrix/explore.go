@@ -85,6 +85,11 @@ as a finding of the simulated store only.
 Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 2 error or interrupted (SIGINT, SIGTERM) before the budget was spent.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
+			release, err := lockWorkdir(cmd, workdir)
+			if err != nil {
+				return err
+			}
+			defer release()
 			si, sn := 0, 1
 			if shard != "" {
 				s, err := sim.ParseShard(shard)

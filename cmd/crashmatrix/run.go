@@ -38,6 +38,11 @@ Exit code: 0 every scenario met its expectation, 1 one did not, 2 a file did
 not load or a run was undecided.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
+			release, err := lockWorkdir(cmd, workdir)
+			if err != nil {
+				return err
+			}
+			defer release()
 			var scs []*scenarios.Scenario
 			var loadErrs []error
 			// Where each scenario's file is, for its replay command.
