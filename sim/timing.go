@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -103,9 +104,13 @@ const (
 // base, never above maxTTLScale times base, rounded up to 50ms.
 func ttlFor(base, p99, maxStep time.Duration) time.Duration {
 	need := max(base, ttlPerMaxStep*maxStep, ttlPerP99Step*p99)
-	need = min(need, maxTTLScale*base)
-	const step = 50 * time.Millisecond
-	return (need + step - 1) / step * step
+	return roundTTL(min(need, maxTTLScale*base))
+}
+
+// roundTTL rounds a TTL up to 50ms.
+func roundTTL(d time.Duration) time.Duration {
+	const unit = 50 * time.Millisecond
+	return (d + unit - 1) / unit * unit
 }
 
 // withTTL returns t with another lease TTL and what follows from it.
@@ -127,12 +132,39 @@ func (t Timing) withTTL(ttl time.Duration, fixedClaim bool) Timing {
 // of a killed worker, the time between two calls) are left out; a step
 // that ended in a refusal or an error counts.
 func stepLatencies(h history.Log) []time.Duration {
+	var out []time.Duration
+	for _, s := range steps(h) {
+		out = append(out, s.took)
+	}
+	return out
+}
+
+// step is one protocol step of a worker: how long it took, and the event
+// that ended it.
+type step struct {
+	took  time.Duration
+	ended string
+}
+
+// longestStep is the longest of a history's steps (stepLatencies).
+func longestStep(h history.Log) step {
+	var l step
+	for _, s := range steps(h) {
+		if s.took >= l.took {
+			l = s
+		}
+	}
+	return l
+}
+
+// steps are the steps stepLatencies measures.
+func steps(h history.Log) []step {
 	type key struct {
 		w     string
 		phase int
 	}
 	last := map[key]int64{}
-	var out []time.Duration
+	var out []step
 	for _, r := range h {
 		k := key{r.Worker, r.Phase}
 		if r.Kind == history.Seen {
@@ -155,7 +187,7 @@ func stepLatencies(h history.Log) []time.Duration {
 			// stall at a fault is cut off by its hit record above.)
 		default:
 			if prev, ok := last[k]; ok && at >= prev {
-				out = append(out, time.Duration(at-prev)*time.Millisecond)
+				out = append(out, step{time.Duration(at-prev) * time.Millisecond, r.Event.Kind})
 			}
 		}
 		last[k] = at
@@ -255,17 +287,24 @@ func (r *Runner) calibrateOnce(ctx context.Context, parallel int, start time.Tim
 	}
 	wg.Wait()
 	var lat []time.Duration
+	var longest step
 	lost := false
 	for _, res := range results {
 		if res.Verdict == Undecided {
 			return r.Timing(), false, fmt.Errorf("calibration on backend %s: %s", r.backend.Name, strings.Join(res.Notes, "; "))
 		}
 		lat = append(lat, stepLatencies(res.Timeline)...)
+		if l := longestStep(res.Timeline); l.took >= longest.took {
+			longest = l
+		}
 		for _, rec := range res.Timeline {
 			lost = lost || (rec.Kind == history.Event && rec.Event != nil && rec.Event.Kind == reference.EvLeaseLost)
 		}
 	}
 	med, p99, mx := latencyStats(lat)
+	if err := r.fixedTTLCovers(tm.LeaseTTL, p99, longest, lost); err != nil {
+		return r.Timing(), false, err
+	}
 	cal := &Calibration{Workers: parallel, Steps: len(lat), Median: med, P99: p99, Max: mx, Took: time.Since(start)}
 	r.timing.mu.Lock()
 	if r.cfg.Adaptive {
@@ -280,6 +319,52 @@ func (r *Runner) calibrateOnce(ctx context.Context, parallel int, start time.Tim
 	t := r.timing.t
 	r.timing.mu.Unlock()
 	return t, lost, nil
+}
+
+// stepResolution is how finely the history times a step (its events'
+// milliseconds): a step measured at d may have taken up to d plus this.
+const stepResolution = time.Millisecond
+
+// TTLTooShortError is a fixed lease TTL on the wall clock shorter than the
+// steps it must cover: a live holder renews its lease once less than half
+// is left, so it keeps the lease only while every step takes under half
+// the TTL; past that it is refused mid-operation, and the verdicts would
+// be about the timing, not the store. The run is undecided.
+type TTLTooShortError struct {
+	TTL time.Duration
+	// Longest is the longest step the calibration measured, up to the
+	// resolution of the measurement; Ended the event that ended it;
+	// LostLease says a calibration worker lost its lease outright.
+	Longest   time.Duration
+	Ended     string
+	LostLease bool
+	// Need is the least TTL the measurement asks for.
+	Need time.Duration
+}
+
+func (e *TTLTooShortError) Error() string {
+	s := fmt.Sprintf("lease TTL %s is shorter than the steps it must cover: a live holder keeps its lease only while each step takes under half the TTL, and the fault-free calibration run measured steps of up to %s (timed to the millisecond; the longest ended in the worker's %s event)",
+		e.TTL, e.Longest, e.Ended)
+	if e.LostLease {
+		s += ", and a calibration worker lost its lease without any fault"
+	}
+	return s + fmt.Sprintf("; raise --lease-ttl to at least %s (or leave it out: with --wall-clock the TTL then follows the measured steps)", e.Need)
+}
+
+// fixedTTLCovers says whether a fixed lease TTL on the wall clock covers
+// the steps a calibration measured (p99 and the longest, lost: a worker
+// lost its lease). An adaptive run raises its TTL instead, and on the
+// harness clock or in process a step takes no lease time.
+func (r *Runner) fixedTTLCovers(ttl, p99 time.Duration, longest step, lost bool) error {
+	if r.cfg.Adaptive || r.cfg.InProcess || !r.cfg.WallClock {
+		return nil
+	}
+	up := longest.took + stepResolution
+	if !lost && 2*up <= ttl {
+		return nil
+	}
+	need := roundTTL(max(ttlPerMaxStep*up, ttlPerP99Step*(p99+stepResolution)))
+	return &TTLTooShortError{TTL: ttl, Longest: up, Ended: cmp.Or(longest.ended, "first"), LostLease: lost, Need: need}
 }
 
 // rescaleFrom raises the TTL when a case's workers took steps so long that a

@@ -290,3 +290,38 @@ func TestHungOnServerIsRunAgain(t *testing.T) {
 		t.Error("serverBacked: only a backend neither embedded nor volatile keeps its stores in servers")
 	}
 }
+
+// A fixed lease TTL on the wall clock must cover twice the longest step
+// the calibration measured, counted up to the millisecond the history
+// times it to: a shorter one (--wall-clock --lease-ttl 1ms gave NOT
+// CERTIFIED with I3 and I5 on the reference) is an error naming the step
+// and the TTL to raise it to. Adaptive runs, the harness clock and the
+// in-process mode have nothing to check.
+func TestFixedTTLMustCoverTheMeasuredSteps(t *testing.T) {
+	wall := &Runner{cfg: Config{WallClock: true}}
+	slow := step{took: 12 * time.Millisecond, ended: reference.EvPrepared}
+	err := wall.fixedTTLCovers(10*time.Millisecond, 3*time.Millisecond, slow, false)
+	short, ok := err.(*TTLTooShortError)
+	if !ok {
+		t.Fatalf("TTL 10ms over a 12ms step: %v, want a TTLTooShortError", err)
+	}
+	if short.Longest != 13*time.Millisecond || short.Need != 50*time.Millisecond || short.Ended != reference.EvPrepared {
+		t.Fatalf("%+v: want the step up to 13ms, ended in prepared, and a TTL of at least 50ms (3 x 13ms, rounded up)", short)
+	}
+	for _, want := range []string{"lease TTL 10ms is shorter than the steps it must cover", "steps of up to 13ms", "worker's prepared event", "raise --lease-ttl to at least 50ms"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q lacks %q", err, want)
+		}
+	}
+	if err := wall.fixedTTLCovers(26*time.Millisecond, 3*time.Millisecond, slow, false); err != nil {
+		t.Errorf("TTL 26ms over a step of up to 13ms: %v", err)
+	}
+	if err := wall.fixedTTLCovers(time.Second, 3*time.Millisecond, slow, true); err == nil || !strings.Contains(err.Error(), "lost its lease without any fault") {
+		t.Errorf("a calibration worker that lost its lease: %v", err)
+	}
+	for _, cfg := range []Config{{WallClock: true, Adaptive: true}, {}, {WallClock: true, InProcess: true}} {
+		if err := (&Runner{cfg: cfg}).fixedTTLCovers(time.Millisecond, time.Second, step{took: time.Second}, true); err != nil {
+			t.Errorf("%+v: %v, want nothing to check", cfg, err)
+		}
+	}
+}
