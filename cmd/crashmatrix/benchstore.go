@@ -41,9 +41,6 @@ func benchStoreCmd() *cobra.Command {
 			if command == "" {
 				return fmt.Errorf("--store-cmd is required")
 			}
-			if calls < 1 || rounds < 0 {
-				return fmt.Errorf("--calls must be at least 1, --rounds at least 0")
-			}
 			if benchDir == "" {
 				benchDir = benchRoot()
 			}

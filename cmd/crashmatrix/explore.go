@@ -82,7 +82,8 @@ then replayed on the real store (SQLite, in-process); the output and the
 scenario file say how often it broke there, and one that never did is marked
 as a finding of the simulated store only.
 
-Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 2 error or interrupted (SIGINT, SIGTERM) before the budget was spent.`,
+Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 2 error or interrupted (SIGINT, SIGTERM) before the budget was spent,
+or a setup the run cannot vouch for (a flag empty, out of range or for another backend; a --workdir another run is using).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			release, err := lockWorkdir(cmd, workdir)

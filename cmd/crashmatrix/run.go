@@ -35,7 +35,8 @@ deterministically and compares the outcome with the scenario's expect block.
 N times and requires the same verdict and the same history every time.
 
 Exit code: 0 every scenario met its expectation, 1 one did not, 2 a file did
-not load or a run was undecided.`,
+not load, a run was undecided, or a setup the run cannot vouch for (a flag
+empty, out of range or for another backend; a --workdir another run is using).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			release, err := lockWorkdir(cmd, workdir)
