@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/storecmd"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -94,6 +96,28 @@ var backendFlags = map[string][]string{
 	"in-process-files":    {"sqlite"},
 }
 
+// mutantBackends are the backends that honour each backend mutant: any
+// other certifies its store unchanged under the mutant's name. A store run
+// by --store-cmd gets the name in hello and may honour it.
+var mutantBackends = map[string][]string{
+	sim.MutantCreateNotMerge:      {"sqlite", "postgres", "containers", storecmd.Name},
+	sim.MutantNoUniqueConstraint:  {"sqlite", "postgres", "containers", storecmd.Name},
+	sim.MutantLostCommitIsFailure: {"postgres", "containers"},
+	sim.MutantSynchronousOff:      {"sqlite"},
+}
+
+// modeFlags are the flags that apply in one execution mode only: set
+// (true), flag needs the boolean flag mode to be want.
+var modeFlags = []struct {
+	flag, mode string
+	want       bool
+	why        string
+}{
+	{"wall-clock", "in-process", false, "in-process workers run on simulated time"},
+	{"in-process-files", "in-process", true, "worker processes keep the embedded database in files anyway"},
+	{"in-process-files", "processes", false, "worker processes keep the embedded database in files anyway"},
+}
+
 // checkFlags is the PreRunE of every command that runs cases.
 func checkFlags(cmd *cobra.Command, _ []string) error {
 	fl := cmd.Flags()
@@ -106,7 +130,26 @@ func checkFlags(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkModeFlags(fl); err != nil {
+		return err
+	}
 	return checkBackendFlags(fl)
+}
+
+// checkModeFlags refuses a flag set for another execution mode than the
+// one the command runs in.
+func checkModeFlags(fl *pflag.FlagSet) error {
+	for _, m := range modeFlags {
+		f, mode := fl.Lookup(m.flag), fl.Lookup(m.mode)
+		if f == nil || mode == nil || !f.Changed || f.Value.String() != "true" || mode.Value.String() == strconv.FormatBool(m.want) {
+			continue
+		}
+		if m.want {
+			return fmt.Errorf("--%s applies with --%s only (%s)", m.flag, m.mode, m.why)
+		}
+		return fmt.Errorf("--%s does not apply with --%s (%s)", m.flag, m.mode, m.why)
+	}
+	return nil
 }
 
 // checkFlag checks one flag of command given on the command line.
@@ -202,5 +245,16 @@ func checkBackendFlags(fl *pflag.FlagSet) error {
 			err = fmt.Errorf("--%s does not apply to %s (it is for %s): drop one of them", f.Name, how, forBackends(on))
 		}
 	})
+	if m := fl.Lookup("mutant"); err == nil && m != nil && m.Value.String() != "" {
+		name := m.Value.String()
+		on, known := mutantBackends[name]
+		switch {
+		case !known:
+			names := slices.Sorted(maps.Keys(mutantBackends))
+			err = fmt.Errorf("--mutant %q: unknown (known: %s)", name, strings.Join(names, ", "))
+		case !slices.Contains(on, backend):
+			err = fmt.Errorf("--mutant %s does not apply to %s, which would run unchanged (it is for %s)", name, how, forBackends(on))
+		}
+	}
 	return err
 }
