@@ -96,7 +96,7 @@ shorter than twice the longest step the calibration measured.`,
 	fl.StringSliceVar(&f.kinds, "kind", nil, "only these fault kinds")
 	fl.IntVar(&f.tear, "tear", faults.TearPage, "what the torn-write column (--kind torn-write) keeps or loses whole of the writes not synced: 4096 (4 KiB pages, as the page cache writes them back), 512 (disk sectors: a page can survive in part) or a smaller power of two down to 1 (a tear inside one sector); its cases' IDs then end in -512 (-N)")
 	fl.StringSliceVar(&f.only, "class", nil, "only these case classes")
-	fl.StringVar(&f.workdir, "workdir", "", "where case data and histories go (default: a temporary folder, removed on success, under TMPDIR when set, else on /dev/shm (tmpfs) when it has 1 GiB free: a SIGKILL keeps the page cache, and a busy disk's fsync could outlast a worker's deadline)")
+	fl.StringVar(&f.workdir, "workdir", "", "where case data and histories go, one run at a time (a second run on the folder exits 2) (default: a temporary folder, removed on success, under TMPDIR when set, else on /dev/shm (tmpfs) when it has 1 GiB free: a SIGKILL keeps the page cache, and a busy disk's fsync could outlast a worker's deadline)")
 	fl.StringVar(&f.jsonOut, "json", "", "write the JSON report here")
 	fl.StringVar(&f.junitOut, "junit", "", "write JUnit XML here")
 	fl.StringVar(&f.html, "html", "", "write the self-contained HTML report here")

@@ -382,7 +382,7 @@ or a setup the run cannot vouch for (a flag empty, out of range or for another b
 	fl.StringSliceVar(&bugs, "bug", nil, "run the reference as a mutant: "+bugNames())
 	fl.StringVar(&mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure)")
 	fl.StringVar(&outDir, "out", "crashmatrix-findings", "where the shrunk scenario is written")
-	fl.StringVar(&workdir, "workdir", "", "scratch directory (default: a temporary one, under TMPDIR when set, else on /dev/shm when it has 1 GiB free)")
+	fl.StringVar(&workdir, "workdir", "", "scratch directory, one run at a time (a second run on the folder exits 2) (default: a temporary one, under TMPDIR when set, else on /dev/shm when it has 1 GiB free)")
 	fl.StringVar(&from, "from", "", "start every schedule from the initial block of this scenario file (crashmatrix snapshot writes one); a scenario whose steps arm faults (a random kill's finding) is shrunk instead, under its bugs, mutant, seed and lease TTL")
 	server.register(fl)
 	cmd.PreRunE = checkFlags

@@ -236,7 +236,7 @@ empty, out of range or for another backend; a --workdir another run is using).`,
 	fl.BoolVar(&files, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
 	fl.BoolVar(&library, "library", false, "run the built-in scenario library")
 	fl.IntVar(&repeat, "repeat", 1, "replay each scenario N times; all must agree (the replays of a wall-clock kill, a kill: block, are counted instead: timing decides where it lands)")
-	fl.StringVar(&workdir, "workdir", "", "where histories go (default: a temporary folder, removed when every scenario met its expectation, under TMPDIR when set, else on /dev/shm when it has 1 GiB free)")
+	fl.StringVar(&workdir, "workdir", "", "where histories go, one run at a time (a second run on the folder exits 2) (default: a temporary folder, removed when every scenario met its expectation, under TMPDIR when set, else on /dev/shm when it has 1 GiB free)")
 	fl.BoolVar(&keep, "keep", false, "keep the histories even when every scenario met its expectation")
 	fl.StringVar(&html, "html", "", "write the self-contained HTML report here (the scenarios' verdicts, violations and timelines)")
 	fl.StringVar(&jsonOut, "json", "", "write the JSON report here")
