@@ -16,12 +16,13 @@ import (
 )
 
 // A run that cannot vouch for its own setup exits 2 before it runs
-// anything: checkFlags, every command's PreRunE, refuses a number out of
-// range, a store or server named by a blank value (an unset variable in a
-// CI job) and a flag that does not apply to the backend chosen. Only what
-// was given on the command line is checked: a default is in range by
-// construction, or means "not given" (explore --parallel 0, the lease
-// TTL's 0).
+// anything: checkFlags, the PreRunE of every command that runs cases,
+// refuses a number out of range, a store or server named by a blank value
+// (an unset variable in a CI job), a flag that does not apply to the
+// backend or the execution mode chosen, and a backend mutant the backend
+// does not honour. Only what was given on the command line is checked: a
+// default is in range by construction, or means "not given" (explore
+// --parallel 0, the lease TTL's 0).
 
 // limit is the range a numeric flag takes (inclusive).
 type limit struct {
