@@ -630,3 +630,19 @@ func TestNewRunnerRefusesATTLTheWorkersCannotKeep(t *testing.T) {
 		}
 	}
 }
+
+// With a fixed lease TTL on the wall clock too short for its steps, the
+// probe does not run its cases (they would not be exercised, and the
+// whole matrix's report would count them against the store): it returns
+// the calibration's TTLTooShortError.
+func TestProbeWithATooShortFixedTTLIsUndecided(t *testing.T) {
+	r := processRunner(t, "sqlite", func(c *sim.Config) { c.WallClock, c.LeaseTTL = true, time.Millisecond })
+	pr, err := r.Probe(context.Background())
+	var short *sim.TTLTooShortError
+	if !errors.As(err, &short) || short.TTL != time.Millisecond || short.Need < 50*time.Millisecond {
+		t.Fatalf("probe error %v, want a TTLTooShortError for 1ms", err)
+	}
+	if len(pr.Results) != 0 {
+		t.Fatalf("the probe ran %d cases with a TTL it knew too short", len(pr.Results))
+	}
+}

@@ -3,6 +3,7 @@ package sim
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -365,6 +366,23 @@ func (r *Runner) fixedTTLCovers(ttl, p99 time.Duration, longest step, lost bool)
 	}
 	need := roundTTL(max(ttlPerMaxStep*up, ttlPerP99Step*(p99+stepResolution)))
 	return &TTLTooShortError{TTL: ttl, Longest: up, Ended: cmp.Or(longest.ended, "first"), LostLease: lost, Need: need}
+}
+
+// fixedTTLGate runs the calibration ahead of the probe in a run with a
+// fixed lease TTL on the wall clock: a TTL too short for the steps would
+// leave the probe's cases not exercised, or worse, and the report would
+// blame the store; the TTLTooShortError says why the run is undecided
+// instead. Any other calibration error is left to the probe and RunAll,
+// which meet it again.
+func (r *Runner) fixedTTLGate(ctx context.Context) error {
+	if r.cfg.Adaptive || r.cfg.InProcess || !r.cfg.WallClock {
+		return nil
+	}
+	var short *TTLTooShortError
+	if _, err := r.Calibrate(ctx, 1); errors.As(err, &short) {
+		return err
+	}
+	return nil
 }
 
 // rescaleFrom raises the TTL when a case's workers took steps so long that a
