@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
@@ -322,6 +323,37 @@ func TestFixedTTLMustCoverTheMeasuredSteps(t *testing.T) {
 	for _, cfg := range []Config{{WallClock: true, Adaptive: true}, {}, {WallClock: true, InProcess: true}} {
 		if err := (&Runner{cfg: cfg}).fixedTTLCovers(time.Millisecond, time.Second, step{took: time.Second}, true); err != nil {
 			t.Errorf("%+v: %v, want nothing to check", cfg, err)
+		}
+	}
+}
+
+// A failing case of a fixed wall-clock run whose own steps outran the
+// lease TTL is undecided, naming the step and the TTL to raise to: with
+// --wall-clock --lease-ttl 10ms the matrix's load stretched steps to
+// 120-180ms (the calibration's one worker measured 4ms) and three cases
+// of the reference ended FAIL with I3 and I5. A case whose steps fit, or
+// any other mode, keeps its verdict.
+func TestFailureWhoseStepsOutranTheTTLIsUndecided(t *testing.T) {
+	slow := history.Log{ev("w", 0, reference.EvInvoke, 0), ev("w", 0, reference.EvLeaseAcquire, 1), ev("w", 0, reference.EvPrepared, 181)}
+	failing := func(h history.Log) CaseResult {
+		return CaseResult{Verdict: Fail, Timeline: h, Violations: []check.Violation{{Invariant: check.I5}, {Invariant: check.I3}}}
+	}
+	wall := &Runner{cfg: Config{WallClock: true}}
+	got := wall.outranTTL(failing(slow), Timing{LeaseTTL: 10 * time.Millisecond})
+	if got.Verdict != Undecided || len(got.Violations) != 0 || len(got.Notes) != 1 {
+		t.Fatalf("verdict %s, violations %v, notes %q: want undecided with one note", got.Verdict, got.Violations, got.Notes)
+	}
+	for _, want := range []string{"the I3, I5 it broke say nothing of the store", "lease TTL 10ms is shorter than the steps it must cover", "this case measured steps of up to 181ms", "worker's prepared event", "raise --lease-ttl to at least 750ms"} {
+		if !strings.Contains(got.Notes[0], want) {
+			t.Errorf("note %q lacks %q", got.Notes[0], want)
+		}
+	}
+	if got := wall.outranTTL(failing(slow), Timing{LeaseTTL: 400 * time.Millisecond}); got.Verdict != Fail {
+		t.Errorf("steps of 181ms under a 400ms TTL: %s, want the failure kept", got.Verdict)
+	}
+	for _, cfg := range []Config{{WallClock: true, Adaptive: true}, {}, {WallClock: true, InProcess: true}} {
+		if got := (&Runner{cfg: cfg}).outranTTL(failing(slow), Timing{LeaseTTL: 10 * time.Millisecond}); got.Verdict != Fail {
+			t.Errorf("%+v: %s, want the failure kept", cfg, got.Verdict)
 		}
 	}
 }
