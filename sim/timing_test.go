@@ -317,7 +317,7 @@ func TestFixedTTLMustCoverTheMeasuredSteps(t *testing.T) {
 	if err := wall.fixedTTLCovers(26*time.Millisecond, 3*time.Millisecond, slow, false); err != nil {
 		t.Errorf("TTL 26ms over a step of up to 13ms: %v", err)
 	}
-	if err := wall.fixedTTLCovers(time.Second, 3*time.Millisecond, slow, true); err == nil || !strings.Contains(err.Error(), "lost its lease without any fault") {
+	if err := wall.fixedTTLCovers(time.Second, 3*time.Millisecond, slow, true); err == nil || !strings.Contains(err.Error(), "a live worker lost its lease to a slow step") {
 		t.Errorf("a calibration worker that lost its lease: %v", err)
 	}
 	for _, cfg := range []Config{{WallClock: true, Adaptive: true}, {}, {WallClock: true, InProcess: true}} {
@@ -350,6 +350,18 @@ func TestFailureWhoseStepsOutranTheTTLIsUndecided(t *testing.T) {
 	}
 	if got := wall.outranTTL(failing(slow), Timing{LeaseTTL: 400 * time.Millisecond}); got.Verdict != Fail {
 		t.Errorf("steps of 181ms under a 400ms TTL: %s, want the failure kept", got.Verdict)
+	}
+	// A fault that did not fire for lack of lease time: undecided too,
+	// never NOT CERTIFIED, even when the steps the history times look short.
+	quick := history.Log{ev("w", 0, reference.EvInvoke, 0), ev("w", 0, reference.EvLeaseAcquire, 1), ev("w", 0, reference.EvPrepared, 3)}
+	missed := CaseResult{Verdict: NotExercised, Timeline: quick, NotExercised: &NotExercisedReason{Cause: CauseTiming, Detail: "worker fault lost its lease on d4"}}
+	got = wall.outranTTL(missed, Timing{LeaseTTL: 400 * time.Millisecond})
+	if got.Verdict != Undecided || got.NotExercised != nil || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "its fault not firing (worker fault lost its lease on d4) says nothing of the store") {
+		t.Errorf("not exercised for lack of time: %s %q, want undecided with a note", got.Verdict, got.Notes)
+	}
+	unreachable := CaseResult{Verdict: NotExercised, Timeline: slow, NotExercised: &NotExercisedReason{Cause: CauseUnreachable}}
+	if got := wall.outranTTL(unreachable, Timing{LeaseTTL: 10 * time.Millisecond}); got.Verdict != NotExercised {
+		t.Errorf("not exercised, unreachable: %s, want it kept", got.Verdict)
 	}
 	for _, cfg := range []Config{{WallClock: true, Adaptive: true}, {}, {WallClock: true, InProcess: true}} {
 		if got := (&Runner{cfg: cfg}).outranTTL(failing(slow), Timing{LeaseTTL: 10 * time.Millisecond}); got.Verdict != Fail {
