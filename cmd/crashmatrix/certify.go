@@ -85,7 +85,8 @@ it is not exercised (the power-loss column covers it).
 Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant broke (or a fault did not fire), 2 undecided,
 or a setup the run cannot vouch for, before any case: a flag empty, out of range or for
 another backend; a --workdir another run is using; with --wall-clock, a --lease-ttl
-shorter than twice the longest step the calibration measured.`,
+shorter than twice the longest step the calibration measured (a case whose own steps
+outran it is undecided too, never a failure).`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCertify(cmd, f) },
 	}
 	fl := cmd.Flags()
