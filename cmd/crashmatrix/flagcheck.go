@@ -119,6 +119,13 @@ var modeFlags = []struct {
 	{"in-process-files", "processes", false, "worker processes keep the embedded database in files anyway"},
 }
 
+// needsFlag are flags read only with another one: the Neo4j user and
+// password go to the server --neo4j-uri names, and are dropped without it.
+var needsFlag = map[string]string{
+	"neo4j-user":     "neo4j-uri",
+	"neo4j-password": "neo4j-uri",
+}
+
 // checkFlags is the PreRunE of every command that runs cases.
 func checkFlags(cmd *cobra.Command, _ []string) error {
 	fl := cmd.Flags()
@@ -131,15 +138,20 @@ func checkFlags(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkModeFlags(fl); err != nil {
+	if err := checkBackendFlags(fl); err != nil {
 		return err
 	}
-	return checkBackendFlags(fl)
+	return checkModeFlags(fl)
 }
 
 // checkModeFlags refuses a flag set for another execution mode than the
-// one the command runs in.
+// one the command runs in, or given without the flag it goes with.
 func checkModeFlags(fl *pflag.FlagSet) error {
+	for name, needs := range needsFlag {
+		if f, n := fl.Lookup(name), fl.Lookup(needs); f != nil && n != nil && f.Changed && !n.Changed {
+			return fmt.Errorf("--%s applies with --%s only (it would be ignored)", name, needs)
+		}
+	}
 	for _, m := range modeFlags {
 		f, mode := fl.Lookup(m.flag), fl.Lookup(m.mode)
 		if f == nil || mode == nil || !f.Changed || f.Value.String() != "true" || mode.Value.String() == strconv.FormatBool(m.want) {
