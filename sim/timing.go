@@ -333,9 +333,9 @@ const stepResolution = time.Millisecond
 // be about the timing, not the store. The run is undecided.
 type TTLTooShortError struct {
 	TTL time.Duration
-	// Longest is the longest step the calibration measured, up to the
-	// resolution of the measurement; Ended the event that ended it;
-	// LostLease says a calibration worker lost its lease outright.
+	// Longest is the longest step measured, up to the resolution of the
+	// measurement; Ended the event that ended it; LostLease says a live
+	// worker lost its lease outright.
 	Longest   time.Duration
 	Ended     string
 	LostLease bool
@@ -366,12 +366,17 @@ func (e *TTLTooShortError) Error() string {
 	return s + fmt.Sprintf("; raise --lease-ttl to at least %s (or leave it out: with --wall-clock the TTL then follows the measured steps)", e.Need)
 }
 
+// fixedWallTTL says the run keeps a lease TTL fixed on the wall clock: the
+// one timing whose steps can outrun it. An adaptive run raises its TTL
+// instead, and on the harness clock or in process a step takes no lease
+// time.
+func (r *Runner) fixedWallTTL() bool { return !r.cfg.Adaptive && !r.cfg.InProcess && r.cfg.WallClock }
+
 // fixedTTLCovers says whether a fixed lease TTL on the wall clock covers
 // the steps a calibration measured (p99 and the longest, lost: a worker
-// lost its lease). An adaptive run raises its TTL instead, and on the
-// harness clock or in process a step takes no lease time.
+// lost its lease).
 func (r *Runner) fixedTTLCovers(ttl, p99 time.Duration, longest step, lost bool) error {
-	if r.cfg.Adaptive || r.cfg.InProcess || !r.cfg.WallClock {
+	if !r.fixedWallTTL() {
 		return nil
 	}
 	if short := tooShort(ttl, p99, longest, lost, "the fault-free calibration run"); short != nil {
@@ -387,7 +392,7 @@ func (r *Runner) fixedTTLCovers(ttl, p99 time.Duration, longest step, lost bool)
 // instead. Any other calibration error is left to the probe and RunAll,
 // which meet it again.
 func (r *Runner) fixedTTLGate(ctx context.Context) error {
-	if r.cfg.Adaptive || r.cfg.InProcess || !r.cfg.WallClock {
+	if !r.fixedWallTTL() {
 		return nil
 	}
 	var short *TTLTooShortError
@@ -407,7 +412,7 @@ func (r *Runner) fixedTTLGate(ctx context.Context) error {
 // runs such a case again instead.
 func (r *Runner) outranTTL(res CaseResult, tm Timing) CaseResult {
 	timing := res.Verdict == NotExercised && res.NotExercised != nil && res.NotExercised.Cause == CauseTiming
-	if res.Verdict != Fail && !timing || r.cfg.Adaptive || r.cfg.InProcess || !r.cfg.WallClock {
+	if res.Verdict != Fail && !timing || !r.fixedWallTTL() {
 		return res
 	}
 	_, p99, _ := latencyStats(stepLatencies(res.Timeline))
