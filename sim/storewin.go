@@ -91,7 +91,7 @@ func (r *Runner) Probe(ctx context.Context) (Probe, error) {
 	found := map[faults.Point]*StoreWindow{}
 	var order []faults.Point
 	for _, c := range r.probeCases() {
-		res := r.outranTTL(r.RunCase(ctx, c), r.Timing())
+		res := r.RunCase(ctx, c)
 		if c.ID == "probe-ingest" {
 			pr.Base = res.faultWorkerTime()
 			pr.Calls, pr.Commits = res.faultWorkerInstants()

@@ -385,10 +385,11 @@ func (cr CaseResult) WhyNotExercised() string {
 
 // RunCase runs one case: its workers in order (processes, or goroutines in
 // the in-process mode), then the checks, with the runner's current timing
-// (pause lengths rescaled to its lease TTL).
+// (pause lengths rescaled to its lease TTL). A case whose steps outran a
+// fixed wall-clock TTL is undecided (outranTTL).
 func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 	tm := r.Timing()
-	return r.runCase(ctx, c.ForTTL(tm.LeaseTTL), tm)
+	return r.outranTTL(r.runCase(ctx, c.ForTTL(tm.LeaseTTL), tm), tm)
 }
 
 func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
