@@ -408,11 +408,17 @@ func (r *Runner) fixedTTLGate(ctx context.Context) error {
 // with --lease-ttl 10ms and steps of 120-180ms under the matrix's load,
 // which the calibration's one worker had measured at 4ms), not that the
 // store is wrong; nor does a fault that did not fire for lack of lease
-// time make the store NOT CERTIFIED. An adaptive run raises its TTL and
-// runs such a case again instead.
+// time (timing), or whose competitors did not meet as the case needs
+// while its steps outran the TTL (interleaving), make the store NOT
+// CERTIFIED. An adaptive run raises its TTL and runs such a case again
+// instead.
 func (r *Runner) outranTTL(res CaseResult, tm Timing) CaseResult {
-	timing := res.Verdict == NotExercised && res.NotExercised != nil && res.NotExercised.Cause == CauseTiming
-	if res.Verdict != Fail && !timing || !r.fixedWallTTL() {
+	var cause Cause
+	if res.NotExercised != nil {
+		cause = res.NotExercised.Cause
+	}
+	timing := res.Verdict == NotExercised && cause == CauseTiming
+	if res.Verdict != Fail && !timing && !(res.Verdict == NotExercised && cause == CauseInterleaving) || !r.fixedWallTTL() {
 		return res
 	}
 	_, p99, _ := latencyStats(stepLatencies(res.Timeline))
@@ -421,7 +427,7 @@ func (r *Runner) outranTTL(res CaseResult, tm Timing) CaseResult {
 		return res
 	}
 	what := fmt.Sprintf("the %s it broke say", strings.Join(res.Broken(), ", "))
-	if timing {
+	if res.Verdict == NotExercised {
 		what = fmt.Sprintf("its fault not firing (%s) says", res.NotExercised.Detail)
 	}
 	res.Notes = append(res.Notes, fmt.Sprintf("its steps outran the lease TTL, so %s nothing of the store: %s", what, short))

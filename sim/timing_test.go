@@ -359,6 +359,17 @@ func TestFailureWhoseStepsOutranTheTTLIsUndecided(t *testing.T) {
 	if got.Verdict != Undecided || got.NotExercised != nil || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "its fault not firing (worker fault lost its lease on d4) says nothing of the store") {
 		t.Errorf("not exercised for lack of time: %s %q, want undecided with a note", got.Verdict, got.Notes)
 	}
+	// Competitors that did not meet: undecided when the steps outran the
+	// TTL, kept (it may be the store steering the service away) when not.
+	met := func(h history.Log) CaseResult {
+		return CaseResult{Verdict: NotExercised, Timeline: h, NotExercised: &NotExercisedReason{Cause: CauseInterleaving, Detail: "other never committed"}}
+	}
+	if got := wall.outranTTL(met(slow), Timing{LeaseTTL: 50 * time.Millisecond}); got.Verdict != Undecided || !strings.Contains(got.Notes[0], "(other never committed) says nothing of the store") {
+		t.Errorf("interleaving with steps of 181ms under 50ms: %s %q, want undecided", got.Verdict, got.Notes)
+	}
+	if got := wall.outranTTL(met(quick), Timing{LeaseTTL: 50 * time.Millisecond}); got.Verdict != NotExercised {
+		t.Errorf("interleaving with steps of 2ms under 50ms: %s, want it kept", got.Verdict)
+	}
 	unreachable := CaseResult{Verdict: NotExercised, Timeline: slow, NotExercised: &NotExercisedReason{Cause: CauseUnreachable}}
 	if got := wall.outranTTL(unreachable, Timing{LeaseTTL: 10 * time.Millisecond}); got.Verdict != NotExercised {
 		t.Errorf("not exercised, unreachable: %s, want it kept", got.Verdict)
