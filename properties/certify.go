@@ -203,6 +203,17 @@ func crashOptions(opts []CrashOptions) (crashrun.Options, []string, error) {
 		}
 	}
 	o := opts[0]
+	// As the command line's: a lease TTL reaches the workers in whole
+	// milliseconds (1ns was none, and the service's own 2s default), and
+	// no count is negative.
+	switch {
+	case o.LeaseTTL < 0 || o.LeaseTTL%time.Millisecond != 0:
+		return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.LeaseTTL %s: want a whole number of milliseconds, at least 1ms (0 adapts it)", o.LeaseTTL)
+	case o.Parallel < 0:
+		return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.Parallel %d: want at least 1 (0 for the default)", o.Parallel)
+	case o.RandomKills < 0:
+		return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.RandomKills %d: want at least 0", o.RandomKills)
+	}
 	if o.Tear != 0 { // the default, pages
 		if err := faults.CheckTear(o.Tear); err != nil {
 			return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.Tear: %w", err)

@@ -92,7 +92,7 @@ func (r *Runner) runWithRetries(ctx context.Context, c Case) CaseResult {
 			continue
 		}
 		if res.Verdict != NotExercised || n == maxAttempts || ctx.Err() != nil || res.NotExercised == nil || res.NotExercised.Cause.settled(r.backend.serverBacked()) {
-			return res
+			return r.outranTTL(res, tm)
 		}
 		attempts = append(attempts, Attempt{LeaseTTL: tm.LeaseTTL, Reason: *res.NotExercised})
 		own := slices.DeleteFunc(slices.Clone(res.Notes), func(n string) bool { return strings.HasPrefix(n, EarlierAttempts) })

@@ -85,6 +85,9 @@ func (r *Runner) probeCases() []Case {
 // before it found.
 func (r *Runner) Probe(ctx context.Context) (Probe, error) {
 	var pr Probe
+	if err := r.fixedTTLGate(ctx); err != nil {
+		return pr, err
+	}
 	found := map[faults.Point]*StoreWindow{}
 	var order []faults.Point
 	for _, c := range r.probeCases() {

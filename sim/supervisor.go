@@ -192,6 +192,18 @@ type Runner struct {
 
 // NewRunner resolves the backend and fills in defaults.
 func NewRunner(cfg Config) (*Runner, error) {
+	for _, d := range []struct {
+		name string
+		ttl  time.Duration
+	}{{"lease TTL", cfg.LeaseTTL}, {"claim TTL", cfg.ClaimTTL}} {
+		// The workers get them in whole milliseconds (WorkerSpec): a
+		// sub-millisecond part would be lost, and under 1ms the service
+		// would fall back to its own default, which the checker does not
+		// judge by.
+		if d.ttl < 0 || d.ttl%time.Millisecond != 0 {
+			return nil, fmt.Errorf("%s %s: want a whole number of milliseconds, at least 1ms (0 for the default)", d.name, d.ttl)
+		}
+	}
 	var b Backend
 	if cfg.Use != nil {
 		b = *cfg.Use
@@ -210,7 +222,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if b.Simulated && !cfg.InProcess {
 		return nil, fmt.Errorf("backend %s is a simulated store that lives in this process: it needs the in-process mode", b.Name)
 	}
-	if cfg.LeaseTTL <= 0 {
+	if cfg.LeaseTTL == 0 {
 		cfg.LeaseTTL = 250 * time.Millisecond
 	}
 	claimFixed := cfg.ClaimTTL > 0
@@ -390,10 +402,11 @@ func (cr CaseResult) WhyNotExercised() string {
 
 // RunCase runs one case: its workers in order (processes, or goroutines in
 // the in-process mode), then the checks, with the runner's current timing
-// (pause lengths rescaled to its lease TTL).
+// (pause lengths rescaled to its lease TTL). A case whose steps outran a
+// fixed wall-clock TTL is undecided (outranTTL).
 func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
 	tm := r.Timing()
-	return r.runCase(ctx, c.ForTTL(tm.LeaseTTL), tm)
+	return r.outranTTL(r.runCase(ctx, c.ForTTL(tm.LeaseTTL), tm), tm)
 }
 
 func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {

@@ -543,13 +543,15 @@ func TestSlowStepIsRetriedWithLongerTimings(t *testing.T) {
 
 	// Wall-clock leases: on the harness clock a slow step takes no lease
 	// time at all (TestHarnessClockIgnoresSlowSteps).
+	// With a fixed TTL the case is undecided, the store not blamed: its
+	// steps outran the TTL (sim.TTLTooShortError).
 	fixed := processRunner(t, slowAlways, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond; c.WallClock = true })
 	res := fixed.RunAll(context.Background(), []sim.Case{c}, 1, nil).Results[0]
-	if res.Verdict != sim.NotExercised || res.NotExercised == nil || res.NotExercised.Cause != sim.CauseTiming {
-		t.Fatalf("fixed timings: verdict %s, reason %+v; want not exercised for timing", res.Verdict, res.NotExercised)
+	if res.Verdict != sim.Undecided || len(res.Attempts) == 0 || res.Attempts[0].Reason.Cause != sim.CauseTiming {
+		t.Fatalf("fixed timings: verdict %s, attempts %+v; want undecided after attempts not exercised for timing", res.Verdict, res.Attempts)
 	}
-	if !strings.Contains(res.NotExercised.Detail, "lost its lease") || !strings.Contains(res.NotExercised.Advice, "--lease-ttl") {
-		t.Fatalf("reason %+v does not say what happened and what to do", res.NotExercised)
+	if note := strings.Join(res.Notes, "; "); !strings.Contains(note, "lost its lease") || !strings.Contains(note, "raise --lease-ttl to at least") {
+		t.Fatalf("notes %q do not say what happened and what to do", res.Notes)
 	}
 	for _, a := range res.Attempts {
 		if a.LeaseTTL != 250*time.Millisecond {
@@ -615,5 +617,34 @@ func TestHarnessClockIgnoresSlowSteps(t *testing.T) {
 	}
 	if took := time.Since(start); took >= time.Minute {
 		t.Fatalf("a two-minute stall on the harness clock took %s of real time", took)
+	}
+}
+
+// A lease or claim TTL reaches the workers in whole milliseconds: 1ns was
+// 0ms there, the service's own 2s default, while the checker judged the
+// leases by 1ns and blamed the store (I7). NewRunner refuses it.
+func TestNewRunnerRefusesATTLTheWorkersCannotKeep(t *testing.T) {
+	for _, cfg := range []sim.Config{{LeaseTTL: time.Nanosecond}, {LeaseTTL: -time.Second}, {LeaseTTL: 1500 * time.Microsecond},
+		{LeaseTTL: time.Second, ClaimTTL: time.Microsecond}} {
+		cfg.Backend = sim.BackendSpec{Name: "sqlite"}
+		if _, err := sim.NewRunner(cfg); err == nil || !strings.Contains(err.Error(), "want a whole number of milliseconds, at least 1ms") {
+			t.Errorf("lease TTL %s, claim TTL %s: NewRunner error %v, want the TTL refused", cfg.LeaseTTL, cfg.ClaimTTL, err)
+		}
+	}
+}
+
+// With a fixed lease TTL on the wall clock too short for its steps, the
+// probe does not run its cases (they would not be exercised, and the
+// whole matrix's report would count them against the store): it returns
+// the calibration's TTLTooShortError.
+func TestProbeWithATooShortFixedTTLIsUndecided(t *testing.T) {
+	r := processRunner(t, "sqlite", func(c *sim.Config) { c.WallClock, c.LeaseTTL = true, time.Millisecond })
+	pr, err := r.Probe(context.Background())
+	var short *sim.TTLTooShortError
+	if !errors.As(err, &short) || short.TTL != time.Millisecond || short.Need < 50*time.Millisecond {
+		t.Fatalf("probe error %v, want a TTLTooShortError for 1ms", err)
+	}
+	if len(pr.Results) != 0 {
+		t.Fatalf("the probe ran %d cases with a TTL it knew too short", len(pr.Results))
 	}
 }

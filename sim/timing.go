@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -103,9 +105,13 @@ const (
 // base, never above maxTTLScale times base, rounded up to 50ms.
 func ttlFor(base, p99, maxStep time.Duration) time.Duration {
 	need := max(base, ttlPerMaxStep*maxStep, ttlPerP99Step*p99)
-	need = min(need, maxTTLScale*base)
-	const step = 50 * time.Millisecond
-	return (need + step - 1) / step * step
+	return roundTTL(min(need, maxTTLScale*base))
+}
+
+// roundTTL rounds a TTL up to 50ms.
+func roundTTL(d time.Duration) time.Duration {
+	const unit = 50 * time.Millisecond
+	return (d + unit - 1) / unit * unit
 }
 
 // withTTL returns t with another lease TTL and what follows from it.
@@ -127,12 +133,39 @@ func (t Timing) withTTL(ttl time.Duration, fixedClaim bool) Timing {
 // of a killed worker, the time between two calls) are left out; a step
 // that ended in a refusal or an error counts.
 func stepLatencies(h history.Log) []time.Duration {
+	var out []time.Duration
+	for _, s := range steps(h) {
+		out = append(out, s.took)
+	}
+	return out
+}
+
+// step is one protocol step of a worker: how long it took, and the event
+// that ended it.
+type step struct {
+	took  time.Duration
+	ended string
+}
+
+// longestStep is the longest of a history's steps (stepLatencies).
+func longestStep(h history.Log) step {
+	var l step
+	for _, s := range steps(h) {
+		if s.took >= l.took {
+			l = s
+		}
+	}
+	return l
+}
+
+// steps are the steps stepLatencies measures.
+func steps(h history.Log) []step {
 	type key struct {
 		w     string
 		phase int
 	}
 	last := map[key]int64{}
-	var out []time.Duration
+	var out []step
 	for _, r := range h {
 		k := key{r.Worker, r.Phase}
 		if r.Kind == history.Seen {
@@ -155,7 +188,7 @@ func stepLatencies(h history.Log) []time.Duration {
 			// stall at a fault is cut off by its hit record above.)
 		default:
 			if prev, ok := last[k]; ok && at >= prev {
-				out = append(out, time.Duration(at-prev)*time.Millisecond)
+				out = append(out, step{time.Duration(at-prev) * time.Millisecond, r.Event.Kind})
 			}
 		}
 		last[k] = at
@@ -255,17 +288,24 @@ func (r *Runner) calibrateOnce(ctx context.Context, parallel int, start time.Tim
 	}
 	wg.Wait()
 	var lat []time.Duration
+	var longest step
 	lost := false
 	for _, res := range results {
 		if res.Verdict == Undecided {
 			return r.Timing(), false, fmt.Errorf("calibration on backend %s: %s", r.backend.Name, strings.Join(res.Notes, "; "))
 		}
 		lat = append(lat, stepLatencies(res.Timeline)...)
+		if l := longestStep(res.Timeline); l.took >= longest.took {
+			longest = l
+		}
 		for _, rec := range res.Timeline {
 			lost = lost || (rec.Kind == history.Event && rec.Event != nil && rec.Event.Kind == reference.EvLeaseLost)
 		}
 	}
 	med, p99, mx := latencyStats(lat)
+	if err := r.fixedTTLCovers(tm.LeaseTTL, p99, longest, lost); err != nil {
+		return r.Timing(), false, err
+	}
 	cal := &Calibration{Workers: parallel, Steps: len(lat), Median: med, P99: p99, Max: mx, Took: time.Since(start)}
 	r.timing.mu.Lock()
 	if r.cfg.Adaptive {
@@ -280,6 +320,119 @@ func (r *Runner) calibrateOnce(ctx context.Context, parallel int, start time.Tim
 	t := r.timing.t
 	r.timing.mu.Unlock()
 	return t, lost, nil
+}
+
+// stepResolution is how finely the history times a step (its events'
+// milliseconds): a step measured at d may have taken up to d plus this.
+const stepResolution = time.Millisecond
+
+// TTLTooShortError is a fixed lease TTL on the wall clock shorter than the
+// steps it must cover: a live holder renews its lease once less than half
+// is left, so it keeps the lease only while every step takes under half
+// the TTL; past that it is refused mid-operation, and the verdicts would
+// be about the timing, not the store. The run is undecided.
+type TTLTooShortError struct {
+	TTL time.Duration
+	// Longest is the longest step measured, up to the resolution of the
+	// measurement; Ended the event that ended it; LostLease says a live
+	// worker lost its lease outright.
+	Longest   time.Duration
+	Ended     string
+	LostLease bool
+	// Need is the least TTL the measurement asks for.
+	Need time.Duration
+	// By is what measured the steps: the calibration, or a case.
+	By string
+}
+
+// tooShort says whether a lease TTL covers steps whose 99th percentile
+// was p99 and longest l (lost: a live worker lost its lease), as
+// measured by by: nil, or why not.
+func tooShort(ttl, p99 time.Duration, l step, lost bool, by string) *TTLTooShortError {
+	up := l.took + stepResolution
+	if !lost && 2*up <= ttl {
+		return nil
+	}
+	need := roundTTL(max(ttlPerMaxStep*up, ttlPerP99Step*(p99+stepResolution)))
+	return &TTLTooShortError{TTL: ttl, Longest: up, Ended: cmp.Or(l.ended, "first"), LostLease: lost, Need: need, By: by}
+}
+
+func (e *TTLTooShortError) Error() string {
+	s := fmt.Sprintf("lease TTL %s is shorter than the steps it must cover: a live holder keeps its lease only while each step takes under half the TTL, and %s measured steps of up to %s (timed to the millisecond; the longest ended in the worker's %s event)",
+		e.TTL, e.By, e.Longest, e.Ended)
+	if e.LostLease {
+		s += ", and a live worker lost its lease to a slow step"
+	}
+	return s + fmt.Sprintf("; raise --lease-ttl to at least %s (or leave it out: with --wall-clock the TTL then follows the measured steps)", e.Need)
+}
+
+// fixedWallTTL says the run keeps a lease TTL fixed on the wall clock: the
+// one timing whose steps can outrun it. An adaptive run raises its TTL
+// instead, and on the harness clock or in process a step takes no lease
+// time.
+func (r *Runner) fixedWallTTL() bool { return !r.cfg.Adaptive && !r.cfg.InProcess && r.cfg.WallClock }
+
+// fixedTTLCovers says whether a fixed lease TTL on the wall clock covers
+// the steps a calibration measured (p99 and the longest, lost: a worker
+// lost its lease).
+func (r *Runner) fixedTTLCovers(ttl, p99 time.Duration, longest step, lost bool) error {
+	if !r.fixedWallTTL() {
+		return nil
+	}
+	if short := tooShort(ttl, p99, longest, lost, "the fault-free calibration run"); short != nil {
+		return short
+	}
+	return nil
+}
+
+// fixedTTLGate runs the calibration ahead of the probe in a run with a
+// fixed lease TTL on the wall clock: a TTL too short for the steps would
+// leave the probe's cases not exercised, or worse, and the report would
+// blame the store; the TTLTooShortError says why the run is undecided
+// instead. Any other calibration error is left to the probe and RunAll,
+// which meet it again.
+func (r *Runner) fixedTTLGate(ctx context.Context) error {
+	if !r.fixedWallTTL() {
+		return nil
+	}
+	var short *TTLTooShortError
+	if _, err := r.Calibrate(ctx, 1); errors.As(err, &short) {
+		return err
+	}
+	return nil
+}
+
+// outranTTL makes a case of a run with a fixed lease TTL on the wall
+// clock undecided when its own steps outran the TTL: a live holder then
+// lost its lease mid-operation, and a failure says that (seen: I3 and I5
+// with --lease-ttl 10ms and steps of 120-180ms under the matrix's load,
+// which the calibration's one worker had measured at 4ms), not that the
+// store is wrong; nor does a fault that did not fire for lack of lease
+// time (timing), or whose competitors did not meet as the case needs
+// while its steps outran the TTL (interleaving), make the store NOT
+// CERTIFIED. An adaptive run raises its TTL and runs such a case again
+// instead.
+func (r *Runner) outranTTL(res CaseResult, tm Timing) CaseResult {
+	var cause Cause
+	if res.NotExercised != nil {
+		cause = res.NotExercised.Cause
+	}
+	timing := res.Verdict == NotExercised && cause == CauseTiming
+	if res.Verdict != Fail && !timing && !(res.Verdict == NotExercised && cause == CauseInterleaving) || !r.fixedWallTTL() {
+		return res
+	}
+	_, p99, _ := latencyStats(stepLatencies(res.Timeline))
+	short := tooShort(tm.LeaseTTL, p99, longestStep(res.Timeline), timing, "this case")
+	if short == nil {
+		return res
+	}
+	what := fmt.Sprintf("the %s it broke say", strings.Join(res.Broken(), ", "))
+	if res.Verdict == NotExercised {
+		what = fmt.Sprintf("its fault not firing (%s) says", res.NotExercised.Detail)
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("its steps outran the lease TTL, so %s nothing of the store: %s", what, short))
+	res.Verdict, res.Violations, res.NotExercised = Undecided, nil, nil
+	return res
 }
 
 // rescaleFrom raises the TTL when a case's workers took steps so long that a

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
@@ -288,5 +289,94 @@ func TestHungOnServerIsRunAgain(t *testing.T) {
 	}
 	if (Backend{Embedded: true}).serverBacked() || (Backend{Volatile: true}).serverBacked() || !(Backend{Name: "postgres"}).serverBacked() {
 		t.Error("serverBacked: only a backend neither embedded nor volatile keeps its stores in servers")
+	}
+}
+
+// A fixed lease TTL on the wall clock must cover twice the longest step
+// the calibration measured, counted up to the millisecond the history
+// times it to: a shorter one (--wall-clock --lease-ttl 1ms gave NOT
+// CERTIFIED with I3 and I5 on the reference) is an error naming the step
+// and the TTL to raise it to. Adaptive runs, the harness clock and the
+// in-process mode have nothing to check.
+func TestFixedTTLMustCoverTheMeasuredSteps(t *testing.T) {
+	wall := &Runner{cfg: Config{WallClock: true}}
+	slow := step{took: 12 * time.Millisecond, ended: reference.EvPrepared}
+	err := wall.fixedTTLCovers(10*time.Millisecond, 3*time.Millisecond, slow, false)
+	short, ok := err.(*TTLTooShortError)
+	if !ok {
+		t.Fatalf("TTL 10ms over a 12ms step: %v, want a TTLTooShortError", err)
+	}
+	if short.Longest != 13*time.Millisecond || short.Need != 50*time.Millisecond || short.Ended != reference.EvPrepared {
+		t.Fatalf("%+v: want the step up to 13ms, ended in prepared, and a TTL of at least 50ms (3 x 13ms, rounded up)", short)
+	}
+	for _, want := range []string{"lease TTL 10ms is shorter than the steps it must cover", "steps of up to 13ms", "worker's prepared event", "raise --lease-ttl to at least 50ms"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q lacks %q", err, want)
+		}
+	}
+	if err := wall.fixedTTLCovers(26*time.Millisecond, 3*time.Millisecond, slow, false); err != nil {
+		t.Errorf("TTL 26ms over a step of up to 13ms: %v", err)
+	}
+	if err := wall.fixedTTLCovers(time.Second, 3*time.Millisecond, slow, true); err == nil || !strings.Contains(err.Error(), "a live worker lost its lease to a slow step") {
+		t.Errorf("a calibration worker that lost its lease: %v", err)
+	}
+	for _, cfg := range []Config{{WallClock: true, Adaptive: true}, {}, {WallClock: true, InProcess: true}} {
+		if err := (&Runner{cfg: cfg}).fixedTTLCovers(time.Millisecond, time.Second, step{took: time.Second}, true); err != nil {
+			t.Errorf("%+v: %v, want nothing to check", cfg, err)
+		}
+	}
+}
+
+// A failing case of a fixed wall-clock run whose own steps outran the
+// lease TTL is undecided, naming the step and the TTL to raise to: with
+// --wall-clock --lease-ttl 10ms the matrix's load stretched steps to
+// 120-180ms (the calibration's one worker measured 4ms) and three cases
+// of the reference ended FAIL with I3 and I5. A case whose steps fit, or
+// any other mode, keeps its verdict.
+func TestFailureWhoseStepsOutranTheTTLIsUndecided(t *testing.T) {
+	slow := history.Log{ev("w", 0, reference.EvInvoke, 0), ev("w", 0, reference.EvLeaseAcquire, 1), ev("w", 0, reference.EvPrepared, 181)}
+	failing := func(h history.Log) CaseResult {
+		return CaseResult{Verdict: Fail, Timeline: h, Violations: []check.Violation{{Invariant: check.I5}, {Invariant: check.I3}}}
+	}
+	wall := &Runner{cfg: Config{WallClock: true}}
+	got := wall.outranTTL(failing(slow), Timing{LeaseTTL: 10 * time.Millisecond})
+	if got.Verdict != Undecided || len(got.Violations) != 0 || len(got.Notes) != 1 {
+		t.Fatalf("verdict %s, violations %v, notes %q: want undecided with one note", got.Verdict, got.Violations, got.Notes)
+	}
+	for _, want := range []string{"the I3, I5 it broke say nothing of the store", "lease TTL 10ms is shorter than the steps it must cover", "this case measured steps of up to 181ms", "worker's prepared event", "raise --lease-ttl to at least 750ms"} {
+		if !strings.Contains(got.Notes[0], want) {
+			t.Errorf("note %q lacks %q", got.Notes[0], want)
+		}
+	}
+	if got := wall.outranTTL(failing(slow), Timing{LeaseTTL: 400 * time.Millisecond}); got.Verdict != Fail {
+		t.Errorf("steps of 181ms under a 400ms TTL: %s, want the failure kept", got.Verdict)
+	}
+	// A fault that did not fire for lack of lease time: undecided too,
+	// never NOT CERTIFIED, even when the steps the history times look short.
+	quick := history.Log{ev("w", 0, reference.EvInvoke, 0), ev("w", 0, reference.EvLeaseAcquire, 1), ev("w", 0, reference.EvPrepared, 3)}
+	missed := CaseResult{Verdict: NotExercised, Timeline: quick, NotExercised: &NotExercisedReason{Cause: CauseTiming, Detail: "worker fault lost its lease on d4"}}
+	got = wall.outranTTL(missed, Timing{LeaseTTL: 400 * time.Millisecond})
+	if got.Verdict != Undecided || got.NotExercised != nil || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "its fault not firing (worker fault lost its lease on d4) says nothing of the store") {
+		t.Errorf("not exercised for lack of time: %s %q, want undecided with a note", got.Verdict, got.Notes)
+	}
+	// Competitors that did not meet: undecided when the steps outran the
+	// TTL, kept (it may be the store steering the service away) when not.
+	met := func(h history.Log) CaseResult {
+		return CaseResult{Verdict: NotExercised, Timeline: h, NotExercised: &NotExercisedReason{Cause: CauseInterleaving, Detail: "other never committed"}}
+	}
+	if got := wall.outranTTL(met(slow), Timing{LeaseTTL: 50 * time.Millisecond}); got.Verdict != Undecided || !strings.Contains(got.Notes[0], "(other never committed) says nothing of the store") {
+		t.Errorf("interleaving with steps of 181ms under 50ms: %s %q, want undecided", got.Verdict, got.Notes)
+	}
+	if got := wall.outranTTL(met(quick), Timing{LeaseTTL: 50 * time.Millisecond}); got.Verdict != NotExercised {
+		t.Errorf("interleaving with steps of 2ms under 50ms: %s, want it kept", got.Verdict)
+	}
+	unreachable := CaseResult{Verdict: NotExercised, Timeline: slow, NotExercised: &NotExercisedReason{Cause: CauseUnreachable}}
+	if got := wall.outranTTL(unreachable, Timing{LeaseTTL: 10 * time.Millisecond}); got.Verdict != NotExercised {
+		t.Errorf("not exercised, unreachable: %s, want it kept", got.Verdict)
+	}
+	for _, cfg := range []Config{{WallClock: true, Adaptive: true}, {}, {WallClock: true, InProcess: true}} {
+		if got := (&Runner{cfg: cfg}).outranTTL(failing(slow), Timing{LeaseTTL: 10 * time.Millisecond}); got.Verdict != Fail {
+			t.Errorf("%+v: %s, want the failure kept", cfg, got.Verdict)
+		}
 	}
 }

@@ -51,9 +51,6 @@ func benchCmd() *cobra.Command {
 		ctx := cmd.Context()
 		defer tuneGC(true)() // every figure with the GC certify runs with
 		defer tuneProcs(parallel)()
-		if rounds < 1 {
-			return fmt.Errorf("--rounds must be at least 1")
-		}
 		if benchDir == "" {
 			benchDir = benchRoot()
 		}
@@ -182,6 +179,7 @@ func benchCmd() *cobra.Command {
 	fl.IntVar(&cycleParallel, "cycle-parallel", 16, "cycles at once")
 	fl.DurationVar(&cycleTTL, "cycle-lease-ttl", 50*time.Millisecond, "lease TTL for the cycles (a killed worker blocks its document this long)")
 	fl.DurationVar(&exploreFor, "explore", 10*time.Second, "how long each exploration rate is measured (0 skips the exploration figures)")
+	cmd.PreRunE = checkFlags
 	return cmd
 }
 

@@ -41,9 +41,6 @@ func benchStoreCmd() *cobra.Command {
 			if command == "" {
 				return fmt.Errorf("--store-cmd is required")
 			}
-			if calls < 1 || rounds < 0 {
-				return fmt.Errorf("--calls must be at least 1, --rounds at least 0")
-			}
 			if benchDir == "" {
 				benchDir = benchRoot()
 			}
@@ -148,6 +145,7 @@ func benchStoreCmd() *cobra.Command {
 	fl.IntVar(&calls, "calls", 2000, "store calls timed for the cost per call")
 	fl.IntVar(&rounds, "rounds", 1, "matrix rounds on each backend (0: the cost per call only)")
 	fl.IntVar(&parallel, "parallel", 12, "cases at once in the matrices")
+	cmd.PreRunE = checkFlags
 	return cmd
 }
 

@@ -95,7 +95,11 @@ invariant is shrunk, written as a scenario in the workdir and reported as
 a failing case; --explore 0 turns it off and the verdict says so. With
 --shard i/n each shard explores every n-th schedule from i.
 
-Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant broke (or a fault did not fire), 2 undecided.`,
+Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant broke (or a fault did not fire), 2 undecided,
+or a setup the run cannot vouch for, before any case: a flag empty, out of range or for
+another backend; a --workdir another run is using; with --wall-clock, a --lease-ttl
+shorter than twice the longest step the calibration measured (a case whose own steps
+outran it is undecided too, never a failure).`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCertify(cmd, f) },
 	}
 	fl := cmd.Flags()
@@ -106,7 +110,7 @@ Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant 
 	fl.StringSliceVar(&f.kinds, "kind", nil, "only these fault kinds")
 	fl.IntVar(&f.tear, "tear", faults.TearPage, "what the torn-write column (--kind torn-write) keeps or loses whole of the writes not synced: 4096 (4 KiB pages, as the page cache writes them back), 512 (disk sectors: a page can survive in part) or a smaller power of two down to 1 (a tear inside one sector); its cases' IDs then end in -512 (-N)")
 	fl.StringSliceVar(&f.only, "class", nil, "only these case classes")
-	fl.StringVar(&f.workdir, "workdir", "", "where case data and histories go (default: a temporary folder, removed on success, under TMPDIR when set, else on /dev/shm (tmpfs) when it has 1 GiB free: a SIGKILL keeps the page cache, and a busy disk's fsync could outlast a worker's deadline)")
+	fl.StringVar(&f.workdir, "workdir", "", "where case data and histories go, one run at a time (a second run on the folder exits 2) (default: a temporary folder, removed on success, under TMPDIR when set, else on /dev/shm (tmpfs) when it has 1 GiB free: a SIGKILL keeps the page cache, and a busy disk's fsync could outlast a worker's deadline)")
 	fl.StringVar(&f.jsonOut, "json", "", "write the JSON report here")
 	fl.StringVar(&f.junitOut, "junit", "", "write JUnit XML here")
 	fl.StringVar(&f.html, "html", "", "write the self-contained HTML report here")
@@ -126,6 +130,7 @@ Exit code: 0 certified (with --shard: the shard's cases passed), 1 an invariant 
 	fl.BoolVar(&f.inProcess, "in-process", false, "simulate crashes in-process (workers are goroutines, time is simulated) instead of killing processes")
 	fl.StringVar(&f.shard, "shard", "", "i/n: run only shard i of n of the matrix (0 <= i < n); merge the shards' JSON reports with crashmatrix merge")
 	fl.BoolVar(&f.inProcessFiles, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
+	cmd.PreRunE = checkFlags
 	return cmd
 }
 
@@ -151,6 +156,11 @@ func parseBugs(names []string) ([]reference.Bug, error) {
 
 func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	out := cmd.OutOrStdout()
+	release, err := lockWorkdir(cmd, f.workdir)
+	if err != nil {
+		return err
+	}
+	defer release()
 	var points []faults.Point
 	for _, p := range f.points {
 		pp, err := faults.ParsePoint(p)
@@ -189,16 +199,10 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		}
 		shard = &s
 	}
-	if f.randomKills < 0 {
-		return fmt.Errorf("--random-kills %d: must not be negative", f.randomKills)
-	}
-	if f.explore < 0 {
-		return fmt.Errorf("--explore %d: must not be negative (0 turns the exploration off)", f.explore)
-	}
 	if f.randomKills > 0 && f.inProcess {
 		return fmt.Errorf("--random-kills needs real worker processes: a goroutine cannot be stopped at an instant (drop --in-process)")
 	}
-	spec, err := f.store.spec(f.backend, f.inProcess)
+	spec, err := f.store.spec(f.inProcess)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -59,18 +58,22 @@ then replayed on the real store (SQLite, in-process); the output and the
 scenario file say how often it broke there, and one that never did is marked
 as a finding of the simulated store only.
 
-Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 2 error or interrupted (SIGINT, SIGTERM) before the budget was spent.`,
+Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 2 error or interrupted (SIGINT, SIGTERM) before the budget was spent,
+or a setup the run cannot vouch for (a flag empty, out of range or for another backend; a --workdir another run is using).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
+			release, err := lockWorkdir(cmd, workdir)
+			if err != nil {
+				return err
+			}
+			defer release()
 			si, sn := 0, 1
 			if shard != "" {
-				a, b, ok := strings.Cut(shard, "/")
-				i, e1 := strconv.Atoi(a)
-				n, e2 := strconv.Atoi(b)
-				if !ok || e1 != nil || e2 != nil || n < 1 || i < 0 || i >= n {
-					return fmt.Errorf("--shard %q: want i/n with 0 <= i < n", shard)
+				s, err := sim.ParseShard(shard)
+				if err != nil {
+					return err
 				}
-				si, sn = i, n
+				si, sn = s.Index, s.Count
 			}
 			if target != "" {
 				inv, err := check.ParseInvariant(target)
@@ -79,18 +82,10 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 				}
 				target = inv.Short()
 			}
-			if randomKills < 0 || randomKills > 1 {
-				return fmt.Errorf("--random-kills %v: want a share between 0 and 1", randomKills)
-			}
-			if powerLoss < 0 || powerLoss > 1 {
-				return fmt.Errorf("--power-loss %v: want a share between 0 and 1", powerLoss)
-			}
 			if err := faults.CheckTear(tear); err != nil {
 				return fmt.Errorf("--tear: %w", err)
 			}
 			switch {
-			case tornWrite < 0 || tornWrite > 1:
-				return fmt.Errorf("--torn-write %v: want a share between 0 and 1", tornWrite)
 			case tornWrite > 0 && powerLoss == 0:
 				return fmt.Errorf("--torn-write %v is a share of the power losses: give --power-loss too", tornWrite)
 			case tear != faults.TearPage && tornWrite == 0:
@@ -123,7 +118,7 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 			}
 			// A store in any language (--store-cmd) runs as a child of each
 			// worker process: only --processes can kill it with its worker.
-			spec, err := store.spec(backendName, !processes)
+			spec, err := store.spec(!processes)
 			if err != nil {
 				return err
 			}
@@ -362,9 +357,10 @@ Exit code: 0 nothing found within the budget, 1 a violation (scenario written), 
 	fl.StringSliceVar(&bugs, "bug", nil, "run the reference as a mutant: "+bugNames())
 	fl.StringVar(&mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure), "+sim.MutantRenewIgnoresHolder+" (SQL stores: a lease renewal that ignores the holder and its token)")
 	fl.StringVar(&outDir, "out", "crashmatrix-findings", "where the shrunk scenario is written")
-	fl.StringVar(&workdir, "workdir", "", "scratch directory (default: a temporary one, under TMPDIR when set, else on /dev/shm when it has 1 GiB free)")
+	fl.StringVar(&workdir, "workdir", "", "scratch directory, one run at a time (a second run on the folder exits 2) (default: a temporary one, under TMPDIR when set, else on /dev/shm when it has 1 GiB free)")
 	fl.StringVar(&from, "from", "", "start every schedule from the initial block of this scenario file (crashmatrix snapshot writes one); a scenario whose steps arm faults (a random kill's finding) is shrunk instead, under its bugs, mutant, seed and lease TTL")
 	server.register(fl)
+	cmd.PreRunE = checkFlags
 	return cmd
 }
 

@@ -1,6 +1,12 @@
 // Command crashmatrix proves that an implementation of the crash-safe
 // graph-ingestion protocol, and every store under it, survives a process
 // kill at every crash window.
+//
+// Exit codes: 0 certified, 1 an invariant broke, 2 undecided. A run that
+// cannot vouch for its own setup exits 2 before any verdict and says why:
+// a flag empty, out of range, or for another backend or execution mode; a
+// --workdir another run is using; with --wall-clock, a --lease-ttl shorter
+// than the steps it must cover (each command's --help has its own).
 package main
 
 import (

@@ -35,9 +35,15 @@ deterministically and compares the outcome with the scenario's expect block.
 N times and requires the same verdict and the same history every time.
 
 Exit code: 0 every scenario met its expectation, 1 one did not, 2 a file did
-not load or a run was undecided.`,
+not load, a run was undecided, or a setup the run cannot vouch for (a flag
+empty, out of range or for another backend; a --workdir another run is using).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
+			release, err := lockWorkdir(cmd, workdir)
+			if err != nil {
+				return err
+			}
+			defer release()
 			var scs []*scenarios.Scenario
 			var loadErrs []error
 			// Where each scenario's file is, for its replay command.
@@ -68,7 +74,7 @@ not load or a run was undecided.`,
 			if len(scs) == 0 {
 				return fmt.Errorf("no scenario given (pass files or --library)")
 			}
-			spec, err := store.spec(backendName, inProcess)
+			spec, err := store.spec(inProcess)
 			if err != nil {
 				return err
 			}
@@ -243,13 +249,14 @@ not load or a run was undecided.`,
 	fl.BoolVar(&files, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
 	fl.BoolVar(&library, "library", false, "run the built-in scenario library")
 	fl.IntVar(&repeat, "repeat", 1, "replay each scenario N times; all must agree (the replays of a wall-clock kill, a kill: block, are counted instead: timing decides where it lands)")
-	fl.StringVar(&workdir, "workdir", "", "where histories go (default: a temporary folder, removed when every scenario met its expectation, under TMPDIR when set, else on /dev/shm when it has 1 GiB free)")
+	fl.StringVar(&workdir, "workdir", "", "where histories go, one run at a time (a second run on the folder exits 2) (default: a temporary folder, removed when every scenario met its expectation, under TMPDIR when set, else on /dev/shm when it has 1 GiB free)")
 	fl.BoolVar(&keep, "keep", false, "keep the histories even when every scenario met its expectation")
 	fl.StringVar(&html, "html", "", "write the self-contained HTML report here (the scenarios' verdicts, violations and timelines)")
 	fl.StringVar(&jsonOut, "json", "", "write the JSON report here")
 	fl.StringVar(&junitOut, "junit", "", "write JUnit XML here")
 	fl.BoolVarP(&details, "details", "v", false, "print each scenario's violations with their evidence, its history and its replay command")
 	server.register(fl)
+	cmd.PreRunE = checkFlags
 	return cmd
 }
 

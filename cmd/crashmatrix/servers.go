@@ -92,6 +92,7 @@ func (s *serverFlags) setUp(cmd *cobra.Command, backend string) (name, self stri
 // prepare resolves the backend name, starts containers when asked, and
 // exports what worker processes need through the environment (secrets
 // never go into spec files or reports). The cleanup stops what it started.
+// A flag given for another backend was refused before (checkFlags).
 func (s *serverFlags) prepare(ctx context.Context, log io.Writer, backend string) (string, func(), error) {
 	nothing := func() {}
 	if known := append(sim.BackendNames(), "containers"); !slices.Contains(known, backend) {
@@ -113,16 +114,10 @@ func (s *serverFlags) prepare(ctx context.Context, log io.Writer, backend string
 			os.Setenv(servers.EnvNeo4jPassword, s.neo4jPassword)
 		}
 	}
-	if backend != "containers" && len(s.postgresConfig) > 0 {
-		return "", nothing, fmt.Errorf("--postgres-config needs --backend containers (crashmatrix starts that server; configure your own server yourself)")
-	}
 	commands := s.postgresKill != "" || s.postgresStart != "" || s.neo4jKill != "" || s.neo4jStart != ""
 	ownFaults := backend != "containers" && s.serverFaultsSet && s.serverFaults
 	if commands && !ownFaults {
 		return "", nothing, fmt.Errorf("--postgres-kill/--postgres-start/--neo4j-kill/--neo4j-start need --postgres-dsn and --server-faults (with --backend containers crashmatrix kills its own servers)")
-	}
-	if ownFaults && backend != "postgres" {
-		return "", nothing, fmt.Errorf("--server-faults needs --backend containers, or your own servers: --postgres-dsn (and --neo4j-uri)")
 	}
 	switch backend {
 	case "containers":

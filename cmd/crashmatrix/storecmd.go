@@ -43,13 +43,11 @@ func (s *storeCmdFlags) register(fl *pflag.FlagSet, conformance bool) {
 }
 
 // spec returns the store-cmd backend spec when a store command was given
-// (an empty spec otherwise).
-func (s *storeCmdFlags) spec(backend string, inProcess bool) (sim.BackendSpec, error) {
+// (an empty spec otherwise); checkFlags refused another --backend and a
+// blank command before.
+func (s *storeCmdFlags) spec(inProcess bool) (sim.BackendSpec, error) {
 	if s.command == "" && s.planSave == "" {
 		return sim.BackendSpec{}, nil
-	}
-	if backend != "sqlite" && backend != storecmd.Name {
-		return sim.BackendSpec{}, fmt.Errorf("--store-cmd/--plansave-cmd name the backend themselves; drop --backend %s", backend)
 	}
 	if s.command == "" {
 		return sim.BackendSpec{}, fmt.Errorf("--plansave-cmd needs --store-cmd too (the run calibrates its timings on System A); for System B's windows only, add --point %s,%s,%s",

@@ -13,9 +13,9 @@ func TestRandomKillFlagsAreChecked(t *testing.T) {
 		want string
 	}{
 		{[]string{"certify", "--random-kills", "3", "--in-process"}, "--random-kills needs real worker processes"},
-		{[]string{"certify", "--random-kills", "-1"}, "--random-kills -1: must not be negative"},
+		{[]string{"certify", "--random-kills", "-1"}, "--random-kills -1: want at least 0"},
 		{[]string{"explore", "--random-kills", "0.5"}, "--random-kills needs --processes"},
-		{[]string{"explore", "--random-kills", "2", "--processes"}, "want a share between 0 and 1"},
+		{[]string{"explore", "--random-kills", "2", "--processes"}, "want between 0 and 1 (a share)"},
 		{[]string{"certify", "--point", "mystore/bad/name"}, `store window "mystore/bad/name"`},
 		{[]string{"certify", "--point", "mystore/afterRow", "--in-process", "--quiet", "--workdir", t.TempDir()}, "the probe run never reached this store window"},
 	} {

@@ -1,0 +1,30 @@
+package properties
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// The Go API checks its numbers as the command line does: a lease TTL of
+// 1ns reached the workers as 0ms (the service's 2s default) and the run
+// failed I7, blaming the store; a negative TTL silently adapted.
+func TestCrashOptionsAreRangeChecked(t *testing.T) {
+	for _, c := range []struct {
+		o    CrashOptions
+		want string
+	}{
+		{CrashOptions{LeaseTTL: time.Nanosecond}, "CrashOptions.LeaseTTL 1ns: want a whole number of milliseconds"},
+		{CrashOptions{LeaseTTL: -time.Second}, "CrashOptions.LeaseTTL -1s"},
+		{CrashOptions{LeaseTTL: 1500 * time.Microsecond}, "CrashOptions.LeaseTTL 1.5ms"},
+		{CrashOptions{Parallel: -1}, "CrashOptions.Parallel -1"},
+		{CrashOptions{RandomKills: -2}, "CrashOptions.RandomKills -2"},
+	} {
+		if _, _, err := crashOptions([]CrashOptions{c.o}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error containing %q", c.o, err, c.want)
+		}
+	}
+	if _, _, err := crashOptions([]CrashOptions{{LeaseTTL: 300 * time.Millisecond, Parallel: 2, RandomKills: 3}}); err != nil {
+		t.Errorf("valid options: %v", err)
+	}
+}
