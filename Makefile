@@ -15,6 +15,8 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/crashmatrix
 	$(GO) build -o bin/crashmatrix-worker ./cmd/crashmatrix-worker
+	$(GO) build -o bin/crashmatrix-worker-servers ./cmd/crashmatrix-worker-servers
+	$(GO) build -o bin/crashmatrix-worker-storecmd ./cmd/crashmatrix-worker-storecmd
 
 # Container images for the server backends on machines without Docker or a
 # registry: podman from Debian, PostgreSQL from Debian packages, Neo4j 5.26
