@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
@@ -277,59 +278,62 @@ func WriteHTML(w io.Writer, rep Report) error {
 		Details   []CaseResult
 		Broken    []string
 	}{rep, Columns(rep), rows, classRows, details, rep.Broken()}
-	return htmlReport.Execute(w, data)
+	return htmlReport().Execute(w, data)
 }
 
-var htmlReport = template.Must(template.New("report").Funcs(template.FuncMap{
-	"ms": func(d time.Duration) string { return d.Round(time.Millisecond).String() },
-	"ev": func(r history.Record) string {
-		switch r.Kind {
-		case history.Event:
-			e := r.Event
-			s := e.Kind
-			if e.From != "" || e.To != "" {
-				s += fmt.Sprintf(" %s→%s", e.From, e.To)
+// htmlReport is parsed on first use, not when the package starts: every
+// worker process links sim and never writes a report.
+var htmlReport = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"ms": func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+		"ev": func(r history.Record) string {
+			switch r.Kind {
+			case history.Event:
+				e := r.Event
+				s := e.Kind
+				if e.From != "" || e.To != "" {
+					s += fmt.Sprintf(" %s→%s", e.From, e.To)
+				}
+				if e.Revision != 0 {
+					s += fmt.Sprintf(" rev %d", e.Revision)
+				}
+				if e.Token != 0 {
+					s += fmt.Sprintf(" token %d", e.Token)
+				}
+				if e.OperationID != "" {
+					s += " op " + e.OperationID
+				}
+				if e.Detail != "" {
+					s += " — " + e.Detail
+				}
+				return s
+			case history.Hit:
+				return fmt.Sprintf("FAILPOINT %s fired: %s", r.Point, r.Fault)
+			case history.Model:
+				return fmt.Sprintf("model call %d for %s", r.Call, r.Op)
+			case history.Start:
+				return fmt.Sprintf("start (%d actions)", r.Actions)
+			case history.Exit:
+				return "exit: " + r.Reason
+			case history.Action:
+				return fmt.Sprintf("action #%d %s %s%s", r.Index, r.Do, r.Doc, r.Thread)
 			}
-			if e.Revision != 0 {
-				s += fmt.Sprintf(" rev %d", e.Revision)
+			s := string(r.Kind) + fmt.Sprintf(" #%d %s", r.Index, r.Do)
+			if o := r.Result; o != nil {
+				s += fmt.Sprintf(" %s %s rev %d", o.Op, o.Outcome, o.Revision)
+				if o.Status != "" {
+					s += fmt.Sprintf(" status %s plan %d", o.Status, o.PlanID)
+				}
+				if o.Rounds != 0 {
+					s += fmt.Sprintf(" rounds %d quiet %v", o.Rounds, o.Quiet)
+				}
 			}
-			if e.Token != 0 {
-				s += fmt.Sprintf(" token %d", e.Token)
-			}
-			if e.OperationID != "" {
-				s += " op " + e.OperationID
-			}
-			if e.Detail != "" {
-				s += " — " + e.Detail
+			if r.Err != "" {
+				s += " — error: " + r.Err
 			}
 			return s
-		case history.Hit:
-			return fmt.Sprintf("FAILPOINT %s fired: %s", r.Point, r.Fault)
-		case history.Model:
-			return fmt.Sprintf("model call %d for %s", r.Call, r.Op)
-		case history.Start:
-			return fmt.Sprintf("start (%d actions)", r.Actions)
-		case history.Exit:
-			return "exit: " + r.Reason
-		case history.Action:
-			return fmt.Sprintf("action #%d %s %s%s", r.Index, r.Do, r.Doc, r.Thread)
-		}
-		s := string(r.Kind) + fmt.Sprintf(" #%d %s", r.Index, r.Do)
-		if o := r.Result; o != nil {
-			s += fmt.Sprintf(" %s %s rev %d", o.Op, o.Outcome, o.Revision)
-			if o.Status != "" {
-				s += fmt.Sprintf(" status %s plan %d", o.Status, o.PlanID)
-			}
-			if o.Rounds != 0 {
-				s += fmt.Sprintf(" rounds %d quiet %v", o.Rounds, o.Quiet)
-			}
-		}
-		if r.Err != "" {
-			s += " — error: " + r.Err
-		}
-		return s
-	},
-}).Parse(`<!doctype html>
+		},
+	}).Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>crashmatrix report — {{.Rep.Backend}}</title>
 <style>
 body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
@@ -356,3 +360,4 @@ pre{background:#f6f6f6;padding:.5em;overflow-x:auto}ol.tl{font-family:monospace;
 </section>{{end}}
 </body></html>
 `))
+})
