@@ -1,7 +1,9 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -23,20 +25,20 @@ var registeredBy = map[string]string{
 	"store-cmd": module + "sim/storecmd",
 }
 
-// Each slim worker binary links its backend and none of the others' heavy
-// packages: the embedded worker, started hundreds of times by every
-// embedded matrix, carries no PostgreSQL or Neo4j driver, no container
-// library and no CLI; the servers' worker no SQLite; store-cmd's no store
-// in Go at all.
+// Each slim worker binary, as make build builds it, links its backend and
+// none of the others' heavy packages: the embedded worker, started
+// hundreds of times by every embedded matrix, carries no PostgreSQL or
+// Neo4j driver, no FUSE, no container library and no CLI; the servers'
+// worker no SQLite; store-cmd's no store in Go at all.
 func TestEachWorkerBinaryLinksOnlyItsBackend(t *testing.T) {
 	for _, tc := range []struct {
 		binary  string
 		without []string
 	}{
-		{"crashmatrix-worker", []string{"github.com/jackc/pgx", "github.com/neo4j/neo4j-go-driver", "github.com/testcontainers",
+		{"crashmatrix-worker", []string{"github.com/jackc/pgx", "github.com/neo4j/neo4j-go-driver", "github.com/hanwen/go-fuse", "github.com/testcontainers",
 			"github.com/docker", "github.com/spf13/cobra", module + "sim/servers", module + "sim/storecmd", module + "adapters/postgres", module + "adapters/neo4j", module + "report"}},
-		{"crashmatrix-worker-servers", []string{"modernc.org/sqlite", "github.com/spf13/cobra", module + "sim/embedded", module + "sim/storecmd"}},
-		{"crashmatrix-worker-storecmd", []string{"modernc.org/sqlite", "github.com/jackc/pgx", "github.com/neo4j/neo4j-go-driver", "github.com/spf13/cobra",
+		{"crashmatrix-worker-servers", []string{"modernc.org/sqlite", "github.com/hanwen/go-fuse", "github.com/spf13/cobra", module + "sim/embedded", module + "sim/storecmd"}},
+		{"crashmatrix-worker-storecmd", []string{"modernc.org/sqlite", "github.com/jackc/pgx", "github.com/hanwen/go-fuse", "github.com/neo4j/neo4j-go-driver", "github.com/spf13/cobra",
 			module + "sim/embedded", module + "sim/servers"}},
 	} {
 		deps := linked(t, tc.binary)
@@ -68,12 +70,31 @@ func TestEveryBackendHasAWorkerBinaryThatRegistersIt(t *testing.T) {
 	}
 }
 
-// linked lists the packages the binary cmd/<binary> links.
+// workerBuild is the Makefile's WORKER_BUILD: the environment and the go
+// build flags of the worker binaries.
+var workerBuild = regexp.MustCompile(`(?m)^WORKER_BUILD := ((?:[A-Z_]+=\S* )*)\$\(GO\) build(.*)$`)
+
+// linked lists the packages the binary cmd/<binary> links, built as the
+// Makefile builds it (its line in the build target, with WORKER_BUILD's
+// environment and flags).
 func linked(t *testing.T, binary string) []string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-deps", "../"+binary).CombinedOutput()
+	mk, err := os.ReadFile("../../Makefile")
 	if err != nil {
-		t.Fatalf("go list -deps ../%s: %v\n%s", binary, err, out)
+		t.Fatal(err)
+	}
+	m := workerBuild.FindSubmatch(mk)
+	if m == nil {
+		t.Fatal("the Makefile has no WORKER_BUILD := ... $(GO) build ... line")
+	}
+	if line := "\t$(WORKER_BUILD) -o bin/" + binary + " ./cmd/" + binary + "\n"; !strings.Contains(string(mk), line) {
+		t.Fatalf("make build does not build %s with WORKER_BUILD (no line %q)", binary, line)
+	}
+	cmd := exec.Command("go", append(append([]string{"list", "-deps"}, strings.Fields(string(m[2]))...), "../"+binary)...)
+	cmd.Env = append(os.Environ(), strings.Fields(string(m[1]))...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
 	}
 	return strings.Fields(string(out))
 }
