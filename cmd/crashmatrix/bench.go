@@ -89,6 +89,10 @@ func benchCmd() *cobra.Command {
 		}
 		defer removeEmpty()
 		workerLauncher := sim.BinaryLauncher{Path: self, Backend: backend}
+		// "crashmatrix-worker --floor", or "crashmatrix worker --floor"
+		// where no worker binary lies next to crashmatrix.
+		workerStart := workerLauncher.FloorCommand()
+		workerStartName := strings.Join(append([]string{filepath.Base(workerStart.Path)}, workerStart.Args[1:]...), " ")
 		var walls []time.Duration
 		// Each round's against the floor measured right after it, and
 		// the worker's own start next to the floor's.
@@ -130,9 +134,9 @@ func benchCmd() *cobra.Command {
 			startRatios = append(startRatios, startCPU.Seconds()/floorCPU.Seconds())
 			floorPerStart = append(floorPerStart, floorCPU/time.Duration(workers))
 			workerPerStart = append(workerPerStart, startCPU/time.Duration(workers))
-			fmt.Fprintf(out, "  spawn floor after round %d: %d empty Go processes started and exited, %d at a time, in %s (CPU %s): the round took %.2fx its wall time, %.2fx its CPU time; as many bare worker starts (%s --floor) in %s (CPU %s): %.2fx the floor's CPU\n",
+			fmt.Fprintf(out, "  spawn floor after round %d: %d empty Go processes started and exited, %d at a time, in %s (CPU %s): the round took %.2fx its wall time, %.2fx its CPU time; as many bare worker starts (%s) in %s (CPU %s): %.2fx the floor's CPU\n",
 				i+1, workers, parallel, floor.Round(time.Millisecond), floorCPU.Round(time.Millisecond), ratios[i], cpuRatios[i],
-				filepath.Base(workerLauncher.FloorCommand().Path), start.Round(time.Millisecond), startCPU.Round(time.Millisecond), startRatios[i])
+				workerStartName, start.Round(time.Millisecond), startCPU.Round(time.Millisecond), startRatios[i])
 		}
 		slices.Sort(ratios)
 		slices.Sort(cpuRatios)
@@ -145,8 +149,8 @@ func benchCmd() *cobra.Command {
 		}
 		fmt.Fprintf(out, "spawn floor (an empty Go binary, started as the supervisor starts a worker, measured after each round): the matrix takes median %.2fx the floor's CPU time (min %.2fx, max %.2fx over %d rounds; %s), median %.2fx its wall time\n",
 			cpuRatios[len(cpuRatios)/2], cpuRatios[0], cpuRatios[len(cpuRatios)-1], len(cpuRatios), floorTarget, ratios[len(ratios)/2])
-		fmt.Fprintf(out, "worker start (%s --floor: the worker's binary started and exited, next to the floor): median %s of CPU per start against %s for the empty Go binary, median %.2fx (min %.2fx, max %.2fx over %d rounds; target <= 2x: %s)\n",
-			filepath.Base(workerLauncher.FloorCommand().Path), workerPerStart[len(workerPerStart)/2].Round(time.Microsecond), floorPerStart[len(floorPerStart)/2].Round(time.Microsecond),
+		fmt.Fprintf(out, "worker start (%s: the worker's binary started and exited, next to the floor): median %s of CPU per start against %s for the empty Go binary, median %.2fx (min %.2fx, max %.2fx over %d rounds; target <= 2x: %s)\n",
+			workerStartName, workerPerStart[len(workerPerStart)/2].Round(time.Microsecond), floorPerStart[len(floorPerStart)/2].Round(time.Microsecond),
 			startRatios[len(startRatios)/2], startRatios[0], startRatios[len(startRatios)-1], len(startRatios), metOrNot(startRatios[len(startRatios)/2] <= 2))
 		sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
 		median := walls[len(walls)/2]
