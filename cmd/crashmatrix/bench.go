@@ -480,7 +480,7 @@ func benchStoreWindows(cmd *cobra.Command, server *serverFlags, self, backend, b
 		rep.WithProbe(probe, nil, sim.Selection{})
 		took := time.Since(start)
 		if rep.ExitCode != 0 {
-			sim.WriteMatrix(out, rep)
+			report.WriteTerminal(out, rep, report.Options{Command: "bench"})
 			fmt.Fprintf(out, "case data and histories: %s\n", work)
 			return fmt.Errorf("matrix with store windows and random kills, round %d, did not certify: the figure would be meaningless", i+1)
 		}
