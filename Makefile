@@ -12,9 +12,18 @@ PYTHON    := $(shell python3 -c 'import sys; print(sys.executable)' 2>/dev/null 
 
 all: build
 
+# The worker binaries (one per backend, each linking only its own) are
+# built without cgo: statically linked, a worker process starts without the
+# dynamic loader and the C library (a run starts thousands of them; nothing
+# in a worker needs cgo, SQLite included); and with the tag
+# crashmatrix_worker, which leaves out the lazy file system (FUSE) only a
+# supervisor mounts. cmd/crashmatrix-worker's tests check these lines.
+WORKER_BUILD := CGO_ENABLED=0 $(GO) build -tags crashmatrix_worker
 build:
 	$(GO) build -o $(BIN) ./cmd/crashmatrix
-	$(GO) build -o bin/crashmatrix-worker ./cmd/crashmatrix-worker
+	$(WORKER_BUILD) -o bin/crashmatrix-worker ./cmd/crashmatrix-worker
+	$(WORKER_BUILD) -o bin/crashmatrix-worker-servers ./cmd/crashmatrix-worker-servers
+	$(WORKER_BUILD) -o bin/crashmatrix-worker-storecmd ./cmd/crashmatrix-worker-storecmd
 
 # Container images for the server backends on machines without Docker or a
 # registry: podman from Debian, PostgreSQL from Debian packages, Neo4j 5.26

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/reference/plansave"
@@ -216,8 +217,9 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 // CheckI8: plan save. One row per (owner, operation_id); the checkpoint of
 // a saved thread names the first row's id; every id a retry returned is that
 // id; a conflicting retry failed loudly.
-// acceptedField finds the field a conflict probe changed in its error.
-var acceptedField = regexp.MustCompile(`another (\w+) was accepted`)
+// acceptedField finds the field a conflict probe changed in its error
+// (compiled on first use: every worker process links check).
+var acceptedField = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`another (\w+) was accepted`) })
 
 func CheckI8(s Snapshot, o Observed) []Violation {
 	var out []Violation
@@ -257,7 +259,7 @@ func CheckI8(s Snapshot, o Observed) []Violation {
 	}
 	for _, t := range o.ConflictAccepted {
 		what := "other content"
-		if m := acceptedField.FindStringSubmatch(t); m != nil {
+		if m := acceptedField().FindStringSubmatch(t); m != nil {
 			what = "another " + m[1] + " (every other field the same)"
 		}
 		out = append(out, Violation{Invariant: I8, Message: "a retry with the same operation_id and " + what + " was accepted instead of failing loudly", Evidence: []string{t}})

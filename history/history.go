@@ -366,8 +366,12 @@ func parseSuffix(b []byte, bad map[int]bool) (Log, error) {
 	return nil, err
 }
 
-// tornHead matches the worker and phase at the start of a record.
-var tornHead = regexp.MustCompile(`^\{"w":("(?:[^"\\]|\\.)*"),"phase":(\d+)[,}]`)
+// tornHead matches the worker and phase at the start of a record
+// (compiled on first use: a worker process writes records, never reads a
+// torn one).
+var tornHead = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\{"w":("(?:[^"\\]|\\.)*"),"phase":(\d+)[,}]`)
+})
 
 // tornRecord reports whether b is the first bytes of a record (JSON that
 // ends before its value does) and returns it as a Torn record.
@@ -380,7 +384,7 @@ func tornRecord(b []byte) (Record, bool) {
 		return Record{}, false
 	}
 	t := Record{Kind: Torn, Phase: -1, Note: string(b)}
-	if m := tornHead.FindSubmatch(b); m != nil {
+	if m := tornHead().FindSubmatch(b); m != nil {
 		var w string
 		phase, err := strconv.Atoi(string(m[2]))
 		if json.Unmarshal(m[1], &w) == nil && err == nil {

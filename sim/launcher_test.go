@@ -11,9 +11,10 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim"
 )
 
-// The spawn floor bench compares the matrix with must start the binary the
-// workers run from: crashmatrix-worker when it lies next to crashmatrix and
-// is no older, crashmatrix worker otherwise.
+// The worker's start bench reports must be that of the binary the workers
+// run from: the backend's slim worker binary (crashmatrix-worker for the
+// embedded ones) when it lies next to crashmatrix and is no older,
+// crashmatrix worker otherwise.
 func TestBinaryLauncherFloorStartsTheWorkersBinary(t *testing.T) {
 	dir := t.TempDir()
 	self, worker := filepath.Join(dir, "crashmatrix"), filepath.Join(dir, "crashmatrix-worker")
@@ -22,7 +23,7 @@ func TestBinaryLauncherFloorStartsTheWorkersBinary(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l := sim.BinaryLauncher{Path: self}
+	l := sim.BinaryLauncher{Path: self, Backend: "sqlite"}
 	old := time.Now().Add(-time.Hour)
 	for _, tc := range []struct {
 		name        string
@@ -40,6 +41,31 @@ func TestBinaryLauncherFloorStartsTheWorkersBinary(t *testing.T) {
 		}
 		if got := l.FloorCommand().Args; !slices.Equal(got, tc.floor) {
 			t.Errorf("%s: FloorCommand runs %q, want %q", tc.name, got, tc.floor)
+		}
+	}
+}
+
+// Each backend's workers run from its own slim binary, never from another
+// backend's (which would not know it) nor from a missing one.
+func TestBinaryLauncherPicksTheBackendsWorkerBinary(t *testing.T) {
+	dir := t.TempDir()
+	self := filepath.Join(dir, "crashmatrix")
+	for _, f := range []string{self, filepath.Join(dir, "crashmatrix-worker"), filepath.Join(dir, "crashmatrix-worker-storecmd")} {
+		if err := os.WriteFile(f, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for backend, want := range map[string][]string{
+		"sqlite":    {filepath.Join(dir, "crashmatrix-worker"), "--spec", "s.json"},
+		"memory":    {filepath.Join(dir, "crashmatrix-worker"), "--spec", "s.json"},
+		"store-cmd": {filepath.Join(dir, "crashmatrix-worker-storecmd"), "--spec", "s.json"},
+		// crashmatrix-worker-servers was not built: the CLI runs them.
+		"postgres": {self, "worker", "--spec", "s.json"},
+		// A backend without a slim binary (a user's own, registered in the CLI).
+		"custom": {self, "worker", "--spec", "s.json"},
+	} {
+		if got := (sim.BinaryLauncher{Path: self, Backend: backend}).Command(context.Background(), "s.json").Args; !slices.Equal(got, want) {
+			t.Errorf("backend %s: Command runs %q, want %q", backend, got, want)
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
+	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 	"github.com/crashmatrix/crashmatrix/history"
 )
 
@@ -120,7 +120,7 @@ func (r *Runner) PowerLossUntested() string {
 	case !r.backend.Embedded:
 		return r.serverPowerUntested()
 	}
-	if err := lazyfs.Available(); err != nil {
+	if err := lazyAvailable(); err != nil {
 		return err.Error()
 	}
 	return ""
@@ -150,12 +150,12 @@ func PowerLossNotTested(why string) string { return "power loss: not tested (" +
 
 // CleanStaleMounts unmounts the lazy mounts a run killed by SIGKILL left
 // behind (runs call it before they start). It says what it removed.
-func CleanStaleMounts() ([]string, error) { return lazyfs.CleanStale() }
+func CleanStaleMounts() ([]string, error) { return lazyCleanStale() }
 
 // cleanStaleMounts unmounts the lazy mounts of runs that died (NewRunner
 // calls it) and says so on stderr.
 func cleanStaleMounts() {
-	gone, err := lazyfs.CleanStale()
+	gone, err := lazyCleanStale()
 	for _, d := range gone {
 		fmt.Fprintf(os.Stderr, "crashmatrix: unmounted the stale lazy mount %s of a run that died\n", d)
 	}
@@ -164,9 +164,17 @@ func cleanStaleMounts() {
 	}
 }
 
+// lazyMount is a case's lazy file system (a *lazyfs.FS, sim/powerfs.go).
+type lazyMount interface {
+	Unmount() error
+	Cut(cut.Tear) cut.Loss
+	CopyDurable(dir string) error
+	FilesMade() int64
+}
+
 // powerCase is the lazy mount of one case that arms a power loss.
 type powerCase struct {
-	fs *lazyfs.FS
+	fs lazyMount
 	// server cuts the power of a server backend's servers (fs is nil).
 	server ServerPower
 	disk   string // the backing directory
@@ -235,7 +243,7 @@ func (r *Runner) mountPower(c Case, dir string, env *CaseEnv) (*powerCase, error
 	} else if err != nil {
 		return nil, err
 	}
-	fs, err := lazyfs.Mount(mnt, lazyfs.Options{Backing: disk})
+	fs, err := mountLazy(mnt, disk)
 	if err != nil {
 		return nil, err
 	}
@@ -369,11 +377,11 @@ func TearSeed(p faults.Point, n int) int64 {
 // tearOf is how the n-th (from 0) power loss of a case, hit, tears: not
 // at all for a power-loss fault; for a torn-write one, at the unit its
 // action names (a page unless it names a smaller unit), seeded by TearSeed.
-func tearOf(hit history.Record, n int) lazyfs.Tear {
+func tearOf(hit history.Record, n int) cut.Tear {
 	if hit.Fault.Kind != faults.TornWrite {
-		return lazyfs.Tear{}
+		return cut.Tear{}
 	}
-	return lazyfs.Tear{Unit: hit.Fault.TearUnit(), Seed: TearSeed(hit.Point, n)}
+	return cut.Tear{Unit: hit.Fault.TearUnit(), Seed: TearSeed(hit.Point, n)}
 }
 
 // LostSummary names the first n of what power losses threw away (as
@@ -387,7 +395,7 @@ func LostSummary(lost []string, n int) string {
 }
 
 // lostStrings is each thing a power loss threw away, as a person reads it.
-func lostStrings(loss lazyfs.Loss) []string {
+func lostStrings(loss cut.Loss) []string {
 	var out []string
 	for _, f := range loss.Files {
 		out = append(out, f.String())
@@ -399,7 +407,7 @@ func lostStrings(loss lazyfs.Loss) []string {
 // and returns what the case's note says of them, the first few: "
 // (pystore.db-journal: removed, its directory not synced, so it is back;
 // …; and 3 more)"; nothing when it lost nothing.
-func (res *CaseResult) lost(loss lazyfs.Loss) string {
+func (res *CaseResult) lost(loss cut.Loss) string {
 	lost := lostStrings(loss)
 	res.PowerLost = append(res.PowerLost, lost...)
 	if len(lost) == 0 {
@@ -409,12 +417,12 @@ func (res *CaseResult) lost(loss lazyfs.Loss) string {
 }
 
 // tornNote is what a case's note adds for a torn power loss.
-func tornNote(loss lazyfs.Loss) string {
+func tornNote(loss cut.Loss) string {
 	if !loss.Torn {
 		return ""
 	}
 	what := "pages"
-	if loss.Unit != 0 && loss.Unit != lazyfs.PageSize {
+	if loss.Unit != 0 && loss.Unit != cut.PageSize {
 		what = faults.TearName(loss.Unit)
 	}
 	if loss.Changes == 0 {
@@ -427,7 +435,7 @@ func tornNote(loss lazyfs.Loss) string {
 
 // tore records a torn power loss that found nothing written and not
 // synced to tear: it was a plain power loss.
-func (pc *powerCase) tore(hit history.Record, loss lazyfs.Loss) {
+func (pc *powerCase) tore(hit history.Record, loss cut.Loss) {
 	if pc.noEffect == nil && loss.Torn && loss.Kept == 0 {
 		pc.noEffect = &NotExercisedReason{Cause: CauseNothingToTear,
 			Detail: fmt.Sprintf("the torn power loss at %s (worker %s) found nothing written and not synced in the files that survive it: it was a plain power loss", hit.Point, hit.Worker),

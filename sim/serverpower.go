@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/check"
-	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
+	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 	"github.com/crashmatrix/crashmatrix/history"
 )
 
@@ -23,7 +23,7 @@ type ServerPower interface {
 	// synced (torn, as lazyfs.FS.Cut tears: some of its pages or sectors
 	// kept), and starts them again on what is left; it returns once
 	// each answers a query again.
-	PowerLoss(ctx context.Context, tear lazyfs.Tear) (ServerPowerLoss, error)
+	PowerLoss(ctx context.Context, tear cut.Tear) (ServerPowerLoss, error)
 }
 
 // ServerPowerLoss is what one power loss of the servers did.
@@ -32,7 +32,7 @@ type ServerPowerLoss struct {
 	Servers []string
 	// Loss is what the lazy mounts threw away (and, torn, kept), summed
 	// over the servers' data directories.
-	lazyfs.Loss
+	cut.Loss
 	// Took is from the kill to every server's first answered query.
 	Took time.Duration
 }

@@ -42,11 +42,16 @@ type Launcher interface {
 }
 
 // BinaryLauncher runs `<Path> worker --spec FILE` (the crashmatrix binary).
-// When a crashmatrix-worker binary built no earlier than Path lies next to
-// it (make build puts both in bin/), it is started instead: the same worker
-// without the CLI and the container libraries, cheaper to start thousands
-// of times.
-type BinaryLauncher struct{ Path string }
+// When the slim worker binary of Backend (WorkerBinary) built no earlier
+// than Path lies next to it (make build puts them all in bin/), it is
+// started instead: the same worker linking only its backend, without the
+// CLI, the other backends' drivers and the container libraries, cheaper to
+// start thousands of times. NewRunner sets Backend to the run's backend
+// when it is empty.
+type BinaryLauncher struct {
+	Path    string
+	Backend string
+}
 
 // Command implements Launcher.
 func (b BinaryLauncher) Command(ctx context.Context, spec string) *exec.Cmd {
@@ -55,8 +60,8 @@ func (b BinaryLauncher) Command(ctx context.Context, spec string) *exec.Cmd {
 }
 
 // FloorCommand starts the binary Command starts, told to exit as soon as
-// it has started (--floor): bench's spawn floor, the cost of a worker
-// process that does nothing.
+// it has started (--floor): the cost of a worker process that does
+// nothing, which bench reports next to an empty Go binary's.
 func (b BinaryLauncher) FloorCommand() *exec.Cmd {
 	bin, args := b.worker()
 	return exec.Command(bin, append(args, "--floor")...)
@@ -65,13 +70,15 @@ func (b BinaryLauncher) FloorCommand() *exec.Cmd {
 // worker returns the binary a worker runs from and the arguments before
 // its own.
 func (b BinaryLauncher) worker() (string, []string) {
-	if w := filepath.Join(filepath.Dir(b.Path), "crashmatrix-worker"); w != b.Path {
-		st, err := os.Stat(w)
-		self, serr := os.Stat(b.Path)
-		// Only a worker built with (after) this binary: a stale one would
-		// run yesterday's protocol.
-		if err == nil && serr == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 && !st.ModTime().Before(self.ModTime()) {
-			return w, nil
+	if name := WorkerBinary(b.Backend); name != "" {
+		if w := filepath.Join(filepath.Dir(b.Path), name); w != b.Path {
+			st, err := os.Stat(w)
+			self, serr := os.Stat(b.Path)
+			// Only a worker built with (after) this binary: a stale one
+			// would run yesterday's protocol.
+			if err == nil && serr == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 && !st.ModTime().Before(self.ModTime()) {
+				return w, nil
+			}
 		}
 	}
 	return b.Path, []string{"worker"}
@@ -259,6 +266,10 @@ func NewRunner(cfg Config) (*Runner, error) {
 		cfg.Adaptive = false // step latency does not move this clock
 	case cfg.Adaptive:
 		src = "default"
+	}
+	if l, ok := cfg.Launcher.(BinaryLauncher); ok && l.Backend == "" {
+		l.Backend = cfg.Backend.Name
+		cfg.Launcher = l
 	}
 	r := &Runner{cfg: cfg, backend: b, claimFixed: claimFixed}
 	r.timing.t = Timing{LeaseTTL: cfg.LeaseTTL, ClaimTTL: cfg.ClaimTTL, ProcessTimeout: cfg.ProcessTimeout, Source: src}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -141,13 +140,27 @@ func (d *db) migrate(ctx context.Context) error {
 	})
 }
 
-// schemaNames are the tables and indexes the schema creates, in order.
+// schemaNames are the tables and indexes the schema creates, in order
+// (read with strings, not a regular expression: every worker process
+// computes them as it starts).
 var schemaNames = func() []string {
-	re := regexp.MustCompile(`^\s*CREATE (?:TABLE|INDEX) IF NOT EXISTS (\w+)`)
 	var out []string
 	for _, stmt := range schema {
-		if m := re.FindStringSubmatch(stmt); m != nil {
-			out = append(out, m[1])
+		rest := strings.TrimSpace(stmt)
+		var ok bool
+		if rest, ok = strings.CutPrefix(rest, "CREATE TABLE IF NOT EXISTS "); !ok {
+			if rest, ok = strings.CutPrefix(rest, "CREATE INDEX IF NOT EXISTS "); !ok {
+				continue
+			}
+		}
+		end := strings.IndexFunc(rest, func(r rune) bool {
+			return !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+		})
+		if end < 0 {
+			end = len(rest)
+		}
+		if end > 0 {
+			out = append(out, rest[:end])
 		}
 	}
 	return out

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -62,12 +63,24 @@ func TestScriptsAlone(t *testing.T) {
 
 // scriptParams are the scripts' commands and conditions, for the scripts
 // in dir.
+// goCache is the go command's build cache.
+var goCache = sync.OnceValue(func() string {
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+})
+
 func scriptParams(dir string) testscript.Params {
 	return testscript.Params{
 		Dir:                 dir,
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("CRASHMATRIX_ROOT", rootDir())
+			// bench builds its spawn floor, an empty Go binary, with the go
+			// command: it needs the build cache (the scripts' HOME is none).
+			env.Setenv("GOCACHE", goCache())
 			// What the containers backend needs (Makefile PODMAN_ENV).
 			for _, kv := range os.Environ() {
 				k, _, _ := strings.Cut(kv, "=")

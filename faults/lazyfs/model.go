@@ -104,11 +104,13 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 )
 
 // pageSize is the granularity at which file data is kept and shared
 // between the live and the durable state (copy on write).
-const pageSize = 4096
+const pageSize = cut.PageSize
 
 // content is the data of a regular file: pages (nil: a hole of zeros)
 // and a size.
