@@ -210,7 +210,7 @@ func armsPowerLoss(c Case) bool {
 // (SQLite maps its WAL index) would hold a thread the server may need.
 // The snapshot reads the durable copy settle leaves instead.
 func (r *Runner) mountPower(c Case, dir string, env *CaseEnv) (*powerCase, error) {
-	if !armsPowerLoss(c) && !(r.cfg.LazyData && r.backend.Embedded) {
+	if !armsPowerLoss(c) && !watchesDurable(c) && !(r.cfg.LazyData && r.backend.Embedded) {
 		return nil, nil
 	}
 	if why := r.PowerLossUntested(); why != "" {

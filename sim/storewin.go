@@ -57,6 +57,11 @@ type Probe struct {
 	// stale holder of its case when nobody competes: the between-calls
 	// cases sweep them (sim/between.go).
 	StaleCalls map[faults.Kind]int `json:"staleCalls,omitempty"`
+	// Durable are the store calls of the same worker and the durable file
+	// operations each made on a lazy mount (probe-durable; none where the
+	// runner has no lazy mount): the durable-step sweep is drawn from them
+	// (sim/durable.go).
+	Durable []DurableCall `json:"durable,omitempty"`
 	// Results are the probe cases, which must pass like any case.
 	Results []CaseResult `json:"-"`
 }
@@ -138,6 +143,11 @@ func (r *Runner) Probe(ctx context.Context) (Probe, error) {
 	calls, results, err := r.probeStaleCalls(ctx)
 	pr.Results = append(pr.Results, results...)
 	pr.StaleCalls = calls
+	if err != nil {
+		return pr, err
+	}
+	pr.Durable, results, err = r.probeDurable(ctx)
+	pr.Results = append(pr.Results, results...)
 	return pr, err
 }
 
@@ -559,6 +569,10 @@ func (s Selection) Cases(pr Probe, leaseTTLMillis, seed int64) []Case {
 		cases = append(cases, Filter(TornWriteMatrix(pr.Windows, s.Tear, leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)
 	}
 	cases = append(cases, s.betweenCalls(BetweenCallsCases(pr.StaleCalls, leaseTTLMillis))...)
+	if s.PowerLoss {
+		// The sweep needs the lazy mount the power-loss column runs on.
+		cases = append(cases, s.durableSteps(DurableStepCases(pr.Durable))...)
+	}
 	if s.RandomKills > 0 && s.RandomKillsLeftOut() == "" {
 		cases = append(cases, RandomKills(seed, s.RandomKills, pr)...)
 	}
