@@ -298,15 +298,15 @@ type CaseResult struct {
 	// PowerLost is where the case's power losses threw data or names
 	// away, each as lazyfs.LostFile says it ("checkpoints.db-journal:
 	// removed, its directory not synced, so it is back"), names first.
-	PowerLost []string       `json:"powerLost,omitempty"`
+	PowerLost []string `json:"powerLost,omitempty"`
 	// DurableCalls are the store calls of a worker whose durable steps
 	// the case watched (Step.Durable) and what the lazy mount saw each
 	// make.
-	DurableCalls []DurableCall `json:"durableCalls,omitempty"`
-	Workers   []WorkerResult `json:"workers"`
-	Completed int            `json:"completed"`
-	Took      time.Duration  `json:"took"`
-	Dir       string         `json:"dir"`
+	DurableCalls []DurableCall  `json:"durableCalls,omitempty"`
+	Workers      []WorkerResult `json:"workers"`
+	Completed    int            `json:"completed"`
+	Took         time.Duration  `json:"took"`
+	Dir          string         `json:"dir"`
 	// LeaseTTL is the lease TTL the case ran with (its last attempt's).
 	LeaseTTL time.Duration `json:"leaseTtl,omitempty"`
 	// NotExercised says why, when the verdict is NotExercised.
