@@ -194,12 +194,18 @@ func (d *durableWatch) calls() []DurableCall {
 
 // judge says what the kill of a case did: a note, and why the case is not
 // exercised when the worker never reached the step (nil when it did).
-func (d *durableWatch) judge(worker string) (string, *NotExercisedReason) {
+func (d *durableWatch) judge(worker string, exit string) (string, *NotExercisedReason) {
 	k := d.kill
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.fired != "" {
-		return fmt.Sprintf("durable-step kill: worker %s's process group SIGKILLed right after %s, durable step %d of its store call %d (%s)", worker, d.fired, k.Step, k.Call, k.Method), nil
+		note := fmt.Sprintf("durable-step kill: worker %s's process group SIGKILLed right after %s, durable step %d of its store call %d (%s)", worker, d.fired, k.Step, k.Call, k.Method)
+		if !strings.HasPrefix(exit, "killed") {
+			note += fmt.Sprintf(", but the worker exited %q", exit)
+			return note, &NotExercisedReason{Cause: CauseNotKilled, Detail: note,
+				Advice: "the kill did not end the worker: check that nothing of the worker left its process group"}
+		}
+		return note, nil
 	}
 	took := 0
 	for _, c := range d.seen {

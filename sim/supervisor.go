@@ -536,7 +536,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 		if dw != nil {
 			res.DurableCalls = dw.calls()
 			if dw.kill.Call > 0 {
-				note, why := dw.judge(st.Worker)
+				note, why := dw.judge(st.Worker, res.Workers[len(res.Workers)-1].Exit)
 				res.Notes = append(res.Notes, note)
 				durableMiss = cmp.Or(durableMiss, why)
 			}
