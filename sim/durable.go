@@ -279,18 +279,27 @@ func DurableStepName(k DurableKill) string {
 // DurableStepCase is the standard script's fault worker SIGKILLed, with
 // its store processes, right after the k-th durable step of one store
 // call, then the restart.
+// Each case is a class row of its own, "durable-step-ops.create-1-of-2".
 func DurableStepCase(k DurableKill) Case {
-	return Case{ID: caseID(DurableStepClass, k.Method, fmt.Sprint(k.Call), fmt.Sprint(k.Step)), System: faults.Ingestion, Class: DurableStepClass,
+	name := fmt.Sprintf("%s-%s-%d-of-%d", DurableStepClass, k.Method, k.Step, k.Steps)
+	return Case{ID: name, System: faults.Ingestion, Class: name,
 		Description: fmt.Sprintf("%s: the standard script's worker and its store processes are SIGKILLed right after durable step %d of %d (%s) of its store call %d, found on the lazy mount, not declared by the store; recovery must finish what the store made durable",
 			DurableStepName(k), k.Step, k.Steps, k.Op, k.Call),
 		Steps: []Step{{Worker: "fault", Actions: StandardScript(), Durable: &k}, quiesceStep(faults.Ingestion, "fault")}}
 }
 
+// IsDurableStep reports whether c is a case of the durable-step sweep.
+func IsDurableStep(c Case) bool { return strings.HasPrefix(c.Class, DurableStepClass+"-") }
+
 // durableSteps narrows the sweep as betweenCalls narrows its cases: all
-// of it for the whole matrix or its class, none for a point or kind.
+// of it for the whole matrix or the class durable-step, one case for its
+// own class, none for a point or kind.
 func (s Selection) durableSteps(cases []Case) []Case {
-	if len(s.Points) > 0 || len(s.Kinds) > 0 || len(s.Classes) > 0 && !slices.Contains(s.Classes, DurableStepClass) {
+	if len(s.Points) > 0 || len(s.Kinds) > 0 {
 		return nil
 	}
-	return cases
+	if len(s.Classes) == 0 || slices.Contains(s.Classes, DurableStepClass) {
+		return cases
+	}
+	return slices.DeleteFunc(cases, func(c Case) bool { return !slices.Contains(s.Classes, c.Class) })
 }
