@@ -58,6 +58,7 @@ func TestStoreCmdScripts(t *testing.T) {
 			env.Setenv("NODE_STORE_NOSYNC", node+" --no-sync")
 			env.Setenv("JAVA_STORE", java)
 			env.Setenv("JAVA_STORE_2TX", java+" --two-transactions")
+			env.Setenv("JAVA_STORE_2TX_UNDECLARED", java+" --two-transactions --undeclared")
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
