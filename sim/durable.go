@@ -303,3 +303,26 @@ func (s Selection) durableSteps(cases []Case) []Case {
 	}
 	return slices.DeleteFunc(cases, func(c Case) bool { return !slices.Contains(s.Classes, c.Class) })
 }
+
+// DurableStepRow is a result of the sweep as the report lists it.
+type DurableStepRow struct {
+	Name   string // "ops.create after fdatasync 1 of 2"
+	Result CaseResult
+}
+
+// DurableStepsOf lists the durable-step cases of a report, in its order.
+func DurableStepsOf(rep Report) []DurableStepRow {
+	var out []DurableStepRow
+	for _, r := range rep.Results {
+		if !IsDurableStep(r.Case) {
+			continue
+		}
+		for _, st := range r.Case.Steps {
+			if st.Durable != nil {
+				out = append(out, DurableStepRow{Name: DurableStepName(*st.Durable), Result: r})
+				break
+			}
+		}
+	}
+	return out
+}

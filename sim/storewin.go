@@ -632,6 +632,12 @@ func (rep *Report) WithProbe(pr Probe, err error, sel Selection) {
 	// found none" would claim a probe that did not run to its end.
 	rep.Probed = err == nil
 	rep.StoreWindows = pr.Windows
+	rep.DurableCalls = len(pr.Durable)
+	for _, c := range pr.Durable {
+		if len(c.Ops) > 1 {
+			rep.DurableMulti++
+		}
+	}
 	rep.Subset = sel.Describe()
 	if err != nil && sel.Whole() {
 		for _, r := range pr.Results {
