@@ -25,7 +25,8 @@ func TestDurableStepSweepCatchesAnUndeclaredTwoStepGoStore(t *testing.T) {
 		}
 	}
 	t.Logf("sweep cases failing I5 in ops.create: %v", failed)
-	if rep.ExitCode != 1 || len(failed) == 0 {
+	// A kill right after the first commit's sync, and a power cut there.
+	if rep.ExitCode != 1 || len(failed) != 2 {
 		var got []string
 		for _, r := range rep.Results {
 			got = append(got, r.Case.ID+" "+string(r.Verdict)+" "+strings.Join(r.Broken(), ","))

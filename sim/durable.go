@@ -14,6 +14,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
+	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/internal/procstat"
 )
 
@@ -55,6 +56,9 @@ type DurableKill struct {
 	// durable steps the call took, and the k-th one ("fsync").
 	Steps int    `json:"steps,omitempty" yaml:"steps,omitempty"`
 	Op    string `json:"op,omitempty" yaml:"op,omitempty"`
+	// Power cuts the power of the case's lazy mount once the group is
+	// dead: what was written and not synced at the step is lost too.
+	Power bool `json:"power,omitempty" yaml:"power,omitempty"`
 }
 
 // DurableCall is one store call of a worker and the durable operations
@@ -265,7 +269,9 @@ func DurableStepCases(calls []DurableCall) []Case {
 		done[c.Method] = true
 		for k := 1; k < n; k++ {
 			op, _, _ := strings.Cut(c.Ops[k-1], " ")
-			out = append(out, DurableStepCase(DurableKill{Call: c.Call, Method: c.Method, Step: k, Steps: n, Op: op}))
+			for _, power := range []bool{false, true} {
+				out = append(out, DurableStepCase(DurableKill{Call: c.Call, Method: c.Method, Step: k, Steps: n, Op: op, Power: power}))
+			}
 		}
 	}
 	return out
@@ -278,14 +284,41 @@ func DurableStepName(k DurableKill) string {
 
 // DurableStepCase is the standard script's fault worker SIGKILLed, with
 // its store processes, right after the k-th durable step of one store
-// call, then the restart.
-// Each case is a class row of its own, "durable-step-ops.create-1-of-2".
+// call (and, with k.Power, the power of the case's lazy mount cut then),
+// then the restart. Each is a class row of its own,
+// "durable-step-ops.create-1-of-2" and "…-1-of-2-power-loss".
 func DurableStepCase(k DurableKill) Case {
 	name := fmt.Sprintf("%s-%s-%d-of-%d", DurableStepClass, k.Method, k.Step, k.Steps)
-	return Case{ID: name, System: faults.Ingestion, Class: name,
+	c := Case{ID: name, System: faults.Ingestion, Class: name, Kind: faults.Crash,
 		Description: fmt.Sprintf("%s: the standard script's worker and its store processes are SIGKILLed right after durable step %d of %d (%s) of its store call %d, found on the lazy mount, not declared by the store; recovery must finish what the store made durable",
 			DurableStepName(k), k.Step, k.Steps, k.Op, k.Call),
 		Steps: []Step{{Worker: "fault", Actions: StandardScript(), Durable: &k}, quiesceStep(faults.Ingestion, "fault")}}
+	if k.Power {
+		c.ID += "-" + string(faults.PowerLoss)
+		c.Class, c.Kind = c.ID, faults.PowerLoss
+		c.Description = fmt.Sprintf("%s, power loss: the standard script's worker and its store processes are SIGKILLed right after durable step %d of %d (%s) of its store call %d, found on the lazy mount, and everything not synced then is lost; recovery must finish what the store made durable",
+			DurableStepName(k), k.Step, k.Steps, k.Op, k.Call)
+	}
+	return c
+}
+
+// durablePower cuts the power of the case's lazy mount after a durable-step
+// kill that asks for it and fired (the worker's group is dead).
+func (r *Runner) durablePower(ctx context.Context, pc *powerCase, c Case, env CaseEnv, space string, cx caseExec, worker string, d *durableWatch, res *CaseResult) error {
+	d.mu.Lock()
+	fired := d.fired != ""
+	d.mu.Unlock()
+	if !d.kill.Power || !fired {
+		return nil
+	}
+	h, err := cx.history()
+	if err != nil {
+		return err
+	}
+	hit := history.Record{Kind: history.Hit, Worker: worker, Point: faults.Point(DurableStepName(d.kill)), Fault: &faults.Action{Kind: faults.PowerLoss}}
+	r.cutLazy(ctx, pc, c, env, space, h, hit, res)
+	pc.done++
+	return nil
 }
 
 // IsDurableStep reports whether c is a case of the durable-step sweep.
@@ -319,7 +352,11 @@ func DurableStepsOf(rep Report) []DurableStepRow {
 		}
 		for _, st := range r.Case.Steps {
 			if st.Durable != nil {
-				out = append(out, DurableStepRow{Name: DurableStepName(*st.Durable), Result: r})
+				name := DurableStepName(*st.Durable)
+				if st.Durable.Power {
+					name += ", power loss"
+				}
+				out = append(out, DurableStepRow{Name: name, Result: r})
 				break
 			}
 		}

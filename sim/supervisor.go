@@ -539,6 +539,11 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 				note, why := dw.judge(st.Worker, res.Workers[len(res.Workers)-1].Exit)
 				res.Notes = append(res.Notes, note)
 				durableMiss = cmp.Or(durableMiss, why)
+				if why == nil {
+					if err := r.durablePower(ctx, pc, c, env, space, cx, st.Worker, dw, &res); err != nil {
+						return fail(Undecided, err.Error())
+					}
+				}
 			}
 		}
 		if paused, err = r.afterWorker(ctx, pc, c, env, space, cx, paused, &res); err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/storecmd"
@@ -54,22 +55,29 @@ func TestDurableStepSweepCatchesAnUndeclaredTwoTransactionCreate(t *testing.T) {
 		for _, c := range cases {
 			names = append(names, c.Description)
 		}
-		var create *sim.Case
-		for i, c := range cases {
+		// One gap in ops.create, a kill and a power cut there.
+		var creates []sim.Case
+		for _, c := range cases {
 			if c.Steps[0].Durable.Method == "ops.create" {
-				create = &cases[i]
+				creates = append(creates, c)
 			}
 		}
-		if create == nil {
-			t.Fatalf("no durable-step case in ops.create; the probe saw %+v; cases %q", pr.Durable, names)
+		if len(creates) != 2 || creates[0].Kind != faults.Crash || creates[1].Kind != faults.PowerLoss {
+			t.Fatalf("durable-step cases in ops.create: %d, want a crash and a power loss; the probe saw %+v; cases %q", len(creates), pr.Durable, names)
 		}
+		create := &creates[0]
 		// SQLite in WAL mode syncs a commit with fdatasync.
 		if !strings.HasPrefix(create.Description, "ops.create after fdatasync 1 of 2:") {
 			t.Errorf("the case's row: %q, want ops.create after fdatasync 1 of 2", create.Description)
 		}
-		res := r.RunCase(context.Background(), *create)
-		if res.Verdict != sim.Fail || !strings.Contains(strings.Join(res.Broken(), ","), "I5") {
-			t.Errorf("%s: %s %v, notes %q; want FAIL I5", create.ID, res.Verdict, res.Broken(), res.Notes)
+		for _, c := range creates {
+			res := r.RunCase(context.Background(), c)
+			if res.Verdict != sim.Fail || !strings.Contains(strings.Join(res.Broken(), ","), "I5") {
+				t.Errorf("%s: %s %v, notes %q; want FAIL I5", c.ID, res.Verdict, res.Broken(), res.Notes)
+			}
+			if power := strings.Contains(strings.Join(res.Notes, "; "), "power loss at ops.create after fdatasync 1 of 2 (worker fault)"); power != (c.Kind == faults.PowerLoss) {
+				t.Errorf("%s: a power loss noted %v, want %v: %q", c.ID, power, c.Kind == faults.PowerLoss, res.Notes)
+			}
 		}
 		// The same kill past the last step of the call never fires.
 		k := *create.Steps[0].Durable
