@@ -540,6 +540,8 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 				res.Notes = append(res.Notes, note)
 				durableMiss = cmp.Or(durableMiss, why)
 				if why == nil {
+					// The kill is the case's fault: the report counts it as a hit.
+					res.Hits[DurableStepName(dw.kill)]++
 					if err := r.durablePower(ctx, pc, c, env, space, cx, st.Worker, dw, &res); err != nil {
 						return fail(Undecided, err.Error())
 					}

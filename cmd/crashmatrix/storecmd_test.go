@@ -56,6 +56,7 @@ func TestStoreCmdScripts(t *testing.T) {
 			node := "node " + filepath.Join(rootDir(), "examples", "node", "store.js")
 			env.Setenv("NODE_STORE", node)
 			env.Setenv("NODE_STORE_NOSYNC", node+" --no-sync")
+			env.Setenv("NODE_STORE_2TX_UNDECLARED", node+" --two-transactions --no-window")
 			env.Setenv("JAVA_STORE", java)
 			env.Setenv("JAVA_STORE_2TX", java+" --two-transactions")
 			env.Setenv("JAVA_STORE_2TX_UNDECLARED", java+" --two-transactions --undeclared")
