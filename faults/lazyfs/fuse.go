@@ -74,8 +74,9 @@ func (d DurableOp) String() string { return d.Op + " " + d.Path }
 // OnDurable has fn told of every durable operation (DurableOp), once it
 // is done and before its caller learns so: fn runs in the goroutine that
 // serves the request, so a process that fn kills never sees the call
-// return. nil stops it. Writes with O_SYNC or O_DSYNC, and msync, are not
-// reported (they reach the mount as plain writes).
+// return. nil stops it. A write through a handle opened O_SYNC or O_DSYNC
+// reaches the mount as a write and then an fsync (fdatasync) of the file,
+// and is reported as that sync.
 func (f *FS) OnDurable(fn func(DurableOp)) {
 	if fn == nil {
 		f.durable.Store(nil)

@@ -998,8 +998,9 @@ func TestTornPowerLossIgnoresWritesThatChangeNothing(t *testing.T) {
 }
 
 // OnDurable hears every fsync, fdatasync, rename, link and unlink, with
-// the calling process and the file, and nothing else (writes, creates,
-// reads); it stops when told nil.
+// the calling process and the file, a synchronous write as the sync that
+// follows it, and nothing else (plain writes, creates, reads); it stops
+// when told nil.
 func TestOnDurableReportsEachDurableOperation(t *testing.T) {
 	f := mount(t)
 	var mu sync.Mutex
@@ -1037,9 +1038,21 @@ func TestOnDurableReportsEachDurableOperation(t *testing.T) {
 	if err := os.Remove(b); err != nil {
 		t.Fatal(err)
 	}
+	// A write through an O_SYNC or O_DSYNC handle: the kernel follows it
+	// with an fsync (or fdatasync) of the file.
+	for _, fl := range []int{syscall.O_SYNC, syscall.O_DSYNC} {
+		s, err := os.OpenFile(filepath.Join(f.Dir(), "c"), os.O_WRONLY|fl, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.WriteString("z"); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
 	f.OnDurable(nil)
 	writeFile(t, filepath.Join(f.Dir(), "c"), "y", true)
-	want := []string{"fsync d/a", "fdatasync d/a", "fsync d", "rename b", "link c", "unlink b"}
+	want := []string{"fsync d/a", "fdatasync d/a", "fsync d", "rename b", "link c", "unlink b", "fsync c", "fdatasync c"}
 	mu.Lock()
 	defer mu.Unlock()
 	if !reflect.DeepEqual(got, want) {
