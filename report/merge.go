@@ -173,7 +173,8 @@ func Merge(in []MergeInput) (sim.Report, error) {
 	// The shards share one matrix, so one selection: a merge of a
 	// narrowed matrix certifies that subset, as its shards say.
 	rep := sim.Report{Backend: matrix.Backend, Mutant: matrix.Mutant, Bugs: matrix.Bugs, Seed: matrix.Seed,
-		Timing: first.Report.Timing, StoreWindows: first.Report.StoreWindows, Matrix: &matrix, Subset: first.Report.Subset}
+		Timing: first.Report.Timing, StoreWindows: first.Report.StoreWindows, Matrix: &matrix, Subset: first.Report.Subset,
+		DurableCalls: first.Report.DurableCalls, DurableMulti: first.Report.DurableMulti}
 	for _, f := range in {
 		r := f.Report
 		if rep.Started.IsZero() || (!r.Started.IsZero() && r.Started.Before(rep.Started)) {

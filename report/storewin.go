@@ -33,6 +33,13 @@ func writeStoreSections(w io.Writer, rep sim.Report) {
 	} else if rep.Probed {
 		fmt.Fprintln(w, "\nstore windows: the probe found none (no store declared one: a Go store declares a window with faults.At, a --store-cmd store with an `at` message)")
 	}
+	if rows := sim.DurableStepsOf(rep); rep.DurableCalls > 0 || len(rows) > 0 {
+		fmt.Fprintf(w, "\ndurable steps (found on the lazy mount, not declared): %d store %s of the probe synced, %d of them more than once; %d %s\n",
+			rep.DurableCalls, plural(rep.DurableCalls, "call", "calls"), rep.DurableMulti, len(rows), plural(len(rows), "case", "cases"))
+		for _, r := range rows {
+			fmt.Fprintf(w, "  %-40s %s\n", r.Name, cellOf(&r.Result, "").text)
+		}
+	}
 	if s := sim.RandomKillsOf(rep); s.Cases > 0 {
 		fmt.Fprintf(w, "\nrandom-instant kills: %d %s: %d pass, %d FAIL, %d not exercised, %d undecided\n",
 			s.Cases, plural(s.Cases, "case", "cases"), s.Pass, s.Fail, s.NotExercised, s.Undecided)

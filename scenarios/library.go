@@ -70,6 +70,11 @@ func FromCase(c sim.Case) (*Scenario, error) {
 		return n
 	}
 	for _, st := range c.Steps {
+		if st.Durable != nil {
+			// A scenario has no field for it yet: written without it, the
+			// file would replay the case with no kill at all.
+			return nil, fmt.Errorf("case %s: a kill after a durable step (%s) cannot be written as a scenario file yet; rerun it with certify --class %s", c.ID, sim.DurableStepName(*st.Durable), c.Class)
+		}
 		out := Step{Worker: st.Worker, Background: st.Background, ContinueOnError: st.ContinueOnError, Resubmit: slices.Clone(st.Resubmit)}
 		for _, a := range st.Actions {
 			x := Action{Do: a.Do, Doc: a.Doc, Op: a.Op, Rounds: a.Rounds, Thread: a.Thread, Owner: a.Owner, Question: a.Question, Minutes: a.Minutes, Approve: a.Approve}

@@ -35,6 +35,11 @@ type Step struct {
 	// of at a failpoint (a random-instant kill); it must fire for the case
 	// to count as exercised.
 	Kill *RandomKill `json:"kill,omitempty" yaml:"kill,omitempty"`
+	// Durable, when set, has the supervisor count the worker's durable
+	// file operations per store call on the case's lazy mount, and kill
+	// the worker's process group right after the one it names
+	// (sim/durable.go); it must fire for the case to count as exercised.
+	Durable *DurableKill `json:"durable,omitempty" yaml:"durable,omitempty"`
 	// Meanwhile, on a step that stalls (a pause fault), is what another
 	// worker must do while this one stalls, for the case to mean what it
 	// says: the history must show it between the stall's start and the

@@ -33,6 +33,11 @@ type Report struct {
 	// means none).
 	StoreWindows []StoreWindow `json:"storeWindows,omitempty"`
 	Probed       bool          `json:"probed,omitempty"`
+	// DurableCalls are the probe's store calls that made a durable file
+	// operation on the lazy mount, DurableMulti those that made two or
+	// more (sim/durable.go); both 0 where no durable probe ran.
+	DurableCalls int `json:"durableCalls,omitempty"`
+	DurableMulti int `json:"durableMulti,omitempty"`
 	// Matrix is the whole matrix a certify run belongs to; Shard, when
 	// set, the part of it the run covered (certify --shard); Merged the
 	// shard reports a merge combined into this one (sim/shard.go).

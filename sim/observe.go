@@ -58,7 +58,7 @@ func (w *worker) observed(st reference.Stores) reference.Stores {
 	st.States = &seenStates{DocumentStateStore: st.States, w: w}
 	st.Writer = &seenWriter{GraphWriter: st.Writer, w: w}
 	st.Locks = &leaseFaults{LockProvider: &deadHolderLocks{LockProvider: st.Locks, w: w}, rt: w.rt, w: w}
-	return stallable(st, w.rt, w.opt.detachStores) // outermost: a stall comes before the call is seen
+	return stallable(st, w.rt, w.opt.detachStores, w.mark) // outermost: a stall comes before the call is seen
 }
 
 type seenOps struct {

@@ -170,6 +170,7 @@ type lazyMount interface {
 	Cut(cut.Tear) cut.Loss
 	CopyDurable(dir string) error
 	FilesMade() int64
+	OnDurable(func(cut.DurableOp))
 }
 
 // powerCase is the lazy mount of one case that arms a power loss.
@@ -218,7 +219,7 @@ func armsPowerLoss(c Case) bool {
 // (SQLite maps its WAL index) would hold a thread the server may need.
 // The snapshot reads the durable copy settle leaves instead.
 func (r *Runner) mountPower(c Case, dir string, env *CaseEnv) (*powerCase, error) {
-	if !armsPowerLoss(c) && !(r.cfg.LazyData && r.backend.Embedded) {
+	if !armsPowerLoss(c) && !watchesDurable(c) && !(r.cfg.LazyData && r.backend.Embedded) {
 		return nil, nil
 	}
 	if why := r.PowerLossUntested(); why != "" {
@@ -331,27 +332,34 @@ func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c Case, env Cas
 			}
 			continue
 		}
-		loss := pc.fs.Cut(tearOf(hit, pc.done))
-		res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed; %d bytes and %d directory entries that were not synced thrown away%s%s",
-			hit.Point, hit.Worker, loss.Bytes, loss.Names, res.lost(loss), tornNote(loss)))
-		pc.tore(hit, loss)
-		rs := check.Restart{Server: "machine (power loss)", Point: string(hit.Point), Worker: hit.Worker, Events: len(h.Events())}
-		for _, t := range Observe(h, c, space).Threads {
-			rs.SavedPlans = append(rs.SavedPlans, t.ReturnedIDs...)
-		}
-		copyDir := filepath.Join(filepath.Dir(pc.disk), fmt.Sprintf("after-power-loss-%d", pc.done+1))
-		senv := env
-		senv.Dir = filepath.Join(copyDir, "data")
-		if err := pc.fs.CopyDurable(copyDir); err != nil {
-			rs.SnapshotErr = err.Error()
-		} else if snap, _, err := r.snapshot(ctx, c, senv, space, h); err != nil {
-			rs.SnapshotErr = err.Error()
-		} else {
-			rs.Snapshot = snap
-		}
-		pc.restarts = append(pc.restarts, rs)
+		r.cutLazy(ctx, pc, c, env, space, h, hit, res)
 	}
 	return paused, nil
+}
+
+// cutLazy cuts the power of the case's lazy mount for hit (every process
+// of the case has ended), notes what it threw away, and reads the stores
+// as it left them (a restart for I9). The caller counts it in pc.done.
+func (r *Runner) cutLazy(ctx context.Context, pc *powerCase, c Case, env CaseEnv, space string, h history.Log, hit history.Record, res *CaseResult) {
+	loss := pc.fs.Cut(tearOf(hit, pc.done))
+	res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed; %d bytes and %d directory entries that were not synced thrown away%s%s",
+		hit.Point, hit.Worker, loss.Bytes, loss.Names, res.lost(loss), tornNote(loss)))
+	pc.tore(hit, loss)
+	rs := check.Restart{Server: "machine (power loss)", Point: string(hit.Point), Worker: hit.Worker, Events: len(h.Events())}
+	for _, t := range Observe(h, c, space).Threads {
+		rs.SavedPlans = append(rs.SavedPlans, t.ReturnedIDs...)
+	}
+	copyDir := filepath.Join(filepath.Dir(pc.disk), fmt.Sprintf("after-power-loss-%d", pc.done+1))
+	senv := env
+	senv.Dir = filepath.Join(copyDir, "data")
+	if err := pc.fs.CopyDurable(copyDir); err != nil {
+		rs.SnapshotErr = err.Error()
+	} else if snap, _, err := r.snapshot(ctx, c, senv, space, h); err != nil {
+		rs.SnapshotErr = err.Error()
+	} else {
+		rs.Snapshot = snap
+	}
+	pc.restarts = append(pc.restarts, rs)
 }
 
 // powerColumns are the power-loss columns a report holds cases of.

@@ -53,6 +53,9 @@ type WorkerSpec struct {
 	// ClockFile is the case's harness clock (sim/clock.go); "" for the
 	// wall clock.
 	ClockFile string `json:"clockFile,omitempty"`
+	// DurableFile, when set, is the file the worker maps to tell the
+	// supervisor which store call it is in (sim/durable.go).
+	DurableFile string `json:"durableFile,omitempty"`
 	// KillAfterMicros, when positive, SIGKILLs the worker this long after
 	// it starts (a random-instant kill).
 	KillAfterMicros int64 `json:"killAfterMicros,omitempty"`

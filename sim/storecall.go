@@ -17,11 +17,11 @@ import (
 
 // stallable wraps st so that rt is asked before each store call; detach
 // runs each call under a context that cannot end (callGate.detached).
-func stallable(st reference.Stores, rt *faults.Runtime, detach bool) reference.Stores {
+func stallable(st reference.Stores, rt *faults.Runtime, detach bool, mark *callMark) reference.Stores {
 	if rt == nil {
 		return st
 	}
-	c := &callGate{rt: rt, detached: detach}
+	c := &callGate{rt: rt, detached: detach, mark: mark}
 	st.Ops = &gatedOps{inner: st.Ops, g: c}
 	st.States = &gatedStates{inner: st.States, g: c}
 	st.Registry = &gatedRegistry{inner: st.Registry, g: c}
@@ -42,12 +42,15 @@ type callGate struct {
 	// context has not ended: an interruption stops the next store call,
 	// not the one running.
 	detached bool
+	// mark, when set, tells the supervisor which store call (its number
+	// and method, the protocol's name) the worker is in (sim/durable.go).
+	mark *callMark
 }
 
 // before runs call after whatever is armed at StoreCall for this hit. Only
 // a pause applies there (faults.StoreCallSpec); the call's own result is
 // returned as it is. call gets the context the store call runs under.
-func (g *callGate) before(ctx context.Context, call func(context.Context) error) error {
+func (g *callGate) before(ctx context.Context, method string, call func(context.Context) error) error {
 	callCtx := ctx
 	if g.detached {
 		if err := ctx.Err(); err != nil {
@@ -55,13 +58,16 @@ func (g *callGate) before(ctx context.Context, call func(context.Context) error)
 		}
 		callCtx = context.WithoutCancel(ctx)
 	}
+	if g.mark != nil {
+		defer g.mark.enter(method)()
+	}
 	return g.rt.At(ctx, faults.StoreCall, func() error { return call(callCtx) })
 }
 
 // gated runs one store call returning a value behind the gate.
-func gated[T any](ctx context.Context, g *callGate, call func(context.Context) (T, error)) (T, error) {
+func gated[T any](ctx context.Context, g *callGate, method string, call func(context.Context) (T, error)) (T, error) {
 	var v T
-	err := g.before(ctx, func(ctx context.Context) error {
+	err := g.before(ctx, method, func(ctx context.Context) error {
 		var e error
 		v, e = call(ctx)
 		return e
@@ -70,10 +76,10 @@ func gated[T any](ctx context.Context, g *callGate, call func(context.Context) (
 }
 
 // gated2 is gated for a call returning a value and a found flag.
-func gated2[T any](ctx context.Context, g *callGate, call func(context.Context) (T, bool, error)) (T, bool, error) {
+func gated2[T any](ctx context.Context, g *callGate, method string, call func(context.Context) (T, bool, error)) (T, bool, error) {
 	var v T
 	var ok bool
-	err := g.before(ctx, func(ctx context.Context) error {
+	err := g.before(ctx, method, func(ctx context.Context) error {
 		var e error
 		v, ok, e = call(ctx)
 		return e
@@ -87,35 +93,35 @@ type gatedOps struct {
 }
 
 func (o *gatedOps) CreateIfAbsent(ctx context.Context, op reference.Operation, plan reference.Plan) (bool, error) {
-	return gated(ctx, o.g, func(ctx context.Context) (bool, error) { return o.inner.CreateIfAbsent(ctx, op, plan) })
+	return gated(ctx, o.g, "ops.create", func(ctx context.Context) (bool, error) { return o.inner.CreateIfAbsent(ctx, op, plan) })
 }
 
 func (o *gatedOps) Get(ctx context.Context, id string) (reference.Operation, error) {
-	return gated(ctx, o.g, func(ctx context.Context) (reference.Operation, error) { return o.inner.Get(ctx, id) })
+	return gated(ctx, o.g, "ops.get", func(ctx context.Context) (reference.Operation, error) { return o.inner.Get(ctx, id) })
 }
 
 func (o *gatedOps) GetPlan(ctx context.Context, id string) (reference.Plan, error) {
-	return gated(ctx, o.g, func(ctx context.Context) (reference.Plan, error) { return o.inner.GetPlan(ctx, id) })
+	return gated(ctx, o.g, "ops.getPlan", func(ctx context.Context) (reference.Plan, error) { return o.inner.GetPlan(ctx, id) })
 }
 
 func (o *gatedOps) CompareAndSet(ctx context.Context, cur, next reference.Operation) (bool, error) {
-	return gated(ctx, o.g, func(ctx context.Context) (bool, error) { return o.inner.CompareAndSet(ctx, cur, next) })
+	return gated(ctx, o.g, "ops.cas", func(ctx context.Context) (bool, error) { return o.inner.CompareAndSet(ctx, cur, next) })
 }
 
 func (o *gatedOps) ListRecoverable(ctx context.Context, limit int) ([]reference.Operation, error) {
-	return gated(ctx, o.g, func(ctx context.Context) ([]reference.Operation, error) { return o.inner.ListRecoverable(ctx, limit) })
+	return gated(ctx, o.g, "ops.listRecoverable", func(ctx context.Context) ([]reference.Operation, error) { return o.inner.ListRecoverable(ctx, limit) })
 }
 
 func (o *gatedOps) List(ctx context.Context) ([]reference.Operation, error) {
-	return gated(ctx, o.g, func(ctx context.Context) ([]reference.Operation, error) { return o.inner.List(ctx) })
+	return gated(ctx, o.g, "ops.list", func(ctx context.Context) ([]reference.Operation, error) { return o.inner.List(ctx) })
 }
 
 func (o *gatedOps) Claim(ctx context.Context, id, holder string, now, ttl int64) (bool, error) {
-	return gated(ctx, o.g, func(ctx context.Context) (bool, error) { return o.inner.Claim(ctx, id, holder, now, ttl) })
+	return gated(ctx, o.g, "ops.claim", func(ctx context.Context) (bool, error) { return o.inner.Claim(ctx, id, holder, now, ttl) })
 }
 
 func (o *gatedOps) ReleaseClaim(ctx context.Context, id, holder string) (bool, error) {
-	return gated(ctx, o.g, func(ctx context.Context) (bool, error) { return o.inner.ReleaseClaim(ctx, id, holder) })
+	return gated(ctx, o.g, "ops.releaseClaim", func(ctx context.Context) (bool, error) { return o.inner.ReleaseClaim(ctx, id, holder) })
 }
 
 type gatedStates struct {
@@ -124,39 +130,39 @@ type gatedStates struct {
 }
 
 func (s *gatedStates) FindCurrent(ctx context.Context, space, doc string) (reference.DocumentState, bool, error) {
-	return gated2(ctx, s.g, func(ctx context.Context) (reference.DocumentState, bool, error) {
+	return gated2(ctx, s.g, "states.findCurrent", func(ctx context.Context) (reference.DocumentState, bool, error) {
 		return s.inner.FindCurrent(ctx, space, doc)
 	})
 }
 
 func (s *gatedStates) FindByOperationID(ctx context.Context, space, doc, op string) (reference.DocumentState, bool, error) {
-	return gated2(ctx, s.g, func(ctx context.Context) (reference.DocumentState, bool, error) {
+	return gated2(ctx, s.g, "states.findByOperationId", func(ctx context.Context) (reference.DocumentState, bool, error) {
 		return s.inner.FindByOperationID(ctx, space, doc, op)
 	})
 }
 
 func (s *gatedStates) CompareAndSet(ctx context.Context, expected int64, next reference.DocumentState) (bool, error) {
-	return gated(ctx, s.g, func(ctx context.Context) (bool, error) { return s.inner.CompareAndSet(ctx, expected, next) })
+	return gated(ctx, s.g, "states.cas", func(ctx context.Context) (bool, error) { return s.inner.CompareAndSet(ctx, expected, next) })
 }
 
 func (s *gatedStates) Remove(ctx context.Context, space, doc string, revision int64) (bool, error) {
-	return gated(ctx, s.g, func(ctx context.Context) (bool, error) { return s.inner.Remove(ctx, space, doc, revision) })
+	return gated(ctx, s.g, "states.remove", func(ctx context.Context) (bool, error) { return s.inner.Remove(ctx, space, doc, revision) })
 }
 
 func (s *gatedStates) RecordVersion(ctx context.Context, st reference.DocumentState) error {
-	return s.g.before(ctx, func(ctx context.Context) error { return s.inner.RecordVersion(ctx, st) })
+	return s.g.before(ctx, "states.recordVersion", func(ctx context.Context) error { return s.inner.RecordVersion(ctx, st) })
 }
 
 func (s *gatedStates) Versions(ctx context.Context, space, doc string) ([]reference.DocumentState, error) {
-	return gated(ctx, s.g, func(ctx context.Context) ([]reference.DocumentState, error) { return s.inner.Versions(ctx, space, doc) })
+	return gated(ctx, s.g, "states.versions", func(ctx context.Context) ([]reference.DocumentState, error) { return s.inner.Versions(ctx, space, doc) })
 }
 
 func (s *gatedStates) List(ctx context.Context, space string) ([]reference.DocumentState, error) {
-	return gated(ctx, s.g, func(ctx context.Context) ([]reference.DocumentState, error) { return s.inner.List(ctx, space) })
+	return gated(ctx, s.g, "states.list", func(ctx context.Context) ([]reference.DocumentState, error) { return s.inner.List(ctx, space) })
 }
 
 func (s *gatedStates) IsReferencedByOtherDocument(ctx context.Context, space, doc string, edge reference.EdgeKey) (bool, error) {
-	return gated(ctx, s.g, func(ctx context.Context) (bool, error) {
+	return gated(ctx, s.g, "states.isReferenced", func(ctx context.Context) (bool, error) {
 		return s.inner.IsReferencedByOtherDocument(ctx, space, doc, edge)
 	})
 }
@@ -167,7 +173,7 @@ type gatedRegistry struct {
 }
 
 func (r *gatedRegistry) FindMatches(ctx context.Context, space, entityType string, names []string) ([]reference.RegisteredEntity, error) {
-	return gated(ctx, r.g, func(ctx context.Context) ([]reference.RegisteredEntity, error) {
+	return gated(ctx, r.g, "registry.findMatches", func(ctx context.Context) ([]reference.RegisteredEntity, error) {
 		return r.inner.FindMatches(ctx, space, entityType, names)
 	})
 }
@@ -176,7 +182,7 @@ func (r *gatedRegistry) FindMatches(ctx context.Context, space, entityType strin
 // one store call.
 func (r *gatedRegistry) MatchNodeIDs(ctx context.Context, space string, queries []reference.EntityQuery) ([][]string, error) {
 	if _, ok := r.inner.(reference.BatchMatcher); ok {
-		return gated(ctx, r.g, func(ctx context.Context) ([][]string, error) {
+		return gated(ctx, r.g, "registry.findMatches", func(ctx context.Context) ([][]string, error) {
 			return reference.MatchNodeIDs(ctx, r.inner, space, queries)
 		})
 	}
@@ -188,11 +194,11 @@ func (r *gatedRegistry) MatchNodeIDs(ctx context.Context, space string, queries 
 type findOnly struct{ reference.EntityRegistry }
 
 func (r *gatedRegistry) SaveAll(ctx context.Context, space string, regs []reference.EntityRegistration) error {
-	return r.g.before(ctx, func(ctx context.Context) error { return r.inner.SaveAll(ctx, space, regs) })
+	return r.g.before(ctx, "registry.saveAll", func(ctx context.Context) error { return r.inner.SaveAll(ctx, space, regs) })
 }
 
 func (r *gatedRegistry) List(ctx context.Context, space string) ([]reference.RegisteredEntity, error) {
-	return gated(ctx, r.g, func(ctx context.Context) ([]reference.RegisteredEntity, error) { return r.inner.List(ctx, space) })
+	return gated(ctx, r.g, "registry.list", func(ctx context.Context) ([]reference.RegisteredEntity, error) { return r.inner.List(ctx, space) })
 }
 
 type gatedWriter struct {
@@ -201,15 +207,15 @@ type gatedWriter struct {
 }
 
 func (w *gatedWriter) Apply(ctx context.Context, space string, m reference.Mutation) error {
-	return w.g.before(ctx, func(ctx context.Context) error { return w.inner.Apply(ctx, space, m) })
+	return w.g.before(ctx, "graph.apply", func(ctx context.Context) error { return w.inner.Apply(ctx, space, m) })
 }
 
 func (w *gatedWriter) ReadGraph(ctx context.Context, space string) (reference.Graph, error) {
-	return gated(ctx, w.g, func(ctx context.Context) (reference.Graph, error) { return w.inner.ReadGraph(ctx, space) })
+	return gated(ctx, w.g, "graph.readRecords", func(ctx context.Context) (reference.Graph, error) { return w.inner.ReadGraph(ctx, space) })
 }
 
 func (w *gatedWriter) ReadRecords(ctx context.Context, space string) (reference.GraphRecords, error) {
-	return gated(ctx, w.g, func(ctx context.Context) (reference.GraphRecords, error) { return w.inner.ReadRecords(ctx, space) })
+	return gated(ctx, w.g, "graph.readRecords", func(ctx context.Context) (reference.GraphRecords, error) { return w.inner.ReadRecords(ctx, space) })
 }
 
 type gatedLocks struct {
@@ -218,15 +224,15 @@ type gatedLocks struct {
 }
 
 func (l *gatedLocks) TryAcquire(ctx context.Context, space, doc, holder string, now, ttl int64) (reference.Lease, bool, error) {
-	return gated2(ctx, l.g, func(ctx context.Context) (reference.Lease, bool, error) {
+	return gated2(ctx, l.g, "locks.tryAcquire", func(ctx context.Context) (reference.Lease, bool, error) {
 		return l.inner.TryAcquire(ctx, space, doc, holder, now, ttl)
 	})
 }
 
 func (l *gatedLocks) Renew(ctx context.Context, lease reference.Lease, now, ttl int64) (reference.Lease, error) {
-	return gated(ctx, l.g, func(ctx context.Context) (reference.Lease, error) { return l.inner.Renew(ctx, lease, now, ttl) })
+	return gated(ctx, l.g, "locks.renew", func(ctx context.Context) (reference.Lease, error) { return l.inner.Renew(ctx, lease, now, ttl) })
 }
 
 func (l *gatedLocks) Release(ctx context.Context, lease reference.Lease) error {
-	return l.g.before(ctx, func(ctx context.Context) error { return l.inner.Release(ctx, lease) })
+	return l.g.before(ctx, "locks.release", func(ctx context.Context) error { return l.inner.Release(ctx, lease) })
 }

@@ -57,6 +57,11 @@ type Probe struct {
 	// stale holder of its case when nobody competes: the between-calls
 	// cases sweep them (sim/between.go).
 	StaleCalls map[faults.Kind]int `json:"staleCalls,omitempty"`
+	// Durable are the store calls of the same worker and the durable file
+	// operations each made on a lazy mount (probe-durable; none where the
+	// runner has no lazy mount): the durable-step sweep is drawn from them
+	// (sim/durable.go).
+	Durable []DurableCall `json:"durable,omitempty"`
 	// Results are the probe cases, which must pass like any case.
 	Results []CaseResult `json:"-"`
 }
@@ -141,6 +146,11 @@ func (r *Runner) Probe(ctx context.Context) (Probe, error) {
 	calls, results, err := r.probeStaleCalls(ctx)
 	pr.Results = append(pr.Results, results...)
 	pr.StaleCalls = calls
+	if err != nil {
+		return pr, err
+	}
+	pr.Durable, results, err = r.probeDurable(ctx)
+	pr.Results = append(pr.Results, results...)
 	return pr, err
 }
 
@@ -562,6 +572,10 @@ func (s Selection) Cases(pr Probe, leaseTTLMillis, seed int64) []Case {
 		cases = append(cases, Filter(TornWriteMatrix(pr.Windows, s.Tear, leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)
 	}
 	cases = append(cases, s.betweenCalls(BetweenCallsCases(pr.StaleCalls, leaseTTLMillis))...)
+	if s.PowerLoss {
+		// The sweep needs the lazy mount the power-loss column runs on.
+		cases = append(cases, s.durableSteps(DurableStepCases(pr.Durable))...)
+	}
 	if s.RandomKills > 0 && s.RandomKillsLeftOut() == "" {
 		cases = append(cases, RandomKills(seed, s.RandomKills, pr)...)
 	}
@@ -621,6 +635,12 @@ func (rep *Report) WithProbe(pr Probe, err error, sel Selection) {
 	// found none" would claim a probe that did not run to its end.
 	rep.Probed = err == nil
 	rep.StoreWindows = pr.Windows
+	rep.DurableCalls = len(pr.Durable)
+	for _, c := range pr.Durable {
+		if len(c.Ops) > 1 {
+			rep.DurableMulti++
+		}
+	}
 	rep.Subset = sel.Describe()
 	if err != nil && sel.Whole() {
 		for _, r := range pr.Results {

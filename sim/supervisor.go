@@ -320,11 +320,15 @@ type CaseResult struct {
 	// PowerLost is where the case's power losses threw data or names
 	// away, each as lazyfs.LostFile says it ("checkpoints.db-journal:
 	// removed, its directory not synced, so it is back"), names first.
-	PowerLost []string       `json:"powerLost,omitempty"`
-	Workers   []WorkerResult `json:"workers"`
-	Completed int            `json:"completed"`
-	Took      time.Duration  `json:"took"`
-	Dir       string         `json:"dir"`
+	PowerLost []string `json:"powerLost,omitempty"`
+	// DurableCalls are the store calls of a worker whose durable steps
+	// the case watched (Step.Durable) and what the lazy mount saw each
+	// make.
+	DurableCalls []DurableCall  `json:"durableCalls,omitempty"`
+	Workers      []WorkerResult `json:"workers"`
+	Completed    int            `json:"completed"`
+	Took         time.Duration  `json:"took"`
+	Dir          string         `json:"dir"`
 	// LeaseTTL is the lease TTL the case ran with (its last attempt's).
 	LeaseTTL time.Duration `json:"leaseTtl,omitempty"`
 	// NotExercised says why, when the verdict is NotExercised.
@@ -482,6 +486,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 			w.wait()
 		}
 	}()
+	var durableMiss *NotExercisedReason
 	releasePaused := func() {
 		for _, w := range paused {
 			w.release()
@@ -531,8 +536,13 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 		if !r.cfg.InProcess && !r.cfg.WallClock {
 			spec.ClockFile = filepath.Join(dir, clockFile)
 		}
+		dw, unwatch, err := watchDurable(pc, st, dir, &spec)
+		if err != nil {
+			return fail(Undecided, err.Error())
+		}
 		w, err := cx.start(ctx, spec, tm.ProcessTimeout)
 		if err != nil {
+			unwatch()
 			return fail(Undecided, fmt.Sprintf("start worker %s: %v", st.Worker, err))
 		}
 		if st.Background {
@@ -545,6 +555,22 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 			continue
 		}
 		res.Workers = append(res.Workers, w.wait())
+		unwatch()
+		if dw != nil {
+			res.DurableCalls = dw.calls()
+			if dw.kill.Call > 0 {
+				note, why := dw.judge(st.Worker, res.Workers[len(res.Workers)-1].Exit)
+				res.Notes = append(res.Notes, note)
+				durableMiss = cmp.Or(durableMiss, why)
+				if why == nil {
+					// The kill is the case's fault: the report counts it as a hit.
+					res.Hits[DurableStepName(dw.kill)]++
+					if err := r.durablePower(ctx, pc, c, env, space, cx, st.Worker, dw, &res); err != nil {
+						return fail(Undecided, err.Error())
+					}
+				}
+			}
+		}
 		if paused, err = r.afterWorker(ctx, pc, c, env, space, cx, paused, &res); err != nil {
 			return fail(Undecided, err.Error())
 		}
@@ -627,7 +653,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 				Advice: "the worker finished before its random kill (this run was faster than the measured one): run again, or pick another seed"})
 		}
 	}
-	miss = cmp.Or(miss, pc.withoutEffect())
+	miss = cmp.Or(miss, durableMiss, pc.withoutEffect())
 	if miss == nil {
 		miss = interleavingMissed(c, h, tm)
 	}

@@ -151,6 +151,14 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 	}
 	defer armRandomKill(spec, hist, pid, began)()
 	w := &worker{spec: spec, hist: hist, rt: rt, backend: b, opt: opt, pid: pid, stops: st}
+	if spec.DurableFile != "" {
+		mark, err := openCallMark(spec.DurableFile)
+		if err != nil {
+			return err
+		}
+		defer mark.close()
+		w.mark = mark
+	}
 	if opt.Stores != nil {
 		w.stores, w.sharedStores = opt.Stores, true
 	}
@@ -199,6 +207,9 @@ type worker struct {
 	ps                     *PlanSaveStores
 	sharedStores, sharedPS bool
 	svc                    *reference.Service
+	// mark tells the supervisor which store call the worker is in
+	// (WorkerSpec.DurableFile); nil otherwise.
+	mark *callMark
 	// thread is the System B thread of the action running.
 	thread string
 	// stops say which lease holders of the case have stopped.

@@ -37,14 +37,15 @@ func TestStoreCmdScripts(t *testing.T) {
 			ex := filepath.Join(rootDir(), "examples", "python")
 			bad := filepath.Join(rootDir(), "adapters", "storeproc", "testdata", "badstore.py")
 			for k, v := range map[string]string{
-				"SQLITE_STORE":        filepath.Join(ex, "sqlite_store.py"),
-				"SQLITE_STORE_2TX":    filepath.Join(ex, "sqlite_store.py") + " --two-transactions",
-				"PLAN_STORE":          filepath.Join(ex, "plansave_store.py"),
-				"PLAN_STORE_NOUNIQ":   filepath.Join(ex, "plansave_store.py") + " --no-unique",
-				"PLAN_STORE_DEFAULTS": filepath.Join(ex, "plansave_store.py") + " --sqlite-defaults",
-				"BAD_NOT_PROTOCOL":    bad + " not-protocol",
-				"BAD_LATE":            bad + " late",
-				"BAD_VERSION":         bad + " wrong-version",
+				"SQLITE_STORE":                filepath.Join(ex, "sqlite_store.py"),
+				"SQLITE_STORE_2TX":            filepath.Join(ex, "sqlite_store.py") + " --two-transactions",
+				"SQLITE_STORE_2TX_UNDECLARED": filepath.Join(ex, "sqlite_store.py") + " --two-transactions --undeclared",
+				"PLAN_STORE":                  filepath.Join(ex, "plansave_store.py"),
+				"PLAN_STORE_NOUNIQ":           filepath.Join(ex, "plansave_store.py") + " --no-unique",
+				"PLAN_STORE_DEFAULTS":         filepath.Join(ex, "plansave_store.py") + " --sqlite-defaults",
+				"BAD_NOT_PROTOCOL":            bad + " not-protocol",
+				"BAD_LATE":                    bad + " late",
+				"BAD_VERSION":                 bad + " wrong-version",
 
 				// Its database in $WORK/elsewhere, not in the folder hello names.
 				"SQLITE_STORE_ELSEWHERE": filepath.Join(rootDir(), "sim", "storecmd", "testdata", "elsewhere_store.py") + " " + filepath.Join(env.WorkDir, "elsewhere"),
@@ -55,8 +56,10 @@ func TestStoreCmdScripts(t *testing.T) {
 			node := "node " + filepath.Join(rootDir(), "examples", "node", "store.js")
 			env.Setenv("NODE_STORE", node)
 			env.Setenv("NODE_STORE_NOSYNC", node+" --no-sync")
+			env.Setenv("NODE_STORE_2TX_UNDECLARED", node+" --two-transactions --no-window")
 			env.Setenv("JAVA_STORE", java)
 			env.Setenv("JAVA_STORE_2TX", java+" --two-transactions")
+			env.Setenv("JAVA_STORE_2TX_UNDECLARED", java+" --two-transactions --undeclared")
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {

@@ -57,6 +57,11 @@ type Options struct {
 	// survives a process crash but not a power loss (the certification's
 	// power-loss column shows it).
 	NoSync bool
+	// TwoUpdates is a deliberate defect: CreateIfAbsent writes the
+	// operation in one Update and its plan in a second, with no window
+	// declared between them. The crash matrix's durable-step sweep finds
+	// the gap from bbolt's own syncs and fails it (I5).
+	TwoUpdates bool
 }
 
 // Open returns the stores on the bbolt file at path, creating the file and
@@ -179,9 +184,24 @@ func (s *Ops) CreateIfAbsent(ctx context.Context, op reference.Operation, plan r
 			return nil
 		}
 		created = true
+		if s.d.o.TwoUpdates {
+			return put(b, []byte(op.OperationID), opRecord{Op: op})
+		}
 		return put(b, []byte(op.OperationID), opRecord{op, payload})
 	})
-	return created, err
+	if err != nil || !created || !s.d.o.TwoUpdates {
+		return created, err
+	}
+	// The defect: the plan in a second Update.
+	err = s.d.run(ctx, true, func(tx *bbolt.Tx) error {
+		r, err := s.record(tx, op.OperationID)
+		if err != nil {
+			return err
+		}
+		r.Plan = payload
+		return put(tx.Bucket(bOps), []byte(op.OperationID), r)
+	})
+	return err == nil, err
 }
 
 func (s *Ops) record(tx *bbolt.Tx, id string) (opRecord, error) {

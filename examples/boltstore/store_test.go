@@ -51,3 +51,17 @@ func TestSkippedSyncIsCaughtByPowerLoss(t *testing.T) {
 		},
 	}, properties.CrashOptions{Kinds: []faults.Kind{faults.PowerLoss}, Points: []faults.Point{faults.BeforeStateCommit, faults.BeforeCompleted}, ExpectBroken: []string{"I9"}})
 }
+
+// The store with the defect of TwoUpdates (the operation and its plan in
+// two Update calls, no window declared) is caught by the durable-step
+// sweep: killed, or the power cut, right after the syncs of the first
+// Update, the operation is stored without its plan (I5).
+func TestTwoUpdatesCreateIsCaughtByTheDurableStepSweep(t *testing.T) {
+	properties.CertifyCrashSafety(t, properties.Backend{
+		Name:     "bbolt-two-updates",
+		Embedded: true,
+		Open: func(ctx context.Context, env properties.CaseEnv) (reference.Stores, error) {
+			return boltstore.OpenWith(filepath.Join(env.Dir, "store.db"), boltstore.Options{TwoUpdates: true})
+		},
+	}, properties.CrashOptions{Classes: []string{"durable-step"}, ExpectBroken: []string{"I5"}})
+}

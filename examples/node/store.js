@@ -18,10 +18,14 @@
 // process killed anywhere leaves at worst a stray temporary directory, which no
 // reader looks at.
 //
-// Usage: node store.js [--no-window] [--no-sync]
+// Usage: node store.js [--no-window] [--no-sync] [--two-transactions]
 //   --no-window  do not declare the crash window before each commit (section 6)
 //   --no-sync    a deliberate defect: never fsync (also hello's mutant
 //                "synchronous-off"); the power-loss cases must catch it
+//   --two-transactions  a deliberate defect: ops.create commits the
+//                operation, then its plan in a second transaction; with
+//                --no-window nothing declares the gap, and the matrix's
+//                durable-step sweep must find it from the store's syncs
 'use strict';
 
 const fs = require('fs');
@@ -30,6 +34,7 @@ const path = require('path');
 const PROTOCOL = 'crashmatrix-store/1';
 const DECLARE_WINDOW = !process.argv.includes('--no-window');
 let SYNC = !process.argv.includes('--no-sync');
+const TWO_TRANSACTIONS = process.argv.includes('--two-transactions');
 
 // ---------------------------------------------------------------- transport
 
@@ -302,15 +307,21 @@ function mustOp(tx, id) {
 }
 
 const handlers = {
-  'ops.create': (req, a) => transact(req, (tx) => {
+  'ops.create': (req, a) => {
     const k = key('op', a.operation.operationId);
-    if (tx.get(k) !== null) return { created: false };
-    const op = normOp(a.operation);
-    op.claimHolder = '';
-    op.claimExpiresAt = 0;
-    tx.put(k, { op, plan: a.plan }); // the record and its plan: one transaction
-    return { created: true };
-  }),
+    const res = transact(req, (tx) => {
+      if (tx.get(k) !== null) return { created: false };
+      const op = normOp(a.operation);
+      op.claimHolder = '';
+      op.claimExpiresAt = 0;
+      tx.put(k, { op, plan: TWO_TRANSACTIONS ? '' : a.plan }); // the record and its plan: one transaction
+      return { created: true };
+    });
+    if (!TWO_TRANSACTIONS || !res.created) return res;
+    // The defect: the plan in a second transaction.
+    transact(req, (tx) => { tx.put(k, { op: tx.get(k).op, plan: a.plan }); return null; });
+    return res;
+  },
   'ops.get': (req, a) => read((tx) => ({ operation: mustOp(tx, a.operationId).op })),
   'ops.getPlan': (req, a) => read((tx) => {
     const rec = mustOp(tx, a.operationId);

@@ -11,7 +11,9 @@ may share the file.
 --two-transactions is a deliberate defect: ops.create commits the
 operation, then its plan in a second transaction, declaring the crash
 window between them (pystore/afterOperationRow). The crash matrix catches it
-(an operation without its plan, invariant I1).
+(an operation without its plan, invariant I1). With --undeclared as well,
+the store declares no window: the matrix's durable-step sweep finds the
+gap from the store's own fsyncs on the case's lazy mount and catches it.
 """
 
 import gc
@@ -79,9 +81,10 @@ def dumps(v):
 
 
 class Store:
-    def __init__(self, directory, conv, two_transactions):
+    def __init__(self, directory, conv, two_transactions, declared=True):
         self.conv = conv
         self.two_transactions = two_transactions
+        self.declared = declared
         self.db = sqlite3.connect(os.path.join(directory, "pystore.db"), timeout=30, isolation_level=None)
         self.db.execute("PRAGMA synchronous=FULL")
         # Every worker starts a store process on the same file: the first
@@ -152,7 +155,8 @@ def ops_create(s, a):
     # The defect: the operation row commits first, its plan later.
     if not s.tx(lambda: insert(False)):
         return {"created": False}
-    s.conv.at("pystore/afterOperationRow")
+    if s.declared:
+        s.conv.at("pystore/afterOperationRow")
     s.tx(lambda: s.db.execute("UPDATE operations SET plan=? WHERE operation_id=?", (plan, op["operationId"])))
     return {"created": True}
 
@@ -494,8 +498,10 @@ for _op in READS:
 
 def main():
     two = "--two-transactions" in sys.argv[1:]
-    serve("pystore" + ("-two-transactions" if two else ""), ["operations", "states", "registry", "graph", "locks"],
-          lambda directory, mutant, conv: Store(directory, conv, two), HANDLERS)
+    declared = "--undeclared" not in sys.argv[1:]
+    serve("pystore" + ("-two-transactions" if two else "") + ("" if declared else "-undeclared"),
+          ["operations", "states", "registry", "graph", "locks"],
+          lambda directory, mutant, conv: Store(directory, conv, two, declared), HANDLERS)
 
 
 if __name__ == "__main__":

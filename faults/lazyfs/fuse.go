@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -49,6 +51,43 @@ type FS struct {
 	// the kernel's cached pages of their files too, whether or not a
 	// name still leads to them.
 	open map[*handle]struct{}
+	// durable is told of every durable operation (OnDurable).
+	durable atomic.Pointer[func(DurableOp)]
+}
+
+// DurableOp is one durable file operation (cut.DurableOp: a worker
+// names it without linking FUSE).
+type DurableOp = cut.DurableOp
+
+// OnDurable has fn told of every durable operation (DurableOp), once it
+// is done and before its caller learns so: fn runs in the goroutine that
+// serves the request, so a process that fn kills never sees the call
+// return. nil stops it. A write through a handle opened O_SYNC or O_DSYNC
+// reaches the mount as a write and then an fsync (fdatasync) of the file,
+// and is reported as that sync.
+func (f *FS) OnDurable(fn func(DurableOp)) {
+	if fn == nil {
+		f.durable.Store(nil)
+		return
+	}
+	f.durable.Store(&fn)
+}
+
+// tell reports a durable operation of ctx's caller on l (OnDurable).
+func (l *lnode) tell(ctx context.Context, op, name string) {
+	fn := l.f.durable.Load()
+	if fn == nil {
+		return
+	}
+	c, ok := fuse.FromContext(ctx)
+	if !ok {
+		return
+	}
+	p := l.Path(nil)
+	if name != "" {
+		p = strings.TrimPrefix(p+"/"+name, "/")
+	}
+	(*fn)(DurableOp{Pid: c.Pid, Op: op, Path: p})
 }
 
 // cacheTimeout is how long the kernel may keep what it learnt of a name
@@ -513,7 +552,15 @@ func (l *lnode) Create(ctx context.Context, name string, flags uint32, mode uint
 }
 
 // Unlink implements fs.NodeUnlinker.
-func (l *lnode) Unlink(_ context.Context, name string) syscall.Errno {
+func (l *lnode) Unlink(ctx context.Context, name string) syscall.Errno {
+	errno := l.unlink(name)
+	if errno == 0 {
+		l.tell(ctx, "unlink", name)
+	}
+	return errno
+}
+
+func (l *lnode) unlink(name string) syscall.Errno {
 	l.lock()
 	defer l.unlock()
 	c, ok := l.n.kids[name]
@@ -556,7 +603,15 @@ const (
 
 // Rename implements fs.NodeRenamer: it changes the live entries of both
 // directories only; each becomes durable with its directory's fsync.
-func (l *lnode) Rename(_ context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+func (l *lnode) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	errno := l.rename(name, newParent, newName, flags)
+	if np, ok := newParent.(*lnode); ok && errno == 0 {
+		np.tell(ctx, "rename", newName)
+	}
+	return errno
+}
+
+func (l *lnode) rename(name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	if len(newName) > nameMax {
 		return syscall.ENAMETOOLONG
 	}
@@ -657,13 +712,19 @@ func (l *lnode) Write(_ context.Context, fh fs.FileHandle, data []byte, off int6
 }
 
 // Fsync implements fs.NodeFsyncer, for files and directories alike.
-func (l *lnode) Fsync(_ context.Context, fh fs.FileHandle, _ uint32) syscall.Errno {
+func (l *lnode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
 	m := l.lock()
-	defer l.unlock()
 	if l.n.dead || l.stale(fh) {
+		l.unlock()
 		return syscall.EIO
 	}
 	m.fsync(l.n)
+	l.unlock()
+	op := "fsync"
+	if flags&1 != 0 { // FUSE_FSYNC_FDATASYNC
+		op = "fdatasync"
+	}
+	l.tell(ctx, op, "")
 	return 0
 }
 
@@ -717,7 +778,15 @@ func (l *lnode) Statfs(_ context.Context, out *fuse.StatfsOut) syscall.Errno {
 // Link implements fs.NodeLinker: a new name for a file, durable, as any
 // entry, once its directory is synced (the file's data stays the
 // file's, whichever name it is synced by).
-func (l *lnode) Link(_ context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+func (l *lnode) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	in, errno := l.link(target, name, out)
+	if errno == 0 {
+		l.tell(ctx, "link", name)
+	}
+	return in, errno
+}
+
+func (l *lnode) link(target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	if len(name) > nameMax {
 		return nil, syscall.ENAMETOOLONG
 	}

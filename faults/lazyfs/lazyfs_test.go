@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -993,5 +994,68 @@ func TestTornPowerLossIgnoresWritesThatChangeNothing(t *testing.T) {
 		if got := readOf(t, p); len(got) != 3*pageSize || got[2*pageSize] != 'b' {
 			t.Errorf("tear at %d bytes: the lone real change was not kept", unit)
 		}
+	}
+}
+
+// OnDurable hears every fsync, fdatasync, rename, link and unlink, with
+// the calling process and the file, a synchronous write as the sync that
+// follows it, and nothing else (plain writes, creates, reads); it stops
+// when told nil.
+func TestOnDurableReportsEachDurableOperation(t *testing.T) {
+	f := mount(t)
+	var mu sync.Mutex
+	var got []string
+	f.OnDurable(func(d DurableOp) {
+		mu.Lock()
+		defer mu.Unlock()
+		// The caller is a thread (the kernel's task) of this process.
+		if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", d.Pid)); err != nil {
+			t.Errorf("%s by task %d, not a thread of this process: %v", d, d.Pid, err)
+		}
+		got = append(got, d.String())
+	})
+	if err := os.Mkdir(filepath.Join(f.Dir(), "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := filepath.Join(f.Dir(), "d", "a")
+	writeFile(t, a, "x", true)
+	fh, err := os.OpenFile(a, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Fdatasync(int(fh.Fd())); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	syncDir(t, filepath.Join(f.Dir(), "d"))
+	b := filepath.Join(f.Dir(), "b")
+	if err := os.Rename(a, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(b, filepath.Join(f.Dir(), "c")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(b); err != nil {
+		t.Fatal(err)
+	}
+	// A write through an O_SYNC or O_DSYNC handle: the kernel follows it
+	// with an fsync (or fdatasync) of the file.
+	for _, fl := range []int{syscall.O_SYNC, syscall.O_DSYNC} {
+		s, err := os.OpenFile(filepath.Join(f.Dir(), "c"), os.O_WRONLY|fl, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.WriteString("z"); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	f.OnDurable(nil)
+	writeFile(t, filepath.Join(f.Dir(), "c"), "y", true)
+	want := []string{"fsync d/a", "fdatasync d/a", "fsync d", "rename b", "link c", "unlink b", "fsync c", "fdatasync c"}
+	mu.Lock()
+	defer mu.Unlock()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("durable operations heard:\n got %q\nwant %q", got, want)
 	}
 }

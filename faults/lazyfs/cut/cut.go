@@ -118,3 +118,18 @@ type Tear struct {
 	Unit int
 	Seed int64
 }
+
+// DurableOp is one file operation that makes a store's state durable,
+// or atomically visible, at the moment it returns: an fsync or fdatasync
+// of a file or directory, a rename, a link or an unlink. Pid is the task
+// that made it (the kernel's caller of the FUSE request: a thread's id,
+// whose /proc/PID/stat names its process group), Path the file below
+// the mount.
+type DurableOp struct {
+	Pid  uint32
+	Op   string
+	Path string
+}
+
+// String is the operation as a person reads it: "fsync pystore.db-wal".
+func (d DurableOp) String() string { return d.Op + " " + d.Path }

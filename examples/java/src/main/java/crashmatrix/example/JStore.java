@@ -28,7 +28,10 @@ import java.util.TreeSet;
  *
  * <p>{@code --two-transactions} is a deliberate defect: ops.create commits the
  * operation, then its plan in a second transaction, with the crash window
- * between them declared ({@code jstore/afterOperationRow}).
+ * between them declared ({@code jstore/afterOperationRow}). With
+ * {@code --undeclared} as well it declares no window: the matrix's
+ * durable-step sweep finds the gap from the store's own syncs on the case's
+ * lazy mount.
  */
 public final class JStore {
     static final String PROTOCOL = "crashmatrix-store/1";
@@ -53,14 +56,16 @@ public final class JStore {
     private final BufferedReader in;
     private final PrintStream out;
     private final boolean twoTransactions;
+    private final boolean declared;
     private Connection db;
     private long reqId;
     private int step;
 
-    JStore(BufferedReader in, PrintStream out, boolean twoTransactions) {
+    JStore(BufferedReader in, PrintStream out, boolean twoTransactions, boolean declared) {
         this.in = in;
         this.out = out;
         this.twoTransactions = twoTransactions;
+        this.declared = declared;
     }
 
     public static void main(String[] args) throws Exception {
@@ -71,10 +76,11 @@ public final class JStore {
         if (dir != null && System.getProperty("org.sqlite.tmpdir") == null) {
             System.setProperty("org.sqlite.tmpdir", dir);
         }
-        boolean two = args.length > 0 && args[0].equals("--two-transactions");
+        boolean two = List.of(args).contains("--two-transactions");
+        boolean declared = !List.of(args).contains("--undeclared");
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
-        new JStore(in, out, two).serve();
+        new JStore(in, out, two, declared).serve();
     }
 
     void send(Map<String, Object> msg) {
@@ -343,7 +349,7 @@ public final class JStore {
         boolean created = tx(insert);
         if (!twoTransactions || !created) return obj("created", created);
         // The defect: the plan in a second transaction.
-        at("jstore/afterOperationRow");
+        if (declared) at("jstore/afterOperationRow");
         tx(() -> update("UPDATE operations SET plan=? WHERE operation_id=?", plan, id));
         return obj("created", true);
     }

@@ -1,0 +1,32 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/crashmatrix/crashmatrix/check"
+	"github.com/crashmatrix/crashmatrix/sim"
+)
+
+// The terminal report lists the durable-step sweep by call and step, with
+// what the probe counted; a report with no durable probe says nothing of it.
+func TestTerminalListsTheDurableStepSweep(t *testing.T) {
+	c := sim.DurableStepCase(sim.DurableKill{Call: 8, Method: "ops.create", Step: 1, Steps: 2, Op: "fdatasync"})
+	rep := sim.Report{Backend: "store-cmd", Counts: map[sim.Verdict]int{sim.Fail: 1}, Probed: true, DurableCalls: 54, DurableMulti: 5,
+		Results: []sim.CaseResult{{Case: c, Verdict: sim.Fail, Violations: []check.Violation{{Invariant: check.I5, Message: "the operation record is stored without its plan"}}}}}
+	var b strings.Builder
+	WriteTerminal(&b, rep, Options{})
+	for _, want := range []string{
+		"durable steps (found on the lazy mount, not declared): 54 store calls of the probe synced, 5 of them more than once; 1 case",
+		"  ops.create after fdatasync 1 of 2        FAIL I5",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the report has no line %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	WriteTerminal(&b, sim.Report{Backend: "sqlite", Counts: map[sim.Verdict]int{}, Probed: true}, Options{})
+	if strings.Contains(b.String(), "durable steps") {
+		t.Errorf("a report without a durable probe speaks of durable steps:\n%s", b.String())
+	}
+}
