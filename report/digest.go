@@ -96,6 +96,10 @@ type Forgotten struct {
 	Invariant  string `json:"invariant"`
 	Cases      int    `json:"cases"`
 	Violations int    `json:"violations"`
+	// Example is the summary of the first such violation, as the checker
+	// said it ("checkpoint … is gone after restart"): the fold keeps the
+	// checker's own words in sight.
+	Example string `json:"example,omitempty"`
 }
 
 // ForgotSummary is the summary of the root cause every forgotten
@@ -278,7 +282,7 @@ func Summarize(rep sim.Report, o Options) Digest {
 				fk := lostKey{v.Forgot, inv}
 				f := forgot[fk]
 				if f == nil {
-					f = &Forgotten{What: v.Forgot, Invariant: inv}
+					f = &Forgotten{What: v.Forgot, Invariant: inv, Example: Summary(v.Message)}
 					forgot[fk] = f
 					forgotCases[fk] = map[string]bool{}
 					forgotOrder = append(forgotOrder, fk)

@@ -246,6 +246,9 @@ func writeDigest(w io.Writer, d Digest, o Options) {
 			fmt.Fprintf(w, "%2d. %s in %d %s (%s): %s\n", i+1, c.Invariant, len(c.Cases), plural(len(c.Cases), "case", "cases"), causeCount(c), c.Summary)
 			if len(c.Forgot) > 0 {
 				fmt.Fprintf(w, "    forgot: %s\n", forgotList(c))
+				for _, f := range c.Forgot {
+					fmt.Fprintf(w, "      %s (%s): %s\n", f.What, f.Invariant, f.Example)
+				}
 			}
 			if c.Root && len(c.Consequences) > 0 {
 				fmt.Fprintf(w, "    folded under this root cause: %s\n", foldedList(c.Consequences))
