@@ -28,14 +28,15 @@ import (
 // link and unlink a process of the case makes; the worker tells which of
 // its store calls it is in through a small file it maps (callMark); the
 // supervisor, serving the mount, counts the durable operations of the
-// worker's process group (its store processes, and the worker itself for
-// an embedded database) per store call (durableWatch).
+// worker's session (the worker leads it; its store processes lead groups
+// of their own in it; the worker itself writes for an embedded database)
+// per store call (durableWatch).
 //
 // The probe (probe-durable, on a lazy mount) counts them for the standard
 // script's fault worker; the sweep (DurableStepCases) has, for each store
 // method whose call takes two durable steps or more, and each gap k
 // between them, a case in which the supervisor SIGKILLs the worker's
-// process group right after the k-th step of that call, before the caller
+// session right after the k-th step of that call, before the caller
 // learns it returned; then the quiesce step recovers and the invariants
 // judge, as after any crash. A case whose call never reaches its k-th step
 // is not exercised. Writes with O_SYNC, msync and a server reached over
@@ -151,7 +152,10 @@ func (d *durableWatch) op(op cut.DurableOp) {
 	if pgid <= 1 || call == 0 {
 		return
 	}
-	if st, err := procstat.Read(int(op.Pid)); err != nil || st.PGRP != pgid {
+	// A worker leads its own session (and group); a store process it
+	// starts leads a group of its own in that session.
+	st, err := procstat.Read(int(op.Pid))
+	if err != nil || (st.PGRP != pgid && st.Session != pgid) {
 		return
 	}
 	d.mu.Lock()
@@ -165,7 +169,8 @@ func (d *durableWatch) op(op cut.DurableOp) {
 		d.fired = op.String()
 		// The operation is done; its caller has not learnt so, and
 		// never will.
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_ = syscall.Kill(-st.PGRP, syscall.SIGKILL)
+		killSession(pgid, true)
 	}
 }
 
@@ -203,11 +208,11 @@ func (d *durableWatch) judge(worker string, exit string) (string, *NotExercisedR
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.fired != "" {
-		note := fmt.Sprintf("durable-step kill: worker %s's process group SIGKILLed right after %s, durable step %d of its store call %d (%s)", worker, d.fired, k.Step, k.Call, k.Method)
+		note := fmt.Sprintf("durable-step kill: worker %s's session SIGKILLed right after %s, durable step %d of its store call %d (%s)", worker, d.fired, k.Step, k.Call, k.Method)
 		if !strings.HasPrefix(exit, "killed") {
 			note += fmt.Sprintf(", but the worker exited %q", exit)
 			return note, &NotExercisedReason{Cause: CauseNotKilled, Detail: note,
-				Advice: "the kill did not end the worker: check that nothing of the worker left its process group"}
+				Advice: "the kill did not end the worker: check that nothing of the worker left its session"}
 		}
 		return note, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,7 +118,7 @@ outran it is undecided too, never a failure).`,
 	fl.IntVar(&f.parallel, "parallel", 12, "cases run at once")
 	fl.IntVar(&f.randomKills, "random-kills", 0, "also run N random kills: the standard script's worker SIGKILLed at a seeded instant of its run, before a store call or inside a commit of the embedded database (replayable), or where no commit is seen every other one at a wall-clock offset (real processes only)")
 	fl.Int64Var(&f.seed, "seed", 1, "seed for retry jitter")
-	fl.IntVar(&f.explore, "explore", explorerun.DefaultCount, "after a matrix that certified, explore this many seeded fault schedules (in-process where the backend allows; a schedule that breaks an invariant is shrunk, written as a scenario and fails the run); 0: off; none with --point, --kind or --class unless given")
+	fl.IntVar(&f.explore, "explore", explorerun.DefaultCount, "after a matrix that certified, explore this many seeded fault schedules (in-process where the backend allows; a schedule that breaks an invariant is shrunk, written as a scenario and fails the run); 0: off; none with --point, --kind or --class unless given; with --store-cmd the default is "+strconv.Itoa(explorerun.DefaultProcessCount)+" (each schedule starts store processes)")
 	fl.Int64Var(&f.exploreSeed, "explore-seed", 0, "the seed of --explore's schedules (default: --seed)")
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 0, "the document lease TTL in workers (a killed worker blocks its document this long): 250ms on the embedded sqlite and memory backends, 600ms on servers and --store-cmd stores by default; with --wall-clock and no value it adapts to what a calibration of step latency, and the cases themselves, measure")
 	fl.BoolVar(&f.wallClock, "wall-clock", false, "run worker leases, claims and backoff on the wall clock; by default a case's workers share a harness clock that moves only when one sleeps or stalls, so the verdict does not depend on the machine's load (use it when a lock provider compares expiry with a clock of its own)")

@@ -15,13 +15,20 @@ import (
 )
 
 // exploreCount is how many schedules certify explores after the matrix:
-// --explore when given, else the default on the whole matrix and none
-// on a part of it (--point, --kind, --class: a run that replays cases).
+// --explore when given, else the default on the whole matrix (a store
+// run as processes, --store-cmd, its own: explorerun.DefaultProcessCount)
+// and none on a part of it (--point, --kind, --class: a run that replays
+// cases).
 func exploreCount(cmd *cobra.Command, f certifyFlags) int {
-	if cmd.Flags().Changed("explore") || len(f.points)+len(f.kinds)+len(f.only) == 0 {
+	switch {
+	case cmd.Flags().Changed("explore"):
 		return f.explore
+	case len(f.points)+len(f.kinds)+len(f.only) > 0:
+		return 0
+	case f.store.command != "":
+		return explorerun.DefaultProcessCount
 	}
-	return 0
+	return f.explore
 }
 
 // certifyExplore runs certify's exploration after the matrix (in-process

@@ -28,6 +28,14 @@ import (
 // again).
 const DefaultCount = 2645
 
+// DefaultProcessCount is the default for a store run as processes
+// (certify --store-cmd): every schedule starts its workers' store
+// processes, an interpreter or a JVM each, so a schedule costs what a
+// matrix case costs (the Python example: about 16 schedules a second on
+// two cores, against hundreds in-process). It is still a count fixed in
+// advance, so the verdict does not depend on the machine.
+const DefaultProcessCount = 200
+
 // Class is the class of the case a finding adds to a report, as the
 // explorer names the schedules it generates.
 const Class = "explored"
