@@ -83,6 +83,10 @@ type Options struct {
 	// between clients (Pool). Never in a worker process: a worker's store
 	// processes die with it.
 	Pool *Pool
+	// OnStart, when set, is told how long each store process this client
+	// started took to start: from its exec to its hello reply. A process
+	// reused from Pool was not started, and is not told.
+	OnStart func(took time.Duration)
 	// OnProtocolError, when set, is told every protocol violation before
 	// the call returns it (a crash-matrix worker ends itself there, so the
 	// case is undecided rather than judged on a broken conversation).
