@@ -100,11 +100,15 @@ func (o Options) timeout() time.Duration {
 	return 10 * time.Second
 }
 
+// DefaultHelloTimeout bounds a store's start when Options.HelloTimeout
+// is zero.
+const DefaultHelloTimeout = 60 * time.Second
+
 func (o Options) helloTimeout() time.Duration {
 	if o.HelloTimeout > 0 {
 		return o.HelloTimeout
 	}
-	return 60 * time.Second
+	return DefaultHelloTimeout
 }
 
 // ProtocolError is a violation of the protocol by the store process.
