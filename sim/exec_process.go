@@ -244,7 +244,7 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 		stop()
 		out.Close()
 		r.procs.Delete(cmd)
-		wr := WorkerResult{Worker: spec.Worker, PID: cmd.Process.Pid, Took: time.Since(t0)}
+		wr := WorkerResult{Worker: spec.Worker, PID: cmd.Process.Pid, Took: time.Since(t0), StoreStarts: storeStarts(spec.StartsFile)}
 		var ee *exec.ExitError
 		switch {
 		case timedOut.Load():
