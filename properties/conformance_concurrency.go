@@ -127,6 +127,9 @@ func linCheck(t suiteT, what string, model porcupine.Model, h *linHistory) {
 // linVisDir is where a visualisation goes: the system temporary directory
 // (kept for a person to open), or a recorder's own (removed with it).
 func linVisDir(t suiteT) string {
+	if s, ok := t.(*confScope); ok {
+		t = s.suiteT
+	}
 	if r, ok := t.(*recorder); ok {
 		return r.TempDir()
 	}

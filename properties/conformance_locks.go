@@ -252,7 +252,7 @@ type lockModelState struct {
 }
 
 func lockModel(t suiteT, fresh func() reference.LockProvider) {
-	prop := confModelProp(func() *lockModelState {
+	prop := confModelProp(t, func() *lockModelState {
 		return &lockModelState{p: fresh(), clock: confNow, leases: map[string]reference.Lease{}, held: map[string]reference.Lease{}, last: map[string]int64{}}
 	}, lockModelPick)
 	confCheckProp(t, "LockProvider commands", prop, 40, 40)

@@ -53,11 +53,15 @@ type confHarness[H any] struct {
 // confModelProp builds a commands property: newHarness gives a fresh store
 // with an empty model; pick draws one step from the generator's random
 // source.
-func confModelProp[H any](newHarness func() H, pick func(r *rand.Rand) *confStep[H]) gopter.Prop {
+func confModelProp[H any](t suiteT, newHarness func() H, pick func(r *rand.Rand) *confStep[H]) gopter.Prop {
 	return commands.Prop(&commands.ProtoCommands{
 		NewSystemUnderTestFunc: func(commands.State) commands.SystemUnderTest {
 			return &confHarness[H]{h: newHarness()}
 		},
+		// Each run's bundle is closed as the run ends (confScope): the
+		// next run opens a fresh one, as before, and a store that
+		// declares reopen serves it from the same process.
+		DestroySystemUnderTestFunc: func(commands.SystemUnderTest) { confRelease(t) },
 		InitialStateGen: func(*gopter.GenParameters) *gopter.GenResult {
 			return gopter.NewGenResult(0, gopter.NoShrinker)
 		},

@@ -28,7 +28,7 @@ func opModelIDs() []string { return []string{"op-1", "op-2", "op-3", "op-4"} }
 
 // opModel runs random command sequences against fresh stores and the model.
 func opModel(t suiteT, fresh func() reference.OperationStore) {
-	prop := confModelProp(func() *opModelStore {
+	prop := confModelProp(t, func() *opModelStore {
 		return &opModelStore{s: fresh(), clock: confNow, ops: map[string]*opModelRec{}}
 	}, opModelPick)
 	confCheckProp(t, "OperationStore commands", prop, 40, 40)

@@ -311,7 +311,7 @@ type regModelStore struct {
 }
 
 func regModel(t suiteT, fresh func() reference.EntityRegistry) {
-	prop := confModelProp(func() *regModelStore {
+	prop := confModelProp(t, func() *regModelStore {
 		return &regModelStore{s: fresh(), names: map[[3]string]string{}, nodes: map[[2]string]map[string]bool{}}
 	}, regModelPick)
 	confCheckProp(t, "EntityRegistry commands", prop, 40, 30)

@@ -401,7 +401,7 @@ var stateModelEdges = []reference.EdgeKey{
 }
 
 func stateModel(t suiteT, fresh func() reference.DocumentStateStore) {
-	prop := confModelProp(func() *stateModelStore {
+	prop := confModelProp(t, func() *stateModelStore {
 		return &stateModelStore{s: fresh(), current: map[[2]string]reference.DocumentState{}, versions: map[[2]string]map[int64]reference.DocumentState{}}
 	}, stateModelPick)
 	confCheckProp(t, "DocumentStateStore commands", prop, 40, 40)

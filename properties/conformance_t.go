@@ -48,6 +48,9 @@ func wrapT(t *testing.T) suiteT { return confTB{t} }
 // unwrapT returns the *testing.T behind a suiteT made by wrapT, or nil; it exists
 // so factories written for *testing.T can be reached from a T.
 func unwrapT(t suiteT) *testing.T {
+	if s, ok := t.(*confScope); ok {
+		t = s.suiteT
+	}
 	if w, ok := t.(confTB); ok {
 		return w.T
 	}
@@ -280,8 +283,55 @@ func confRun[S any](t suiteT, newStore func(suiteT) S, cases []confCase[S]) {
 					t.Logf("reproduce: go test -run '%s'", confRunPattern(t.Name()))
 				}
 			}()
-			c.run(t, func() S { return newStore(t) })
+			st := &confScope{suiteT: t}
+			c.run(st, func() S { return newStore(st) })
 		})
+	}
+}
+
+// confScope is a case's t whose cleanups (the closing of each bundle its
+// fresh opened) may also run before the case ends: a model-based check
+// closes each run's bundle as the run ends (confModelProp), so that a
+// store process that declares reopen serves the next run, rather than one
+// process per run waiting for the end of the check. Each cleanup runs
+// once, at the latest where it would have run on t. (A *testing.T
+// factory registers its cleanups on the *testing.T itself: they run when
+// the case ends, as before.)
+type confScope struct {
+	suiteT
+	mu      sync.Mutex
+	pending []*confCleanup
+}
+
+type confCleanup struct {
+	once sync.Once
+	f    func()
+}
+
+func (s *confScope) Cleanup(f func()) {
+	c := &confCleanup{f: f}
+	s.mu.Lock()
+	s.pending = append(s.pending, c)
+	s.mu.Unlock()
+	s.suiteT.Cleanup(func() { c.once.Do(c.f) })
+}
+
+// release runs the cleanups registered so far, last first.
+func (s *confScope) release() {
+	s.mu.Lock()
+	p := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	for i := len(p) - 1; i >= 0; i-- {
+		p[i].once.Do(p[i].f)
+	}
+}
+
+// confRelease ends what t's cleanups hold so far (t a case's confScope;
+// nothing otherwise).
+func confRelease(t suiteT) {
+	if s, ok := t.(*confScope); ok {
+		s.release()
 	}
 }
 

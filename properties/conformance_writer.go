@@ -437,7 +437,7 @@ type writerModelState struct {
 }
 
 func writerModel(t suiteT, fresh func() reference.GraphWriter) {
-	prop := confModelProp(func() *writerModelState {
+	prop := confModelProp(t, func() *writerModelState {
 		return &writerModelState{w: fresh(), graphs: map[string]reference.Graph{}, last: map[string]reference.Mutation{}}
 	}, writerModelPick)
 	confCheckProp(t, "GraphWriter mutations", prop, 40, 25)

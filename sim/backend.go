@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/reference/plansave"
@@ -113,6 +114,12 @@ type Backend struct {
 	// outlives the case (a look through /proc; other backends' workers
 	// start no process, and their process group is all there is).
 	ChildProcesses bool
+	// StartTimeout, when positive, bounds how long a worker's stores may
+	// take to start (store-cmd: a store process until its hello reply):
+	// the time a worker spends opening its stores, up to this much per
+	// open, does not count towards its deadline, so that a slow start (a
+	// JVM on a busy machine) is never the reason a case is undecided.
+	StartTimeout time.Duration
 }
 
 // BackendSpec names a backend so that a worker process can open it.

@@ -75,18 +75,24 @@ func (p *processCase) snapshot(ctx context.Context, c Case, env CaseEnv, space s
 type processWorker struct {
 	pid   int
 	sweep bool // Backend.ChildProcesses
-	spec  WorkerSpec
-	hist  string
-	done  chan WorkerResult
-	res   *WorkerResult
+	// startLimit is Backend.StartTimeout: the time spent opening the
+	// stores, up to this much per open, is not counted against limits.
+	startLimit time.Duration
+	spec       WorkerSpec
+	hist       string
+	done       chan WorkerResult
+	res        *WorkerResult
 }
 
 func (p *processCase) start(ctx context.Context, spec WorkerSpec, deadline time.Duration) (runningWorker, error) {
+	if p.r.backend.StartTimeout > 0 {
+		spec.StartsFile = filepath.Join(p.dir, fmt.Sprintf("worker-%d-%s.starts", spec.Phase, spec.Worker))
+	}
 	cmd, done, err := p.r.start(ctx, p.dir, spec, deadline)
 	if err != nil {
 		return nil, err
 	}
-	return &processWorker{pid: cmd.Process.Pid, sweep: p.r.backend.ChildProcesses, spec: spec, hist: p.histPath, done: done}, nil
+	return &processWorker{pid: cmd.Process.Pid, sweep: p.r.backend.ChildProcesses, startLimit: p.r.backend.StartTimeout, spec: spec, hist: p.histPath, done: done}, nil
 }
 
 // kill kills the worker's session (SIGKILL): the worker's process group
@@ -107,7 +113,17 @@ func (w *processWorker) release() {
 
 func (w *processWorker) waitHitOrExit(ctx context.Context, limit time.Duration) {
 	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	var starting time.Duration
+	for ctx.Err() == nil {
+		if now := time.Now(); !now.Before(deadline) {
+			// The limit counts from the stores' start (watchDeadline).
+			s, _ := startTime(w.spec.StartsFile, w.startLimit, now)
+			if s <= starting {
+				return
+			}
+			deadline = deadline.Add(s - starting)
+			starting = s
+		}
 		if h, err := history.Read(w.hist); err == nil {
 			for _, r := range h {
 				// A pause parks it; any other fault it survives (a lease
@@ -201,7 +217,7 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 	exited := make(chan struct{})
 	var timedOut atomic.Bool
 	var syncing atomic.Pointer[[]string]
-	go r.watchDeadline(cmd.Process.Pid, deadline, exited, &timedOut, func() {
+	go r.watchDeadline(cmd.Process.Pid, deadline, spec.StartsFile, exited, &timedOut, func() {
 		// Before the stacks are asked for: a store process of the
 		// worker's (a store in another language) waiting in an fsync.
 		if s := sessionInSync(cmd.Process.Pid); len(s) > 0 {
@@ -228,7 +244,7 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 		stop()
 		out.Close()
 		r.procs.Delete(cmd)
-		wr := WorkerResult{Worker: spec.Worker, PID: cmd.Process.Pid, Took: time.Since(t0)}
+		wr := WorkerResult{Worker: spec.Worker, PID: cmd.Process.Pid, Took: time.Since(t0), StoreStarts: storeStarts(spec.StartsFile)}
 		var ee *exec.ExitError
 		switch {
 		case timedOut.Load():
@@ -253,13 +269,16 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 // watchDeadline kills the worker pid once deadline has passed. A run whose
 // timings were raised while the worker ran (a slower machine now) gives it
 // the raised deadline instead: the worker was started under timings the
-// run itself no longer holds. At the deadline the worker first gets a
-// SIGQUIT, so that its goroutines' stacks (where it hung) land in its
-// output file, then its process group a SIGKILL.
-func (r *Runner) watchDeadline(pid int, deadline time.Duration, exited <-chan struct{}, timedOut *atomic.Bool, atDeadline func()) {
+// run itself no longer holds. The time the worker spent opening its
+// stores, as its startsFile says (Backend.StartTimeout), is added: the
+// deadline counts from when its stores answered. At the deadline the
+// worker first gets a SIGQUIT, so that its goroutines' stacks (where it
+// hung) land in its output file, then its process group a SIGKILL.
+func (r *Runner) watchDeadline(pid int, deadline time.Duration, startsFile string, exited <-chan struct{}, timedOut *atomic.Bool, atDeadline func()) {
 	t := time.NewTimer(deadline)
 	defer t.Stop()
 	limit := deadline
+	var starting time.Duration
 	for {
 		select {
 		case <-exited:
@@ -269,6 +288,16 @@ func (r *Runner) watchDeadline(pid int, deadline time.Duration, exited <-chan st
 		if cur := r.Timing().ProcessTimeout; cur > limit {
 			t.Reset(cur - limit)
 			limit = cur
+			continue
+		}
+		if s, open := startTime(startsFile, r.backend.StartTimeout, time.Now()); s > starting {
+			wait := s - starting
+			if open {
+				// Still starting: look again a little later.
+				wait = max(wait, 50*time.Millisecond)
+			}
+			t.Reset(wait)
+			starting = s
 			continue
 		}
 		timedOut.Store(true)

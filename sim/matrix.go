@@ -55,6 +55,10 @@ type Report struct {
 	// invariant broken"; "exploration: off"); a finding is among Results
 	// as a failing case. Reports print it.
 	Exploration string `json:"exploration,omitempty"`
+	// StoreStarts says how long the workers' stores took to start
+	// ("store starts: median …, max … over N worker store opens"), when
+	// the backend notes it (store-cmd).
+	StoreStarts string `json:"storeStarts,omitempty"`
 }
 
 // maxAttempts bounds the runs of a case that is not exercised.
@@ -289,6 +293,7 @@ func cost(c Case) int {
 // undecided or nothing applicable ran). Not-applicable cases neither pass
 // nor fail.
 func (rep *Report) finish() {
+	rep.StoreStarts = storeStartsLine(rep.Results)
 	rep.Counts = map[Verdict]int{}
 	judged, unmet := false, 0
 	for _, r := range rep.Results {

@@ -70,4 +70,8 @@ type WorkerSpec struct {
 	// line each, see stopLine): a worker refused by the lease of a stopped
 	// one reads it (deadholder.go).
 	StoppedFile string `json:"stoppedFile,omitempty"`
+	// StartsFile, when set, is where the worker notes when it began and
+	// ended opening its stores (starts.go): the supervisor's deadline
+	// leaves that time out (Backend.StartTimeout).
+	StartsFile string `json:"startsFile,omitempty"`
 }

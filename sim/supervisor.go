@@ -308,6 +308,10 @@ type WorkerResult struct {
 	// hung, read from them.
 	Output string   `json:"output,omitempty"`
 	Stuck  []string `json:"stuck,omitempty"`
+	// StoreStarts is how long each open of the worker's stores took
+	// (store-cmd: its store process's start, until the hello reply), left
+	// out of its deadline (Backend.StartTimeout).
+	StoreStarts []time.Duration `json:"storeStarts,omitempty"`
 }
 
 // CaseResult is the outcome of one case.

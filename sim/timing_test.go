@@ -2,6 +2,7 @@ package sim
 
 import (
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -196,7 +197,7 @@ func TestDeadlineFollowsRaisedTiming(t *testing.T) {
 	r.timing.t.ProcessTimeout = 300 * time.Millisecond
 	var timedOut atomic.Bool
 	start := time.Now()
-	go r.watchDeadline(cmd.Process.Pid, 300*time.Millisecond, exited, &timedOut, nil)
+	go r.watchDeadline(cmd.Process.Pid, 300*time.Millisecond, "", exited, &timedOut, nil)
 	time.Sleep(100 * time.Millisecond)
 	r.timing.raise("case", time.Second, "test", false) // ProcessTimeout becomes 60s
 	r.timing.mu.Lock()
@@ -379,4 +380,56 @@ func TestFailureWhoseStepsOutranTheTTLIsUndecided(t *testing.T) {
 			t.Errorf("%+v: %s, want the failure kept", cfg, got.Verdict)
 		}
 	}
+}
+
+// A worker's deadline counts from when its stores answered (its starts
+// file, Backend.StartTimeout): a store that takes longer to start than
+// the whole deadline does not get the worker killed; one whose start never
+// ends is counted up to StartTimeout only.
+func TestDeadlineCountsFromTheStoresStart(t *testing.T) {
+	run := func(t *testing.T, write func(path string)) time.Duration {
+		t.Helper()
+		cmd := exec.Command("sleep", "60")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start a sleep process to stand for a worker: %v", err)
+		}
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		r := &Runner{}
+		r.backend.StartTimeout = 2 * time.Second
+		r.timing.t.ProcessTimeout = 300 * time.Millisecond
+		path := filepath.Join(t.TempDir(), "worker-1-w.starts")
+		var timedOut atomic.Bool
+		start := time.Now()
+		go r.watchDeadline(cmd.Process.Pid, 300*time.Millisecond, path, exited, &timedOut, nil)
+		go write(path)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatal("not killed at its deadline")
+		}
+		if !timedOut.Load() {
+			t.Fatal("the worker ended without timing out")
+		}
+		return time.Since(start)
+	}
+	t.Run("slow start", func(t *testing.T) {
+		// The stores take 1s to answer, over three times the deadline.
+		took := run(t, func(path string) {
+			ready := noteOpen(path)
+			time.Sleep(time.Second)
+			ready()
+		})
+		if took < 1300*time.Millisecond {
+			t.Fatalf("killed after %s: the 1s start counted against the 300ms deadline", took)
+		}
+	})
+	t.Run("start that never ends", func(t *testing.T) {
+		took := run(t, func(path string) { noteOpen(path) })
+		if took < 2300*time.Millisecond || took > 5*time.Second {
+			t.Fatalf("killed after %s, want at the 300ms deadline plus the 2s start limit", took)
+		}
+	})
 }

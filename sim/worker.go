@@ -230,7 +230,9 @@ func (w *worker) service(ctx context.Context) (*reference.Service, error) {
 		return w.svc, nil
 	}
 	if w.stores == nil {
+		ready := noteOpen(w.spec.StartsFile)
 		st, err := w.backend.Open(ctx, w.spec.Env)
+		ready()
 		if err != nil {
 			return nil, fmt.Errorf("open backend %s: %w", w.backend.Name, err)
 		}
@@ -264,7 +266,9 @@ func (w *worker) workflow(ctx context.Context) (*plansave.Workflow, error) {
 		return nil, fmt.Errorf("backend %s does not provide System B stores", w.backend.Name)
 	}
 	if w.ps == nil {
+		ready := noteOpen(w.spec.StartsFile)
 		ps, err := w.backend.OpenPlanSave(ctx, w.spec.Env)
+		ready()
 		if err != nil {
 			return nil, fmt.Errorf("open plan-save stores: %w", err)
 		}

@@ -120,6 +120,7 @@ func (c *Client) spawn(ctx context.Context) (*proc, error) {
 			return p, nil
 		}
 	}
+	t0 := time.Now()
 	p, err := start(&c.opts)
 	if err != nil {
 		return nil, c.protocolErr(ctx, nil, "start", "the store process could not be started: "+err.Error(), "")
@@ -132,6 +133,9 @@ func (c *Client) spawn(ctx context.Context) (*proc, error) {
 	if problem := c.check(p, res); problem != "" {
 		p.kill()
 		return nil, c.protocolErr(ctx, p, describe(0, "hello", c.helloArgs()), problem, "")
+	}
+	if c.opts.OnStart != nil {
+		c.opts.OnStart(time.Since(t0))
 	}
 	return p, nil
 }

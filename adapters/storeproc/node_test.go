@@ -25,5 +25,5 @@ func TestNodeStoreConformance(t *testing.T) {
 		t.Fatalf("node is missing: the Node.js example store (examples/node) cannot be tested: %v", err)
 	}
 	cmd := node + " " + filepath.Join(examples(t), "..", "node", "store.js")
-	properties.Stores(t, protocolStores(cmd))
+	properties.Stores(t, protocolStores(t, cmd))
 }

@@ -83,6 +83,10 @@ type Options struct {
 	// between clients (Pool). Never in a worker process: a worker's store
 	// processes die with it.
 	Pool *Pool
+	// OnStart, when set, is told how long each store process this client
+	// started took to start: from its exec to its hello reply. A process
+	// reused from Pool was not started, and is not told.
+	OnStart func(took time.Duration)
 	// OnProtocolError, when set, is told every protocol violation before
 	// the call returns it (a crash-matrix worker ends itself there, so the
 	// case is undecided rather than judged on a broken conversation).
@@ -96,11 +100,15 @@ func (o Options) timeout() time.Duration {
 	return 10 * time.Second
 }
 
+// DefaultHelloTimeout bounds a store's start when Options.HelloTimeout
+// is zero.
+const DefaultHelloTimeout = 60 * time.Second
+
 func (o Options) helloTimeout() time.Duration {
 	if o.HelloTimeout > 0 {
 		return o.HelloTimeout
 	}
-	return 60 * time.Second
+	return DefaultHelloTimeout
 }
 
 // ProtocolError is a violation of the protocol by the store process.

@@ -41,13 +41,23 @@ func python(t *testing.T, script string, args ...string) string {
 // protocolStores opens the stores of command over the protocol for the
 // conformance suites: two processes per bundle in the concurrency checks,
 // so that they race real processes on one store.
-func protocolStores(command string) func(t *testing.T) reference.Stores {
+//
+// The bundles share a pool (and so one TMPDIR): a store that declares
+// reopen serves bundle after bundle from a few processes, each bundle
+// greeting one with its own hello on its own fresh folder, as certify's
+// conformance run does.
+func protocolStores(suite *testing.T, command string) func(t *testing.T) reference.Stores {
+	pool := storeproc.NewPool()
+	tmp := suite.TempDir()
+	// Registered after TempDir: the idle processes end before their
+	// TMPDIR goes.
+	suite.Cleanup(func() { _ = pool.Close() })
 	return func(t *testing.T) reference.Stores {
 		procs := 1
 		if strings.Contains(t.Name(), "/Concurrency/") {
 			procs = 2
 		}
-		c, err := storeproc.Start(context.Background(), storeproc.Options{Command: command, Dir: t.TempDir(), Procs: procs})
+		c, err := storeproc.Start(context.Background(), storeproc.Options{Command: command, Dir: t.TempDir(), TempDir: tmp, Procs: procs, Pool: pool})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,5 +70,5 @@ func protocolStores(command string) func(t *testing.T) reference.Stores {
 // the concurrency checks race real processes on one SQLite file.
 func TestPythonSQLiteStoreConformance(t *testing.T) {
 	cmd := python(t, "sqlite_store.py")
-	properties.Stores(t, protocolStores(cmd))
+	properties.Stores(t, protocolStores(t, cmd))
 }

@@ -358,6 +358,9 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	}
 	report.WriteTerminal(out, rep, ropt)
 	fmt.Fprintln(out, rep.Timing)
+	if rep.StoreStarts != "" {
+		fmt.Fprintln(out, rep.StoreStarts)
+	}
 	if err := writeReports(out, rep, ropt, f.jsonOut, f.junitOut, f.html); err != nil {
 		return err
 	}

@@ -167,7 +167,8 @@ def serve(name, stores, open_store, handlers):
     an op name to a function (store, args) -> result dict. On close the
     store object's close() is called, if it has one, and dropped: the
     process then holds nothing of the directory, and a new hello opens one
-    afresh (reopen, section 3)."""
+    afresh (reopen, section 3). --no-reopen on the command line leaves
+    reopen undeclared (crashmatrix then starts a process per client)."""
     # Whatever start-up allocated stays for the process's life: frozen,
     # later collections skip it (the scripts disable the collector while
     # they import).
@@ -186,7 +187,7 @@ def serve(name, stores, open_store, handlers):
                 if args.get("protocol") != PROTOCOL:
                     raise StoreError("unsupported", "this store speaks " + PROTOCOL + ", not " + str(args.get("protocol")))
                 store = open_store(args["dir"], args.get("mutant", ""), conv)
-                result = {"protocol": PROTOCOL, "name": name, "stores": stores, "reopen": True}
+                result = {"protocol": PROTOCOL, "name": name, "stores": stores, "reopen": "--no-reopen" not in sys.argv[1:]}
             elif op == "close":
                 if hasattr(store, "close"):
                     store.close()

@@ -97,7 +97,12 @@ func Backend(spec sim.BackendSpec) (sim.Backend, error) {
 		Name:           Name,
 		Embedded:       true,
 		ChildProcesses: true,
-		Close:          pool.Close,
+		// A worker's deadline counts from its store processes' hello
+		// replies: a JVM that starts slowly on a busy machine does not
+		// make the case undecided. The start itself stays bounded (the
+		// hello timeout kills a store that does not answer).
+		StartTimeout: startLimit(timeout),
+		Close:        pool.Close,
 		Open: func(ctx context.Context, env sim.CaseEnv) (reference.Stores, error) {
 			if a[ArgCommand] == "" {
 				return reference.Stores{}, fmt.Errorf("backend %s: System A needs --store-cmd (only --plansave-cmd was given)", Name)
@@ -145,4 +150,13 @@ func endWorker(ctx context.Context, err *storeproc.ProtocolError) {
 func inWorkerProcess() bool {
 	_, armed := os.LookupEnv("GO_FAILPOINTS")
 	return armed && syscall.Getpgrp() == os.Getpid()
+}
+
+// startLimit is how long one open of a worker's stores may take: its store
+// process's start up to the hello timeout, and a second for the exec.
+func startLimit(timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		timeout = storeproc.DefaultHelloTimeout
+	}
+	return timeout + time.Second
 }

@@ -1,0 +1,117 @@
+package sim
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+// A worker's starts file (WorkerSpec.StartsFile) holds one line as it
+// begins opening its stores ("open <unix nanoseconds>") and one as it is
+// done ("ready <unix nanoseconds>"): for a store-cmd store, from the start
+// of its store processes to their hello replies.
+
+// noteOpen notes in path that an open begins, and returns what notes that
+// it ended (nothing when path is "").
+func noteOpen(path string) (ready func()) {
+	if path == "" {
+		return func() {}
+	}
+	appendStartLine(path, "open")
+	return func() { appendStartLine(path, "ready") }
+}
+
+func appendStartLine(path, what string) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		// Then the supervisor counts the start as work: the case may end
+		// undecided, never judged wrongly.
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(what + " " + strconv.FormatInt(time.Now().UnixNano(), 10) + "\n")
+}
+
+// startSpans reads a starts file: each open's begin and, once it ended,
+// its duration (ended false for the last one when it is under way).
+func startSpans(path string, each func(began int64, took time.Duration, ended bool)) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	var began int64
+	open := false
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		what, at, ok := bytes.Cut(sc.Bytes(), []byte(" "))
+		if !ok {
+			continue // a line being written
+		}
+		ns, err := strconv.ParseInt(string(at), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch string(what) {
+		case "open":
+			began, open = ns, true
+		case "ready":
+			if open {
+				each(began, time.Duration(ns-began), true)
+			}
+			open = false
+		}
+	}
+	if open {
+		each(began, 0, false)
+	}
+}
+
+// storeStarts lists how long each open of a worker's stores took, as its
+// starts file says (WorkerResult.StoreStarts).
+func storeStarts(path string) []time.Duration {
+	if path == "" {
+		return nil
+	}
+	var out []time.Duration
+	startSpans(path, func(_ int64, took time.Duration, ended bool) {
+		if ended {
+			out = append(out, took)
+		}
+	})
+	return out
+}
+
+// storeStartsLine says how long the workers' stores took to start over a
+// run's cases ("" when no worker noted any).
+func storeStartsLine(results []CaseResult) string {
+	var d []time.Duration
+	for _, r := range results {
+		for _, w := range r.Workers {
+			d = append(d, w.StoreStarts...)
+		}
+	}
+	if len(d) == 0 {
+		return ""
+	}
+	med, _, mx := latencyStats(d)
+	return fmt.Sprintf("store starts: median %s, max %s over %d worker store opens (not counted in the workers' deadlines)", med.Round(time.Millisecond), mx.Round(time.Millisecond), len(d))
+}
+
+// startTime is how long the worker whose starts file is path spent
+// opening its stores by now, each open counted up to limit, and whether an
+// open is still under way. Nothing without a file or a limit.
+func startTime(path string, limit time.Duration, now time.Time) (total time.Duration, open bool) {
+	if path == "" || limit <= 0 {
+		return 0, false
+	}
+	startSpans(path, func(began int64, took time.Duration, ended bool) {
+		if !ended {
+			took, open = max(now.Sub(time.Unix(0, began)), 0), true
+		}
+		total += min(took, limit)
+	})
+	return total, open
+}
