@@ -27,16 +27,8 @@ func TestBetweenCallsMutantsNeedTheStoreCallStalls(t *testing.T) {
 		}
 		n++
 		t.Run(m.Name, func(t *testing.T) {
-			r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), InProcess: true, Bugs: m.Options.Bugs, Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.CloseShared()
+			r, probe := probedInProcess(t, sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, Bugs: m.Options.Bugs})
 			ctx := context.Background()
-			probe, err := r.Probe(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
 			ttl := r.Config().LeaseTTL.Milliseconds()
 			named := sim.Selection{}.Cases(sim.Probe{Windows: probe.Windows}, ttl, 1)
 			if slices.ContainsFunc(named, sim.IsBetweenCalls) {
@@ -69,4 +61,21 @@ func TestBetweenCallsMutantsNeedTheStoreCallStalls(t *testing.T) {
 	if n < 6 {
 		t.Fatalf("%d between-calls mutants in the catalogue, want at least 6", n)
 	}
+}
+
+// probedInProcess is an in-process runner of cfg (seed 1, in a folder of
+// the test's) and what its probe found; the runner closes with the test.
+func probedInProcess(t *testing.T, cfg sim.Config) (*sim.Runner, sim.Probe) {
+	t.Helper()
+	cfg.WorkDir, cfg.InProcess, cfg.Seed = t.TempDir(), true, 1
+	r, err := sim.NewRunner(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.CloseShared)
+	probe, err := r.Probe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, probe
 }

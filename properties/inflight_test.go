@@ -33,17 +33,8 @@ func TestInFlightMutantsNeedTheirClasses(t *testing.T) {
 		n++
 		class := m.Options.Classes[0]
 		t.Run(m.Name, func(t *testing.T) {
-			r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), InProcess: true,
-				Bugs: m.Options.Bugs, Mutant: m.Options.Mutant, Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.CloseShared()
+			r, probe := probedInProcess(t, sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, Bugs: m.Options.Bugs, Mutant: m.Options.Mutant})
 			ctx := context.Background()
-			probe, err := r.Probe(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
 			ttl := r.Config().LeaseTTL.Milliseconds()
 			all := sim.Selection{}.Cases(probe, ttl, 1)
 			before := slices.DeleteFunc(slices.Clone(all), inFlight)
