@@ -42,10 +42,11 @@ containers:
 # testcontainers-go, the scenario library in both modes, the mutant tests).
 # Packages run one at a time: the crash tests measure leases in wall time.
 # Their temporary folders are on tmpfs where there is room (ci/test-tmpdir.sh
-# says why), removed afterwards.
+# says why), removed afterwards; the podman service `containers` started is
+# stopped afterwards too (ci/containers/teardown.sh), pass or fail.
 test: vet staticcheck xmllint localpg containers
 	tmp=$$(bash ci/test-tmpdir.sh) && \
-	case "$$tmp" in /dev/shm/crashmatrix-test-*) trap 'rm -rf "$$tmp"' EXIT ;; esac && \
+	trap 'bash $(CURDIR)/ci/containers/teardown.sh; case "$$tmp" in /dev/shm/crashmatrix-test-*) rm -rf "$$tmp" ;; esac' EXIT && \
 	echo "make test: temporary folders in $$tmp" && \
 	$(PODMAN_ENV) && TMPDIR=$$tmp $(GO) test -p 1 -count=1 -timeout 60m ./... && \
 	cd examples/boltstore && $(GO) vet ./... && TMPDIR=$$tmp $(GO) test -count=1 -timeout 20m ./...
