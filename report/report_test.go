@@ -420,19 +420,7 @@ func TestCountsAgreeBetweenCausesAndInvariants(t *testing.T) {
 	if i5.Violations != 4 || i5.FoldedViolations != 2 || i5.FoldedUnder != "I5" {
 		t.Fatalf("I5: %+v, want 4 violations, 2 folded under I5", i5)
 	}
-	// Every invariant's total is its causes' violations plus those folded.
-	for _, b := range d.Broken {
-		n := 0
-		for _, c := range d.Causes {
-			if c.Invariant == b.Invariant {
-				n += c.Violations
-			}
-			n += foldedOf(c, b.Invariant)
-		}
-		if n != b.Violations || b.FoldedViolations > b.Violations {
-			t.Errorf("%s: causes and folded add up to %d, the invariant says %d (%d folded)", b.Invariant, n, b.Violations, b.FoldedViolations)
-		}
-	}
+	checkTotals(t, d)
 	var term strings.Builder
 	WriteTerminal(&term, rep, testOpts)
 	out := term.String()
@@ -536,5 +524,24 @@ func TestDigestUnderGoTestPointsAtTheReports(t *testing.T) {
 	WriteTerminal(&b, testReport(independentCase()), Options{Command: "certify"})
 	if !strings.Contains(b.String(), "; -v lists every violation") {
 		t.Errorf("certify digest lost its -v hint:\n%s", b.String())
+	}
+}
+
+// checkTotals checks that every broken invariant's total is its causes'
+// violations plus those folded under other causes, and that no more of
+// them are folded than there are.
+func checkTotals(t *testing.T, d Digest) {
+	t.Helper()
+	for _, b := range d.Broken {
+		n := 0
+		for _, c := range d.Causes {
+			if c.Invariant == b.Invariant {
+				n += c.Violations
+			}
+			n += foldedOf(c, b.Invariant)
+		}
+		if n != b.Violations || b.FoldedViolations > b.Violations {
+			t.Errorf("%s: causes and folded add up to %d, the invariant says %d (%d folded)", b.Invariant, n, b.Violations, b.FoldedViolations)
+		}
 	}
 }

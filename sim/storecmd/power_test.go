@@ -2,7 +2,6 @@ package storecmd_test
 
 import (
 	"context"
-	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -21,18 +20,7 @@ import (
 // re-executes it (sim.ReexecLauncher).
 func TestMain(m *testing.M) {
 	if path := os.Getenv(sim.WorkerSpecEnv); path != "" {
-		spec, err := sim.ReadWorkerSpec(path)
-		if err == nil {
-			var b sim.Backend
-			if b, err = sim.ResolveBackend(spec.Backend); err == nil {
-				err = sim.RunWorker(context.Background(), spec, b, sim.ProcessWorkerOptions())
-			}
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "worker:", err)
-			os.Exit(2)
-		}
-		os.Exit(0)
+		os.Exit(sim.WorkerMain("worker", []string{"--spec", path}))
 	}
 	os.Exit(m.Run())
 }
