@@ -53,6 +53,8 @@ type FS struct {
 	open map[*handle]struct{}
 	// durable is told of every durable operation (OnDurable).
 	durable atomic.Pointer[func(DurableOp)]
+	// beforeIO arms disk errors (BeforeIO, diskerr.go).
+	beforeIO atomic.Pointer[func()]
 }
 
 // DurableOp is one durable file operation (cut.DurableOp: a worker
@@ -516,6 +518,7 @@ func (l *lnode) Create(ctx context.Context, name string, flags uint32, mode uint
 	if len(name) > nameMax {
 		return nil, nil, 0, syscall.ENAMETOOLONG
 	}
+	l.f.arming()
 	m := l.lock()
 	defer l.unlock()
 	if l.n.dead {
@@ -535,6 +538,8 @@ func (l *lnode) Create(ctx context.Context, name string, flags uint32, mode uint
 		if flags&syscall.O_TRUNC != 0 {
 			c.truncate(0)
 		}
+	case m.noSpace():
+		return nil, nil, 0, syscall.ENOSPC
 	default:
 		uid, gid := caller(ctx)
 		c = m.newNode(false, mode, uid, gid)
@@ -702,10 +707,14 @@ func (l *lnode) Read(_ context.Context, fh fs.FileHandle, dest []byte, off int64
 
 // Write implements fs.NodeWriter.
 func (l *lnode) Write(_ context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
-	l.lock()
+	l.f.arming()
+	m := l.lock()
 	defer l.unlock()
 	if l.n.dead || l.stale(fh) {
 		return 0, syscall.EIO
+	}
+	if m.noSpace() {
+		return 0, syscall.ENOSPC
 	}
 	l.n.write(data, off)
 	return uint32(len(data)), 0
@@ -713,10 +722,19 @@ func (l *lnode) Write(_ context.Context, fh fs.FileHandle, data []byte, off int6
 
 // Fsync implements fs.NodeFsyncer, for files and directories alike.
 func (l *lnode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
+	l.f.arming()
 	m := l.lock()
 	if l.n.dead || l.stale(fh) {
 		l.unlock()
 		return syscall.EIO
+	}
+	var slow func(DurableOp)
+	if l.n.regular() {
+		if errno := m.syncFault(l.n); errno != 0 {
+			l.unlock()
+			return errno
+		}
+		slow = m.takeSlow()
 	}
 	m.fsync(l.n)
 	l.unlock()
@@ -725,6 +743,14 @@ func (l *lnode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) sysca
 		op = "fdatasync"
 	}
 	l.tell(ctx, op, "")
+	if slow != nil {
+		c, _ := fuse.FromContext(ctx)
+		var pid uint32
+		if c != nil {
+			pid = c.Pid
+		}
+		slow(DurableOp{Pid: pid, Op: op, Path: l.Path(nil)})
+	}
 	return 0
 }
 
@@ -744,10 +770,14 @@ func (l *lnode) Release(_ context.Context, fh fs.FileHandle) syscall.Errno {
 // Allocate implements fs.NodeAllocater (posix_fallocate): it grows the
 // file, as the data it would hold is zeros.
 func (l *lnode) Allocate(_ context.Context, fh fs.FileHandle, off uint64, size uint64, mode uint32) syscall.Errno {
-	l.lock()
+	l.f.arming()
+	m := l.lock()
 	defer l.unlock()
 	if l.n.dead || l.stale(fh) {
 		return syscall.EIO
+	}
+	if m.noSpace() {
+		return syscall.ENOSPC
 	}
 	const keepSize = 1 // FALLOC_FL_KEEP_SIZE
 	if mode&^keepSize != 0 {
@@ -766,10 +796,15 @@ func (l *lnode) Allocate(_ context.Context, fh fs.FileHandle, off uint64, size u
 const nameMax = 255
 
 // Statfs implements fs.NodeStatfser: a roomy disk, so that no program
-// thinks it full.
+// thinks it full, unless it is (SetFull).
 func (l *lnode) Statfs(_ context.Context, out *fuse.StatfsOut) syscall.Errno {
 	out.Bsize, out.Frsize = pageSize, pageSize
 	out.Blocks, out.Bfree, out.Bavail = 1<<24, 1<<23, 1<<23
+	l.lock()
+	if l.f.m.disk.full {
+		out.Bfree, out.Bavail = 0, 0
+	}
+	l.unlock()
 	out.Files, out.Ffree = 1<<20, 1<<19
 	out.NameLen = nameMax
 	return 0
@@ -790,7 +825,8 @@ func (l *lnode) link(target fs.InodeEmbedder, name string, out *fuse.EntryOut) (
 	if len(name) > nameMax {
 		return nil, syscall.ENAMETOOLONG
 	}
-	l.lock()
+	l.f.arming()
+	m := l.lock()
 	defer l.unlock()
 	t, ok := target.(*lnode)
 	switch {
@@ -800,6 +836,8 @@ func (l *lnode) link(target fs.InodeEmbedder, name string, out *fuse.EntryOut) (
 		return nil, syscall.ENOENT
 	case t.n.dir:
 		return nil, syscall.EPERM
+	case m.noSpace():
+		return nil, syscall.ENOSPC
 	}
 	if _, ok := l.n.kids[name]; ok {
 		return nil, syscall.EEXIST
@@ -854,6 +892,7 @@ func (l *lnode) make(ctx context.Context, name string, out *fuse.EntryOut, mk fu
 	if len(name) > nameMax {
 		return nil, syscall.ENAMETOOLONG
 	}
+	l.f.arming()
 	m := l.lock()
 	defer l.unlock()
 	if l.n.dead {
@@ -861,6 +900,9 @@ func (l *lnode) make(ctx context.Context, name string, out *fuse.EntryOut, mk fu
 	}
 	if _, ok := l.n.kids[name]; ok {
 		return nil, syscall.EEXIST
+	}
+	if m.noSpace() {
+		return nil, syscall.ENOSPC
 	}
 	uid, gid := caller(ctx)
 	c := mk(m, uid, gid)

@@ -142,6 +142,11 @@ type node struct {
 	// Regular files: the live and the durable data. They share pages
 	// until one is written.
 	live, dur content
+	// failed, when hasFailed, is the live data as a failed sync left it
+	// (diskerr.go): its pages not written since are clean in the page
+	// cache but not durable, and no later sync writes them.
+	failed    content
+	hasFailed bool
 	// Directories: the live and the durable entries.
 	kids, durKids map[string]*node
 	// dead marks a node a power loss removed.
@@ -164,6 +169,8 @@ type model struct {
 	// files counts the regular files the model ever held (made or
 	// loaded).
 	files int64
+	// disk holds the disk errors armed and what they did (diskerr.go).
+	disk diskState
 }
 
 func newModel() *model {
@@ -238,7 +245,8 @@ func (n *node) ownPage(i int64) []byte {
 	switch {
 	case pg == nil:
 		pg = make([]byte, pageSize)
-	case i < int64(len(n.dur.pages)) && n.dur.pages[i] != nil && &n.dur.pages[i][0] == &pg[0]:
+	case i < int64(len(n.dur.pages)) && n.dur.pages[i] != nil && &n.dur.pages[i][0] == &pg[0],
+		n.hasFailed && i < int64(len(n.failed.pages)) && n.failed.pages[i] != nil && &n.failed.pages[i][0] == &pg[0]:
 		pg = slices.Clone(pg)
 	default:
 		return pg
@@ -289,7 +297,13 @@ func (m *model) sync(n *node) {
 		}
 		return
 	}
-	n.dur = n.live.clone()
+	n.dur = n.pending().clone()
+	if n.hasFailed {
+		// What the failed sync left clean stays clean: pages written
+		// since are now synced (and shared with dur), the others stay
+		// lost.
+		n.failed = n.live.clone()
+	}
 }
 
 // fsync is an fsync of n: with journaled names every directory's
@@ -382,13 +396,14 @@ func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames int, stale 
 			}
 		} else {
 			if tear != nil {
-				n.dur = torn(n.live, n.dur, tear.unit, func(unit int) bool { return tear.keep[tearKey{path, unit}] })
+				n.dur = torn(n.pending(), n.dur, tear.unit, func(unit int) bool { return tear.keep[tearKey{path, unit}] })
 			}
 			if b := changedBytes(n.live, n.dur); b > 0 {
 				lostBytes += b
 				lost = append(lost, LostFile{Path: strings.TrimPrefix(path, "/"), Bytes: b})
 			}
 			n.live = n.dur.clone()
+			n.failed, n.hasFailed = content{}, false
 		}
 		// A new mtime makes the kernel drop pages it cached from the
 		// lost state.
@@ -516,7 +531,7 @@ func (t *tearing) decide(m *model) {
 	walk = func(n *node, path string) {
 		seen[n] = true
 		if !n.dir {
-			for _, unit := range unsynced(n.live, n.dur, t.unit) {
+			for _, unit := range unsynced(n.pending(), n.dur, t.unit) {
 				keys = append(keys, tearKey{path, unit})
 			}
 			return
@@ -636,7 +651,12 @@ func torn(live, dur content, unit int, keep func(unit int) bool) content {
 			copy(out.pages[i][s*unit:], sector(live.page(i), s, unit))
 		}
 	}
-	// Nothing past the size survives (it would reappear if the file grew).
+	return trimmed(out)
+}
+
+// trimmed drops what c holds past its size (it would reappear if the
+// file grew): whole pages, and the tail of the last one (copied first).
+func trimmed(out content) content {
 	last := int((out.size + pageSize - 1) / pageSize)
 	if len(out.pages) > last {
 		out.pages = out.pages[:last]
