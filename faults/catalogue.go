@@ -43,6 +43,23 @@
 //     pages written and not synced survive whole and the others are lost
 //     (lazyfs.FS.PowerLossTorn, seeded by the window).
 //
+// Three act on the disk of a live system (the same lazy file system; the
+// worker goes on after the window, and the supervisor arms the error on
+// the mount at that instant):
+//
+//   - fsync-error: the next fsync or fdatasync of a store file returns EIO
+//     once, and what it had to write is dropped, as Linux drops it (a
+//     later fsync succeeds; the data is gone at the next power loss);
+//   - disk-full:   from the window on, writes, new files and the fsync of
+//     un-synced data fail with ENOSPC, until the worker ends and space
+//     comes back;
+//   - slow-sync:   the next fsync makes its data durable, then takes longer
+//     than the lease before it returns (on the harness clock).
+//
+// After the worker of an fsync-error or disk-full ends, the supervisor
+// cuts the power of the mount: what a store acknowledged must be durable
+// (I9).
+//
 // The names are pingcap/failpoint paths, so they can be armed with
 // failpoint.Enable or the GO_FAILPOINTS environment variable without any code
 // rewriting.
@@ -96,7 +113,23 @@ const (
 	// smaller Tear) is kept or lost whole, as the case's seed decides,
 	// where PowerLoss loses them all (LazyFS's torn writes).
 	TornWrite Kind = "torn-write"
+	// FsyncError fails the next fsync of a store file with EIO and drops
+	// what it had to write (lazyfs.FS.FailNextSync).
+	FsyncError Kind = "fsync-error"
+	// DiskFull fails writes and syncs with ENOSPC from the window until
+	// the worker ends (lazyfs.FS.SetFull).
+	DiskFull Kind = "disk-full"
+	// SlowSync makes the next fsync of a store file last longer than the
+	// lease (lazyfs.FS.SlowNextSync).
+	SlowSync Kind = "slow-sync"
 )
+
+// DiskKinds are the kinds that act on the disk of a live system: errors
+// and delays of the case's lazy file system, armed at a window.
+var DiskKinds = []Kind{FsyncError, DiskFull, SlowSync}
+
+// IsDisk reports whether k is a disk error or delay (DiskKinds).
+func (k Kind) IsDisk() bool { return k == FsyncError || k == DiskFull || k == SlowSync }
 
 // Kinds lists every worker-side fault kind in a stable order: the crash
 // matrix of every backend.
@@ -121,9 +154,10 @@ func (k Kind) IsServer() bool { return k == ServerCrash || k == AckLost || k == 
 func (k Kind) IsPowerLoss() bool { return k == PowerLoss || k == TornWrite }
 
 // AllKinds lists every fault kind: the worker-side ones (Kinds), the
-// server ones (ServerKinds), then the power losses.
+// server ones (ServerKinds), the power losses, then the disk errors
+// (DiskKinds).
 func AllKinds() []Kind {
-	return append(append(slices.Clone(Kinds), ServerKinds...), PowerLoss, TornWrite)
+	return append(append(append(slices.Clone(Kinds), ServerKinds...), PowerLoss, TornWrite), DiskKinds...)
 }
 
 // ParseKind parses a fault kind name.
@@ -267,9 +301,10 @@ func (s Spec) AppliesServer(k Kind, server string) bool {
 }
 
 // Applies reports whether kind k is meaningful at this window; a power
-// loss, torn or not, is wherever a crash is.
+// loss, torn or not, and a disk error are wherever a crash is (the step
+// after the window is one the worker would die before).
 func (s Spec) Applies(k Kind) bool {
-	if k.IsPowerLoss() {
+	if k.IsPowerLoss() || k.IsDisk() {
 		k = Crash
 	}
 	for _, x := range s.Kinds {

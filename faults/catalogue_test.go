@@ -229,4 +229,18 @@ func TestKindsParseAndPowerLossesFollowCrash(t *testing.T) {
 	if faults.Crash.IsPowerLoss() {
 		t.Error("a crash is no power loss")
 	}
+	// A disk error is armed at a window the worker would die before, and
+	// is neither a power loss nor a server fault.
+	for _, s := range faults.Catalogue {
+		for _, k := range faults.DiskKinds {
+			if !k.IsDisk() || k.IsPowerLoss() || k.IsServer() || s.Applies(k) != s.Applies(faults.Crash) {
+				t.Errorf("%s at %s: applies %v, crash applies %v", k, s.Point, s.Applies(k), s.Applies(faults.Crash))
+			}
+		}
+	}
+	for _, k := range []faults.Kind{faults.FsyncError, faults.DiskFull, faults.SlowSync} {
+		if a, err := faults.ParseAction(string(k) + "@1"); err != nil || a.Kind != k || a.String() != string(k)+"@1" {
+			t.Errorf("ParseAction(%s@1) = %v, %v", k, a, err)
+		}
+	}
 }

@@ -317,6 +317,11 @@ type Runtime struct {
 	// the server, or arms the fault proxy in front of it. It returns once
 	// that is done; the step then runs against the faulted server.
 	Server func(context.Context, Hit) error
+	// Disk arms a disk error (fsync-error, disk-full, slow-sync) on the
+	// mount that holds the worker's stores, before the step runs: the
+	// supervisor serving the mount arms it on the worker's next file
+	// operation. The step then runs on the faulted disk.
+	Disk func(context.Context, Hit) error
 	// OnReach, when set, is told every pass through a store-declared
 	// window (At), armed or not: the probe run discovers a store's windows
 	// from it.
@@ -442,6 +447,14 @@ func (r *Runtime) At(ctx context.Context, p Point, step func() error) error {
 		if err := r.Server(ctx, h); err != nil {
 			// The harness could not carry out the fault: a harness
 			// failure, not a store error the service should handle.
+			panic(fmt.Sprintf("fault %s at %s: %v", a, p, err))
+		}
+		return step()
+	case FsyncError, DiskFull, SlowSync:
+		if r.Disk == nil {
+			panic(fmt.Sprintf("fault %s fired at %s but this worker's stores are on no lazy mount (a disk error needs worker processes whose stores keep their files in the case's directory)", a, p))
+		}
+		if err := r.Disk(ctx, h); err != nil {
 			panic(fmt.Sprintf("fault %s at %s: %v", a, p, err))
 		}
 		return step()

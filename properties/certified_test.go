@@ -27,4 +27,9 @@ func TestCertifiedLineSaysWhatWasNotTested(t *testing.T) {
 		!strings.HasSuffix(got, "; power loss: no case of this run") {
 		t.Fatalf("a subset without power loss: %q", got)
 	}
+	// Disk errors that passed are counted apart.
+	rep.Results = append(rep.Results, sim.CaseResult{Case: sim.Case{Kind: faults.FsyncError}, Verdict: sim.Pass}, sim.CaseResult{Case: sim.Case{Kind: faults.DiskFull}, Verdict: sim.Fail})
+	if got := certified("mine", rep); !strings.HasSuffix(got, "; power loss: no case of this run; disk errors: tested (1 of the cases)") {
+		t.Fatalf("a run with disk errors: %q", got)
+	}
 }

@@ -142,10 +142,13 @@ func certified(name string, rep sim.Report) string {
 	}
 	line := fmt.Sprintf("backend %s %s: %d cases pass, %d not applicable, in %v", name, what,
 		rep.Counts[sim.Pass], rep.Counts[sim.NotApplicable], rep.Took.Round(time.Millisecond))
-	power := 0
+	power, disk := 0, 0
 	for _, r := range rep.Results {
 		if r.Case.Kind.IsPowerLoss() && r.Verdict == sim.Pass {
 			power++
+		}
+		if r.Case.Kind.IsDisk() && r.Verdict == sim.Pass {
+			disk++
 		}
 	}
 	switch {
@@ -155,6 +158,9 @@ func certified(name string, rep sim.Report) string {
 		line += fmt.Sprintf("; power loss: tested (%d of the cases)", power)
 	default:
 		line += "; power loss: no case of this run"
+	}
+	if disk > 0 {
+		line += fmt.Sprintf("; disk errors: tested (%d of the cases)", disk)
 	}
 	if rep.Exploration != "" {
 		line += "; " + rep.Exploration

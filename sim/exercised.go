@@ -44,6 +44,10 @@ const (
 	// the store had nothing written and not synced to tear: it was a plain
 	// power loss.
 	CauseNothingToTear Cause = "nothing-to-tear"
+	// CauseNoDiskIO: a disk error (faults.DiskKinds) was armed at its
+	// window, but the store wrote or synced nothing on the case's lazy
+	// mount afterwards: the error had nothing to act on.
+	CauseNoDiskIO Cause = "no-disk-io"
 	// CauseNothingCompleted: every fault fired, but after recovery no
 	// operation had completed, so the checks had nothing to judge.
 	CauseNothingCompleted Cause = "nothing-completed"
@@ -51,7 +55,7 @@ const (
 
 // Causes lists every cause, in the order above (docs/ci.md names each).
 var Causes = []Cause{CauseTiming, CauseUnreachable, CauseNotKilled, CauseKillMissed, CauseServerFault,
-	CauseInterleaving, CauseDataElsewhere, CauseNothingToTear, CauseNothingCompleted}
+	CauseInterleaving, CauseDataElsewhere, CauseNothingToTear, CauseNoDiskIO, CauseNothingCompleted}
 
 // settled reports whether running the case again cannot change the
 // cause: the store keeps its data off the lazy mount, or had nothing

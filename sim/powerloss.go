@@ -136,9 +136,10 @@ func (r *Runner) PowerLossSelection(sel *Selection) (untested string, err error)
 	if why == "" {
 		sel.PowerLoss = true
 		sel.TornWrite = slices.Contains(sel.Kinds, faults.TornWrite)
+		sel.selectDisk()
 		return "", nil
 	}
-	if i := slices.IndexFunc(sel.Kinds, faults.Kind.IsPowerLoss); i >= 0 {
+	if i := slices.IndexFunc(sel.Kinds, onLazyMount); i >= 0 {
 		return "", fmt.Errorf("--kind %s: %s", sel.Kinds[i], PowerLossNotTested(why))
 	}
 	return PowerLossNotTested(why), nil
@@ -219,7 +220,7 @@ func armsPowerLoss(c Case) bool {
 // (SQLite maps its WAL index) would hold a thread the server may need.
 // The snapshot reads the durable copy settle leaves instead.
 func (r *Runner) mountPower(c Case, dir string, env *CaseEnv) (*powerCase, error) {
-	if !armsPowerLoss(c) && !watchesDurable(c) && !(r.cfg.LazyData && r.backend.Embedded) {
+	if !armsPowerLoss(c) && !watchesDurable(c) && !armsDiskFault(c) && !(r.cfg.LazyData && r.backend.Embedded) {
 		return nil, nil
 	}
 	if why := r.PowerLossUntested(); why != "" {

@@ -56,6 +56,9 @@ type WorkerSpec struct {
 	// DurableFile, when set, is the file the worker maps to tell the
 	// supervisor which store call it is in (sim/durable.go).
 	DurableFile string `json:"durableFile,omitempty"`
+	// DiskFile, when set, is the file the worker maps to ask the
+	// supervisor for the disk error armed at a window (sim/diskfaults.go).
+	DiskFile string `json:"diskFile,omitempty"`
 	// KillAfterMicros, when positive, SIGKILLs the worker this long after
 	// it starts (a random-instant kill).
 	KillAfterMicros int64 `json:"killAfterMicros,omitempty"`

@@ -558,6 +558,9 @@ type Selection struct {
 	// faults.TearPage for pages).
 	TornWrite bool
 	Tear      int
+	// Disk are the disk error columns (DiskMatrix), narrowed like the
+	// rest: asked for by their kinds (PowerLossSelection).
+	Disk []faults.Kind
 }
 
 // Cases returns the cases of a selection: the catalogue's matrix and case
@@ -570,6 +573,9 @@ func (s Selection) Cases(pr Probe, leaseTTLMillis, seed int64) []Case {
 	}
 	if s.TornWrite {
 		cases = append(cases, Filter(TornWriteMatrix(pr.Windows, s.Tear, leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)
+	}
+	for _, k := range s.Disk {
+		cases = append(cases, Filter(DiskMatrix(pr.Windows, k, leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)
 	}
 	cases = append(cases, s.betweenCalls(BetweenCallsCases(pr.StaleCalls, leaseTTLMillis))...)
 	if s.PowerLoss {

@@ -544,6 +544,11 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 		if err != nil {
 			return fail(Undecided, err.Error())
 		}
+		disk, err := r.watchDisk(pc, st, dir, &spec, tm)
+		if err != nil {
+			unwatch()
+			return fail(Undecided, err.Error())
+		}
 		w, err := cx.start(ctx, spec, tm.ProcessTimeout)
 		if err != nil {
 			unwatch()
@@ -574,6 +579,9 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 					}
 				}
 			}
+		}
+		if err := r.afterDisk(ctx, pc, c, env, space, cx, st.Worker, disk, &res); err != nil {
+			return fail(Undecided, err.Error())
 		}
 		if paused, err = r.afterWorker(ctx, pc, c, env, space, cx, paused, &res); err != nil {
 			return fail(Undecided, err.Error())

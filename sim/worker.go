@@ -141,6 +141,14 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 	if url := spec.Env.Servers[EndpointControl]; url != "" {
 		rt.Server = serverFaultHook(url, spec.Worker, spec.Phase)
 	}
+	if spec.DiskFile != "" {
+		hook, unmap, err := diskHook(spec.DiskFile)
+		if err != nil {
+			return err
+		}
+		defer unmap()
+		rt.Disk = hook
+	}
 	// Store code reached from the service sees the runtime and can declare
 	// its own windows (faults.At).
 	ctx = faults.WithRuntime(ctx, rt)

@@ -3,6 +3,7 @@ package lazyfs
 import (
 	"syscall"
 
+	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 	"github.com/hanwen/go-fuse/v2/fs"
 )
 
@@ -36,18 +37,9 @@ import (
 // through a channel of its own: it is called before every operation
 // that a disk error acts on.
 
-// DiskStats is what the armed disk errors did.
-type DiskStats struct {
-	// SyncErrors counts the fsyncs that returned EIO (FailNextSync).
-	SyncErrors int
-	// NoSpace counts the operations that returned ENOSPC (SetFull).
-	NoSpace int
-	// Dropped is how many bytes of un-synced data (4 KiB pages, or the
-	// size change) failed syncs dropped.
-	Dropped int64
-	// SlowSyncs counts the syncs that called a SlowNextSync hook.
-	SlowSyncs int
-}
+// DiskStats is what the armed disk errors did (cut.DiskStats: a
+// harness names it without linking FUSE).
+type DiskStats = cut.DiskStats
 
 // diskState is the model's armed disk errors (under the model's lock).
 type diskState struct {

@@ -133,3 +133,17 @@ type DurableOp struct {
 
 // String is the operation as a person reads it: "fsync pystore.db-wal".
 func (d DurableOp) String() string { return d.Op + " " + d.Path }
+
+// DiskStats is what the disk errors armed on a lazy mount did
+// (lazyfs.FS.DiskStats).
+type DiskStats struct {
+	// SyncErrors counts the fsyncs that returned EIO (FailNextSync).
+	SyncErrors int
+	// NoSpace counts the operations that returned ENOSPC (SetFull).
+	NoSpace int
+	// Dropped is how many bytes of un-synced data (4 KiB pages, or the
+	// size change) failed syncs dropped.
+	Dropped int64
+	// SlowSyncs counts the syncs that called a SlowNextSync hook.
+	SlowSyncs int
+}

@@ -1,0 +1,282 @@
+package sim
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
+	"github.com/crashmatrix/crashmatrix/history"
+)
+
+// Disk errors (faults.DiskKinds: fsync-error, disk-full, slow-sync) at a
+// window: the worker goes on past the window, on a disk that now fails.
+// The case's data directory is on its lazy mount, as for a power loss.
+// The worker says it reached the window through a small file it maps
+// (diskMark, WorkerSpec.DiskFile); the supervisor, serving the mount,
+// reads it before each operation a disk error acts on
+// (lazyfs.FS.BeforeIO) and arms the error on the mount then, so the
+// error hits the worker's next write or fsync. When the worker ends, the
+// supervisor disarms it (space comes back), and after an fsync-error or
+// a disk-full that fired it cuts the power of the mount: whatever the
+// store acknowledged must be durable (I9), and what the failed syncs
+// dropped is gone. Then recovery runs. A slow sync makes its data
+// durable, then moves the harness clock past the lease (sleeps, with the
+// wall clock) before the fsync returns: the store call outlives its
+// lease, and the holder must be fenced at its next step.
+
+// DiskMatrix is the column of disk error kind k: the error armed at every
+// window of the catalogue and every store-declared window where a crash
+// applies. It runs when asked for (--kind fsync-error, disk-full,
+// slow-sync).
+func DiskMatrix(ws []StoreWindow, k faults.Kind, leaseTTLMillis int64) []Case {
+	var out []Case
+	for _, s := range faults.Catalogue {
+		if c, ok := DiskCase(s, k, leaseTTLMillis); ok {
+			out = append(out, c)
+		}
+	}
+	for _, w := range ws {
+		if c, ok := DiskCase(w.Spec(), k, leaseTTLMillis); ok {
+			c.Store = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// DiskCase is the case of disk error k armed at spec's window: the
+// window's case, with the worker going on past it on the faulted disk.
+func DiskCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case, bool) {
+	if !k.IsDisk() {
+		return Case{}, false
+	}
+	c, ok := windowCase(spec, k, leaseTTLMillis)
+	if !ok {
+		return Case{}, false
+	}
+	what := map[faults.Kind]string{
+		faults.FsyncError: "the next fsync of a store file fails with EIO and drops what it had to write (Linux); then the power is cut",
+		faults.DiskFull:   "writes and syncs fail with ENOSPC until the worker ends; then the power is cut",
+		faults.SlowSync:   "the next fsync of a store file lasts longer than the lease",
+	}[k]
+	c.Description = fmt.Sprintf("%s at %q (%s): %s; recovery must: %s", k, spec.Step, spec.Window, what, spec.Recovery)
+	return c, true
+}
+
+// diskFaultOf returns the disk error step st arms, if any.
+func diskFaultOf(st Step) (faults.Point, faults.Action, bool) {
+	for p, a := range st.Arms {
+		if a.Kind.IsDisk() {
+			return p, a, true
+		}
+	}
+	return "", faults.Action{}, false
+}
+
+// armsDiskFault reports whether any step of c arms a disk error.
+func armsDiskFault(c Case) bool {
+	return slices.ContainsFunc(c.Steps, func(st Step) bool { _, _, ok := diskFaultOf(st); return ok })
+}
+
+// diskMarkSize is the mark file: the disk kind the worker asks for, by
+// its index in faults.DiskKinds (from 1; 0: none yet).
+const diskMarkSize = 8
+
+// diskHook is a worker's faults.Runtime.Disk: it maps the mark file
+// and writes the kind into it at the hit.
+func diskHook(path string) (func(context.Context, faults.Hit) error, func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("disk errors: %w", err)
+	}
+	defer f.Close()
+	mem, err := syscall.Mmap(int(f.Fd()), 0, diskMarkSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, nil, fmt.Errorf("disk errors %s: mmap: %w", path, err)
+	}
+	mark := (*int64)(unsafe.Pointer(&mem[0]))
+	hook := func(_ context.Context, h faults.Hit) error {
+		i := slices.Index(faults.DiskKinds, h.Action.Kind)
+		if i < 0 {
+			return fmt.Errorf("%s is no disk error", h.Action.Kind)
+		}
+		atomic.StoreInt64(mark, int64(i+1))
+		return nil
+	}
+	return hook, func() { _ = syscall.Munmap(mem) }, nil
+}
+
+// diskMount is what the disk errors need of the case's lazy mount (a
+// *lazyfs.FS).
+type diskMount interface {
+	FailNextSync()
+	SetFull(bool)
+	SlowNextSync(func(cut.DurableOp))
+	DisarmDisk()
+	BeforeIO(func())
+	DiskStats() cut.DiskStats
+}
+
+// diskWatch is the supervisor's side of one worker's disk error.
+type diskWatch struct {
+	file   string
+	point  faults.Point
+	action faults.Action
+	fs     diskMount
+	// slow is what a slow sync does before it returns (moves the
+	// harness clock, or sleeps).
+	slow  func()
+	mu    sync.Mutex
+	armed bool
+	// before is what the mount's disk errors had done when the step
+	// began.
+	before cut.DiskStats
+}
+
+// arm reads the mark and arms the error it asks for, once.
+func (d *diskWatch) arm() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.armed {
+		return
+	}
+	b, err := os.ReadFile(d.file)
+	if err != nil || len(b) != diskMarkSize {
+		return
+	}
+	i := int(binary.LittleEndian.Uint64(b)) - 1
+	if i < 0 || i >= len(faults.DiskKinds) {
+		return
+	}
+	d.armed = true
+	switch faults.DiskKinds[i] {
+	case faults.FsyncError:
+		d.fs.FailNextSync()
+	case faults.DiskFull:
+		d.fs.SetFull(true)
+	case faults.SlowSync:
+		d.fs.SlowNextSync(func(cut.DurableOp) { d.slow() })
+	}
+	d.fs.BeforeIO(nil)
+}
+
+// watchDisk arms the disk error step st of a case asks for: it makes the
+// mark file the worker maps (spec.DiskFile) and hears the case's lazy
+// mount until the returned function runs.
+func (r *Runner) watchDisk(pc *powerCase, st Step, dir string, spec *WorkerSpec, tm Timing) (*diskWatch, error) {
+	p, a, ok := diskFaultOf(st)
+	if !ok {
+		return nil, nil
+	}
+	if pc == nil || pc.fs == nil {
+		return nil, fmt.Errorf("disk error %s: the case's data is on no lazy mount", a)
+	}
+	dm, ok := pc.fs.(diskMount)
+	if !ok {
+		return nil, fmt.Errorf("disk error %s: the case's lazy mount cannot fail (%T)", a, pc.fs)
+	}
+	path := fmt.Sprintf("%s/disk-%d", dir, spec.Phase)
+	if err := os.WriteFile(path, make([]byte, diskMarkSize), 0o644); err != nil {
+		return nil, fmt.Errorf("disk errors: %w", err)
+	}
+	spec.DiskFile = path
+	d := &diskWatch{file: path, point: p, action: a, fs: dm, before: dm.DiskStats()}
+	stall := LongPause(tm.LeaseTTL.Milliseconds())
+	d.slow = func() { time.Sleep(stall) }
+	if spec.ClockFile != "" {
+		clock := spec.ClockFile
+		d.slow = func() {
+			c, err := openClock(clock)
+			if err != nil {
+				time.Sleep(stall)
+				return
+			}
+			defer c.close()
+			c.advanceTo(c.Now() + stall.Milliseconds())
+		}
+	}
+	dm.BeforeIO(d.arm)
+	return d, nil
+}
+
+// afterDisk ends a worker's disk error (the worker has ended): the mount
+// is disarmed, the case says what the error did, and after an
+// fsync-error or a disk-full that fired the power is cut (a restart for
+// I9). An error that never acted (the worker made no write or fsync
+// after the window) leaves the case not exercised.
+func (r *Runner) afterDisk(ctx context.Context, pc *powerCase, c Case, env CaseEnv, space string, cx caseExec, worker string, d *diskWatch, res *CaseResult) error {
+	if d == nil {
+		return nil
+	}
+	d.fs.BeforeIO(nil)
+	d.fs.DisarmDisk()
+	d.mu.Lock()
+	armed := d.armed
+	d.mu.Unlock()
+	now := d.fs.DiskStats()
+	did := cut.DiskStats{SyncErrors: now.SyncErrors - d.before.SyncErrors, NoSpace: now.NoSpace - d.before.NoSpace,
+		Dropped: now.Dropped - d.before.Dropped, SlowSyncs: now.SlowSyncs - d.before.SlowSyncs}
+	var fired bool
+	var note string
+	switch d.action.Kind {
+	case faults.FsyncError:
+		fired = did.SyncErrors > 0
+		note = fmt.Sprintf("fsync-error at %s (worker %s): %d fsync failed with EIO, %d bytes it had to write dropped", d.point, worker, did.SyncErrors, did.Dropped)
+	case faults.DiskFull:
+		fired = did.NoSpace > 0
+		note = fmt.Sprintf("disk-full at %s (worker %s): %d writes, creates or syncs failed with ENOSPC, %d un-synced bytes dropped; space back when the worker ended", d.point, worker, did.NoSpace, did.Dropped)
+	case faults.SlowSync:
+		fired = did.SlowSyncs > 0
+		note = fmt.Sprintf("slow-sync at %s (worker %s): %d fsync took longer than the lease", d.point, worker, did.SlowSyncs)
+	}
+	if !fired {
+		why := "the worker never reached the window"
+		if armed {
+			why = "the worker reached the window but made no file operation the error acts on afterwards"
+		}
+		note = fmt.Sprintf("%s at %s (worker %s) never acted: %s", d.action.Kind, d.point, worker, why)
+		res.Notes = append(res.Notes, note)
+		if pc.noEffect == nil && armed {
+			pc.noEffect = &NotExercisedReason{Cause: CauseNoDiskIO, Detail: note,
+				Advice: "after this window the store wrote or synced nothing on the case's lazy mount (its step is a read, or its data is elsewhere): the error cannot reach it there; the columns at the windows before its writes cover it"}
+		}
+		return nil
+	}
+	res.Notes = append(res.Notes, note)
+	if d.action.Kind == faults.SlowSync {
+		return nil
+	}
+	h, err := cx.history()
+	if err != nil {
+		return err
+	}
+	// The power goes once the worker has ended, not at the window.
+	at := faults.Point(fmt.Sprintf("%s's end, after %s at %s", worker, d.action.Kind, d.point))
+	hit := history.Record{Kind: history.Hit, Worker: worker, Point: at, Fault: &faults.Action{Kind: faults.PowerLoss}}
+	r.cutLazy(ctx, pc, c, env, space, h, hit, res)
+	pc.done++
+	return nil
+}
+
+// selectDisk adds the disk error columns the selection's kinds ask for.
+func (s *Selection) selectDisk() {
+	s.Disk = nil
+	for _, k := range s.Kinds {
+		if k.IsDisk() {
+			s.Disk = append(s.Disk, k)
+		}
+	}
+}
+
+// onLazyMount reports whether kind k needs the case's lazy mount: a power
+// loss or a disk error.
+func onLazyMount(k faults.Kind) bool { return k.IsPowerLoss() || k.IsDisk() }
