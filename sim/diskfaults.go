@@ -33,6 +33,10 @@ import (
 // wall clock) before the fsync returns: the store call outlives its
 // lease, and the holder must be fenced at its next step.
 
+// lazyColumns are the matrix columns of the kinds that run on the case's
+// lazy mount, in the order reports show them.
+var lazyColumns = append([]faults.Kind{faults.PowerLoss, faults.TornWrite}, faults.DiskKinds...)
+
 // DiskMatrix is the column of disk error kind k: the error armed at every
 // window of the catalogue and every store-declared window where a crash
 // applies. It runs when asked for (--kind fsync-error, disk-full,
@@ -267,14 +271,29 @@ func (r *Runner) afterDisk(ctx context.Context, pc *powerCase, c Case, env CaseE
 	return nil
 }
 
-// selectDisk adds the disk error columns the selection's kinds ask for.
-func (s *Selection) selectDisk() {
+// selectDisk adds the disk error columns the selection's kinds ask for
+// (the runner's lazy mount works): the stores' own files must be on it,
+// an embedded backend's or a store command's.
+func (r *Runner) selectDisk(s *Selection) error {
 	s.Disk = nil
 	for _, k := range s.Kinds {
-		if k.IsDisk() {
-			s.Disk = append(s.Disk, k)
+		if !k.IsDisk() {
+			continue
 		}
+		if !r.backend.Embedded {
+			return untestedKind(k, "a database server's data directory is on a lazy mount for power loss only; disk errors need the store's own files there (an embedded backend or a store command)")
+		}
+		s.Disk = append(s.Disk, k)
 	}
+	return nil
+}
+
+// untestedKind is the error of a kind asked for where it cannot run.
+func untestedKind(k faults.Kind, why string) error {
+	if k.IsDisk() {
+		return fmt.Errorf("--kind %s: disk errors: not tested (%s)", k, why)
+	}
+	return fmt.Errorf("--kind %s: %s", k, PowerLossNotTested(why))
 }
 
 // onLazyMount reports whether kind k needs the case's lazy mount: a power

@@ -136,11 +136,10 @@ func (r *Runner) PowerLossSelection(sel *Selection) (untested string, err error)
 	if why == "" {
 		sel.PowerLoss = true
 		sel.TornWrite = slices.Contains(sel.Kinds, faults.TornWrite)
-		sel.selectDisk()
-		return "", nil
+		return "", r.selectDisk(sel)
 	}
 	if i := slices.IndexFunc(sel.Kinds, onLazyMount); i >= 0 {
-		return "", fmt.Errorf("--kind %s: %s", sel.Kinds[i], PowerLossNotTested(why))
+		return "", untestedKind(sel.Kinds[i], why)
 	}
 	return PowerLossNotTested(why), nil
 }
@@ -363,10 +362,11 @@ func (r *Runner) cutLazy(ctx context.Context, pc *powerCase, c Case, env CaseEnv
 	pc.restarts = append(pc.restarts, rs)
 }
 
-// powerColumns are the power-loss columns a report holds cases of.
+// powerColumns are the power-loss and disk error columns a report holds
+// cases of.
 func powerColumns(rep Report) []faults.Kind {
 	var out []faults.Kind
-	for _, k := range []faults.Kind{faults.PowerLoss, faults.TornWrite} {
+	for _, k := range lazyColumns {
 		if slices.ContainsFunc(rep.Results, func(r CaseResult) bool { return r.Case.Kind == k }) {
 			out = append(out, k)
 		}

@@ -20,7 +20,8 @@ type StoreRow struct {
 // StoreColumns are the store-window table's columns in a report: every
 // store fault kind, in the order the main matrix's columns have them (a
 // reader who compares the two tables finds crash, error, unknown in the
-// same places), then each power-loss column (power-loss, torn-write) the
+// same places), then each power-loss column (power-loss, torn-write) and disk error
+// column (fsync-error, disk-full, slow-sync) the
 // report has store-window cases in, so that every store-window case has
 // its cell.
 func StoreColumns(rep Report) []faults.Kind {
@@ -30,7 +31,7 @@ func StoreColumns(rep Report) []faults.Kind {
 			cols = append(cols, k)
 		}
 	}
-	for _, k := range []faults.Kind{faults.PowerLoss, faults.TornWrite} {
+	for _, k := range lazyColumns {
 		if slices.ContainsFunc(rep.Results, func(r CaseResult) bool { return r.Case.Store && r.Case.Kind == k }) {
 			cols = append(cols, k)
 		}
