@@ -1,12 +1,17 @@
 package properties_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/crashmatrix/crashmatrix/adapters/sqlite"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
+	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 )
@@ -65,5 +70,29 @@ func TestSQLiteDefaultsUnderDiskErrors(t *testing.T) {
 			}
 			t.Logf("%s: the ingest failed: %s", r.Case.ID, failed[0])
 		}
+	}
+}
+
+// A disk error that never acts (the store keeps its files off the case's
+// lazy mount, so no fsync or write of it reaches the error) leaves its
+// case not exercised, with the cause no-disk-io: never a pass.
+func TestDiskErrorThatNeverActsIsNotExercised(t *testing.T) {
+	elsewhere := sim.Backend{
+		Name:     "sqlite-elsewhere",
+		Embedded: true,
+		Open: func(_ context.Context, env sim.CaseEnv) (reference.Stores, error) {
+			if err := os.MkdirAll(env.TempDir, 0o755); err != nil {
+				return reference.Stores{}, err
+			}
+			return sqlite.Open(filepath.Join(env.TempDir, "elsewhere.db"), sqlite.Options{})
+		},
+	}
+	rep := crashrun.Run(t, elsewhere, crashrun.Options{Points: []faults.Point{faults.BeforePrepare}, Kinds: []faults.Kind{faults.FsyncError}}).Report
+	if len(rep.Results) != 1 {
+		t.Fatalf("%d results, want the one case", len(rep.Results))
+	}
+	r := rep.Results[0]
+	if r.Verdict != sim.NotExercised || r.NotExercised == nil || r.NotExercised.Cause != sim.CauseNoDiskIO || rep.ExitCode == 0 {
+		t.Fatalf("%s: %s (%+v), exit %d; want not exercised, cause %s; notes %v", r.Case.ID, r.Verdict, r.NotExercised, rep.ExitCode, sim.CauseNoDiskIO, r.Notes)
 	}
 }

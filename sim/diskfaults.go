@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -146,6 +147,19 @@ type diskWatch struct {
 	before cut.DiskStats
 }
 
+// asked reads the mark: the disk kind the worker asked for, if any.
+func (d *diskWatch) asked() (faults.Kind, bool) {
+	b, err := os.ReadFile(d.file)
+	if err != nil || len(b) != diskMarkSize {
+		return "", false
+	}
+	i := int(binary.LittleEndian.Uint64(b)) - 1
+	if i < 0 || i >= len(faults.DiskKinds) {
+		return "", false
+	}
+	return faults.DiskKinds[i], true
+}
+
 // arm reads the mark and arms the error it asks for, once.
 func (d *diskWatch) arm() {
 	d.mu.Lock()
@@ -153,16 +167,12 @@ func (d *diskWatch) arm() {
 	if d.armed {
 		return
 	}
-	b, err := os.ReadFile(d.file)
-	if err != nil || len(b) != diskMarkSize {
-		return
-	}
-	i := int(binary.LittleEndian.Uint64(b)) - 1
-	if i < 0 || i >= len(faults.DiskKinds) {
+	k, ok := d.asked()
+	if !ok {
 		return
 	}
 	d.armed = true
-	switch faults.DiskKinds[i] {
+	switch k {
 	case faults.FsyncError:
 		d.fs.FailNextSync()
 	case faults.DiskFull:
@@ -223,9 +233,7 @@ func (r *Runner) afterDisk(ctx context.Context, pc *powerCase, c Case, env CaseE
 	}
 	d.fs.BeforeIO(nil)
 	d.fs.DisarmDisk()
-	d.mu.Lock()
-	armed := d.armed
-	d.mu.Unlock()
+	_, asked := d.asked()
 	now := d.fs.DiskStats()
 	did := cut.DiskStats{SyncErrors: now.SyncErrors - d.before.SyncErrors, NoSpace: now.NoSpace - d.before.NoSpace,
 		Dropped: now.Dropped - d.before.Dropped, SlowSyncs: now.SlowSyncs - d.before.SlowSyncs}
@@ -243,16 +251,15 @@ func (r *Runner) afterDisk(ctx context.Context, pc *powerCase, c Case, env CaseE
 		note = fmt.Sprintf("slow-sync at %s (worker %s): %d fsync took longer than the lease", d.point, worker, did.SlowSyncs)
 	}
 	if !fired {
-		why := "the worker never reached the window"
-		if armed {
-			why = "the worker reached the window but made no file operation the error acts on afterwards"
+		why := &NotExercisedReason{Cause: CauseUnreachable, Detail: "the worker never reached the window",
+			Advice: "the worker's script does not lead to the window, or it stopped before: see the case's history"}
+		if asked {
+			why = &NotExercisedReason{Cause: CauseNoDiskIO, Detail: "the worker reached the window but made no file operation on the case's lazy mount that the error acts on afterwards",
+				Advice: "after this window the store wrote or synced nothing on the case's lazy mount (its step is a read, or it keeps its files outside the directory it was given): the error cannot reach it there"}
 		}
-		note = fmt.Sprintf("%s at %s (worker %s) never acted: %s", d.action.Kind, d.point, worker, why)
-		res.Notes = append(res.Notes, note)
-		if pc.noEffect == nil && armed {
-			pc.noEffect = &NotExercisedReason{Cause: CauseNoDiskIO, Detail: note,
-				Advice: "after this window the store wrote or synced nothing on the case's lazy mount (its step is a read, or its data is elsewhere): the error cannot reach it there; the columns at the windows before its writes cover it"}
-		}
+		why.Detail = fmt.Sprintf("%s at %s (worker %s) never acted: %s", d.action.Kind, d.point, worker, why.Detail)
+		res.Notes = append(res.Notes, why.Detail)
+		pc.diskMiss = cmp.Or(pc.diskMiss, why)
 		return nil
 	}
 	res.Notes = append(res.Notes, note)

@@ -58,13 +58,14 @@ var Causes = []Cause{CauseTiming, CauseUnreachable, CauseNotKilled, CauseKillMis
 	CauseInterleaving, CauseDataElsewhere, CauseNothingToTear, CauseNoDiskIO, CauseNothingCompleted}
 
 // settled reports whether running the case again cannot change the
-// cause: the store keeps its data off the lazy mount, or had nothing
-// un-synced to tear at the window, however often the case runs. A
+// cause: the store keeps its data off the lazy mount, had nothing
+// un-synced to tear at the window, or wrote nothing there after a disk
+// error's window, however often the case runs. A
 // database server writes in the background (its checkpointer, its
 // statistics), so what it left un-synced at a window changes from run to
 // run: on a server nothing-to-tear is not settled (server).
 func (c Cause) settled(server bool) bool {
-	return c == CauseDataElsewhere || c == CauseNothingToTear && !server
+	return c == CauseDataElsewhere || c == CauseNoDiskIO || c == CauseNothingToTear && !server
 }
 
 // NotExercisedReason says why a case did not exercise its fault, and what a

@@ -186,6 +186,9 @@ type powerCase struct {
 	// names (nothing of the store on the mount, nothing to tear): the
 	// case is not exercised.
 	noEffect *NotExercisedReason
+	// diskMiss says why a disk error of the case never acted
+	// (sim/diskfaults.go).
+	diskMiss *NotExercisedReason
 }
 
 // restartsOf returns what the stores held right after each power loss.
@@ -460,6 +463,8 @@ func (pc *powerCase) tore(hit history.Record, loss cut.Loss) {
 // nothing to lose then); for a torn one, nothing to tear (tore).
 func (pc *powerCase) withoutEffect() *NotExercisedReason {
 	switch {
+	case pc != nil && pc.diskMiss != nil:
+		return pc.diskMiss
 	case pc == nil || pc.done == 0:
 		return nil
 	case pc.fs != nil && pc.fs.FilesMade() == 0:
