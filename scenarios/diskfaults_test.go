@@ -51,7 +51,7 @@ func TestDiskErrorScenarios(t *testing.T) {
 		}
 		for i := 0; i < 2; i++ {
 			res := replay(t, back, false)
-			if err := back.JudgeResult(res); err != nil ||  !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, acted[k]) }) {
+			if err := back.JudgeResult(res); err != nil || !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, acted[k]) }) {
 				t.Fatalf("%s replay %d: %v, notes %v; want a pass in which %q", c.ID, i+1, err, res.Notes, acted[k])
 			}
 		}
