@@ -60,3 +60,53 @@ func TestDiskErrorScenarios(t *testing.T) {
 		}
 	}
 }
+
+// A disk error armed by a background worker (one that pauses) ends when
+// that worker ends: space comes back and the power is cut before the
+// final recovery. Before, it stayed armed: the quiesce step could not
+// open the database on the full disk, and explore reported the stuck
+// operation as a violation of I3 and I5 of the default stores (explore
+// --processes --disk-errors 0.9 --seed 3, schedule 51).
+func TestDiskErrorOfABackgroundWorkerEndsWithIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real worker processes")
+	}
+	if err := lazyfs.Available(); err != nil {
+		t.Fatal(sim.PowerLossNotTested(err.Error()))
+	}
+	s, err := Parse("background-disk-full.yaml", []byte(`name: background-disk-full
+description: a worker pauses, then fills the disk before its lease check
+system: ingestion
+seed: 3
+documents:
+  d2: |
+    Person:Carol -KNOWS-> Person:Bob
+steps:
+  - worker: w3
+    actions:
+      - {do: ingest, doc: d2, document: d2}
+    faults:
+      - {point: beforeRecordVersion, kind: pause, pause: 225ms}
+      - {point: beforeLeaseCheck, kind: disk-full}
+    background: true
+    expectHit: []
+  - worker: quiesce
+    actions:
+      - {do: recover}
+    resubmit: [w3]
+    continueOnError: true
+expect: {verdict: pass}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := replay(t, s, false)
+	if err := s.JudgeResult(res); err != nil {
+		t.Fatalf("%v; notes %v", err, res.Notes)
+	}
+	for _, want := range []string{"disk-full at beforeLeaseCheck (worker w3): ", "power loss at w3's end, after disk-full"} {
+		if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, want) }) {
+			t.Errorf("no note says %q: %v", want, res.Notes)
+		}
+	}
+}

@@ -133,6 +133,7 @@ type diskMount interface {
 
 // diskWatch is the supervisor's side of one worker's disk error.
 type diskWatch struct {
+	worker string
 	file   string
 	point  faults.Point
 	action faults.Action
@@ -180,7 +181,17 @@ func (d *diskWatch) arm() {
 	case faults.SlowSync:
 		d.fs.SlowNextSync(func(cut.DurableOp) { d.slow() })
 	}
-	d.fs.BeforeIO(nil)
+}
+
+// armDisks is the case's lazy mount's BeforeIO hook while disk errors
+// are watched: each worker's mark is read until its error is armed.
+func (pc *powerCase) armDisks() {
+	pc.diskMu.Lock()
+	ds := slices.Clone(pc.disks)
+	pc.diskMu.Unlock()
+	for _, d := range ds {
+		d.arm()
+	}
 }
 
 // watchDisk arms the disk error step st of a case asks for: it makes the
@@ -203,7 +214,7 @@ func (r *Runner) watchDisk(pc *powerCase, st Step, dir string, spec *WorkerSpec,
 		return nil, fmt.Errorf("disk errors: %w", err)
 	}
 	spec.DiskFile = path
-	d := &diskWatch{file: path, point: p, action: a, fs: dm, before: dm.DiskStats()}
+	d := &diskWatch{worker: st.Worker, file: path, point: p, action: a, fs: dm, before: dm.DiskStats()}
 	stall := LongPause(tm.LeaseTTL.Milliseconds())
 	d.slow = func() { time.Sleep(stall) }
 	if spec.ClockFile != "" {
@@ -218,20 +229,41 @@ func (r *Runner) watchDisk(pc *powerCase, st Step, dir string, spec *WorkerSpec,
 			c.advanceTo(c.Now() + stall.Milliseconds())
 		}
 	}
-	dm.BeforeIO(d.arm)
+	pc.diskMu.Lock()
+	pc.disks = append(pc.disks, d)
+	pc.diskMu.Unlock()
+	dm.BeforeIO(pc.armDisks)
 	return d, nil
 }
 
-// afterDisk ends a worker's disk error (the worker has ended): the mount
-// is disarmed, the case says what the error did, and after an
-// fsync-error or a disk-full that fired the power is cut (a restart for
-// I9). An error that never acted (the worker made no write or fsync
-// after the window) leaves the case not exercised.
-func (r *Runner) afterDisk(ctx context.Context, pc *powerCase, c Case, env CaseEnv, space string, cx caseExec, worker string, d *diskWatch, res *CaseResult) error {
-	if d == nil {
-		return nil
+// endDisks ends the disk errors of background workers that have ended
+// (every worker of the case has).
+func (r *Runner) endDisks(ctx context.Context, pc *powerCase, c Case, env CaseEnv, space string, cx caseExec, ds []*diskWatch, res *CaseResult) error {
+	for _, d := range ds {
+		if _, err := r.afterDisk(ctx, pc, c, env, space, cx, d, nil, res); err != nil {
+			return err
+		}
 	}
-	d.fs.BeforeIO(nil)
+	return nil
+}
+
+// afterDisk ends a worker's disk error (the worker has ended): the mount
+// is disarmed (space comes back), the case says what the error did, and
+// after an fsync-error or a disk-full that fired the power is cut (a
+// restart for I9), once the workers still paused are killed. An error
+// that never acted (the worker made no write or fsync after the window)
+// leaves the case not exercised. It returns the workers still paused.
+func (r *Runner) afterDisk(ctx context.Context, pc *powerCase, c Case, env CaseEnv, space string, cx caseExec, d *diskWatch, paused []runningWorker, res *CaseResult) ([]runningWorker, error) {
+	if d == nil {
+		return paused, nil
+	}
+	worker := d.worker
+	pc.diskMu.Lock()
+	pc.disks = slices.DeleteFunc(pc.disks, func(x *diskWatch) bool { return x == d })
+	if len(pc.disks) == 0 {
+		d.fs.BeforeIO(nil)
+	}
+	pc.diskMu.Unlock()
 	d.fs.DisarmDisk()
 	_, asked := d.asked()
 	now := d.fs.DiskStats()
@@ -260,22 +292,26 @@ func (r *Runner) afterDisk(ctx context.Context, pc *powerCase, c Case, env CaseE
 		why.Detail = fmt.Sprintf("%s at %s (worker %s) never acted: %s", d.action.Kind, d.point, worker, why.Detail)
 		res.Notes = append(res.Notes, why.Detail)
 		pc.diskMiss = cmp.Or(pc.diskMiss, why)
-		return nil
+		return paused, nil
 	}
 	res.Notes = append(res.Notes, note)
 	if d.action.Kind == faults.SlowSync {
-		return nil
+		return paused, nil
+	}
+	for _, w := range paused {
+		w.kill()
+		res.Workers = append(res.Workers, w.wait())
 	}
 	h, err := cx.history()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The power goes once the worker has ended, not at the window.
 	at := faults.Point(fmt.Sprintf("%s's end, after %s at %s", worker, d.action.Kind, d.point))
 	hit := history.Record{Kind: history.Hit, Worker: worker, Point: at, Fault: &faults.Action{Kind: faults.PowerLoss}}
 	r.cutLazy(ctx, pc, c, env, space, h, hit, res)
 	pc.done++
-	return nil
+	return nil, nil
 }
 
 // selectDisk adds the disk error columns the selection's kinds ask for

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
@@ -189,6 +190,9 @@ type powerCase struct {
 	// diskMiss says why a disk error of the case never acted
 	// (sim/diskfaults.go).
 	diskMiss *NotExercisedReason
+	// disks are the disk errors of the case's workers running now.
+	diskMu sync.Mutex
+	disks  []*diskWatch
 }
 
 // restartsOf returns what the stores held right after each power loss.

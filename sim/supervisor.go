@@ -491,12 +491,17 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 		}
 	}()
 	var durableMiss *NotExercisedReason
+	// The disk errors of background workers end with them (diskfaults.go).
+	var bgDisks []*diskWatch
+	var diskErr error
 	releasePaused := func() {
 		for _, w := range paused {
 			w.release()
 			res.Workers = append(res.Workers, w.wait())
 		}
 		paused = nil
+		diskErr = cmp.Or(diskErr, r.endDisks(ctx, pc, c, env, space, cx, bgDisks, &res))
+		bgDisks = nil
 	}
 	for i, st := range c.Steps {
 		if err := ctx.Err(); err != nil {
@@ -561,6 +566,9 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 			// on every run.
 			w.waitHitOrExit(ctx, tm.ProcessTimeout)
 			paused = append(paused, w)
+			if disk != nil {
+				bgDisks = append(bgDisks, disk)
+			}
 			continue
 		}
 		res.Workers = append(res.Workers, w.wait())
@@ -580,15 +588,21 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 				}
 			}
 		}
-		if err := r.afterDisk(ctx, pc, c, env, space, cx, st.Worker, disk, &res); err != nil {
+		if paused, err = r.afterDisk(ctx, pc, c, env, space, cx, disk, paused, &res); err != nil {
 			return fail(Undecided, err.Error())
 		}
 		if paused, err = r.afterWorker(ctx, pc, c, env, space, cx, paused, &res); err != nil {
 			return fail(Undecided, err.Error())
 		}
 		releasePaused()
+		if diskErr != nil {
+			return fail(Undecided, diskErr.Error())
+		}
 	}
 	releasePaused()
+	if diskErr != nil {
+		return fail(Undecided, diskErr.Error())
+	}
 	h, err := cx.history()
 	if err != nil {
 		return fail(Undecided, err.Error())

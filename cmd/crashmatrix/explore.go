@@ -34,6 +34,7 @@ func exploreCmd() *cobra.Command {
 		randomKills                float64
 		powerLoss                  float64
 		tornWrite                  float64
+		diskErrors                 float64
 		tear                       int
 		server                     serverFlags
 		store                      storeCmdFlags
@@ -102,8 +103,8 @@ or a setup the run cannot vouch for (a flag empty, out of range or for another b
 					return fmt.Errorf("--sim-store keeps no database: drop --in-process-files")
 				case cmd.Flags().Changed("backend") && backendName != "sqlite":
 					return fmt.Errorf("--sim-store replays its findings on SQLite: drop --backend %s", backendName)
-				case powerLoss > 0:
-					return fmt.Errorf("--power-loss needs a real store on a real file system: drop --sim-store")
+				case powerLoss > 0 || diskErrors > 0:
+					return fmt.Errorf("--power-loss and --disk-errors need a real store on a real file system: drop --sim-store")
 				case mutant != "" && mutant != sim.MutantCreateNotMerge:
 					return fmt.Errorf("--mutant %s: the simulated store models %s only (drop --sim-store to explore it)", mutant, sim.MutantCreateNotMerge)
 				}
@@ -185,6 +186,14 @@ or a setup the run cannot vouch for (a flag empty, out of range or for another b
 					return exitError{2}
 				}
 				shape.PowerLoss, shape.TornWrite, shape.Tear = powerLoss, tornWrite, tear
+			}
+			if diskErrors > 0 {
+				sel := sim.Selection{Kinds: faults.DiskKinds}
+				if _, err := runner.PowerLossSelection(&sel); err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "crashmatrix: --disk-errors: %v\n", err)
+					return exitError{2}
+				}
+				shape.DiskErrors = diskErrors
 			}
 			fmt.Fprintf(out, "exploring: seed %d, shard %d/%d, budget %s, backend %s, %s, %d store windows", seed, si, sn, budget, backend, mode, len(probe.Windows))
 			if randomKills > 0 {
@@ -347,6 +356,7 @@ or a setup the run cannot vouch for (a flag empty, out of range or for another b
 	fl.BoolVar(&processes, "processes", false, "kill real worker processes instead of the in-process mode")
 	fl.Float64Var(&tornWrite, "torn-write", 0, "share (0..1) of those power losses that tear: of each file, some 4 KiB pages written and not fsynced survive and the rest are lost")
 	fl.IntVar(&tear, "tear", faults.TearPage, "what a torn write keeps or loses whole: 4096 (pages), 512 (disk sectors: a page can survive in part) or a smaller power of two down to 1 (a tear inside one sector)")
+	fl.Float64Var(&diskErrors, "disk-errors", 0, "share (0..1) of armed crashes that become disk errors instead (fsync-error, disk-full or slow-sync, one drawn; at most one per client); needs --processes, an embedded backend or --store-cmd, and FUSE")
 	fl.Float64Var(&powerLoss, "power-loss", 0, "share (0..1) of armed crashes that cut the power instead (every process of the schedule dies and what was not fsynced is lost); needs --processes, an embedded backend and FUSE")
 	fl.Float64Var(&randomKills, "random-kills", 0, "share (0..1) of client workers SIGKILLed at a random instant of their run (before a store call or inside a commit, drawn over the probe's counts) besides failpoints; needs --processes")
 	fl.BoolVar(&simStore, "sim-store", false, "explore on a SIMULATED durable store (memory stores: commits survive a simulated crash, nothing else does), several times faster; protocol bugs only, never a certification; a finding is replayed on SQLite and labelled with how often it broke there")

@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand"
 	"slices"
 	"sort"
@@ -76,6 +77,10 @@ type Shape struct {
 	// pages).
 	TornWrite float64
 	Tear      int
+	// DiskErrors is the share (0..1) of armed crashes that become disk
+	// errors instead (faults.DiskKinds, one drawn; at most one per
+	// client): real processes on a runner that can cut the power only.
+	DiskErrors float64
 }
 
 // DefaultShape is small enough to shrink fast and rich enough to find the
@@ -158,6 +163,9 @@ func arm(r *rand.Rand, spec faults.Spec, shape Shape) faults.Action {
 		}
 		return faults.On(faults.PowerLoss, hit)
 	}
+	if shape.DiskErrors > 0 && (k == faults.Crash || k == faults.Recrash) && r.Float64() < shape.DiskErrors {
+		return faults.On(pick(r, faults.DiskKinds), hit)
+	}
 	switch k {
 	case faults.Pause:
 		// Around the lease TTL (just before expiry, just after, half a
@@ -197,6 +205,9 @@ func build(r *rand.Rand, shape Shape) sim.Case {
 				st.Arms[faults.BeforeStateCommit] = faults.On(faults.Permanent, 1)
 			}
 			a := arm(r, spec, shape)
+			if a.Kind.IsDisk() && slices.ContainsFunc(slices.Collect(maps.Values(st.Arms)), func(b faults.Action) bool { return b.Kind.IsDisk() }) {
+				a.Kind = faults.Crash // one disk error per worker
+			}
 			st.Arms[spec.Point] = a
 			if a.Kind == faults.Pause {
 				st.Background = true
