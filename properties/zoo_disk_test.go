@@ -152,6 +152,14 @@ func (s *syncingOps) ListRecoverable(ctx context.Context, limit int) ([]referenc
 	return s.OperationStore.ListRecoverable(ctx, limit)
 }
 
+// sqliteIn opens the reference SQLite stores in dir (made first).
+func sqliteIn(dir string) (reference.Stores, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return reference.Stores{}, err
+	}
+	return sqlite.Open(filepath.Join(dir, "store.db"), sqlite.Options{})
+}
+
 // syncingBackend opens the reference SQLite stores with the operation
 // store replaced by syncingOps, its defect named by the case's mutant
 // (CrashOptions.Mutant).
@@ -160,10 +168,7 @@ func syncingBackend() sim.Backend {
 		Name:     "sqlite-own-fsync-ops",
 		Embedded: true,
 		Open: func(_ context.Context, env sim.CaseEnv) (reference.Stores, error) {
-			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
-				return reference.Stores{}, err
-			}
-			st, err := sqlite.Open(filepath.Join(env.Dir, "store.db"), sqlite.Options{})
+			st, err := sqliteIn(env.Dir)
 			if err != nil {
 				return reference.Stores{}, err
 			}

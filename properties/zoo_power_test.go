@@ -9,10 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crashmatrix/crashmatrix/adapters/sqlite"
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
@@ -96,17 +94,12 @@ func (s *headerNeverSynced) ListRecoverable(ctx context.Context, limit int) ([]r
 // UNDECIDED, and ExpectBroken could never be met by such a store). Its
 // crash column passes: a process kill keeps the page cache.
 func TestZooUnreadableAfterPowerLoss(t *testing.T) {
-	if err := lazyfs.Available(); err != nil {
-		t.Fatal(sim.PowerLossNotTested(err.Error())) // make test runs as root where FUSE works
-	}
+	requireLazyFS(t)
 	b := sim.Backend{
 		Name:     "sqlite-header-never-synced",
 		Embedded: true,
 		Open: func(_ context.Context, env sim.CaseEnv) (reference.Stores, error) {
-			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
-				return reference.Stores{}, err
-			}
-			st, err := sqlite.Open(filepath.Join(env.Dir, "store.db"), sqlite.Options{})
+			st, err := sqliteIn(env.Dir)
 			if err != nil {
 				return reference.Stores{}, err
 			}
