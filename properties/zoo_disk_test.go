@@ -252,3 +252,39 @@ func TestFsyncErrorCatchesAStoreThatRetriesFsync(t *testing.T) {
 func TestDiskFullCatchesAStoreThatTakesENOSPCForSuccess(t *testing.T) {
 	caughtThenCertified(t, faults.BeforeCompleted, faults.DiskFull, diskNoSpaceIsSuccess, "failed with ENOSPC")
 }
+
+// At the durable steps the probe found in the store's calls (its create
+// takes three: the WAL's fsync, the database's, the folder's), an
+// fsync-error right before the first catches the store that retries
+// fsync, as at the window before the call; the store that stops at the
+// error certifies every step.
+func TestFsyncErrorAtDurableStepsCatchesAStoreThatRetriesFsync(t *testing.T) {
+	requireLazyFS(t)
+	opts := CrashOptions{Kinds: []faults.Kind{faults.FsyncError}, Classes: []string{sim.DurableStepClass}}
+	broken := opts
+	broken.Mutant, broken.ExpectBroken = diskRetriesFsync, []string{"I9"}
+	rep := CertifyCrashSafety(t, syncingBackend(), broken)
+	caught := ""
+	for _, r := range rep.Results {
+		t.Logf("%s: %s %v", r.Case.ID, r.Verdict, r.Broken())
+		if strings.HasPrefix(r.Case.ID, "durable-step-ops.create-1-of-") && r.Verdict == sim.Fail {
+			caught = r.Case.ID
+		}
+	}
+	if caught == "" {
+		t.Fatalf("no fsync-error right before the first durable step of ops.create caught the store that retries fsync")
+	}
+	good := CertifyCrashSafety(t, syncingBackend(), opts)
+	n := 0
+	for _, r := range good.Results {
+		if sim.IsDurableStep(r.Case) && r.Case.Kind == faults.FsyncError {
+			n++
+			if r.Verdict != sim.Pass {
+				t.Errorf("%s: %s %v", r.Case.ID, r.Verdict, r.Notes)
+			}
+		}
+	}
+	if n < 3 {
+		t.Fatalf("%d durable-step fsync-error cases, want one per sync of the store's create at least (3)", n)
+	}
+}

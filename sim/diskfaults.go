@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -134,10 +135,13 @@ type diskMount interface {
 // diskWatch is the supervisor's side of one worker's disk error.
 type diskWatch struct {
 	worker string
-	file   string
-	point  faults.Point
-	action faults.Action
-	fs     diskMount
+	// file is the worker's mark; without one, trigger says when to arm
+	// (a disk error at a durable step: durableWatch.atStep).
+	file    string
+	trigger func() bool
+	point   faults.Point
+	action  faults.Action
+	fs      diskMount
 	// slow is what a slow sync does before it returns (moves the
 	// harness clock, or sleeps).
 	slow  func()
@@ -148,8 +152,14 @@ type diskWatch struct {
 	before cut.DiskStats
 }
 
-// asked reads the mark: the disk kind the worker asked for, if any.
+// asked reads the mark: the disk kind the worker asked for, if any (at
+// a durable step: the kind, once armed).
 func (d *diskWatch) asked() (faults.Kind, bool) {
+	if d.trigger != nil {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.action.Kind, d.armed
+	}
 	b, err := os.ReadFile(d.file)
 	if err != nil || len(b) != diskMarkSize {
 		return "", false
@@ -168,7 +178,10 @@ func (d *diskWatch) arm() {
 	if d.armed {
 		return
 	}
-	k, ok := d.asked()
+	k, ok := d.action.Kind, d.trigger != nil && d.trigger()
+	if d.trigger == nil {
+		k, ok = d.asked()
+	}
 	if !ok {
 		return
 	}
@@ -197,7 +210,10 @@ func (pc *powerCase) armDisks() {
 // watchDisk arms the disk error step st of a case asks for: it makes the
 // mark file the worker maps (spec.DiskFile) and hears the case's lazy
 // mount until the returned function runs.
-func (r *Runner) watchDisk(pc *powerCase, st Step, dir string, spec *WorkerSpec, tm Timing) (*diskWatch, error) {
+func (r *Runner) watchDisk(pc *powerCase, st Step, dw *durableWatch, dir string, spec *WorkerSpec) (*diskWatch, error) {
+	if dw != nil && dw.disk != nil {
+		return dw.disk, nil
+	}
 	p, a, ok := diskFaultOf(st)
 	if !ok {
 		return nil, nil
@@ -214,26 +230,132 @@ func (r *Runner) watchDisk(pc *powerCase, st Step, dir string, spec *WorkerSpec,
 		return nil, fmt.Errorf("disk errors: %w", err)
 	}
 	spec.DiskFile = path
-	d := &diskWatch{worker: st.Worker, file: path, point: p, action: a, fs: dm, before: dm.DiskStats()}
-	stall := LongPause(tm.LeaseTTL.Milliseconds())
-	d.slow = func() { time.Sleep(stall) }
-	if spec.ClockFile != "" {
-		clock := spec.ClockFile
-		d.slow = func() {
-			c, err := openClock(clock)
-			if err != nil {
-				time.Sleep(stall)
-				return
-			}
-			defer c.close()
-			c.advanceTo(c.Now() + stall.Milliseconds())
-		}
-	}
+	d := &diskWatch{worker: st.Worker, file: path, point: p, action: a, fs: dm, before: dm.DiskStats(), slow: slowHook(spec)}
+	pc.watch(d)
+	return d, nil
+}
+
+// watch has the case's lazy mount arm d's error when it is asked for.
+func (pc *powerCase) watch(d *diskWatch) {
 	pc.diskMu.Lock()
 	pc.disks = append(pc.disks, d)
 	pc.diskMu.Unlock()
-	dm.BeforeIO(pc.armDisks)
-	return d, nil
+	d.fs.BeforeIO(pc.armDisks)
+}
+
+// slowHook is what a slow sync of a worker does before it returns: it
+// moves the case's harness clock past the worker's lease (twice its TTL
+// and 100 ms), or sleeps that long on the wall clock.
+func slowHook(spec *WorkerSpec) func() {
+	stall := LongPause(spec.LeaseTTLMillis)
+	if spec.ClockFile == "" {
+		return func() { time.Sleep(stall) }
+	}
+	clock := spec.ClockFile
+	return func() {
+		c, err := openClock(clock)
+		if err != nil {
+			time.Sleep(stall)
+			return
+		}
+		defer c.close()
+		c.advanceTo(c.Now() + stall.Milliseconds())
+	}
+}
+
+// watchDurableDisk arms the disk error of a durable-step case (its
+// DurableKill names the kind): right before the Step-th durable
+// operation of the worker's Call-th store call, the worker goes on.
+func watchDurableDisk(pc *powerCase, st Step, spec *WorkerSpec, d *durableWatch) error {
+	dm, ok := pc.fs.(diskMount)
+	if !ok {
+		return fmt.Errorf("disk error %s: the case's lazy mount cannot fail (%T)", d.kill.Disk, pc.fs)
+	}
+	d.disk = &diskWatch{worker: st.Worker, point: faults.Point(DurableStepName(d.kill)), action: faults.On(d.kill.Disk, 1),
+		fs: dm, before: dm.DiskStats(), slow: slowHook(spec), trigger: d.atStep}
+	pc.watch(d.disk)
+	return nil
+}
+
+// atStep reports whether the worker is in the store call the kill names,
+// with Step-1 of its durable operations done: the next is the step.
+func (d *durableWatch) atStep() bool {
+	pgid, call, _ := d.readMark()
+	if pgid <= 1 || call != d.kill.Call {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	done := 0
+	if n := len(d.seen); n > 0 && d.seen[n-1].Call == call {
+		done = len(d.seen[n-1].Ops)
+	}
+	return done == d.kill.Step-1
+}
+
+// judgeDisk says what a durable-step disk error did: armed, or why not
+// (afterDisk says what it did once armed).
+func (d *durableWatch) judgeDisk(worker string) (string, *NotExercisedReason) {
+	k := d.kill
+	if _, armed := d.disk.asked(); armed {
+		return fmt.Sprintf("durable-step %s: armed for worker %s right before durable step %d of %d (%s) of its store call %d (%s)", k.Disk, worker, k.Step, k.Steps, k.Op, k.Call, k.Method), nil
+	}
+	note := fmt.Sprintf("durable-step %s for worker %s never armed: its store call %d (%s) never reached durable step %d", k.Disk, worker, k.Call, k.Method, k.Step)
+	return note, &NotExercisedReason{Cause: CauseUnreachable, Detail: note,
+		Advice: "the store took fewer file syncs, renames or unlinks in that call than in the probe run: run the matrix again"}
+}
+
+// DurableDiskCases are the disk error kind k's cases at the durable
+// steps the probe counted: for each store method whose first call took
+// two durable steps or more, each of its steps that is an fsync or
+// fdatasync gets the error right before it.
+func DurableDiskCases(calls []DurableCall, k faults.Kind) []Case {
+	var out []Case
+	done := map[string]bool{}
+	for _, c := range calls {
+		n := len(c.Ops)
+		if n < 2 || done[c.Method] {
+			continue
+		}
+		done[c.Method] = true
+		for step := 1; step <= n; step++ {
+			op, _, _ := strings.Cut(c.Ops[step-1], " ")
+			if op != "fsync" && op != "fdatasync" {
+				continue
+			}
+			out = append(out, DurableDiskCase(DurableKill{Call: c.Call, Method: c.Method, Step: step, Steps: n, Op: op, Disk: k}))
+		}
+	}
+	return out
+}
+
+// DurableDiskCase is the standard script's fault worker meeting disk
+// error k.Disk right before the k-th durable step of one store call,
+// then the restart: "durable-step-ops.create-2-of-3-fsync-error".
+func DurableDiskCase(k DurableKill) Case {
+	name := fmt.Sprintf("%s-%s-%d-of-%d-%s", DurableStepClass, k.Method, k.Step, k.Steps, k.Disk)
+	return Case{ID: name, System: faults.Ingestion, Class: name, Kind: k.Disk,
+		Description: fmt.Sprintf("%s, %s: the standard script's worker meets %s right before durable step %d of %d (%s) of its store call %d, found on the lazy mount, and goes on; recovery must finish what the store made durable",
+			DurableStepName(k), k.Disk, k.Disk, k.Step, k.Steps, k.Op, k.Call),
+		Steps: []Step{{Worker: "fault", Actions: StandardScript(), Durable: &k}, quiesceStep(faults.Ingestion, "fault")}}
+}
+
+// durableDisk are the selection's disk error columns at durable steps,
+// narrowed as the sweep is: none for a point, all of them for the class
+// durable-step, one for its own class.
+func (s Selection) durableDisk(calls []DurableCall) []Case {
+	if len(s.Points) > 0 {
+		return nil
+	}
+	var out []Case
+	for _, k := range s.Disk {
+		for _, c := range DurableDiskCases(calls, k) {
+			if len(s.Classes) == 0 || slices.Contains(s.Classes, DurableStepClass) || slices.Contains(s.Classes, c.Class) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // endDisks ends the disk errors of background workers that have ended

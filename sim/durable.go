@@ -60,6 +60,10 @@ type DurableKill struct {
 	// Power cuts the power of the case's lazy mount once the group is
 	// dead: what was written and not synced at the step is lost too.
 	Power bool `json:"power,omitempty" yaml:"power,omitempty"`
+	// Disk, a disk error kind (faults.DiskKinds), arms that error on the
+	// lazy mount right before the Step-th durable operation instead of
+	// killing after it: the worker goes on (sim/diskfaults.go).
+	Disk faults.Kind `json:"disk,omitempty" yaml:"disk,omitempty"`
 }
 
 // DurableCall is one store call of a worker and the durable operations
@@ -129,6 +133,8 @@ type durableWatch struct {
 	seen []DurableCall
 	// fired is the operation the kill followed ("" until it fires).
 	fired string
+	// disk is the disk error of a durable-step disk case (kill.Disk).
+	disk *diskWatch
 }
 
 // readMark reads the worker's process group and current call.
@@ -165,7 +171,7 @@ func (d *durableWatch) op(op cut.DurableOp) {
 	}
 	c := &d.seen[len(d.seen)-1]
 	c.Ops = append(c.Ops, op.String())
-	if d.kill.Call == call && d.kill.Step == len(c.Ops) && d.fired == "" {
+	if d.kill.Call == call && d.kill.Step == len(c.Ops) && d.fired == "" && d.kill.Disk == "" {
 		d.fired = op.String()
 		// The operation is done; its caller has not learnt so, and
 		// never will.
@@ -190,6 +196,11 @@ func watchDurable(pc *powerCase, st Step, dir string, spec *WorkerSpec) (*durabl
 	}
 	spec.DurableFile = path
 	d := &durableWatch{file: path, kill: *st.Durable}
+	if d.kill.Disk != "" {
+		if err := watchDurableDisk(pc, st, spec, d); err != nil {
+			return nil, nil, err
+		}
+	}
 	pc.fs.OnDurable(d.op)
 	return d, func() { pc.fs.OnDurable(nil) }, nil
 }
@@ -205,6 +216,9 @@ func (d *durableWatch) calls() []DurableCall {
 // exercised when the worker never reached the step (nil when it did).
 func (d *durableWatch) judge(worker string, exit string) (string, *NotExercisedReason) {
 	k := d.kill
+	if k.Disk != "" {
+		return d.judgeDisk(worker)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.fired != "" {
@@ -360,6 +374,9 @@ func DurableStepsOf(rep Report) []DurableStepRow {
 				name := DurableStepName(*st.Durable)
 				if st.Durable.Power {
 					name += ", power loss"
+				}
+				if st.Durable.Disk != "" {
+					name += ", " + string(st.Durable.Disk)
 				}
 				out = append(out, DurableStepRow{Name: name, Result: r})
 				break

@@ -582,6 +582,7 @@ func (s Selection) Cases(pr Probe, leaseTTLMillis, seed int64) []Case {
 		// The sweep needs the lazy mount the power-loss column runs on.
 		cases = append(cases, s.durableSteps(DurableStepCases(pr.Durable))...)
 	}
+	cases = append(cases, s.durableDisk(pr.Durable)...)
 	if s.RandomKills > 0 && s.RandomKillsLeftOut() == "" {
 		cases = append(cases, RandomKills(seed, s.RandomKills, pr)...)
 	}

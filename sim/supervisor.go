@@ -549,7 +549,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 		if err != nil {
 			return fail(Undecided, err.Error())
 		}
-		disk, err := r.watchDisk(pc, st, dir, &spec, tm)
+		disk, err := r.watchDisk(pc, st, dw, dir, &spec)
 		if err != nil {
 			unwatch()
 			return fail(Undecided, err.Error())
