@@ -86,6 +86,15 @@ write a sector whole). A
 case whose store had nothing un-synced at the window has nothing to tear:
 it is not exercised (the power-loss column covers it).
 
+Disk errors (--kind fsync-error, disk-full, slow-sync; not in the default
+matrix; where power loss runs on the store's own files): at every window
+the worker goes on on a failing disk: the next fsync returns EIO and drops
+what it had to write, as Linux does, or writes and syncs fail with ENOSPC
+until the worker ends, or the next fsync outlasts the lease; after the
+first two the power is cut once the worker ends, and I9 judges what the
+store acknowledged. The durable-step sweep's calls meet them right before
+each of their fsyncs too.
+
 Exploration: after a matrix that certified, --explore N schedules of the
 explorer (several workers and documents, repeated crashes, crashes during
 recovery, pauses past the lease, retractions racing ingestions) run
