@@ -100,14 +100,9 @@ const diskMarkSize = 8
 // diskHook is a worker's faults.Runtime.Disk: it maps the mark file
 // and writes the kind into it at the hit.
 func diskHook(path string) (func(context.Context, faults.Hit) error, func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	mem, err := mapMark(path, diskMarkSize, "disk errors")
 	if err != nil {
-		return nil, nil, fmt.Errorf("disk errors: %w", err)
-	}
-	defer f.Close()
-	mem, err := syscall.Mmap(int(f.Fd()), 0, diskMarkSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
-	if err != nil {
-		return nil, nil, fmt.Errorf("disk errors %s: mmap: %w", path, err)
+		return nil, nil, err
 	}
 	mark := (*int64)(unsafe.Pointer(&mem[0]))
 	hook := func(_ context.Context, h faults.Hit) error {

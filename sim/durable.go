@@ -97,17 +97,27 @@ type callMark struct {
 // openCallMark maps the mark file the supervisor made and writes the
 // worker's process group into it.
 func openCallMark(path string) (*callMark, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	mem, err := mapMark(path, callMarkSize, "durable steps")
 	if err != nil {
-		return nil, fmt.Errorf("durable steps: %w", err)
-	}
-	defer f.Close()
-	mem, err := syscall.Mmap(int(f.Fd()), 0, callMarkSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("durable steps %s: mmap: %w", path, err)
+		return nil, err
 	}
 	atomic.StoreInt64((*int64)(unsafe.Pointer(&mem[0])), int64(syscall.Getpgrp()))
 	return &callMark{mem: mem, call: (*int64)(unsafe.Pointer(&mem[8]))}, nil
+}
+
+// mapMark maps the first size bytes of the mark file at path, shared
+// with the supervisor that reads it; what names the mark in errors.
+func mapMark(path string, size int, what string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer f.Close()
+	mem, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: mmap: %w", what, path, err)
+	}
+	return mem, nil
 }
 
 // enter marks the next store call, of method, as the worker's current one
