@@ -230,6 +230,9 @@ func (r *Runner) mountPower(c Case, dir string, env *CaseEnv) (*powerCase, error
 		return nil, nil
 	}
 	if why := r.PowerLossUntested(); why != "" {
+		if armsDiskFault(c) && !armsPowerLoss(c) {
+			return nil, fmt.Errorf("disk errors: not tested (%s)", why)
+		}
 		return nil, fmt.Errorf("%s", PowerLossNotTested(why))
 	}
 	if sp, ok := r.serverPower(); ok && !r.backend.Embedded {
