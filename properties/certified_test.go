@@ -6,6 +6,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // A run certified without power loss says so in the line the test logs.
@@ -17,7 +18,7 @@ func TestCertifiedLineSaysWhatWasNotTested(t *testing.T) {
 	// A run that tested power loss says so, with how many cases; a subset
 	// says it is one (before, both lines read as the plain one).
 	rep.PowerLoss = ""
-	rep.Results = []sim.CaseResult{{Case: sim.Case{Kind: faults.PowerLoss}, Verdict: sim.Pass}, {Case: sim.Case{Kind: faults.Crash}, Verdict: sim.Pass}}
+	rep.Results = []sim.CaseResult{{Case: catalogue.Case{Kind: faults.PowerLoss}, Verdict: sim.Pass}, {Case: catalogue.Case{Kind: faults.Crash}, Verdict: sim.Pass}}
 	if got := certified("mine", rep); strings.Contains(got, "not tested") || !strings.HasSuffix(got, "; power loss: tested (1 of the cases)") {
 		t.Fatalf("a run that tested power loss: %q", got)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
 )
@@ -252,13 +253,13 @@ func TestEveryMutantCaughtInProcess(t *testing.T) {
 			// between-calls cases sweep (a mutant that breaks even without
 			// faults fails the probe: it needs no such count).
 			var probe sim.Probe
-			if slices.Contains(m.Options.Classes, sim.BetweenCallsClass) {
+			if slices.Contains(m.Options.Classes, catalogue.BetweenCallsClass) {
 				var err error
 				if probe, err = r.Probe(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 			}
-			cases := sim.Selection{Points: m.Options.Points, Kinds: m.Options.Kinds, Classes: m.Options.Classes}.Cases(probe, ttl, 1)
+			cases := catalogue.Selection{Points: m.Options.Points, Kinds: m.Options.Kinds, Classes: m.Options.Classes}.Cases(probe.Probe, ttl, 1)
 			if len(cases) == 0 {
 				t.Fatalf("no case matches the mutant's slice %+v", m.Options)
 			}
@@ -278,7 +279,7 @@ func TestEveryMutantCaughtInProcess(t *testing.T) {
 	}
 }
 
-func caseIDs(cs []sim.Case) []string {
+func caseIDs(cs []catalogue.Case) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
 		out[i] = c.ID

@@ -7,6 +7,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // A Go store on the embedded SQLite that writes an operation and its plan
@@ -14,7 +15,7 @@ import (
 // durable-step sweep (the lazy mount sees the two WAL syncs of
 // CreateIfAbsent, and the worker is killed right after the first).
 func TestDurableStepSweepCatchesAnUndeclaredTwoStepGoStore(t *testing.T) {
-	rep := crashrun.Run(t, twoStepCreateBackend(false), crashrun.Options{Classes: []string{sim.DurableStepClass}}).Report
+	rep := crashrun.Run(t, twoStepCreateBackend(false), crashrun.Options{Classes: []string{catalogue.DurableStepClass}}).Report
 	if len(rep.StoreWindows) != 0 {
 		t.Fatalf("the undeclared store reports store windows %+v", rep.StoreWindows)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 )
 
@@ -291,7 +292,7 @@ func TestDeclaredWindowOfACorrectStoreCertifies(t *testing.T) {
 		t.Errorf("store window row: methods %q, probe hits %d; want properties_test.windowAround.CreateIfAbsent and 5 (one create per ingest and retraction of the standard script)", row.Methods, row.Probe)
 	}
 	claim := storeRow(t, rep, aroundClaim)
-	if claim.Methods != "properties_test.windowAround.Claim" || claim.Probe < 1 || !slices.ContainsFunc(rep.StoreWindows, func(w sim.StoreWindow) bool { return w.Point == aroundClaim && w.InRecovery }) {
+	if claim.Methods != "properties_test.windowAround.Claim" || claim.Probe < 1 || !slices.ContainsFunc(rep.StoreWindows, func(w catalogue.StoreWindow) bool { return w.Point == aroundClaim && w.InRecovery }) {
 		t.Errorf("store window row %+v (windows %+v): want Claim's window found as one only recovery reaches", claim, rep.StoreWindows)
 	}
 	for _, r := range []sim.StoreRow{row, claim} {
@@ -403,7 +404,7 @@ func TestRandomKillsFindUndeclaredWindows(t *testing.T) {
 			tried := 0
 			for seed := int64(1); seed <= int64(seeds) && (measure || found == 0); seed++ {
 				tried++
-				rep := crashrun.Run(t, b, crashrun.Options{Classes: []string{sim.RandomKillClass}, RandomKills: 200, Seed: seed, StopAtFirstFailure: true}).Report
+				rep := crashrun.Run(t, b, crashrun.Options{Classes: []string{catalogue.RandomKillClass}, RandomKills: 200, Seed: seed, StopAtFirstFailure: true}).Report
 				if len(rep.StoreWindows) != 0 {
 					t.Fatalf("the undeclared store reports store windows %+v", rep.StoreWindows)
 				}
@@ -423,7 +424,7 @@ func TestRandomKillsFindUndeclaredWindows(t *testing.T) {
 				}
 				found++
 				note := strings.Join(hit.Notes, "; ")
-				_, p, k, anchored := sim.AnchoredKill(hit.Case)
+				_, p, k, anchored := catalogue.AnchoredKill(hit.Case)
 				if !anchored {
 					t.Fatalf("seed %d: %s found it with a wall-clock kill: on the embedded SQLite backend every random kill is anchored to a store call or a commit", seed, hit.Case.ID)
 				}
@@ -475,10 +476,10 @@ func replays(t *testing.T, b sim.Backend, hit sim.CaseResult) int {
 		t.Fatal(err)
 	}
 	c := back.Case()
-	if _, p, k, ok := sim.AnchoredKill(c); !ok || c.Steps[0].Arms[p] != hit.Case.Steps[0].Arms[p] {
+	if _, p, k, ok := catalogue.AnchoredKill(c); !ok || c.Steps[0].Arms[p] != hit.Case.Steps[0].Arms[p] {
 		t.Fatalf("the scenario file lost the kill's instant (%s@%d):\n%s", p, k, text)
 	}
-	cases := make([]sim.Case, 10)
+	cases := make([]catalogue.Case, 10)
 	for i := range cases {
 		cases[i] = c
 		cases[i].ID = fmt.Sprintf("%s-replay-%d", c.ID, i)
@@ -495,7 +496,7 @@ func replays(t *testing.T, b sim.Backend, hit sim.CaseResult) int {
 
 // The correct embedded adapter certifies under 100 random-instant kills.
 func TestCertifySQLiteRandomKills(t *testing.T) {
-	properties.CertifyCrashSafety(t, embedded.SQLite(), properties.CrashOptions{Classes: []string{sim.RandomKillClass}, RandomKills: 100})
+	properties.CertifyCrashSafety(t, embedded.SQLite(), properties.CrashOptions{Classes: []string{catalogue.RandomKillClass}, RandomKills: 100})
 }
 
 // The in-process mode finds and runs a store's declared windows too: a
@@ -516,7 +517,7 @@ func TestDeclaredWindowInProcess(t *testing.T) {
 	if len(probe.Windows) != 1 || probe.Windows[0].Point != afterOperationRow || probe.Windows[0].Hits != 5 || probe.Windows[0].InRecovery {
 		t.Fatalf("probe found %+v, want %s reached 5 times by the client script", probe.Windows, afterOperationRow)
 	}
-	for _, c := range sim.StoreMatrix(probe.Windows, 250) {
+	for _, c := range catalogue.StoreMatrix(probe.Windows, 250) {
 		res := r.RunCase(ctx, c)
 		broke := slices.Contains(res.Broken(), "I5")
 		switch c.Kind {

@@ -6,12 +6,13 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // The terminal report lists the durable-step sweep by call and step, with
 // what the probe counted; a report with no durable probe says nothing of it.
 func TestTerminalListsTheDurableStepSweep(t *testing.T) {
-	c := sim.DurableStepCase(sim.DurableKill{Call: 8, Method: "ops.create", Step: 1, Steps: 2, Op: "fdatasync"})
+	c := catalogue.DurableStepCase(catalogue.DurableKill{Call: 8, Method: "ops.create", Step: 1, Steps: 2, Op: "fdatasync"})
 	rep := sim.Report{Backend: "store-cmd", Counts: map[sim.Verdict]int{sim.Fail: 1}, Probed: true, DurableCalls: 54, DurableMulti: 5,
 		Results: []sim.CaseResult{{Case: c, Verdict: sim.Fail, Violations: []check.Violation{{Invariant: check.I5, Message: "the operation record is stored without its plan"}}}}}
 	var b strings.Builder

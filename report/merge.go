@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // JSONVersion is the version of the JSON report's format (its "version"
@@ -109,11 +110,11 @@ func position(data []byte, off int64) (int, int) {
 
 // shardOf is the shard a report covers: a report of the whole matrix (an
 // unsharded run, or a merge) is shard 0 of 1.
-func shardOf(rep sim.Report) sim.Shard {
+func shardOf(rep sim.Report) catalogue.Shard {
 	if rep.Shard != nil {
 		return rep.Shard.Shard
 	}
-	return sim.Shard{Index: 0, Count: 1}
+	return catalogue.Shard{Index: 0, Count: 1}
 }
 
 // Merge combines the JSON reports of the shards of one matrix into the
@@ -146,7 +147,7 @@ func Merge(in []MergeInput) (sim.Report, error) {
 		}
 	}
 	matrix := *first.Report.Matrix
-	owner := sim.ShardOf(matrix.IDs(), n)
+	owner := catalogue.ShardOf(matrix.IDs(), n)
 	want := make([]int, n)
 	for _, id := range matrix.IDs() {
 		want[owner[id]]++
@@ -248,7 +249,7 @@ func Merge(in []MergeInput) (sim.Report, error) {
 			// the one the matrix was split in, and no verdict of the
 			// matrix comes of it.
 			rep.Results = append(rep.Results, sim.CaseResult{
-				Case: sim.Case{ID: fmt.Sprintf("merge-shard-%d-of-%d", s, n), Class: "merge",
+				Case: catalogue.Case{ID: fmt.Sprintf("merge-shard-%d-of-%d", s, n), Class: "merge",
 					Description: fmt.Sprintf("the report of shard %d/%d is missing", s, n)},
 				Verdict: sim.Undecided,
 				Notes: []string{fmt.Sprintf("the report of shard %d/%d was not given to merge; that shard has none of the matrix's %d cases (certify refuses it: exit 2), so the matrix was split in more shards than it has cases: split it in at most %d",
@@ -263,7 +264,7 @@ func Merge(in []MergeInput) (sim.Report, error) {
 			names = append(names, in[i].File)
 		}
 		rep.Results = append(rep.Results, sim.CaseResult{
-			Case: sim.Case{ID: fmt.Sprintf("merge-shard-%d-of-%d", s, n), Class: "merge",
+			Case: catalogue.Case{ID: fmt.Sprintf("merge-shard-%d-of-%d", s, n), Class: "merge",
 				Description: fmt.Sprintf("shard %d/%d was given to merge %d times", s, n, len(files))},
 			Verdict: sim.Undecided,
 			Notes: []string{fmt.Sprintf("shard %d/%d was given %d times (%s): give each shard's report once; the worse result of each of its cases is kept",
@@ -274,7 +275,7 @@ func Merge(in []MergeInput) (sim.Report, error) {
 }
 
 // withDescription is a matrix case, without its steps, described.
-func withDescription(mc sim.MatrixCase, d string) sim.Case {
+func withDescription(mc catalogue.MatrixCase, d string) catalogue.Case {
 	c := mc.Case()
 	c.Description = d
 	return c

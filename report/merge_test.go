@@ -9,21 +9,22 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // shardReports runs (on paper) a matrix of the first ten cases split in n:
 // every case passes unless verdicts says otherwise. Each report goes
 // through WriteJSON and DecodeJSON, as merge reads them.
-func shardReports(t *testing.T, n int, verdicts map[string]sim.Verdict) ([]MergeInput, sim.MatrixID) {
+func shardReports(t *testing.T, n int, verdicts map[string]sim.Verdict) ([]MergeInput, catalogue.MatrixID) {
 	t.Helper()
-	cases := sim.Matrix(250)[:10]
-	id := sim.NewMatrixID(sim.MatrixID{Backend: "sqlite", Seed: 1, Mode: "in-process"}, cases)
+	cases := catalogue.Matrix(250)[:10]
+	id := catalogue.NewMatrixID(catalogue.MatrixID{Backend: "sqlite", Seed: 1, Mode: "in-process"}, cases)
 	var out []MergeInput
 	for i := 0; i < n; i++ {
-		s := sim.Shard{Index: i, Count: n}
+		s := catalogue.Shard{Index: i, Count: n}
 		part := s.Select(cases)
-		rep := sim.Report{Backend: "sqlite", Seed: 1, Matrix: &id, Timing: sim.Timing{LeaseTTL: 250e6, Source: "simulated"},
-			Shard: &sim.ShardRun{Shard: s, Cases: len(part), Replay: "crashmatrix certify --backend sqlite --in-process"}}
+		rep := sim.Report{Backend: "sqlite", Seed: 1, Matrix: &id, Timing: catalogue.Timing{LeaseTTL: 250e6, Source: "simulated"},
+			Shard: &catalogue.ShardRun{Shard: s, Cases: len(part), Replay: "crashmatrix certify --backend sqlite --in-process"}}
 		for _, c := range part {
 			r := sim.CaseResult{Case: c, Verdict: sim.Pass}
 			if v, ok := verdicts[c.ID]; ok {
@@ -88,11 +89,11 @@ func TestMergeNeverCertifiesWhatDidNotPass(t *testing.T) {
 	failing := id.Cases[4].ID
 	bad, _ := shardReports(t, 3, map[string]sim.Verdict{failing: sim.Fail})
 	und, _ := shardReports(t, 3, map[string]sim.Verdict{failing: sim.Undecided})
-	owner := sim.ShardOf(id.IDs(), 3)[failing]
+	owner := catalogue.ShardOf(id.IDs(), 3)[failing]
 	// A shard whose calibration failed: one undecided result outside the
 	// matrix, none of its own cases.
 	calib := in[1]
-	calib.Report.Results = []sim.CaseResult{{Case: sim.CalibrationCase(0), Verdict: sim.Undecided, Notes: []string{"connection refused"}}}
+	calib.Report.Results = []sim.CaseResult{{Case: catalogue.CalibrationCase(0), Verdict: sim.Undecided, Notes: []string{"connection refused"}}}
 	calib.Report.Finish()
 	for _, tc := range []struct {
 		name     string
@@ -147,7 +148,7 @@ func TestMergeRefusesReportsOfAnotherMatrix(t *testing.T) {
 		edit(&rep)
 		return MergeInput{File: "other.json", Report: rep}
 	}
-	reID := func(r *sim.Report, set func(*sim.MatrixID)) {
+	reID := func(r *sim.Report, set func(*catalogue.MatrixID)) {
 		set(r.Matrix)
 		r.Matrix.Fingerprint = r.Matrix.Sum()
 	}
@@ -156,12 +157,14 @@ func TestMergeRefusesReportsOfAnotherMatrix(t *testing.T) {
 		f    MergeInput
 		want string
 	}{
-		{"backend", other(func(r *sim.Report) { reID(r, func(m *sim.MatrixID) { m.Backend = "memory" }) }), `other.json: field "matrix.backend" is "memory", s0.json's is "sqlite"`},
-		{"seed", other(func(r *sim.Report) { reID(r, func(m *sim.MatrixID) { m.Seed = 7 }) }), `other.json: field "matrix.seed" is 7, s0.json's is 1`},
+		{"backend", other(func(r *sim.Report) { reID(r, func(m *catalogue.MatrixID) { m.Backend = "memory" }) }), `other.json: field "matrix.backend" is "memory", s0.json's is "sqlite"`},
+		{"seed", other(func(r *sim.Report) { reID(r, func(m *catalogue.MatrixID) { m.Seed = 7 }) }), `other.json: field "matrix.seed" is 7, s0.json's is 1`},
 		{"a case more", other(func(r *sim.Report) {
-			reID(r, func(m *sim.MatrixID) { m.Cases = append(m.Cases, sim.MatrixCase{ID: "store-window-x-crash"}) })
+			reID(r, func(m *catalogue.MatrixID) {
+				m.Cases = append(m.Cases, catalogue.MatrixCase{ID: "store-window-x-crash"})
+			})
 		}), `other.json: field "matrix.cases" has case store-window-x-crash, s0.json's matrix has not`},
-		{"a case less", other(func(r *sim.Report) { reID(r, func(m *sim.MatrixID) { m.Cases = m.Cases[1:] }) }), `other.json: field "matrix.cases" lacks case`},
+		{"a case less", other(func(r *sim.Report) { reID(r, func(m *catalogue.MatrixID) { m.Cases = m.Cases[1:] }) }), `other.json: field "matrix.cases" lacks case`},
 		{"edited", other(func(r *sim.Report) { r.Matrix.Seed = 9 }), `other.json: field "matrix.fingerprint" is`},
 		{"no matrix", other(func(r *sim.Report) { r.Matrix = nil }), `other.json: no field "matrix"`},
 		{"another split", other(func(r *sim.Report) { r.Shard.Count = 4 }), `other.json: field "shard.count" is 4, s0.json's is 3`},

@@ -17,6 +17,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 const opA = "r1-case-1/ingest-3e9c078181c692f382db29aaf971335a"
@@ -37,7 +38,7 @@ func forgetfulCase(id string, p faults.Point) sim.CaseResult {
 		{Worker: "quiesce", Kind: history.Exit, Reason: "done"},
 	}
 	return sim.CaseResult{
-		Case:    sim.Case{ID: id, System: faults.Ingestion, Point: p, Kind: faults.Crash, Description: "crash at " + string(p)},
+		Case:    catalogue.Case{ID: id, System: faults.Ingestion, Point: p, Kind: faults.Crash, Description: "crash at " + string(p)},
 		Verdict: sim.Fail, Hits: map[string]int{string(p): 1}, Dir: "/work/" + id, Timeline: tl,
 		Workers: []sim.WorkerResult{{Worker: "fault", PID: 10, Exit: "killed (SIGKILL)"}, {Worker: "quiesce", PID: 11, Exit: "ok"}},
 		Violations: []check.Violation{
@@ -51,7 +52,7 @@ func forgetfulCase(id string, p faults.Point) sim.CaseResult {
 // independentCase breaks I2 on a store that forgot nothing.
 func independentCase() sim.CaseResult {
 	return sim.CaseResult{
-		Case:    sim.Case{ID: "class-competing-revision", System: faults.Ingestion, Class: "competing-revision", Description: "two versions race"},
+		Case:    catalogue.Case{ID: "class-competing-revision", System: faults.Ingestion, Class: "competing-revision", Description: "two versions race"},
 		Verdict: sim.Fail, Hits: map[string]int{"beforeLeaseCheck": 1}, Dir: "/work/class-competing-revision",
 		Timeline: []history.Record{{Worker: "fault", PID: 20, Kind: history.Start}, {Worker: "fault", Kind: history.Event, Event: &reference.Event{Kind: reference.EvStateCommit, OperationID: "r1/ingest-x", DocumentID: "d3", Expected: 0, Revision: 2, At: 5}}},
 		Workers:  []sim.WorkerResult{{Worker: "fault", PID: 20, Exit: "ok"}},
@@ -62,7 +63,7 @@ func independentCase() sim.CaseResult {
 
 func notExercisedCase() sim.CaseResult {
 	return sim.CaseResult{
-		Case:    sim.Case{ID: "beforecompleted-pause", System: faults.Ingestion, Point: faults.BeforeCompleted, Kind: faults.Pause, Description: "pause"},
+		Case:    catalogue.Case{ID: "beforecompleted-pause", System: faults.Ingestion, Point: faults.BeforeCompleted, Kind: faults.Pause, Description: "pause"},
 		Verdict: sim.NotExercised, Hits: map[string]int{}, Dir: "/work/beforecompleted-pause",
 		Notes: []string{"failpoint beforeCompleted never fired in worker fault",
 			sim.EarlierAttempts + "attempt 1: failpoint beforeCompleted never fired in worker fault"},
@@ -487,10 +488,10 @@ func TestUndecidedReadsEachReasonOnce(t *testing.T) {
 	dial := "snapshot: postgres open (host 127.0.0.1 port 1): failed to connect:\n\t127.0.0.1:1: dial error: connection refused (2 attempts)"
 	var results []sim.CaseResult
 	results = append(results,
-		sim.CaseResult{Case: sim.Case{ID: "calibration", Class: "calibration"}, Verdict: sim.Undecided, Notes: []string{"calibration on backend postgres: " + dial}},
-		sim.CaseResult{Case: sim.Case{ID: "probe", Class: "probe"}, Verdict: sim.Undecided, Notes: []string{dial}})
+		sim.CaseResult{Case: catalogue.Case{ID: "calibration", Class: "calibration"}, Verdict: sim.Undecided, Notes: []string{"calibration on backend postgres: " + dial}},
+		sim.CaseResult{Case: catalogue.Case{ID: "probe", Class: "probe"}, Verdict: sim.Undecided, Notes: []string{dial}})
 	for i := range 100 {
-		results = append(results, sim.CaseResult{Case: sim.Case{ID: fmt.Sprintf("c%d", i), Class: fmt.Sprintf("c%d", i)}, Verdict: sim.Undecided, Notes: []string{"interrupted"}})
+		results = append(results, sim.CaseResult{Case: catalogue.Case{ID: fmt.Sprintf("c%d", i), Class: fmt.Sprintf("c%d", i)}, Verdict: sim.Undecided, Notes: []string{"interrupted"}})
 	}
 	rep := testReport(results...)
 	var b strings.Builder

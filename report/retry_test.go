@@ -14,6 +14,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // the sqlite backend
 )
 
@@ -26,9 +27,9 @@ func TestANotExercisedCaseIsRetriedWithFlatNotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.CloseShared()
-	c := sim.Case{ID: "never-fires", System: faults.Ingestion, Class: "never-fires", Description: "expects a failpoint nothing arms",
-		Steps: []sim.Step{{Worker: "fault", Actions: sim.StandardScript(), ExpectHit: []faults.Point{faults.BeforeCompleted}}}}
-	rep := r.RunAll(context.Background(), []sim.Case{c}, 1, nil)
+	c := catalogue.Case{ID: "never-fires", System: faults.Ingestion, Class: "never-fires", Description: "expects a failpoint nothing arms",
+		Steps: []catalogue.Step{{Worker: "fault", Actions: catalogue.StandardScript(), ExpectHit: []faults.Point{faults.BeforeCompleted}}}}
+	rep := r.RunAll(context.Background(), []catalogue.Case{c}, 1, nil)
 	res := rep.Results[0]
 	if res.Verdict != sim.NotExercised {
 		t.Fatalf("verdict %s, want not exercised (notes %q)", res.Verdict, res.Notes)
@@ -65,9 +66,9 @@ func TestTerminalSaysWhichCasesWereRunAgain(t *testing.T) {
 	timing := sim.Attempt{Reason: sim.NotExercisedReason{Cause: sim.CauseTiming}}
 	server := sim.Attempt{Reason: sim.NotExercisedReason{Cause: sim.CauseServerFault}}
 	rep := sim.Report{Verdict: sim.Pass, Backend: "postgres", Counts: map[sim.Verdict]int{sim.Pass: 3}, Results: []sim.CaseResult{
-		{Case: sim.Case{ID: "a"}, Verdict: sim.Pass, Attempts: []sim.Attempt{timing, timing}},
-		{Case: sim.Case{ID: "b"}, Verdict: sim.Pass},
-		{Case: sim.Case{ID: "c"}, Verdict: sim.Pass, Attempts: []sim.Attempt{server}},
+		{Case: catalogue.Case{ID: "a"}, Verdict: sim.Pass, Attempts: []sim.Attempt{timing, timing}},
+		{Case: catalogue.Case{ID: "b"}, Verdict: sim.Pass},
+		{Case: catalogue.Case{ID: "c"}, Verdict: sim.Pass, Attempts: []sim.Attempt{server}},
 	}}
 	var out strings.Builder
 	WriteTerminal(&out, rep, Options{})
@@ -135,11 +136,11 @@ func TestLoadCheckReadsTheRunAgainLine(t *testing.T) {
 // that says so, and the verdict stays NOT CERTIFIED (exit 1), not
 // undecided. Without fail-fast, the same cases all run.
 func TestFailFastStopsStartingCasesAfterTheFirstFailure(t *testing.T) {
-	var cases []sim.Case
+	var cases []catalogue.Case
 	for _, k := range []faults.Kind{faults.Split, faults.Crash, faults.Transient} {
-		c, ok := sim.WindowCase(faults.LeaseAcquire, k, 250)
+		c, ok := catalogue.WindowCase(faults.LeaseAcquire, k, 250)
 		if !ok {
-			c, ok = sim.WindowCase(faults.BeforeGraphWrite, k, 250)
+			c, ok = catalogue.WindowCase(faults.BeforeGraphWrite, k, 250)
 		}
 		if !ok {
 			t.Fatalf("no window case for %s", k)

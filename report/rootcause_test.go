@@ -11,6 +11,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // unsyncedCase is a power-loss case on a store that skips its fsync: the
@@ -33,14 +34,14 @@ func unsyncedCase(p faults.Point, writes int) sim.CaseResult {
 	// What follows from the loss: recovery starts the operation over.
 	vs = append(vs, check.Violation{Invariant: check.I4, Operation: op, Message: "illegal stage change PREPARED -> PREPARED"})
 	id := strings.ToLower(string(p)) + "-power-loss"
-	return sim.CaseResult{Case: sim.Case{ID: id, System: faults.Ingestion, Point: p, Kind: faults.PowerLoss, Description: "power loss at " + string(p)},
+	return sim.CaseResult{Case: catalogue.Case{ID: id, System: faults.Ingestion, Point: p, Kind: faults.PowerLoss, Description: "power loss at " + string(p)},
 		Verdict: sim.Fail, Dir: "/work/" + id, Violations: vs, PowerLost: []string{"data/store.db: 28672 bytes written and not synced"}}
 }
 
 // doubleModelCall is another defect: the model called again after the
 // plan was frozen (I1), with nothing lost.
 func doubleModelCall() sim.CaseResult {
-	return sim.CaseResult{Case: sim.Case{ID: "beforeprepare-crash", System: faults.Ingestion, Point: faults.BeforePrepare, Kind: faults.Crash, Description: "crash before prepare"},
+	return sim.CaseResult{Case: catalogue.Case{ID: "beforeprepare-crash", System: faults.Ingestion, Point: faults.BeforePrepare, Kind: faults.Crash, Description: "crash before prepare"},
 		Verdict: sim.Fail, Dir: "/work/beforeprepare-crash",
 		Violations: []check.Violation{{Invariant: check.I1, Operation: "ingest-x",
 			Message: "the model was called 2 times for this operationId, but the persisted plan came from call 1: the model was called again after the plan was frozen"}}}
@@ -49,7 +50,7 @@ func doubleModelCall() sim.CaseResult {
 // leaseNotHandedOver is a root cause that is no forgotten write: the lock
 // provider kept an expired lease.
 func leaseNotHandedOver() sim.CaseResult {
-	return sim.CaseResult{Case: sim.Case{ID: "beforeleasecheck-pause", System: faults.Ingestion, Point: faults.BeforeLeaseCheck, Kind: faults.Pause, Description: "pause"},
+	return sim.CaseResult{Case: catalogue.Case{ID: "beforeleasecheck-pause", System: faults.Ingestion, Point: faults.BeforeLeaseCheck, Kind: faults.Pause, Description: "pause"},
 		Verdict: sim.Fail, Dir: "/work/beforeleasecheck-pause",
 		Violations: []check.Violation{
 			{Invariant: check.I7, Document: "d2", RootCause: true, Message: "the lock provider did not hand over an expired lease: recover/3 was refused at 900 by fault/2's lease (token 1) on d2, 600ms after that holder stopped at 300"},

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // ShardPassed is the digest's verdict of a shard (certify --shard) whose
@@ -65,7 +66,7 @@ func mergeGaps(rep sim.Report) (string, []sim.CaseResult) {
 	}
 	var owner map[string]int
 	if rep.Matrix != nil {
-		owner = sim.ShardOf(rep.Matrix.IDs(), n)
+		owner = catalogue.ShardOf(rep.Matrix.IDs(), n)
 	}
 	var others []sim.CaseResult
 	missing := 0

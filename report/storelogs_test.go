@@ -11,13 +11,14 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // A case that did not pass names the folder of its store processes' logs
 // (beside the store's data, never in it) under -v; a case that left no
 // log names none.
 func TestDetailsNameTheStoreLogs(t *testing.T) {
-	c, _ := sim.PowerLossCase(faults.BeforeCompleted, 250)
+	c, _ := catalogue.PowerLossCase(faults.BeforeCompleted, 250)
 	withLogs, without := t.TempDir(), t.TempDir()
 	if err := os.MkdirAll(filepath.Join(withLogs, "logs"), 0o755); err != nil {
 		t.Fatal(err)

@@ -13,15 +13,16 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // The reports name a store's windows in a section of their own and tally
 // the random kills, naming the one that broke an invariant.
 func TestReportsShowStoreWindowsAndRandomKills(t *testing.T) {
-	w := sim.StoreWindow{Point: "mystore/afterOperationRow", System: faults.Ingestion, Methods: []string{"mystore.(*Ops).CreateIfAbsent"}, Hits: 5}
-	results := windowResults(sim.StoreMatrix([]sim.StoreWindow{w}, 250), func(c sim.Case) bool { return c.Kind == faults.Crash },
+	w := catalogue.StoreWindow{Point: "mystore/afterOperationRow", System: faults.Ingestion, Methods: []string{"mystore.(*Ops).CreateIfAbsent"}, Hits: 5}
+	results := windowResults(catalogue.StoreMatrix([]catalogue.StoreWindow{w}, 250), func(c catalogue.Case) bool { return c.Kind == faults.Crash },
 		failing(check.I5, "the operation has no persisted plan"))
-	kills := sim.RandomKills(1, 3, sim.Probe{Base: 40 * time.Millisecond})
+	kills := catalogue.RandomKills(1, 3, catalogue.Probe{Base: 40 * time.Millisecond})
 	for i, c := range kills {
 		r := sim.CaseResult{Case: c, Verdict: sim.Pass, Hits: map[string]int{}}
 		if i == 1 {
@@ -31,7 +32,7 @@ func TestReportsShowStoreWindowsAndRandomKills(t *testing.T) {
 		}
 		results = append(results, r)
 	}
-	rep := sim.Report{Backend: "mystore", Results: results, StoreWindows: []sim.StoreWindow{w}, Probed: true, ExitCode: 1, Verdict: sim.Fail}
+	rep := sim.Report{Backend: "mystore", Results: results, StoreWindows: []catalogue.StoreWindow{w}, Probed: true, ExitCode: 1, Verdict: sim.Fail}
 	if len(results) != len(faults.StoreKinds)+3 {
 		t.Fatalf("%d results, want one per store kind and 3 kills", len(results))
 	}
@@ -96,11 +97,11 @@ func TestReportsShowStoreWindowsAndRandomKills(t *testing.T) {
 // and a failing one shows there (it was run, counted in the verdict and
 // missing from the table: a "·" where it failed).
 func TestStoreWindowTableShowsPowerLoss(t *testing.T) {
-	w := sim.StoreWindow{Point: "specstore/beforeOperationCommit", System: faults.Ingestion, Methods: []string{"ops.create"}, Hits: 2}
-	cases := append(sim.StoreMatrix([]sim.StoreWindow{w}, 250), sim.PowerLossMatrix([]sim.StoreWindow{w}, 250)...)
-	results := windowResults(cases, func(c sim.Case) bool { return c.Store && c.Kind == faults.PowerLoss },
+	w := catalogue.StoreWindow{Point: "specstore/beforeOperationCommit", System: faults.Ingestion, Methods: []string{"ops.create"}, Hits: 2}
+	cases := append(catalogue.StoreMatrix([]catalogue.StoreWindow{w}, 250), catalogue.PowerLossMatrix([]catalogue.StoreWindow{w}, 250)...)
+	results := windowResults(cases, func(c catalogue.Case) bool { return c.Store && c.Kind == faults.PowerLoss },
 		failing(check.I7, "fencing token did not grow"))
-	rep := sim.Report{Backend: "store-cmd", Results: results, StoreWindows: []sim.StoreWindow{w}, Probed: true, ExitCode: 1, Verdict: sim.Fail}
+	rep := sim.Report{Backend: "store-cmd", Results: results, StoreWindows: []catalogue.StoreWindow{w}, Probed: true, ExitCode: 1, Verdict: sim.Fail}
 	if cols := sim.StoreColumns(rep); len(cols) != len(faults.StoreKinds)+1 || cols[len(cols)-1] != faults.PowerLoss {
 		t.Fatalf("store columns %v, want the store kinds and power-loss", cols)
 	}
@@ -136,10 +137,10 @@ func TestStoreWindowTableShowsPowerLoss(t *testing.T) {
 // error failure for a permanent one, when the store table had unknown
 // second and error third).
 func TestStoreWindowColumnsFollowTheMatrix(t *testing.T) {
-	w := sim.StoreWindow{Point: "specstore/beforePlanTx", System: faults.Ingestion, Methods: []string{"ops.create"}, Hits: 5}
-	results := windowResults(sim.StoreMatrix([]sim.StoreWindow{w}, 250), func(c sim.Case) bool { return c.Kind == faults.Transient },
+	w := catalogue.StoreWindow{Point: "specstore/beforePlanTx", System: faults.Ingestion, Methods: []string{"ops.create"}, Hits: 5}
+	results := windowResults(catalogue.StoreMatrix([]catalogue.StoreWindow{w}, 250), func(c catalogue.Case) bool { return c.Kind == faults.Transient },
 		failing(check.I5, "operation without its plan"))
-	rep := sim.Report{Backend: "store-cmd", Results: results, StoreWindows: []sim.StoreWindow{w}, Probed: true, ExitCode: 1, Verdict: sim.Fail}
+	rep := sim.Report{Backend: "store-cmd", Results: results, StoreWindows: []catalogue.StoreWindow{w}, Probed: true, ExitCode: 1, Verdict: sim.Fail}
 	var main []faults.Kind
 	for _, k := range sim.Columns(rep) {
 		if slices.Contains(faults.StoreKinds, k) {
@@ -172,12 +173,12 @@ func TestStoreWindowColumnsFollowTheMatrix(t *testing.T) {
 // the first one for all (a recrash that cannot recur beside System B's
 // cases on a backend without System B).
 func TestNotApplicableIsGroupedByReason(t *testing.T) {
-	w := sim.StoreWindow{Point: "specstore/release", System: faults.Ingestion, Methods: []string{"ops.releaseClaim"}, Hits: 1, InRecovery: true}
-	results := windowResults(sim.StoreMatrix([]sim.StoreWindow{w}, 250), func(c sim.Case) bool { return c.Kind == faults.Recrash },
+	w := catalogue.StoreWindow{Point: "specstore/release", System: faults.Ingestion, Methods: []string{"ops.releaseClaim"}, Hits: 1, InRecovery: true}
+	results := windowResults(catalogue.StoreMatrix([]catalogue.StoreWindow{w}, 250), func(c catalogue.Case) bool { return c.Kind == faults.Recrash },
 		func(r *sim.CaseResult) { r.Verdict, r.Notes = sim.NotApplicable, []string{sim.RecrashNotApplicable} })
-	planSave, _ := sim.PowerCase(faults.PlanSaveBeforeApprove, faults.PowerLoss, 250)
+	planSave, _ := catalogue.PowerCase(faults.PlanSaveBeforeApprove, faults.PowerLoss, 250)
 	results = append(results, sim.CaseResult{Case: planSave, Verdict: sim.NotApplicable, Notes: []string{"backend store-cmd does not provide System B's stores"}})
-	rep := sim.Report{Backend: "store-cmd", Results: results, StoreWindows: []sim.StoreWindow{w}, Probed: true, Verdict: sim.Pass,
+	rep := sim.Report{Backend: "store-cmd", Results: results, StoreWindows: []catalogue.StoreWindow{w}, Probed: true, Verdict: sim.Pass,
 		Counts: map[sim.Verdict]int{sim.Pass: len(results) - 2, sim.NotApplicable: 2}}
 	var text bytes.Buffer
 	report.WriteTerminal(&text, rep, report.Options{})
@@ -192,7 +193,7 @@ func TestNotApplicableIsGroupedByReason(t *testing.T) {
 
 // windowResults are a result for each case, a pass with its point fired,
 // but for the cases odd picks, which set then changes.
-func windowResults(cases []sim.Case, odd func(sim.Case) bool, set func(*sim.CaseResult)) []sim.CaseResult {
+func windowResults(cases []catalogue.Case, odd func(catalogue.Case) bool, set func(*sim.CaseResult)) []sim.CaseResult {
 	var out []sim.CaseResult
 	for _, c := range cases {
 		r := sim.CaseResult{Case: c, Verdict: sim.Pass, Hits: map[string]int{string(c.Point): 1}}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // MaxCasesListed bounds how many failing cases the terminal digest names
@@ -133,7 +134,7 @@ func buildMatrix(rep sim.Report) matrix {
 	byCell := map[string]*sim.CaseResult{}
 	for i := range rep.Results {
 		r := &rep.Results[i]
-		if r.Case.Class == sim.RandomKillClass || r.Case.Store {
+		if r.Case.Class == catalogue.RandomKillClass || r.Case.Store {
 			continue // their own sections (storewin.go)
 		}
 		if r.Case.Class != "" || r.Case.Point == "" {

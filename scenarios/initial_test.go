@@ -14,6 +14,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
 )
 
@@ -27,7 +28,7 @@ func killedAt(t *testing.T, point faults.Point) *initial.State {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := sim.Case{ID: "incident", System: faults.Ingestion, Steps: []sim.Step{{Worker: "fault", Actions: sim.StandardScript(),
+	c := catalogue.Case{ID: "incident", System: faults.Ingestion, Steps: []catalogue.Step{{Worker: "fault", Actions: catalogue.StandardScript(),
 		Arms: faults.Arms{point: {Kind: faults.Crash, Hit: 1}}, ExpectHit: []faults.Point{point}}}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

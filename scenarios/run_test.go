@@ -11,6 +11,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 )
 
@@ -184,9 +185,9 @@ func TestHungWorkerIsKilledAndReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := sim.Case{ID: "hung", System: "ingestion", Class: "hung", Steps: []sim.Step{
-		{Worker: "stuck", Actions: []sim.Action{{Do: "ingest", Doc: "d1", Content: sim.DocD1v1}}, Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(600*time.Second, 1)}},
-		{Worker: "quiesce", Actions: []sim.Action{{Do: "recover"}}, ContinueOnError: true},
+	c := catalogue.Case{ID: "hung", System: "ingestion", Class: "hung", Steps: []catalogue.Step{
+		{Worker: "stuck", Actions: []catalogue.Action{{Do: "ingest", Doc: "d1", Content: catalogue.DocD1v1}}, Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(600*time.Second, 1)}},
+		{Worker: "quiesce", Actions: []catalogue.Action{{Do: "recover"}}, ContinueOnError: true},
 	}}
 	start := time.Now()
 	res := r.RunCase(context.Background(), c)

@@ -19,6 +19,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
 )
 
@@ -70,10 +71,10 @@ type Step struct {
 	ContinueOnError bool
 	// Kill, when set, SIGKILLs the worker Kill.Offset into its run (a
 	// random-instant kill, replayed at the same offset).
-	Kill *sim.RandomKill
+	Kill *catalogue.RandomKill
 	// Meanwhile, on a step that stalls (a pause fault), is what another
 	// worker must do while it stalls for the run to count as exercised.
-	Meanwhile *sim.Meanwhile
+	Meanwhile *catalogue.Meanwhile
 }
 
 // Action is one thing a worker does (sim.Action). An ingest names its
@@ -155,12 +156,12 @@ func (st Step) ExpectedHits() []faults.Point {
 
 // Case converts the scenario to the simulator's case. The case's Class is
 // the scenario name, so reports list it as a row beside the windows.
-func (s *Scenario) Case() sim.Case {
-	c := sim.Case{ID: s.Name, System: s.system(), Class: s.Name, Description: s.Description, Initial: s.Initial}
+func (s *Scenario) Case() catalogue.Case {
+	c := catalogue.Case{ID: s.Name, System: s.system(), Class: s.Name, Description: s.Description, Initial: s.Initial}
 	for _, st := range s.Steps {
-		out := sim.Step{Worker: st.Worker, Background: st.Background, ContinueOnError: st.ContinueOnError}
+		out := catalogue.Step{Worker: st.Worker, Background: st.Background, ContinueOnError: st.ContinueOnError}
 		for _, a := range st.Actions {
-			out.Actions = append(out.Actions, sim.Action{Do: a.Do, Doc: a.Doc, Content: s.Documents[a.Document], Op: a.Op,
+			out.Actions = append(out.Actions, catalogue.Action{Do: a.Do, Doc: a.Doc, Content: s.Documents[a.Document], Op: a.Op,
 				Rounds: a.Rounds, Thread: a.Thread, Owner: a.Owner, Question: a.Question, Minutes: a.Minutes, Approve: a.Approve})
 		}
 		if len(st.Faults) > 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 )
 
@@ -39,9 +40,9 @@ func init() {
 // fails, the run still reports it alone, once, as undecided.
 func TestCalibrationFailureIsReportedAlone(t *testing.T) {
 	r := processRunner(t, failsCalibration, nil)
-	var cases []sim.Case
+	var cases []catalogue.Case
 	for _, p := range []faults.Point{faults.BeforeGraphApplied, faults.BeforeCompleted} {
-		c, ok := sim.WindowCase(p, faults.Crash, 250)
+		c, ok := catalogue.WindowCase(p, faults.Crash, 250)
 		if !ok {
 			t.Fatalf("no crash case at %s", p)
 		}

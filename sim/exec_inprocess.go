@@ -13,6 +13,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // simClock is the in-process mode's time: sleeping advances it, so lease
@@ -153,7 +154,7 @@ type inprocCase struct {
 	stops stopMap
 }
 
-func (r *Runner) newInProcessCase(ctx context.Context, c Case, env CaseEnv) (*inprocCase, error) {
+func (r *Runner) newInProcessCase(ctx context.Context, c catalogue.Case, env CaseEnv) (*inprocCase, error) {
 	x := &inprocCase{r: r, env: env, hist: &history.Mem{}, clock: &simClock{now: 1_800_000_000_000}, calls: &reference.MemoryCallLog{}, pid: 100}
 	if !r.backend.Volatile {
 		s, err := r.borrow(ctx, env)
@@ -173,7 +174,7 @@ func (x *inprocCase) close() {
 	}
 }
 
-func (x *inprocCase) snapshot(ctx context.Context, c Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
+func (x *inprocCase) snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
 	obs := Observe(h, c, space)
 	if x.shared != nil {
 		var ps PlanSaveStores

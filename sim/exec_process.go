@@ -21,6 +21,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/internal/procstat"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,7 +31,7 @@ type caseExec interface {
 	// passed.
 	start(ctx context.Context, spec WorkerSpec, deadline time.Duration) (runningWorker, error)
 	history() (history.Log, error)
-	snapshot(ctx context.Context, c Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error)
+	snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error)
 	close()
 }
 
@@ -68,7 +69,7 @@ func (p *processCase) history() (history.Log, error) { return history.Read(p.his
 
 func (p *processCase) close() {}
 
-func (p *processCase) snapshot(ctx context.Context, c Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
+func (p *processCase) snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
 	return p.r.snapshot(ctx, c, env, space, h)
 }
 
@@ -563,7 +564,7 @@ func storeMethod(lines []string) string {
 
 // snapshot opens the backend afresh (as a new process would) and reads the
 // stores, and distils the history.
-func (r *Runner) snapshot(ctx context.Context, c Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
+func (r *Runner) snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
 	obs := Observe(h, c, space)
 	st, err := r.backend.Open(ctx, env)
 	if err != nil {

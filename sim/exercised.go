@@ -8,6 +8,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // Cause classifies why a case was not exercised: the remedy differs.
@@ -78,7 +79,7 @@ type Attempt struct {
 }
 
 // timingAdvice is what to do about a case that ran out of time.
-func timingAdvice(tm Timing) string {
+func timingAdvice(tm catalogue.Timing) string {
 	return fmt.Sprintf("the machine was too slow for the lease TTL %s (step latency above half of it); rerun on a quieter machine, or fix a longer TTL with --lease-ttl %s", tm.LeaseTTL, 4*tm.LeaseTTL)
 }
 
@@ -87,7 +88,7 @@ const unreachableAdvice = "check that the failpoint is still on the code path (f
 const storeErrorAdvice = "the error kept the worker off the window: if it is the store's (a failing statement, an unsupported file operation), fix the store; its output is kept in the case's folder"
 
 // whyNotHit explains why point p never fired in step i's worker.
-func whyNotHit(h history.Log, i int, st Step, p faults.Point, wr *WorkerResult, tm Timing) NotExercisedReason {
+func whyNotHit(h history.Log, i int, st catalogue.Step, p faults.Point, wr *WorkerResult, tm catalogue.Timing) NotExercisedReason {
 	var started bool
 	var exit, lastErr string
 	for _, r := range h {
@@ -152,7 +153,7 @@ func exitOf(wr *WorkerResult) string {
 
 // nothingCompleted explains a case in which no operation completed: if a
 // worker lost a lease or timed out waiting for one, time ran out.
-func nothingCompleted(h history.Log, tm Timing) *NotExercisedReason {
+func nothingCompleted(h history.Log, tm catalogue.Timing) *NotExercisedReason {
 	for _, r := range h {
 		lost := r.Kind == history.Event && r.Event != nil && r.Event.Kind == reference.EvLeaseLost
 		if lost || (r.Err != "" && strings.Contains(r.Err, reference.ErrLockTimeout.Error())) {
@@ -169,7 +170,7 @@ func nothingCompleted(h history.Log, tm Timing) *NotExercisedReason {
 // history: the other worker's deed must come after the stall began (the
 // stalled worker's first pause hit) and before the stalled worker's next
 // record (it woke, or it ended). nil when every one landed.
-func interleavingMissed(c Case, h history.Log, tm Timing) *NotExercisedReason {
+func interleavingMissed(c catalogue.Case, h history.Log, tm catalogue.Timing) *NotExercisedReason {
 	for i, st := range c.Steps {
 		m := st.Meanwhile
 		if m == nil {
@@ -195,7 +196,7 @@ func interleavingMissed(c Case, h history.Log, tm Timing) *NotExercisedReason {
 		}
 		landed, after := false, -1
 		for j := begin + 1; j < len(h); j++ {
-			if m.Does.did(h[j], m.Worker) {
+			if m.Does.Did(h[j], m.Worker) {
 				if j < end {
 					landed = true
 				} else if after < 0 {
@@ -217,10 +218,6 @@ func interleavingMissed(c Case, h history.Log, tm Timing) *NotExercisedReason {
 	return nil
 }
 
-// recrashWorker is the worker of a recrash case that crashes a second time
-// at the window, in the recovery of the first crash (windowCase).
-const recrashWorker = "recover-crash"
-
 // RecrashNotApplicable is the note of a recrash case at a store-declared
 // window whose second crash cannot happen (recrashWithoutReturn).
 const RecrashNotApplicable = "a recrash at a window the store declared, where recovery never comes back: the first crash there left recovery nothing to redo at this window (its operation had ended, or nothing durable was left to resume), so no second crash can happen there; the crash case at the same window covers the first"
@@ -233,25 +230,25 @@ const RecrashNotApplicable = "a recrash at a window the store declared, where re
 // does not pass it again (a claim released after the operation completed,
 // a thread's first checkpoint). Such a case is not applicable: it is
 // neither a pass nor a window the harness failed to reach.
-func recrashWithoutReturn(c Case, h history.Log) bool {
+func recrashWithoutReturn(c catalogue.Case, h history.Log) bool {
 	if !c.Store || c.Kind != faults.Recrash {
 		return false
 	}
 	first := false
 	for _, st := range c.Steps {
-		if st.Worker == recrashWorker {
+		if st.Worker == catalogue.RecrashWorker {
 			break
 		}
 		if _, armed := st.Arms[c.Point]; armed && h.HitBy(st.Worker, c.Point) {
 			first = true
 		}
 	}
-	if !first || h.HitBy(recrashWorker, c.Point) {
+	if !first || h.HitBy(catalogue.RecrashWorker, c.Point) {
 		return false
 	}
 	ended := false
 	for _, r := range h {
-		if r.Worker == recrashWorker && r.Kind == history.Exit && r.Reason == "done" {
+		if r.Worker == catalogue.RecrashWorker && r.Kind == history.Exit && r.Reason == "done" {
 			ended = true
 		}
 	}

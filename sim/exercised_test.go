@@ -8,6 +8,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // A stalled step's Meanwhile must land inside the stall: between the
@@ -17,8 +18,8 @@ import (
 // never a pass.
 func TestInterleavingMissed(t *testing.T) {
 	pause := faults.PauseOn(100, 1)
-	c := Case{Steps: []Step{
-		{Worker: "holder", Meanwhile: &Meanwhile{Worker: "fault", Does: DeedCommit}},
+	c := catalogue.Case{Steps: []catalogue.Step{
+		{Worker: "holder", Meanwhile: &catalogue.Meanwhile{Worker: "fault", Does: catalogue.DeedCommit}},
 		{Worker: "fault"},
 	}}
 	hit := history.Record{Worker: "holder", Phase: 0, Kind: history.Hit, Point: faults.BeforeStateCommit, Fault: &pause}
@@ -36,7 +37,7 @@ func TestInterleavingMissed(t *testing.T) {
 		"no stall":     {history.Log{lease, commit}, "worker holder never stalled"},
 		"holder died":  {history.Log{hit, commit}, ""},
 	} {
-		got := interleavingMissed(c, tc.log, Timing{})
+		got := interleavingMissed(c, tc.log, catalogue.Timing{})
 		switch {
 		case tc.want == "" && got != nil:
 			t.Errorf("%s: %+v, want exercised", name, got)

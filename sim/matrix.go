@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // Report is the outcome of a whole run.
@@ -27,12 +27,12 @@ type Report struct {
 	ExitCode int             `json:"exitCode"`
 	// Timing is what the run used: the lease TTL and what follows from
 	// it, the calibration and every rise while it ran.
-	Timing Timing `json:"timing"`
+	Timing catalogue.Timing `json:"timing"`
 	// StoreWindows are the windows the store declared, as the probe run
 	// found them; Probed says a probe ran to its end (so an empty list
 	// means none).
-	StoreWindows []StoreWindow `json:"storeWindows,omitempty"`
-	Probed       bool          `json:"probed,omitempty"`
+	StoreWindows []catalogue.StoreWindow `json:"storeWindows,omitempty"`
+	Probed       bool                    `json:"probed,omitempty"`
 	// DurableCalls are the probe's store calls that made a durable file
 	// operation on the lazy mount, DurableMulti those that made two or
 	// more (sim/durable.go); both 0 where no durable probe ran.
@@ -41,9 +41,9 @@ type Report struct {
 	// Matrix is the whole matrix a certify run belongs to; Shard, when
 	// set, the part of it the run covered (certify --shard); Merged the
 	// shard reports a merge combined into this one (sim/shard.go).
-	Matrix *MatrixID     `json:"matrix,omitempty"`
-	Shard  *ShardRun     `json:"shard,omitempty"`
-	Merged []MergedShard `json:"merged,omitempty"`
+	Matrix *catalogue.MatrixID `json:"matrix,omitempty"`
+	Shard  *catalogue.ShardRun `json:"shard,omitempty"`
+	Merged []MergedShard       `json:"merged,omitempty"`
 	// Subset names the filter of a run that was not the whole matrix
 	// (e.g. "--point beforeCompleted --kind crash"); "" for the whole.
 	Subset string `json:"subset,omitempty"`
@@ -68,7 +68,7 @@ const maxAttempts = 3
 // not fire never counts as a pass) is run again from scratch, with a lease
 // TTL twice as long when time ran out and the run is adaptive. Every
 // result feeds the runner's rescaling.
-func (r *Runner) runWithRetries(ctx context.Context, c Case) CaseResult {
+func (r *Runner) runWithRetries(ctx context.Context, c catalogue.Case) CaseResult {
 	tm := r.Timing()
 	var attempts []Attempt
 	var earlier []string
@@ -108,7 +108,7 @@ func (r *Runner) runWithRetries(ctx context.Context, c Case) CaseResult {
 		earlier = append(earlier, fmt.Sprintf("attempt %d: %s (lease TTL %s)", n, strings.Join(own, "; "), tm.LeaseTTL))
 		next := r.Timing() // it may have risen meanwhile
 		if (res.NotExercised.Cause == CauseTiming || res.NotExercised.Cause == CauseInterleaving) && r.cfg.Adaptive && !r.cfg.InProcess {
-			next = next.withTTL(max(next.LeaseTTL, 2*tm.LeaseTTL), r.claimFixed)
+			next = next.WithTTL(max(next.LeaseTTL, 2*tm.LeaseTTL), r.claimFixed)
 		}
 		tm = next
 	}
@@ -117,7 +117,7 @@ func (r *Runner) runWithRetries(ctx context.Context, c Case) CaseResult {
 // hungUnderOldTiming reports whether an undecided case's worker was killed
 // at its deadline (started with timing was) while the run's timing now
 // allows a longer one, and says so as a timing reason.
-func hungUnderOldTiming(res CaseResult, was, now Timing) (NotExercisedReason, bool) {
+func hungUnderOldTiming(res CaseResult, was, now catalogue.Timing) (NotExercisedReason, bool) {
 	w, ok := timedOut(res)
 	if !ok || now.ProcessTimeout <= was.ProcessTimeout {
 		return NotExercisedReason{}, false
@@ -142,7 +142,7 @@ func timedOut(res CaseResult) (WorkerResult, bool) {
 
 // hungOnServer reports whether an undecided case's worker was killed at
 // its deadline, and says so as a timing reason.
-func hungOnServer(res CaseResult, was Timing) (NotExercisedReason, bool) {
+func hungOnServer(res CaseResult, was catalogue.Timing) (NotExercisedReason, bool) {
 	w, ok := timedOut(res)
 	if !ok {
 		return NotExercisedReason{}, false
@@ -158,7 +158,7 @@ func (b Backend) serverBacked() bool { return !b.Embedded && !b.Volatile }
 
 // RunAll runs cases on parallel workers slots and reports each result as it
 // lands (for a progress bar).
-func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progress func(CaseResult)) Report {
+func (r *Runner) RunAll(ctx context.Context, cases []catalogue.Case, parallel int, progress func(CaseResult)) Report {
 	if parallel <= 0 {
 		parallel = 4
 	}
@@ -166,7 +166,7 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 	calibrationFailed := func(err error) Report {
 		// The backend cannot run a fault-free case: every case would be
 		// undecided for the same reason, said once.
-		rep.Results = []CaseResult{{Case: CalibrationCase(0), Verdict: Undecided, Notes: []string{err.Error()}}}
+		rep.Results = []CaseResult{{Case: catalogue.CalibrationCase(0), Verdict: Undecided, Notes: []string{err.Error()}}}
 		rep.Timing = r.Timing()
 		rep.Took = time.Since(rep.Started)
 		rep.finish()
@@ -278,7 +278,7 @@ func (rep *Report) Finish() { rep.finish() }
 
 // cost estimates a case's duration for scheduling: each worker process,
 // and a paused (background) worker that waits out a lease, counts.
-func cost(c Case) int {
+func cost(c catalogue.Case) int {
 	n := len(c.Steps)
 	for _, st := range c.Steps {
 		if st.Background {
@@ -341,42 +341,5 @@ func (rep Report) Broken() []string {
 		}
 	}
 	sort.Strings(out)
-	return out
-}
-
-// Filter selects cases by window points, kinds and classes (empty = all).
-func Filter(cases []Case, points []faults.Point, kinds []faults.Kind, classes []string) []Case {
-	in := func(n int, f func(int) bool) bool {
-		if n == 0 {
-			return true
-		}
-		for i := 0; i < n; i++ {
-			if f(i) {
-				return true
-			}
-		}
-		return false
-	}
-	var out []Case
-	for _, c := range cases {
-		if c.Class != "" {
-			if len(points) > 0 || len(kinds) > 0 {
-				if len(classes) == 0 {
-					continue
-				}
-			}
-			if !in(len(classes), func(i int) bool { return classes[i] == c.Class }) {
-				continue
-			}
-			out = append(out, c)
-			continue
-		}
-		if len(classes) > 0 && len(points) == 0 && len(kinds) == 0 {
-			continue
-		}
-		if in(len(points), func(i int) bool { return points[i] == c.Point }) && in(len(kinds), func(i int) bool { return kinds[i] == c.Kind }) {
-			out = append(out, c)
-		}
-	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 )
 
@@ -47,7 +48,7 @@ func noLazyMounts(t *testing.T) {
 func TestPowerLossCatchesSQLiteSynchronousOff(t *testing.T) {
 	needFUSE(t)
 	r := processRunner(t, "sqlite", func(c *sim.Config) { c.Mutant = sim.MutantSynchronousOff })
-	c, ok := sim.PowerLossCase(faults.BeforeCompleted, 250)
+	c, ok := catalogue.PowerLossCase(faults.BeforeCompleted, 250)
 	if !ok {
 		t.Fatal("no power-loss case at beforeCompleted")
 	}
@@ -61,7 +62,7 @@ func TestPowerLossCatchesSQLiteSynchronousOff(t *testing.T) {
 	}
 	// The same store survives the crash at the same window: only the
 	// power loss finds it out.
-	crash, _ := sim.WindowCase(faults.BeforeCompleted, faults.Crash, 250)
+	crash, _ := catalogue.WindowCase(faults.BeforeCompleted, faults.Crash, 250)
 	if res := r.RunCase(context.Background(), crash); res.Verdict != sim.Pass {
 		t.Errorf("synchronous=OFF under a crash: %s %v %v; want pass (a process kill keeps the page cache)", res.Verdict, res.Broken(), res.Notes)
 	}
@@ -75,7 +76,7 @@ func TestPowerLossColumnCertifiesEmbeddedDefault(t *testing.T) {
 	// Adaptive, as certify runs: on a loaded machine the TTL rises and a
 	// case short of time runs again, instead of failing the test.
 	r := processRunner(t, "sqlite", func(c *sim.Config) { c.Adaptive = true })
-	cases := sim.PowerLossMatrix(nil, 250)
+	cases := catalogue.PowerLossMatrix(nil, 250)
 	if len(cases) < len(faults.Catalogue)-2 {
 		t.Fatalf("only %d power-loss cases for %d windows", len(cases), len(faults.Catalogue))
 	}
@@ -111,9 +112,9 @@ func TestTornWriteColumnCertifiesEmbeddedDefault(t *testing.T) {
 	needFUSE(t)
 	r := processRunner(t, "sqlite", func(c *sim.Config) { c.Adaptive = true })
 	points := []faults.Point{faults.BeforeGraphWrite, faults.BeforeStateCommit, faults.BeforeCompleted, faults.PlanSaveBeforeCheckpoint}
-	pages := sim.Filter(sim.TornWriteMatrix(nil, 0, 250), points, nil, nil)
-	sectors := sim.Filter(sim.TornWriteMatrix(nil, faults.TearSector, 250), points, nil, nil)
-	bytes := sim.Filter(sim.TornWriteMatrix(nil, faults.TearByte, 250), points, nil, nil)
+	pages := catalogue.Filter(catalogue.TornWriteMatrix(nil, 0, 250), points, nil, nil)
+	sectors := catalogue.Filter(catalogue.TornWriteMatrix(nil, faults.TearSector, 250), points, nil, nil)
+	bytes := catalogue.Filter(catalogue.TornWriteMatrix(nil, faults.TearByte, 250), points, nil, nil)
 	if len(pages) != len(points) || len(sectors) != len(points) || len(bytes) != len(points) {
 		t.Fatalf("%d, %d and %d torn-write cases at %d windows", len(pages), len(sectors), len(bytes), len(points))
 	}
@@ -151,7 +152,7 @@ func TestTornWriteColumnCertifiesEmbeddedDefault(t *testing.T) {
 	if !slices.Contains(sim.Columns(rep), faults.TornWrite) {
 		t.Errorf("the report's columns %v have no torn-write column", sim.Columns(rep))
 	}
-	for _, c := range []sim.Case{pages[0], sectors[0]} {
+	for _, c := range []catalogue.Case{pages[0], sectors[0]} {
 		again := r.RunCase(context.Background(), c)
 		if got := torn(again); got != first[c.ID] {
 			t.Errorf("%s tore %q, then %q when it ran again", c.ID, first[c.ID], got)
@@ -186,9 +187,9 @@ func TestPowerLossOnDataElsewhereIsNotExercised(t *testing.T) {
 	needFUSE(t)
 	t.Setenv(elsewhereEnv, filepath.Join(t.TempDir(), "db"))
 	r := processRunner(t, elsewhere, nil)
-	var cases []sim.Case
+	var cases []catalogue.Case
 	for _, k := range []faults.Kind{faults.PowerLoss, faults.TornWrite} {
-		c, _ := sim.PowerCase(faults.BeforeCompleted, k, 250)
+		c, _ := catalogue.PowerCase(faults.BeforeCompleted, k, 250)
 		cases = append(cases, c)
 	}
 	// RunAll, as certify: running the cases again would not change it,
@@ -205,7 +206,7 @@ func TestPowerLossOnDataElsewhereIsNotExercised(t *testing.T) {
 // undecided: never a silent pass.
 func TestPowerLossInProcessIsNotTested(t *testing.T) {
 	r := processRunner(t, "sqlite", func(c *sim.Config) { c.InProcess = true })
-	c, _ := sim.PowerLossCase(faults.BeforeGraphWrite, 250)
+	c, _ := catalogue.PowerLossCase(faults.BeforeGraphWrite, 250)
 	res := r.RunCase(context.Background(), c)
 	if res.Verdict != sim.Undecided || len(res.Notes) == 0 || !strings.HasPrefix(res.Notes[0], "power loss: not tested (") {
 		t.Fatalf("a power-loss case in the in-process mode: %s %v", res.Verdict, res.Notes)
@@ -252,7 +253,7 @@ func TestPowerLossOnServersNeedsServerPower(t *testing.T) {
 				if why != "" {
 					t.Fatalf("power loss untested on a server backend that can cut the power: %s", why)
 				}
-				var sel sim.Selection
+				var sel catalogue.Selection
 				if untested, err := r.PowerLossSelection(&sel); err != nil || untested != "" || !sel.PowerLoss {
 					t.Fatalf("selection: %q %v, column %v", untested, err, sel.PowerLoss)
 				}
@@ -261,12 +262,12 @@ func TestPowerLossOnServersNeedsServerPower(t *testing.T) {
 			if !strings.Contains(why, tc.want) {
 				t.Fatalf("reason %q, want it to say %q", why, tc.want)
 			}
-			var sel sim.Selection
+			var sel catalogue.Selection
 			untested, err := r.PowerLossSelection(&sel)
 			if err != nil || sel.PowerLoss || !strings.HasPrefix(untested, "power loss: not tested (") {
 				t.Fatalf("default selection: %q %v, column %v; want the column left out with its reason", untested, err, sel.PowerLoss)
 			}
-			sel = sim.Selection{Kinds: []faults.Kind{faults.PowerLoss}}
+			sel = catalogue.Selection{Kinds: []faults.Kind{faults.PowerLoss}}
 			if _, err := r.PowerLossSelection(&sel); err == nil || !strings.Contains(err.Error(), "--kind power-loss") || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("--kind power-loss on it: %v; want a refusal naming why", err)
 			}
@@ -280,7 +281,7 @@ func TestPowerLossOnServersNeedsServerPower(t *testing.T) {
 // by the orderly unmount, and the verdict is the one on tmpfs.
 func TestLazyDataPutsEveryCaseOnALazyMount(t *testing.T) {
 	needFUSE(t)
-	c := sim.Filter(sim.Matrix(250), []faults.Point{faults.BeforeCompleted}, []faults.Kind{faults.Crash}, nil)
+	c := catalogue.Filter(catalogue.Matrix(250), []faults.Point{faults.BeforeCompleted}, []faults.Kind{faults.Crash}, nil)
 	if len(c) != 1 {
 		t.Fatalf("%d crash cases at beforeCompleted", len(c))
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // recordingFaults is a ServerFaults that counts what the runner asks of
@@ -31,7 +32,7 @@ func (f *recordingFaults) Direct() map[string]string {
 func TestClientSideCaseOpensNoProxy(t *testing.T) {
 	f := &recordingFaults{}
 	r := processRunner(t, "sqlite", func(c *sim.Config) { c.ServerFaults = f })
-	c, ok := sim.WindowCase(faults.BeforeGraphWrite, faults.Crash, 250)
+	c, ok := catalogue.WindowCase(faults.BeforeGraphWrite, faults.Crash, 250)
 	if !ok {
 		t.Fatal("no crash case at beforeGraphWrite")
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // ServerPower is what a server backend's ServerFaults implements when it
@@ -63,7 +64,7 @@ func (r *Runner) serverPowerUntested() string {
 // case is dead already (afterWorker), the servers are killed, their
 // un-synced writes dropped, and they are started again; the stores are
 // then read through the servers (I9), before recovery writes.
-func (r *Runner) cutServerPower(ctx context.Context, pc *powerCase, c Case, env CaseEnv, space string, h history.Log, hit history.Record, res *CaseResult) error {
+func (r *Runner) cutServerPower(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, h history.Log, hit history.Record, res *CaseResult) error {
 	loss, err := pc.server.PowerLoss(ctx, tearOf(hit, pc.done))
 	if err != nil {
 		return fmt.Errorf("power loss at %s: %w", hit.Point, err)
@@ -85,6 +86,6 @@ func (r *Runner) cutServerPower(ctx context.Context, pc *powerCase, c Case, env 
 }
 
 // isServerPowerLoss reports whether c cuts the power of a server backend.
-func (r *Runner) isServerPowerLoss(c Case) bool {
+func (r *Runner) isServerPowerLoss(c catalogue.Case) bool {
 	return !r.backend.Embedded && armsPowerLoss(c)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // Verdict is a case's outcome.
@@ -272,7 +273,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		cfg.Launcher = l
 	}
 	r := &Runner{cfg: cfg, backend: b, claimFixed: claimFixed}
-	r.timing.t = Timing{LeaseTTL: cfg.LeaseTTL, ClaimTTL: cfg.ClaimTTL, ProcessTimeout: cfg.ProcessTimeout, Source: src}
+	r.timing.t = catalogue.Timing{LeaseTTL: cfg.LeaseTTL, ClaimTTL: cfg.ClaimTTL, ProcessTimeout: cfg.ProcessTimeout, Source: src}
 	return r, nil
 }
 
@@ -316,7 +317,7 @@ type WorkerResult struct {
 
 // CaseResult is the outcome of one case.
 type CaseResult struct {
-	Case       Case              `json:"case"`
+	Case       catalogue.Case    `json:"case"`
 	Verdict    Verdict           `json:"verdict"`
 	Hits       map[string]int    `json:"hits"`
 	Violations []check.Violation `json:"violations,omitempty"`
@@ -328,11 +329,11 @@ type CaseResult struct {
 	// DurableCalls are the store calls of a worker whose durable steps
 	// the case watched (Step.Durable) and what the lazy mount saw each
 	// make.
-	DurableCalls []DurableCall  `json:"durableCalls,omitempty"`
-	Workers      []WorkerResult `json:"workers"`
-	Completed    int            `json:"completed"`
-	Took         time.Duration  `json:"took"`
-	Dir          string         `json:"dir"`
+	DurableCalls []catalogue.DurableCall `json:"durableCalls,omitempty"`
+	Workers      []WorkerResult          `json:"workers"`
+	Completed    int                     `json:"completed"`
+	Took         time.Duration           `json:"took"`
+	Dir          string                  `json:"dir"`
 	// LeaseTTL is the lease TTL the case ran with (its last attempt's).
 	LeaseTTL time.Duration `json:"leaseTtl,omitempty"`
 	// NotExercised says why, when the verdict is NotExercised.
@@ -423,12 +424,12 @@ func (cr CaseResult) WhyNotExercised() string {
 // the in-process mode), then the checks, with the runner's current timing
 // (pause lengths rescaled to its lease TTL). A case whose steps outran a
 // fixed wall-clock TTL is undecided (outranTTL).
-func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
+func (r *Runner) RunCase(ctx context.Context, c catalogue.Case) CaseResult {
 	tm := r.Timing()
 	return r.outranTTL(r.runCase(ctx, c.ForTTL(tm.LeaseTTL), tm), tm)
 }
 
-func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
+func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Timing) CaseResult {
 	start := time.Now()
 	dir := filepath.Join(r.cfg.WorkDir, c.ID)
 	if c.System == faults.PlanSave && r.backend.OpenPlanSave == nil {
@@ -516,7 +517,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 			if err != nil {
 				return fail(Undecided, err.Error())
 			}
-			var re []Action
+			var re []catalogue.Action
 			for _, w := range st.Resubmit {
 				re = append(re, unfinished(h, w, stepActions(c, w))...)
 			}
@@ -568,7 +569,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 				durableMiss = cmp.Or(durableMiss, why)
 				if why == nil {
 					// The kill is the case's fault: the report counts it as a hit.
-					res.Hits[DurableStepName(dw.kill)]++
+					res.Hits[catalogue.DurableStepName(dw.kill)]++
 					if err := r.durablePower(ctx, pc, c, env, space, cx, st.Worker, dw, &res); err != nil {
 						return fail(Undecided, err.Error())
 					}
@@ -623,7 +624,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	noRecrash := recrashWithoutReturn(c, h)
 	for i, st := range c.Steps {
 		for _, p := range st.ExpectHit {
-			if !h.HitBy(st.Worker, p) && !(noRecrash && st.Worker == recrashWorker) {
+			if !h.HitBy(st.Worker, p) && !(noRecrash && st.Worker == catalogue.RecrashWorker) {
 				why := whyNotHit(h, i, st, p, findWorker(res.Workers, st.Worker), tm)
 				// The note keeps the reports' wording; the reason, with
 				// its cause and advice, is in NotExercised.
@@ -725,7 +726,7 @@ func findWorker(ws []WorkerResult, name string) *WorkerResult {
 	return nil
 }
 
-func stepActions(c Case, worker string) []Action {
+func stepActions(c catalogue.Case, worker string) []catalogue.Action {
 	for _, s := range c.Steps {
 		if s.Worker == worker {
 			return s.Actions
@@ -736,14 +737,14 @@ func stepActions(c Case, worker string) []Action {
 
 // unfinished returns the actions of worker that never returned successfully
 // (what its caller would resubmit), in order.
-func unfinished(h history.Log, worker string, acts []Action) []Action {
+func unfinished(h history.Log, worker string, acts []catalogue.Action) []catalogue.Action {
 	ok := map[int]bool{}
 	for _, r := range h {
 		if r.Worker == worker && r.Kind == history.Result && r.Err == "" {
 			ok[r.Index] = true
 		}
 	}
-	var out []Action
+	var out []catalogue.Action
 	for i, a := range acts {
 		if !ok[i] && a.Do != "recover" {
 			out = append(out, a)
@@ -775,7 +776,7 @@ func filterEnv(env []string, key string) []string {
 }
 
 // Observe distils a case's history into what the checkers need.
-func Observe(h history.Log, c Case, space string) check.Observed {
+func Observe(h history.Log, c catalogue.Case, space string) check.Observed {
 	obs := check.Observed{ModelCalls: h.ModelCalls(), Prepared: map[string][]string{}, Quiet: true, Log: h}
 	obs.Events = h.Events()
 	for _, e := range obs.Events {

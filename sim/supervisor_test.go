@@ -19,6 +19,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/internal/procstat"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 )
 
@@ -238,9 +239,9 @@ func readPID(t *testing.T, path string) int {
 // graph write (a foreground pause just sleeps).
 // hangCase stalls its worker ten minutes: a hang on the wall clock (the
 // runner must set Config.WallClock; on the harness clock a pause is free).
-func hangCase() sim.Case {
-	return sim.Case{ID: "hang", System: faults.Ingestion, Class: "hang",
-		Steps: []sim.Step{{Worker: "fault", Actions: sim.StandardScript(), ExpectHit: []faults.Point{faults.BeforeGraphWrite},
+func hangCase() catalogue.Case {
+	return catalogue.Case{ID: "hang", System: faults.Ingestion, Class: "hang",
+		Steps: []catalogue.Step{{Worker: "fault", Actions: catalogue.StandardScript(), ExpectHit: []faults.Point{faults.BeforeGraphWrite},
 			Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(10*time.Minute, 1)}}}}
 }
 
@@ -305,8 +306,8 @@ func TestWorkerDyingBeforeItsHitIsNotExercised(t *testing.T) {
 		t.Skip("runs worker processes")
 	}
 	r := processRunner(t, dieInGraphWrite, nil)
-	c, _ := sim.WindowCase(faults.BeforeGraphApplied, faults.Crash, 250)
-	rep := r.RunAll(context.Background(), []sim.Case{c}, 1, nil)
+	c, _ := catalogue.WindowCase(faults.BeforeGraphApplied, faults.Crash, 250)
+	rep := r.RunAll(context.Background(), []catalogue.Case{c}, 1, nil)
 	res := rep.Results[0]
 	if res.Verdict != sim.NotExercised {
 		t.Fatalf("verdict %s, want %s (notes %v, violations %v)", res.Verdict, sim.NotExercised, res.Notes, res.Violations)
@@ -360,15 +361,15 @@ func TestCancelReturnsOnceEveryWorkerIsGone(t *testing.T) {
 		t.Skip("runs worker processes")
 	}
 	r := processRunner(t, heavy, func(c *sim.Config) { c.LeaseTTL = 2 * time.Second })
-	c := sim.Case{ID: "paused-and-waiting", System: faults.Ingestion, Class: "hang",
-		Steps: []sim.Step{
-			{Worker: "paused", Actions: sim.StandardScript(), Background: true, ExpectHit: []faults.Point{faults.BeforeGraphApplied},
+	c := catalogue.Case{ID: "paused-and-waiting", System: faults.Ingestion, Class: "hang",
+		Steps: []catalogue.Step{
+			{Worker: "paused", Actions: catalogue.StandardScript(), Background: true, ExpectHit: []faults.Point{faults.BeforeGraphApplied},
 				Arms: faults.Arms{faults.BeforeGraphApplied: faults.PauseOn(10*time.Minute, 1)}},
 			// d4, whose lease the paused worker holds: it waits.
-			{Worker: "waiting", Actions: []sim.Action{{Do: "ingest", Doc: "d4", Content: sim.DocD2}}, Background: true},
+			{Worker: "waiting", Actions: []catalogue.Action{{Do: "ingest", Doc: "d4", Content: catalogue.DocD2}}, Background: true},
 			// The last step waits for paused workers (it is the final
 			// recovery): the case never gets there.
-			{Worker: "quiesce", Actions: []sim.Action{{Do: "recover", Rounds: 1}}},
+			{Worker: "quiesce", Actions: []catalogue.Action{{Do: "recover", Rounds: 1}}},
 		}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -423,12 +424,12 @@ func TestACaseThatEndsEarlyKillsItsPausedWorker(t *testing.T) {
 	r := processRunner(t, "sqlite", func(c *sim.Config) {
 		c.Launcher = failingLauncher{sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}}
 	})
-	c := sim.Case{ID: "paused-then-unstartable", System: faults.Ingestion, Class: "hang",
-		Steps: []sim.Step{
-			{Worker: "paused", Actions: sim.StandardScript(), Background: true, ExpectHit: []faults.Point{faults.BeforeGraphApplied},
+	c := catalogue.Case{ID: "paused-then-unstartable", System: faults.Ingestion, Class: "hang",
+		Steps: []catalogue.Step{
+			{Worker: "paused", Actions: catalogue.StandardScript(), Background: true, ExpectHit: []faults.Point{faults.BeforeGraphApplied},
 				Arms: faults.Arms{faults.BeforeGraphApplied: faults.PauseOn(10*time.Minute, 1)}},
-			{Worker: "unstartable", Actions: []sim.Action{{Do: "recover", Rounds: 1}}},
-			{Worker: "quiesce", Actions: []sim.Action{{Do: "recover", Rounds: 1}}},
+			{Worker: "unstartable", Actions: []catalogue.Action{{Do: "recover", Rounds: 1}}},
+			{Worker: "quiesce", Actions: []catalogue.Action{{Do: "recover", Rounds: 1}}},
 		}}
 	done := make(chan sim.CaseResult)
 	go func() { done <- r.RunCase(context.Background(), c) }()
@@ -539,14 +540,14 @@ func TestSlowStepIsRetriedWithLongerTimings(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs worker processes")
 	}
-	c, _ := sim.WindowCase(faults.BeforeStateCommitted, faults.Crash, 250)
+	c, _ := catalogue.WindowCase(faults.BeforeStateCommitted, faults.Crash, 250)
 
 	// Wall-clock leases: on the harness clock a slow step takes no lease
 	// time at all (TestHarnessClockIgnoresSlowSteps).
 	// With a fixed TTL the case is undecided, the store not blamed: its
 	// steps outran the TTL (sim.TTLTooShortError).
 	fixed := processRunner(t, slowAlways, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond; c.WallClock = true })
-	res := fixed.RunAll(context.Background(), []sim.Case{c}, 1, nil).Results[0]
+	res := fixed.RunAll(context.Background(), []catalogue.Case{c}, 1, nil).Results[0]
 	if res.Verdict != sim.Undecided || len(res.Attempts) == 0 || res.Attempts[0].Reason.Cause != sim.CauseTiming {
 		t.Fatalf("fixed timings: verdict %s, attempts %+v; want undecided after attempts not exercised for timing", res.Verdict, res.Attempts)
 	}
@@ -560,7 +561,7 @@ func TestSlowStepIsRetriedWithLongerTimings(t *testing.T) {
 	}
 
 	adaptive := processRunner(t, slowOnce, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond; c.Adaptive = true; c.WallClock = true })
-	rep := adaptive.RunAll(context.Background(), []sim.Case{c}, 1, nil)
+	rep := adaptive.RunAll(context.Background(), []catalogue.Case{c}, 1, nil)
 	res = rep.Results[0]
 	if res.Verdict != sim.Pass {
 		t.Fatalf("adaptive timings: verdict %s (notes %v, attempts %+v), want pass", res.Verdict, res.Notes, res.Attempts)
@@ -588,9 +589,9 @@ func TestHarnessClockIgnoresSlowSteps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs worker processes")
 	}
-	c, _ := sim.WindowCase(faults.BeforeStateCommitted, faults.Crash, 250)
+	c, _ := catalogue.WindowCase(faults.BeforeStateCommitted, faults.Crash, 250)
 	r := processRunner(t, slowAlways, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond })
-	rep := r.RunAll(context.Background(), []sim.Case{c}, 1, nil)
+	rep := r.RunAll(context.Background(), []catalogue.Case{c}, 1, nil)
 	res := rep.Results[0]
 	if res.Verdict != sim.Pass || len(res.Attempts) != 0 || res.LeaseTTL != 250*time.Millisecond {
 		t.Fatalf("verdict %s (notes %v, attempts %+v, TTL %s), want a pass on the first attempt with the configured TTL", res.Verdict, res.Notes, res.Attempts, res.LeaseTTL)
@@ -602,12 +603,12 @@ func TestHarnessClockIgnoresSlowSteps(t *testing.T) {
 	// A stall of 480 lease TTLs, past which recovery takes the document
 	// over: on the wall clock it would take two minutes of waiting (and
 	// outlive the worker's 30 s deadline).
-	long := sim.Case{ID: "long-stall", System: faults.Ingestion, Class: "long-stall", Steps: []sim.Step{
-		{Worker: "fault", Actions: sim.StandardScript(), Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(2*time.Minute, 1)},
+	long := catalogue.Case{ID: "long-stall", System: faults.Ingestion, Class: "long-stall", Steps: []catalogue.Step{
+		{Worker: "fault", Actions: catalogue.StandardScript(), Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(2*time.Minute, 1)},
 			Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeGraphWrite},
-			Meanwhile: &sim.Meanwhile{Worker: "recover", Does: sim.DeedLease}},
-		{Worker: "recover", Actions: []sim.Action{{Do: "recover"}}, ContinueOnError: true},
-		{Worker: "quiesce", Actions: []sim.Action{{Do: "recover"}}, Resubmit: []string{"fault"}, ContinueOnError: true},
+			Meanwhile: &catalogue.Meanwhile{Worker: "recover", Does: catalogue.DeedLease}},
+		{Worker: "recover", Actions: []catalogue.Action{{Do: "recover"}}, ContinueOnError: true},
+		{Worker: "quiesce", Actions: []catalogue.Action{{Do: "recover"}}, Resubmit: []string{"fault"}, ContinueOnError: true},
 	}}
 	r2 := processRunner(t, "sqlite", func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond })
 	start := time.Now()

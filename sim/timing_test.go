@@ -14,6 +14,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 func ev(w string, phase int, kind string, at int64) history.Record {
@@ -68,7 +69,7 @@ func TestTTLForFollowsStepLatency(t *testing.T) {
 			t.Errorf("ttlFor(%s, p99 %s, max %s) = %s, want %s", base, c.p99, c.max, got, c.want)
 		}
 	}
-	tm := Timing{LeaseTTL: base, ClaimTTL: base + 50*time.Millisecond, ProcessTimeout: 30 * time.Second}.withTTL(time.Second, false)
+	tm := catalogue.Timing{LeaseTTL: base, ClaimTTL: base + 50*time.Millisecond, ProcessTimeout: 30 * time.Second}.WithTTL(time.Second, false)
 	if tm.ClaimTTL != time.Second+50*time.Millisecond || tm.ProcessTimeout != 60*time.Second || tm.LongPause() != 2100*time.Millisecond {
 		t.Fatalf("derived timing %+v, long pause %s", tm, tm.LongPause())
 	}
@@ -76,7 +77,7 @@ func TestTTLForFollowsStepLatency(t *testing.T) {
 
 // A case's pauses keep their relation to the lease when the TTL changes.
 func TestCaseForTTLRescalesPauses(t *testing.T) {
-	c, ok := WindowCase(faults.BeforeStateCommit, faults.Pause, 250)
+	c, ok := catalogue.WindowCase(faults.BeforeStateCommit, faults.Pause, 250)
 	if !ok {
 		t.Fatal("no pause case at beforeStateCommit")
 	}
@@ -93,7 +94,7 @@ func TestCaseForTTLRescalesPauses(t *testing.T) {
 	if d.TTLMillis != 1000 {
 		t.Fatalf("TTLMillis %d", d.TTLMillis)
 	}
-	crash, _ := WindowCase(faults.BeforeStateCommit, faults.Crash, 250)
+	crash, _ := catalogue.WindowCase(faults.BeforeStateCommit, faults.Crash, 250)
 	if got := crash.ForTTL(time.Second).Steps[0].Arms[faults.BeforeStateCommit].String(); got != "crash@1" {
 		t.Fatalf("a crash arm became %q", got)
 	}
@@ -102,8 +103,8 @@ func TestCaseForTTLRescalesPauses(t *testing.T) {
 // Not exercised says whether time ran out or the point was never on the
 // path, and what to do.
 func TestWhyNotHitTellsTimingFromUnreachable(t *testing.T) {
-	tm := Timing{LeaseTTL: 250 * time.Millisecond, ProcessTimeout: 30 * time.Second}
-	st := Step{Worker: "fault", Actions: StandardScript()}
+	tm := catalogue.Timing{LeaseTTL: 250 * time.Millisecond, ProcessTimeout: 30 * time.Second}
+	st := catalogue.Step{Worker: "fault", Actions: catalogue.StandardScript()}
 	p := faults.BeforeStateCommitted
 	start := history.Record{Worker: "fault", Kind: history.Start}
 	for _, c := range []struct {
@@ -163,8 +164,8 @@ func TestWhyNotExercisedNamesTheCause(t *testing.T) {
 // timing); a hang under the current timing, or an undecided case without
 // a timeout, is not.
 func TestHungUnderOldTimingIsTiming(t *testing.T) {
-	old := Timing{LeaseTTL: 1500 * time.Millisecond, ProcessTimeout: 90 * time.Second}
-	raised := old.withTTL(24*time.Second, false)
+	old := catalogue.Timing{LeaseTTL: 1500 * time.Millisecond, ProcessTimeout: 90 * time.Second}
+	raised := old.WithTTL(24*time.Second, false)
 	hung := CaseResult{Verdict: Undecided, Workers: []WorkerResult{{Worker: "fault", Exit: "ok"}, {Worker: "recover", Exit: "timeout"}}}
 	why, ok := hungUnderOldTiming(hung, old, raised)
 	if !ok || why.Cause != CauseTiming || !strings.Contains(why.Detail, "worker recover") || !strings.Contains(why.Detail, "1m30s") || why.Advice == "" {
@@ -274,7 +275,7 @@ func TestServerGateGroupsCrashesByServer(t *testing.T) {
 // run once more (a loaded server stalls and goes on); a case undecided for
 // another reason is not.
 func TestHungOnServerIsRunAgain(t *testing.T) {
-	tm := Timing{LeaseTTL: time.Second, ProcessTimeout: 5 * time.Minute}
+	tm := catalogue.Timing{LeaseTTL: time.Second, ProcessTimeout: 5 * time.Minute}
 	hung := CaseResult{Verdict: Undecided, Workers: []WorkerResult{{Worker: "recover", Exit: "timeout"}}}
 	why, ok := hungOnServer(hung, tm)
 	if !ok || why.Cause != CauseTiming || !strings.Contains(why.Detail, "worker recover hung past its 5m0s deadline") {
@@ -340,7 +341,7 @@ func TestFailureWhoseStepsOutranTheTTLIsUndecided(t *testing.T) {
 		return CaseResult{Verdict: Fail, Timeline: h, Violations: []check.Violation{{Invariant: check.I5}, {Invariant: check.I3}}}
 	}
 	wall := &Runner{cfg: Config{WallClock: true}}
-	got := wall.outranTTL(failing(slow), Timing{LeaseTTL: 10 * time.Millisecond})
+	got := wall.outranTTL(failing(slow), catalogue.Timing{LeaseTTL: 10 * time.Millisecond})
 	if got.Verdict != Undecided || len(got.Violations) != 0 || len(got.Notes) != 1 {
 		t.Fatalf("verdict %s, violations %v, notes %q: want undecided with one note", got.Verdict, got.Violations, got.Notes)
 	}
@@ -349,14 +350,14 @@ func TestFailureWhoseStepsOutranTheTTLIsUndecided(t *testing.T) {
 			t.Errorf("note %q lacks %q", got.Notes[0], want)
 		}
 	}
-	if got := wall.outranTTL(failing(slow), Timing{LeaseTTL: 400 * time.Millisecond}); got.Verdict != Fail {
+	if got := wall.outranTTL(failing(slow), catalogue.Timing{LeaseTTL: 400 * time.Millisecond}); got.Verdict != Fail {
 		t.Errorf("steps of 181ms under a 400ms TTL: %s, want the failure kept", got.Verdict)
 	}
 	// A fault that did not fire for lack of lease time: undecided too,
 	// never NOT CERTIFIED, even when the steps the history times look short.
 	quick := history.Log{ev("w", 0, reference.EvInvoke, 0), ev("w", 0, reference.EvLeaseAcquire, 1), ev("w", 0, reference.EvPrepared, 3)}
 	missed := CaseResult{Verdict: NotExercised, Timeline: quick, NotExercised: &NotExercisedReason{Cause: CauseTiming, Detail: "worker fault lost its lease on d4"}}
-	got = wall.outranTTL(missed, Timing{LeaseTTL: 400 * time.Millisecond})
+	got = wall.outranTTL(missed, catalogue.Timing{LeaseTTL: 400 * time.Millisecond})
 	if got.Verdict != Undecided || got.NotExercised != nil || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "its fault not firing (worker fault lost its lease on d4) says nothing of the store") {
 		t.Errorf("not exercised for lack of time: %s %q, want undecided with a note", got.Verdict, got.Notes)
 	}
@@ -365,18 +366,18 @@ func TestFailureWhoseStepsOutranTheTTLIsUndecided(t *testing.T) {
 	met := func(h history.Log) CaseResult {
 		return CaseResult{Verdict: NotExercised, Timeline: h, NotExercised: &NotExercisedReason{Cause: CauseInterleaving, Detail: "other never committed"}}
 	}
-	if got := wall.outranTTL(met(slow), Timing{LeaseTTL: 50 * time.Millisecond}); got.Verdict != Undecided || !strings.Contains(got.Notes[0], "(other never committed) says nothing of the store") {
+	if got := wall.outranTTL(met(slow), catalogue.Timing{LeaseTTL: 50 * time.Millisecond}); got.Verdict != Undecided || !strings.Contains(got.Notes[0], "(other never committed) says nothing of the store") {
 		t.Errorf("interleaving with steps of 181ms under 50ms: %s %q, want undecided", got.Verdict, got.Notes)
 	}
-	if got := wall.outranTTL(met(quick), Timing{LeaseTTL: 50 * time.Millisecond}); got.Verdict != NotExercised {
+	if got := wall.outranTTL(met(quick), catalogue.Timing{LeaseTTL: 50 * time.Millisecond}); got.Verdict != NotExercised {
 		t.Errorf("interleaving with steps of 2ms under 50ms: %s, want it kept", got.Verdict)
 	}
 	unreachable := CaseResult{Verdict: NotExercised, Timeline: slow, NotExercised: &NotExercisedReason{Cause: CauseUnreachable}}
-	if got := wall.outranTTL(unreachable, Timing{LeaseTTL: 10 * time.Millisecond}); got.Verdict != NotExercised {
+	if got := wall.outranTTL(unreachable, catalogue.Timing{LeaseTTL: 10 * time.Millisecond}); got.Verdict != NotExercised {
 		t.Errorf("not exercised, unreachable: %s, want it kept", got.Verdict)
 	}
 	for _, cfg := range []Config{{WallClock: true, Adaptive: true}, {}, {WallClock: true, InProcess: true}} {
-		if got := (&Runner{cfg: cfg}).outranTTL(failing(slow), Timing{LeaseTTL: 10 * time.Millisecond}); got.Verdict != Fail {
+		if got := (&Runner{cfg: cfg}).outranTTL(failing(slow), catalogue.Timing{LeaseTTL: 10 * time.Millisecond}); got.Verdict != Fail {
 			t.Errorf("%+v: %s, want the failure kept", cfg, got.Verdict)
 		}
 	}

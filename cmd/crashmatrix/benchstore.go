@@ -19,6 +19,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/internal/storetest"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/storecmd"
 	"github.com/spf13/cobra"
 )
@@ -83,8 +84,8 @@ func benchStoreCmd() *cobra.Command {
 					if err != nil {
 						return err
 					}
-					var cases []sim.Case
-					for _, c := range sim.Matrix(600) {
+					var cases []catalogue.Case
+					for _, c := range catalogue.Matrix(600) {
 						if c.System != faults.PlanSave {
 							cases = append(cases, c)
 						}

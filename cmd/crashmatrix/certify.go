@@ -16,6 +16,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 	"github.com/vbauerster/mpb/v8"
@@ -192,9 +193,9 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if err != nil {
 		return err
 	}
-	var shard *sim.Shard
+	var shard *catalogue.Shard
 	if f.shard != "" {
-		s, err := sim.ParseShard(f.shard)
+		s, err := catalogue.ParseShard(f.shard)
 		if err != nil {
 			return err
 		}
@@ -261,7 +262,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	// measures the worker random kills are drawn over. A probe that fails
 	// (the store breaks without any fault) fails the report, beside the
 	// matrix.
-	sel := sim.Selection{Points: points, Kinds: kinds, Classes: f.only, RandomKills: f.randomKills, Tear: f.tear}
+	sel := catalogue.Selection{Points: points, Kinds: kinds, Classes: f.only, RandomKills: f.randomKills, Tear: f.tear}
 	if why := sel.RandomKillsLeftOut(); why != "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix: --random-kills:", why)
 		return exitError{2}
@@ -272,9 +273,9 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 		return exitError{2}
 	}
-	cases := sel.Cases(probe, f.leaseTTL.Milliseconds(), f.seed)
+	cases := sel.Cases(probe.Probe, f.leaseTTL.Milliseconds(), f.seed)
 	for _, p := range points {
-		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w sim.StoreWindow) bool { return w.Point == p }) {
+		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w catalogue.StoreWindow) bool { return w.Point == p }) {
 			if perr != nil {
 				// The probe is how store windows are found: one that did
 				// not finish says nothing of whether the store declares it.
@@ -292,7 +293,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		// Every window x server fault x server this run can fault, as
 		// filtered (a server given by DSN/URI without kill and start
 		// commands loses replies and connections, and is not crashed).
-		for _, c := range sim.Filter(sim.ServerMatrix(f.leaseTTL.Milliseconds()), points, kinds, f.only) {
+		for _, c := range catalogue.Filter(catalogue.ServerMatrix(f.leaseTTL.Milliseconds()), points, kinds, f.only) {
 			if f.server.faults.Can(c.Kind, c.Server) {
 				cases = append(cases, c)
 			}
@@ -337,7 +338,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	rep.WithProbe(probe, perr, sel)
 	rep.Matrix = &matrix
 	if shard != nil {
-		rep.Shard = &sim.ShardRun{Shard: *shard, Cases: len(cases), Rerun: rerun, Replay: base}
+		rep.Shard = &catalogue.ShardRun{Shard: *shard, Cases: len(cases), Rerun: rerun, Replay: base}
 	}
 	interrupted := cmd.Context().Err() != nil
 	// A run that failed keeps its case data for the histories, even when
@@ -348,7 +349,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if pb != nil {
 		pb.Wait()
 	}
-	if err := certifyExplore(cmd, f, spec, self, bugs, workdir, probe, shard, &rep, &ropt); err != nil {
+	if err := certifyExplore(cmd, f, spec, self, bugs, workdir, probe.Probe, shard, &rep, &ropt); err != nil {
 		return err
 	}
 	interrupted = cmd.Context().Err() != nil
@@ -438,7 +439,7 @@ func defaultLeaseTTL(flag time.Duration, backend string) time.Duration {
 // with the run's bugs and mutant) and prints the command that replays it.
 func writeKillReplays(out io.Writer, workdir, backend string, leaseTTL time.Duration, rep sim.Report, runArgs ...string) error {
 	for _, r := range rep.Results {
-		if r.Case.Class != sim.RandomKillClass || r.Verdict != sim.Fail {
+		if r.Case.Class != catalogue.RandomKillClass || r.Verdict != sim.Fail {
 			continue
 		}
 		sc, err := scenarios.FromFailure(r, rep, backend, leaseTTL)
@@ -454,7 +455,7 @@ func writeKillReplays(out io.Writer, workdir, backend string, leaseTTL time.Dura
 			return err
 		}
 		how := "replay with"
-		if _, _, _, ok := sim.AnchoredKill(r.Case); !ok {
+		if _, _, _, ok := catalogue.AnchoredKill(r.Case); !ok {
 			how = "a wall-clock kill, it lands where the machine's timing puts it; try"
 		}
 		fmt.Fprintf(out, "%s broke %s: %s: crashmatrix run %s --repeat 10%s\n", r.Case.ID, strings.Join(r.Broken(), ","), how, path, strings.TrimRight(" "+strings.Join(runArgs, " "), " "))

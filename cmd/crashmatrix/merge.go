@@ -7,13 +7,14 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/spf13/cobra"
 )
 
 // matrixID identifies the matrix certify runs: its settings and every case
 // (before --shard takes its part), so that merge can refuse shards of
 // another matrix.
-func matrixID(f certifyFlags, backend string, cases []sim.Case) sim.MatrixID {
+func matrixID(f certifyFlags, backend string, cases []catalogue.Case) catalogue.MatrixID {
 	mode := "processes"
 	switch {
 	case f.inProcess && f.inProcessFiles:
@@ -21,7 +22,7 @@ func matrixID(f certifyFlags, backend string, cases []sim.Case) sim.MatrixID {
 	case f.inProcess:
 		mode = "in-process"
 	}
-	return sim.NewMatrixID(sim.MatrixID{Backend: backend, Mutant: f.mutant, Bugs: f.bugs, Seed: f.seed, Mode: mode,
+	return catalogue.NewMatrixID(catalogue.MatrixID{Backend: backend, Mutant: f.mutant, Bugs: f.bugs, Seed: f.seed, Mode: mode,
 		Points: f.points, Kinds: f.kinds, Classes: f.only, RandomKills: f.randomKills}, cases)
 }
 

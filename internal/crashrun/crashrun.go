@@ -20,6 +20,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // Options narrow or adjust a run (see properties.CrashOptions, which
@@ -40,7 +41,7 @@ type Options struct {
 	RandomKills int
 	Seed        int64
 	// Cases, when set, are run instead of the matrix (after the probe).
-	Cases []sim.Case
+	Cases []catalogue.Case
 	// StopAtFirstFailure ends the run once a case breaks an invariant
 	// (cases not yet run are reported undecided).
 	StopAtFirstFailure bool
@@ -128,7 +129,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	// declares inside its own methods (faults.At).
 	started := time.Now()
 	probe, perr := runner.Probe(ctx)
-	sel := sim.Selection{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, RandomKills: o.RandomKills, Tear: o.Tear}
+	sel := catalogue.Selection{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, RandomKills: o.RandomKills, Tear: o.Tear}
 	if why := sel.RandomKillsLeftOut(); why != "" {
 		os.RemoveAll(work)
 		t.Fatalf("crash matrix: RandomKills: %s", why)
@@ -151,7 +152,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 		os.RemoveAll(work)
 		t.Fatalf("crash matrix: %v", err)
 	}
-	cases := sel.Cases(probe, o.LeaseTTL.Milliseconds(), o.Seed)
+	cases := sel.Cases(probe.Probe, o.LeaseTTL.Milliseconds(), o.Seed)
 	if len(o.Cases) > 0 {
 		cases = o.Cases
 	}
@@ -159,7 +160,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 		ids := strings.Split(only, ",")
 		var unknown []string
 		for _, id := range ids {
-			if !slices.ContainsFunc(cases, func(c sim.Case) bool { return c.ID == id }) {
+			if !slices.ContainsFunc(cases, func(c catalogue.Case) bool { return c.ID == id }) {
 				unknown = append(unknown, id)
 			}
 		}
@@ -168,10 +169,10 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 			t.Fatalf("crash matrix: %s=%s: no case has the id %s in this run's matrix (points %v kinds %v classes %v); a failing run prints each case's id in its replay command",
 				CaseFilterEnv, only, strings.Join(unknown, ", "), o.Points, o.Kinds, o.Classes)
 		}
-		cases = slices.DeleteFunc(cases, func(c sim.Case) bool { return !slices.Contains(ids, c.ID) })
+		cases = slices.DeleteFunc(cases, func(c catalogue.Case) bool { return !slices.Contains(ids, c.ID) })
 	}
 	for _, p := range o.Points {
-		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w sim.StoreWindow) bool { return w.Point == p }) {
+		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w catalogue.StoreWindow) bool { return w.Point == p }) {
 			os.RemoveAll(work)
 			t.Fatalf("crash matrix: the probe run never reached store window %s (found %+v); is faults.At called with the context the store method was given?", p, probe.Windows)
 		}
@@ -208,7 +209,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	}
 	rep.WithProbe(probe, perr, sel)
 	rep.PowerLoss = untested
-	if err := explored(ctx, t, backend, o, sel, work, probe, &rep); err != nil {
+	if err := explored(ctx, t, backend, o, sel, work, probe.Probe, &rep); err != nil {
 		os.RemoveAll(work)
 		t.Fatalf("crash matrix: %v", err)
 	}
@@ -223,7 +224,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 
 // explored runs the exploration after the matrix (Options.Explore), in
 // the in-process mode, and puts what it did into rep.
-func explored(ctx context.Context, t *testing.T, backend sim.Backend, o Options, sel sim.Selection, work string, probe sim.Probe, rep *sim.Report) error {
+func explored(ctx context.Context, t *testing.T, backend sim.Backend, o Options, sel catalogue.Selection, work string, probe catalogue.Probe, rep *sim.Report) error {
 	switch {
 	case o.Explore <= 0:
 		if sel.Whole() && len(o.Cases) == 0 {
@@ -444,19 +445,19 @@ func Mutants() []Mutant {
 		bug(reference.BugRetryPermanentErrors, "I5", []faults.Point{faults.BeforeGraphWrite}, []faults.Kind{faults.Persistent}),
 		leased(bug(reference.BugResumeIgnoresClaim, "I7", []faults.Point{faults.RecoveryBeforeResume}, crash)),
 		leased(bug(reference.BugLeaseTrustedAfterExpiry, "I7", nil, nil, "lease-just-after-expiry")),
-		bug(reference.BugReplanIDPerAttempt, "I1", nil, nil, sim.ReplanResumeClass),
+		bug(reference.BugReplanIDPerAttempt, "I1", nil, nil, catalogue.ReplanResumeClass),
 		bug(reference.BugNoOpIgnoresRetraction, "I5", nil, nil, "reingest-after-retraction"),
 		bug(reference.BugDeadLetterWithoutReconcile, "I3", []faults.Point{faults.BeforeStateCommit}, []faults.Kind{faults.Permanent}),
 		leased(bug(reference.BugIgnoreRefusedStateCAS, "I4", []faults.Point{faults.LeaseAcquire}, []faults.Kind{faults.Expire})),
 		bug(reference.BugDeleteSharedEdges, "I3", nil, nil, "retraction-shared-edge"),
 		// Between two named windows: only the store-call stalls of the
 		// lease-fault cases (sim.BetweenCallsCases) reach them.
-		leased(bug(reference.BugCASOnHealedRevision, "I2", nil, nil, sim.BetweenCallsClass)),
-		leased(bug(reference.BugRevisionReadBeforeLeaseCheck, "I2", nil, nil, sim.BetweenCallsClass)),
-		leased(bug(reference.BugRebaseFreshPlan, "I2", nil, nil, sim.BetweenCallsClass)),
-		leased(bug(reference.BugAnswerCurrentRevision, "I9", nil, nil, sim.BetweenCallsClass)),
-		leased(bug(reference.BugStaleEdgesFromCurrent, "I3", nil, nil, sim.BetweenCallsClass)),
-		leased(bug(reference.BugRebaseAfterGraphWrite, "I2", nil, nil, sim.BetweenCallsClass)),
+		leased(bug(reference.BugCASOnHealedRevision, "I2", nil, nil, catalogue.BetweenCallsClass)),
+		leased(bug(reference.BugRevisionReadBeforeLeaseCheck, "I2", nil, nil, catalogue.BetweenCallsClass)),
+		leased(bug(reference.BugRebaseFreshPlan, "I2", nil, nil, catalogue.BetweenCallsClass)),
+		leased(bug(reference.BugAnswerCurrentRevision, "I9", nil, nil, catalogue.BetweenCallsClass)),
+		leased(bug(reference.BugStaleEdgesFromCurrent, "I3", nil, nil, catalogue.BetweenCallsClass)),
+		leased(bug(reference.BugRebaseAfterGraphWrite, "I2", nil, nil, catalogue.BetweenCallsClass)),
 		// Found by an outside mutant hunt, each escaped the matrix until
 		// its case class (and the check it needed) landed.
 		bug(reference.BugResubmitIgnoresContent, "I9", nil, nil, "operation-id-reused"),
@@ -466,10 +467,10 @@ func Mutants() []Mutant {
 		bug(reference.BugReplanIDFromOldOperation, "I1", nil, nil, "replan-after-dead-letter"),
 		bug(reference.BugCommitWithoutLeaseCheck, "I7", nil, nil, "stale-writer-after-noop"),
 		// Reached by exploration alone until their case classes landed
-		// (sim/inflight.go).
-		{sim.MutantRenewIgnoresHolder, Options{Mutant: sim.MutantRenewIgnoresHolder, Classes: []string{sim.StaleHolderRenewsClass}}, "I7", false, nil},
-		bug(reference.BugScanSkipsPendingDeadLetter, "I5", nil, nil, sim.DeadLetterCutShortClass),
-		bug(reference.BugSupportIgnoresPendingPlans, "I3", nil, nil, sim.RetractionWhilePlanInFlightClass),
+		// (sim/catalogue/inflight.go).
+		{sim.MutantRenewIgnoresHolder, Options{Mutant: sim.MutantRenewIgnoresHolder, Classes: []string{catalogue.StaleHolderRenewsClass}}, "I7", false, nil},
+		bug(reference.BugScanSkipsPendingDeadLetter, "I5", nil, nil, catalogue.DeadLetterCutShortClass),
+		bug(reference.BugSupportIgnoresPendingPlans, "I3", nil, nil, catalogue.RetractionWhilePlanInFlightClass),
 		bug(reference.BugPlanSaveKeyPerAttempt, "I8", []faults.Point{faults.PlanSaveBeforeCheckpoint}, crash),
 		bug(reference.BugPlanSaveCheckpointFirst, "I8", []faults.Point{faults.PlanSaveBeforeBusiness}, crash),
 	}

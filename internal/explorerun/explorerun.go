@@ -18,6 +18,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
 )
 
@@ -45,7 +46,7 @@ const Off = "exploration: off"
 
 // Shape is the explorer's default shape with the windows the store
 // declared (the probe's), armed like the catalogue's.
-func Shape(p sim.Probe) explore.Shape {
+func Shape(p catalogue.Probe) explore.Shape {
 	s := explore.DefaultShape
 	s.StoreWindows = p.Windows
 	return s
@@ -195,7 +196,7 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) (Outcome, error) {
 	switch {
 	case f == nil && ctx.Err() != nil:
 		out.Line = fmt.Sprintf("exploration: interrupted after %d of %s", res.Schedules, which)
-		out.Case = &sim.CaseResult{Case: sim.Case{ID: fmt.Sprintf("explored-s%d", o.Seed), Class: Class, Description: which},
+		out.Case = &sim.CaseResult{Case: catalogue.Case{ID: fmt.Sprintf("explored-s%d", o.Seed), Class: Class, Description: which},
 			Verdict: sim.Undecided, Notes: []string{"interrupted"}}
 		return out, nil
 	case f == nil:

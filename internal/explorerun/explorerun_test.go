@@ -10,6 +10,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // registers sqlite
 )
 
@@ -17,7 +18,7 @@ import (
 // alone found when DefaultCount was measured (issue 42: written outside
 // the project, each found on the first seed), by the names of their
 // built-in mutants. The matrix has case classes for them since
-// (sim/inflight.go); exploration on its own must still find them.
+// (sim/catalogue/inflight.go); exploration on its own must still find them.
 var exploreOnly = []reference.Bug{"scan-skips-pending-dead-letter", "support-ignores-pending-plans"}
 
 // certify's exploration with its default flags (DefaultCount schedules
@@ -42,7 +43,7 @@ func TestDefaultExplorationCatchesAMutantOnlyExplorationFound(t *testing.T) {
 	if err != nil {
 		t.Fatalf("probe: %v", err)
 	}
-	out, err := Run(ctx, runner, Options{Count: DefaultCount, Seed: 1, Parallel: 4, Shape: Shape(probe), Dir: dir,
+	out, err := Run(ctx, runner, Options{Count: DefaultCount, Seed: 1, Parallel: 4, Shape: Shape(probe.Probe), Dir: dir,
 		Settings: Settings{Bugs: []reference.Bug{bug}, Mode: "in-process", By: "the test"},
 		Replay:   func(path string) string { return "crashmatrix run " + path }})
 	if err != nil {
@@ -72,7 +73,7 @@ func TestShardsSplitTheCount(t *testing.T) {
 	defer runner.CloseShared()
 	total := 0
 	for i := 0; i < 3; i++ {
-		out, err := Run(context.Background(), runner, Options{Count: 7, Seed: 1, ShardIndex: i, ShardCount: 3, Parallel: 2, Shape: Shape(sim.Probe{})})
+		out, err := Run(context.Background(), runner, Options{Count: 7, Seed: 1, ShardIndex: i, ShardCount: 3, Parallel: 2, Shape: Shape(catalogue.Probe{})})
 		if err != nil || out.Case != nil {
 			t.Fatalf("shard %d/3: %v %s", i, err, out.Line)
 		}

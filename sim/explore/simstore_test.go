@@ -9,6 +9,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
 )
@@ -53,7 +54,7 @@ func TestSimStoreIsRefusedOutsideExplore(t *testing.T) {
 // writes) fails.
 func TestSimStoreKeepsCommitsAcrossASimulatedCrash(t *testing.T) {
 	r := simStoreRunner(t, nil, "")
-	for _, c := range sim.CycleCases(3) {
+	for _, c := range catalogue.CycleCases(3) {
 		if res := r.RunCase(context.Background(), c); res.Verdict != sim.Pass {
 			t.Fatalf("%s on the simulated store: %s %v %v", c.ID, res.Verdict, res.Violations, res.Notes)
 		}

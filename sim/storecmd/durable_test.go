@@ -9,6 +9,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/storecmd"
 )
 
@@ -35,17 +36,17 @@ func TestDurableStepSweepCatchesAnUndeclaredTwoTransactionCreate(t *testing.T) {
 		t.Cleanup(r.CloseShared)
 		return r
 	}
-	sweep := func(r *sim.Runner) ([]sim.Case, sim.Probe) {
+	sweep := func(r *sim.Runner) ([]catalogue.Case, sim.Probe) {
 		t.Helper()
 		pr, err := r.Probe(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		sel := sim.Selection{Classes: []string{sim.DurableStepClass}}
+		sel := catalogue.Selection{Classes: []string{catalogue.DurableStepClass}}
 		if _, err := r.PowerLossSelection(&sel); err != nil {
 			t.Fatal(err)
 		}
-		return sel.Cases(pr, 600, 1), pr
+		return sel.Cases(pr.Probe, 600, 1), pr
 	}
 
 	t.Run("undeclared two transactions", func(t *testing.T) {
@@ -56,7 +57,7 @@ func TestDurableStepSweepCatchesAnUndeclaredTwoTransactionCreate(t *testing.T) {
 			names = append(names, c.Description)
 		}
 		// One gap in ops.create, a kill and a power cut there.
-		var creates []sim.Case
+		var creates []catalogue.Case
 		for _, c := range cases {
 			if c.Steps[0].Durable.Method == "ops.create" {
 				creates = append(creates, c)
@@ -82,7 +83,7 @@ func TestDurableStepSweepCatchesAnUndeclaredTwoTransactionCreate(t *testing.T) {
 		// The same kill past the last step of the call never fires.
 		k := *create.Steps[0].Durable
 		k.Step = k.Steps + 1
-		miss := r.RunCase(context.Background(), sim.DurableStepCase(k))
+		miss := r.RunCase(context.Background(), catalogue.DurableStepCase(k))
 		if miss.Verdict != sim.NotExercised || miss.NotExercised == nil || miss.NotExercised.Cause != sim.CauseUnreachable {
 			t.Errorf("a kill after a step the call never takes: %s %+v, notes %q; want not exercised", miss.Verdict, miss.NotExercised, miss.Notes)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/storecmd"
 )
 
@@ -76,10 +77,10 @@ func TestPowerLossOnStoreCmdDataElsewhere(t *testing.T) {
 		// the proof with nothing tested.
 		t.Fatal(sim.PowerLossNotTested(err.Error()))
 	}
-	cases := func() []sim.Case {
-		var out []sim.Case
+	cases := func() []catalogue.Case {
+		var out []catalogue.Case
 		for _, k := range []faults.Kind{faults.PowerLoss, faults.TornWrite} {
-			c, ok := sim.PowerCase(faults.BeforeCompleted, k, 250)
+			c, ok := catalogue.PowerCase(faults.BeforeCompleted, k, 250)
 			if !ok {
 				t.Fatalf("no %s case at %s", k, faults.BeforeCompleted)
 			}

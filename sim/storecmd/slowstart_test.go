@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/storecmd"
 )
 
@@ -28,7 +29,7 @@ func TestSlowStoreStartIsNoReasonForAnUndecidedCase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.CloseShared()
-	rep := r.RunAll(context.Background(), sim.CycleCases(1), 1, nil)
+	rep := r.RunAll(context.Background(), catalogue.CycleCases(1), 1, nil)
 	// The report says how long the starts took: each worker's open of
 	// its store waited out the 5s sleep.
 	if !strings.HasPrefix(rep.StoreStarts, "store starts: median 5.") || !strings.Contains(rep.StoreStarts, "over 2 worker store opens") {

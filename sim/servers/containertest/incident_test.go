@@ -17,6 +17,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
 	"github.com/crashmatrix/crashmatrix/sim/servers"
 )
@@ -61,8 +62,8 @@ func TestIncidentSnapshotReplaysAlikeOnSQLiteAndPostgres(t *testing.T) {
 	// incident, so it is made again (at most three times).
 	var src sim.CaseResult
 	for attempt := 1; ; attempt++ {
-		src = runner("postgres").RunCase(ctx, sim.Case{ID: "incident-source", System: faults.Ingestion, Steps: []sim.Step{{
-			Worker: "fault", Actions: sim.StandardScript(), Arms: faults.Arms{faults.BeforeStateCommit: faults.On(faults.Crash, 2)},
+		src = runner("postgres").RunCase(ctx, catalogue.Case{ID: "incident-source", System: faults.Ingestion, Steps: []catalogue.Step{{
+			Worker: "fault", Actions: catalogue.StandardScript(), Arms: faults.Arms{faults.BeforeStateCommit: faults.On(faults.Crash, 2)},
 			ExpectHit: []faults.Point{faults.BeforeStateCommit}}}})
 		if len(src.Workers) == 1 && strings.HasPrefix(src.Workers[0].Exit, "killed") {
 			break

@@ -14,6 +14,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/servers"
 	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
 	"github.com/crashmatrix/crashmatrix/sim/servers/serverfaults"
@@ -102,22 +103,22 @@ func ownMounts(t *testing.T) []string {
 }
 
 // powerCases are the power-loss column at the given windows.
-func powerCases(t *testing.T, points ...faults.Point) []sim.Case {
+func powerCases(t *testing.T, points ...faults.Point) []catalogue.Case {
 	t.Helper()
 	return columnCases(t, faults.PowerLoss, points)
 }
 
 // tornCases are the torn-write column at the given windows.
-func tornCases(t *testing.T, points ...faults.Point) []sim.Case {
+func tornCases(t *testing.T, points ...faults.Point) []catalogue.Case {
 	t.Helper()
 	return columnCases(t, faults.TornWrite, points)
 }
 
 // unitCases are the torn-write column at the given windows, torn at
 // tear bytes (faults.TearSector, or less: inside one sector).
-func unitCases(t *testing.T, tear int, points ...faults.Point) []sim.Case {
+func unitCases(t *testing.T, tear int, points ...faults.Point) []catalogue.Case {
 	t.Helper()
-	cases := sim.Filter(sim.TornWriteMatrix(nil, tear, leaseTTL.Milliseconds()), points, nil, nil)
+	cases := catalogue.Filter(catalogue.TornWriteMatrix(nil, tear, leaseTTL.Milliseconds()), points, nil, nil)
 	if len(cases) != len(points) {
 		t.Fatalf("%d cases torn at %d bytes at %d windows", len(cases), tear, len(points))
 	}
@@ -125,11 +126,11 @@ func unitCases(t *testing.T, tear int, points ...faults.Point) []sim.Case {
 }
 
 // columnCases are the cases of power-loss kind k at the given windows.
-func columnCases(t *testing.T, k faults.Kind, points []faults.Point) []sim.Case {
+func columnCases(t *testing.T, k faults.Kind, points []faults.Point) []catalogue.Case {
 	t.Helper()
-	var cases []sim.Case
+	var cases []catalogue.Case
 	for _, p := range points {
-		c, ok := sim.PowerCase(p, k, leaseTTL.Milliseconds())
+		c, ok := catalogue.PowerCase(p, k, leaseTTL.Milliseconds())
 		if !ok {
 			t.Fatalf("no %s case at %s", k, p)
 		}
@@ -139,7 +140,7 @@ func columnCases(t *testing.T, k faults.Kind, points []faults.Point) []sim.Case 
 }
 
 // run runs cases against the servers st started, with their power cut.
-func run(t *testing.T, st *provision.Started, cases []sim.Case) sim.Report {
+func run(t *testing.T, st *provision.Started, cases []catalogue.Case) sim.Report {
 	t.Helper()
 	b, err := servers.PostgresBackend()
 	if err != nil {
