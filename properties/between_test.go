@@ -8,6 +8,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // betweenRuns is how many in-process runs of the between-calls sweep must
@@ -66,7 +67,7 @@ func TestBetweenCallsMutantsNeedTheStoreCallStalls(t *testing.T) {
 
 // probedInProcess is an in-process runner of cfg (seed 1, in a folder of
 // the test's) and what its probe found; the runner closes with the test.
-func probedInProcess(t *testing.T, cfg sim.Config) (*sim.Runner, sim.Probe) {
+func probedInProcess(t *testing.T, cfg sim.Config) (*sim.Runner, verdict.Probe) {
 	t.Helper()
 	cfg.WorkDir, cfg.InProcess, cfg.Seed = t.TempDir(), true, 1
 	r, err := sim.NewRunner(cfg)

@@ -22,6 +22,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // The embedded default passes the whole matrix, with real process kills of
@@ -53,7 +54,7 @@ func TestCertifyWithoutSystemB(t *testing.T) {
 	if res.ExitCode != 0 {
 		t.Fatalf("want exit 0 with System B not applicable:\n%s", crashrun.Describe(b.Name, res))
 	}
-	if res.Counts[sim.NotApplicable] != 2 || res.Counts[sim.Pass] != 1 {
+	if res.Counts[verdict.NotApplicable] != 2 || res.Counts[verdict.Pass] != 1 {
 		t.Errorf("counts %v: want 1 pass and 2 not applicable", res.Counts)
 	}
 	var out strings.Builder
@@ -252,7 +253,7 @@ func TestEveryMutantCaughtInProcess(t *testing.T) {
 			// The probe counts the stale holder's store calls, which the
 			// between-calls cases sweep (a mutant that breaks even without
 			// faults fails the probe: it needs no such count).
-			var probe sim.Probe
+			var probe verdict.Probe
 			if slices.Contains(m.Options.Classes, catalogue.BetweenCallsClass) {
 				var err error
 				if probe, err = r.Probe(context.Background()); err != nil {
@@ -326,8 +327,8 @@ func TestWorkersLeaveNothingInTheTemporaryDirectory(t *testing.T) {
 func TestCrashRunExploresAfterTheMatrix(t *testing.T) {
 	res := crashrun.Run(t, embedded.SQLite(), crashrun.Options{Points: []faults.Point{faults.BeforeCompleted}, Kinds: []faults.Kind{faults.Crash},
 		Bugs: []reference.Bug{reference.BugDeadLetterWithoutReconcile}, Seed: 4, Explore: 20})
-	i := slices.IndexFunc(res.Results, func(r sim.CaseResult) bool { return r.Case.Class == explorerun.Class })
-	if res.ExitCode != 1 || i < 0 || res.Counts[sim.Pass] != 1 {
+	i := slices.IndexFunc(res.Results, func(r verdict.CaseResult) bool { return r.Case.Class == explorerun.Class })
+	if res.ExitCode != 1 || i < 0 || res.Counts[verdict.Pass] != 1 {
 		t.Fatalf("exit %d, %v, exploration %q; want the matrix's one case to pass and exploration to fail the run\n%s", res.ExitCode, res.Counts, res.Exploration, crashrun.Describe("sqlite", res))
 	}
 	found := res.Results[i]

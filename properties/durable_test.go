@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
-	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // A Go store on the embedded SQLite that writes an operation and its plan
@@ -21,7 +21,7 @@ func TestDurableStepSweepCatchesAnUndeclaredTwoStepGoStore(t *testing.T) {
 	}
 	var failed []string
 	for _, r := range rep.Results {
-		if r.Verdict == sim.Fail && slices.Contains(r.Broken(), "I5") && strings.HasPrefix(r.Case.Description, "ops.create after ") {
+		if r.Verdict == verdict.Fail && slices.Contains(r.Broken(), "I5") && strings.HasPrefix(r.Case.Description, "ops.create after ") {
 			failed = append(failed, r.Case.ID)
 		}
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/scenarios"
-	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // A protocol mutant that only a crash shows (a resumed operation asks the
@@ -27,7 +27,7 @@ func TestRandomKillFindingReplays(t *testing.T) {
 	b := embedded.SQLite()
 	bugs := []reference.Bug{reference.BugRecallModelOnResume}
 	run := crashrun.Run(t, b, crashrun.Options{Classes: []string{catalogue.RandomKillClass}, RandomKills: 40, Bugs: bugs, LeaseTTL: ttl, StopAtFirstFailure: true})
-	i := slices.IndexFunc(run.Results, func(r sim.CaseResult) bool { return r.Verdict == sim.Fail })
+	i := slices.IndexFunc(run.Results, func(r verdict.CaseResult) bool { return r.Verdict == verdict.Fail })
 	if i < 0 {
 		t.Fatalf("40 random kills never caught %s", bugs[0])
 	}
@@ -57,7 +57,7 @@ func TestRandomKillFindingReplays(t *testing.T) {
 		cases[i] = c
 		cases[i].ID = fmt.Sprintf("%s-replay-%d", c.ID, i)
 	}
-	var replays []sim.CaseResult
+	var replays []verdict.CaseResult
 	// (The report holds the probe's failure too: the mutant fails it.)
 	for _, r := range crashrun.Run(t, b, crashrun.Options{Cases: cases, Bugs: back.Bugs, Seed: back.Seed, LeaseTTL: back.LeaseTTL, Parallel: 2}).Results {
 		if strings.HasPrefix(r.Case.ID, c.ID+"-replay-") {

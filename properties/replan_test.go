@@ -9,6 +9,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // The resume-after-replan classes (sim/catalogue/replan.go) are where the matrix
@@ -17,7 +18,7 @@ import (
 // own, in every one of a few runs, and the unmodified reference passes
 // both, exercised.
 func TestResumeAfterReplanCatchesReplanIDPerAttempt(t *testing.T) {
-	run := func(t *testing.T, bugs []reference.Bug) ([]catalogue.Case, sim.Report) {
+	run := func(t *testing.T, bugs []reference.Bug) ([]catalogue.Case, verdict.Report) {
 		t.Helper()
 		r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), InProcess: true, Bugs: bugs, Seed: 1})
 		if err != nil {
@@ -38,7 +39,7 @@ func TestResumeAfterReplanCatchesReplanIDPerAttempt(t *testing.T) {
 	t.Run("reference", func(t *testing.T) {
 		_, rep := run(t, nil)
 		for _, res := range rep.Results {
-			if res.Verdict != sim.Pass {
+			if res.Verdict != verdict.Pass {
 				t.Errorf("%s on the reference: %s, violations %v, notes %v", res.Case.ID, res.Verdict, res.Violations, res.Notes)
 			}
 		}
@@ -50,7 +51,7 @@ func TestResumeAfterReplanCatchesReplanIDPerAttempt(t *testing.T) {
 				t.Fatalf("run %d: %d results for %d cases", i, len(rep.Results), len(cases))
 			}
 			for _, res := range rep.Results {
-				if res.Verdict != sim.Fail || !slices.Contains(res.Broken(), "I1") {
+				if res.Verdict != verdict.Fail || !slices.Contains(res.Broken(), "I1") {
 					t.Errorf("run %d: %s with %s: %s, broke %v, notes %v; want FAIL by I1", i, res.Case.ID, reference.BugReplanIDPerAttempt, res.Verdict, res.Broken(), res.Notes)
 				}
 			}

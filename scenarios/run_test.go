@@ -13,6 +13,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // TestMain lets the test binary act as a worker process of a case (the
@@ -67,7 +68,7 @@ func TestLibraryRuns(t *testing.T) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				res := r.RunCase(ctx, s.Case())
-				if res.Verdict == sim.NotExercised {
+				if res.Verdict == verdict.NotExercised {
 					// The runner retries a case whose faults did not fire.
 					res = r.RunCase(ctx, s.Case())
 				}
@@ -194,7 +195,7 @@ func TestHungWorkerIsKilledAndReported(t *testing.T) {
 	if took := time.Since(start); took > 30*time.Second {
 		t.Fatalf("the case took %s: the hung worker was waited on", took)
 	}
-	if res.Verdict != sim.Undecided {
+	if res.Verdict != verdict.Undecided {
 		t.Fatalf("verdict %s, want undecided; notes %v", res.Verdict, res.Notes)
 	}
 	if !strings.Contains(strings.Join(res.Notes, "; "), "hung and was killed") {

@@ -21,6 +21,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // Scenario is one scenario file.
@@ -224,11 +225,11 @@ func (s *Scenario) CheckBackend(name string) error {
 
 // Judge says whether a run's outcome matches the expectation: violated
 // are the invariants the run broke ("I3" or full names, as
-// sim.CaseResult.Broken returns them) and verdict is the run's verdict
-// (sim.Verdict: "pass", "FAIL", "not exercised", "undecided"). A run that
+// verdict.CaseResult.Broken returns them) and ran is the run's verdict
+// (verdict.Verdict: "pass", "FAIL", "not exercised", "undecided"). A run that
 // was not exercised or undecided never matches. The error lists every
 // difference.
-func (s *Scenario) Judge(violated []string, verdict string) error {
+func (s *Scenario) Judge(violated []string, ran string) error {
 	broken := map[check.Invariant]bool{}
 	var problems []string
 	for _, v := range violated {
@@ -239,12 +240,12 @@ func (s *Scenario) Judge(violated []string, verdict string) error {
 		}
 		broken[inv] = true
 	}
-	want := sim.Pass
+	want := verdict.Pass
 	if s.Expect.Verdict == ExpectFail {
-		want = sim.Fail
+		want = verdict.Fail
 	}
-	if !strings.EqualFold(verdict, string(want)) {
-		problems = append(problems, fmt.Sprintf("verdict %q, want %q", verdict, want))
+	if !strings.EqualFold(ran, string(want)) {
+		problems = append(problems, fmt.Sprintf("verdict %q, want %q", ran, want))
 	}
 	var brokeHeld, heldBroken []string
 	for _, inv := range s.Expect.Holds {
@@ -273,12 +274,12 @@ func (s *Scenario) Judge(violated []string, verdict string) error {
 		}
 	}
 	return fmt.Errorf("scenario %s: outcome differs from expectation: %s (run broke [%s], verdict %s)",
-		s.Name, strings.Join(problems, "; "), strings.Join(got, " "), verdict)
+		s.Name, strings.Join(problems, "; "), strings.Join(got, " "), ran)
 }
 
 // JudgeResult is Judge for a sim.CaseResult.
-func (s *Scenario) JudgeResult(r sim.CaseResult) error {
-	if r.Verdict == sim.NotExercised {
+func (s *Scenario) JudgeResult(r verdict.CaseResult) error {
+	if r.Verdict == verdict.NotExercised {
 		// No invariant was judged: say why instead of an empty list.
 		return fmt.Errorf("scenario %s: not exercised: %s", s.Name, r.WhyNotExercised())
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // Competitors between every pair of store calls.
@@ -29,9 +30,9 @@ const staleCallRuns = 2
 
 // probeStaleCalls counts, for each lease fault kind, the store calls of the
 // stale holder when nobody competes.
-func (r *Runner) probeStaleCalls(ctx context.Context) (map[faults.Kind]int, []CaseResult, error) {
+func (r *Runner) probeStaleCalls(ctx context.Context) (map[faults.Kind]int, []verdict.CaseResult, error) {
 	out := map[faults.Kind]int{}
-	var results []CaseResult
+	var results []verdict.CaseResult
 	runs := staleCallRuns
 	if r.cfg.InProcess {
 		runs = 1 // simulated time: every run is the same
@@ -41,7 +42,7 @@ func (r *Runner) probeStaleCalls(ctx context.Context) (map[faults.Kind]int, []Ca
 		for n := 0; n < runs; n++ {
 			res := r.RunCase(ctx, c)
 			results = append(results, res)
-			if res.Verdict != Pass {
+			if res.Verdict != verdict.Pass {
 				return out, results, fmt.Errorf("probe %s: %s without any fault: %s %s", c.ID, res.Verdict, strings.Join(res.Broken(), ","), strings.Join(res.Notes, "; "))
 			}
 			calls := StoreCalls(res.Timeline, c.Steps[0].Worker, 0)

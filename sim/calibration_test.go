@@ -12,6 +12,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // failsCalibration is the embedded default whose stores a calibration
@@ -49,7 +50,7 @@ func TestCalibrationFailureIsReportedAlone(t *testing.T) {
 		cases = append(cases, c)
 	}
 	rep := r.RunAll(context.Background(), cases, 2, nil)
-	if len(rep.Results) != 1 || rep.Results[0].Case.Class != "calibration" || rep.Results[0].Verdict != sim.Undecided || rep.ExitCode != 2 {
+	if len(rep.Results) != 1 || rep.Results[0].Case.Class != "calibration" || rep.Results[0].Verdict != verdict.Undecided || rep.ExitCode != 2 {
 		var got []string
 		for _, res := range rep.Results {
 			got = append(got, fmt.Sprintf("%s: %s %q", res.Case.ID, res.Verdict, res.Notes))

@@ -17,6 +17,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/internal/procstat"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // Durable steps: crashes found from a store's own file-system calls, not
@@ -176,7 +177,7 @@ func (d *durableWatch) calls() []catalogue.DurableCall {
 
 // judge says what the kill of a case did: a note, and why the case is not
 // exercised when the worker never reached the step (nil when it did).
-func (d *durableWatch) judge(worker string, exit string) (string, *NotExercisedReason) {
+func (d *durableWatch) judge(worker string, exit string) (string, *verdict.NotExercisedReason) {
 	k := d.kill
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -184,7 +185,7 @@ func (d *durableWatch) judge(worker string, exit string) (string, *NotExercisedR
 		note := fmt.Sprintf("durable-step kill: worker %s's session SIGKILLed right after %s, durable step %d of its store call %d (%s)", worker, d.fired, k.Step, k.Call, k.Method)
 		if !strings.HasPrefix(exit, "killed") {
 			note += fmt.Sprintf(", but the worker exited %q", exit)
-			return note, &NotExercisedReason{Cause: CauseNotKilled, Detail: note,
+			return note, &verdict.NotExercisedReason{Cause: verdict.CauseNotKilled, Detail: note,
 				Advice: "the kill did not end the worker: check that nothing of the worker left its session"}
 		}
 		return note, nil
@@ -196,7 +197,7 @@ func (d *durableWatch) judge(worker string, exit string) (string, *NotExercisedR
 		}
 	}
 	note := fmt.Sprintf("durable-step kill of worker %s never fired: its store call %d (%s) took %d durable steps on the lazy mount, the case kills after step %d", worker, k.Call, k.Method, took, k.Step)
-	return note, &NotExercisedReason{Cause: CauseUnreachable, Detail: note,
+	return note, &verdict.NotExercisedReason{Cause: verdict.CauseUnreachable, Detail: note,
 		Advice: "the store took fewer file syncs, renames or unlinks in that call than in the probe run (a database checkpoint, or a call that found its work done): run the matrix again; a store that syncs a different number of times on every run moves the steps"}
 }
 
@@ -212,21 +213,21 @@ func (r *Runner) durableSweepable() bool {
 }
 
 // probeDurable runs the durable-step probe where the runner can.
-func (r *Runner) probeDurable(ctx context.Context) ([]catalogue.DurableCall, []CaseResult, error) {
+func (r *Runner) probeDurable(ctx context.Context) ([]catalogue.DurableCall, []verdict.CaseResult, error) {
 	if !r.durableSweepable() {
 		return nil, nil, nil
 	}
 	c := catalogue.DurableProbe()
 	res := r.RunCase(ctx, c)
-	if res.Verdict != Pass {
-		return nil, []CaseResult{res}, fmt.Errorf("probe %s: %s without any fault: %s %s", c.ID, res.Verdict, strings.Join(res.Broken(), ","), strings.Join(res.Notes, "; "))
+	if res.Verdict != verdict.Pass {
+		return nil, []verdict.CaseResult{res}, fmt.Errorf("probe %s: %s without any fault: %s %s", c.ID, res.Verdict, strings.Join(res.Broken(), ","), strings.Join(res.Notes, "; "))
 	}
-	return res.DurableCalls, []CaseResult{res}, nil
+	return res.DurableCalls, []verdict.CaseResult{res}, nil
 }
 
 // durablePower cuts the power of the case's lazy mount after a durable-step
 // kill that asks for it and fired (the worker's group is dead).
-func (r *Runner) durablePower(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx caseExec, worker string, d *durableWatch, res *CaseResult) error {
+func (r *Runner) durablePower(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx caseExec, worker string, d *durableWatch, res *verdict.CaseResult) error {
 	d.mu.Lock()
 	fired := d.fired != ""
 	d.mu.Unlock()
@@ -241,31 +242,4 @@ func (r *Runner) durablePower(ctx context.Context, pc *powerCase, c catalogue.Ca
 	r.cutLazy(ctx, pc, c, env, space, h, hit, res)
 	pc.done++
 	return nil
-}
-
-// DurableStepRow is a result of the sweep as the report lists it.
-type DurableStepRow struct {
-	Name   string // "ops.create after fdatasync 1 of 2"
-	Result CaseResult
-}
-
-// DurableStepsOf lists the durable-step cases of a report, in its order.
-func DurableStepsOf(rep Report) []DurableStepRow {
-	var out []DurableStepRow
-	for _, r := range rep.Results {
-		if !catalogue.IsDurableStep(r.Case) {
-			continue
-		}
-		for _, st := range r.Case.Steps {
-			if st.Durable != nil {
-				name := catalogue.DurableStepName(*st.Durable)
-				if st.Durable.Power {
-					name += ", power loss"
-				}
-				out = append(out, DurableStepRow{Name: name, Result: r})
-				break
-			}
-		}
-	}
-	return out
 }

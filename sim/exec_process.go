@@ -22,6 +22,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/internal/procstat"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"golang.org/x/sys/unix"
 )
 
@@ -43,7 +44,7 @@ type runningWorker interface {
 	// release lets a paused worker continue.
 	release()
 	// wait returns the worker's result once it ended.
-	wait() WorkerResult
+	wait() verdict.WorkerResult
 	// kill ends a worker process now; a no-op in the in-process mode (a
 	// goroutine cannot be stopped from outside).
 	kill()
@@ -81,8 +82,8 @@ type processWorker struct {
 	startLimit time.Duration
 	spec       WorkerSpec
 	hist       string
-	done       chan WorkerResult
-	res        *WorkerResult
+	done       chan verdict.WorkerResult
+	res        *verdict.WorkerResult
 }
 
 func (p *processCase) start(ctx context.Context, spec WorkerSpec, deadline time.Duration) (runningWorker, error) {
@@ -100,7 +101,7 @@ func (p *processCase) start(ctx context.Context, spec WorkerSpec, deadline time.
 // and those of its store processes.
 func (w *processWorker) kill() { killSession(w.pid, w.sweep) }
 
-func (w *processWorker) wait() WorkerResult {
+func (w *processWorker) wait() verdict.WorkerResult {
 	if w.res == nil {
 		r := <-w.done
 		w.res = &r
@@ -172,7 +173,7 @@ func waitRelease(ctx context.Context, file string, d time.Duration) {
 // start launches a worker with its failpoints armed through GO_FAILPOINTS
 // and a deadline, after which its whole process group is killed; the
 // returned channel yields its result.
-func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadline time.Duration) (*exec.Cmd, chan WorkerResult, error) {
+func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadline time.Duration) (*exec.Cmd, chan verdict.WorkerResult, error) {
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, nil, err
@@ -214,7 +215,7 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 		return nil, nil, err
 	}
 	r.procs.Store(cmd, struct{}{})
-	done := make(chan WorkerResult, 1)
+	done := make(chan verdict.WorkerResult, 1)
 	exited := make(chan struct{})
 	var timedOut atomic.Bool
 	var syncing atomic.Pointer[[]string]
@@ -245,7 +246,7 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 		stop()
 		out.Close()
 		r.procs.Delete(cmd)
-		wr := WorkerResult{Worker: spec.Worker, PID: cmd.Process.Pid, Took: time.Since(t0), StoreStarts: storeStarts(spec.StartsFile)}
+		wr := verdict.WorkerResult{Worker: spec.Worker, PID: cmd.Process.Pid, Took: time.Since(t0), StoreStarts: storeStarts(spec.StartsFile)}
 		var ee *exec.ExitError
 		switch {
 		case timedOut.Load():

@@ -6,13 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // A power loss (faults.PowerLoss) at a window: the worker dies there as in
@@ -103,7 +103,7 @@ type powerCase struct {
 	// noEffect says why a power loss of the case did not do what it
 	// names (nothing of the store on the mount, nothing to tear): the
 	// case is not exercised.
-	noEffect *NotExercisedReason
+	noEffect *verdict.NotExercisedReason
 }
 
 // restartsOf returns what the stores held right after each power loss.
@@ -220,7 +220,7 @@ func (pc *powerCase) close() {
 // that the supervisor never opens them on the mount it serves): what a
 // write acknowledged before it must be there (I9, as after a server
 // restart). It returns the workers still paused.
-func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx caseExec, paused []runningWorker, res *CaseResult) ([]runningWorker, error) {
+func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx caseExec, paused []runningWorker, res *verdict.CaseResult) ([]runningWorker, error) {
 	if pc == nil {
 		return paused, nil
 	}
@@ -258,10 +258,10 @@ func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c catalogue.Cas
 // cutLazy cuts the power of the case's lazy mount for hit (every process
 // of the case has ended), notes what it threw away, and reads the stores
 // as it left them (a restart for I9). The caller counts it in pc.done.
-func (r *Runner) cutLazy(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, h history.Log, hit history.Record, res *CaseResult) {
+func (r *Runner) cutLazy(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, h history.Log, hit history.Record, res *verdict.CaseResult) {
 	loss := pc.fs.Cut(tearOf(hit, pc.done))
 	res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed; %d bytes and %d directory entries that were not synced thrown away%s%s",
-		hit.Point, hit.Worker, loss.Bytes, loss.Names, res.lost(loss), tornNote(loss)))
+		hit.Point, hit.Worker, loss.Bytes, loss.Names, res.Lost(loss), tornNote(loss)))
 	pc.tore(hit, loss)
 	rs := check.Restart{Server: "machine (power loss)", Point: string(hit.Point), Worker: hit.Worker, Events: len(h.Events())}
 	for _, t := range Observe(h, c, space).Threads {
@@ -280,17 +280,6 @@ func (r *Runner) cutLazy(ctx context.Context, pc *powerCase, c catalogue.Case, e
 	pc.restarts = append(pc.restarts, rs)
 }
 
-// powerColumns are the power-loss columns a report holds cases of.
-func powerColumns(rep Report) []faults.Kind {
-	var out []faults.Kind
-	for _, k := range []faults.Kind{faults.PowerLoss, faults.TornWrite} {
-		if slices.ContainsFunc(rep.Results, func(r CaseResult) bool { return r.Case.Kind == k }) {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
 // tearOf is how the n-th (from 0) power loss of a case, hit, tears: not
 // at all for a power-loss fault; for a torn-write one, at the unit its
 // action names (a page unless it names a smaller unit), seeded by TearSeed.
@@ -299,38 +288,6 @@ func tearOf(hit history.Record, n int) cut.Tear {
 		return cut.Tear{}
 	}
 	return cut.Tear{Unit: hit.Fault.TearUnit(), Seed: catalogue.TearSeed(hit.Point, n)}
-}
-
-// LostSummary names the first n of what power losses threw away (as
-// CaseResult.PowerLost says it), and how many more: "a; b; and 3 more".
-func LostSummary(lost []string, n int) string {
-	s := strings.Join(lost[:min(n, len(lost))], "; ")
-	if more := len(lost) - n; more > 0 {
-		s += fmt.Sprintf("; and %d more", more)
-	}
-	return s
-}
-
-// lostStrings is each thing a power loss threw away, as a person reads it.
-func lostStrings(loss cut.Loss) []string {
-	var out []string
-	for _, f := range loss.Files {
-		out = append(out, f.String())
-	}
-	return out
-}
-
-// lost records where a power loss's losses were (CaseResult.PowerLost)
-// and returns what the case's note says of them, the first few: "
-// (pystore.db-journal: removed, its directory not synced, so it is back;
-// …; and 3 more)"; nothing when it lost nothing.
-func (res *CaseResult) lost(loss cut.Loss) string {
-	lost := lostStrings(loss)
-	res.PowerLost = append(res.PowerLost, lost...)
-	if len(lost) == 0 {
-		return ""
-	}
-	return " (" + LostSummary(lost, 3) + ")"
 }
 
 // tornNote is what a case's note adds for a torn power loss.
@@ -354,7 +311,7 @@ func tornNote(loss cut.Loss) string {
 // synced to tear: it was a plain power loss.
 func (pc *powerCase) tore(hit history.Record, loss cut.Loss) {
 	if pc.noEffect == nil && loss.Torn && loss.Kept == 0 {
-		pc.noEffect = &NotExercisedReason{Cause: CauseNothingToTear,
+		pc.noEffect = &verdict.NotExercisedReason{Cause: verdict.CauseNothingToTear,
 			Detail: fmt.Sprintf("the torn power loss at %s (worker %s) found nothing written and not synced in the files that survive it: it was a plain power loss", hit.Point, hit.Worker),
 			Advice: "at this window the store had synced everything it wrote, so no write can be torn there (the power-loss column covers the window); a torn write needs a window between a write and its sync, such as a store-declared window inside a commit"}
 	}
@@ -366,12 +323,12 @@ func (pc *powerCase) tore(hit history.Record, loss cut.Loss) {
 // directory it was given, where crashmatrix cuts no power; a store that
 // wrote nothing yet at the window, and its files later, is fine: there was
 // nothing to lose then); for a torn one, nothing to tear (tore).
-func (pc *powerCase) withoutEffect() *NotExercisedReason {
+func (pc *powerCase) withoutEffect() *verdict.NotExercisedReason {
 	switch {
 	case pc == nil || pc.done == 0:
 		return nil
 	case pc.fs != nil && pc.fs.FilesMade() == 0:
-		return &NotExercisedReason{Cause: CauseDataElsewhere,
+		return &verdict.NotExercisedReason{Cause: verdict.CauseDataElsewhere,
 			Detail: "no file was ever made on the case's lazy mount, before or after the power loss: the store keeps its data outside its case's directory, so the power loss could lose nothing",
 			Advice: "open the store's files under the directory the harness gives (CaseEnv.Dir; for a store command, hello's dir and $CRASHMATRIX_STORE_DIR): only there does a power loss reach them; a store whose data lives in a server is no embedded backend (Backend.Embedded false), and its report says power loss was not tested"}
 	}

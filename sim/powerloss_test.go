@@ -17,6 +17,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 func needFUSE(t *testing.T) {
@@ -54,7 +55,7 @@ func TestPowerLossCatchesSQLiteSynchronousOff(t *testing.T) {
 	}
 	res := r.RunCase(context.Background(), c)
 	broken := res.Broken()
-	if res.Verdict != sim.Fail || !(slices.Contains(broken, "I9") || slices.Contains(broken, "I5")) {
+	if res.Verdict != verdict.Fail || !(slices.Contains(broken, "I9") || slices.Contains(broken, "I5")) {
 		t.Fatalf("synchronous=OFF under power loss: verdict %s, broken %v, notes %v; want FAIL on I9 or I5\n%v", res.Verdict, broken, res.Notes, res.Violations)
 	}
 	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "power loss at beforeCompleted") }) {
@@ -63,7 +64,7 @@ func TestPowerLossCatchesSQLiteSynchronousOff(t *testing.T) {
 	// The same store survives the crash at the same window: only the
 	// power loss finds it out.
 	crash, _ := catalogue.WindowCase(faults.BeforeCompleted, faults.Crash, 250)
-	if res := r.RunCase(context.Background(), crash); res.Verdict != sim.Pass {
+	if res := r.RunCase(context.Background(), crash); res.Verdict != verdict.Pass {
 		t.Errorf("synchronous=OFF under a crash: %s %v %v; want pass (a process kill keeps the page cache)", res.Verdict, res.Broken(), res.Notes)
 	}
 	noLazyMounts(t)
@@ -82,15 +83,15 @@ func TestPowerLossColumnCertifiesEmbeddedDefault(t *testing.T) {
 	}
 	rep := r.RunAll(context.Background(), cases, 2, nil)
 	for _, res := range rep.Results {
-		if res.Verdict != sim.Pass {
+		if res.Verdict != verdict.Pass {
 			t.Errorf("%s: %s %v %v", res.Case.ID, res.Verdict, res.Broken(), res.Notes)
 		}
 		if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.HasPrefix(n, "power loss at ") }) {
 			t.Errorf("%s: the power was never cut: %v", res.Case.ID, res.Notes)
 		}
 	}
-	if !slices.Contains(sim.Columns(rep), faults.PowerLoss) {
-		t.Errorf("the report's columns %v have no power-loss column", sim.Columns(rep))
+	if !slices.Contains(verdict.Columns(rep), faults.PowerLoss) {
+		t.Errorf("the report's columns %v have no power-loss column", verdict.Columns(rep))
 	}
 	noLazyMounts(t)
 }
@@ -119,7 +120,7 @@ func TestTornWriteColumnCertifiesEmbeddedDefault(t *testing.T) {
 		t.Fatalf("%d, %d and %d torn-write cases at %d windows", len(pages), len(sectors), len(bytes), len(points))
 	}
 	cases := slices.Concat(pages, sectors, bytes)
-	torn := func(res sim.CaseResult) string {
+	torn := func(res verdict.CaseResult) string {
 		unit := "pages"
 		switch {
 		case strings.HasSuffix(res.Case.ID, "-512"):
@@ -144,13 +145,13 @@ func TestTornWriteColumnCertifiesEmbeddedDefault(t *testing.T) {
 	rep := r.RunAll(context.Background(), cases, 2, nil)
 	first := map[string]string{}
 	for _, res := range rep.Results {
-		if res.Case.Kind != faults.TornWrite || res.Verdict != sim.Pass {
+		if res.Case.Kind != faults.TornWrite || res.Verdict != verdict.Pass {
 			t.Errorf("%s (%s): %s %v %v", res.Case.ID, res.Case.Kind, res.Verdict, res.Broken(), res.Notes)
 		}
 		first[res.Case.ID] = torn(res)
 	}
-	if !slices.Contains(sim.Columns(rep), faults.TornWrite) {
-		t.Errorf("the report's columns %v have no torn-write column", sim.Columns(rep))
+	if !slices.Contains(verdict.Columns(rep), faults.TornWrite) {
+		t.Errorf("the report's columns %v have no torn-write column", verdict.Columns(rep))
 	}
 	for _, c := range []catalogue.Case{pages[0], sectors[0]} {
 		again := r.RunCase(context.Background(), c)
@@ -195,8 +196,8 @@ func TestPowerLossOnDataElsewhereIsNotExercised(t *testing.T) {
 	// RunAll, as certify: running the cases again would not change it,
 	// so each runs once.
 	for _, res := range r.RunAll(context.Background(), cases, 2, nil).Results {
-		if res.Verdict != sim.NotExercised || res.NotExercised == nil || res.NotExercised.Cause != sim.CauseDataElsewhere || len(res.Attempts) > 0 {
-			t.Errorf("%s on a store whose data is off the mount: %s %+v %v, %d earlier attempts; want not exercised (%s) at the first", res.Case.Kind, res.Verdict, res.NotExercised, res.Notes, len(res.Attempts), sim.CauseDataElsewhere)
+		if res.Verdict != verdict.NotExercised || res.NotExercised == nil || res.NotExercised.Cause != verdict.CauseDataElsewhere || len(res.Attempts) > 0 {
+			t.Errorf("%s on a store whose data is off the mount: %s %+v %v, %d earlier attempts; want not exercised (%s) at the first", res.Case.Kind, res.Verdict, res.NotExercised, res.Notes, len(res.Attempts), verdict.CauseDataElsewhere)
 		}
 	}
 	noLazyMounts(t)
@@ -208,7 +209,7 @@ func TestPowerLossInProcessIsNotTested(t *testing.T) {
 	r := processRunner(t, "sqlite", func(c *sim.Config) { c.InProcess = true })
 	c, _ := catalogue.PowerLossCase(faults.BeforeGraphWrite, 250)
 	res := r.RunCase(context.Background(), c)
-	if res.Verdict != sim.Undecided || len(res.Notes) == 0 || !strings.HasPrefix(res.Notes[0], "power loss: not tested (") {
+	if res.Verdict != verdict.Undecided || len(res.Notes) == 0 || !strings.HasPrefix(res.Notes[0], "power loss: not tested (") {
 		t.Fatalf("a power-loss case in the in-process mode: %s %v", res.Verdict, res.Notes)
 	}
 }
@@ -288,7 +289,7 @@ func TestLazyDataPutsEveryCaseOnALazyMount(t *testing.T) {
 	for _, lazy := range []bool{false, true} {
 		r := processRunner(t, "sqlite", func(cfg *sim.Config) { cfg.LazyData = lazy })
 		res := r.RunCase(context.Background(), c[0])
-		if res.Verdict != sim.Pass {
+		if res.Verdict != verdict.Pass {
 			t.Fatalf("lazy data %v: %s %v %v", lazy, res.Verdict, res.Broken(), res.Notes)
 		}
 		ents, err := os.ReadDir(filepath.Join(res.Dir, "disk", "data"))

@@ -9,6 +9,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // recordingFaults is a ServerFaults that counts what the runner asks of
@@ -37,7 +38,7 @@ func TestClientSideCaseOpensNoProxy(t *testing.T) {
 		t.Fatal("no crash case at beforeGraphWrite")
 	}
 	res := r.RunCase(context.Background(), c)
-	if res.Verdict != sim.Pass {
+	if res.Verdict != verdict.Pass {
 		t.Fatalf("client-side crash case with server faults on: %s %v", res.Verdict, res.Notes)
 	}
 	if n := f.opened.Load(); n != 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // probeCases run the scripts of the matrix without faults (System A's
@@ -33,19 +33,11 @@ func (r *Runner) probeCases() []catalogue.Case {
 	return cs
 }
 
-// Probe is what the probe run found (catalogue.Probe, which the
-// catalogue draws the store windows, random kills and sweeps from) and the
-// probe cases' results, which must pass like any case.
-type Probe struct {
-	catalogue.Probe
-	Results []CaseResult `json:"-"`
-}
-
 // Probe runs the probe cases. An error means a probe case did not pass
 // (the store fails without any fault); the probe then holds what the cases
 // before it found.
-func (r *Runner) Probe(ctx context.Context) (Probe, error) {
-	var pr Probe
+func (r *Runner) Probe(ctx context.Context) (verdict.Probe, error) {
+	var pr verdict.Probe
 	if err := r.fixedTTLGate(ctx); err != nil {
 		return pr, err
 	}
@@ -54,18 +46,18 @@ func (r *Runner) Probe(ctx context.Context) (Probe, error) {
 	for _, c := range r.probeCases() {
 		res := r.RunCase(ctx, c)
 		if c.ID == "probe-ingest" {
-			pr.Base = res.faultWorkerTime()
-			pr.Calls, pr.Commits = res.faultWorkerInstants()
-			for i := 1; i < baseRuns && res.Verdict == Pass; i++ {
-				if again := r.RunCase(ctx, c); again.Verdict == Pass {
-					pr.Base = min(pr.Base, again.faultWorkerTime())
-					calls, commits := again.faultWorkerInstants()
+			pr.Base = res.FaultWorkerTime()
+			pr.Calls, pr.Commits = res.FaultWorkerInstants()
+			for i := 1; i < baseRuns && res.Verdict == verdict.Pass; i++ {
+				if again := r.RunCase(ctx, c); again.Verdict == verdict.Pass {
+					pr.Base = min(pr.Base, again.FaultWorkerTime())
+					calls, commits := again.FaultWorkerInstants()
 					pr.Calls, pr.Commits = min(pr.Calls, calls), min(pr.Commits, commits)
 				}
 			}
 		}
 		pr.Results = append(pr.Results, res)
-		if res.Verdict != Pass {
+		if res.Verdict != verdict.Pass {
 			return pr, fmt.Errorf("probe %s: %s without any fault: %s %s", c.ID, res.Verdict, strings.Join(res.Broken(), ","), strings.Join(res.Notes, "; "))
 		}
 		// A window the client script's worker reaches is a client window,
@@ -112,27 +104,6 @@ func (r *Runner) Probe(ctx context.Context) (Probe, error) {
 
 // baseRuns is how many fault-free runs measure the random kills' span.
 const baseRuns = 3
-
-// faultWorkerTime is the fault worker's own run time (its exit record).
-func (cr CaseResult) faultWorkerTime() time.Duration {
-	for _, rec := range cr.Timeline {
-		if rec.Worker == "fault" && rec.Kind == history.Exit {
-			return time.Duration(rec.Micros) * time.Microsecond
-		}
-	}
-	return 0
-}
-
-// faultWorkerInstants are the fault worker's store calls and commits (its
-// exit record).
-func (cr CaseResult) faultWorkerInstants() (calls, commits int) {
-	for _, rec := range cr.Timeline {
-		if rec.Worker == "fault" && rec.Kind == history.Exit {
-			return rec.Calls, rec.Commits
-		}
-	}
-	return 0, 0
-}
 
 // armRandomKill sets up a worker's random-instant kill, if it has one:
 // KillAfterMicros after its start, or KillDeltaMicros after its anchor
@@ -345,43 +316,4 @@ func lastEventText(r history.Record) string {
 		return t[0]
 	}
 	return string(r.Kind)
-}
-
-// storeWindowsOf lists the store windows of a run's cases, sorted.
-func storeWindowsOf(results []CaseResult) []faults.Point {
-	seen := map[faults.Point]bool{}
-	var out []faults.Point
-	for _, r := range results {
-		if r.Case.Store && !seen[r.Case.Point] {
-			seen[r.Case.Point] = true
-			out = append(out, r.Case.Point)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
-
-// WithProbe records in a report what the probe found. A probe that did not
-// pass fails the report with its cases when the run is the whole matrix;
-// a narrowed run judges only the cases it selected.
-func (rep *Report) WithProbe(pr Probe, err error, sel catalogue.Selection) {
-	// A probe that failed found nothing to report: saying "the probe
-	// found none" would claim a probe that did not run to its end.
-	rep.Probed = err == nil
-	rep.StoreWindows = pr.Windows
-	rep.DurableCalls = len(pr.Durable)
-	for _, c := range pr.Durable {
-		if len(c.Ops) > 1 {
-			rep.DurableMulti++
-		}
-	}
-	rep.Subset = sel.Describe()
-	if err != nil && sel.Whole() {
-		for _, r := range pr.Results {
-			if r.Verdict != Pass {
-				rep.Results = append(rep.Results, r)
-			}
-		}
-		rep.finish()
-	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // The test binary is also the worker (and, for one test, a supervisor):
@@ -268,8 +269,8 @@ func TestDeadlineKillsHungWorkerAndItsGroup(t *testing.T) {
 	start := time.Now()
 	res := r.RunCase(context.Background(), hangCase())
 	took := time.Since(start)
-	if res.Verdict != sim.Undecided {
-		t.Fatalf("verdict %s, want %s (notes %v)", res.Verdict, sim.Undecided, res.Notes)
+	if res.Verdict != verdict.Undecided {
+		t.Fatalf("verdict %s, want %s (notes %v)", res.Verdict, verdict.Undecided, res.Notes)
 	}
 	if len(res.Workers) != 1 || res.Workers[0].Exit != "timeout" {
 		t.Fatalf("workers %+v, want one that timed out", res.Workers)
@@ -309,13 +310,13 @@ func TestWorkerDyingBeforeItsHitIsNotExercised(t *testing.T) {
 	c, _ := catalogue.WindowCase(faults.BeforeGraphApplied, faults.Crash, 250)
 	rep := r.RunAll(context.Background(), []catalogue.Case{c}, 1, nil)
 	res := rep.Results[0]
-	if res.Verdict != sim.NotExercised {
-		t.Fatalf("verdict %s, want %s (notes %v, violations %v)", res.Verdict, sim.NotExercised, res.Notes, res.Violations)
+	if res.Verdict != verdict.NotExercised {
+		t.Fatalf("verdict %s, want %s (notes %v, violations %v)", res.Verdict, verdict.NotExercised, res.Notes, res.Violations)
 	}
-	if rep.ExitCode != 1 || rep.Verdict == sim.Pass {
+	if rep.ExitCode != 1 || rep.Verdict == verdict.Pass {
 		t.Fatalf("run verdict %s exit %d, want a failing run", rep.Verdict, rep.ExitCode)
 	}
-	if res.NotExercised == nil || res.NotExercised.Cause != sim.CauseUnreachable || !strings.Contains(res.NotExercised.Detail, "killed") {
+	if res.NotExercised == nil || res.NotExercised.Cause != verdict.CauseUnreachable || !strings.Contains(res.NotExercised.Detail, "killed") {
 		t.Fatalf("reason %+v, want unreachable: the worker was killed before the hit", res.NotExercised)
 	}
 	if len(res.Attempts) != 2 {
@@ -334,7 +335,7 @@ func TestCancelKillsEveryWorkerGroup(t *testing.T) {
 	}
 	r := processRunner(t, spawnsChild, func(c *sim.Config) { c.WallClock = true }) // the hang is a pause on the wall clock
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan sim.CaseResult)
+	done := make(chan verdict.CaseResult)
 	go func() { done <- r.RunCase(ctx, hangCase()) }()
 	// Wait for the hang.
 	hist := filepath.Join(r.Config().WorkDir, "hang", "history.jsonl")
@@ -344,7 +345,7 @@ func TestCancelKillsEveryWorkerGroup(t *testing.T) {
 	childPID := readPID(t, filepath.Join(r.Config().WorkDir, "hang", "data", "child.pid"))
 	cancel()
 	res := <-done
-	if res.Verdict != sim.Undecided {
+	if res.Verdict != verdict.Undecided {
 		t.Fatalf("verdict %s after cancel, want undecided", res.Verdict)
 	}
 	waitGone(t, "worker", workerPID)
@@ -373,7 +374,7 @@ func TestCancelReturnsOnceEveryWorkerIsGone(t *testing.T) {
 		}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan sim.CaseResult)
+	done := make(chan verdict.CaseResult)
 	go func() { done <- r.RunCase(ctx, c) }()
 	hist := filepath.Join(r.Config().WorkDir, c.ID, "history.jsonl")
 	pids := map[string]int{}
@@ -394,7 +395,7 @@ func TestCancelReturnsOnceEveryWorkerIsGone(t *testing.T) {
 		}
 	}
 	cancel()
-	if res := <-done; res.Verdict != sim.Undecided {
+	if res := <-done; res.Verdict != verdict.Undecided {
 		t.Fatalf("verdict %s after cancel, want undecided", res.Verdict)
 	}
 	for _, w := range []string{"paused", "waiting"} {
@@ -431,15 +432,15 @@ func TestACaseThatEndsEarlyKillsItsPausedWorker(t *testing.T) {
 			{Worker: "unstartable", Actions: []catalogue.Action{{Do: "recover", Rounds: 1}}},
 			{Worker: "quiesce", Actions: []catalogue.Action{{Do: "recover", Rounds: 1}}},
 		}}
-	done := make(chan sim.CaseResult)
+	done := make(chan verdict.CaseResult)
 	go func() { done <- r.RunCase(context.Background(), c) }()
-	var res sim.CaseResult
+	var res verdict.CaseResult
 	select {
 	case res = <-done:
 	case <-time.After(time.Minute):
 		t.Fatal("the case did not return a minute after its worker could not start")
 	}
-	if res.Verdict != sim.Undecided || len(res.Notes) == 0 || !strings.Contains(res.Notes[0], "start worker unstartable") {
+	if res.Verdict != verdict.Undecided || len(res.Notes) == 0 || !strings.Contains(res.Notes[0], "start worker unstartable") {
 		t.Fatalf("verdict %s, notes %q; want undecided, the worker could not start", res.Verdict, res.Notes)
 	}
 	h, err := history.Read(filepath.Join(r.Config().WorkDir, c.ID, "history.jsonl"))
@@ -548,7 +549,7 @@ func TestSlowStepIsRetriedWithLongerTimings(t *testing.T) {
 	// steps outran the TTL (sim.TTLTooShortError).
 	fixed := processRunner(t, slowAlways, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond; c.WallClock = true })
 	res := fixed.RunAll(context.Background(), []catalogue.Case{c}, 1, nil).Results[0]
-	if res.Verdict != sim.Undecided || len(res.Attempts) == 0 || res.Attempts[0].Reason.Cause != sim.CauseTiming {
+	if res.Verdict != verdict.Undecided || len(res.Attempts) == 0 || res.Attempts[0].Reason.Cause != verdict.CauseTiming {
 		t.Fatalf("fixed timings: verdict %s, attempts %+v; want undecided after attempts not exercised for timing", res.Verdict, res.Attempts)
 	}
 	if note := strings.Join(res.Notes, "; "); !strings.Contains(note, "lost its lease") || !strings.Contains(note, "raise --lease-ttl to at least") {
@@ -563,10 +564,10 @@ func TestSlowStepIsRetriedWithLongerTimings(t *testing.T) {
 	adaptive := processRunner(t, slowOnce, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond; c.Adaptive = true; c.WallClock = true })
 	rep := adaptive.RunAll(context.Background(), []catalogue.Case{c}, 1, nil)
 	res = rep.Results[0]
-	if res.Verdict != sim.Pass {
+	if res.Verdict != verdict.Pass {
 		t.Fatalf("adaptive timings: verdict %s (notes %v, attempts %+v), want pass", res.Verdict, res.Notes, res.Attempts)
 	}
-	if len(res.Attempts) != 1 || res.Attempts[0].Reason.Cause != sim.CauseTiming {
+	if len(res.Attempts) != 1 || res.Attempts[0].Reason.Cause != verdict.CauseTiming {
 		t.Fatalf("attempts %+v, want one earlier attempt not exercised for timing (timing %s, case TTL %s)", res.Attempts, rep.Timing, res.LeaseTTL)
 	}
 	if res.LeaseTTL < 2*res.Attempts[0].LeaseTTL {
@@ -593,7 +594,7 @@ func TestHarnessClockIgnoresSlowSteps(t *testing.T) {
 	r := processRunner(t, slowAlways, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond })
 	rep := r.RunAll(context.Background(), []catalogue.Case{c}, 1, nil)
 	res := rep.Results[0]
-	if res.Verdict != sim.Pass || len(res.Attempts) != 0 || res.LeaseTTL != 250*time.Millisecond {
+	if res.Verdict != verdict.Pass || len(res.Attempts) != 0 || res.LeaseTTL != 250*time.Millisecond {
 		t.Fatalf("verdict %s (notes %v, attempts %+v, TTL %s), want a pass on the first attempt with the configured TTL", res.Verdict, res.Notes, res.Attempts, res.LeaseTTL)
 	}
 	if rep.Timing.Source != "harness clock" || !strings.Contains(rep.Timing.String(), "(harness clock)") {
@@ -613,7 +614,7 @@ func TestHarnessClockIgnoresSlowSteps(t *testing.T) {
 	r2 := processRunner(t, "sqlite", func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond })
 	start := time.Now()
 	res = r2.RunCase(context.Background(), long)
-	if res.Verdict != sim.Pass {
+	if res.Verdict != verdict.Pass {
 		t.Fatalf("long stall: verdict %s, notes %v, broke %v", res.Verdict, res.Notes, res.Broken())
 	}
 	if took := time.Since(start); took >= time.Minute {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // Safety factors of the derivation. A live holder checks its lease before
@@ -113,16 +113,6 @@ func steps(h history.Log) []step {
 	return out
 }
 
-// latencyStats returns the median, 99th percentile and maximum of d.
-func latencyStats(d []time.Duration) (median, p99, maxD time.Duration) {
-	if len(d) == 0 {
-		return 0, 0, 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2], s[min(len(s)-1, len(s)*99/100)], s[len(s)-1]
-}
-
 // adaptive is a runner's live timing: calibrated before the matrix and
 // raised while it runs.
 type adaptive struct {
@@ -180,7 +170,7 @@ func (r *Runner) Calibrate(ctx context.Context, parallel int) (catalogue.Timing,
 // calibrateOnce runs one calibration round; lost says a calibration worker
 // lost its lease (the TTL in use was too short to measure with).
 func (r *Runner) calibrateOnce(ctx context.Context, parallel int, start time.Time) (catalogue.Timing, bool, error) {
-	results := make([]CaseResult, parallel)
+	results := make([]verdict.CaseResult, parallel)
 	// Calibration is there to find out how slow the machine is: its
 	// workers get a deadline long enough for a very slow one, not the
 	// one a case will get.
@@ -199,7 +189,7 @@ func (r *Runner) calibrateOnce(ctx context.Context, parallel int, start time.Tim
 	var longest step
 	lost := false
 	for _, res := range results {
-		if res.Verdict == Undecided {
+		if res.Verdict == verdict.Undecided {
 			return r.Timing(), false, fmt.Errorf("calibration on backend %s: %s", r.backend.Name, strings.Join(res.Notes, "; "))
 		}
 		lat = append(lat, stepLatencies(res.Timeline)...)
@@ -210,7 +200,7 @@ func (r *Runner) calibrateOnce(ctx context.Context, parallel int, start time.Tim
 			lost = lost || (rec.Kind == history.Event && rec.Event != nil && rec.Event.Kind == reference.EvLeaseLost)
 		}
 	}
-	med, p99, mx := latencyStats(lat)
+	med, p99, mx := verdict.LatencyStats(lat)
 	if err := r.fixedTTLCovers(tm.LeaseTTL, p99, longest, lost); err != nil {
 		return r.Timing(), false, err
 	}
@@ -320,36 +310,36 @@ func (r *Runner) fixedTTLGate(ctx context.Context) error {
 // while its steps outran the TTL (interleaving), make the store NOT
 // CERTIFIED. An adaptive run raises its TTL and runs such a case again
 // instead.
-func (r *Runner) outranTTL(res CaseResult, tm catalogue.Timing) CaseResult {
-	var cause Cause
+func (r *Runner) outranTTL(res verdict.CaseResult, tm catalogue.Timing) verdict.CaseResult {
+	var cause verdict.Cause
 	if res.NotExercised != nil {
 		cause = res.NotExercised.Cause
 	}
-	timing := res.Verdict == NotExercised && cause == CauseTiming
-	if res.Verdict != Fail && !timing && !(res.Verdict == NotExercised && cause == CauseInterleaving) || !r.fixedWallTTL() {
+	timing := res.Verdict == verdict.NotExercised && cause == verdict.CauseTiming
+	if res.Verdict != verdict.Fail && !timing && !(res.Verdict == verdict.NotExercised && cause == verdict.CauseInterleaving) || !r.fixedWallTTL() {
 		return res
 	}
-	_, p99, _ := latencyStats(stepLatencies(res.Timeline))
+	_, p99, _ := verdict.LatencyStats(stepLatencies(res.Timeline))
 	short := tooShort(tm.LeaseTTL, p99, longestStep(res.Timeline), timing, "this case")
 	if short == nil {
 		return res
 	}
 	what := fmt.Sprintf("the %s it broke say", strings.Join(res.Broken(), ", "))
-	if res.Verdict == NotExercised {
+	if res.Verdict == verdict.NotExercised {
 		what = fmt.Sprintf("its fault not firing (%s) says", res.NotExercised.Detail)
 	}
 	res.Notes = append(res.Notes, fmt.Sprintf("its steps outran the lease TTL, so %s nothing of the store: %s", what, short))
-	res.Verdict, res.Violations, res.NotExercised = Undecided, nil, nil
+	res.Verdict, res.Violations, res.NotExercised = verdict.Undecided, nil, nil
 	return res
 }
 
 // rescaleFrom raises the TTL when a case's workers took steps so long that a
 // live holder came close to losing its lease.
-func (r *Runner) rescaleFrom(res CaseResult) {
+func (r *Runner) rescaleFrom(res verdict.CaseResult) {
 	if !r.cfg.Adaptive || r.cfg.InProcess {
 		return
 	}
-	_, p99, mx := latencyStats(stepLatencies(res.Timeline))
+	_, p99, mx := verdict.LatencyStats(stepLatencies(res.Timeline))
 	cur := r.Timing()
 	if mx*2 <= cur.LeaseTTL {
 		return

@@ -25,6 +25,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
 	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/spf13/cobra"
 )
 
@@ -333,7 +334,7 @@ func benchCycles(cmd *cobra.Command, self, backend, benchDir string, cycles, par
 		return err
 	}
 	rep := r.RunAll(cmd.Context(), catalogue.CycleCases(cycles), parallel, nil)
-	if good := rep.Counts[sim.Pass]; good != cycles {
+	if good := rep.Counts[verdict.Pass]; good != cycles {
 		report.WriteTerminal(out, rep, report.Options{Command: "bench"})
 		return fmt.Errorf("%d of %d kill-restart-recover cycles did not pass (data in %s)", cycles-good, cycles, work)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/spf13/cobra"
 )
 
@@ -56,9 +57,9 @@ func benchKillReplay(cmd *cobra.Command, self, backend, benchDir string, ttl tim
 	}
 	rep := r.RunAll(ctx, catalogue.RandomKills(hunt.Seed, kills, probe.Probe), parallel, nil)
 	r.CloseShared()
-	var hit *sim.CaseResult
+	var hit *verdict.CaseResult
 	for i, res := range rep.Results {
-		if res.Case.Class == catalogue.RandomKillClass && res.Verdict == sim.Fail {
+		if res.Case.Class == catalogue.RandomKillClass && res.Verdict == verdict.Fail {
 			hit = &rep.Results[i]
 			break
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/storecmd"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/spf13/cobra"
 )
 
@@ -98,7 +99,7 @@ func benchStoreCmd() *cobra.Command {
 						keep = true
 						var why []string
 						for _, res := range rep.Results {
-							if res.Verdict != sim.Pass && len(why) < 3 {
+							if res.Verdict != verdict.Pass && len(why) < 3 {
 								why = append(why, fmt.Sprintf("%s: %s %s", res.Case.ID, res.Verdict, strings.Join(append(res.Broken(), res.Notes...), "; ")))
 							}
 						}

@@ -17,6 +17,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 	"github.com/vbauerster/mpb/v8"
@@ -309,7 +310,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		}
 		ropt.Rerun += " --shard " + shard.String()
 	}
-	var progress func(sim.CaseResult)
+	var progress func(verdict.CaseResult)
 	var bar *mpb.Bar
 	var pb *mpb.Progress
 	var plog *sim.ProgressLog
@@ -322,7 +323,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		pb = mpb.New(mpb.WithOutput(os.Stderr), mpb.WithWidth(40))
 		bar = pb.AddBar(int64(len(cases)), mpb.PrependDecorators(decor.Name("certify "+f.backend+" "), decor.CountersNoUnit("%d/%d")),
 			mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_GO)))
-		progress = func(sim.CaseResult) { bar.Increment() }
+		progress = func(verdict.CaseResult) { bar.Increment() }
 	}
 	restoreGC := tuneGC(true)
 	restoreProcs := func() {}
@@ -386,10 +387,10 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 
 // writeReports writes the JSON, JUnit and HTML reports the flags asked
 // for ("" skips one) and names each file written.
-func writeReports(out io.Writer, rep sim.Report, o report.Options, jsonPath, junitPath, htmlPath string) error {
+func writeReports(out io.Writer, rep verdict.Report, o report.Options, jsonPath, junitPath, htmlPath string) error {
 	for _, w := range []struct {
 		path  string
-		write func(io.Writer, sim.Report, report.Options) error
+		write func(io.Writer, verdict.Report, report.Options) error
 	}{{jsonPath, report.WriteJSON}, {junitPath, report.WriteJUnit}, {htmlPath, report.WriteHTML}} {
 		if w.path == "" {
 			continue
@@ -437,9 +438,9 @@ func defaultLeaseTTL(flag time.Duration, backend string) time.Duration {
 // scenario (the same crash at the same store call or commit, or for a
 // wall-clock kill the same offset, expecting the same invariants to break,
 // with the run's bugs and mutant) and prints the command that replays it.
-func writeKillReplays(out io.Writer, workdir, backend string, leaseTTL time.Duration, rep sim.Report, runArgs ...string) error {
+func writeKillReplays(out io.Writer, workdir, backend string, leaseTTL time.Duration, rep verdict.Report, runArgs ...string) error {
 	for _, r := range rep.Results {
-		if r.Case.Class != catalogue.RandomKillClass || r.Verdict != sim.Fail {
+		if r.Case.Class != catalogue.RandomKillClass || r.Verdict != verdict.Fail {
 			continue
 		}
 		sc, err := scenarios.FromFailure(r, rep, backend, leaseTTL)

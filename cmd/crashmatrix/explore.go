@@ -19,6 +19,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/spf13/cobra"
 )
 
@@ -218,7 +219,7 @@ or a setup the run cannot vouch for (a flag empty, out of range or for another b
 			// Outside a terminal (a CI log): a line at each tenth of the
 			// search (of --max, or of --budget) and every 10 s.
 			var plog *sim.ProgressLog
-			var each func(sim.CaseResult)
+			var each func(verdict.CaseResult)
 			if schedule == nil {
 				if plog = progressLog(out, "explore", "schedules", max, budget); plog != nil {
 					each = plog.Case
@@ -413,10 +414,10 @@ func exploreFrom(cmd *cobra.Command, runner *sim.Runner, from, target string) (*
 	fmt.Fprintf(out, "from %s: %d operations (%d unfinished), %d documents; with recovery only: %s %v\n",
 		from, len(sc.Initial.Operations), len(sc.Initial.Unfinished()), len(sc.Initial.Documents), res.Verdict, res.Broken())
 	switch {
-	case res.Verdict == sim.Undecided:
+	case res.Verdict == verdict.Undecided:
 		fmt.Fprintf(cmd.ErrOrStderr(), "crashmatrix: the initial state does not run: %s\n", strings.Join(res.Notes, "; "))
 		return nil, exitError{2}
-	case res.Verdict == sim.Fail && (target == "" || slices.Contains(res.Broken(), target)):
+	case res.Verdict == verdict.Fail && (target == "" || slices.Contains(res.Broken(), target)):
 		for _, v := range res.Violations {
 			fmt.Fprintf(out, "  %s\n", v)
 		}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/report"
-	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/spf13/cobra"
 )
 
@@ -65,7 +65,7 @@ Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undeci
 			if s := in[0].Report.Shard; s != nil {
 				ropt.Rerun = s.Rerun
 				if base := s.Replay; base != "" {
-					ropt.Replay = func(r sim.CaseResult) string {
+					ropt.Replay = func(r verdict.CaseResult) string {
 						if r.Case.Class == "merge" || r.Case.ID == "" {
 							return ""
 						}

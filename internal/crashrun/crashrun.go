@@ -21,6 +21,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // Options narrow or adjust a run (see properties.CrashOptions, which
@@ -62,7 +63,7 @@ const CaseFilterEnv = "CRASHMATRIX_CASE"
 // Result is a finished run: its report and, when it did not certify, the
 // folder that holds its reports and histories.
 type Result struct {
-	sim.Report
+	verdict.Report
 	// Dir holds report.html, report.json, junit.xml and one folder per
 	// case (its history.jsonl); empty when the run certified (its data
 	// is then removed).
@@ -139,8 +140,8 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 		// store method): every case would hang the same way, each until
 		// its deadline, the calibration first. The run ends here,
 		// undecided, with the probe's case as its evidence.
-		rep := sim.Report{Backend: backend.Name, Mutant: o.Mutant, Seed: o.Seed, Started: started, Counts: map[sim.Verdict]int{},
-			Timing: runner.Timing(), Results: []sim.CaseResult{hung}, Probed: true}
+		rep := verdict.Report{Backend: backend.Name, Mutant: o.Mutant, Seed: o.Seed, Started: started, Counts: map[verdict.Verdict]int{},
+			Timing: runner.Timing(), Results: []verdict.CaseResult{hung}, Probed: true}
 		rep.Took = time.Since(started)
 		rep.Finish()
 		return failedRun(t, work, rep, o)
@@ -181,13 +182,13 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 		os.RemoveAll(work)
 		t.Fatalf("crash matrix: no case matches points %v kinds %v classes %v", o.Points, o.Kinds, o.Classes)
 	}
-	var progress func(sim.CaseResult)
+	var progress func(verdict.CaseResult)
 	if o.StopAtFirstFailure {
 		var stop context.CancelFunc
 		ctx, stop = context.WithCancel(ctx)
 		defer stop()
-		progress = func(r sim.CaseResult) {
-			if r.Verdict == sim.Fail {
+		progress = func(r verdict.CaseResult) {
+			if r.Verdict == verdict.Fail {
 				stop()
 			}
 		}
@@ -198,7 +199,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	if testing.Verbose() {
 		plog = sim.NewProgressLog(func(line string) { t.Log(line) }, "crash matrix", "cases", len(cases), 0)
 		if stopAt := progress; stopAt != nil {
-			progress = func(r sim.CaseResult) { plog.Case(r); stopAt(r) }
+			progress = func(r verdict.CaseResult) { plog.Case(r); stopAt(r) }
 		} else {
 			progress = plog.Case
 		}
@@ -224,7 +225,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 
 // explored runs the exploration after the matrix (Options.Explore), in
 // the in-process mode, and puts what it did into rep.
-func explored(ctx context.Context, t *testing.T, backend sim.Backend, o Options, sel catalogue.Selection, work string, probe catalogue.Probe, rep *sim.Report) error {
+func explored(ctx context.Context, t *testing.T, backend sim.Backend, o Options, sel catalogue.Selection, work string, probe catalogue.Probe, rep *verdict.Report) error {
 	switch {
 	case o.Explore <= 0:
 		if sel.Whole() && len(o.Cases) == 0 {
@@ -262,21 +263,21 @@ func explored(ctx context.Context, t *testing.T, backend sim.Backend, o Options,
 
 // probeHung returns the probe's case whose worker hung past its deadline,
 // if one did.
-func probeHung(pr sim.Probe) (sim.CaseResult, bool) {
+func probeHung(pr verdict.Probe) (verdict.CaseResult, bool) {
 	for _, r := range pr.Results {
 		for _, w := range r.Workers {
-			if r.Verdict == sim.Undecided && w.Exit == "timeout" {
+			if r.Verdict == verdict.Undecided && w.Exit == "timeout" {
 				return r, true
 			}
 		}
 	}
-	return sim.CaseResult{}, false
+	return verdict.CaseResult{}, false
 }
 
 // failedRun keeps the reports and histories of a run that did not certify
 // in work (without the stores' data unless ReportDir was set) and returns
 // it.
-func failedRun(t *testing.T, work string, rep sim.Report, o Options) Result {
+func failedRun(t *testing.T, work string, rep verdict.Report, o Options) Result {
 	t.Helper()
 	ro := ReportOptions(t)
 	if o.ReportDir == "" {
@@ -319,7 +320,7 @@ func ReportOptions(t *testing.T) report.Options {
 	}
 	pattern := RunPattern(t.Name())
 	rerun := fmt.Sprintf("go test -count=1 -run '%s' %s", pattern, dir)
-	return report.Options{Command: "go test " + dir, Rerun: rerun, Replay: func(r sim.CaseResult) string {
+	return report.Options{Command: "go test " + dir, Rerun: rerun, Replay: func(r verdict.CaseResult) string {
 		if r.Case.Class == explorerun.Class {
 			// Not a case of the matrix: the seeded exploration finds it
 			// again (its description names its scenario file).
@@ -330,7 +331,7 @@ func ReportOptions(t *testing.T) report.Options {
 }
 
 // WriteReports writes report.html, report.json and junit.xml into dir.
-func WriteReports(dir string, rep sim.Report, o report.Options) error {
+func WriteReports(dir string, rep verdict.Report, o report.Options) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

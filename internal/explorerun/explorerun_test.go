@@ -12,6 +12,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // registers sqlite
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // exploreOnly are the defects the whole matrix certified and exploration
@@ -49,10 +50,10 @@ func TestDefaultExplorationCatchesAMutantOnlyExplorationFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Case == nil || out.Case.Verdict != sim.Fail || out.Case.Case.Class != Class {
+	if out.Case == nil || out.Case.Verdict != verdict.Fail || out.Case.Case.Class != Class {
 		t.Fatalf("mutant %s: %s; want a failing case of class %s", bug, out.Line, Class)
 	}
-	rep := sim.Report{Counts: map[sim.Verdict]int{}}
+	rep := verdict.Report{Counts: map[verdict.Verdict]int{}}
 	out.AddTo(&rep)
 	if rep.ExitCode != 1 || rep.Exploration != out.Line {
 		t.Errorf("the report of the finding: exit %d, exploration %q; want exit 1 and %q", rep.ExitCode, rep.Exploration, out.Line)

@@ -20,26 +20,27 @@ var layers = map[string]int{
 	"adapters":           4,
 	"sim/initial":        5, // a case's starting state
 	"sim/catalogue":      6, // what to run: the cases, their selection
-	"sim":                7, // how to run it: the runner, backends register into it
-	"sim/embedded":       8,
-	"sim/servers":        8,
-	"sim/explore":        8,
-	"sim/storecmd":       8,
-	"scenarios":          9,
-	"properties":         9,
-	"report":             9,
-	"internal":           10,
-	"cmd":                11,
-	"examples":           11,
-	"docs":               11,
-	"ci":                 11,
+	"sim/verdict":        7, // what a case showed: verdicts, results, the report
+	"sim":                8, // how to run it: the runner, backends register into it
+	"sim/embedded":       9,
+	"sim/servers":        9,
+	"sim/explore":        9,
+	"sim/storecmd":       9,
+	"scenarios":          10,
+	"properties":         10,
+	"report":             10,
+	"internal":           11,
+	"cmd":                12,
+	"examples":           12,
+	"docs":               12,
+	"ci":                 12,
 	"adapters/internal":  4,
-	"internal/procstat":  0, // /proc/PID/stat, read by sim and sim/servers/provision
-	"internal/storetest": 4, // store fixtures over reference, for adapters' tests and properties
-	"internal/crashrun":  9, // the crash run behind properties.CertifyCrashSafety
+	"internal/procstat":  0,  // /proc/PID/stat, read by sim and sim/servers/provision
+	"internal/storetest": 4,  // store fixtures over reference, for adapters' tests and properties
+	"internal/crashrun":  10, // the crash run behind properties.CertifyCrashSafety
 
 	// The exploration of explore, certify and CertifyCrashSafety.
-	"internal/explorerun": 9,
+	"internal/explorerun": 10,
 }
 
 func layerOf(pkg string) (int, string, bool) {
@@ -89,7 +90,7 @@ func TestImportsFollowTheDataFlow(t *testing.T) {
 // TestLayerOf checks the layer lookup the test above relies on, so a
 // mistake in it cannot make the test pass vacuously.
 func TestLayerOf(t *testing.T) {
-	for pkg, want := range map[string]int{"sim": 7, "sim/catalogue": 6, "sim/servers/provision": 8, "check": 3, "adapters/internal/sqlcore": 4, "reference/plansave": 1, "cmd/crashmatrix": 11} {
+	for pkg, want := range map[string]int{"sim": 8, "sim/catalogue": 6, "sim/verdict": 7, "sim/servers/provision": 9, "check": 3, "adapters/internal/sqlcore": 4, "reference/plansave": 1, "cmd/crashmatrix": 12} {
 		if got, _, _ := layerOf(pkg); got != want {
 			t.Errorf("layerOf(%q) = %d, want %d", pkg, got, want)
 		}
@@ -105,7 +106,7 @@ func TestLayerOf(t *testing.T) {
 // carries only their own store.
 func TestLibrariesCompileNoStore(t *testing.T) {
 	drivers := []string{"modernc.org/sqlite", "github.com/jackc/pgx/v5", "github.com/neo4j/neo4j-go-driver/v5/neo4j", "github.com/testcontainers/testcontainers-go"}
-	for _, pkg := range []string{"history", "check", "sim/catalogue", "sim", "properties"} {
+	for _, pkg := range []string{"history", "check", "sim/catalogue", "sim/verdict", "sim", "properties"} {
 		out, err := exec.Command("go", "list", "-deps", module+pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)

@@ -23,6 +23,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/leanovate/gopter"
 )
 
@@ -348,7 +349,7 @@ type Options struct {
 	// Progress is called with the schedules run so far (may be nil).
 	Progress func(run int)
 	// Each, when set, is given each schedule's result as it comes.
-	Each func(sim.CaseResult)
+	Each func(verdict.CaseResult)
 	// Target, when set ("I2"), hunts for that invariant only: other
 	// violations are counted but not reported.
 	Target string
@@ -364,11 +365,11 @@ type Finding struct {
 	Invariant string
 	Original  catalogue.Case
 	Shrunk    catalogue.Case
-	Result    sim.CaseResult
+	Result    verdict.CaseResult
 	// ShrunkResult is a confirmation run of the shrunk case that broke
 	// the invariant again (its violations and timeline go into the
 	// written scenario).
-	ShrunkResult sim.CaseResult
+	ShrunkResult verdict.CaseResult
 	// Reproduced counts the confirmation re-runs of the shrunk case that
 	// broke the invariant again.
 	Reproduced, Reruns int
@@ -413,7 +414,7 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 	var res Result
 	type out struct {
 		index int
-		cr    sim.CaseResult
+		cr    verdict.CaseResult
 	}
 	// Parallel workers take schedule indices in order. Once a violation
 	// shows, no new index is handed out and the ones under way finish: as
@@ -456,7 +457,7 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 	for x := range ch {
 		res.Schedules++
 		switch x.cr.Verdict {
-		case sim.Fail:
+		case verdict.Fail:
 			if o.Target == "" || slices.Contains(x.cr.Broken(), o.Target) {
 				found = append(found, x)
 				mu.Lock()
@@ -465,7 +466,7 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 			} else {
 				res.Other++
 			}
-		case sim.Undecided:
+		case verdict.Undecided:
 			res.Skipped++
 		}
 		if o.Each != nil {
@@ -517,14 +518,14 @@ func ShrinkCase(ctx context.Context, runner *sim.Runner, c catalogue.Case, targe
 	res := Result{Schedules: 1}
 	cr := runner.RunCase(ctx, c)
 	switch {
-	case cr.Verdict == sim.Undecided:
+	case cr.Verdict == verdict.Undecided:
 		res.Skipped++
-	case cr.Verdict == sim.Fail && (target == "" || slices.Contains(cr.Broken(), target)):
+	case cr.Verdict == verdict.Fail && (target == "" || slices.Contains(cr.Broken(), target)):
 		inv := cmp.Or(target, cr.Broken()[0])
 		fd := &Finding{Invariant: inv, Original: c, Result: cr, FoundAfter: time.Since(start)}
 		fd.shrink(ctx, runner, confirm, start)
 		res.Finding = fd
-	case cr.Verdict == sim.Fail:
+	case cr.Verdict == verdict.Fail:
 		res.Other++
 	}
 	res.Took = time.Since(start)

@@ -11,6 +11,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/storecmd"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // A store whose processes take longer to start than a worker's whole
@@ -36,7 +37,7 @@ func TestSlowStoreStartIsNoReasonForAnUndecidedCase(t *testing.T) {
 		t.Errorf("the report's store starts: %q; want two opens of about 5s", rep.StoreStarts)
 	}
 	for _, res := range rep.Results {
-		if res.Verdict != sim.Pass {
+		if res.Verdict != verdict.Pass {
 			t.Errorf("%s: %s (notes %q; violations %+v; workers %+v); want pass: the store's 5s start counted against the worker's %s deadline", res.Case.ID, res.Verdict, res.Notes, res.Violations, res.Workers, deadline)
 		}
 	}

@@ -17,13 +17,14 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim/servers"
 	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
 	"github.com/crashmatrix/crashmatrix/sim/servers/serverfaults"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 const serverLeaseTTL = 600 * time.Millisecond
 
 // runServerCases runs cases with server faults on against the backend
 // the environment names, and logs every case that did not pass.
-func runServerCases(t *testing.T, faulter sim.ServerFaults, mutant string, cases []catalogue.Case) sim.Report {
+func runServerCases(t *testing.T, faulter sim.ServerFaults, mutant string, cases []catalogue.Case) verdict.Report {
 	t.Helper()
 	if faulter == sim.ServerFaults(started.Faults) {
 		// Through the fault proxy's stable endpoints (workers inherit them).

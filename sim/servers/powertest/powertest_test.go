@@ -18,6 +18,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim/servers"
 	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
 	"github.com/crashmatrix/crashmatrix/sim/servers/serverfaults"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 const leaseTTL = 600 * time.Millisecond
@@ -140,7 +141,7 @@ func columnCases(t *testing.T, k faults.Kind, points []faults.Point) []catalogue
 }
 
 // run runs cases against the servers st started, with their power cut.
-func run(t *testing.T, st *provision.Started, cases []catalogue.Case) sim.Report {
+func run(t *testing.T, st *provision.Started, cases []catalogue.Case) verdict.Report {
 	t.Helper()
 	b, err := servers.PostgresBackend()
 	if err != nil {
@@ -174,7 +175,7 @@ func run(t *testing.T, st *provision.Started, cases []catalogue.Case) sim.Report
 			t.Logf("%s: not exercised, nothing to tear in %d attempts", res.Case.Label(), len(res.Attempts)+1)
 			continue
 		}
-		if res.Verdict != sim.Pass && res.Verdict != sim.Fail {
+		if res.Verdict != verdict.Pass && res.Verdict != verdict.Fail {
 			t.Errorf("%s: %s (%s)", res.Case.Label(), res.Verdict, strings.Join(res.Notes, "; "))
 			continue
 		}
@@ -196,8 +197,8 @@ func run(t *testing.T, st *provision.Started, cases []catalogue.Case) sim.Report
 
 // nothingToTear reports whether a torn case was not exercised because the
 // server had nothing un-synced to tear at its window.
-func nothingToTear(res sim.CaseResult) bool {
-	return res.Verdict == sim.NotExercised && res.NotExercised != nil && res.NotExercised.Cause == sim.CauseNothingToTear
+func nothingToTear(res verdict.CaseResult) bool {
+	return res.Verdict == verdict.NotExercised && res.NotExercised != nil && res.NotExercised.Cause == verdict.CauseNothingToTear
 }
 
 // PostgreSQL with its defaults (fsync on) survives a power loss, plain
@@ -219,9 +220,9 @@ func TestPostgresDefaultsCertifyPowerLoss(t *testing.T) {
 	tore := map[string]int{}
 	for _, res := range rep.Results {
 		switch {
-		case res.Verdict == sim.Pass && res.Case.Kind == faults.TornWrite:
+		case res.Verdict == verdict.Pass && res.Case.Kind == faults.TornWrite:
 			tore[res.Case.ID[strings.LastIndex(res.Case.ID, "-"):]]++ // "-write" (pages), "-512" or "-1"
-		case res.Verdict == sim.Pass || nothingToTear(res):
+		case res.Verdict == verdict.Pass || nothingToTear(res):
 		default:
 			t.Errorf("PostgreSQL with its defaults under power loss: %s %s %v", res.Case.ID, res.Verdict, res.Broken())
 		}
