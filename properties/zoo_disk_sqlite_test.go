@@ -14,6 +14,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // The reference SQLite stores with their defaults (WAL, synchronous=FULL)
@@ -32,7 +33,7 @@ func TestSQLiteDefaultsUnderDiskErrors(t *testing.T) {
 	per := map[faults.Kind]int{}
 	for _, r := range rep.Results {
 		per[r.Case.Kind]++
-		if r.Verdict != sim.Pass {
+		if r.Verdict != verdict.Pass {
 			t.Errorf("%s: %s %v %v", r.Case.ID, r.Verdict, r.Broken(), r.Notes)
 		}
 	}
@@ -92,7 +93,7 @@ func TestDiskErrorThatNeverActsIsNotExercised(t *testing.T) {
 		t.Fatalf("%d results, want the one case", len(rep.Results))
 	}
 	r := rep.Results[0]
-	if r.Verdict != sim.NotExercised || r.NotExercised == nil || r.NotExercised.Cause != sim.CauseNoDiskIO || rep.ExitCode == 0 {
-		t.Fatalf("%s: %s (%+v), exit %d; want not exercised, cause %s; notes %v", r.Case.ID, r.Verdict, r.NotExercised, rep.ExitCode, sim.CauseNoDiskIO, r.Notes)
+	if r.Verdict != verdict.NotExercised || r.NotExercised == nil || r.NotExercised.Cause != verdict.CauseNoDiskIO || rep.ExitCode == 0 {
+		t.Fatalf("%s: %s (%+v), exit %d; want not exercised, cause %s; notes %v", r.Case.ID, r.Verdict, r.NotExercised, rep.ExitCode, verdict.CauseNoDiskIO, r.Notes)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // The disk-error stores: an operation store in a SQLite database of its
@@ -191,7 +193,7 @@ func requireLazyFS(t *testing.T) {
 
 // diskCase returns the one result of the report at point p, and fails
 // the test unless its disk error acted (its note says so).
-func diskCase(t *testing.T, rep sim.Report, p faults.Point, k faults.Kind, acted string) sim.CaseResult {
+func diskCase(t *testing.T, rep verdict.Report, p faults.Point, k faults.Kind, acted string) verdict.CaseResult {
 	t.Helper()
 	for _, r := range rep.Results {
 		if r.Case.Point == p && r.Case.Kind == k {
@@ -202,12 +204,12 @@ func diskCase(t *testing.T, rep sim.Report, p faults.Point, k faults.Kind, acted
 		}
 	}
 	t.Fatalf("no %s case at %s in the report", k, p)
-	return sim.CaseResult{}
+	return verdict.CaseResult{}
 }
 
 // logI9 logs the first I9 violation of r, and fails the test when r has
 // none.
-func logI9(t *testing.T, r sim.CaseResult) {
+func logI9(t *testing.T, r verdict.CaseResult) {
 	t.Helper()
 	for _, v := range r.Violations {
 		if v.Invariant == check.I9 {
@@ -230,12 +232,12 @@ func caughtThenCertified(t *testing.T, p faults.Point, k faults.Kind, defect, ac
 	broken.Mutant, broken.ExpectBroken = defect, []string{"I9"}
 	rep := CertifyCrashSafety(t, syncingBackend(), broken)
 	r := diskCase(t, rep, p, k, acted)
-	if r.Verdict != sim.Fail {
+	if r.Verdict != verdict.Fail {
 		t.Fatalf("%s with the defect %s: %s, want a failure", r.Case.ID, defect, r.Verdict)
 	}
 	logI9(t, r)
 	good := CertifyCrashSafety(t, syncingBackend(), opts)
-	if r = diskCase(t, good, p, k, acted); r.Verdict != sim.Pass {
+	if r = diskCase(t, good, p, k, acted); r.Verdict != verdict.Pass {
 		t.Fatalf("%s without the defect: %s %v", r.Case.ID, r.Verdict, r.Notes)
 	}
 }
@@ -260,14 +262,14 @@ func TestDiskFullCatchesAStoreThatTakesENOSPCForSuccess(t *testing.T) {
 // error certifies every step.
 func TestFsyncErrorAtDurableStepsCatchesAStoreThatRetriesFsync(t *testing.T) {
 	requireLazyFS(t)
-	opts := CrashOptions{Kinds: []faults.Kind{faults.FsyncError}, Classes: []string{sim.DurableStepClass}}
+	opts := CrashOptions{Kinds: []faults.Kind{faults.FsyncError}, Classes: []string{catalogue.DurableStepClass}}
 	broken := opts
 	broken.Mutant, broken.ExpectBroken = diskRetriesFsync, []string{"I9"}
 	rep := CertifyCrashSafety(t, syncingBackend(), broken)
 	caught := ""
 	for _, r := range rep.Results {
 		t.Logf("%s: %s %v", r.Case.ID, r.Verdict, r.Broken())
-		if strings.HasPrefix(r.Case.ID, "durable-step-ops.create-1-of-") && r.Verdict == sim.Fail {
+		if strings.HasPrefix(r.Case.ID, "durable-step-ops.create-1-of-") && r.Verdict == verdict.Fail {
 			caught = r.Case.ID
 		}
 	}
@@ -277,9 +279,9 @@ func TestFsyncErrorAtDurableStepsCatchesAStoreThatRetriesFsync(t *testing.T) {
 	good := CertifyCrashSafety(t, syncingBackend(), opts)
 	n := 0
 	for _, r := range good.Results {
-		if sim.IsDurableStep(r.Case) && r.Case.Kind == faults.FsyncError {
+		if catalogue.IsDurableStep(r.Case) && r.Case.Kind == faults.FsyncError {
 			n++
-			if r.Verdict != sim.Pass {
+			if r.Verdict != verdict.Pass {
 				t.Errorf("%s: %s %v", r.Case.ID, r.Verdict, r.Notes)
 			}
 		}

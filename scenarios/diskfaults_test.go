@@ -8,6 +8,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // A scenario file names the disk error kinds like any other: the matrix's
@@ -26,7 +28,7 @@ func TestDiskErrorScenarios(t *testing.T) {
 	spec, _ := faults.Lookup(faults.BeforePrepare)
 	acted := map[faults.Kind]string{faults.FsyncError: "1 fsync failed with EIO", faults.DiskFull: "failed with ENOSPC", faults.SlowSync: "1 fsync took longer than the lease"}
 	for _, k := range faults.DiskKinds {
-		c, ok := sim.DiskCase(spec, k, 250)
+		c, ok := catalogue.DiskCase(spec, k, 250)
 		if !ok {
 			t.Fatalf("no %s case at %s", k, spec.Point)
 		}
@@ -55,7 +57,7 @@ func TestDiskErrorScenarios(t *testing.T) {
 				t.Fatalf("%s replay %d: %v, notes %v; want a pass in which %q", c.ID, i+1, err, res.Notes, acted[k])
 			}
 		}
-		if res := replay(t, back, true); res.Verdict != sim.Undecided || !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.HasPrefix(n, "disk errors: not tested (") }) {
+		if res := replay(t, back, true); res.Verdict != verdict.Undecided || !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.HasPrefix(n, "disk errors: not tested (") }) {
 			t.Errorf("%s in-process: %s %v", c.ID, res.Verdict, res.Notes)
 		}
 	}

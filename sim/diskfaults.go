@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,6 +16,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // Disk errors (faults.DiskKinds: fsync-error, disk-full, slow-sync) at a
@@ -35,51 +36,8 @@ import (
 // wall clock) before the fsync returns: the store call outlives its
 // lease, and the holder must be fenced at its next step.
 
-// lazyColumns are the matrix columns of the kinds that run on the case's
-// lazy mount, in the order reports show them.
-var lazyColumns = append([]faults.Kind{faults.PowerLoss, faults.TornWrite}, faults.DiskKinds...)
-
-// DiskMatrix is the column of disk error kind k: the error armed at every
-// window of the catalogue and every store-declared window where a crash
-// applies. It runs when asked for (--kind fsync-error, disk-full,
-// slow-sync).
-func DiskMatrix(ws []StoreWindow, k faults.Kind, leaseTTLMillis int64) []Case {
-	var out []Case
-	for _, s := range faults.Catalogue {
-		if c, ok := DiskCase(s, k, leaseTTLMillis); ok {
-			out = append(out, c)
-		}
-	}
-	for _, w := range ws {
-		if c, ok := DiskCase(w.Spec(), k, leaseTTLMillis); ok {
-			c.Store = true
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// DiskCase is the case of disk error k armed at spec's window: the
-// window's case, with the worker going on past it on the faulted disk.
-func DiskCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case, bool) {
-	if !k.IsDisk() {
-		return Case{}, false
-	}
-	c, ok := windowCase(spec, k, leaseTTLMillis)
-	if !ok {
-		return Case{}, false
-	}
-	what := map[faults.Kind]string{
-		faults.FsyncError: "the next fsync of a store file fails with EIO and drops what it had to write (Linux); then the power is cut",
-		faults.DiskFull:   "writes and syncs fail with ENOSPC until the worker ends; then the power is cut",
-		faults.SlowSync:   "the next fsync of a store file lasts longer than the lease",
-	}[k]
-	c.Description = fmt.Sprintf("%s at %q (%s): %s; recovery must: %s", k, spec.Step, spec.Window, what, spec.Recovery)
-	return c, true
-}
-
 // diskFaultOf returns the disk error step st arms, if any.
-func diskFaultOf(st Step) (faults.Point, faults.Action, bool) {
+func diskFaultOf(st catalogue.Step) (faults.Point, faults.Action, bool) {
 	for p, a := range st.Arms {
 		if a.Kind.IsDisk() {
 			return p, a, true
@@ -89,8 +47,8 @@ func diskFaultOf(st Step) (faults.Point, faults.Action, bool) {
 }
 
 // armsDiskFault reports whether any step of c arms a disk error.
-func armsDiskFault(c Case) bool {
-	return slices.ContainsFunc(c.Steps, func(st Step) bool { _, _, ok := diskFaultOf(st); return ok })
+func armsDiskFault(c catalogue.Case) bool {
+	return slices.ContainsFunc(c.Steps, func(st catalogue.Step) bool { _, _, ok := diskFaultOf(st); return ok })
 }
 
 // diskMarkSize is the mark file: the disk kind the worker asks for, by
@@ -205,7 +163,7 @@ func (pc *powerCase) armDisks() {
 // watchDisk arms the disk error step st of a case asks for: it makes the
 // mark file the worker maps (spec.DiskFile) and hears the case's lazy
 // mount until the returned function runs.
-func (r *Runner) watchDisk(pc *powerCase, st Step, dw *durableWatch, dir string, spec *WorkerSpec) (*diskWatch, error) {
+func (r *Runner) watchDisk(pc *powerCase, st catalogue.Step, dw *durableWatch, dir string, spec *WorkerSpec) (*diskWatch, error) {
 	if dw != nil && dw.disk != nil {
 		return dw.disk, nil
 	}
@@ -242,7 +200,7 @@ func (pc *powerCase) watch(d *diskWatch) {
 // moves the case's harness clock past the worker's lease (twice its TTL
 // and 100 ms), or sleeps that long on the wall clock.
 func slowHook(spec *WorkerSpec) func() {
-	stall := LongPause(spec.LeaseTTLMillis)
+	stall := catalogue.LongPause(spec.LeaseTTLMillis)
 	if spec.ClockFile == "" {
 		return func() { time.Sleep(stall) }
 	}
@@ -259,21 +217,21 @@ func slowHook(spec *WorkerSpec) func() {
 }
 
 // watchDurableDisk arms the disk error of a durable-step case (its
-// DurableKill names the kind): right before the Step-th durable
+// DurableKill names the kind): right before the catalogue.Step-th durable
 // operation of the worker's Call-th store call, the worker goes on.
-func watchDurableDisk(pc *powerCase, st Step, spec *WorkerSpec, d *durableWatch) error {
+func watchDurableDisk(pc *powerCase, st catalogue.Step, spec *WorkerSpec, d *durableWatch) error {
 	dm, ok := pc.fs.(diskMount)
 	if !ok {
 		return fmt.Errorf("disk error %s: the case's lazy mount cannot fail (%T)", d.kill.Disk, pc.fs)
 	}
-	d.disk = &diskWatch{worker: st.Worker, point: faults.Point(DurableStepName(d.kill)), action: faults.On(d.kill.Disk, 1),
+	d.disk = &diskWatch{worker: st.Worker, point: faults.Point(catalogue.DurableStepName(d.kill)), action: faults.On(d.kill.Disk, 1),
 		fs: dm, before: dm.DiskStats(), slow: slowHook(spec), trigger: d.atStep}
 	pc.watch(d.disk)
 	return nil
 }
 
 // atStep reports whether the worker is in the store call the kill names,
-// with Step-1 of its durable operations done: the next is the step.
+// with catalogue.Step-1 of its durable operations done: the next is the step.
 func (d *durableWatch) atStep() bool {
 	pgid, call, _ := d.readMark()
 	if pgid <= 1 || call != d.kill.Call {
@@ -290,72 +248,19 @@ func (d *durableWatch) atStep() bool {
 
 // judgeDisk says what a durable-step disk error did: armed, or why not
 // (afterDisk says what it did once armed).
-func (d *durableWatch) judgeDisk(worker string) (string, *NotExercisedReason) {
+func (d *durableWatch) judgeDisk(worker string) (string, *verdict.NotExercisedReason) {
 	k := d.kill
 	if _, armed := d.disk.asked(); armed {
 		return fmt.Sprintf("durable-step %s: armed for worker %s right before durable step %d of %d (%s) of its store call %d (%s)", k.Disk, worker, k.Step, k.Steps, k.Op, k.Call, k.Method), nil
 	}
 	note := fmt.Sprintf("durable-step %s for worker %s never armed: its store call %d (%s) never reached durable step %d", k.Disk, worker, k.Call, k.Method, k.Step)
-	return note, &NotExercisedReason{Cause: CauseUnreachable, Detail: note,
+	return note, &verdict.NotExercisedReason{Cause: verdict.CauseUnreachable, Detail: note,
 		Advice: "the store took fewer file syncs, renames or unlinks in that call than in the probe run: run the matrix again"}
-}
-
-// DurableDiskCases are the disk error kind k's cases at the durable
-// steps the probe counted: for each store method whose first call took
-// two durable steps or more, each of its steps that is an fsync or
-// fdatasync gets the error right before it.
-func DurableDiskCases(calls []DurableCall, k faults.Kind) []Case {
-	var out []Case
-	done := map[string]bool{}
-	for _, c := range calls {
-		n := len(c.Ops)
-		if n < 2 || done[c.Method] {
-			continue
-		}
-		done[c.Method] = true
-		for step := 1; step <= n; step++ {
-			op, _, _ := strings.Cut(c.Ops[step-1], " ")
-			if op != "fsync" && op != "fdatasync" {
-				continue
-			}
-			out = append(out, DurableDiskCase(DurableKill{Call: c.Call, Method: c.Method, Step: step, Steps: n, Op: op, Disk: k}))
-		}
-	}
-	return out
-}
-
-// DurableDiskCase is the standard script's fault worker meeting disk
-// error k.Disk right before the k-th durable step of one store call,
-// then the restart: "durable-step-ops.create-2-of-3-fsync-error".
-func DurableDiskCase(k DurableKill) Case {
-	name := fmt.Sprintf("%s-%s-%d-of-%d-%s", DurableStepClass, k.Method, k.Step, k.Steps, k.Disk)
-	return Case{ID: name, System: faults.Ingestion, Class: name, Kind: k.Disk,
-		Description: fmt.Sprintf("%s, %s: the standard script's worker meets %s right before durable step %d of %d (%s) of its store call %d, found on the lazy mount, and goes on; recovery must finish what the store made durable",
-			DurableStepName(k), k.Disk, k.Disk, k.Step, k.Steps, k.Op, k.Call),
-		Steps: []Step{{Worker: "fault", Actions: StandardScript(), Durable: &k}, quiesceStep(faults.Ingestion, "fault")}}
-}
-
-// durableDisk are the selection's disk error columns at durable steps,
-// narrowed as the sweep is: none for a point, all of them for the class
-// durable-step, one for its own class.
-func (s Selection) durableDisk(calls []DurableCall) []Case {
-	if len(s.Points) > 0 {
-		return nil
-	}
-	var out []Case
-	for _, k := range s.Disk {
-		for _, c := range DurableDiskCases(calls, k) {
-			if len(s.Classes) == 0 || slices.Contains(s.Classes, DurableStepClass) || slices.Contains(s.Classes, c.Class) {
-				out = append(out, c)
-			}
-		}
-	}
-	return out
 }
 
 // endDisks ends the disk errors of background workers that have ended
 // (every worker of the case has).
-func (r *Runner) endDisks(ctx context.Context, pc *powerCase, c Case, env CaseEnv, space string, cx caseExec, ds []*diskWatch, res *CaseResult) error {
+func (r *Runner) endDisks(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx caseExec, ds []*diskWatch, res *verdict.CaseResult) error {
 	for _, d := range ds {
 		if _, err := r.afterDisk(ctx, pc, c, env, space, cx, d, nil, res); err != nil {
 			return err
@@ -370,7 +275,7 @@ func (r *Runner) endDisks(ctx context.Context, pc *powerCase, c Case, env CaseEn
 // restart for I9), once the workers still paused are killed. An error
 // that never acted (the worker made no write or fsync after the window)
 // leaves the case not exercised. It returns the workers still paused.
-func (r *Runner) afterDisk(ctx context.Context, pc *powerCase, c Case, env CaseEnv, space string, cx caseExec, d *diskWatch, paused []runningWorker, res *CaseResult) ([]runningWorker, error) {
+func (r *Runner) afterDisk(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx caseExec, d *diskWatch, paused []runningWorker, res *verdict.CaseResult) ([]runningWorker, error) {
 	if d == nil {
 		return paused, nil
 	}
@@ -400,10 +305,10 @@ func (r *Runner) afterDisk(ctx context.Context, pc *powerCase, c Case, env CaseE
 		note = fmt.Sprintf("slow-sync at %s (worker %s): %d fsync took longer than the lease", d.point, worker, did.SlowSyncs)
 	}
 	if !fired {
-		why := &NotExercisedReason{Cause: CauseUnreachable, Detail: "the worker never reached the window",
+		why := &verdict.NotExercisedReason{Cause: verdict.CauseUnreachable, Detail: "the worker never reached the window",
 			Advice: "the worker's script does not lead to the window, or it stopped before: see the case's history"}
 		if asked {
-			why = &NotExercisedReason{Cause: CauseNoDiskIO, Detail: "the worker reached the window but made no file operation on the case's lazy mount that the error acts on afterwards",
+			why = &verdict.NotExercisedReason{Cause: verdict.CauseNoDiskIO, Detail: "the worker reached the window but made no file operation on the case's lazy mount that the error acts on afterwards",
 				Advice: "after this window the store wrote or synced nothing on the case's lazy mount (its step is a read, or it keeps its files outside the directory it was given): the error cannot reach it there"}
 		}
 		why.Detail = fmt.Sprintf("%s at %s (worker %s) never acted: %s", d.action.Kind, d.point, worker, why.Detail)
@@ -434,7 +339,7 @@ func (r *Runner) afterDisk(ctx context.Context, pc *powerCase, c Case, env CaseE
 // selectDisk adds the disk error columns the selection's kinds ask for
 // (the runner's lazy mount works): the stores' own files must be on it,
 // an embedded backend's or a store command's.
-func (r *Runner) selectDisk(s *Selection) error {
+func (r *Runner) selectDisk(s *catalogue.Selection) error {
 	s.Disk = nil
 	for _, k := range s.Kinds {
 		if !k.IsDisk() {
