@@ -114,6 +114,24 @@ type Fault struct {
 	// sectors, a smaller power of two down to 1 for a tear inside one
 	// sector; 0 (or 4096 in the file) for 4 KiB pages.
 	Tear int
+	// A durable-step kill (point durableStep, kind crash or power-loss)
+	// names the store call (Call, "ops.create": its Hit-th call that makes
+	// a durable file operation) and the step: killed right after its
+	// Step-th durable file operation. Of and Syscall are what the sweep
+	// saw there (how many steps the call took, "fdatasync"), for its name.
+	Call    string
+	Step    int
+	Of      int
+	Syscall string
+}
+
+// Durable is the fault as the supervisor's durable-step kill (nil for
+// any other point).
+func (f Fault) Durable() *sim.DurableKill {
+	if f.Point != sim.DurableStepPoint {
+		return nil
+	}
+	return &sim.DurableKill{Method: f.Call, Hit: f.Hit, Step: f.Step, Steps: f.Of, Op: f.Syscall, Power: f.Kind == faults.PowerLoss}
 }
 
 // Action returns the fault as a faults.Action.
@@ -148,7 +166,11 @@ func (st Step) ExpectedHits() []faults.Point {
 	}
 	var out []faults.Point
 	for _, f := range st.Faults {
-		out = append(out, f.Point)
+		// A durable-step kill is the supervisor's: the worker never
+		// reports it; it must fire all the same (sim.Step.Durable).
+		if f.Durable() == nil {
+			out = append(out, f.Point)
+		}
 	}
 	return out
 }
@@ -163,11 +185,15 @@ func (s *Scenario) Case() sim.Case {
 			out.Actions = append(out.Actions, sim.Action{Do: a.Do, Doc: a.Doc, Content: s.Documents[a.Document], Op: a.Op,
 				Rounds: a.Rounds, Thread: a.Thread, Owner: a.Owner, Question: a.Question, Minutes: a.Minutes, Approve: a.Approve})
 		}
-		if len(st.Faults) > 0 {
-			out.Arms = faults.Arms{}
-			for _, f := range st.Faults {
-				out.Arms[f.Point] = f.Action()
+		for _, f := range st.Faults {
+			if k := f.Durable(); k != nil {
+				out.Durable = k
+				continue
 			}
+			if out.Arms == nil {
+				out.Arms = faults.Arms{}
+			}
+			out.Arms[f.Point] = f.Action()
 		}
 		out.Resubmit = slices.Clone(st.Resubmit)
 		if st.Kill != nil {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -46,12 +47,17 @@ import (
 const DurableStepClass = "durable-step"
 
 // DurableKill is the supervisor's kill of a worker right after the Step-th
-// durable file operation of its Call-th store call (counted as the worker
-// counts them: every call through the store gate, from 1). Call 0 kills
-// nothing: the worker's durable steps are only counted (the probe).
+// durable file operation of one of its store calls: with Hit set, the
+// Hit-th call of Method that makes a durable file operation (what a
+// scenario and explore name: it stays put when calls without durable
+// steps come and go); otherwise its Call-th store call (counted as the
+// worker counts them: every call through the store gate, from 1), of
+// Method when that is set. Call and Hit 0 kill nothing: the worker's
+// durable steps are only counted (the probe).
 type DurableKill struct {
 	Call   int    `json:"call" yaml:"call"`
 	Method string `json:"method,omitempty" yaml:"method,omitempty"`
+	Hit    int    `json:"hit,omitempty" yaml:"hit,omitempty"`
 	Step   int    `json:"step" yaml:"step"`
 	// Steps and Op are what the probe saw (for the case's name): how many
 	// durable steps the call took, and the k-th one ("fsync").
@@ -65,9 +71,12 @@ type DurableKill struct {
 // DurableCall is one store call of a worker and the durable operations
 // the lazy mount saw it make ("fsync data/pystore.db-wal").
 type DurableCall struct {
-	Call   int      `json:"call"`
-	Method string   `json:"method"`
-	Ops    []string `json:"ops"`
+	Call   int    `json:"call"`
+	Method string `json:"method"`
+	// Hit counts the calls of Method with a durable operation, this one
+	// included (DurableKill.Hit).
+	Hit int      `json:"hit,omitempty"`
+	Ops []string `json:"ops"`
 }
 
 // storeMethods are the store protocol's method names; a callMark holds
@@ -78,6 +87,14 @@ var storeMethods = []string{
 	"states.list", "states.isReferenced", "registry.findMatches", "registry.saveAll", "registry.list", "graph.apply",
 	"graph.readRecords", "locks.tryAcquire", "locks.renew", "locks.release",
 }
+
+// DurableStepPoint is how a scenario file names a durable-step kill
+// (point: durableStep): not a failpoint the worker passes, but the
+// supervisor's kill right after a durable file operation (DurableKill).
+const DurableStepPoint faults.Point = "durableStep"
+
+// StoreMethods are the store calls a durable-step kill can name.
+func StoreMethods() []string { return slices.Clone(storeMethods) }
 
 // callMarkSize is the mark file: the worker's process group, then its
 // current call (number << 8 | method index; 0 between calls).
@@ -161,11 +178,12 @@ func (d *durableWatch) op(op cut.DurableOp) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if n := len(d.seen); n == 0 || d.seen[n-1].Call != call {
-		d.seen = append(d.seen, DurableCall{Call: call, Method: method})
+		hit := 1 + len(slices.DeleteFunc(slices.Clone(d.seen), func(c DurableCall) bool { return c.Method != method }))
+		d.seen = append(d.seen, DurableCall{Call: call, Method: method, Hit: hit})
 	}
 	c := &d.seen[len(d.seen)-1]
 	c.Ops = append(c.Ops, op.String())
-	if d.kill.Call == call && d.kill.Step == len(c.Ops) && d.fired == "" {
+	if d.kill.targets(*c) && d.kill.Step == len(c.Ops) && d.fired == "" {
 		d.fired = op.String()
 		// The operation is done; its caller has not learnt so, and
 		// never will.
@@ -173,6 +191,17 @@ func (d *durableWatch) op(op cut.DurableOp) {
 		killSession(pgid, true)
 	}
 }
+
+// targets says whether c is the call the kill names.
+func (k DurableKill) targets(c DurableCall) bool {
+	if k.Hit > 0 {
+		return k.Method == c.Method && k.Hit == c.Hit
+	}
+	return k.Call > 0 && k.Call == c.Call && (k.Method == "" || k.Method == c.Method)
+}
+
+// kills says whether k kills at all (the probe's only counts).
+func (k DurableKill) kills() bool { return k.Call > 0 || k.Hit > 0 }
 
 // watchDurable arms the durable-step watch of step st of a case: it makes
 // the mark file the worker maps (spec.DurableFile) and hears the case's
@@ -208,7 +237,13 @@ func (d *durableWatch) judge(worker string, exit string) (string, *NotExercisedR
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.fired != "" {
-		note := fmt.Sprintf("durable-step kill: worker %s's session SIGKILLed right after %s, durable step %d of its store call %d (%s)", worker, d.fired, k.Step, k.Call, k.Method)
+		call := 0
+		for _, c := range d.seen {
+			if k.targets(c) {
+				call = c.Call
+			}
+		}
+		note := fmt.Sprintf("durable-step kill: worker %s's session SIGKILLed right after %s, durable step %d of its store call %d (%s)", worker, d.fired, k.Step, call, k.Method)
 		if !strings.HasPrefix(exit, "killed") {
 			note += fmt.Sprintf(", but the worker exited %q", exit)
 			return note, &NotExercisedReason{Cause: CauseNotKilled, Detail: note,
@@ -216,13 +251,16 @@ func (d *durableWatch) judge(worker string, exit string) (string, *NotExercisedR
 		}
 		return note, nil
 	}
-	took := 0
+	took, what := 0, fmt.Sprintf("its store call %d (%s)", k.Call, k.Method)
+	if k.Hit > 0 {
+		what = fmt.Sprintf("call %d of %s with a durable step", k.Hit, k.Method)
+	}
 	for _, c := range d.seen {
-		if c.Call == k.Call {
-			took = len(c.Ops)
+		if k.targets(c) {
+			took, what = len(c.Ops), what+fmt.Sprintf(" (its store call %d)", c.Call)
 		}
 	}
-	note := fmt.Sprintf("durable-step kill of worker %s never fired: its store call %d (%s) took %d durable steps on the lazy mount, the case kills after step %d", worker, k.Call, k.Method, took, k.Step)
+	note := fmt.Sprintf("durable-step kill of worker %s never fired: %s took %d durable steps on the lazy mount, the case kills after step %d", worker, what, took, k.Step)
 	return note, &NotExercisedReason{Cause: CauseUnreachable, Detail: note,
 		Advice: "the store took fewer file syncs, renames or unlinks in that call than in the probe run (a database checkpoint, or a call that found its work done): run the matrix again; a store that syncs a different number of times on every run moves the steps"}
 }
@@ -237,6 +275,15 @@ func watchesDurable(c Case) bool {
 func (r *Runner) durableSweepable() bool {
 	return !r.cfg.InProcess && r.backend.Embedded && r.PowerLossUntested() == ""
 }
+
+// WatchesDurableSteps reports whether the runner's cases can kill a worker
+// right after a durable step (Step.Durable): worker processes whose
+// stores keep their files on the case's lazy mount.
+func (r *Runner) WatchesDurableSteps() bool { return r.durableSweepable() }
+
+// DurableProbeCase is the probe's case that counts the durable steps
+// (what a matrix with the sweep runs before it; make bench times it).
+func DurableProbeCase() Case { return durableProbe() }
 
 // durableProbe is the standard script's fault worker on a lazy mount with
 // its durable steps counted, then the quiesce step.
@@ -275,16 +322,26 @@ func DurableStepCases(calls []DurableCall) []Case {
 		for k := 1; k < n; k++ {
 			op, _, _ := strings.Cut(c.Ops[k-1], " ")
 			for _, power := range []bool{false, true} {
-				out = append(out, DurableStepCase(DurableKill{Call: c.Call, Method: c.Method, Step: k, Steps: n, Op: op, Power: power}))
+				out = append(out, DurableStepCase(DurableKill{Call: c.Call, Method: c.Method, Hit: c.Hit, Step: k, Steps: n, Op: op, Power: power}))
 			}
 		}
 	}
 	return out
 }
 
-// DurableStepName is a sweep case's row: "ops.create after fsync 1 of 2".
+// DurableStepName is a sweep case's row: "ops.create after fsync 1 of 2"
+// (without what the probe saw, "ops.create after durable step 1"; a later
+// call of the method than its first with a durable step says which,
+// "ops.create (call 2) after …").
 func DurableStepName(k DurableKill) string {
-	return fmt.Sprintf("%s after %s %d of %d", k.Method, k.Op, k.Step, k.Steps)
+	m := cmp.Or(k.Method, fmt.Sprintf("store call %d", k.Call))
+	if k.Hit > 1 {
+		m += fmt.Sprintf(" (call %d)", k.Hit)
+	}
+	if k.Op == "" || k.Steps == 0 {
+		return fmt.Sprintf("%s after durable step %d", m, k.Step)
+	}
+	return fmt.Sprintf("%s after %s %d of %d", m, k.Op, k.Step, k.Steps)
 }
 
 // DurableStepCase is the standard script's fault worker SIGKILLed, with

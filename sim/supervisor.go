@@ -562,7 +562,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 		unwatch()
 		if dw != nil {
 			res.DurableCalls = dw.calls()
-			if dw.kill.Call > 0 {
+			if dw.kill.kills() {
 				note, why := dw.judge(st.Worker, res.Workers[len(res.Workers)-1].Exit)
 				res.Notes = append(res.Notes, note)
 				durableMiss = cmp.Or(durableMiss, why)

@@ -76,6 +76,13 @@ type Shape struct {
 	// pages).
 	TornWrite float64
 	Tear      int
+	// DurableKill is the share (0..1) of client workers without faults
+	// killed right after a durable step inside a store call that the
+	// probe saw take two or more (DurableCalls, sim.Probe's Durable; on
+	// a lazy mount only), the power cut then too a PowerLoss share of
+	// the time (durable.go).
+	DurableKill  float64
+	DurableCalls []sim.DurableCall
 }
 
 // DefaultShape is small enough to shrink fast and rich enough to find the
@@ -245,6 +252,7 @@ func build(r *rand.Rand, shape Shape) sim.Case {
 	}
 	c.Steps = append(c.Steps, sim.Step{Worker: "quiesce", Actions: []sim.Action{{Do: "recover", Rounds: 10}}, Resubmit: names, ContinueOnError: true})
 	stallBetweenCalls(r, &c, clients, shape)
+	killAfterDurableSteps(r, &c, clients, shape)
 	return c
 }
 
@@ -275,6 +283,9 @@ func Size(c sim.Case) int {
 		}
 		n += len(st.Actions) + len(st.Arms)
 		if st.Kill != nil {
+			n++
+		}
+		if st.Durable != nil {
 			n++
 		}
 	}
@@ -315,6 +326,9 @@ func Describe(c sim.Case) string {
 	for _, st := range c.Steps {
 		actions += len(st.Actions)
 		arms += len(st.Arms)
+		if st.Durable != nil {
+			arms++ // a fault of its scenario file (point durableStep)
+		}
 	}
 	return fmt.Sprintf("%d %s (%d %s, %d %s, %d document %s)", len(c.Steps), plural(len(c.Steps), "step", "steps"),
 		actions, plural(actions, "action", "actions"), arms, plural(arms, "fault", "faults"), Lines(c), plural(Lines(c), "line", "lines"))
@@ -406,6 +420,11 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 		servers, noCrash := o.Shape.Servers, o.Shape.NoCrash
 		o.Shape = DefaultShape
 		o.Shape.Servers, o.Shape.NoCrash = servers, noCrash
+	}
+	if !runner.WatchesDurableSteps() {
+		// The probe's durable steps were counted on another runner (a
+		// matrix run with processes, explored in-process).
+		o.Shape.DurableKill = 0
 	}
 	start := time.Now()
 	deadline := start.Add(o.Budget)
@@ -589,6 +608,7 @@ func simpler(a, b sim.Case) bool {
 					n++
 				}
 			}
+			n += durableScore(st.Durable)
 		}
 		return n
 	}
@@ -602,6 +622,10 @@ func clone(c sim.Case) sim.Case {
 		st.Actions = append([]sim.Action(nil), st.Actions...)
 		st.Resubmit = append([]string(nil), st.Resubmit...)
 		st.ExpectHit = append([]faults.Point(nil), st.ExpectHit...)
+		if st.Durable != nil {
+			k := *st.Durable
+			st.Durable = &k
+		}
 		if st.Arms != nil {
 			m := make(faults.Arms, len(st.Arms))
 			for k, v := range st.Arms {
@@ -656,6 +680,7 @@ func candidates(c sim.Case) []sim.Case {
 			d.Steps[i].Kill = nil
 			out = append(out, d)
 		}
+		out = append(out, durableCandidates(c, i)...)
 		for _, p := range sortedPoints(st.Arms) {
 			d := clone(c)
 			delete(d.Steps[i].Arms, p)
