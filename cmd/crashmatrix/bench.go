@@ -168,6 +168,8 @@ func benchCmd() *cobra.Command {
 			fmt.Fprintln(out, "power loss: not measured here (these containers keep their data on their own disks, so that the figures are the harness's and the servers'; certify --backend containers runs the power-loss column on lazy mounts)")
 		} else if err := benchPowerLoss(cmd, &server, self, backend, benchDir, leaseTTL, parallel, rounds, adaptive); err != nil {
 			return err
+		} else if err := benchDurableSteps(cmd, &server, self, backend, benchDir, leaseTTL, parallel, rounds, adaptive); err != nil {
+			return err
 		}
 		if server.faults != nil {
 			if err := benchServerFaults(cmd, &server, self, backend, benchDir, leaseTTL, parallel, restarts); err != nil {
