@@ -1,7 +1,6 @@
 package properties_test
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -64,21 +63,7 @@ func TestDurableStepFindingReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := back.Case()
-	cases := make([]sim.Case, 10)
-	for i := range cases {
-		cases[i] = c
-		cases[i].ID = fmt.Sprintf("%s-replay-%d", c.ID, i)
-	}
-	var replays []sim.CaseResult
-	for _, r := range crashrun.Run(t, b, crashrun.Options{Cases: cases, Seed: back.Seed, LeaseTTL: back.LeaseTTL, Parallel: 2}).Results {
-		if strings.HasPrefix(r.Case.ID, c.ID+"-replay-") {
-			replays = append(replays, r)
-		}
-	}
-	if len(replays) != len(cases) {
-		t.Fatalf("%d replays ran, want %d", len(replays), len(cases))
-	}
+	replays := replayTen(t, b, back)
 	first := history.Trace(replays[0].Timeline)
 	for i, r := range replays {
 		if err := back.JudgeResult(r); err != nil {

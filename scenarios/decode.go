@@ -944,7 +944,9 @@ func (d *decoder) decodeFault(s *Scenario, n ast.Node, path string) (Fault, bool
 // decodeDurable decodes a durable-step kill: {point: durableStep, kind:
 // crash or power-loss, call: a store method, hit: its call (1-based, the
 // calls of it that make a durable file operation), step: the durable file
-// operation it is killed right after; of and syscall optional}.
+// operation it is killed right after; of and syscall optional; server: a
+// database server whose own durable steps during the call count, and
+// which is killed instead of the worker}.
 func (d *decoder) decodeDurable(s *Scenario, n ast.Node, f fields, path, ks string) (Fault, bool) {
 	ft := Fault{Point: sim.DurableStepPoint, Hit: 1, Call: d.str(f, "call"), Step: int(d.integer(f, "step")), Of: int(d.integer(f, "of")), Syscall: d.str(f, "syscall")}
 	good := true
@@ -966,10 +968,19 @@ func (d *decoder) decodeDurable(s *Scenario, n ast.Node, f fields, path, ks stri
 	if s.System != faults.Ingestion {
 		bad("point", "point %s belongs to system %s (the stores' calls), the scenario is %s", sim.DurableStepPoint, faults.Ingestion, s.System)
 	}
-	for _, k := range []string{"pause", "server", "tear"} {
+	for _, k := range []string{"pause", "tear"} {
 		if f.has(k) {
 			d.errAt(d.keyAt(child(path, k)), child(path, k), "%s does not apply at point %s", k, sim.DurableStepPoint)
 			good = false
+		}
+	}
+	if f.has("server") {
+		// The server's own durable steps during the call, the server
+		// killed (sim/serverdurable.go).
+		if ft.Server = d.str(f, "server"); !slices.Contains(faults.Servers, ft.Server) {
+			bad("server", "unknown server %q (want one of %s)", ft.Server, strings.Join(faults.Servers, ", "))
+		} else if ft.Kind == faults.PowerLoss {
+			bad("kind", "a server's durable step is killed with kind crash (the server is killed and started again), not %s", ft.Kind)
 		}
 	}
 	switch {

@@ -82,8 +82,27 @@ func TestBadDurableStepFaults(t *testing.T) {
 			t.Errorf("%s: %v, want an error with %q", tc.fault, err, tc.want)
 		}
 	}
+	for _, tc := range []struct{ fault, want string }{
+		{"{point: durableStep, kind: crash, server: mysql, call: ops.create, step: 1}", `steps[0].faults[0].server: unknown server "mysql"`},
+		{"{point: durableStep, kind: power-loss, server: postgres, call: ops.create, step: 1}", "steps[0].faults[0].kind: a server's durable step is killed with kind crash"},
+	} {
+		if _, err := scenarios.Parse("d.yaml", []byte(head+"    faults:\n      - "+tc.fault+"\n"+tail)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", tc.fault, err, tc.want)
+		}
+	}
+	srv := head + "    faults:\n      - {point: durableStep, kind: crash, server: postgres, call: states.cas, hit: 2, step: 1}\n" + tail
+	s, err := scenarios.Parse("d.yaml", []byte(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Case().Steps[0].Durable; d == nil || *d != (sim.DurableKill{Method: "states.cas", Hit: 2, Step: 1, Server: "postgres"}) {
+		t.Fatalf("the server's kill read as %+v", d)
+	}
+	if text, err := s.Marshal(); err != nil || !strings.Contains(string(text), "{point: durableStep, kind: crash, hit: 2, server: postgres, call: states.cas, step: 1}") {
+		t.Fatalf("the server's kill written as %v:\n%s", err, text)
+	}
 	ok := head + "    faults:\n      - {point: durableStep, kind: power-loss, call: ops.create, step: 1}\n" + tail
-	s, err := scenarios.Parse("d.yaml", []byte(ok))
+	s, err = scenarios.Parse("d.yaml", []byte(ok))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func FromCase(c sim.Case) (*Scenario, error) {
 			if k.Power {
 				kind = faults.PowerLoss
 			}
-			out.Faults = append(out.Faults, Fault{Point: sim.DurableStepPoint, Kind: kind, Hit: k.Hit, Call: k.Method, Step: k.Step, Of: k.Steps, Syscall: k.Op})
+			out.Faults = append(out.Faults, Fault{Point: sim.DurableStepPoint, Kind: kind, Hit: k.Hit, Call: k.Method, Step: k.Step, Of: k.Steps, Syscall: k.Op, Server: k.Server})
 		}
 		if st.Kill != nil {
 			k := *st.Kill

@@ -131,7 +131,7 @@ func (f Fault) Durable() *sim.DurableKill {
 	if f.Point != sim.DurableStepPoint {
 		return nil
 	}
-	return &sim.DurableKill{Method: f.Call, Hit: f.Hit, Step: f.Step, Steps: f.Of, Op: f.Syscall, Power: f.Kind == faults.PowerLoss}
+	return &sim.DurableKill{Method: f.Call, Hit: f.Hit, Step: f.Step, Steps: f.Of, Op: f.Syscall, Power: f.Kind == faults.PowerLoss, Server: f.Server}
 }
 
 // Action returns the fault as a faults.Action.

@@ -66,6 +66,11 @@ type DurableKill struct {
 	// Power cuts the power of the case's lazy mount once the group is
 	// dead: what was written and not synced at the step is lost too.
 	Power bool `json:"power,omitempty" yaml:"power,omitempty"`
+	// Server, when set ("postgres"), counts the durable file operations
+	// of that database server's data directory during the worker's store
+	// calls instead, and kills the server, not the worker, right after
+	// the step (sim/serverdurable.go).
+	Server string `json:"server,omitempty" yaml:"server,omitempty"`
 }
 
 // DurableCall is one store call of a worker and the durable operations
@@ -146,6 +151,9 @@ type durableWatch struct {
 	seen []DurableCall
 	// fired is the operation the kill followed ("" until it fires).
 	fired string
+	// srv is the server watched and killed (Server), nil for the
+	// worker's own files.
+	srv *serverWatch
 }
 
 // readMark reads the worker's process group and current call.
@@ -170,10 +178,15 @@ func (d *durableWatch) op(op cut.DurableOp) {
 		return
 	}
 	// A worker leads its own session (and group); a store process it
-	// starts leads a group of its own in that session.
-	st, err := procstat.Read(int(op.Pid))
-	if err != nil || (st.PGRP != pgid && st.Session != pgid) {
-		return
+	// starts leads a group of its own in that session. A server's
+	// processes are the server's: each of its operations while the
+	// worker is inside a call counts.
+	var st procstat.Stat
+	if d.srv == nil {
+		var err error
+		if st, err = procstat.Read(int(op.Pid)); err != nil || (st.PGRP != pgid && st.Session != pgid) {
+			return
+		}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -187,6 +200,10 @@ func (d *durableWatch) op(op cut.DurableOp) {
 		d.fired = op.String()
 		// The operation is done; its caller has not learnt so, and
 		// never will.
+		if d.srv != nil {
+			d.srv.crash(op)
+			return
+		}
 		_ = syscall.Kill(-st.PGRP, syscall.SIGKILL)
 		killSession(pgid, true)
 	}
@@ -205,12 +222,13 @@ func (k DurableKill) kills() bool { return k.Call > 0 || k.Hit > 0 }
 
 // watchDurable arms the durable-step watch of step st of a case: it makes
 // the mark file the worker maps (spec.DurableFile) and hears the case's
-// lazy mount until the returned function runs.
-func watchDurable(pc *powerCase, st Step, dir string, spec *WorkerSpec) (*durableWatch, func(), error) {
+// lazy mount (or, for a server's steps, the server's) until the returned
+// function runs.
+func (r *Runner) watchDurable(ctx context.Context, pc *powerCase, st Step, dir string, spec *WorkerSpec) (*durableWatch, func(), error) {
 	if st.Durable == nil {
 		return nil, func() {}, nil
 	}
-	if pc == nil || pc.fs == nil {
+	if st.Durable.Server == "" && (pc == nil || pc.fs == nil) {
 		return nil, nil, fmt.Errorf("durable steps: the case's data is on no lazy mount")
 	}
 	path := fmt.Sprintf("%s/durable-%d", dir, spec.Phase)
@@ -219,6 +237,9 @@ func watchDurable(pc *powerCase, st Step, dir string, spec *WorkerSpec) (*durabl
 	}
 	spec.DurableFile = path
 	d := &durableWatch{file: path, kill: *st.Durable}
+	if st.Durable.Server != "" {
+		return r.watchServerDurable(ctx, d)
+	}
 	pc.fs.OnDurable(d.op)
 	return d, func() { pc.fs.OnDurable(nil) }, nil
 }
@@ -242,6 +263,9 @@ func (d *durableWatch) judge(worker string, exit string) (string, *NotExercisedR
 			if k.targets(c) {
 				call = c.Call
 			}
+		}
+		if d.srv != nil {
+			return d.srv.judge(worker, d.fired, call)
 		}
 		note := fmt.Sprintf("durable-step kill: worker %s's session SIGKILLed right after %s, durable step %d of its store call %d (%s)", worker, d.fired, k.Step, call, k.Method)
 		if !strings.HasPrefix(exit, "killed") {

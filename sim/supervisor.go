@@ -540,7 +540,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 		if !r.cfg.InProcess && !r.cfg.WallClock {
 			spec.ClockFile = filepath.Join(dir, clockFile)
 		}
-		dw, unwatch, err := watchDurable(pc, st, dir, &spec)
+		dw, unwatch, err := r.watchDurable(ctx, pc, st, dir, &spec)
 		if err != nil {
 			return fail(Undecided, err.Error())
 		}
