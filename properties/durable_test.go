@@ -8,7 +8,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/scenarios"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // A Go store on the embedded SQLite that writes an operation and its plan
@@ -16,13 +17,13 @@ import (
 // durable-step sweep (the lazy mount sees the two WAL syncs of
 // CreateIfAbsent, and the worker is killed right after the first).
 func TestDurableStepSweepCatchesAnUndeclaredTwoStepGoStore(t *testing.T) {
-	rep := crashrun.Run(t, twoStepCreateBackend(false), crashrun.Options{Classes: []string{sim.DurableStepClass}}).Report
+	rep := crashrun.Run(t, twoStepCreateBackend(false), crashrun.Options{Classes: []string{catalogue.DurableStepClass}}).Report
 	if len(rep.StoreWindows) != 0 {
 		t.Fatalf("the undeclared store reports store windows %+v", rep.StoreWindows)
 	}
 	var failed []string
 	for _, r := range rep.Results {
-		if r.Verdict == sim.Fail && slices.Contains(r.Broken(), "I5") && strings.HasPrefix(r.Case.Description, "ops.create after ") {
+		if r.Verdict == verdict.Fail && slices.Contains(r.Broken(), "I5") && strings.HasPrefix(r.Case.Description, "ops.create after ") {
 			failed = append(failed, r.Case.ID)
 		}
 	}
@@ -43,8 +44,8 @@ func TestDurableStepSweepCatchesAnUndeclaredTwoStepGoStore(t *testing.T) {
 // kill lands after the same sync of the same call every time.
 func TestDurableStepFindingReplays(t *testing.T) {
 	b := twoStepCreateBackend(false)
-	run := crashrun.Run(t, b, crashrun.Options{Classes: []string{sim.DurableStepClass + "-ops.create-1-of-2"}})
-	i := slices.IndexFunc(run.Results, func(r sim.CaseResult) bool { return r.Verdict == sim.Fail })
+	run := crashrun.Run(t, b, crashrun.Options{Classes: []string{catalogue.DurableStepClass + "-ops.create-1-of-2"}})
+	i := slices.IndexFunc(run.Results, func(r verdict.CaseResult) bool { return r.Verdict == verdict.Fail })
 	if i < 0 {
 		t.Fatalf("the kill after ops.create's first sync did not fail: %v", run.Report.Counts)
 	}

@@ -5,19 +5,20 @@ import (
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/check"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // durableReport is a sweep of two cases: a kill after ops.create's first
 // sync that broke I5, and a power cut after states.cas's second whose
 // call never reached it (not exercised).
-func durableReport() sim.Report {
-	fail := sim.DurableStepCase(sim.DurableKill{Call: 8, Method: "ops.create", Hit: 1, Step: 1, Steps: 2, Op: "fdatasync"})
-	nx := sim.DurableStepCase(sim.DurableKill{Call: 20, Method: "states.cas", Hit: 1, Step: 2, Steps: 3, Op: "fsync", Power: true})
-	return sim.Report{Backend: "store-cmd", Counts: map[sim.Verdict]int{sim.Fail: 1, sim.NotExercised: 1}, Probed: true, DurableCalls: 54, DurableMulti: 5,
-		Results: []sim.CaseResult{
-			{Case: fail, Verdict: sim.Fail, Violations: []check.Violation{{Invariant: check.I5, Message: "the operation record is stored without its plan"}}},
-			{Case: nx, Verdict: sim.NotExercised, NotExercised: &sim.NotExercisedReason{Cause: sim.CauseUnreachable, Detail: "durable-step kill of worker fault never fired"}},
+func durableReport() verdict.Report {
+	fail := catalogue.DurableStepCase(catalogue.DurableKill{Call: 8, Method: "ops.create", Hit: 1, Step: 1, Steps: 2, Op: "fdatasync"})
+	nx := catalogue.DurableStepCase(catalogue.DurableKill{Call: 20, Method: "states.cas", Hit: 1, Step: 2, Steps: 3, Op: "fsync", Power: true})
+	return verdict.Report{Backend: "store-cmd", Counts: map[verdict.Verdict]int{verdict.Fail: 1, verdict.NotExercised: 1}, Probed: true, DurableCalls: 54, DurableMulti: 5,
+		Results: []verdict.CaseResult{
+			{Case: fail, Verdict: verdict.Fail, Violations: []check.Violation{{Invariant: check.I5, Message: "the operation record is stored without its plan"}}},
+			{Case: nx, Verdict: verdict.NotExercised, NotExercised: &verdict.NotExercisedReason{Cause: verdict.CauseUnreachable, Detail: "durable-step kill of worker fault never fired"}},
 		}}
 }
 
@@ -41,7 +42,7 @@ func TestTerminalListsTheDurableStepSweep(t *testing.T) {
 		t.Errorf("the step not reached reads as a pass:\n%s", b.String())
 	}
 	b.Reset()
-	WriteTerminal(&b, sim.Report{Backend: "sqlite", Counts: map[sim.Verdict]int{}, Probed: true}, Options{})
+	WriteTerminal(&b, verdict.Report{Backend: "sqlite", Counts: map[verdict.Verdict]int{}, Probed: true}, Options{})
 	if strings.Contains(b.String(), "durable steps") {
 		t.Errorf("a report without a durable probe speaks of durable steps:\n%s", b.String())
 	}
@@ -68,7 +69,7 @@ func TestHTMLListsTheDurableStepSweep(t *testing.T) {
 		}
 	}
 	b.Reset()
-	if err := WriteHTML(&b, sim.Report{Backend: "sqlite", Counts: map[sim.Verdict]int{}, Probed: true}, Options{}); err != nil {
+	if err := WriteHTML(&b, verdict.Report{Backend: "sqlite", Counts: map[verdict.Verdict]int{}, Probed: true}, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "Durable steps") {

@@ -21,6 +21,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // FieldError is one problem of a scenario file, located by line, column
@@ -723,7 +724,7 @@ func (d *decoder) decodeSteps(s *Scenario, top fields) {
 				d.errPath(child(sp, "kill"), "a killed worker cannot run in the background")
 			}
 		}
-		if hasPoint(st.Faults, sim.DurableStepPoint) && (st.Background || st.Kill != nil) {
+		if hasPoint(st.Faults, catalogue.DurableStepPoint) && (st.Background || st.Kill != nil) {
 			d.errPath(child(sp, "faults"), "a step killed after a durable step runs in the foreground and has no kill block")
 		}
 		if mn, ok := f.vals["meanwhile"]; ok {
@@ -847,12 +848,12 @@ func (d *decoder) decodeFault(s *Scenario, n ast.Node, path string) (Fault, bool
 	var ft Fault
 	good := true
 	ps, ks := d.str(f, "point"), d.str(f, "kind")
-	if ps == string(sim.DurableStepPoint) {
+	if ps == string(catalogue.DurableStepPoint) {
 		return d.decodeDurable(s, n, f, path, ks)
 	}
 	for _, k := range durableFields {
 		if f.has(k) {
-			d.errAt(d.keyAt(child(path, k)), child(path, k), "%s applies to point %s only", k, sim.DurableStepPoint)
+			d.errAt(d.keyAt(child(path, k)), child(path, k), "%s applies to point %s only", k, catalogue.DurableStepPoint)
 			good = false
 		}
 	}
@@ -948,7 +949,7 @@ func (d *decoder) decodeFault(s *Scenario, n ast.Node, path string) (Fault, bool
 // database server whose own durable steps during the call count, and
 // which is killed instead of the worker}.
 func (d *decoder) decodeDurable(s *Scenario, n ast.Node, f fields, path, ks string) (Fault, bool) {
-	ft := Fault{Point: sim.DurableStepPoint, Hit: 1, Call: d.str(f, "call"), Step: int(d.integer(f, "step")), Of: int(d.integer(f, "of")), Syscall: d.str(f, "syscall")}
+	ft := Fault{Point: catalogue.DurableStepPoint, Hit: 1, Call: d.str(f, "call"), Step: int(d.integer(f, "step")), Of: int(d.integer(f, "of")), Syscall: d.str(f, "syscall")}
 	good := true
 	bad := func(key, format string, args ...any) {
 		d.errPath(child(path, key), format, args...)
@@ -961,16 +962,16 @@ func (d *decoder) decodeDurable(s *Scenario, n ast.Node, f fields, path, ks stri
 	case err != nil:
 		bad("kind", "%v", err)
 	case k != faults.Crash && k != faults.PowerLoss:
-		bad("kind", "kind %s does not apply at %s (applies: crash, power-loss)", k, sim.DurableStepPoint)
+		bad("kind", "kind %s does not apply at %s (applies: crash, power-loss)", k, catalogue.DurableStepPoint)
 	default:
 		ft.Kind = k
 	}
 	if s.System != faults.Ingestion {
-		bad("point", "point %s belongs to system %s (the stores' calls), the scenario is %s", sim.DurableStepPoint, faults.Ingestion, s.System)
+		bad("point", "point %s belongs to system %s (the stores' calls), the scenario is %s", catalogue.DurableStepPoint, faults.Ingestion, s.System)
 	}
 	for _, k := range []string{"pause", "tear"} {
 		if f.has(k) {
-			d.errAt(d.keyAt(child(path, k)), child(path, k), "%s does not apply at point %s", k, sim.DurableStepPoint)
+			d.errAt(d.keyAt(child(path, k)), child(path, k), "%s does not apply at point %s", k, catalogue.DurableStepPoint)
 			good = false
 		}
 	}
@@ -1020,7 +1021,7 @@ func parsePoint(s string) (faults.Point, error) {
 
 // decodeMeanwhile decodes {worker, does}: what another worker must do
 // while this step stalls.
-func (d *decoder) decodeMeanwhile(n ast.Node, path string) *sim.Meanwhile {
+func (d *decoder) decodeMeanwhile(n ast.Node, path string) *catalogue.Meanwhile {
 	n, ok := d.plain(n, path)
 	if !ok {
 		return nil
@@ -1029,13 +1030,13 @@ func (d *decoder) decodeMeanwhile(n ast.Node, path string) *sim.Meanwhile {
 	if !ok {
 		return nil
 	}
-	m := &sim.Meanwhile{Worker: d.str(f, "worker"), Does: sim.Deed(d.str(f, "does"))}
+	m := &catalogue.Meanwhile{Worker: d.str(f, "worker"), Does: catalogue.Deed(d.str(f, "does"))}
 	if m.Worker == "" {
 		d.errAt(n, child(path, "worker"), "required: the worker that acts while this one stalls")
 		return nil
 	}
-	if !slices.Contains(sim.Deeds, m.Does) {
-		d.errAt(n, child(path, "does"), "does %q: want one of %v", m.Does, sim.Deeds)
+	if !slices.Contains(catalogue.Deeds, m.Does) {
+		d.errAt(n, child(path, "does"), "does %q: want one of %v", m.Does, catalogue.Deeds)
 		return nil
 	}
 	return m
@@ -1043,7 +1044,7 @@ func (d *decoder) decodeMeanwhile(n ast.Node, path string) *sim.Meanwhile {
 
 // decodeKill decodes a random-instant kill: {seed, offset, base}; offset
 // (required, positive, microseconds at the finest) is what a replay uses.
-func (d *decoder) decodeKill(n ast.Node, path string) *sim.RandomKill {
+func (d *decoder) decodeKill(n ast.Node, path string) *catalogue.RandomKill {
 	n, ok := d.plain(n, path)
 	if !ok {
 		return nil
@@ -1052,7 +1053,7 @@ func (d *decoder) decodeKill(n ast.Node, path string) *sim.RandomKill {
 	if !ok {
 		return nil
 	}
-	k := &sim.RandomKill{Seed: d.integer(f, "seed")}
+	k := &catalogue.RandomKill{Seed: d.integer(f, "seed")}
 	micros := func(key string, required bool) (time.Duration, bool) {
 		if !f.has(key) {
 			if required {

@@ -8,7 +8,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/scenarios"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // A durable-step case of the sweep is written as a scenario naming the
@@ -16,8 +16,8 @@ import (
 // file reads back to the same kill: the same call, step and power cut.
 func TestDurableStepKillRoundTrips(t *testing.T) {
 	for _, power := range []bool{false, true} {
-		k := sim.DurableKill{Call: 8, Method: "ops.create", Hit: 2, Step: 1, Steps: 2, Op: "fdatasync", Power: power}
-		c := sim.DurableStepCase(k)
+		k := catalogue.DurableKill{Call: 8, Method: "ops.create", Hit: 2, Step: 1, Steps: 2, Op: "fdatasync", Power: power}
+		c := catalogue.DurableStepCase(k)
 		sc, err := scenarios.FromCase(c)
 		if err != nil {
 			t.Fatalf("FromCase of %s: %v", c.ID, err)
@@ -55,7 +55,7 @@ func TestDurableStepKillRoundTrips(t *testing.T) {
 // not written: that number moves when calls without a durable step come
 // and go, and a file that replays a different kill is worse than none.
 func TestFromCaseRefusesADurableKillWithoutItsMethodsCall(t *testing.T) {
-	c := sim.DurableStepCase(sim.DurableKill{Call: 8, Method: "ops.create", Step: 1, Steps: 2, Op: "fdatasync"})
+	c := catalogue.DurableStepCase(catalogue.DurableKill{Call: 8, Method: "ops.create", Step: 1, Steps: 2, Op: "fdatasync"})
 	if _, err := scenarios.FromCase(c); err == nil || !strings.Contains(err.Error(), "ops.create after fdatasync 1 of 2") {
 		t.Fatalf("FromCase of %s: %v, want an error naming the step", c.ID, err)
 	}
@@ -95,7 +95,7 @@ func TestBadDurableStepFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := s.Case().Steps[0].Durable; d == nil || *d != (sim.DurableKill{Method: "states.cas", Hit: 2, Step: 1, Server: "postgres"}) {
+	if d := s.Case().Steps[0].Durable; d == nil || *d != (catalogue.DurableKill{Method: "states.cas", Hit: 2, Step: 1, Server: "postgres"}) {
 		t.Fatalf("the server's kill read as %+v", d)
 	}
 	if text, err := s.Marshal(); err != nil || !strings.Contains(string(text), "{point: durableStep, kind: crash, hit: 2, server: postgres, call: states.cas, step: 1}") {
@@ -106,7 +106,7 @@ func TestBadDurableStepFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := s.Case().Steps[0].Durable; d == nil || *d != (sim.DurableKill{Method: "ops.create", Hit: 1, Step: 1, Power: true}) || s.Steps[0].Faults[0].Kind != faults.PowerLoss {
+	if d := s.Case().Steps[0].Durable; d == nil || *d != (catalogue.DurableKill{Method: "ops.create", Hit: 1, Step: 1, Power: true}) || s.Steps[0].Faults[0].Kind != faults.PowerLoss {
 		t.Fatalf("the kill read as %+v", d)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 //go:embed library/*.yaml
@@ -23,19 +23,19 @@ func Library() ([]*Scenario, error) {
 // StandardDocuments names the texts of the standard corpus (sim.DocD1v1
 // and the rest) as the library's documents sections do.
 var StandardDocuments = map[string]string{
-	"d1v1": sim.DocD1v1,
-	"d1v2": sim.DocD1v2,
-	"d2":   sim.DocD2,
-	"d3a":  sim.DocD3a,
-	"d3b":  sim.DocD3b,
-	"d4":   sim.DocD4,
+	"d1v1": catalogue.DocD1v1,
+	"d1v2": catalogue.DocD1v2,
+	"d2":   catalogue.DocD2,
+	"d3a":  catalogue.DocD3a,
+	"d3b":  catalogue.DocD3b,
+	"d4":   catalogue.DocD4,
 }
 
 // FromCase turns a simulator case into a scenario (the explorer writes
 // shrunk cases this way): contents become documents (the standard corpus
 // under its names, others after their documentId), arms become faults.
 // The caller sets Expect and the run settings before Marshal.
-func FromCase(c sim.Case) (*Scenario, error) {
+func FromCase(c catalogue.Case) (*Scenario, error) {
 	// A scenario's name is lower-case letters, digits and '-'
 	// ("durable-step-ops.create-1-of-2" becomes
 	// "durable-step-ops-create-1-of-2").
@@ -53,7 +53,7 @@ func FromCase(c sim.Case) (*Scenario, error) {
 	for name, text := range StandardDocuments {
 		byContent[text] = name
 	}
-	docName := func(a sim.Action) string {
+	docName := func(a catalogue.Action) string {
 		if n, ok := byContent[a.Content]; ok {
 			if s.Documents == nil {
 				s.Documents = map[string]string{}
@@ -104,13 +104,13 @@ func FromCase(c sim.Case) (*Scenario, error) {
 			if k.Hit < 1 || k.Method == "" {
 				// Counted by store call number only: that moves when
 				// calls without a durable step come and go.
-				return nil, fmt.Errorf("case %s: its kill after %s names no store method and its call of that method (DurableKill.Method, Hit)", c.ID, sim.DurableStepName(*k))
+				return nil, fmt.Errorf("case %s: its kill after %s names no store method and its call of that method (DurableKill.Method, Hit)", c.ID, catalogue.DurableStepName(*k))
 			}
 			kind := faults.Crash
 			if k.Power {
 				kind = faults.PowerLoss
 			}
-			out.Faults = append(out.Faults, Fault{Point: sim.DurableStepPoint, Kind: kind, Hit: k.Hit, Call: k.Method, Step: k.Step, Of: k.Steps, Syscall: k.Op, Server: k.Server})
+			out.Faults = append(out.Faults, Fault{Point: catalogue.DurableStepPoint, Kind: kind, Hit: k.Hit, Call: k.Method, Step: k.Step, Of: k.Steps, Syscall: k.Op, Server: k.Server})
 		}
 		if st.Kill != nil {
 			k := *st.Kill

@@ -4,7 +4,7 @@
 //
 // Load and Parse decode a file strictly and validate it; every error names
 // the file, line, column and field path. Case turns a scenario into the
-// simulator's sim.Case, Apply puts its run settings into a sim.Config,
+// simulator's catalogue.Case, Apply puts its run settings into a sim.Config,
 // Judge compares a run's outcome with the expectation, and Marshal writes
 // the canonical form (what the explorer uses for shrunk scenarios).
 package scenarios
@@ -19,7 +19,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // Scenario is one scenario file.
@@ -52,7 +54,7 @@ type Scenario struct {
 	Expect Expect
 }
 
-// Step is one worker process (sim.Step).
+// Step is one worker process (catalogue.Step).
 type Step struct {
 	Worker  string
 	Actions []Action
@@ -70,13 +72,13 @@ type Step struct {
 	ContinueOnError bool
 	// Kill, when set, SIGKILLs the worker Kill.Offset into its run (a
 	// random-instant kill, replayed at the same offset).
-	Kill *sim.RandomKill
+	Kill *catalogue.RandomKill
 	// Meanwhile, on a step that stalls (a pause fault), is what another
 	// worker must do while it stalls for the run to count as exercised.
-	Meanwhile *sim.Meanwhile
+	Meanwhile *catalogue.Meanwhile
 }
 
-// Action is one thing a worker does (sim.Action). An ingest names its
+// Action is one thing a worker does (catalogue.Action). An ingest names its
 // content through Document, a key of Scenario.Documents, instead of
 // carrying the text inline.
 type Action struct {
@@ -127,11 +129,11 @@ type Fault struct {
 
 // Durable is the fault as the supervisor's durable-step kill (nil for
 // any other point).
-func (f Fault) Durable() *sim.DurableKill {
-	if f.Point != sim.DurableStepPoint {
+func (f Fault) Durable() *catalogue.DurableKill {
+	if f.Point != catalogue.DurableStepPoint {
 		return nil
 	}
-	return &sim.DurableKill{Method: f.Call, Hit: f.Hit, Step: f.Step, Steps: f.Of, Op: f.Syscall, Power: f.Kind == faults.PowerLoss, Server: f.Server}
+	return &catalogue.DurableKill{Method: f.Call, Hit: f.Hit, Step: f.Step, Steps: f.Of, Op: f.Syscall, Power: f.Kind == faults.PowerLoss, Server: f.Server}
 }
 
 // Action returns the fault as a faults.Action.
@@ -167,7 +169,7 @@ func (st Step) ExpectedHits() []faults.Point {
 	var out []faults.Point
 	for _, f := range st.Faults {
 		// A durable-step kill is the supervisor's: the worker never
-		// reports it; it must fire all the same (sim.Step.Durable).
+		// reports it; it must fire all the same (catalogue.Step.Durable).
 		if f.Durable() == nil {
 			out = append(out, f.Point)
 		}
@@ -177,12 +179,12 @@ func (st Step) ExpectedHits() []faults.Point {
 
 // Case converts the scenario to the simulator's case. The case's Class is
 // the scenario name, so reports list it as a row beside the windows.
-func (s *Scenario) Case() sim.Case {
-	c := sim.Case{ID: s.Name, System: s.system(), Class: s.Name, Description: s.Description, Initial: s.Initial}
+func (s *Scenario) Case() catalogue.Case {
+	c := catalogue.Case{ID: s.Name, System: s.system(), Class: s.Name, Description: s.Description, Initial: s.Initial}
 	for _, st := range s.Steps {
-		out := sim.Step{Worker: st.Worker, Background: st.Background, ContinueOnError: st.ContinueOnError}
+		out := catalogue.Step{Worker: st.Worker, Background: st.Background, ContinueOnError: st.ContinueOnError}
 		for _, a := range st.Actions {
-			out.Actions = append(out.Actions, sim.Action{Do: a.Do, Doc: a.Doc, Content: s.Documents[a.Document], Op: a.Op,
+			out.Actions = append(out.Actions, catalogue.Action{Do: a.Do, Doc: a.Doc, Content: s.Documents[a.Document], Op: a.Op,
 				Rounds: a.Rounds, Thread: a.Thread, Owner: a.Owner, Question: a.Question, Minutes: a.Minutes, Approve: a.Approve})
 		}
 		for _, f := range st.Faults {
@@ -249,11 +251,11 @@ func (s *Scenario) CheckBackend(name string) error {
 
 // Judge says whether a run's outcome matches the expectation: violated
 // are the invariants the run broke ("I3" or full names, as
-// sim.CaseResult.Broken returns them) and verdict is the run's verdict
-// (sim.Verdict: "pass", "FAIL", "not exercised", "undecided"). A run that
+// verdict.CaseResult.Broken returns them) and ran is the run's verdict
+// (verdict.Verdict: "pass", "FAIL", "not exercised", "undecided"). A run that
 // was not exercised or undecided never matches. The error lists every
 // difference.
-func (s *Scenario) Judge(violated []string, verdict string) error {
+func (s *Scenario) Judge(violated []string, ran string) error {
 	broken := map[check.Invariant]bool{}
 	var problems []string
 	for _, v := range violated {
@@ -264,12 +266,12 @@ func (s *Scenario) Judge(violated []string, verdict string) error {
 		}
 		broken[inv] = true
 	}
-	want := sim.Pass
+	want := verdict.Pass
 	if s.Expect.Verdict == ExpectFail {
-		want = sim.Fail
+		want = verdict.Fail
 	}
-	if !strings.EqualFold(verdict, string(want)) {
-		problems = append(problems, fmt.Sprintf("verdict %q, want %q", verdict, want))
+	if !strings.EqualFold(ran, string(want)) {
+		problems = append(problems, fmt.Sprintf("verdict %q, want %q", ran, want))
 	}
 	var brokeHeld, heldBroken []string
 	for _, inv := range s.Expect.Holds {
@@ -298,12 +300,12 @@ func (s *Scenario) Judge(violated []string, verdict string) error {
 		}
 	}
 	return fmt.Errorf("scenario %s: outcome differs from expectation: %s (run broke [%s], verdict %s)",
-		s.Name, strings.Join(problems, "; "), strings.Join(got, " "), verdict)
+		s.Name, strings.Join(problems, "; "), strings.Join(got, " "), ran)
 }
 
-// JudgeResult is Judge for a sim.CaseResult.
-func (s *Scenario) JudgeResult(r sim.CaseResult) error {
-	if r.Verdict == sim.NotExercised {
+// JudgeResult is Judge for a verdict.CaseResult.
+func (s *Scenario) JudgeResult(r verdict.CaseResult) error {
+	if r.Verdict == verdict.NotExercised {
 		// No invariant was judged: say why instead of an empty list.
 		return fmt.Errorf("scenario %s: not exercised: %s", s.Name, r.WhyNotExercised())
 	}

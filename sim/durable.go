@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -17,6 +16,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/internal/procstat"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // Durable steps: crashes found from a store's own file-system calls, not
@@ -43,47 +44,6 @@ import (
 // is not exercised. Writes with O_SYNC, msync and a server reached over
 // the network are not seen (lazyfs.OnDurable).
 
-// DurableStepClass is the case class of the durable-step sweep.
-const DurableStepClass = "durable-step"
-
-// DurableKill is the supervisor's kill of a worker right after the Step-th
-// durable file operation of one of its store calls: with Hit set, the
-// Hit-th call of Method that makes a durable file operation (what a
-// scenario and explore name: it stays put when calls without durable
-// steps come and go); otherwise its Call-th store call (counted as the
-// worker counts them: every call through the store gate, from 1), of
-// Method when that is set. Call and Hit 0 kill nothing: the worker's
-// durable steps are only counted (the probe).
-type DurableKill struct {
-	Call   int    `json:"call" yaml:"call"`
-	Method string `json:"method,omitempty" yaml:"method,omitempty"`
-	Hit    int    `json:"hit,omitempty" yaml:"hit,omitempty"`
-	Step   int    `json:"step" yaml:"step"`
-	// Steps and Op are what the probe saw (for the case's name): how many
-	// durable steps the call took, and the k-th one ("fsync").
-	Steps int    `json:"steps,omitempty" yaml:"steps,omitempty"`
-	Op    string `json:"op,omitempty" yaml:"op,omitempty"`
-	// Power cuts the power of the case's lazy mount once the group is
-	// dead: what was written and not synced at the step is lost too.
-	Power bool `json:"power,omitempty" yaml:"power,omitempty"`
-	// Server, when set ("postgres"), counts the durable file operations
-	// of that database server's data directory during the worker's store
-	// calls instead, and kills the server, not the worker, right after
-	// the step (sim/serverdurable.go).
-	Server string `json:"server,omitempty" yaml:"server,omitempty"`
-}
-
-// DurableCall is one store call of a worker and the durable operations
-// the lazy mount saw it make ("fsync data/pystore.db-wal").
-type DurableCall struct {
-	Call   int    `json:"call"`
-	Method string `json:"method"`
-	// Hit counts the calls of Method with a durable operation, this one
-	// included (DurableKill.Hit).
-	Hit int      `json:"hit,omitempty"`
-	Ops []string `json:"ops"`
-}
-
 // storeMethods are the store protocol's method names; a callMark holds
 // one by its index (from 1).
 var storeMethods = []string{
@@ -92,14 +52,6 @@ var storeMethods = []string{
 	"states.list", "states.isReferenced", "registry.findMatches", "registry.saveAll", "registry.list", "graph.apply",
 	"graph.readRecords", "locks.tryAcquire", "locks.renew", "locks.release",
 }
-
-// DurableStepPoint is how a scenario file names a durable-step kill
-// (point: durableStep): not a failpoint the worker passes, but the
-// supervisor's kill right after a durable file operation (DurableKill).
-const DurableStepPoint faults.Point = "durableStep"
-
-// StoreMethods are the store calls a durable-step kill can name.
-func StoreMethods() []string { return slices.Clone(storeMethods) }
 
 // callMarkSize is the mark file: the worker's process group, then its
 // current call (number << 8 | method index; 0 between calls).
@@ -146,9 +98,9 @@ func (m *callMark) close() {
 // (lazyfs.FS.OnDurable) while the marked worker runs.
 type durableWatch struct {
 	file string
-	kill DurableKill
+	kill catalogue.DurableKill
 	mu   sync.Mutex
-	seen []DurableCall
+	seen []catalogue.DurableCall
 	// fired is the operation the kill followed ("" until it fires).
 	fired string
 	// srv is the server watched and killed (Server), nil for the
@@ -191,12 +143,12 @@ func (d *durableWatch) op(op cut.DurableOp) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if n := len(d.seen); n == 0 || d.seen[n-1].Call != call {
-		hit := 1 + len(slices.DeleteFunc(slices.Clone(d.seen), func(c DurableCall) bool { return c.Method != method }))
-		d.seen = append(d.seen, DurableCall{Call: call, Method: method, Hit: hit})
+		hit := 1 + len(slices.DeleteFunc(slices.Clone(d.seen), func(c catalogue.DurableCall) bool { return c.Method != method }))
+		d.seen = append(d.seen, catalogue.DurableCall{Call: call, Method: method, Hit: hit})
 	}
 	c := &d.seen[len(d.seen)-1]
 	c.Ops = append(c.Ops, op.String())
-	if d.kill.targets(*c) && d.kill.Step == len(c.Ops) && d.fired == "" {
+	if d.kill.Targets(*c) && d.kill.Step == len(c.Ops) && d.fired == "" {
 		d.fired = op.String()
 		// The operation is done; its caller has not learnt so, and
 		// never will.
@@ -209,22 +161,11 @@ func (d *durableWatch) op(op cut.DurableOp) {
 	}
 }
 
-// targets says whether c is the call the kill names.
-func (k DurableKill) targets(c DurableCall) bool {
-	if k.Hit > 0 {
-		return k.Method == c.Method && k.Hit == c.Hit
-	}
-	return k.Call > 0 && k.Call == c.Call && (k.Method == "" || k.Method == c.Method)
-}
-
-// kills says whether k kills at all (the probe's only counts).
-func (k DurableKill) kills() bool { return k.Call > 0 || k.Hit > 0 }
-
 // watchDurable arms the durable-step watch of step st of a case: it makes
 // the mark file the worker maps (spec.DurableFile) and hears the case's
 // lazy mount (or, for a server's steps, the server's) until the returned
 // function runs.
-func (r *Runner) watchDurable(ctx context.Context, pc *powerCase, st Step, dir string, spec *WorkerSpec) (*durableWatch, func(), error) {
+func (r *Runner) watchDurable(ctx context.Context, pc *powerCase, st catalogue.Step, dir string, spec *WorkerSpec) (*durableWatch, func(), error) {
 	if st.Durable == nil {
 		return nil, func() {}, nil
 	}
@@ -245,7 +186,7 @@ func (r *Runner) watchDurable(ctx context.Context, pc *powerCase, st Step, dir s
 }
 
 // calls returns what the watch counted.
-func (d *durableWatch) calls() []DurableCall {
+func (d *durableWatch) calls() []catalogue.DurableCall {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return slices.Clone(d.seen)
@@ -253,14 +194,14 @@ func (d *durableWatch) calls() []DurableCall {
 
 // judge says what the kill of a case did: a note, and why the case is not
 // exercised when the worker never reached the step (nil when it did).
-func (d *durableWatch) judge(worker string, exit string) (string, *NotExercisedReason) {
+func (d *durableWatch) judge(worker string, exit string) (string, *verdict.NotExercisedReason) {
 	k := d.kill
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.fired != "" {
 		call := 0
 		for _, c := range d.seen {
-			if k.targets(c) {
+			if k.Targets(c) {
 				call = c.Call
 			}
 		}
@@ -270,7 +211,7 @@ func (d *durableWatch) judge(worker string, exit string) (string, *NotExercisedR
 		note := fmt.Sprintf("durable-step kill: worker %s's session SIGKILLed right after %s, durable step %d of its store call %d (%s)", worker, d.fired, k.Step, call, k.Method)
 		if !strings.HasPrefix(exit, "killed") {
 			note += fmt.Sprintf(", but the worker exited %q", exit)
-			return note, &NotExercisedReason{Cause: CauseNotKilled, Detail: note,
+			return note, &verdict.NotExercisedReason{Cause: verdict.CauseNotKilled, Detail: note,
 				Advice: "the kill did not end the worker: check that nothing of the worker left its session"}
 		}
 		return note, nil
@@ -280,24 +221,18 @@ func (d *durableWatch) judge(worker string, exit string) (string, *NotExercisedR
 		what = fmt.Sprintf("call %d of %s with a durable step", k.Hit, k.Method)
 	}
 	for _, c := range d.seen {
-		if k.targets(c) {
+		if k.Targets(c) {
 			took, what = len(c.Ops), what+fmt.Sprintf(" (its store call %d)", c.Call)
 		}
 	}
 	note := fmt.Sprintf("durable-step kill of worker %s never fired: %s took %d durable steps on the lazy mount, the case kills after step %d", worker, what, took, k.Step)
-	return note, &NotExercisedReason{Cause: CauseUnreachable, Detail: note,
+	return note, &verdict.NotExercisedReason{Cause: verdict.CauseUnreachable, Detail: note,
 		Advice: "the store took fewer file syncs, renames or unlinks in that call than in the probe run (a database checkpoint, or a call that found its work done): run the matrix again; a store that syncs a different number of times on every run moves the steps"}
 }
 
 // watchesDurable reports whether a step of c watches durable steps.
-func watchesDurable(c Case) bool {
-	return slices.ContainsFunc(c.Steps, func(st Step) bool { return st.Durable != nil })
-}
-
-// durableSweepable says whether the runner can watch durable steps: worker
-// processes whose stores keep their files on the case's lazy mount.
-func (r *Runner) durableSweepable() bool {
-	return !r.cfg.InProcess && r.backend.Embedded && r.PowerLossUntested() == ""
+func watchesDurable(c catalogue.Case) bool {
+	return slices.ContainsFunc(c.Steps, func(st catalogue.Step) bool { return st.Durable != nil })
 }
 
 // WatchesDurableSteps reports whether the runner's cases can kill a worker
@@ -305,92 +240,31 @@ func (r *Runner) durableSweepable() bool {
 // stores keep their files on the case's lazy mount.
 func (r *Runner) WatchesDurableSteps() bool { return r.durableSweepable() }
 
-// DurableProbeCase is the probe's case that counts the durable steps
-// (what a matrix with the sweep runs before it; make bench times it).
-func DurableProbeCase() Case { return durableProbe() }
+// StoreMethods are the store calls a durable-step kill can name.
+func StoreMethods() []string { return slices.Clone(storeMethods) }
 
-// durableProbe is the standard script's fault worker on a lazy mount with
-// its durable steps counted, then the quiesce step.
-func durableProbe() Case {
-	return Case{ID: "probe-durable", System: faults.Ingestion, Class: "probe",
-		Description: "fault-free run of the standard script on a lazy mount: counts the durable file operations of each store call of the worker",
-		Steps:       []Step{{Worker: "fault", Actions: StandardScript(), Durable: &DurableKill{}}, quiesceStep(faults.Ingestion, "fault")}}
+// durableSweepable says whether the runner can watch durable steps: worker
+// processes whose stores keep their files on the case's lazy mount.
+func (r *Runner) durableSweepable() bool {
+	return !r.cfg.InProcess && r.backend.Embedded && r.PowerLossUntested() == ""
 }
 
 // probeDurable runs the durable-step probe where the runner can.
-func (r *Runner) probeDurable(ctx context.Context) ([]DurableCall, []CaseResult, error) {
+func (r *Runner) probeDurable(ctx context.Context) ([]catalogue.DurableCall, []verdict.CaseResult, error) {
 	if !r.durableSweepable() {
 		return nil, nil, nil
 	}
-	c := durableProbe()
+	c := catalogue.DurableProbe()
 	res := r.RunCase(ctx, c)
-	if res.Verdict != Pass {
-		return nil, []CaseResult{res}, fmt.Errorf("probe %s: %s without any fault: %s %s", c.ID, res.Verdict, strings.Join(res.Broken(), ","), strings.Join(res.Notes, "; "))
+	if res.Verdict != verdict.Pass {
+		return nil, []verdict.CaseResult{res}, fmt.Errorf("probe %s: %s without any fault: %s %s", c.ID, res.Verdict, strings.Join(res.Broken(), ","), strings.Join(res.Notes, "; "))
 	}
-	return res.DurableCalls, []CaseResult{res}, nil
-}
-
-// DurableStepCases is the sweep over what the probe counted: for each
-// store method, its first call that took two durable steps or more, and
-// for each gap k between two of them, the standard script's fault worker
-// killed right after step k, then the restart.
-func DurableStepCases(calls []DurableCall) []Case {
-	var out []Case
-	done := map[string]bool{}
-	for _, c := range calls {
-		n := len(c.Ops)
-		if n < 2 || done[c.Method] {
-			continue
-		}
-		done[c.Method] = true
-		for k := 1; k < n; k++ {
-			op, _, _ := strings.Cut(c.Ops[k-1], " ")
-			for _, power := range []bool{false, true} {
-				out = append(out, DurableStepCase(DurableKill{Call: c.Call, Method: c.Method, Hit: c.Hit, Step: k, Steps: n, Op: op, Power: power}))
-			}
-		}
-	}
-	return out
-}
-
-// DurableStepName is a sweep case's row: "ops.create after fsync 1 of 2"
-// (without what the probe saw, "ops.create after durable step 1"; a later
-// call of the method than its first with a durable step says which,
-// "ops.create (call 2) after …").
-func DurableStepName(k DurableKill) string {
-	m := cmp.Or(k.Method, fmt.Sprintf("store call %d", k.Call))
-	if k.Hit > 1 {
-		m += fmt.Sprintf(" (call %d)", k.Hit)
-	}
-	if k.Op == "" || k.Steps == 0 {
-		return fmt.Sprintf("%s after durable step %d", m, k.Step)
-	}
-	return fmt.Sprintf("%s after %s %d of %d", m, k.Op, k.Step, k.Steps)
-}
-
-// DurableStepCase is the standard script's fault worker SIGKILLed, with
-// its store processes, right after the k-th durable step of one store
-// call (and, with k.Power, the power of the case's lazy mount cut then),
-// then the restart. Each is a class row of its own,
-// "durable-step-ops.create-1-of-2" and "…-1-of-2-power-loss".
-func DurableStepCase(k DurableKill) Case {
-	name := fmt.Sprintf("%s-%s-%d-of-%d", DurableStepClass, k.Method, k.Step, k.Steps)
-	c := Case{ID: name, System: faults.Ingestion, Class: name, Kind: faults.Crash,
-		Description: fmt.Sprintf("%s: the standard script's worker and its store processes are SIGKILLed right after durable step %d of %d (%s) of its store call %d, found on the lazy mount, not declared by the store; recovery must finish what the store made durable",
-			DurableStepName(k), k.Step, k.Steps, k.Op, k.Call),
-		Steps: []Step{{Worker: "fault", Actions: StandardScript(), Durable: &k}, quiesceStep(faults.Ingestion, "fault")}}
-	if k.Power {
-		c.ID += "-" + string(faults.PowerLoss)
-		c.Class, c.Kind = c.ID, faults.PowerLoss
-		c.Description = fmt.Sprintf("%s, power loss: the standard script's worker and its store processes are SIGKILLed right after durable step %d of %d (%s) of its store call %d, found on the lazy mount, and everything not synced then is lost; recovery must finish what the store made durable",
-			DurableStepName(k), k.Step, k.Steps, k.Op, k.Call)
-	}
-	return c
+	return res.DurableCalls, []verdict.CaseResult{res}, nil
 }
 
 // durablePower cuts the power of the case's lazy mount after a durable-step
 // kill that asks for it and fired (the worker's group is dead).
-func (r *Runner) durablePower(ctx context.Context, pc *powerCase, c Case, env CaseEnv, space string, cx caseExec, worker string, d *durableWatch, res *CaseResult) error {
+func (r *Runner) durablePower(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx caseExec, worker string, d *durableWatch, res *verdict.CaseResult) error {
 	d.mu.Lock()
 	fired := d.fired != ""
 	d.mu.Unlock()
@@ -401,51 +275,8 @@ func (r *Runner) durablePower(ctx context.Context, pc *powerCase, c Case, env Ca
 	if err != nil {
 		return err
 	}
-	hit := history.Record{Kind: history.Hit, Worker: worker, Point: faults.Point(DurableStepName(d.kill)), Fault: &faults.Action{Kind: faults.PowerLoss}}
+	hit := history.Record{Kind: history.Hit, Worker: worker, Point: faults.Point(catalogue.DurableStepName(d.kill)), Fault: &faults.Action{Kind: faults.PowerLoss}}
 	r.cutLazy(ctx, pc, c, env, space, h, hit, res)
 	pc.done++
 	return nil
-}
-
-// IsDurableStep reports whether c is a case of the durable-step sweep.
-func IsDurableStep(c Case) bool { return strings.HasPrefix(c.Class, DurableStepClass+"-") }
-
-// durableSteps narrows the sweep as betweenCalls narrows its cases: all
-// of it for the whole matrix or the class durable-step, one case for its
-// own class, none for a point or kind.
-func (s Selection) durableSteps(cases []Case) []Case {
-	if len(s.Points) > 0 || len(s.Kinds) > 0 {
-		return nil
-	}
-	if len(s.Classes) == 0 || slices.Contains(s.Classes, DurableStepClass) {
-		return cases
-	}
-	return slices.DeleteFunc(cases, func(c Case) bool { return !slices.Contains(s.Classes, c.Class) })
-}
-
-// DurableStepRow is a result of the sweep as the report lists it.
-type DurableStepRow struct {
-	Name   string // "ops.create after fdatasync 1 of 2"
-	Result CaseResult
-}
-
-// DurableStepsOf lists the durable-step cases of a report, in its order.
-func DurableStepsOf(rep Report) []DurableStepRow {
-	var out []DurableStepRow
-	for _, r := range rep.Results {
-		if !IsDurableStep(r.Case) {
-			continue
-		}
-		for _, st := range r.Case.Steps {
-			if st.Durable != nil {
-				name := DurableStepName(*st.Durable)
-				if st.Durable.Power {
-					name += ", power loss"
-				}
-				out = append(out, DurableStepRow{Name: name, Result: r})
-				break
-			}
-		}
-	}
-	return out
 }

@@ -6,8 +6,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // Durable steps of a database server: with --backend containers (server
@@ -52,7 +53,7 @@ type serverWatch struct {
 }
 
 // durableServer names the server a case's durable-step kill watches ("").
-func durableServer(c Case) string {
+func durableServer(c catalogue.Case) string {
 	for _, st := range c.Steps {
 		if st.Durable != nil && st.Durable.Server != "" {
 			return st.Durable.Server
@@ -99,12 +100,12 @@ func (s *serverWatch) crash(op cut.DurableOp) {
 
 // judge waits for the restart of a server killed at its step and says
 // what the kill did; the worker is not killed by it.
-func (s *serverWatch) judge(worker, fired string, call int) (string, *NotExercisedReason) {
+func (s *serverWatch) judge(worker, fired string, call int) (string, *verdict.NotExercisedReason) {
 	<-s.done
 	note := fmt.Sprintf("durable-step kill: server %s SIGKILLed right after %s, its durable step during worker %s's store call %d", s.name, fired, worker, call)
 	if err := cmpErr(s.killErr, s.err); err != nil {
 		note += ": " + err.Error()
-		return note, &NotExercisedReason{Cause: CauseServerFault, Detail: note,
+		return note, &verdict.NotExercisedReason{Cause: verdict.CauseServerFault, Detail: note,
 			Advice: "the supervisor could not kill the server or start it again on its data: see the server's log"}
 	}
 	return note + fmt.Sprintf("; it answered again %s after the kill", s.took.Round(time.Millisecond)), nil
@@ -117,20 +118,4 @@ func cmpErr(errs ...error) error {
 		}
 	}
 	return nil
-}
-
-// ServerDurableCase is the standard script's worker with the server's
-// durable steps watched during its store calls; with k naming a call and
-// a step, the server is killed right after that step and started again,
-// then the restart (the quiesce step). With no call named it only counts
-// (CaseResult.DurableCalls).
-func ServerDurableCase(k DurableKill) Case {
-	id := fmt.Sprintf("%s-%s-probe", DurableStepClass, k.Server)
-	desc := fmt.Sprintf("fault-free run of the standard script: counts the durable file operations of server %s during each store call of the worker", k.Server)
-	if k.kills() {
-		id = fmt.Sprintf("%s-%s-%s-%d-%d", DurableStepClass, k.Server, k.Method, k.Hit, k.Step)
-		desc = fmt.Sprintf("server %s is SIGKILLed right after its durable step %d during the worker's call %d of %s (found on its data directory's lazy mount), and started again on its data; the worker sees its server fail and goes on; recovery must finish what was made durable", k.Server, k.Step, k.Hit, k.Method)
-	}
-	return Case{ID: id, System: faults.Ingestion, Class: id, Kind: faults.ServerCrash, Server: k.Server, Description: desc,
-		Steps: []Step{{Worker: "fault", Actions: StandardScript(), Durable: &k, ContinueOnError: true}, quiesceStep(faults.Ingestion, "fault")}}
 }

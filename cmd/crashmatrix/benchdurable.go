@@ -8,6 +8,8 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/spf13/cobra"
 )
 
@@ -33,16 +35,16 @@ func benchDurableSteps(cmd *cobra.Command, server *serverFlags, self, backend, b
 		fmt.Fprintf(out, "durable steps: not swept on %s (%s)\n", backend, sim.PowerLossNotTested(r.PowerLossUntested()))
 		return nil
 	}
-	probe := sim.DurableProbeCase()
+	probe := catalogue.DurableProbe()
 	sweep, err := sweepCases(cmd, r, backend)
 	os.RemoveAll(work)
 	if err != nil {
 		return err
 	}
 	ms := ttl.Milliseconds()
-	plain := sim.Matrix(ms)
-	with := append(append(sim.Matrix(ms), probe), sweep...)
-	run := func(cases []sim.Case, what string) (time.Duration, error) {
+	plain := catalogue.Matrix(ms)
+	with := append(append(catalogue.Matrix(ms), probe), sweep...)
+	run := func(cases []catalogue.Case, what string) (time.Duration, error) {
 		r, work, err := benchRunner(server, benchDir, backend, self, ttl, 1, adaptive)
 		if err != nil {
 			return 0, err
@@ -76,12 +78,12 @@ func benchDurableSteps(cmd *cobra.Command, server *serverFlags, self, backend, b
 
 // sweepCases runs the durable-step probe on r and prints how many sweep
 // cases the backend gets, from what the probe counted.
-func sweepCases(cmd *cobra.Command, r *sim.Runner, backend string) ([]sim.Case, error) {
-	res := r.RunCase(cmd.Context(), sim.DurableProbeCase())
-	if res.Verdict != sim.Pass {
+func sweepCases(cmd *cobra.Command, r *sim.Runner, backend string) ([]catalogue.Case, error) {
+	res := r.RunCase(cmd.Context(), catalogue.DurableProbe())
+	if res.Verdict != verdict.Pass {
 		return nil, fmt.Errorf("the durable-step probe on %s: %s %v %v", backend, res.Verdict, res.Broken(), res.Notes)
 	}
-	sweep := sim.DurableStepCases(res.DurableCalls)
+	sweep := catalogue.DurableStepCases(res.DurableCalls)
 	multi := 0
 	for _, c := range res.DurableCalls {
 		if len(c.Ops) > 1 {

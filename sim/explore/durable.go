@@ -5,14 +5,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // Kills after durable steps: where the probe saw a store call make two
-// durable file operations or more on the lazy mount (sim.DurableCall, a
+// durable file operations or more on the lazy mount (catalogue.DurableCall, a
 // gap no declared window may name), a client without faults of its own is
 // killed right after the k-th of them in one of its calls of that method
-// (sim.DurableKill: the method, its call among those that made a durable
+// (catalogue.DurableKill: the method, its call among those that made a durable
 // step, the step), and, a PowerLoss share of the time, the power is cut
 // then too. Its finding replays from a scenario (point durableStep) and
 // shrinks like any fault: dropped, moved to the method's first call, or
@@ -27,7 +27,7 @@ type gapped struct {
 
 // gappedCalls are the methods of calls that took two durable steps or
 // more, each once (its first such call), in the probe's order.
-func gappedCalls(calls []sim.DurableCall) []gapped {
+func gappedCalls(calls []catalogue.DurableCall) []gapped {
 	var out []gapped
 	for _, c := range calls {
 		if len(c.Ops) >= 2 && !slices.ContainsFunc(out, func(g gapped) bool { return g.method == c.Method }) {
@@ -40,7 +40,7 @@ func gappedCalls(calls []sim.DurableCall) []gapped {
 // killAfterDurableSteps arms the durable-step kills of a schedule. Its
 // draws come after every other draw of the schedule, so that a schedule
 // of a store whose calls sync once each is what it always was.
-func killAfterDurableSteps(r *rand.Rand, c *sim.Case, clients int, shape Shape) {
+func killAfterDurableSteps(r *rand.Rand, c *catalogue.Case, clients int, shape Shape) {
 	gs := gappedCalls(shape.DurableCalls)
 	if shape.DurableKill <= 0 || len(gs) == 0 {
 		return
@@ -58,36 +58,36 @@ func killAfterDurableSteps(r *rand.Rand, c *sim.Case, clients int, shape Shape) 
 		g := pick(r, gs)
 		k := 1 + r.Intn(len(g.ops)-1)
 		op, _, _ := strings.Cut(g.ops[k-1], " ")
-		st.Durable = &sim.DurableKill{Method: g.method, Hit: 1 + r.Intn(len(st.Actions)), Step: k, Steps: len(g.ops), Op: op,
+		st.Durable = &catalogue.DurableKill{Method: g.method, Hit: 1 + r.Intn(len(st.Actions)), Step: k, Steps: len(g.ops), Op: op,
 			Power: shape.PowerLoss > 0 && r.Float64() < shape.PowerLoss}
 	}
 }
 
 // durableCandidates are the reductions of a step's durable-step kill:
 // without it, at the method's first call, without the power cut.
-func durableCandidates(c sim.Case, i int) []sim.Case {
+func durableCandidates(c catalogue.Case, i int) []catalogue.Case {
 	k := c.Steps[i].Durable
 	if k == nil {
 		return nil
 	}
-	var out []sim.Case
-	with := func(f func(*sim.Step)) {
+	var out []catalogue.Case
+	with := func(f func(*catalogue.Step)) {
 		d := clone(c)
 		f(&d.Steps[i])
 		out = append(out, d)
 	}
-	with(func(st *sim.Step) { st.Durable = nil })
+	with(func(st *catalogue.Step) { st.Durable = nil })
 	if k.Hit > 1 {
-		with(func(st *sim.Step) { st.Durable.Hit = 1 })
+		with(func(st *catalogue.Step) { st.Durable.Hit = 1 })
 	}
 	if k.Power {
-		with(func(st *sim.Step) { st.Durable.Power = false })
+		with(func(st *catalogue.Step) { st.Durable.Power = false })
 	}
 	return out
 }
 
 // durableScore is what a durable-step kill adds to simpler's score.
-func durableScore(k *sim.DurableKill) int {
+func durableScore(k *catalogue.DurableKill) int {
 	n := 0
 	if k != nil && k.Hit > 1 {
 		n++

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // Where the probe saw a call take two durable steps, schedules kill
@@ -13,7 +13,7 @@ import (
 // schedules are otherwise unchanged. Where no call took two, nothing is
 // drawn at all.
 func TestSchedulesKillAfterDurableSteps(t *testing.T) {
-	calls := []sim.DurableCall{
+	calls := []catalogue.DurableCall{
 		{Call: 3, Method: "locks.tryAcquire", Hit: 1, Ops: []string{"fdatasync data/x.db-wal"}},
 		{Call: 8, Method: "ops.create", Hit: 1, Ops: []string{"fdatasync data/x.db-wal", "fdatasync data/x.db-wal"}},
 	}
@@ -54,25 +54,25 @@ func TestSchedulesKillAfterDurableSteps(t *testing.T) {
 // first call, and as a plain kill without the power cut; the candidates
 // do not share the kill with the case they came from.
 func TestDurableKillShrinks(t *testing.T) {
-	k := &sim.DurableKill{Method: "ops.create", Hit: 2, Step: 1, Steps: 2, Op: "fsync", Power: true}
-	c := sim.Case{Steps: []sim.Step{{Worker: "w1", Actions: []sim.Action{{Do: "ingest"}, {Do: "ingest"}}, Durable: k}, {Worker: "quiesce"}}}
-	var got []*sim.DurableKill
+	k := &catalogue.DurableKill{Method: "ops.create", Hit: 2, Step: 1, Steps: 2, Op: "fsync", Power: true}
+	c := catalogue.Case{Steps: []catalogue.Step{{Worker: "w1", Actions: []catalogue.Action{{Do: "ingest"}, {Do: "ingest"}}, Durable: k}, {Worker: "quiesce"}}}
+	var got []*catalogue.DurableKill
 	for _, d := range candidates(c) {
 		if len(d.Steps) == 2 && len(d.Steps[0].Actions) == 2 {
 			got = append(got, d.Steps[0].Durable)
 		}
 	}
-	want := []*sim.DurableKill{nil,
+	want := []*catalogue.DurableKill{nil,
 		{Method: "ops.create", Hit: 1, Step: 1, Steps: 2, Op: "fsync", Power: true},
 		{Method: "ops.create", Hit: 2, Step: 1, Steps: 2, Op: "fsync"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("candidates' kills %+v, want %+v", got, want)
 	}
-	if *k != (sim.DurableKill{Method: "ops.create", Hit: 2, Step: 1, Steps: 2, Op: "fsync", Power: true}) {
+	if *k != (catalogue.DurableKill{Method: "ops.create", Hit: 2, Step: 1, Steps: 2, Op: "fsync", Power: true}) {
 		t.Fatalf("a candidate changed the original's kill: %+v", *k)
 	}
 	plain := c
-	plain.Steps = []sim.Step{{Worker: "w1", Actions: c.Steps[0].Actions, Durable: want[2]}, c.Steps[1]}
+	plain.Steps = []catalogue.Step{{Worker: "w1", Actions: c.Steps[0].Actions, Durable: want[2]}, c.Steps[1]}
 	if !simpler(plain, c) || Size(c) != 3 {
 		t.Fatalf("a kill without the power cut is not simpler, or the kill is not counted in the size (%d)", Size(c))
 	}

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // killNote is the note of a server killed at its durable step: the
@@ -27,8 +28,8 @@ func TestPostgresKilledAfterItsDurableStep(t *testing.T) {
 	st := start(t, provision.ContainerOptions{NoNeo4j: true})
 	r := runner(t, st)
 	ctx := context.Background()
-	probe := r.RunCase(ctx, sim.ServerDurableCase(sim.DurableKill{Server: "postgres"}))
-	if probe.Verdict != sim.Pass {
+	probe := r.RunCase(ctx, catalogue.ServerDurableCase(catalogue.DurableKill{Server: "postgres"}))
+	if probe.Verdict != verdict.Pass {
 		t.Fatalf("the probe: %s %v %v", probe.Verdict, probe.Broken(), probe.Notes)
 	}
 	creates := 0
@@ -44,8 +45,8 @@ func TestPostgresKilledAfterItsDurableStep(t *testing.T) {
 	var seen []string
 	for run := 1; run <= 2; run++ {
 		kills := st.Faults.Kills("postgres")
-		res := r.RunCase(ctx, sim.ServerDurableCase(sim.DurableKill{Server: "postgres", Method: "ops.create", Hit: 1, Step: 1}))
-		if res.Verdict != sim.Pass {
+		res := r.RunCase(ctx, catalogue.ServerDurableCase(catalogue.DurableKill{Server: "postgres", Method: "ops.create", Hit: 1, Step: 1}))
+		if res.Verdict != verdict.Pass {
 			t.Fatalf("run %d: %s %v %s", run, res.Verdict, res.Broken(), strings.Join(res.Notes, "; "))
 		}
 		i := slices.IndexFunc(res.Notes, killNote.MatchString)
@@ -62,8 +63,8 @@ func TestPostgresKilledAfterItsDurableStep(t *testing.T) {
 	if seen[0] != seen[1] {
 		t.Fatalf("the kill fell in store call %s in run 1 and %s in run 2: not the same step", seen[0], seen[1])
 	}
-	miss := r.RunCase(ctx, sim.ServerDurableCase(sim.DurableKill{Server: "postgres", Method: "ops.create", Hit: 1, Step: 50}))
-	if miss.Verdict != sim.NotExercised {
+	miss := r.RunCase(ctx, catalogue.ServerDurableCase(catalogue.DurableKill{Server: "postgres", Method: "ops.create", Hit: 1, Step: 50}))
+	if miss.Verdict != verdict.NotExercised {
 		t.Fatalf("a kill after step 50 of a call that takes fewer: %s, want not exercised (%v)", miss.Verdict, miss.Notes)
 	}
 }
