@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
+	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
@@ -33,5 +35,43 @@ func TestDurableStepSweepCatchesAnUndeclaredTwoStepGoStore(t *testing.T) {
 			got = append(got, r.Case.ID+" "+string(r.Verdict)+" "+strings.Join(r.Broken(), ","))
 		}
 		t.Fatalf("the undeclared two-step create: exit %d, ops.create sweep cases failing I5: %v; results %q", rep.ExitCode, failed, got)
+	}
+}
+
+// The sweep's finding on the undeclared two-step Go store, written as a
+// scenario as certify writes it (point durableStep, the store call, the
+// step) and read back, replays 10 times in 10 with the same history: the
+// kill lands after the same sync of the same call every time.
+func TestDurableStepFindingReplays(t *testing.T) {
+	b := twoStepCreateBackend(false)
+	run := crashrun.Run(t, b, crashrun.Options{Classes: []string{catalogue.DurableStepClass + "-ops.create-1-of-2"}})
+	i := slices.IndexFunc(run.Results, func(r verdict.CaseResult) bool { return r.Verdict == verdict.Fail })
+	if i < 0 {
+		t.Fatalf("the kill after ops.create's first sync did not fail: %v", run.Report.Counts)
+	}
+	sc, err := scenarios.FromFailure(run.Results[i], run.Report, "", 0) // a Go store of the test: no backend a scenario names
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := sc.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "{point: durableStep, kind: crash, call: ops.create, step: 1, of: 2, syscall: "; !strings.Contains(string(text), want) {
+		t.Fatalf("the scenario does not name the kill as %s:\n%s", want, text)
+	}
+	back, err := scenarios.Parse(sc.Name+".yaml", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replays := replayTen(t, b, back)
+	first := history.Trace(replays[0].Timeline)
+	for i, r := range replays {
+		if err := back.JudgeResult(r); err != nil {
+			t.Errorf("replay %d: %v", i+1, err)
+		}
+		if tr := history.Trace(r.Timeline); !slices.Equal(tr, first) {
+			t.Errorf("replay %d's history differs from replay 1's:\n%s\nvs\n%s", i+1, strings.Join(tr, "\n"), strings.Join(first, "\n"))
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/scenarios"
+	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
@@ -51,22 +52,7 @@ func TestRandomKillFindingReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := back.Case()
-	cases := make([]catalogue.Case, 10)
-	for i := range cases {
-		cases[i] = c
-		cases[i].ID = fmt.Sprintf("%s-replay-%d", c.ID, i)
-	}
-	var replays []verdict.CaseResult
-	// (The report holds the probe's failure too: the mutant fails it.)
-	for _, r := range crashrun.Run(t, b, crashrun.Options{Cases: cases, Bugs: back.Bugs, Seed: back.Seed, LeaseTTL: back.LeaseTTL, Parallel: 2}).Results {
-		if strings.HasPrefix(r.Case.ID, c.ID+"-replay-") {
-			replays = append(replays, r)
-		}
-	}
-	if len(replays) != len(cases) {
-		t.Fatalf("%d replays ran, want %d", len(replays), len(cases))
-	}
+	replays := replayTen(t, b, back)
 	first := history.Trace(replays[0].Timeline)
 	reproduced := 0
 	for i, r := range replays {
@@ -80,4 +66,27 @@ func TestRandomKillFindingReplays(t *testing.T) {
 		}
 	}
 	t.Logf("%s (a crash at %s@%d) broke %v; %d of 10 replays of its scenario broke it again", hit.Case.ID, p, k, hit.Broken(), reproduced)
+}
+
+// replayTen runs the scenario's case 10 times on b under its settings
+// and returns the 10 results.
+func replayTen(t *testing.T, b sim.Backend, s *scenarios.Scenario) []verdict.CaseResult {
+	t.Helper()
+	c := s.Case()
+	cases := make([]catalogue.Case, 10)
+	for i := range cases {
+		cases[i] = c
+		cases[i].ID = fmt.Sprintf("%s-replay-%d", c.ID, i)
+	}
+	var replays []verdict.CaseResult
+	// (A report can hold the probe's failure too: a mutant fails it.)
+	for _, r := range crashrun.Run(t, b, crashrun.Options{Cases: cases, Bugs: s.Bugs, Seed: s.Seed, LeaseTTL: s.LeaseTTL, Parallel: 2}).Results {
+		if strings.HasPrefix(r.Case.ID, c.ID+"-replay-") {
+			replays = append(replays, r)
+		}
+	}
+	if len(replays) != len(cases) {
+		t.Fatalf("%d replays ran, want %d", len(replays), len(cases))
+	}
+	return replays
 }

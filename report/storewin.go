@@ -56,12 +56,26 @@ func storeCell(r *verdict.CaseResult, p faults.Point) matrixCell {
 	return cellOf(r, p)
 }
 
-// storeHTML is the HTML report's store-window table and random-kill tally.
+// storeHTML is the HTML report's store-window table, its durable-step
+// sweep and random-kill tally.
 type storeHTML struct {
-	Kinds  []faults.Kind
-	Rows   []storeHTMLRow
-	Probed bool
-	Kills  verdict.RandomKillSummary
+	Kinds   []faults.Kind
+	Rows    []storeHTMLRow
+	Probed  bool
+	Kills   verdict.RandomKillSummary
+	Durable durableHTML
+}
+
+// durableHTML is the durable-step sweep: what the probe counted, and a
+// row per case named by call and step.
+type durableHTML struct {
+	Calls, Multi int
+	Rows         []durableHTMLRow
+}
+
+type durableHTMLRow struct {
+	Name string
+	Cell htmlCell
 }
 
 type storeHTMLRow struct {
@@ -71,7 +85,11 @@ type storeHTMLRow struct {
 }
 
 func storeSections(rep verdict.Report, cell func(matrixCell) htmlCell) storeHTML {
-	out := storeHTML{Kinds: verdict.StoreColumns(rep), Probed: rep.Probed, Kills: verdict.RandomKillsOf(rep)}
+	out := storeHTML{Kinds: verdict.StoreColumns(rep), Probed: rep.Probed, Kills: verdict.RandomKillsOf(rep),
+		Durable: durableHTML{Calls: rep.DurableCalls, Multi: rep.DurableMulti}}
+	for _, r := range verdict.DurableStepsOf(rep) {
+		out.Durable.Rows = append(out.Durable.Rows, durableHTMLRow{Name: r.Name, Cell: cell(cellOf(&r.Result, ""))})
+	}
 	for _, row := range verdict.StoreRows(rep) {
 		hr := storeHTMLRow{Point: string(row.Point), Methods: row.Methods, Probe: row.Probe}
 		for _, c := range row.Cells {
@@ -87,5 +105,10 @@ const storeHTMLTemplate = `{{define "store"}}{{if .Rows}}<h2>Store windows</h2>
 <div class="scroll"><table><tr><th>store window \ fault</th>{{range .Kinds}}<th>{{.}}</th>{{end}}<th>declared in</th></tr>
 {{range .Rows}}<tr><th>{{.Point}}</th>{{range .Cells}}<td class="{{.Class}}" title="{{.Title}}">{{if .Anchor}}<a href="#{{.Anchor}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}<td>{{.Methods}} ({{.Probe}}× in the probe)</td></tr>
 {{end}}</table></div>{{else if .Probed}}<p>Store windows: the probe found none (no store method declares one with faults.At).</p>{{end}}
+{{if or .Durable.Calls .Durable.Rows}}<h2>Durable steps</h2>
+<p>Found on the lazy mount, not declared: {{.Durable.Calls}} store calls of the probe synced, {{.Durable.Multi}} of them more than once; each gap inside a call is a case that kills the worker and its store processes right after the step (and one that cuts the power then). A case whose call never reached its step is not exercised, never a pass.</p>
+{{if .Durable.Rows}}<div class="scroll"><table><tr><th>store call and step</th><th>verdict</th></tr>
+{{range .Durable.Rows}}<tr><th>{{.Name}}</th><td class="{{.Cell.Class}}" title="{{.Cell.Title}}">{{if .Cell.Anchor}}<a href="#{{.Cell.Anchor}}">{{.Cell.Text}}</a>{{else}}{{.Cell.Text}}{{end}}</td></tr>
+{{end}}</table></div>{{end}}{{end}}
 {{if .Kills.Cases}}<h2>Random-instant kills</h2><p>{{.Kills.Cases}} cases: {{.Kills.Pass}} pass, {{.Kills.Fail}} FAIL, {{.Kills.NotExercised}} not exercised, {{.Kills.Undecided}} undecided.</p>
 {{if .Kills.Failed}}<ul>{{range .Kills.Failed}}<li><a href="#{{.Case.ID}}">{{.Case.ID}}</a>: {{.Verdict}} {{range .Notes}}— {{.}} {{end}}</li>{{end}}</ul>{{end}}{{end}}{{end}}`

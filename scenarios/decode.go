@@ -165,7 +165,7 @@ var (
 )
 
 // Backends are the backend names a scenario may require.
-var Backends = []string{"sqlite", "memory", "postgres", "containers"}
+var Backends = []string{"sqlite", "memory", "postgres", "containers", "store-cmd"}
 
 // Mutants are the backend mutants a scenario may switch on.
 var Mutants = []string{sim.MutantCreateNotMerge, sim.MutantNoUniqueConstraint, sim.MutantSynchronousOff, sim.MutantRenewIgnoresHolder}
@@ -177,7 +177,8 @@ var (
 	meanwhileFields = []string{"worker", "does"}
 	killFields      = []string{"seed", "offset", "base", "after", "afterIndex", "delta"}
 	actionFields    = []string{"do", "doc", "document", "op", "rounds", "thread", "owner", "question", "minutes", "approve", "content"}
-	faultFields     = []string{"point", "kind", "hit", "pause", "server", "tear"}
+	faultFields     = []string{"point", "kind", "hit", "pause", "server", "tear", "call", "step", "of", "syscall"}
+	durableFields   = []string{"call", "step", "of", "syscall"}
 	expectFields    = []string{"verdict", "holds", "breaks"}
 )
 
@@ -723,6 +724,9 @@ func (d *decoder) decodeSteps(s *Scenario, top fields) {
 				d.errPath(child(sp, "kill"), "a killed worker cannot run in the background")
 			}
 		}
+		if hasPoint(st.Faults, catalogue.DurableStepPoint) && (st.Background || st.Kill != nil) {
+			d.errPath(child(sp, "faults"), "a step killed after a durable step runs in the foreground and has no kill block")
+		}
 		if mn, ok := f.vals["meanwhile"]; ok {
 			st.Meanwhile = d.decodeMeanwhile(mn, child(sp, "meanwhile"))
 			if st.Meanwhile != nil && !slices.ContainsFunc(st.Faults, func(f Fault) bool { return f.Kind == faults.Pause }) {
@@ -844,6 +848,15 @@ func (d *decoder) decodeFault(s *Scenario, n ast.Node, path string) (Fault, bool
 	var ft Fault
 	good := true
 	ps, ks := d.str(f, "point"), d.str(f, "kind")
+	if ps == string(catalogue.DurableStepPoint) {
+		return d.decodeDurable(s, n, f, path, ks)
+	}
+	for _, k := range durableFields {
+		if f.has(k) {
+			d.errAt(d.keyAt(child(path, k)), child(path, k), "%s applies to point %s only", k, catalogue.DurableStepPoint)
+			good = false
+		}
+	}
 	if ps == "" {
 		d.errAt(n, child(path, "point"), "required")
 		good = false
@@ -925,6 +938,73 @@ func (d *decoder) decodeFault(s *Scenario, n ast.Node, path string) (Fault, bool
 		default:
 			ft.Tear = faults.ActionTear(int(tear))
 		}
+	}
+	return ft, good
+}
+
+// decodeDurable decodes a durable-step kill: {point: durableStep, kind:
+// crash or power-loss, call: a store method, hit: its call (1-based, the
+// calls of it that make a durable file operation), step: the durable file
+// operation it is killed right after; of and syscall optional; server: a
+// database server whose own durable steps during the call count, and
+// which is killed instead of the worker}.
+func (d *decoder) decodeDurable(s *Scenario, n ast.Node, f fields, path, ks string) (Fault, bool) {
+	ft := Fault{Point: catalogue.DurableStepPoint, Hit: 1, Call: d.str(f, "call"), Step: int(d.integer(f, "step")), Of: int(d.integer(f, "of")), Syscall: d.str(f, "syscall")}
+	good := true
+	bad := func(key, format string, args ...any) {
+		d.errPath(child(path, key), format, args...)
+		good = false
+	}
+	switch k, err := faults.ParseKind(ks); {
+	case ks == "":
+		d.errAt(n, child(path, "kind"), "required (crash or power-loss)")
+		good = false
+	case err != nil:
+		bad("kind", "%v", err)
+	case k != faults.Crash && k != faults.PowerLoss:
+		bad("kind", "kind %s does not apply at %s (applies: crash, power-loss)", k, catalogue.DurableStepPoint)
+	default:
+		ft.Kind = k
+	}
+	if s.System != faults.Ingestion {
+		bad("point", "point %s belongs to system %s (the stores' calls), the scenario is %s", catalogue.DurableStepPoint, faults.Ingestion, s.System)
+	}
+	for _, k := range []string{"pause", "tear"} {
+		if f.has(k) {
+			d.errAt(d.keyAt(child(path, k)), child(path, k), "%s does not apply at point %s", k, catalogue.DurableStepPoint)
+			good = false
+		}
+	}
+	if f.has("server") {
+		// The server's own durable steps during the call, the server
+		// killed (sim/serverdurable.go).
+		if ft.Server = d.str(f, "server"); !slices.Contains(faults.Servers, ft.Server) {
+			bad("server", "unknown server %q (want one of %s)", ft.Server, strings.Join(faults.Servers, ", "))
+		} else if ft.Kind == faults.PowerLoss {
+			bad("kind", "a server's durable step is killed with kind crash (the server is killed and started again), not %s", ft.Kind)
+		}
+	}
+	switch {
+	case !f.has("call"):
+		d.errAt(n, child(path, "call"), "required: the store call the kill is inside (one of %s)", strings.Join(sim.StoreMethods(), ", "))
+		good = false
+	case !slices.Contains(sim.StoreMethods(), ft.Call):
+		bad("call", "unknown store call %q (want one of %s)", ft.Call, strings.Join(sim.StoreMethods(), ", "))
+	}
+	if f.has("hit") {
+		if ft.Hit = int(d.integer(f, "hit")); ft.Hit < 1 {
+			bad("hit", "hit must be a 1-based number (which call of %s that makes a durable file operation), got %d", ft.Call, ft.Hit)
+		}
+	}
+	switch {
+	case !f.has("step"):
+		d.errAt(n, child(path, "step"), "required: the durable file operation of the call the worker is killed right after (1-based)")
+		good = false
+	case ft.Step < 1:
+		bad("step", "step must be 1 or more, got %d", ft.Step)
+	}
+	if f.has("of") && ft.Of <= ft.Step {
+		bad("of", "of (the durable steps the call took) must be more than step %d: after its last step the call has no gap left, got %d", ft.Step, ft.Of)
 	}
 	return ft, good
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
@@ -35,7 +36,16 @@ var StandardDocuments = map[string]string{
 // under its names, others after their documentId), arms become faults.
 // The caller sets Expect and the run settings before Marshal.
 func FromCase(c catalogue.Case) (*Scenario, error) {
-	s := &Scenario{Name: c.ID, Description: c.Description, System: c.System, Initial: c.Initial}
+	// A scenario's name is lower-case letters, digits and '-'
+	// ("durable-step-ops.create-1-of-2" becomes
+	// "durable-step-ops-create-1-of-2").
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(c.ID))
+	s := &Scenario{Name: name, Description: c.Description, System: c.System, Initial: c.Initial}
 	if s.System == "" {
 		s.System = faults.Ingestion
 	}
@@ -70,11 +80,6 @@ func FromCase(c catalogue.Case) (*Scenario, error) {
 		return n
 	}
 	for _, st := range c.Steps {
-		if st.Durable != nil {
-			// A scenario has no field for it yet: written without it, the
-			// file would replay the case with no kill at all.
-			return nil, fmt.Errorf("case %s: a kill after a durable step (%s) cannot be written as a scenario file yet; rerun it with certify --class %s", c.ID, catalogue.DurableStepName(*st.Durable), c.Class)
-		}
 		out := Step{Worker: st.Worker, Background: st.Background, ContinueOnError: st.ContinueOnError, Resubmit: slices.Clone(st.Resubmit)}
 		for _, a := range st.Actions {
 			x := Action{Do: a.Do, Doc: a.Doc, Op: a.Op, Rounds: a.Rounds, Thread: a.Thread, Owner: a.Owner, Question: a.Question, Minutes: a.Minutes, Approve: a.Approve}
@@ -94,6 +99,18 @@ func FromCase(c catalogue.Case) (*Scenario, error) {
 		for _, p := range points {
 			act := st.Arms[p]
 			out.Faults = append(out.Faults, Fault{Point: p, Kind: act.Kind, Hit: act.Hit, Pause: act.PauseFor, Server: act.Server, Tear: act.Tear})
+		}
+		if k := st.Durable; k != nil {
+			if k.Hit < 1 || k.Method == "" {
+				// Counted by store call number only: that moves when
+				// calls without a durable step come and go.
+				return nil, fmt.Errorf("case %s: its kill after %s names no store method and its call of that method (DurableKill.Method, Hit)", c.ID, catalogue.DurableStepName(*k))
+			}
+			kind := faults.Crash
+			if k.Power {
+				kind = faults.PowerLoss
+			}
+			out.Faults = append(out.Faults, Fault{Point: catalogue.DurableStepPoint, Kind: kind, Hit: k.Hit, Call: k.Method, Step: k.Step, Of: k.Steps, Syscall: k.Op, Server: k.Server})
 		}
 		if st.Kill != nil {
 			k := *st.Kill

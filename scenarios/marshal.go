@@ -212,6 +212,15 @@ func faultFlow(f Fault) string {
 	if f.Tear != 0 {
 		parts = append(parts, "tear: "+strconv.Itoa(f.Tear))
 	}
+	if f.Call != "" {
+		parts = append(parts, "call: "+scalar(f.Call, true), "step: "+strconv.Itoa(f.Step))
+	}
+	if f.Of != 0 {
+		parts = append(parts, "of: "+strconv.Itoa(f.Of))
+	}
+	if f.Syscall != "" {
+		parts = append(parts, "syscall: "+scalar(f.Syscall, true))
+	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 

@@ -4,7 +4,7 @@
 //
 // Load and Parse decode a file strictly and validate it; every error names
 // the file, line, column and field path. Case turns a scenario into the
-// simulator's sim.Case, Apply puts its run settings into a sim.Config,
+// simulator's catalogue.Case, Apply puts its run settings into a sim.Config,
 // Judge compares a run's outcome with the expectation, and Marshal writes
 // the canonical form (what the explorer uses for shrunk scenarios).
 package scenarios
@@ -54,7 +54,7 @@ type Scenario struct {
 	Expect Expect
 }
 
-// Step is one worker process (sim.Step).
+// Step is one worker process (catalogue.Step).
 type Step struct {
 	Worker  string
 	Actions []Action
@@ -78,7 +78,7 @@ type Step struct {
 	Meanwhile *catalogue.Meanwhile
 }
 
-// Action is one thing a worker does (sim.Action). An ingest names its
+// Action is one thing a worker does (catalogue.Action). An ingest names its
 // content through Document, a key of Scenario.Documents, instead of
 // carrying the text inline.
 type Action struct {
@@ -116,6 +116,24 @@ type Fault struct {
 	// sectors, a smaller power of two down to 1 for a tear inside one
 	// sector; 0 (or 4096 in the file) for 4 KiB pages.
 	Tear int
+	// A durable-step kill (point durableStep, kind crash or power-loss)
+	// names the store call (Call, "ops.create": its Hit-th call that makes
+	// a durable file operation) and the step: killed right after its
+	// Step-th durable file operation. Of and Syscall are what the sweep
+	// saw there (how many steps the call took, "fdatasync"), for its name.
+	Call    string
+	Step    int
+	Of      int
+	Syscall string
+}
+
+// Durable is the fault as the supervisor's durable-step kill (nil for
+// any other point).
+func (f Fault) Durable() *catalogue.DurableKill {
+	if f.Point != catalogue.DurableStepPoint {
+		return nil
+	}
+	return &catalogue.DurableKill{Method: f.Call, Hit: f.Hit, Step: f.Step, Steps: f.Of, Op: f.Syscall, Power: f.Kind == faults.PowerLoss, Server: f.Server}
 }
 
 // Action returns the fault as a faults.Action.
@@ -150,7 +168,11 @@ func (st Step) ExpectedHits() []faults.Point {
 	}
 	var out []faults.Point
 	for _, f := range st.Faults {
-		out = append(out, f.Point)
+		// A durable-step kill is the supervisor's: the worker never
+		// reports it; it must fire all the same (catalogue.Step.Durable).
+		if f.Durable() == nil {
+			out = append(out, f.Point)
+		}
 	}
 	return out
 }
@@ -165,11 +187,15 @@ func (s *Scenario) Case() catalogue.Case {
 			out.Actions = append(out.Actions, catalogue.Action{Do: a.Do, Doc: a.Doc, Content: s.Documents[a.Document], Op: a.Op,
 				Rounds: a.Rounds, Thread: a.Thread, Owner: a.Owner, Question: a.Question, Minutes: a.Minutes, Approve: a.Approve})
 		}
-		if len(st.Faults) > 0 {
-			out.Arms = faults.Arms{}
-			for _, f := range st.Faults {
-				out.Arms[f.Point] = f.Action()
+		for _, f := range st.Faults {
+			if k := f.Durable(); k != nil {
+				out.Durable = k
+				continue
 			}
+			if out.Arms == nil {
+				out.Arms = faults.Arms{}
+			}
+			out.Arms[f.Point] = f.Action()
 		}
 		out.Resubmit = slices.Clone(st.Resubmit)
 		if st.Kill != nil {
@@ -277,7 +303,7 @@ func (s *Scenario) Judge(violated []string, ran string) error {
 		s.Name, strings.Join(problems, "; "), strings.Join(got, " "), ran)
 }
 
-// JudgeResult is Judge for a sim.CaseResult.
+// JudgeResult is Judge for a verdict.CaseResult.
 func (s *Scenario) JudgeResult(r verdict.CaseResult) error {
 	if r.Verdict == verdict.NotExercised {
 		// No invariant was judged: say why instead of an empty list.

@@ -115,6 +115,9 @@ type durableWatch struct {
 	fired string
 	// disk is the disk error of a durable-step disk case (kill.Disk).
 	disk *diskWatch
+	// srv is the server watched and killed (Server), nil for the
+	// worker's own files.
+	srv *serverWatch
 }
 
 // readMark reads the worker's process group and current call.
@@ -139,22 +142,32 @@ func (d *durableWatch) op(op cut.DurableOp) {
 		return
 	}
 	// A worker leads its own session (and group); a store process it
-	// starts leads a group of its own in that session.
-	st, err := procstat.Read(int(op.Pid))
-	if err != nil || (st.PGRP != pgid && st.Session != pgid) {
-		return
+	// starts leads a group of its own in that session. A server's
+	// processes are the server's: each of its operations while the
+	// worker is inside a call counts.
+	var st procstat.Stat
+	if d.srv == nil {
+		var err error
+		if st, err = procstat.Read(int(op.Pid)); err != nil || (st.PGRP != pgid && st.Session != pgid) {
+			return
+		}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if n := len(d.seen); n == 0 || d.seen[n-1].Call != call {
-		d.seen = append(d.seen, catalogue.DurableCall{Call: call, Method: method})
+		hit := 1 + len(slices.DeleteFunc(slices.Clone(d.seen), func(c catalogue.DurableCall) bool { return c.Method != method }))
+		d.seen = append(d.seen, catalogue.DurableCall{Call: call, Method: method, Hit: hit})
 	}
 	c := &d.seen[len(d.seen)-1]
 	c.Ops = append(c.Ops, op.String())
-	if d.kill.Call == call && d.kill.Step == len(c.Ops) && d.fired == "" && d.kill.Disk == "" {
+	if d.kill.Targets(*c) && d.kill.Step == len(c.Ops) && d.fired == "" && d.kill.Disk == "" {
 		d.fired = op.String()
 		// The operation is done; its caller has not learnt so, and
 		// never will.
+		if d.srv != nil {
+			d.srv.crash(op)
+			return
+		}
 		_ = syscall.Kill(-st.PGRP, syscall.SIGKILL)
 		killSession(pgid, true)
 	}
@@ -162,12 +175,13 @@ func (d *durableWatch) op(op cut.DurableOp) {
 
 // watchDurable arms the durable-step watch of step st of a case: it makes
 // the mark file the worker maps (spec.DurableFile) and hears the case's
-// lazy mount until the returned function runs.
-func watchDurable(pc *powerCase, st catalogue.Step, dir string, spec *WorkerSpec) (*durableWatch, func(), error) {
+// lazy mount (or, for a server's steps, the server's) until the returned
+// function runs.
+func (r *Runner) watchDurable(ctx context.Context, pc *powerCase, st catalogue.Step, dir string, spec *WorkerSpec) (*durableWatch, func(), error) {
 	if st.Durable == nil {
 		return nil, func() {}, nil
 	}
-	if pc == nil || pc.fs == nil {
+	if st.Durable.Server == "" && (pc == nil || pc.fs == nil) {
 		return nil, nil, fmt.Errorf("durable steps: the case's data is on no lazy mount")
 	}
 	path := fmt.Sprintf("%s/durable-%d", dir, spec.Phase)
@@ -176,6 +190,9 @@ func watchDurable(pc *powerCase, st catalogue.Step, dir string, spec *WorkerSpec
 	}
 	spec.DurableFile = path
 	d := &durableWatch{file: path, kill: *st.Durable}
+	if st.Durable.Server != "" {
+		return r.watchServerDurable(ctx, d)
+	}
 	if d.kill.Disk != "" {
 		if err := watchDurableDisk(pc, st, spec, d); err != nil {
 			return nil, nil, err
@@ -202,7 +219,16 @@ func (d *durableWatch) judge(worker string, exit string) (string, *verdict.NotEx
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.fired != "" {
-		note := fmt.Sprintf("durable-step kill: worker %s's session SIGKILLed right after %s, durable step %d of its store call %d (%s)", worker, d.fired, k.Step, k.Call, k.Method)
+		call := 0
+		for _, c := range d.seen {
+			if k.Targets(c) {
+				call = c.Call
+			}
+		}
+		if d.srv != nil {
+			return d.srv.judge(worker, d.fired, call)
+		}
+		note := fmt.Sprintf("durable-step kill: worker %s's session SIGKILLed right after %s, durable step %d of its store call %d (%s)", worker, d.fired, k.Step, call, k.Method)
 		if !strings.HasPrefix(exit, "killed") {
 			note += fmt.Sprintf(", but the worker exited %q", exit)
 			return note, &verdict.NotExercisedReason{Cause: verdict.CauseNotKilled, Detail: note,
@@ -210,13 +236,16 @@ func (d *durableWatch) judge(worker string, exit string) (string, *verdict.NotEx
 		}
 		return note, nil
 	}
-	took := 0
+	took, what := 0, fmt.Sprintf("its store call %d (%s)", k.Call, k.Method)
+	if k.Hit > 0 {
+		what = fmt.Sprintf("call %d of %s with a durable step", k.Hit, k.Method)
+	}
 	for _, c := range d.seen {
-		if c.Call == k.Call {
-			took = len(c.Ops)
+		if k.Targets(c) {
+			took, what = len(c.Ops), what+fmt.Sprintf(" (its store call %d)", c.Call)
 		}
 	}
-	note := fmt.Sprintf("durable-step kill of worker %s never fired: its store call %d (%s) took %d durable steps on the lazy mount, the case kills after step %d", worker, k.Call, k.Method, took, k.Step)
+	note := fmt.Sprintf("durable-step kill of worker %s never fired: %s took %d durable steps on the lazy mount, the case kills after step %d", worker, what, took, k.Step)
 	return note, &verdict.NotExercisedReason{Cause: verdict.CauseUnreachable, Detail: note,
 		Advice: "the store took fewer file syncs, renames or unlinks in that call than in the probe run (a database checkpoint, or a call that found its work done): run the matrix again; a store that syncs a different number of times on every run moves the steps"}
 }
@@ -225,6 +254,14 @@ func (d *durableWatch) judge(worker string, exit string) (string, *verdict.NotEx
 func watchesDurable(c catalogue.Case) bool {
 	return slices.ContainsFunc(c.Steps, func(st catalogue.Step) bool { return st.Durable != nil })
 }
+
+// WatchesDurableSteps reports whether the runner's cases can kill a worker
+// right after a durable step (Step.Durable): worker processes whose
+// stores keep their files on the case's lazy mount.
+func (r *Runner) WatchesDurableSteps() bool { return r.durableSweepable() }
+
+// StoreMethods are the store calls a durable-step kill can name.
+func StoreMethods() []string { return slices.Clone(storeMethods) }
 
 // durableSweepable says whether the runner can watch durable steps: worker
 // processes whose stores keep their files on the case's lazy mount.

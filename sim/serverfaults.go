@@ -131,7 +131,10 @@ func (r *Runner) openServers(ctx context.Context, c catalogue.Case, cx caseExec,
 		return nil, func() {}, nil
 	}
 	crashes := crashedServer(c)
-	if r.isServerPowerLoss(c) {
+	if r.isServerPowerLoss(c) || durableServer(c) != "" {
+		// A power loss kills every server, a durable-step kill one: the
+		// case runs alone, its workers through proxies that follow the
+		// restarted server.
 		crashes = powerWave
 	}
 	r.servers.acquire(crashes, r.cfg.ServerFaults.Kills)

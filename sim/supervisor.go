@@ -408,7 +408,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 		if !r.cfg.InProcess && !r.cfg.WallClock {
 			spec.ClockFile = filepath.Join(dir, clockFile)
 		}
-		dw, unwatch, err := watchDurable(pc, st, dir, &spec)
+		dw, unwatch, err := r.watchDurable(ctx, pc, st, dir, &spec)
 		if err != nil {
 			return fail(verdict.Undecided, err.Error())
 		}
@@ -438,7 +438,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 		unwatch()
 		if dw != nil {
 			res.DurableCalls = dw.calls()
-			if dw.kill.Call > 0 {
+			if dw.kill.Kills() {
 				note, why := dw.judge(st.Worker, res.Workers[len(res.Workers)-1].Exit)
 				res.Notes = append(res.Notes, note)
 				durableMiss = cmp.Or(durableMiss, why)

@@ -60,20 +60,8 @@ func benchPowerLoss(cmd *cobra.Command, server *serverFlags, self, backend, benc
 		os.RemoveAll(work)
 		return rep.Took, nil
 	}
-	// pair runs a and b back to back, b first in odd rounds.
-	pair := func(round int, a, b set) (ta, tb time.Duration, err error) {
-		if round%2 == 1 {
-			if tb, err = run(b); err != nil {
-				return
-			}
-			ta, err = run(a)
-			return
-		}
-		if ta, err = run(a); err != nil {
-			return
-		}
-		tb, err = run(b)
-		return
+	pair := func(round int, a, b set) (time.Duration, time.Duration, error) {
+		return backToBack(round, func() (time.Duration, error) { return run(a) }, func() (time.Duration, error) { return run(b) })
 	}
 	ms := ttl.Milliseconds()
 	crash := catalogue.Filter(catalogue.Matrix(ms), nil, []faults.Kind{faults.Crash}, nil)
@@ -115,4 +103,21 @@ func benchPowerLoss(cmd *cobra.Command, server *serverFlags, self, backend, benc
 			f.what, med, f.ratios[0], f.ratios[len(f.ratios)-1], len(f.ratios), powerLossTarget, metOrNot(med <= powerLossTarget))
 	}
 	return nil
+}
+
+// backToBack runs a and b back to back, b first in odd rounds, so that
+// both halves of a ratio see the same load on a shared machine.
+func backToBack(round int, a, b func() (time.Duration, error)) (ta, tb time.Duration, err error) {
+	if round%2 == 1 {
+		if tb, err = b(); err != nil {
+			return
+		}
+		ta, err = a()
+		return
+	}
+	if ta, err = a(); err != nil {
+		return
+	}
+	tb, err = b()
+	return
 }

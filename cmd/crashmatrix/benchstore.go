@@ -122,6 +122,28 @@ func benchStoreCmd() *cobra.Command {
 					_ = os.RemoveAll(dir)
 				}
 			}
+			// What the durable-step sweep adds on each (not in the timed
+			// matrices: bench times it on the embedded default).
+			for _, spec := range specs {
+				dir, err := os.MkdirTemp(work, "durable-")
+				if err != nil {
+					return err
+				}
+				r, err := sim.NewRunner(sim.Config{Backend: spec, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: dir, LeaseTTL: 600 * time.Millisecond, Seed: 1})
+				if err != nil {
+					return err
+				}
+				if r.WatchesDurableSteps() {
+					_, err = sweepCases(cmd, r, spec.Name)
+				} else {
+					fmt.Fprintf(out, "durable steps on %s: not swept here (%s)\n", spec.Name, sim.PowerLossNotTested(r.PowerLossUntested()))
+				}
+				r.CloseShared()
+				_ = os.RemoveAll(dir)
+				if err != nil {
+					return err
+				}
+			}
 			med := func(d []time.Duration) time.Duration { s := slices.Clone(d); slices.Sort(s); return s[len(s)/2] }
 			// The load of a shared machine drifts between rounds: each
 			// round's ratio is taken against the Go round run just before

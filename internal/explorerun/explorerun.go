@@ -46,12 +46,23 @@ const Class = "explored"
 const Off = "exploration: off"
 
 // Shape is the explorer's default shape with the windows the store
-// declared (the probe's), armed like the catalogue's.
+// declared (the probe's), armed like the catalogue's, and the store calls
+// the probe saw take two durable steps or more on the lazy mount, where
+// DurableKillShare of the clients without faults are killed right after
+// one (explore.Shape.DurableKill).
 func Shape(p catalogue.Probe) explore.Shape {
 	s := explore.DefaultShape
 	s.StoreWindows = p.Windows
+	s.DurableCalls = p.Durable
+	s.DurableKill = DurableKillShare
 	return s
 }
+
+// DurableKillShare is the share of clients without faults that a
+// schedule kills right after a durable step, where the probe saw a store
+// call take two or more (none elsewhere: the schedules of a store whose
+// calls sync once each stay what they were).
+const DurableKillShare = 0.3
 
 // Settings are what a finding's scenario file records of the run that
 // found it.

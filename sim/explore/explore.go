@@ -83,6 +83,13 @@ type Shape struct {
 	// errors instead (faults.DiskKinds, one drawn; at most one per
 	// client): real processes on a runner that can cut the power only.
 	DiskErrors float64
+	// DurableKill is the share (0..1) of client workers without faults
+	// killed right after a durable step inside a store call that the
+	// probe saw take two or more (DurableCalls, sim.Probe's Durable; on
+	// a lazy mount only), the power cut then too a PowerLoss share of
+	// the time (durable.go).
+	DurableKill  float64
+	DurableCalls []catalogue.DurableCall
 }
 
 // DefaultShape is small enough to shrink fast and rich enough to find the
@@ -258,6 +265,7 @@ func build(r *rand.Rand, shape Shape) catalogue.Case {
 	}
 	c.Steps = append(c.Steps, catalogue.Step{Worker: "quiesce", Actions: []catalogue.Action{{Do: "recover", Rounds: 10}}, Resubmit: names, ContinueOnError: true})
 	stallBetweenCalls(r, &c, clients, shape)
+	killAfterDurableSteps(r, &c, clients, shape)
 	return c
 }
 
@@ -288,6 +296,9 @@ func Size(c catalogue.Case) int {
 		}
 		n += len(st.Actions) + len(st.Arms)
 		if st.Kill != nil {
+			n++
+		}
+		if st.Durable != nil {
 			n++
 		}
 	}
@@ -328,6 +339,9 @@ func Describe(c catalogue.Case) string {
 	for _, st := range c.Steps {
 		actions += len(st.Actions)
 		arms += len(st.Arms)
+		if st.Durable != nil {
+			arms++ // a fault of its scenario file (point durableStep)
+		}
 	}
 	return fmt.Sprintf("%d %s (%d %s, %d %s, %d document %s)", len(c.Steps), plural(len(c.Steps), "step", "steps"),
 		actions, plural(actions, "action", "actions"), arms, plural(arms, "fault", "faults"), Lines(c), plural(Lines(c), "line", "lines"))
@@ -419,6 +433,11 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 		servers, noCrash := o.Shape.Servers, o.Shape.NoCrash
 		o.Shape = DefaultShape
 		o.Shape.Servers, o.Shape.NoCrash = servers, noCrash
+	}
+	if !runner.WatchesDurableSteps() {
+		// The probe's durable steps were counted on another runner (a
+		// matrix run with processes, explored in-process).
+		o.Shape.DurableKill = 0
 	}
 	start := time.Now()
 	deadline := start.Add(o.Budget)
@@ -602,6 +621,7 @@ func simpler(a, b catalogue.Case) bool {
 					n++
 				}
 			}
+			n += durableScore(st.Durable)
 		}
 		return n
 	}
@@ -615,6 +635,10 @@ func clone(c catalogue.Case) catalogue.Case {
 		st.Actions = append([]catalogue.Action(nil), st.Actions...)
 		st.Resubmit = append([]string(nil), st.Resubmit...)
 		st.ExpectHit = append([]faults.Point(nil), st.ExpectHit...)
+		if st.Durable != nil {
+			k := *st.Durable
+			st.Durable = &k
+		}
 		if st.Arms != nil {
 			m := make(faults.Arms, len(st.Arms))
 			for k, v := range st.Arms {
@@ -669,6 +693,7 @@ func candidates(c catalogue.Case) []catalogue.Case {
 			d.Steps[i].Kill = nil
 			out = append(out, d)
 		}
+		out = append(out, durableCandidates(c, i)...)
 		for _, p := range sortedPoints(st.Arms) {
 			d := clone(c)
 			delete(d.Steps[i].Arms, p)

@@ -140,8 +140,8 @@ func columnCases(t *testing.T, k faults.Kind, points []faults.Point) []catalogue
 	return cases
 }
 
-// run runs cases against the servers st started, with their power cut.
-func run(t *testing.T, st *provision.Started, cases []catalogue.Case) verdict.Report {
+// runner is a runner of worker processes against the servers st started.
+func runner(t *testing.T, st *provision.Started) *sim.Runner {
 	t.Helper()
 	b, err := servers.PostgresBackend()
 	if err != nil {
@@ -153,6 +153,13 @@ func run(t *testing.T, st *provision.Started, cases []catalogue.Case) verdict.Re
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// run runs cases against the servers st started, with their power cut.
+func run(t *testing.T, st *provision.Started, cases []catalogue.Case) verdict.Report {
+	t.Helper()
+	r := runner(t, st)
 	if why := r.PowerLossUntested(); why != "" {
 		t.Fatalf("runner cannot cut the power: %s", why)
 	}

@@ -350,6 +350,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		}
 		if lazy != nil {
 			srv.PowerLoss = lazy.powerLoss("postgres")
+			srv.OnDurable = lazy.mounts["postgres"].OnDurable
 		}
 		srvs = append(srvs, srv)
 	}
@@ -417,6 +418,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		}
 		if lazy != nil {
 			srv.PowerLoss = lazy.powerLoss("neo4j")
+			srv.OnDurable = lazy.mounts["neo4j"].OnDurable
 		}
 		srvs = append(srvs, srv)
 	}

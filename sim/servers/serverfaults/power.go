@@ -108,4 +108,47 @@ func (s *Supervisor) PowerLoss(ctx context.Context, tear lazyfs.Tear) (sim.Serve
 	return out, nil
 }
 
-var _ sim.ServerPower = (*Supervisor)(nil)
+// WatchDurable implements sim.ServerDurable: fn hears every durable file
+// operation on the named server's data mount (nil stops).
+func (s *Supervisor) WatchDurable(name string, fn func(lazyfs.DurableOp)) error {
+	srv, err := s.crashable(name)
+	if err != nil {
+		return err
+	}
+	if srv.OnDurable == nil {
+		return fmt.Errorf("the data directory of server %s is not on a lazy mount (a server given by DSN/URI, or containers started without power loss): its durable steps cannot be seen", name)
+	}
+	srv.OnDurable(fn)
+	return nil
+}
+
+// KillServer implements sim.ServerDurable: SIGKILL to the whole server,
+// counted as one of its kills; it stays down until StartServer.
+func (s *Supervisor) KillServer(ctx context.Context, name string) error {
+	srv, err := s.crashable(name)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.kills[name]++
+	s.mu.Unlock()
+	if err := srv.Kill(ctx); err != nil {
+		return fmt.Errorf("kill %s: %w", name, err)
+	}
+	return nil
+}
+
+// StartServer implements sim.ServerDurable: the killed server starts again
+// on its data, and every proxy follows it.
+func (s *Supervisor) StartServer(ctx context.Context, name string) (time.Duration, error) {
+	srv, err := s.crashable(name)
+	if err != nil {
+		return 0, err
+	}
+	return s.start(ctx, name, srv, time.Now())
+}
+
+var (
+	_ sim.ServerPower   = (*Supervisor)(nil)
+	_ sim.ServerDurable = (*Supervisor)(nil)
+)

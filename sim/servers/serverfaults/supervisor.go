@@ -49,6 +49,10 @@ type Server struct {
 	// (faults/lazyfs), throws away what the server wrote there and did
 	// not sync; it is called while the server is dead.
 	PowerLoss func(lazyfs.Tear) lazyfs.Loss
+	// OnDurable, set with PowerLoss, has a function told of every
+	// durable file operation on the server's data mount (nil stops;
+	// lazyfs.FS.OnDurable).
+	OnDurable func(func(lazyfs.DurableOp))
 }
 
 // Crashable says whether the server can be killed and started again: a
@@ -201,6 +205,12 @@ func (s *Supervisor) restart(ctx context.Context, name string, srv *Server) (tim
 	if err := srv.Kill(ctx); err != nil {
 		return 0, fmt.Errorf("kill %s: %w", name, err)
 	}
+	return s.start(ctx, name, srv, t0)
+}
+
+// start starts the killed srv again on its data, records the restart
+// (from t0) and points every proxy at it.
+func (s *Supervisor) start(ctx context.Context, name string, srv *Server, t0 time.Time) (time.Duration, error) {
 	addr, err := srv.Start(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("restart %s on its data: %w", name, err)
