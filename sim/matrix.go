@@ -59,6 +59,11 @@ type Report struct {
 	// ("store starts: median …, max … over N worker store opens"), when
 	// the backend notes it (store-cmd).
 	StoreStarts string `json:"storeStarts,omitempty"`
+	// NotJudged lists what the invariants could not judge of a service
+	// run through the service protocol (ServiceSpec.NotJudged), and
+	// LeftOut the cases it could not run: never counted as held.
+	NotJudged []string `json:"notJudged,omitempty"`
+	LeftOut   []string `json:"leftOut,omitempty"`
 }
 
 // maxAttempts bounds the runs of a case that is not exercised.
@@ -163,6 +168,10 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 		parallel = 4
 	}
 	rep := Report{Backend: r.backend.Name, Mutant: r.cfg.Mutant, Seed: r.cfg.Seed, Started: time.Now(), Counts: map[Verdict]int{}}
+	if r.cfg.Service != nil {
+		rep.Backend = "service " + r.cfg.Service.Declared.Name + " (harness stores: " + r.backend.Name + ")"
+		rep.NotJudged = r.cfg.Service.NotJudged()
+	}
 	calibrationFailed := func(err error) Report {
 		// The backend cannot run a fault-free case: every case would be
 		// undecided for the same reason, said once.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -522,4 +524,105 @@ func withOwn(st, o reference.Stores, own []string) reference.Stores {
 		}
 	}
 	return st
+}
+
+// Applicable says whether case c can run on the service, and why not: its
+// system is one the service implements, every window it arms is one the
+// service declares (a store-call window needs calls it reports or stores
+// of the harness), and a lease fault needs the harness's locks and clock.
+// A case left out is no pass: the verdict lists what was left out.
+func (s *ServiceSpec) Applicable(c Case) (bool, string) {
+	d := s.Declared
+	sys := serviceproc.SystemIngestion
+	if c.System == faults.PlanSave {
+		sys = serviceproc.SystemPlanSave
+	}
+	if !slices.Contains(d.Systems, sys) {
+		return false, "the service does not implement " + sys
+	}
+	for _, st := range c.Steps {
+		for p, a := range st.Arms {
+			switch {
+			case p == faults.StoreCall:
+				if !d.Has(serviceproc.ReportCalls) && len(d.HarnessStores) == 0 {
+					return false, "store-call windows need reports: [calls] or stores of the harness"
+				}
+			case p == faults.StoreCommit:
+				if len(d.HarnessStores) == 0 {
+					return false, "commit windows are the harness's embedded stores'"
+				}
+			case faults.IsStorePoint(p) && !strings.HasPrefix(string(p), "service/"):
+				// A window of the harness's store (the backend's own).
+			case !slices.Contains(d.Windows, string(p)):
+				return false, "window " + string(p) + " is not declared"
+			}
+			if a.Kind.IsLeaseFault() && (d.Clock != "harness" || !d.HarnessStore(storeproc.StoreLocks)) {
+				return false, "lease faults need the harness's clock and locks"
+			}
+		}
+	}
+	return true, ""
+}
+
+// ServiceCases keeps the cases the run's service can run (all of them
+// without a service) and says, per reason, how many it left out.
+func (r *Runner) ServiceCases(cases []Case) (kept []Case, left []string) {
+	if r.cfg.Service == nil {
+		return cases, nil
+	}
+	n := map[string]int{}
+	var order []string
+	for _, c := range cases {
+		ok, why := r.cfg.Service.Applicable(c)
+		if ok {
+			kept = append(kept, c)
+			continue
+		}
+		if n[why] == 0 {
+			order = append(order, why)
+		}
+		n[why]++
+	}
+	for _, why := range order {
+		left = append(left, fmt.Sprintf("%d %s left out: %s", n[why], plural(n[why], "case", "cases"), why))
+	}
+	return kept, left
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// NotJudged lists what the invariants cannot judge of the service, from
+// what it declared (docs/service-protocol.md, section 12): each is named
+// in the verdict, never counted as held.
+func (s *ServiceSpec) NotJudged() []string {
+	d := s.Declared
+	var out []string
+	events, calls := d.Has(serviceproc.ReportEvents), d.Has(serviceproc.ReportCalls)
+	harnessOps := d.HarnessStore(storeproc.StoreOperations)
+	a := slices.Contains(d.Systems, serviceproc.SystemIngestion)
+	if a && !events {
+		out = append(out, "I1: the fingerprint each operation was frozen with (no events)",
+			"I4: the stage changes (no events; the final stages only)",
+			"I7: the lease grants, renewals and refusals (no events)",
+			"I9: the writes the service saw succeed (no events; its answers are judged)")
+	}
+	if a && !calls && !harnessOps {
+		out = append(out, "I1: one frozen plan per ingestion intent (no calls, own operations store)",
+			"I7: the recovery claims and a refused holder's later writes (no calls, own operations store)")
+	}
+	if !slices.Contains(d.Systems, serviceproc.SystemPlanSave) {
+		out = append(out, "I8: the service has no System B (plansave)")
+	}
+	if !a {
+		out = append(out, "I1-I7: the service has no System A (ingestion)")
+	}
+	if a && (d.Clock != "harness" || !d.HarnessStore(storeproc.StoreLocks)) {
+		out = append(out, "lease faults (split, expire): not applicable (they need the harness's clock and locks)")
+	}
+	return out
 }

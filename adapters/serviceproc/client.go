@@ -213,6 +213,10 @@ type conv struct {
 	step  int
 	stash *message
 	line  []byte // the line of the message last read, for errors
+	// inStep is the window whose step is running ("" outside one), and
+	// stepEnded says that its step's write was answered (StepEnds).
+	inStep    string
+	stepEnded bool
 }
 
 // run serves the request until its reply.
@@ -315,6 +319,7 @@ func (c *conv) serve(m *message, kind string) error {
 			return c.fail(fmt.Sprintf("a store callback for %q, which is no operation of a store the service declared in harnessStores %v", m.Store.Op, d.HarnessStores), string(c.line))
 		}
 		res, err := c.h.Store(c.ctx, m.Store.Op, m.Store.Args)
+		c.endsStep(m.Store.Op)
 		if err != nil {
 			return c.answer(map[string]any{"error": storeproc.WireErrorOf(err)})
 		}
@@ -349,7 +354,9 @@ func (c *conv) window(point string) error {
 		if stepErr = c.answerStep(step, map[string]any{"action": "continue"}); stepErr != nil {
 			return stepErr
 		}
+		c.inStep, c.stepEnded = point, false
 		stepErr = c.untilWindowOrReply()
+		c.inStep = ""
 		return stepErr
 	})
 	if stepErr != nil {
@@ -363,22 +370,61 @@ func (c *conv) window(point string) error {
 	return c.answerStep(step, map[string]any{"action": "fail", "retryable": reference.IsRetryable(err)})
 }
 
-// untilWindowOrReply serves the service until its next window or its
-// reply, which it leaves for run.
+// untilWindowOrReply serves the step of a window until the answer to its
+// write (StepEnds), or the service's reply, which it leaves for run. A
+// window declared before that write lies inside the step, as a
+// reference window inside another's (a re-plan's prepare inside its
+// conflict handling): it is answered there, and its write ends both.
 func (c *conv) untilWindowOrReply() error {
 	for {
 		m, kind, err := c.next()
 		if err != nil {
 			return err
 		}
-		if kind == "at" || kind == "ok" || kind == "error" {
-			c.stash = m // run takes it (its step is counted)
+		switch kind {
+		case "ok", "error":
+			c.stash = m // run takes it
+			return nil
+		case "at":
+			outer := c.inStep
+			if err := c.window(m.At.Point); err != nil {
+				return err
+			}
+			c.inStep = outer
+		default:
+			if err := c.serve(m, kind); err != nil {
+				return err
+			}
+		}
+		if c.stepEnded {
 			return nil
 		}
-		if err := c.serve(m, kind); err != nil {
-			return err
-		}
 	}
+}
+
+// endsStep notes that a store call of op was answered within a window's
+// step, which ends there if op is the step's write.
+func (c *conv) endsStep(op string) {
+	if c.inStep != "" && StepEnds(c.inStep, op) {
+		c.stepEnded = true
+	}
+}
+
+// StepEnds says whether a store call of op, made in the step that follows
+// window, is that step's write, with whose answer the step ends
+// (docs/service-protocol.md, section 5): a write of the operations,
+// states, registry, graph, checkpoints or plans; a lock provider's call
+// only for leaseAcquire (elsewhere it is the fence check before a write).
+func StepEnds(window, op string) bool {
+	if window == string(faults.LeaseAcquire) {
+		return op == "locks.tryAcquire"
+	}
+	switch op {
+	case "ops.create", "ops.cas", "ops.claim", "ops.releaseClaim", "states.cas", "states.remove", "states.recordVersion",
+		"registry.saveAll", "graph.apply", "checkpoints.put", "plans.save":
+		return true
+	}
+	return false
 }
 
 // call answers a call to one of the service's own stores: the handler
@@ -443,6 +489,7 @@ func (c *conv) call(cb *storeCallback) error {
 	case !ran:
 		return c.answerStep(step, map[string]any{"action": "fail", "retryable": reference.IsRetryable(err)})
 	}
+	c.endsStep(cb.Op)
 	return c.answerStep(doneStep, map[string]any{"action": "continue"})
 }
 

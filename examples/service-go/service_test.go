@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // the harness's stores: sqlite
@@ -26,16 +29,26 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// runnerMutant is runner with a backend mutant (of the harness's stores).
+func runnerMutant(t *testing.T, mutant string) *sim.Runner {
+	t.Helper()
+	r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), Seed: 1, Mutant: mutant,
+		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"},
+		Service:  &sim.ServiceSpec{Command: os.Args[0] + " speak"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // runner runs cases on the reference through the service protocol: the
 // service is this binary's Serve, the harness's stores sqlite.
-func runner(t *testing.T, bugs ...string) *sim.Runner {
+func runner(t *testing.T, bugs ...reference.Bug) *sim.Runner {
 	t.Helper()
 	cfg := sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), Seed: 1,
 		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"},
 		Service:  &sim.ServiceSpec{Command: os.Args[0] + " speak"}}
-	for _, b := range bugs {
-		cfg.Bugs = append(cfg.Bugs, reference.Bug(b))
-	}
+	cfg.Bugs = bugs
 	r, err := sim.NewRunner(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +79,67 @@ func TestReferenceThroughProtocolCrashes(t *testing.T) {
 		}
 	}
 	t.Logf("%d cases passed through the service protocol", len(rep.Results))
+	if rep.ExitCode != 0 {
+		t.Fatalf("exit %d", rep.ExitCode)
+	}
+}
+
+// TestMutantsThroughProtocol: every mutant of the catalogue is caught
+// through the protocol by the slice of the matrix that catches it in
+// process, with the invariant that names its defect.
+func TestMutantsThroughProtocol(t *testing.T) {
+	for _, m := range crashrun.Mutants() {
+		t.Run(m.Name, func(t *testing.T) {
+			if m.Explore != nil {
+				t.Skip("caught by exploration only")
+			}
+			r := runner(t, m.Options.Bugs...)
+			if m.Options.Mutant != "" {
+				r = runnerMutant(t, m.Options.Mutant)
+			}
+			var probe sim.Probe
+			if slices.Contains(m.Options.Classes, sim.BetweenCallsClass) {
+				var err error
+				if probe, err = r.Probe(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cases := sim.Selection{Points: m.Options.Points, Kinds: m.Options.Kinds, Classes: m.Options.Classes}.Cases(probe, r.Config().LeaseTTL.Milliseconds(), 1)
+			if len(cases) == 0 {
+				t.Fatalf("no case matches the mutant's slice %+v", m.Options)
+			}
+			rep := r.RunAll(context.Background(), cases, 2, nil)
+			if rep.ExitCode != 1 || !slices.Contains(rep.Broken(), m.Invariant) {
+				var why []string
+				for _, res := range rep.Results {
+					why = append(why, fmt.Sprintf("%s=%s%v", res.Case.ID, res.Verdict, res.NotExercised))
+				}
+				t.Fatalf("exit %d, broke %v; want exit 1 and %s: %v", rep.ExitCode, rep.Broken(), m.Invariant, why)
+			}
+		})
+	}
+}
+
+// TestReferenceThroughProtocolCertifies: the whole matrix (every window
+// with every kind, the case classes, the store-call sweep) certifies the
+// reference through the protocol, as it does in process.
+func TestReferenceThroughProtocolCertifies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the whole matrix through the protocol: minutes")
+	}
+	r := runner(t)
+	probe, err := r.Probe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := sim.Selection{}.Cases(probe, r.Config().LeaseTTL.Milliseconds(), 1)
+	rep := r.RunAll(context.Background(), cases, 2, nil)
+	for _, res := range rep.Results {
+		if res.Verdict != sim.Pass && res.Verdict != sim.NotApplicable {
+			t.Errorf("%s: %s %v %v %v", res.Case.ID, res.Verdict, res.Violations, res.Notes, res.NotExercised)
+		}
+	}
+	t.Logf("%d cases: exit %d", len(rep.Results), rep.ExitCode)
 	if rep.ExitCode != 0 {
 		t.Fatalf("exit %d", rep.ExitCode)
 	}
