@@ -52,10 +52,10 @@ func ServiceDir(env CaseEnv) string { return filepath.Join(env.Dir, "service") }
 
 // ProbeService starts the service once in scratch (role read) to learn
 // what it declares, and checks the declaration.
-func ProbeService(ctx context.Context, spec ServiceSpec, scratch string) (serviceproc.Declared, error) {
+func ProbeService(ctx context.Context, spec ServiceSpec, bugs []reference.Bug, scratch string) (serviceproc.Declared, error) {
 	s, err := serviceproc.Start(ctx, serviceproc.Options{Command: spec.Command, WorkDir: spec.WorkDir, Timeout: spec.Timeout, HelloTimeout: spec.Timeout,
 		Hello: serviceproc.Hello{Role: serviceproc.RoleRead, Dir: filepath.Join(scratch, "data"), Namespace: "probe", Space: "probe", Holder: "probe",
-			LeaseTTLMillis: 1, ClaimTTLMillis: 1}})
+			Bugs: bugNames(bugs), LeaseTTLMillis: 1, ClaimTTLMillis: 1}})
 	if err != nil {
 		return serviceproc.Declared{}, err
 	}
@@ -107,10 +107,7 @@ func (w *worker) serviceRun(ctx context.Context) (*serviceRun, error) {
 		calls = w.opt.CallLog
 	}
 	run.model = &seenModel{Extractor: &reference.FakeExtractor{Log: calls}, w: w}
-	bugs := make([]string, 0, len(w.spec.Bugs))
-	for _, b := range w.spec.Bugs {
-		bugs = append(bugs, string(b))
-	}
+	bugs := bugNames(w.spec.Bugs)
 	ready := noteOpen(w.spec.StartsFile)
 	svc, err := serviceproc.Start(ctx, serviceproc.Options{Command: spec.Command, WorkDir: spec.WorkDir, LogDir: w.spec.Env.Logs, TempDir: w.spec.Env.TempDir,
 		Timeout: spec.Timeout, HelloTimeout: spec.Timeout, Want: &decl, OnProtocolError: serviceBroke,
@@ -124,6 +121,15 @@ func (w *worker) serviceRun(ctx context.Context) (*serviceRun, error) {
 	run.svc = svc
 	w.svcRun = run
 	return run, nil
+}
+
+// bugNames are the mutants' names, as hello sends them.
+func bugNames(bugs []reference.Bug) []string {
+	out := make([]string, 0, len(bugs))
+	for _, b := range bugs {
+		out = append(out, string(b))
+	}
+	return out
 }
 
 // serviceStores are the stores the harness reads and serves in a service
@@ -432,7 +438,7 @@ func prepareService(cfg *Config, b *Backend) error {
 		defer os.RemoveAll(scratch)
 		ctx, cancel := context.WithTimeout(context.Background(), serviceStart(*cfg.Service)+5*time.Second)
 		defer cancel()
-		d, err := ProbeService(ctx, *cfg.Service, scratch)
+		d, err := ProbeService(ctx, *cfg.Service, cfg.Bugs, scratch)
 		if err != nil {
 			return fmt.Errorf("service %q: %w", cfg.Service.Command, err)
 		}

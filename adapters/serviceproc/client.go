@@ -84,6 +84,12 @@ func Start(ctx context.Context, opts Options) (*Service, error) {
 	}
 	var d Declared
 	if err := s.request(ctx, "hello", opts.Hello, nil, &d, opts.helloTimeout()); err != nil {
+		var refused *IntentError
+		if errors.As(err, &refused) {
+			// A service that will not serve this hello (another protocol,
+			// a mutant it does not know) cannot be run at all.
+			return nil, s.violation(ctx, describe(0, "hello", opts.Hello), "the service refused hello: "+refused.Code+": "+refused.Message, "")
+		}
 		s.Kill()
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/adapters/serviceproc/refservice"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -28,6 +29,15 @@ import (
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
 		main()
+		os.Exit(0)
+	}
+	if len(os.Args) > 1 && os.Args[1] == "service-go" {
+		// The reference as a service of its own (examples/service-go),
+		// for the scripts' --service-cmd 'crashmatrix service-go'.
+		if err := refservice.Serve(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "service-go:", err)
+			os.Exit(1)
+		}
 		os.Exit(0)
 	}
 	testscript.Main(m, map[string]func(){"crashmatrix": main})

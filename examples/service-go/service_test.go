@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/crashmatrix/crashmatrix/adapters/serviceproc/refservice"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/reference"
@@ -21,7 +22,7 @@ func TestMain(m *testing.M) {
 		os.Exit(sim.WorkerMain("worker", []string{"--spec", path}))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "speak" {
-		if err := Serve(os.Stdin, os.Stdout); err != nil {
+		if err := refservice.Serve(os.Stdin, os.Stdout); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
