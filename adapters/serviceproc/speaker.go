@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -140,10 +141,24 @@ func (s *Speaker) Eval(p faults.Point) (faults.Action, bool) {
 	return faults.Action{}, false
 }
 
-// Runtime is a fault runtime over the speaker: its windows are the
-// harness's, a crash exits at once.
-func (s *Speaker) Runtime() *faults.Runtime {
-	return &faults.Runtime{Injector: s, Crash: func(faults.Hit) { s.exit() }}
+// Runtime is a fault runtime over the speaker for the windows the
+// service declared: each is asked of the harness (at), the others pass
+// without a word; a crash exits at once.
+func (s *Speaker) Runtime(windows []string) *faults.Runtime {
+	return &faults.Runtime{Injector: declaredOnly{s, windows}, Crash: func(faults.Hit) { s.exit() }}
+}
+
+// declaredOnly asks the harness about the declared windows only.
+type declaredOnly struct {
+	s       *Speaker
+	windows []string
+}
+
+func (d declaredOnly) Eval(p faults.Point) (faults.Action, bool) {
+	if !slices.Contains(d.windows, string(p)) {
+		return faults.Action{}, false
+	}
+	return d.s.Eval(p)
 }
 
 // Extract implements reference.Extractor: the harness's model answers.
@@ -189,4 +204,29 @@ func (s *Speaker) Observe(e reference.Event) {
 	if err := s.send(map[string]any{"id": s.id, "event": e}); err != nil {
 		s.exit()
 	}
+}
+
+// Own reports a call to one of the service's own stores (hello's reports:
+// calls, docs/service-protocol.md section 9): call before it, done after
+// it, and do between them. A fail answer skips the call with the fault
+// the service then sees; die ends the process.
+func (s *Speaker) Own(op string, args json.RawMessage, do func() (json.RawMessage, error)) (json.RawMessage, error) {
+	a := s.callback("call", map[string]any{"op": op, "args": args})
+	switch a.Action {
+	case "die":
+		s.exit()
+	case "fail":
+		return nil, &faults.InjectedError{Point: faults.StoreCall, Retryable: a.Retryable}
+	}
+	res, err := do()
+	body := map[string]any{"op": op}
+	if err != nil {
+		body["error"] = storeproc.WireErrorOf(err)
+	} else {
+		body["ok"] = res
+	}
+	if a := s.callback("done", body); a.Action == "die" {
+		s.exit()
+	}
+	return res, err
 }

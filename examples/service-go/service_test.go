@@ -21,8 +21,8 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(sim.WorkerSpecEnv); path != "" {
 		os.Exit(sim.WorkerMain("worker", []string{"--spec", path}))
 	}
-	if len(os.Args) > 1 && os.Args[1] == "speak" {
-		if err := refservice.Serve(os.Stdin, os.Stdout); err != nil {
+	if len(os.Args) > 1 && (os.Args[1] == "speak" || os.Args[1] == "speak-own") {
+		if err := (refservice.Options{OwnStores: os.Args[1] == "speak-own"}).Serve(os.Stdin, os.Stdout); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -36,6 +36,20 @@ func runnerMutant(t *testing.T, mutant string) *sim.Runner {
 	r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), Seed: 1, Mutant: mutant,
 		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"},
 		Service:  &sim.ServiceSpec{Command: os.Args[0] + " speak"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// runnerOwn runs the reference with its own stores (refservice.Options
+// OwnStores): what the harness sees of them is the calls it reports and
+// their read side.
+func runnerOwn(t *testing.T, bugs ...reference.Bug) *sim.Runner {
+	t.Helper()
+	r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), Seed: 1, Bugs: bugs,
+		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"},
+		Service:  &sim.ServiceSpec{Command: os.Args[0] + " speak-own"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,5 +157,63 @@ func TestReferenceThroughProtocolCertifies(t *testing.T) {
 	t.Logf("%d cases: exit %d", len(rep.Results), rep.ExitCode)
 	if rep.ExitCode != 0 {
 		t.Fatalf("exit %d", rep.ExitCode)
+	}
+}
+
+// TestOwnStoresThroughProtocol: the reference keeping its stores itself
+// (SQLite files in its dir, the calls to them reported, their read side
+// served) passes the crash and unknown columns; the harness saw what
+// reached those stores (its freeze and commit observations come from the
+// reported calls, replayed through its store wrappers); and mutants are
+// caught on what the read side returns and the calls report.
+func TestOwnStoresThroughProtocol(t *testing.T) {
+	r := runnerOwn(t)
+	d := r.Config().Service.Declared
+	if len(d.HarnessStores) != 0 || !d.Has("calls") {
+		t.Fatalf("declared %+v", d)
+	}
+	cases := sim.Selection{Kinds: []faults.Kind{faults.Crash, faults.Unknown}}.Cases(sim.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
+	cases, left := r.ServiceCases(cases)
+	// Its locks are its own: the lease window is the harness's locks'.
+	if want := []string{"1 case left out: window leaseAcquire is not declared"}; !slices.Equal(left, want) {
+		t.Fatalf("left out %v, want %v", left, want)
+	}
+	rep := r.RunAll(context.Background(), cases, 2, nil)
+	seen := map[string]int{}
+	for _, res := range rep.Results {
+		if res.Verdict != sim.Pass {
+			t.Errorf("%s: %s %v %v %v", res.Case.ID, res.Verdict, res.Violations, res.Notes, res.NotExercised)
+		}
+		for _, rec := range res.Timeline {
+			if rec.Obs != nil {
+				seen[string(rec.Obs.What)]++
+			}
+		}
+	}
+	for _, what := range []string{"freeze", "commit", "graph", "model", "intent"} {
+		if seen[what] == 0 {
+			t.Errorf("no %s observation in %d cases (seen %v): the reported calls did not reach the harness's eyes", what, len(rep.Results), seen)
+		}
+	}
+	t.Logf("%d cases, exit %d, observations %v", len(rep.Results), rep.ExitCode, seen)
+	for _, m := range []struct {
+		bug   reference.Bug
+		inv   string
+		point faults.Point
+		kind  faults.Kind
+	}{
+		{reference.BugRecallModelOnResume, "I1", faults.BeforeGraphWrite, faults.Crash},
+		{reference.BugAdvanceBeforeGraphWrite, "I4", faults.BeforeGraphWrite, faults.Crash},
+		{reference.BugStateBeforeRegistry, "I6", faults.BeforeRegistrySave, faults.Crash},
+		{reference.BugPlanSaveKeyPerAttempt, "I8", faults.PlanSaveBeforeCheckpoint, faults.Crash},
+	} {
+		t.Run(string(m.bug), func(t *testing.T) {
+			r := runnerOwn(t, m.bug)
+			cases := sim.Selection{Points: []faults.Point{m.point}, Kinds: []faults.Kind{m.kind}}.Cases(sim.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
+			rep := r.RunAll(context.Background(), cases, 2, nil)
+			if rep.ExitCode != 1 || !slices.Contains(rep.Broken(), m.inv) {
+				t.Fatalf("exit %d, broke %v; want exit 1 and %s", rep.ExitCode, rep.Broken(), m.inv)
+			}
+		})
 	}
 }
