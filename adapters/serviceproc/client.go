@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/adapters/storeproc"
@@ -192,7 +191,7 @@ func (s *Service) request(ctx context.Context, op string, args any, h Handler, o
 	if err != nil {
 		return fmt.Errorf("service %s: encoding the arguments: %w", op, err)
 	}
-	c := &conv{s: s, ctx: ctx, id: id, op: op, req: describeRaw(id, op, raw), h: h, wait: wait}
+	c := &conv{s: s, ctx: ctx, id: id, op: op, req: storeproc.DescribeRequest(id, op, raw), h: h, wait: wait}
 	line, _ := json.Marshal(map[string]any{"id": id, "op": op, "args": json.RawMessage(raw)})
 	if err := s.p.Send(json.RawMessage(line)); err != nil {
 		return c.fail("writing the request to the service's stdin failed: "+err.Error(), "")
@@ -548,14 +547,7 @@ func IsViolation(err error) bool {
 
 func describe(id int64, op string, args any) string {
 	b, _ := json.Marshal(args)
-	return describeRaw(id, op, b)
-}
-
-func describeRaw(id int64, op string, args []byte) string {
-	if len(args) > 300 {
-		return op + " #" + strconv.FormatInt(id, 10) + " " + string(args[:300]) + "..."
-	}
-	return op + " #" + strconv.FormatInt(id, 10) + " " + string(args)
+	return storeproc.DescribeRequest(id, op, b)
 }
 
 // BadCall is a Handler.Call error that says the call could not even be
