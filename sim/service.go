@@ -18,6 +18,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // A service run through the service protocol (docs/service-protocol.md)
@@ -246,7 +247,7 @@ func InWorkerProcess() bool {
 }
 
 // runService runs one action through the service.
-func (w *worker) runService(ctx context.Context, a Action) (*history.Outcome, error) {
+func (w *worker) runService(ctx context.Context, a catalogue.Action) (*history.Outcome, error) {
 	run, err := w.serviceRun(ctx)
 	if err != nil {
 		return nil, err
@@ -462,7 +463,7 @@ func serviceStart(s ServiceSpec) time.Duration {
 // serviceSnapshot reads the stores after a case in a service run: the
 // harness's own for the stores the service takes from it, the service's
 // read side (a process of its command, role read) for its own.
-func (r *Runner) serviceSnapshot(ctx context.Context, c Case, env CaseEnv, space string, obs check.Observed) (check.Snapshot, check.Observed, error) {
+func (r *Runner) serviceSnapshot(ctx context.Context, c catalogue.Case, env CaseEnv, space string, obs check.Observed) (check.Snapshot, check.Observed, error) {
 	decl := r.cfg.Service.Declared
 	var st reference.Stores
 	var ps PlanSaveStores
@@ -537,7 +538,7 @@ func withOwn(st, o reference.Stores, own []string) reference.Stores {
 // service declares (a store-call window needs calls it reports or stores
 // of the harness), and a lease fault needs the harness's locks and clock.
 // A case left out is no pass: the verdict lists what was left out.
-func (s *ServiceSpec) Applicable(c Case) (bool, string) {
+func (s *ServiceSpec) Applicable(c catalogue.Case) (bool, string) {
 	d := s.Declared
 	sys := serviceproc.SystemIngestion
 	if c.System == faults.PlanSave {
@@ -572,7 +573,7 @@ func (s *ServiceSpec) Applicable(c Case) (bool, string) {
 
 // ServiceCases keeps the cases the run's service can run (all of them
 // without a service) and says, per reason, how many it left out.
-func (r *Runner) ServiceCases(cases []Case) (kept []Case, left []string) {
+func (r *Runner) ServiceCases(cases []catalogue.Case) (kept []catalogue.Case, left []string) {
 	if r.cfg.Service == nil {
 		return cases, nil
 	}

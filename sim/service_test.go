@@ -7,6 +7,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/adapters/serviceproc"
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // TestServiceNotJudgedAndLeftOut: what a service declares decides what
@@ -33,7 +34,7 @@ func TestServiceNotJudgedAndLeftOut(t *testing.T) {
 		}
 	}
 	r := &Runner{cfg: Config{Service: bare}}
-	cases := Matrix(250)
+	cases := catalogue.Matrix(250)
 	kept, left := r.ServiceCases(cases)
 	if len(kept) == 0 || len(left) == 0 {
 		t.Fatalf("kept %d, left %v", len(kept), left)

@@ -12,7 +12,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // the harness's stores: sqlite
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // The test binary is three programs: the tests, a crashmatrix worker (when
@@ -80,13 +82,13 @@ func TestReferenceThroughProtocolCrashes(t *testing.T) {
 	if d := r.Config().Service.Declared; d.Name != "crashmatrix-reference" {
 		t.Fatalf("declared %+v", d)
 	}
-	cases := sim.Selection{Kinds: []faults.Kind{faults.Crash}}.Cases(sim.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
+	cases := catalogue.Selection{Kinds: []faults.Kind{faults.Crash}}.Cases(catalogue.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
 	rep := r.RunAll(context.Background(), cases, 2, nil)
 	if len(rep.Results) != len(cases) || len(cases) < 10 {
 		t.Fatalf("%d results of %d cases", len(rep.Results), len(cases))
 	}
 	for _, res := range rep.Results {
-		if res.Verdict != sim.Pass {
+		if res.Verdict != verdict.Pass {
 			t.Errorf("%s: %s %v %v %v", res.Case.ID, res.Verdict, res.Violations, res.Notes, res.NotExercised)
 		}
 		if len(res.Hits) == 0 {
@@ -112,14 +114,14 @@ func TestMutantsThroughProtocol(t *testing.T) {
 			if m.Options.Mutant != "" {
 				r = runnerMutant(t, m.Options.Mutant)
 			}
-			var probe sim.Probe
-			if slices.Contains(m.Options.Classes, sim.BetweenCallsClass) {
+			var probe verdict.Probe
+			if slices.Contains(m.Options.Classes, catalogue.BetweenCallsClass) {
 				var err error
 				if probe, err = r.Probe(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 			}
-			cases := sim.Selection{Points: m.Options.Points, Kinds: m.Options.Kinds, Classes: m.Options.Classes}.Cases(probe, r.Config().LeaseTTL.Milliseconds(), 1)
+			cases := catalogue.Selection{Points: m.Options.Points, Kinds: m.Options.Kinds, Classes: m.Options.Classes}.Cases(probe.Probe, r.Config().LeaseTTL.Milliseconds(), 1)
 			if len(cases) == 0 {
 				t.Fatalf("no case matches the mutant's slice %+v", m.Options)
 			}
@@ -147,10 +149,10 @@ func TestReferenceThroughProtocolCertifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := sim.Selection{}.Cases(probe, r.Config().LeaseTTL.Milliseconds(), 1)
+	cases := catalogue.Selection{}.Cases(probe.Probe, r.Config().LeaseTTL.Milliseconds(), 1)
 	rep := r.RunAll(context.Background(), cases, 2, nil)
 	for _, res := range rep.Results {
-		if res.Verdict != sim.Pass && res.Verdict != sim.NotApplicable {
+		if res.Verdict != verdict.Pass && res.Verdict != verdict.NotApplicable {
 			t.Errorf("%s: %s %v %v %v", res.Case.ID, res.Verdict, res.Violations, res.Notes, res.NotExercised)
 		}
 	}
@@ -172,7 +174,7 @@ func TestOwnStoresThroughProtocol(t *testing.T) {
 	if len(d.HarnessStores) != 0 || !d.Has("calls") {
 		t.Fatalf("declared %+v", d)
 	}
-	cases := sim.Selection{Kinds: []faults.Kind{faults.Crash, faults.Unknown}}.Cases(sim.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
+	cases := catalogue.Selection{Kinds: []faults.Kind{faults.Crash, faults.Unknown}}.Cases(catalogue.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
 	cases, left := r.ServiceCases(cases)
 	// Its locks are its own: the lease window is the harness's locks'.
 	if want := []string{"1 case left out: window leaseAcquire is not declared"}; !slices.Equal(left, want) {
@@ -181,7 +183,7 @@ func TestOwnStoresThroughProtocol(t *testing.T) {
 	rep := r.RunAll(context.Background(), cases, 2, nil)
 	seen := map[string]int{}
 	for _, res := range rep.Results {
-		if res.Verdict != sim.Pass {
+		if res.Verdict != verdict.Pass {
 			t.Errorf("%s: %s %v %v %v", res.Case.ID, res.Verdict, res.Violations, res.Notes, res.NotExercised)
 		}
 		for _, rec := range res.Timeline {
@@ -209,7 +211,7 @@ func TestOwnStoresThroughProtocol(t *testing.T) {
 	} {
 		t.Run(string(m.bug), func(t *testing.T) {
 			r := runnerOwn(t, m.bug)
-			cases := sim.Selection{Points: []faults.Point{m.point}, Kinds: []faults.Kind{m.kind}}.Cases(sim.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
+			cases := catalogue.Selection{Points: []faults.Point{m.point}, Kinds: []faults.Kind{m.kind}}.Cases(catalogue.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
 			rep := r.RunAll(context.Background(), cases, 2, nil)
 			if rep.ExitCode != 1 || !slices.Contains(rep.Broken(), m.inv) {
 				t.Fatalf("exit %d, broke %v; want exit 1 and %s", rep.ExitCode, rep.Broken(), m.inv)
