@@ -32,10 +32,11 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	if len(os.Args) > 1 && os.Args[1] == "service-go" {
-		// The reference as a service of its own (examples/service-go),
-		// for the scripts' --service-cmd 'crashmatrix service-go'.
-		if err := refservice.Serve(os.Stdin, os.Stdout); err != nil {
+	if len(os.Args) > 1 && (os.Args[1] == "service-go" || os.Args[1] == "service-go-own") {
+		// The reference as a service of its own (examples/service-go,
+		// with --own-stores for service-go-own), for the scripts'
+		// --service-cmd 'crashmatrix service-go'.
+		if err := (refservice.Options{OwnStores: os.Args[1] == "service-go-own"}).Serve(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "service-go:", err)
 			os.Exit(1)
 		}
