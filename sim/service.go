@@ -51,6 +51,28 @@ const ServiceProtocolExit = 3
 // directory, so on its lazy mount where the power can be cut.
 func ServiceDir(env CaseEnv) string { return filepath.Join(env.Dir, "service") }
 
+// makeServiceDir creates the case's service folder, durably: hello says
+// it exists, so a power loss must not take it (its name is synced into
+// the data directory before the service writes a file in it).
+func makeServiceDir(env CaseEnv) error {
+	dir := ServiceDir(env)
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("service folder: %w", err)
+	}
+	parent, err := os.Open(filepath.Dir(dir))
+	if err != nil {
+		return fmt.Errorf("service folder: %w", err)
+	}
+	defer parent.Close()
+	if err := parent.Sync(); err != nil {
+		return fmt.Errorf("service folder: syncing %s: %w", parent.Name(), err)
+	}
+	return nil
+}
+
 // ProbeService starts the service once in scratch (role read) to learn
 // what it declares, and checks the declaration.
 func ProbeService(ctx context.Context, spec ServiceSpec, bugs []reference.Bug, scratch string) (serviceproc.Declared, error) {
@@ -109,6 +131,9 @@ func (w *worker) serviceRun(ctx context.Context) (*serviceRun, error) {
 	}
 	run.model = &seenModel{Extractor: &reference.FakeExtractor{Log: calls}, w: w}
 	bugs := bugNames(w.spec.Bugs)
+	if err := makeServiceDir(w.spec.Env); err != nil {
+		return nil, err
+	}
 	ready := noteOpen(w.spec.StartsFile)
 	svc, err := serviceproc.Start(ctx, serviceproc.Options{Command: spec.Command, WorkDir: spec.WorkDir, LogDir: w.spec.Env.Logs, TempDir: w.spec.Env.TempDir,
 		Timeout: spec.Timeout, HelloTimeout: spec.Timeout, Want: &decl, OnProtocolError: serviceBroke,
@@ -185,6 +210,9 @@ const readTimeout = 2 * time.Second
 
 func (r *serviceReader) Call(ctx context.Context, op string, args json.RawMessage) (json.RawMessage, error) {
 	if r.svc == nil || r.svc.Broken() {
+		if err := makeServiceDir(r.w.spec.Env); err != nil {
+			return nil, err
+		}
 		spec := r.w.spec.Service
 		decl := spec.Declared
 		s, err := serviceproc.Start(ctx, serviceproc.Options{Command: spec.Command, WorkDir: spec.WorkDir, LogDir: r.w.spec.Env.Logs, TempDir: r.w.spec.Env.TempDir,
@@ -489,6 +517,9 @@ func (r *Runner) serviceSnapshot(ctx context.Context, c catalogue.Case, env Case
 		ps = hps
 	}
 	if own := decl.OwnStores(); len(own) > 0 {
+		if err := makeServiceDir(env); err != nil {
+			return check.Snapshot{}, obs, err
+		}
 		svc, err := serviceproc.Start(ctx, serviceproc.Options{Command: r.cfg.Service.Command, WorkDir: r.cfg.Service.WorkDir, LogDir: env.Logs, TempDir: env.TempDir,
 			Timeout: r.cfg.Service.Timeout, HelloTimeout: r.cfg.Service.Timeout, Want: &decl,
 			Hello: serviceproc.Hello{Role: serviceproc.RoleRead, Dir: ServiceDir(env), Namespace: env.Namespace, Space: space, Holder: "supervisor",
