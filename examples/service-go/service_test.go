@@ -105,6 +105,9 @@ func TestReferenceThroughProtocolCrashes(t *testing.T) {
 // through the protocol by the slice of the matrix that catches it in
 // process, with the invariant that names its defect.
 func TestMutantsThroughProtocol(t *testing.T) {
+	if testing.Short() {
+		t.Skip("every mutant's slice through the protocol: minutes")
+	}
 	for _, m := range crashrun.Mutants() {
 		t.Run(m.Name, func(t *testing.T) {
 			if m.Explore != nil {
