@@ -116,6 +116,10 @@ func (r *Runner) RunAll(ctx context.Context, cases []catalogue.Case, parallel in
 		parallel = 4
 	}
 	rep := verdict.Report{Backend: r.backend.Name, Mutant: r.cfg.Mutant, Seed: r.cfg.Seed, Started: time.Now(), Counts: map[verdict.Verdict]int{}}
+	if r.cfg.Service != nil {
+		rep.Backend = "service " + r.cfg.Service.Declared.Name + " (harness stores: " + r.backend.Name + ")"
+		rep.NotJudged = r.cfg.Service.NotJudged()
+	}
 	calibrationFailed := func(err error) verdict.Report {
 		// The backend cannot run a fault-free case: every case would be
 		// undecided for the same reason, said once.

@@ -194,6 +194,11 @@ func describe(id int64, op string, args any) string {
 	return describeRaw(id, op, b)
 }
 
+// DescribeRequest renders a request for errors ("ops.get #7 {...}"), its
+// encoded arguments cut short: the service protocol's errors name theirs
+// the same way.
+func DescribeRequest(id int64, op string, args []byte) string { return describeRaw(id, op, args) }
+
 // describeRaw is describe on arguments already encoded.
 func describeRaw(id int64, op string, args []byte) string {
 	if len(args) > 300 {

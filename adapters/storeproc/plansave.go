@@ -3,9 +3,7 @@ package storeproc
 import (
 	"context"
 	"fmt"
-	"strings"
 
-	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/reference/plansave"
 )
 
@@ -33,11 +31,11 @@ func (c *Client) Plans() *Plans {
 }
 
 // Checkpoints keeps workflow checkpoints in the store process.
-type Checkpoints struct{ c *Client }
+type Checkpoints struct{ c caller }
 
 // Load implements plansave.CheckpointStore (checkpoints.load).
 func (s *Checkpoints) Load(ctx context.Context, threadID string) (plansave.Checkpoint, bool, error) {
-	if err := nonBlank("thread id", threadID); err != nil {
+	if err := s.c.argCheck(nonBlank("thread id", threadID)); err != nil {
 		return plansave.Checkpoint{}, false, err
 	}
 	var res struct {
@@ -53,19 +51,22 @@ func (s *Checkpoints) Load(ctx context.Context, threadID string) (plansave.Check
 
 // Put implements plansave.CheckpointStore (checkpoints.put).
 func (s *Checkpoints) Put(ctx context.Context, cp plansave.Checkpoint) error {
-	if err := nonBlank("checkpoint thread id", cp.ThreadID); err != nil {
+	if err := s.c.argCheck(nonBlank("checkpoint thread id", cp.ThreadID)); err != nil {
 		return err
 	}
 	return s.c.call(ctx, "checkpoints.put", map[string]any{"checkpoint": cp}, nil)
 }
 
 // Plans is the business plan table in the store process.
-type Plans struct{ c *Client }
+type Plans struct{ c caller }
 
 // Save implements plansave.PlanStore (plans.save).
 func (s *Plans) Save(ctx context.Context, owner, operationID, question string, minutes int) (int64, error) {
-	if strings.TrimSpace(owner) == "" || strings.TrimSpace(operationID) == "" {
-		return 0, fmt.Errorf("%w: owner and operation id must not be blank", reference.ErrInvalidArgument)
+	if err := s.c.argCheck(nonBlank("owner", owner)); err != nil {
+		return 0, err
+	}
+	if err := s.c.argCheck(nonBlank("operation id", operationID)); err != nil {
+		return 0, err
 	}
 	var res struct {
 		req
@@ -80,7 +81,7 @@ func (s *Plans) Save(ctx context.Context, owner, operationID, question string, m
 
 // List implements plansave.PlanStore (plans.list).
 func (s *Plans) List(ctx context.Context, owner string) ([]plansave.PlanRow, error) {
-	if err := nonBlank("owner", owner); err != nil {
+	if err := s.c.argCheck(nonBlank("owner", owner)); err != nil {
 		return nil, err
 	}
 	var res struct {

@@ -55,14 +55,14 @@ type req []string
 func (r req) required() []string { return r }
 
 // OperationStore is reference.OperationStore over the protocol (ops.*).
-type OperationStore struct{ c *Client }
+type OperationStore struct{ c caller }
 
 // CreateIfAbsent implements reference.OperationStore (ops.create).
 func (s *OperationStore) CreateIfAbsent(ctx context.Context, op reference.Operation, plan reference.Plan) (bool, error) {
-	if err := reference.CheckCreate(op, plan); err != nil {
+	if err := s.c.argCheck(reference.CheckCreate(op, plan)); err != nil {
 		return false, err
 	}
-	payload, err := reference.EncodePlan(plan)
+	payload, err := s.c.encodePlan(plan)
 	if err != nil {
 		return false, err
 	}
@@ -106,12 +106,12 @@ func (s *OperationStore) GetPlan(ctx context.Context, operationID string) (refer
 	if err := s.c.call(ctx, "ops.getPlan", map[string]any{"operationId": operationID}, &res); err != nil {
 		return reference.Plan{}, err
 	}
-	return reference.DecodeStoredPlan(operationID, []byte(res.Plan), res.Fingerprint)
+	return s.c.decodePlan(operationID, []byte(res.Plan), res.Fingerprint)
 }
 
 // CompareAndSet implements reference.OperationStore (ops.cas).
 func (s *OperationStore) CompareAndSet(ctx context.Context, expected, next reference.Operation) (bool, error) {
-	if err := reference.ValidateUpdate(expected, next); err != nil {
+	if err := s.c.argCheck(reference.ValidateUpdate(expected, next)); err != nil {
 		return false, err
 	}
 	var res struct {
@@ -125,7 +125,7 @@ func (s *OperationStore) CompareAndSet(ctx context.Context, expected, next refer
 
 // ListRecoverable implements reference.OperationStore (ops.listRecoverable).
 func (s *OperationStore) ListRecoverable(ctx context.Context, limit int) ([]reference.Operation, error) {
-	if err := reference.CheckLimit(limit); err != nil {
+	if err := s.c.argCheck(reference.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	return s.list(ctx, "ops.listRecoverable", map[string]any{"limit": limit})
@@ -153,10 +153,10 @@ func (s *OperationStore) list(ctx context.Context, op string, args any) ([]refer
 
 // Claim implements reference.OperationStore (ops.claim).
 func (s *OperationStore) Claim(ctx context.Context, operationID, holder string, now, ttlMillis int64) (bool, error) {
-	if err := reference.CheckOperationID(operationID); err != nil {
+	if err := s.c.argCheck(reference.CheckOperationID(operationID)); err != nil {
 		return false, err
 	}
-	if err := reference.CheckClaim(holder, ttlMillis); err != nil {
+	if err := s.c.argCheck(reference.CheckClaim(holder, ttlMillis)); err != nil {
 		return false, err
 	}
 	var res struct {
@@ -170,10 +170,10 @@ func (s *OperationStore) Claim(ctx context.Context, operationID, holder string, 
 
 // ReleaseClaim implements reference.OperationStore (ops.releaseClaim).
 func (s *OperationStore) ReleaseClaim(ctx context.Context, operationID, holder string) (bool, error) {
-	if err := reference.CheckOperationID(operationID); err != nil {
+	if err := s.c.argCheck(reference.CheckOperationID(operationID)); err != nil {
 		return false, err
 	}
-	if err := nonBlank("holder", holder); err != nil {
+	if err := s.c.argCheck(nonBlank("holder", holder)); err != nil {
 		return false, err
 	}
 	var res struct {
@@ -186,7 +186,7 @@ func (s *OperationStore) ReleaseClaim(ctx context.Context, operationID, holder s
 }
 
 // StateStore is reference.DocumentStateStore over the protocol (states.*).
-type StateStore struct{ c *Client }
+type StateStore struct{ c caller }
 
 type stateResult struct {
 	req
@@ -203,7 +203,7 @@ func (s *StateStore) find(ctx context.Context, op string, args map[string]any) (
 
 // FindCurrent implements reference.DocumentStateStore (states.findCurrent).
 func (s *StateStore) FindCurrent(ctx context.Context, space, documentID string) (reference.DocumentState, bool, error) {
-	if err := reference.CheckKey(space, documentID); err != nil {
+	if err := s.c.argCheck(reference.CheckKey(space, documentID)); err != nil {
 		return reference.DocumentState{}, false, err
 	}
 	return s.find(ctx, "states.findCurrent", map[string]any{"space": space, "documentId": documentID})
@@ -212,10 +212,10 @@ func (s *StateStore) FindCurrent(ctx context.Context, space, documentID string) 
 // FindByOperationID implements reference.DocumentStateStore
 // (states.findByOperationId).
 func (s *StateStore) FindByOperationID(ctx context.Context, space, documentID, operationID string) (reference.DocumentState, bool, error) {
-	if err := reference.CheckKey(space, documentID); err != nil {
+	if err := s.c.argCheck(reference.CheckKey(space, documentID)); err != nil {
 		return reference.DocumentState{}, false, err
 	}
-	if err := reference.CheckOperationID(operationID); err != nil {
+	if err := s.c.argCheck(reference.CheckOperationID(operationID)); err != nil {
 		return reference.DocumentState{}, false, err
 	}
 	return s.find(ctx, "states.findByOperationId", map[string]any{"space": space, "documentId": documentID, "operationId": operationID})
@@ -223,7 +223,7 @@ func (s *StateStore) FindByOperationID(ctx context.Context, space, documentID, o
 
 // CompareAndSet implements reference.DocumentStateStore (states.cas).
 func (s *StateStore) CompareAndSet(ctx context.Context, expected int64, next reference.DocumentState) (bool, error) {
-	if err := reference.CheckStateCAS(expected, next); err != nil {
+	if err := s.c.argCheck(reference.CheckStateCAS(expected, next)); err != nil {
 		return false, err
 	}
 	var res struct {
@@ -237,7 +237,7 @@ func (s *StateStore) CompareAndSet(ctx context.Context, expected int64, next ref
 
 // Remove implements reference.DocumentStateStore (states.remove).
 func (s *StateStore) Remove(ctx context.Context, space, documentID string, revision int64) (bool, error) {
-	if err := reference.CheckKey(space, documentID); err != nil {
+	if err := s.c.argCheck(reference.CheckKey(space, documentID)); err != nil {
 		return false, err
 	}
 	var res struct {
@@ -252,7 +252,7 @@ func (s *StateStore) Remove(ctx context.Context, space, documentID string, revis
 // RecordVersion implements reference.DocumentStateStore
 // (states.recordVersion).
 func (s *StateStore) RecordVersion(ctx context.Context, state reference.DocumentState) error {
-	if err := reference.CheckVersion(state); err != nil {
+	if err := s.c.argCheck(reference.CheckVersion(state)); err != nil {
 		return err
 	}
 	return s.c.call(ctx, "states.recordVersion", map[string]any{"state": state}, nil)
@@ -275,7 +275,7 @@ func (s *StateStore) states(ctx context.Context, op string, args map[string]any)
 
 // Versions implements reference.DocumentStateStore (states.versions).
 func (s *StateStore) Versions(ctx context.Context, space, documentID string) ([]reference.DocumentState, error) {
-	if err := reference.CheckKey(space, documentID); err != nil {
+	if err := s.c.argCheck(reference.CheckKey(space, documentID)); err != nil {
 		return nil, err
 	}
 	return s.states(ctx, "states.versions", map[string]any{"space": space, "documentId": documentID})
@@ -283,7 +283,7 @@ func (s *StateStore) Versions(ctx context.Context, space, documentID string) ([]
 
 // List implements reference.DocumentStateStore (states.list).
 func (s *StateStore) List(ctx context.Context, space string) ([]reference.DocumentState, error) {
-	if err := reference.CheckSpace(space); err != nil {
+	if err := s.c.argCheck(reference.CheckSpace(space)); err != nil {
 		return nil, err
 	}
 	return s.states(ctx, "states.list", map[string]any{"space": space})
@@ -292,7 +292,7 @@ func (s *StateStore) List(ctx context.Context, space string) ([]reference.Docume
 // IsReferencedByOtherDocument implements reference.DocumentStateStore
 // (states.isReferenced).
 func (s *StateStore) IsReferencedByOtherDocument(ctx context.Context, space, documentID string, edge reference.EdgeKey) (bool, error) {
-	if err := reference.CheckSpace(space); err != nil {
+	if err := s.c.argCheck(reference.CheckSpace(space)); err != nil {
 		return false, err
 	}
 	var res struct {
@@ -306,7 +306,7 @@ func (s *StateStore) IsReferencedByOtherDocument(ctx context.Context, space, doc
 
 // Registry is reference.EntityRegistry over the protocol (registry.*).
 // Names are normalised here, so the store compares strings as they come.
-type Registry struct{ c *Client }
+type Registry struct{ c caller }
 
 type entitiesResult struct {
 	req
@@ -330,7 +330,7 @@ func (g *Registry) entities(ctx context.Context, op string, args map[string]any)
 
 // FindMatches implements reference.EntityRegistry (registry.findMatches).
 func (g *Registry) FindMatches(ctx context.Context, space, entityType string, names []string) ([]reference.RegisteredEntity, error) {
-	if err := reference.CheckSpace(space); err != nil {
+	if err := g.c.argCheck(reference.CheckSpace(space)); err != nil {
 		return nil, err
 	}
 	norm := reference.NormalizeNames(names)
@@ -352,12 +352,12 @@ type registration struct {
 
 // SaveAll implements reference.EntityRegistry (registry.saveAll).
 func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.EntityRegistration) error {
-	if err := reference.CheckSpace(space); err != nil {
+	if err := g.c.argCheck(reference.CheckSpace(space)); err != nil {
 		return err
 	}
 	out := make([]registration, 0, len(regs))
 	for _, r := range regs {
-		if err := reference.CheckRegistration(space, r); err != nil {
+		if err := g.c.argCheck(reference.CheckRegistration(space, r)); err != nil {
 			return err
 		}
 		out = append(out, registration{NodeID: r.NodeID, Type: strings.TrimSpace(r.Type), TypeKey: reference.Normalize(r.Type),
@@ -368,18 +368,18 @@ func (g *Registry) SaveAll(ctx context.Context, space string, regs []reference.E
 
 // List implements reference.EntityRegistry (registry.list).
 func (g *Registry) List(ctx context.Context, space string) ([]reference.RegisteredEntity, error) {
-	if err := reference.CheckSpace(space); err != nil {
+	if err := g.c.argCheck(reference.CheckSpace(space)); err != nil {
 		return nil, err
 	}
 	return g.entities(ctx, "registry.list", map[string]any{"space": space})
 }
 
 // Writer is reference.GraphWriter over the protocol (graph.*).
-type Writer struct{ c *Client }
+type Writer struct{ c caller }
 
 // Apply implements reference.GraphWriter (graph.apply).
 func (w *Writer) Apply(ctx context.Context, space string, m reference.Mutation) error {
-	if err := reference.CheckMutation(space, m); err != nil {
+	if err := w.c.argCheck(reference.CheckMutation(space, m)); err != nil {
 		return err
 	}
 	return w.c.call(ctx, "graph.apply", map[string]any{"space": space, "mutation": m}, nil)
@@ -396,7 +396,7 @@ func (w *Writer) ReadGraph(ctx context.Context, space string) (reference.Graph, 
 
 // ReadRecords implements reference.GraphWriter (graph.readRecords).
 func (w *Writer) ReadRecords(ctx context.Context, space string) (reference.GraphRecords, error) {
-	if err := reference.CheckSpace(space); err != nil {
+	if err := w.c.argCheck(reference.CheckSpace(space)); err != nil {
 		return reference.GraphRecords{}, err
 	}
 	var res struct {
@@ -422,11 +422,11 @@ func (w *Writer) ReadRecords(ctx context.Context, space string) (reference.Graph
 }
 
 // Locks is reference.LockProvider over the protocol (locks.*).
-type Locks struct{ c *Client }
+type Locks struct{ c caller }
 
 // TryAcquire implements reference.LockProvider (locks.tryAcquire).
 func (p *Locks) TryAcquire(ctx context.Context, space, documentID, holder string, now, ttlMillis int64) (reference.Lease, bool, error) {
-	if err := reference.CheckLease(space, documentID, holder, ttlMillis); err != nil {
+	if err := p.c.argCheck(reference.CheckLease(space, documentID, holder, ttlMillis)); err != nil {
 		return reference.Lease{}, false, err
 	}
 	var res struct {
@@ -444,7 +444,7 @@ func (p *Locks) TryAcquire(ctx context.Context, space, documentID, holder string
 
 // Renew implements reference.LockProvider (locks.renew).
 func (p *Locks) Renew(ctx context.Context, l reference.Lease, now, ttlMillis int64) (reference.Lease, error) {
-	if err := reference.CheckLease(l.Space, l.DocumentID, l.Holder, ttlMillis); err != nil {
+	if err := p.c.argCheck(reference.CheckLease(l.Space, l.DocumentID, l.Holder, ttlMillis)); err != nil {
 		return reference.Lease{}, err
 	}
 	var res struct {
@@ -460,10 +460,10 @@ func (p *Locks) Renew(ctx context.Context, l reference.Lease, now, ttlMillis int
 
 // Release implements reference.LockProvider (locks.release).
 func (p *Locks) Release(ctx context.Context, l reference.Lease) error {
-	if err := reference.CheckKey(l.Space, l.DocumentID); err != nil {
+	if err := p.c.argCheck(reference.CheckKey(l.Space, l.DocumentID)); err != nil {
 		return err
 	}
-	if err := nonBlank("lease holder", l.Holder); err != nil {
+	if err := p.c.argCheck(nonBlank("lease holder", l.Holder)); err != nil {
 		return err
 	}
 	return leaseErr(l, p.c.call(ctx, "locks.release", map[string]any{"lease": l}, nil))

@@ -41,6 +41,7 @@ type certifyFlags struct {
 	server                    serverFlags
 	shard                     string
 	store                     storeCmdFlags
+	service                   serviceCmdFlags
 }
 
 func certifyCmd() *cobra.Command {
@@ -139,6 +140,7 @@ outran it is undecided too, never a failure).`,
 	fl.BoolVarP(&f.details, "details", "v", false, "list every failing case with every violation, its evidence, history and replay command (the default is a digest by cause)")
 	f.server.register(fl)
 	f.store.register(fl, true)
+	f.service.register(fl)
 	fl.BoolVar(&f.inProcess, "in-process", false, "simulate crashes in-process (workers are goroutines, time is simulated) instead of killing processes")
 	fl.StringVar(&f.shard, "shard", "", "i/n: run only shard i of n of the matrix (0 <= i < n); merge the shards' JSON reports with crashmatrix merge")
 	fl.BoolVar(&f.inProcessFiles, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
@@ -199,7 +201,14 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if f.tear != faults.TearPage && !slices.Contains(kinds, faults.TornWrite) {
 		return fmt.Errorf("--tear %d applies to the torn-write column: give --kind torn-write", f.tear)
 	}
+	service, err := f.service.spec(f.inProcess)
+	if err != nil {
+		return err
+	}
 	bugs, err := parseBugs(f.bugs)
+	if service != nil {
+		bugs, err = serviceBugs(f.bugs)
+	}
 	if err != nil {
 		return err
 	}
@@ -261,7 +270,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	}
 	cfg := sim.Config{Backend: spec, Launcher: sim.BinaryLauncher{Path: self},
 		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess, InProcessFiles: f.inProcessFiles,
-		Adaptive: adaptive, WallClock: f.wallClock, FailFast: f.failFast}
+		Adaptive: adaptive, WallClock: f.wallClock, FailFast: f.failFast, Service: service}
 	f.server.useFaults(&cfg)
 	runner, err := sim.NewRunner(cfg)
 	if err != nil {
@@ -309,8 +318,9 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 			}
 		}
 	}
+	cases, leftOut := runner.ServiceCases(cases)
 	if len(cases) == 0 {
-		return fmt.Errorf("no case matches --point %v --kind %v --class %v", f.points, f.kinds, f.only)
+		return fmt.Errorf("no case matches --point %v --kind %v --class %v %v", f.points, f.kinds, f.only, leftOut)
 	}
 	matrix := matrixID(f, backend, cases)
 	if shard != nil {
@@ -346,6 +356,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	restoreProcs()
 	restoreGC()
 	rep.WithProbe(probe, perr, sel)
+	rep.LeftOut = leftOut
 	rep.Matrix = &matrix
 	if shard != nil {
 		rep.Shard = &catalogue.ShardRun{Shard: *shard, Cases: len(cases), Rerun: rerun, Replay: base}
@@ -375,7 +386,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if err := writeReports(out, rep, ropt, f.jsonOut, f.junitOut, f.html); err != nil {
 		return err
 	}
-	if err := writeKillReplays(out, workdir, backend, f.leaseTTL, rep, f.store.replayArgs()...); err != nil {
+	if err := writeKillReplays(out, workdir, backend, f.leaseTTL, rep, append(f.store.replayArgs(), f.service.replayArgs()...)...); err != nil {
 		return err
 	}
 	switch {

@@ -27,6 +27,8 @@ func exploreCount(cmd *cobra.Command, f certifyFlags) int {
 		return f.explore
 	case len(f.points)+len(f.kinds)+len(f.only) > 0:
 		return 0
+	case f.service.command != "":
+		return 0 // not through the service protocol yet: the verdict says "exploration: off"
 	case f.store.command != "":
 		return explorerun.DefaultProcessCount
 	}

@@ -52,6 +52,7 @@ var flagLimits = map[string]limit{
 	"lease-ttl":            {min: float64(time.Millisecond), whole: time.Millisecond, what: "the workers' leases count whole milliseconds"},
 	"cycle-lease-ttl":      {min: float64(time.Millisecond), whole: time.Millisecond, what: "the workers' leases count whole milliseconds"},
 	"store-timeout":        {min: float64(time.Millisecond), what: "how long a store process may take per message"},
+	"service-timeout":      {min: float64(time.Millisecond), what: "how long a service process may stay silent"},
 	"budget":               {min: float64(time.Millisecond), what: "how long to search"},
 	"explore:duration":     {min: 0, what: "how long each exploration rate is measured (0 skips them)"},
 	"explore:int":          {min: 0, what: "a number of exploration schedules (0 turns the exploration off)"},
@@ -73,7 +74,7 @@ var unbounded = []string{"seed", "explore-seed", "tear"}
 // notBlank are the string flags that name a store, a server or a command
 // to run: given, they must say something. `--store-cmd "$STORE"` with
 // STORE unset would otherwise certify the built-in SQLite store.
-var notBlank = []string{"store-cmd", "plansave-cmd", "postgres-dsn", "neo4j-uri",
+var notBlank = []string{"store-cmd", "plansave-cmd", "service-cmd", "postgres-dsn", "neo4j-uri",
 	"postgres-kill", "postgres-start", "neo4j-kill", "neo4j-start", "postgres-image", "neo4j-image", "workdir"}
 
 // backendFlags are the flags that apply to some backends only, and the

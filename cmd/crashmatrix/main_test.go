@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/adapters/serviceproc/refservice"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
 
@@ -29,6 +30,16 @@ import (
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
 		main()
+		os.Exit(0)
+	}
+	if len(os.Args) > 1 && (os.Args[1] == "service-go" || os.Args[1] == "service-go-own") {
+		// The reference as a service of its own (examples/service-go,
+		// with --own-stores for service-go-own), for the scripts'
+		// --service-cmd 'crashmatrix service-go'.
+		if err := (refservice.Options{OwnStores: os.Args[1] == "service-go-own"}).Serve(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "service-go:", err)
+			os.Exit(1)
+		}
 		os.Exit(0)
 	}
 	testscript.Main(m, map[string]func(){"crashmatrix": main})

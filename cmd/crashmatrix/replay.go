@@ -41,6 +41,7 @@ func certifyReplay(f certifyFlags, backend string) (string, func(verdict.CaseRes
 	} else {
 		base = append(base, "--backend", shellQuote(backend))
 	}
+	base = append(base, f.service.replayArgs()...)
 	if f.server.postgresDSN != "" {
 		base = append(base, "--postgres-dsn", `"$`+servers.EnvPostgresDSN+`"`)
 		if f.server.faults != nil {

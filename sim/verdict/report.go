@@ -53,6 +53,11 @@ type Report struct {
 	// ("store starts: median …, max … over N worker store opens"), when
 	// the backend notes it (store-cmd).
 	StoreStarts string `json:"storeStarts,omitempty"`
+	// NotJudged lists what the invariants could not judge of a service
+	// run through the service protocol (sim.ServiceSpec.NotJudged), and
+	// LeftOut the cases it could not run: never counted as held.
+	NotJudged []string `json:"notJudged,omitempty"`
+	LeftOut   []string `json:"leftOut,omitempty"`
 }
 
 // NotRunFailFast is the note of a case a fail-fast run never started.
