@@ -565,6 +565,9 @@ func storeMethod(lines []string) string {
 // stores, and distils the history.
 func (r *Runner) snapshot(ctx context.Context, c Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
 	obs := Observe(h, c, space)
+	if r.cfg.Service != nil {
+		return r.serviceSnapshot(ctx, c, env, space, obs)
+	}
 	st, err := r.backend.Open(ctx, env)
 	if err != nil {
 		return check.Snapshot{}, obs, err

@@ -74,4 +74,7 @@ type WorkerSpec struct {
 	// ended opening its stores (starts.go): the supervisor's deadline
 	// leaves that time out (Backend.StartTimeout).
 	StartsFile string `json:"startsFile,omitempty"`
+	// Service, when set, is the service the worker runs its intents on
+	// (the service protocol) instead of the reference.
+	Service *ServiceSpec `json:"service,omitempty"`
 }

@@ -167,6 +167,11 @@ type Config struct {
 	// machine's load, a pause past a lease costs nothing, and Adaptive has
 	// nothing to adapt.
 	WallClock bool
+	// Service, when set, runs the workers' intents on a service of the
+	// user's through the service protocol (docs/service-protocol.md)
+	// instead of the reference; the backend holds the stores it takes
+	// from the harness. Worker processes only.
+	Service *ServiceSpec
 	// FailFast stops RunAll from starting cases once one has failed (a
 	// broken invariant): the cases under way finish, the rest are
 	// undecided, never run (NotRunFailFast). For a run that only asks
@@ -228,6 +233,11 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	if b.Simulated && !cfg.InProcess {
 		return nil, fmt.Errorf("backend %s is a simulated store that lives in this process: it needs the in-process mode", b.Name)
+	}
+	if cfg.Service != nil {
+		if err := prepareService(&cfg, &b); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.LeaseTTL == 0 {
 		cfg.LeaseTTL = 250 * time.Millisecond
@@ -526,7 +536,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 			History: filepath.Join(dir, "history.jsonl"), CallDir: filepath.Join(dir, "calls"), Actions: acts, Arms: st.Arms, Bugs: r.cfg.Bugs,
 			LeaseTTLMillis: tm.LeaseTTL.Milliseconds(), ClaimTTLMillis: tm.ClaimTTL.Milliseconds(),
 			BatchSize: r.cfg.BatchSize, Seed: r.cfg.Seed, ContinueOnError: st.ContinueOnError,
-			Background: st.Background, StoppedFile: filepath.Join(dir, StoppedHoldersFile)}
+			Background: st.Background, StoppedFile: filepath.Join(dir, StoppedHoldersFile), Service: r.cfg.Service}
 		if st.Kill != nil {
 			spec.KillAfterMicros = max(st.Kill.Offset.Microseconds(), 1)
 			if st.Kill.After != "" {

@@ -214,9 +214,16 @@ type worker struct {
 	thread string
 	// stops say which lease holders of the case have stopped.
 	stops stops
+	// svcRun and reader are the service process and its reader, in a
+	// service run (WorkerSpec.Service).
+	svcRun *serviceRun
+	reader *serviceReader
 }
 
 func (w *worker) close() {
+	if w.svcRun != nil {
+		_ = w.svcRun.svc.Close()
+	}
 	if w.stores != nil && !w.sharedStores {
 		_ = w.stores.Close()
 	}
@@ -287,6 +294,9 @@ func (w *worker) workflow(ctx context.Context) (*plansave.Workflow, error) {
 // run runs one action and says what it returned (nil when it never got
 // as far as a result).
 func (w *worker) run(ctx context.Context, a Action) (*history.Outcome, error) {
+	if w.spec.Service != nil {
+		return w.runService(ctx, a)
+	}
 	switch a.Do {
 	case "ingest", "retract", "resume", "recover":
 		s, err := w.service(ctx)

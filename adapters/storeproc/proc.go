@@ -91,6 +91,19 @@ type Options struct {
 	// the call returns it (a crash-matrix worker ends itself there, so the
 	// case is undecided rather than judged on a broken conversation).
 	OnProtocolError func(ctx context.Context, err *ProtocolError)
+
+	// logName and extraEnv are StartProcess's (another protocol's
+	// process): the log file's prefix ("store" when empty) and variables
+	// set besides the store's.
+	logName  string
+	extraEnv []string
+}
+
+func (o Options) logPrefix() string {
+	if o.logName != "" {
+		return o.logName
+	}
+	return "store"
 }
 
 func (o Options) timeout() time.Duration {
@@ -126,21 +139,28 @@ type ProtocolError struct {
 	// NoStart: the process did not answer hello within the start timeout
 	// (Options.HelloTimeout), a setup problem more than a broken store.
 	NoStart bool
+	// Process says what the process is ("store" when empty; "service"
+	// for the service protocol's).
+	Process string
 }
 
 func (e *ProtocolError) Error() string {
+	what := e.Process
+	if what == "" {
+		what = "store"
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "store process %q, request %s: %s", e.Command, e.Request, e.Problem)
+	fmt.Fprintf(&b, "%s process %q, request %s: %s", what, e.Command, e.Request, e.Problem)
 	if e.Got != "" {
 		fmt.Fprintf(&b, "; got: %s", e.Got)
 	}
 	if e.Stderr != "" {
-		fmt.Fprintf(&b, "\n--- store stderr (tail) ---\n%s", strings.TrimRight(e.Stderr, "\n"))
+		fmt.Fprintf(&b, "\n--- %s stderr (tail) ---\n%s", what, strings.TrimRight(e.Stderr, "\n"))
 	} else {
-		b.WriteString(" (store stderr empty)")
+		fmt.Fprintf(&b, " (%s stderr empty)", what)
 	}
 	if e.Log != "" {
-		fmt.Fprintf(&b, "\n(the store's whole stderr: %s)", e.Log)
+		fmt.Fprintf(&b, "\n(the %s's whole stderr: %s)", what, e.Log)
 	}
 	return b.String()
 }
@@ -222,7 +242,7 @@ func start(opts *Options) (*proc, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = opts.WorkDir
-	cmd.Env = storeEnv(os.Environ(), opts.Dir, tmp)
+	cmd.Env = append(storeEnv(os.Environ(), opts.Dir, tmp), opts.extraEnv...)
 	// The store leads a process group of its own, so that ending it ends
 	// whatever it started too (kill), and dies when its parent dies. It
 	// stays in its parent's session: a supervisor ending a worker ends the
@@ -259,7 +279,7 @@ func start(opts *Options) (*proc, error) {
 	}
 	p := &proc{command: opts.Command, workDir: opts.WorkDir, cmd: cmd, stdin: stdin, stdout: pr, r: bufio.NewReaderSize(pr, 64<<10), stderr: &tail{max: stderrTail}, exited: make(chan struct{})}
 	if opts.LogDir != "" {
-		path := filepath.Join(opts.LogDir, fmt.Sprintf("store-%d.log", cmd.Process.Pid))
+		path := filepath.Join(opts.LogDir, fmt.Sprintf("%s-%d.log", opts.logPrefix(), cmd.Process.Pid))
 		if f, err := os.Create(path); err == nil {
 			p.log, p.logPath = f, path
 		}

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/adapters/storeproc"
@@ -88,7 +87,7 @@ func Backend(spec sim.BackendSpec) (sim.Backend, error) {
 	opts := func(command string, env sim.CaseEnv, require []string) storeproc.Options {
 		o := storeproc.Options{Command: command, WorkDir: a[ArgWorkDir], Dir: env.Dir, LogDir: env.Logs, TempDir: env.TempDir, Namespace: env.Namespace, Mutant: env.Mutant,
 			Timeout: timeout, HelloTimeout: timeout, Require: require, OnProtocolError: endWorker}
-		if !inWorkerProcess() {
+		if !sim.InWorkerProcess() {
 			o.Pool = pool
 		}
 		return o
@@ -132,7 +131,7 @@ func Backend(spec sim.BackendSpec) (sim.Backend, error) {
 // Outside a worker (no fault runtime in ctx: the supervisor's snapshot,
 // a conformance test) the error is returned as it is.
 func endWorker(ctx context.Context, err *storeproc.ProtocolError) {
-	if faults.RuntimeFrom(ctx) == nil || !inWorkerProcess() {
+	if faults.RuntimeFrom(ctx) == nil || !sim.InWorkerProcess() {
 		return
 	}
 	what := "broke the store protocol"
@@ -141,15 +140,6 @@ func endWorker(ctx context.Context, err *storeproc.ProtocolError) {
 	}
 	fmt.Fprintf(os.Stderr, "crashmatrix worker: the store %s: %v\n", what, err)
 	os.Exit(ProtocolErrorExit)
-}
-
-// inWorkerProcess reports whether this process is a worker the supervisor
-// started: it leads its own process group and has GO_FAILPOINTS set (to
-// its arms, possibly none). In-process workers share the supervisor's
-// process, which must not exit.
-func inWorkerProcess() bool {
-	_, armed := os.LookupEnv("GO_FAILPOINTS")
-	return armed && syscall.Getpgrp() == os.Getpid()
 }
 
 // startLimit is how long one open of a worker's stores may take: its store
