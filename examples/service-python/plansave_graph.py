@@ -117,6 +117,15 @@ class State(TypedDict, total=False):
     plan_id: int
 
 
+# The step a thread runs next, by its status. Not LangGraph's state.next:
+# after a crash between a node's put_writes and the checkpoint's put,
+# get_state applies the node's pending writes and reports next=() (nothing
+# left to run) although the graph has not reached save; a service that
+# trusts it stops short (crashmatrix's service/checkpointer.put window found
+# it: status approved, next empty, no plan row). invoke(None) does run save.
+NEXT = {"started": "approve", "approved": "save", "saved": ""}
+
+
 class Service:
     def __init__(self, directory, role, bugs, conv):
         self.conv = conv
@@ -182,7 +191,7 @@ class Service:
             return None
         return {"threadId": thread_id, "owner": values["owner"], "question": values["question"],
                 "minutes": values["minutes"], "operationId": values["operation_id"],
-                "status": values.get("status", "started"), "next": state.next[0] if state.next else "",
+                "status": values.get("status", "started"), "next": NEXT[values.get("status", "started")],
                 "planId": values.get("plan_id", 0)}
 
     def result(self, thread_id):
@@ -191,7 +200,12 @@ class Service:
 
     def run(self, graph_input, thread_id):
         try:
-            self.graph.invoke(graph_input, self.config(thread_id))
+            # durability="sync": each step's checkpoint is committed before
+            # the next step starts. Under LangGraph's default ("async") the
+            # save node's business commit ran while approve's checkpoint was
+            # still being written: a crash there left the plan row saved
+            # and the thread still waiting for approval.
+            self.graph.invoke(graph_input, self.config(thread_id), durability="sync")
         except (ServiceError, Injected):
             raise
         except Exception as e:
@@ -233,7 +247,10 @@ def declare(args, conv):
         raise ServiceError("unsupported", "unknown bug %s (this service knows %s)" % (", ".join(unknown), ", ".join(BUGS)))
     service = Service(args["dir"], args["role"], bugs, conv)
     name = "langgraph-plansave" + "".join("+" + b for b in sorted(bugs))
-    return service, {"name": name, "systems": ["plansave"], "windows": WINDOWS, "harnessStores": [],
+    # System A's stores, which this service does not have, are the harness's
+    # (section 3: a store not in harnessStores is the service's own).
+    return service, {"name": name, "systems": ["plansave"], "windows": WINDOWS,
+                     "harnessStores": ["operations", "states", "registry", "graph", "locks"],
                      "reports": [], "clock": "own"}
 
 

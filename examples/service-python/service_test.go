@@ -1,0 +1,156 @@
+// Package servicepython certifies the LangGraph example service
+// (plansave_graph.py) through the service protocol: crashmatrix's runner
+// starts it as each worker's child, crashes it at the windows it declares
+// and judges I8 on what it reads back. Its Python packages are installed
+// by install.sh into a venv under the cache (the test runs the script).
+package servicepython
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/check"
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim"
+	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // the harness's stores: sqlite
+)
+
+// The test binary is also a crashmatrix worker, when the supervisor
+// re-executes it.
+func TestMain(m *testing.M) {
+	if path := os.Getenv(sim.WorkerSpecEnv); path != "" {
+		os.Exit(sim.WorkerMain("worker", []string{"--spec", path}))
+	}
+	os.Exit(m.Run())
+}
+
+func here() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(file)
+}
+
+// python installs the example's packages (install.sh) and returns the
+// venv's interpreter.
+func python(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(here(), "install.sh")).Output()
+	if err != nil {
+		t.Fatalf("install.sh: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func runner(t *testing.T, command string, bugs ...string) *sim.Runner {
+	t.Helper()
+	cfg := sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), Seed: 1,
+		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"},
+		Service:  &sim.ServiceSpec{Command: command, WorkDir: here()}}
+	for _, b := range bugs {
+		cfg.Bugs = append(cfg.Bugs, reference.Bug(b))
+	}
+	r, err := sim.NewRunner(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+var planSaveWindows = []faults.Point{faults.PlanSaveBeforeApprove, faults.PlanSaveBeforeBusiness, faults.PlanSaveBeforeCheckpoint}
+
+func run(t *testing.T, r *sim.Runner, kinds ...faults.Kind) sim.Report {
+	t.Helper()
+	cases := sim.Selection{Points: planSaveWindows, Kinds: kinds}.Cases(sim.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
+	if len(cases) == 0 {
+		t.Fatalf("no cases for %v %v", planSaveWindows, kinds)
+	}
+	start := time.Now()
+	rep := r.RunAll(context.Background(), cases, 2, nil)
+	t.Logf("%d cases in %s", len(rep.Results), time.Since(start).Round(time.Millisecond))
+	if len(rep.Results) != len(cases) {
+		for _, res := range rep.Results {
+			t.Logf("%s: %s %v %v %v", res.Case.ID, res.Verdict, res.Violations, res.Notes, res.NotExercised)
+			for _, w := range res.Workers {
+				t.Logf("  worker %+v", w)
+			}
+		}
+		t.Fatalf("%d results of %d cases (exit %d)", len(rep.Results), len(cases), rep.ExitCode)
+	}
+	return rep
+}
+
+// TestLangGraphServiceCertifies: the LangGraph graph with the design
+// document's PlanStore passes every crash, error and unknown-outcome case
+// at its three catalogue windows, and each case's fault fired.
+func TestLangGraphServiceCertifies(t *testing.T) {
+	py := python(t)
+	r := runner(t, py+" plansave_graph.py")
+	d := r.Config().Service.Declared
+	if d.Name != "langgraph-plansave" || len(d.Systems) != 1 || d.Systems[0] != "plansave" {
+		t.Fatalf("declared %+v", d)
+	}
+	rep := run(t, r, faults.Crash, faults.Transient, faults.Unknown)
+	for _, res := range rep.Results {
+		if res.Verdict != sim.Pass && res.Verdict != sim.NotApplicable {
+			t.Errorf("%s: %s %v %v %v", res.Case.ID, res.Verdict, res.Violations, res.Notes, res.NotExercised)
+		}
+		if res.Verdict == sim.Pass && len(res.Hits) == 0 {
+			t.Errorf("%s: passed without a fault firing", res.Case.ID)
+		}
+	}
+	if rep.ExitCode != 0 {
+		t.Fatalf("exit %d", rep.ExitCode)
+	}
+}
+
+// TestLangGraphBrokenVariantsCaught: each broken variant, asked for with
+// --bug as a team would (hello's bugs), fails I8 at the window after the
+// business commit, where the retried save runs.
+func TestLangGraphBrokenVariantsCaught(t *testing.T) {
+	py := python(t)
+	for _, bug := range []string{"new-operation-id-on-retry", "no-unique"} {
+		t.Run(bug, func(t *testing.T) {
+			r := runner(t, py+" plansave_graph.py", bug)
+			rep := run(t, r, faults.Crash)
+			caught := false
+			for _, res := range rep.Results {
+				for _, v := range res.Violations {
+					if v.Invariant == check.I8 {
+						caught = true
+						t.Logf("%s: %s %s", res.Case.ID, v.Invariant, v.Message)
+					}
+				}
+			}
+			if !caught || rep.ExitCode == 0 {
+				t.Fatalf("--bug %s not caught (exit %d)", bug, rep.ExitCode)
+			}
+		})
+	}
+}
+
+// TestUnknownBugRefused: a misspelt broken variant must not pass as a
+// certified service: the service refuses it and the run cannot start.
+func TestUnknownBugRefused(t *testing.T) {
+	py := python(t)
+	cfg := sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), Seed: 1,
+		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"},
+		Service:  &sim.ServiceSpec{Command: py + " plansave_graph.py", WorkDir: here()},
+		Bugs:     []reference.Bug{"no-unqiue"}}
+	r, err := sim.NewRunner(cfg)
+	if err == nil {
+		rep := run(t, r, faults.Crash)
+		if rep.ExitCode == 0 {
+			t.Fatalf("--bug no-unqiue certified")
+		}
+		return
+	}
+	if !strings.Contains(err.Error(), "unknown bug") {
+		t.Fatalf("error does not say why: %v", err)
+	}
+}
