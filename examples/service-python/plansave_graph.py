@@ -246,10 +246,9 @@ def declare(args, conv):
     if unknown:
         raise ServiceError("unsupported", "unknown bug %s (this service knows %s)" % (", ".join(unknown), ", ".join(BUGS)))
     service = Service(args["dir"], args["role"], bugs, conv)
-    name = "langgraph-plansave" + "".join("+" + b for b in sorted(bugs))
     # System A's stores, which this service does not have, are the harness's
     # (section 3: a store not in harnessStores is the service's own).
-    return service, {"name": name, "systems": ["plansave"], "windows": WINDOWS,
+    return service, {"name": "langgraph-plansave", "systems": ["plansave"], "windows": WINDOWS,
                      "harnessStores": ["operations", "states", "registry", "graph", "locks"],
                      "reports": [], "clock": "own"}
 
