@@ -16,6 +16,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // A service run through the service protocol (docs/service-protocol.md)
@@ -238,7 +239,7 @@ func InWorkerProcess() bool {
 }
 
 // runService runs one action through the service.
-func (w *worker) runService(ctx context.Context, a Action) (*history.Outcome, error) {
+func (w *worker) runService(ctx context.Context, a catalogue.Action) (*history.Outcome, error) {
 	run, err := w.serviceRun(ctx)
 	if err != nil {
 		return nil, err
@@ -454,7 +455,7 @@ func serviceStart(s ServiceSpec) time.Duration {
 // serviceSnapshot reads the stores after a case in a service run: the
 // harness's own for the stores the service takes from it, the service's
 // read side (a process of its command, role read) for its own.
-func (r *Runner) serviceSnapshot(ctx context.Context, c Case, env CaseEnv, space string, obs check.Observed) (check.Snapshot, check.Observed, error) {
+func (r *Runner) serviceSnapshot(ctx context.Context, c catalogue.Case, env CaseEnv, space string, obs check.Observed) (check.Snapshot, check.Observed, error) {
 	decl := r.cfg.Service.Declared
 	var st reference.Stores
 	var ps PlanSaveStores

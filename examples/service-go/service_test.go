@@ -8,7 +8,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // the harness's stores: sqlite
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // The test binary is three programs: the tests, a crashmatrix worker (when
@@ -52,13 +54,13 @@ func TestReferenceThroughProtocolCrashes(t *testing.T) {
 	if d := r.Config().Service.Declared; d.Name != "crashmatrix-reference" {
 		t.Fatalf("declared %+v", d)
 	}
-	cases := sim.Selection{Kinds: []faults.Kind{faults.Crash}}.Cases(sim.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
+	cases := catalogue.Selection{Kinds: []faults.Kind{faults.Crash}}.Cases(catalogue.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
 	rep := r.RunAll(context.Background(), cases, 2, nil)
 	if len(rep.Results) != len(cases) || len(cases) < 10 {
 		t.Fatalf("%d results of %d cases", len(rep.Results), len(cases))
 	}
 	for _, res := range rep.Results {
-		if res.Verdict != sim.Pass {
+		if res.Verdict != verdict.Pass {
 			t.Errorf("%s: %s %v %v %v", res.Case.ID, res.Verdict, res.Violations, res.Notes, res.NotExercised)
 		}
 		if len(res.Hits) == 0 {

@@ -19,7 +19,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // the harness's stores: sqlite
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // The test binary is also a crashmatrix worker, when the supervisor
@@ -64,9 +66,9 @@ func runner(t *testing.T, command string, bugs ...string) *sim.Runner {
 
 var planSaveWindows = []faults.Point{faults.PlanSaveBeforeApprove, faults.PlanSaveBeforeBusiness, faults.PlanSaveBeforeCheckpoint}
 
-func run(t *testing.T, r *sim.Runner, kinds ...faults.Kind) sim.Report {
+func run(t *testing.T, r *sim.Runner, kinds ...faults.Kind) verdict.Report {
 	t.Helper()
-	cases := sim.Selection{Points: planSaveWindows, Kinds: kinds}.Cases(sim.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
+	cases := catalogue.Selection{Points: planSaveWindows, Kinds: kinds}.Cases(catalogue.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
 	if len(cases) == 0 {
 		t.Fatalf("no cases for %v %v", planSaveWindows, kinds)
 	}
@@ -97,10 +99,10 @@ func TestLangGraphServiceCertifies(t *testing.T) {
 	}
 	rep := run(t, r, faults.Crash, faults.Transient, faults.Unknown)
 	for _, res := range rep.Results {
-		if res.Verdict != sim.Pass && res.Verdict != sim.NotApplicable {
+		if res.Verdict != verdict.Pass && res.Verdict != verdict.NotApplicable {
 			t.Errorf("%s: %s %v %v %v", res.Case.ID, res.Verdict, res.Violations, res.Notes, res.NotExercised)
 		}
-		if res.Verdict == sim.Pass && len(res.Hits) == 0 {
+		if res.Verdict == verdict.Pass && len(res.Hits) == 0 {
 			t.Errorf("%s: passed without a fault firing", res.Case.ID)
 		}
 	}
@@ -151,14 +153,14 @@ func TestUnknownBugRefused(t *testing.T) {
 		// worker's hello is refused, so no case may pass. (The spec makes
 		// such a run undecided, exit 2; the harness reports it as failing,
 		// exit 1, with the failpoints not fired: either way not certified.)
-		cases := sim.Selection{Points: planSaveWindows, Kinds: []faults.Kind{faults.Crash}}.Cases(sim.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
+		cases := catalogue.Selection{Points: planSaveWindows, Kinds: []faults.Kind{faults.Crash}}.Cases(catalogue.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
 		rep := r.RunAll(context.Background(), cases, 2, nil)
 		if rep.ExitCode == 0 || len(rep.Results) == 0 {
 			t.Fatalf("--bug no-unqiue: exit %d, %d results", rep.ExitCode, len(rep.Results))
 		}
 		for _, res := range rep.Results {
 			t.Logf("%s: %s %v %v", res.Case.ID, res.Verdict, res.Violations, res.Notes)
-			if res.Verdict == sim.Pass {
+			if res.Verdict == verdict.Pass {
 				t.Errorf("%s passed with an unknown bug", res.Case.ID)
 			}
 		}
@@ -178,11 +180,11 @@ func TestUnknownBugRefused(t *testing.T) {
 func TestLangGraphCheckpointerWindows(t *testing.T) {
 	py := python(t)
 	r := runner(t, py+" plansave_graph.py")
-	ws := []sim.StoreWindow{
+	ws := []catalogue.StoreWindow{
 		{Point: "service/checkpointer.put", System: faults.PlanSave, Hits: 1, Methods: []string{"plansave.start"}},
 		{Point: "service/checkpointer.put_writes", System: faults.PlanSave, Hits: 1, Methods: []string{"plansave.start"}},
 	}
-	cases := sim.Filter(sim.StoreMatrix(ws, r.Config().LeaseTTL.Milliseconds()), nil, []faults.Kind{faults.Crash, faults.Unknown}, nil)
+	cases := catalogue.Filter(catalogue.StoreMatrix(ws, r.Config().LeaseTTL.Milliseconds()), nil, []faults.Kind{faults.Crash, faults.Unknown}, nil)
 	if len(cases) != 4 {
 		t.Fatalf("%d cases, want 4", len(cases))
 	}
@@ -191,10 +193,10 @@ func TestLangGraphCheckpointerWindows(t *testing.T) {
 	t.Logf("%d cases in %s", len(rep.Results), time.Since(start).Round(time.Millisecond))
 	for _, res := range rep.Results {
 		t.Logf("%s: %s %v %v", res.Case.ID, res.Verdict, res.Violations, res.Notes)
-		if res.Verdict != sim.Pass && res.Verdict != sim.NotApplicable {
+		if res.Verdict != verdict.Pass && res.Verdict != verdict.NotApplicable {
 			t.Errorf("%s: %s", res.Case.ID, res.Verdict)
 		}
-		if res.Verdict == sim.Pass && len(res.Hits) == 0 {
+		if res.Verdict == verdict.Pass && len(res.Hits) == 0 {
 			t.Errorf("%s: passed without a fault firing", res.Case.ID)
 		}
 	}
