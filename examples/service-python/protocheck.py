@@ -2,7 +2,7 @@
 only: it checks a plansave service against docs/service-protocol.md and its
 schema, and crashes it at every window occurrence it declares.
 
-    python protocheck.py [--expect-fail I8] -- SERVICE COMMAND...
+    python protocheck.py [--expect-fail I8] [--bug NAME] [--window POINT] -- SERVICE COMMAND...
 
 Every line either side sends is validated against
 docs/service-protocol.schema.json (with docs/store-protocol.schema.json for
@@ -189,15 +189,19 @@ def main():
     args = sys.argv[1:]
     expect = None
     bugs = []
+    only = None
     while args and args[0] != "--":
         if args[0] == "--expect-fail":
             expect = args[1]
+            args = args[2:]
+        elif args[0] == "--window":
+            only = args[1]
             args = args[2:]
         elif args[0] == "--bug":
             bugs.append(args[1])
             args = args[2:]
         else:
-            sys.exit("usage: protocheck.py [--expect-fail I8] [--bug NAME] -- COMMAND...")
+            sys.exit("usage: protocheck.py [--expect-fail I8] [--bug NAME] [--window POINT] -- COMMAND...")
     argv = args[1:]
     try:
         with tempfile.TemporaryDirectory() as d:
@@ -209,6 +213,8 @@ def main():
         print("probe: windows reached in order: " + ", ".join(reached))
         failed = passed = 0
         for k, point in enumerate(reached):
+            if only is not None and point != only:
+                continue
             for kind in ("crash", "unknown"):
                 with tempfile.TemporaryDirectory() as d:
                     drive(argv, d, [k, kind, False], bugs, [])

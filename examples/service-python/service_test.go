@@ -201,3 +201,26 @@ func TestLangGraphCheckpointerWindows(t *testing.T) {
 		}
 	}
 }
+
+// TestProtocheckCatchesNewOperationID runs the stand-in harness
+// (protocheck.py: every line validated against the schema, I8 judged on
+// every plan row of the thread's owner) on the variant that makes the
+// operation_id anew on retry: a crash after the business commit leaves a
+// second row under the new id (which crashmatrix's I8 does not see yet, as
+// it keys the rows by the final checkpoint's operation_id).
+func TestProtocheckCatchesNewOperationID(t *testing.T) {
+	py := python(t)
+	cmd := exec.Command(py, "protocheck.py", "--expect-fail", "I8", "--bug", "new-operation-id-on-retry",
+		"--window", "planSaveBeforeCheckpoint", "--", py, "plansave_graph.py")
+	cmd.Dir = here()
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("protocheck: %v", err)
+	}
+	for _, want := range []string{"planSaveBeforeCheckpoint#1 crash              FAIL I8: 2 plan rows for one logical save", "0 pass, 2 FAIL"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("protocheck's output lacks %q", want)
+		}
+	}
+}
