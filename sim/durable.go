@@ -155,7 +155,7 @@ func (d *durableWatch) op(op cut.DurableOp) {
 	// A worker leads its own session (and group); a store process it
 	// starts leads a group of its own in that session.
 	st, err := procstat.Read(int(op.Pid))
-	if err != nil || (st.PGRP != pgid && st.Session != pgid) {
+	if err != nil || (st.PGRP != pgid && !inSession(st, pgid)) {
 		return
 	}
 	d.mu.Lock()

@@ -496,7 +496,7 @@ func sessionInSync(sid int) []string {
 			continue
 		}
 		st, err := procstat.Read(pid)
-		if err != nil || st.Session != sid {
+		if err != nil || !inSession(st, sid) {
 			continue
 		}
 		sc, err := os.ReadFile(filepath.Join("/proc", e.Name(), "syscall"))
@@ -589,6 +589,7 @@ func (r *Runner) snapshot(ctx context.Context, c Case, env CaseEnv, space string
 // started: Backend.ChildProcesses).
 func killSession(sid int, sweep bool) {
 	_ = syscall.Kill(-sid, syscall.SIGKILL)
+	defer killAdopted(sid)
 	if !sweep {
 		return
 	}

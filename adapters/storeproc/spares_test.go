@@ -1,0 +1,171 @@
+package storeproc_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/adapters/storeproc"
+	"github.com/crashmatrix/crashmatrix/internal/procstat"
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+// spareWorkerEnv turns the test binary into a stand-in worker: it opens
+// the store of $spareWorkerCmd with Options.Spare on $spareWorkerEnv (its
+// data directory), creates an operation, prints the store process's pid
+// and waits to be killed.
+const (
+	spareWorkerEnv = "CRASHMATRIX_TEST_SPARE_WORKER_DIR"
+	spareWorkerCmd = "CRASHMATRIX_TEST_SPARE_WORKER_CMD"
+)
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(spareWorkerEnv); dir != "" {
+		os.Exit(spareWorker(dir, os.Getenv(spareWorkerCmd)))
+	}
+	os.Exit(m.Run())
+}
+
+func spareWorker(dir, command string) int {
+	c, err := storeproc.Start(context.Background(), storeproc.Options{Command: command, Dir: dir, Namespace: "w", Spare: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if _, err := c.Stores().Ops.Get(context.Background(), "op-1"); !errors.Is(err, reference.ErrNotFound) {
+		fmt.Fprintln(os.Stderr, "get of an operation never created:", err)
+		return 2
+	}
+	fmt.Printf("store %d\n", c.StorePID())
+	select {}
+}
+
+// startSpareWorker starts the stand-in worker as the supervisor starts a
+// worker (our child, leading a session) and returns it with the pid of
+// the store process it talks to.
+func startSpareWorker(t *testing.T, command, dir string) (*exec.Cmd, int) {
+	t.Helper()
+	w := exec.Command(os.Args[0], "-test.run=^$")
+	w.Env = append(os.Environ(), spareWorkerEnv+"="+dir, spareWorkerCmd+"="+command)
+	w.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	w.Stderr = os.Stderr
+	out, err := w.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-w.Process.Pid, syscall.SIGKILL); _ = w.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	pid, perr := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(line), "store "))
+	if err != nil || perr != nil {
+		t.Fatalf("the worker said %q (%v)", line, err)
+	}
+	return w, pid
+}
+
+// A worker takes a store process its supervisor started ahead of need
+// (one that answered hello already), greets it with its own case's hello
+// and gets its case served; a SIGKILL of the worker, then the
+// supervisor's end of its session (KillAdopted), kills it. Before the
+// spares, every worker started its own store process (its parent).
+func TestSpareIsTakenAndDiesWithItsWorker(t *testing.T) {
+	command := python(t, "sqlite_store.py")
+	sp, err := storeproc.NewSpares(1, "", command)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+
+	// The first worker finds none ready: it starts its own, and its
+	// request starts a spare.
+	first, store := startSpareWorker(t, command, t.TempDir())
+	if st, err := procstat.Read(store); err != nil || st.PPID != first.Process.Pid {
+		t.Fatalf("the first worker's store process %d: %+v %v; want its own child (no spare was ready)", store, st, err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for sp.ReadyCount() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no spare got ready in 60s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	dir := t.TempDir()
+	w, store := startSpareWorker(t, command, dir)
+	st, err := procstat.Read(store)
+	if err != nil || st.PPID != os.Getpid() || st.Session == w.Process.Pid {
+		t.Fatalf("the second worker's store process %d: %+v %v; want the spare this process started", store, st, err)
+	}
+	if started, handed := sp.Counts(); handed != 1 || started < 1 {
+		t.Errorf("spares started %d, handed %d; want one handed", started, handed)
+	}
+	// It served the worker's case: its files are in the worker's dir.
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) == 0 {
+		t.Errorf("the worker's data directory after a create: %v %v; want the store's files", ents, err)
+	}
+	if storeproc.AdoptedBy(store) != w.Process.Pid {
+		t.Errorf("AdoptedBy(%d) = %d, want the worker's session %d", store, storeproc.AdoptedBy(store), w.Process.Pid)
+	}
+	adopted, ended := storeproc.AdoptedProcs(w.Process.Pid)
+	if len(adopted) != 1 || adopted[0] != store {
+		t.Fatalf("adopted by the worker: %v, want its store %d", adopted, store)
+	}
+
+	// The supervisor's side of a kill: SIGKILL, then, once the worker has
+	// exited and before it is reaped, the end of its session.
+	if err := syscall.Kill(w.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitExitedNoReap(w.Process.Pid)
+	storeproc.KillAdopted(w.Process.Pid)
+	how := ended()[0]
+	var ee *exec.ExitError
+	switch {
+	case how == nil:
+		t.Fatal("KillAdopted returned with the worker's store process still running")
+	case !errors.As(how, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL:
+		t.Errorf("the store process ended with %v, want killed (SIGKILL) with its worker", how)
+	}
+	if storeproc.AdoptedBy(store) != 0 {
+		t.Errorf("AdoptedBy(%d) after the kill = %d, want 0", store, storeproc.AdoptedBy(store))
+	}
+}
+
+// A process that is no worker of ours (not our child leading a session)
+// gets no spare: here this process asks its own service.
+func TestSparesRefuseAStranger(t *testing.T) {
+	command := python(t, "sqlite_store.py")
+	sp, err := storeproc.NewSpares(1, "", command)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if storeproc.AskOwnService(command, t.TempDir()) {
+		t.Fatal("a process that is not our worker got a spare")
+	}
+	if n := sp.Pending(); n != 0 {
+		t.Errorf("a stranger's request started %d spares", n)
+	}
+}
+
+// waitExitedNoReap waits until child pid has exited, leaving it unreaped
+// (as the supervisor does before it ends the worker's session).
+func waitExitedNoReap(pid int) {
+	for {
+		st, err := procstat.Read(pid)
+		if err != nil || st.Gone() {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
