@@ -190,21 +190,27 @@ type proc struct {
 	pid     int       // its process id, which leads its group
 	cmd     *exec.Cmd // nil when another process started it (adopt)
 	// spareStderr is the read end of a spare's stderr, which the worker
-	// that takes it reads (Spares).
+	// that takes it reads (Spares); key what it was started for.
 	spareStderr *os.File
-	reopen      bool // its store declared reopen: it may be pooled
-	stdin       io.WriteCloser
-	stdout      *os.File // the read end: a pollable pipe, so reads have deadlines
-	r           *bufio.Reader
-	ended       error // set once stdout has ended: why
-	stderr      *tail
-	nextID      int64
-	broken      bool // a violation, a kill or a cancellation: not to be reused
-	exited      chan struct{}
-	waitErr     error
-	log         *os.File
-	logPath     string // the file log writes to ("" = none)
-	closeOnce   sync.Once
+	key         *spareKey
+	// spareOf is, in the worker that took a spare, the address of the
+	// supervisor's spare service it came from, and stderrFD its stderr's
+	// read end (given back with it).
+	spareOf   string
+	stderrFD  int
+	reopen    bool // its store declared reopen: it may be pooled
+	stdin     io.WriteCloser
+	stdout    *os.File // the read end: a pollable pipe, so reads have deadlines
+	r         *bufio.Reader
+	ended     error // set once stdout has ended: why
+	stderr    *tail
+	nextID    int64
+	broken    bool // a violation, a kill or a cancellation: not to be reused
+	exited    chan struct{}
+	waitErr   error
+	log       *os.File
+	logPath   string // the file log writes to ("" = none)
+	closeOnce sync.Once
 }
 
 const stderrTail = 8 << 10

@@ -30,7 +30,14 @@ import (
 // and stderr and a pidfd; it greets the process with its case's hello, and
 // the process serves the case as one started afresh would.
 //
-// A spare dies with the worker that took it: the supervisor, which
+// A worker that ends without a crash (its client closes) sends its spare
+// close and, once the store has replied, gives it back (Client.release):
+// the store let go of the case's data, as between two cases of the
+// supervisor's pool, and the process waits for the next worker. A spare
+// whose worker is killed, or whose store broke the protocol, is never
+// given back.
+//
+// A spare dies with the worker that holds it: the supervisor, which
 // started it, kills it with the worker's session (KillAdopted, called
 // where the supervisor kills a worker's session, after every worker's
 // exit), before the worker is reaped, so nothing of a crashed worker
@@ -38,7 +45,7 @@ import (
 // signal). A store that does not declare reopen gets no spares: its
 // workers start their own processes, as before.
 type Spares struct {
-	keep    int
+	keep    int // grows by one, up to maxKeep, when a worker finds none ready
 	allowed []spareCmd
 
 	mu       sync.Mutex
@@ -50,8 +57,9 @@ type Spares struct {
 	// prepares counts the goroutines that start them.
 	warming  map[*proc]bool
 	prepares sync.WaitGroup
-	// Started counts the spares started, Handed those a worker took.
-	started, handed atomic.Int64
+	// Started counts the spares started, Handed those a worker took,
+	// Returned those a worker gave back.
+	started, handed, returned atomic.Int64
 }
 
 type spareCmd struct{ command, workDir string }
@@ -67,6 +75,15 @@ type spareKey struct {
 	Timeout      int64 `json:"timeoutMs"`
 }
 
+// spareRequest is a worker's request: a spare of Key, or (Return, its
+// pid) the spare it took back, with its stdin, stdout and stderr
+// (SCM_RIGHTS), closed and ready for the next worker.
+type spareRequest struct {
+	Key    spareKey `json:"key"`
+	Return int      `json:"return,omitempty"`
+	NextID int64    `json:"nextId,omitempty"`
+}
+
 // spareReply is the supervisor's answer; with a process, its stdin,
 // stdout, stderr and pidfd come with it (SCM_RIGHTS).
 type spareReply struct {
@@ -74,6 +91,9 @@ type spareReply struct {
 	NextID int64  `json:"nextId,omitempty"`
 	None   string `json:"none,omitempty"` // why there is none
 }
+
+// maxKeep bounds how many spares of a command wait at once.
+const maxKeep = 12
 
 // maxSpareFailures is how many spares in a row may fail to get ready (no
 // reopen, no hello) before a command gets no more.
@@ -98,20 +118,22 @@ func NewSpares(keep int, workDir string, commands ...string) (*Spares, error) {
 	return sp, nil
 }
 
-// Counts says how many spares were started and how many workers took one.
-func (sp *Spares) Counts() (started, handed int64) { return sp.started.Load(), sp.handed.Load() }
+// Counts says how many spares were started, how many times a worker took
+// one, and how many times a worker gave one back.
+func (sp *Spares) Counts() (started, handed, returned int64) {
+	return sp.started.Load(), sp.handed.Load(), sp.returned.Load()
+}
 
-// SpareTotals sums Counts over every Spares of this process: the spares
-// started, and those a worker took.
-func SpareTotals() (started, handed int64) {
+// SpareTotals sums Counts over every Spares of this process.
+func SpareTotals() (started, handed, returned int64) {
 	srv.mu.Lock()
 	sets := slices.Clone(srv.sets)
 	srv.mu.Unlock()
 	for _, sp := range sets {
-		s, h := sp.Counts()
-		started, handed = started+s, handed+h
+		s, h, r := sp.Counts()
+		started, handed, returned = started+s, handed+h, returned+r
 	}
-	return started, handed
+	return started, handed, returned
 }
 
 // Close stops the spares waiting for a worker and those starting, and
@@ -215,17 +237,34 @@ func serveSpare(conn *net.UnixConn) {
 		_ = reply(spareReply{None: problem})
 		return
 	}
-	line, err := bufio.NewReader(conn).ReadBytes('\n')
-	var key spareKey
-	if err != nil || json.Unmarshal(line, &key) != nil {
+	buf := make([]byte, 8192)
+	oob := make([]byte, unix.CmsgSpace(3*4))
+	n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
+	if err != nil {
 		return
 	}
+	fds := rights(oob[:oobn])
+	var req spareRequest
+	if json.Unmarshal(buf[:n], &req) != nil {
+		closeFDs(fds)
+		return
+	}
+	if req.Return > 0 {
+		ok := takeBack(sid, req, fds)
+		_ = reply(spareReply{PID: req.Return, None: map[bool]string{true: "", false: "not taken back"}[ok]})
+		return
+	}
+	closeFDs(fds)
+	key := req.Key
 	sp := setFor(key)
 	if sp == nil {
 		_ = reply(spareReply{None: "no spares of this command"})
 		return
 	}
 	p := sp.take(key)
+	if p == nil {
+		sp.grow()
+	}
 	sp.fill(key)
 	if p == nil {
 		_ = reply(spareReply{None: "none ready"})
@@ -292,14 +331,98 @@ func setFor(key spareKey) *Spares {
 	return nil
 }
 
+// grow keeps one more spare ready (up to maxKeep): a worker found none.
+func (sp *Spares) grow() {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	sp.keep = min(sp.keep+1, maxKeep)
+}
+
+// takeBack puts the spare pid, which the worker that leads session sid
+// took and now gives back closed, with its pipes fds, among the ready
+// spares; false (and the process killed) when it is no spare of that
+// worker's or the pipes are not all there.
+func takeBack(sid int, req spareRequest, fds []int) bool {
+	srv.mu.Lock()
+	var p *proc
+	ps := srv.adopted[sid]
+	for i, q := range ps {
+		if q.pid == req.Return {
+			p = q
+			srv.adopted[sid] = append(ps[:i:i], ps[i+1:]...)
+			delete(srv.by, q.pid)
+			break
+		}
+	}
+	srv.mu.Unlock()
+	if p == nil {
+		closeFDs(fds)
+		return false
+	}
+	var sp *Spares
+	if p.key != nil {
+		sp = setFor(*p.key)
+	}
+	select {
+	case <-p.exited:
+		sp = nil
+	default:
+	}
+	if len(fds) != 3 || sp == nil {
+		closeFDs(fds)
+		p.killGroup()
+		return false
+	}
+	_ = unix.SetNonblock(fds[1], true)
+	p.stdin = os.NewFile(uintptr(fds[0]), "store stdin")
+	p.stdout = os.NewFile(uintptr(fds[1]), "store stdout")
+	p.r = bufio.NewReaderSize(p.stdout, 64<<10)
+	p.spareStderr = os.NewFile(uintptr(fds[2]), "store stderr")
+	p.closeOnce = sync.Once{}
+	p.nextID, p.ended, p.broken = req.NextID, nil, false
+	sp.mu.Lock()
+	if sp.closed {
+		sp.mu.Unlock()
+		p.kill()
+		_ = p.spareStderr.Close()
+		return false
+	}
+	sp.ready[*p.key] = append(sp.ready[*p.key], p)
+	sp.mu.Unlock()
+	sp.returned.Add(1)
+	return true
+}
+
+// rights returns the file descriptors of a message's SCM_RIGHTS.
+func rights(oob []byte) []int {
+	var fds []int
+	if msgs, err := unix.ParseSocketControlMessage(oob); err == nil {
+		for _, m := range msgs {
+			if r, err := unix.ParseUnixRights(&m); err == nil {
+				fds = append(fds, r...)
+			}
+		}
+	}
+	return fds
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		_ = unix.Close(fd)
+	}
+}
+
 // take returns a ready spare of key (nil if none) and reopens the set.
 func (sp *Spares) take(key spareKey) *proc {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.closed = false
-	for len(sp.ready[key]) > 0 {
-		p := sp.ready[key][0]
-		sp.ready[key] = sp.ready[key][1:]
+	// The last one in first: a spare given back has served calls (a
+	// JVM's JIT has compiled the store's paths), one started ahead of
+	// need has served none.
+	for n := len(sp.ready[key]); n > 0; n = len(sp.ready[key]) {
+		p := sp.ready[key][n-1]
+		sp.ready[key] = sp.ready[key][:n-1]
 		select {
 		case <-p.exited:
 			continue
@@ -347,7 +470,8 @@ func (sp *Spares) prepare(key spareKey) {
 		sp.failed[key] = 0
 	}
 	if err == nil && !sp.closed {
-		sp.ready[key] = append(sp.ready[key], p)
+		// At the front: the ones given back are taken first (take).
+		sp.ready[key] = append([]*proc{p}, sp.ready[key]...)
 		p = nil
 	}
 	sp.mu.Unlock()
@@ -377,6 +501,7 @@ func warmSpare(key spareKey, launched func(*proc) bool) (*proc, error) {
 		return nil, err
 	}
 	p.spareStderr = stderr
+	p.key = &key
 	p.watch("", nil, p.reap)
 	if !launched(p) {
 		p.kill()
@@ -417,8 +542,8 @@ func (c *Client) adopt(addr string) *proc {
 	if err != nil {
 		return nil
 	}
-	b, _ := json.Marshal(spareKey{Command: c.opts.Command, WorkDir: c.opts.WorkDir, TempDir: tmp,
-		HelloTimeout: c.opts.helloTimeout().Milliseconds(), Timeout: c.opts.timeout().Milliseconds()})
+	b, _ := json.Marshal(spareRequest{Key: spareKey{Command: c.opts.Command, WorkDir: c.opts.WorkDir, TempDir: tmp,
+		HelloTimeout: c.opts.helloTimeout().Milliseconds(), Timeout: c.opts.timeout().Milliseconds()}})
 	if _, err := conn.Write(append(b, '\n')); err != nil {
 		return nil
 	}
@@ -428,25 +553,18 @@ func (c *Client) adopt(addr string) *proc {
 	if err != nil {
 		return nil
 	}
-	var fds []int
-	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
-		for _, m := range msgs {
-			if r, err := unix.ParseUnixRights(&m); err == nil {
-				fds = append(fds, r...)
-			}
-		}
-	}
+	fds := rights(oob[:oobn])
 	var r spareReply
 	if json.Unmarshal(buf[:n], &r) != nil || r.PID <= 0 || len(fds) != 4 {
-		for _, fd := range fds {
-			_ = unix.Close(fd)
-		}
+		closeFDs(fds)
 		return nil
 	}
 	// Pollable (read deadlines): non-blocking before the runtime takes it.
 	_ = unix.SetNonblock(fds[1], true)
 	p := newProc(c.opts.Command, c.opts.WorkDir, r.PID, os.NewFile(uintptr(fds[0]), "store stdin"), os.NewFile(uintptr(fds[1]), "store stdout"))
 	p.nextID = r.NextID
+	p.spareOf = addr
+	p.stderrFD = fds[2]
 	pidfd := fds[3]
 	p.watch(c.opts.LogDir, os.NewFile(uintptr(fds[2]), "store stderr"), func() error {
 		// Not our child: its pidfd says when it has exited; its starter
@@ -470,4 +588,32 @@ func absTemp(o Options) (string, error) {
 		return "", err
 	}
 	return tmp, nil
+}
+
+// giveBack gives a spare this worker took, closed, back to the supervisor
+// it came from, and waits for its answer: true when the supervisor took
+// it (the worker lets go of its pipes), false when it did not (the
+// caller stops it).
+func (c *Client) giveBack(p *proc) bool {
+	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: p.spareOf, Net: "unix"})
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	b, _ := json.Marshal(spareRequest{Return: p.pid, NextID: p.nextID})
+	if _, _, err := conn.WriteMsgUnix(b, unix.UnixRights(int(p.stdin.(*os.File).Fd()), int(p.stdout.Fd()), p.stderrFD), nil); err != nil {
+		return false
+	}
+	buf := make([]byte, 1024)
+	n, err := conn.Read(buf)
+	var r spareReply
+	if err != nil || json.Unmarshal(buf[:n], &r) != nil || r.None != "" {
+		return false
+	}
+	// The supervisor holds the pipes now; our copies go (the stderr
+	// copy ends when this worker does).
+	_ = p.stdin.Close()
+	p.closeStdout()
+	return true
 }

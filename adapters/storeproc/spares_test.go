@@ -25,6 +25,8 @@ import (
 const (
 	spareWorkerEnv = "CRASHMATRIX_TEST_SPARE_WORKER_DIR"
 	spareWorkerCmd = "CRASHMATRIX_TEST_SPARE_WORKER_CMD"
+	// spareWorkerClose: the stand-in closes its client and exits instead.
+	spareWorkerClose = "CRASHMATRIX_TEST_SPARE_WORKER_CLOSE"
 )
 
 func TestMain(m *testing.M) {
@@ -45,16 +47,21 @@ func spareWorker(dir, command string) int {
 		return 2
 	}
 	fmt.Printf("store %d\n", c.StorePID())
+	if os.Getenv(spareWorkerClose) != "" {
+		// A worker that ends without a crash: it closes its stores.
+		_ = c.Close()
+		return 0
+	}
 	select {}
 }
 
 // startSpareWorker starts the stand-in worker as the supervisor starts a
 // worker (our child, leading a session) and returns it with the pid of
 // the store process it talks to.
-func startSpareWorker(t *testing.T, command, dir string) (*exec.Cmd, int) {
+func startSpareWorker(t *testing.T, command, dir string, env ...string) (*exec.Cmd, int) {
 	t.Helper()
 	w := exec.Command(os.Args[0], "-test.run=^$")
-	w.Env = append(os.Environ(), spareWorkerEnv+"="+dir, spareWorkerCmd+"="+command)
+	w.Env = append(append(os.Environ(), spareWorkerEnv+"="+dir, spareWorkerCmd+"="+command), env...)
 	w.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	w.Stderr = os.Stderr
 	out, err := w.StdoutPipe()
@@ -106,7 +113,7 @@ func TestSpareIsTakenAndDiesWithItsWorker(t *testing.T) {
 	if err != nil || st.PPID != os.Getpid() || st.Session == w.Process.Pid {
 		t.Fatalf("the second worker's store process %d: %+v %v; want the spare this process started", store, st, err)
 	}
-	if started, handed := sp.Counts(); handed != 1 || started < 1 {
+	if started, handed, _ := sp.Counts(); handed != 1 || started < 1 {
 		t.Errorf("spares started %d, handed %d; want one handed", started, handed)
 	}
 	// It served the worker's case: its files are in the worker's dir.
@@ -138,6 +145,50 @@ func TestSpareIsTakenAndDiesWithItsWorker(t *testing.T) {
 	}
 	if storeproc.AdoptedBy(store) != 0 {
 		t.Errorf("AdoptedBy(%d) after the kill = %d, want 0", store, storeproc.AdoptedBy(store))
+	}
+}
+
+// A worker that ends without a crash gives its spare back, closed (its
+// store let go of the case's data): the next worker takes the same
+// process, and its hello opens that worker's own folder.
+func TestSpareIsGivenBackByAWorkerThatEnds(t *testing.T) {
+	command := python(t, "sqlite_store.py")
+	sp, err := storeproc.NewSpares(1, "", command)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	first, _ := startSpareWorker(t, command, t.TempDir(), spareWorkerClose+"=1")
+	_ = first.Wait()
+	deadline := time.Now().Add(60 * time.Second)
+	for sp.ReadyCount() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no spare got ready in 60s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	second, store := startSpareWorker(t, command, t.TempDir(), spareWorkerClose+"=1")
+	if err := second.Wait(); err != nil {
+		t.Fatalf("the second worker: %v", err)
+	}
+	// Given back, the process waits among the ready ones for the next.
+	for sp.ReadyCount() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st, err := procstat.Read(store); err != nil || st.Gone() || st.PPID != os.Getpid() {
+		t.Fatalf("the spare %d after its worker closed it: %+v %v; want it running, ours", store, st, err)
+	}
+	dir := t.TempDir()
+	_, again := startSpareWorker(t, command, dir)
+	if again != store {
+		t.Errorf("the third worker talks to store process %d, want %d, the one the second gave back", again, store)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) == 0 {
+		t.Errorf("the third worker's data directory: %v %v; want the store's files", ents, err)
+	}
+	// The first worker found none ready and started its own.
+	if _, handed, returned := sp.Counts(); handed != 2 || returned != 1 {
+		t.Errorf("spares handed %d, given back %d; want 2 and 1", handed, returned)
 	}
 }
 
