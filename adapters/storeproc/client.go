@@ -122,7 +122,9 @@ func (c *Client) spawn(ctx context.Context) (*proc, error) {
 		}
 	}
 	t0 := time.Now()
-	if c.opts.Spare {
+	if c.opts.Spare && makeDirs(&c.opts) == nil {
+		// The directories first, as for a process started here: the
+		// case's hello opens its data there.
 		if p := c.adopt(spareAddr(os.Getppid())); p != nil {
 			res, err := c.hello(quiet(ctx), p)
 			if err == nil && c.check(p, res) == "" {

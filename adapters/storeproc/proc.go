@@ -233,13 +233,8 @@ func launch(opts *Options) (*proc, *os.File, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("store data directory: %w", err)
-	}
-	if opts.LogDir != "" {
-		if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
-			return nil, nil, fmt.Errorf("store log directory: %w", err)
-		}
+	if err := makeDirs(opts); err != nil {
+		return nil, nil, err
 	}
 	// Absolute: the store may run in another directory than ours.
 	tmp, err := filepath.Abs(opts.tempDir())
@@ -289,6 +284,19 @@ func launch(opts *Options) (*proc, *os.File, error) {
 	p := newProc(opts.Command, opts.WorkDir, cmd.Process.Pid, stdin, pr)
 	p.cmd = cmd
 	return p, stderr, nil
+}
+
+// makeDirs makes the data directory and the log directory (if any).
+func makeDirs(opts *Options) error {
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return fmt.Errorf("store data directory: %w", err)
+	}
+	if opts.LogDir != "" {
+		if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
+			return fmt.Errorf("store log directory: %w", err)
+		}
+	}
+	return nil
 }
 
 func newProc(command, workDir string, pid int, stdin io.WriteCloser, stdout *os.File) *proc {

@@ -53,6 +53,9 @@ type Spares struct {
 	starting map[spareKey]int
 	failed   map[spareKey]int // consecutive spares that did not get ready
 	closed   bool
+	// changed is closed (and replaced) whenever a spare gets ready, comes
+	// back or fails to start (notify).
+	changed chan struct{}
 	// warming are the spares between their start and their close reply;
 	// prepares counts the goroutines that start them.
 	warming  map[*proc]bool
@@ -106,7 +109,7 @@ func NewSpares(keep int, workDir string, commands ...string) (*Spares, error) {
 	if err := listenSpares(); err != nil {
 		return nil, err
 	}
-	sp := &Spares{keep: max(keep, 1), ready: map[spareKey][]*proc{}, starting: map[spareKey]int{}, failed: map[spareKey]int{}, warming: map[*proc]bool{}}
+	sp := &Spares{keep: max(keep, 1), ready: map[spareKey][]*proc{}, starting: map[spareKey]int{}, failed: map[spareKey]int{}, warming: map[*proc]bool{}, changed: make(chan struct{})}
 	for _, c := range commands {
 		if c != "" {
 			sp.allowed = append(sp.allowed, spareCmd{c, workDir})
@@ -222,7 +225,7 @@ func AdoptedBy(pgid int) int {
 // serveSpare answers one worker's request.
 func serveSpare(conn *net.UnixConn) {
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = conn.SetDeadline(time.Now().Add(spareAsk))
 	reply := func(r spareReply, fds ...int) error {
 		b, _ := json.Marshal(r)
 		var oob []byte
@@ -261,15 +264,12 @@ func serveSpare(conn *net.UnixConn) {
 		_ = reply(spareReply{None: "no spares of this command"})
 		return
 	}
-	p := sp.take(key)
+	p := sp.await(key, time.Duration(key.HelloTimeout)*time.Millisecond)
 	if p == nil {
-		sp.grow()
-	}
-	sp.fill(key)
-	if p == nil {
-		_ = reply(spareReply{None: "none ready"})
+		_ = reply(spareReply{None: "none got ready"})
 		return
 	}
+	_ = conn.SetDeadline(time.Now().Add(spareAsk))
 	pidfd, err := unix.PidfdOpen(p.pid, 0)
 	if err != nil {
 		p.kill()
@@ -331,6 +331,51 @@ func setFor(key spareKey) *Spares {
 	return nil
 }
 
+// spareAsk bounds each exchange on a spare service's socket (a request,
+// a reply); a worker's wait for a spare is bounded by its hello timeout.
+const spareAsk = 10 * time.Second
+
+// await returns a ready spare of key: one waiting, else the first to get
+// ready (started ahead of need, or given back) within limit; nil when
+// none does (the worker then starts its own, whose hello judges the
+// store). A worker that finds none ready makes the supervisor keep one
+// more (grow): on a busy machine a JVM's start outlasts a case.
+func (sp *Spares) await(key spareKey, limit time.Duration) *proc {
+	deadline := time.Now().Add(limit)
+	grown := false
+	for {
+		p := sp.take(key)
+		if p == nil && !grown {
+			sp.grow()
+			grown = true
+		}
+		sp.fill(key)
+		if p != nil {
+			return p
+		}
+		sp.mu.Lock()
+		hopeless := sp.failed[key] >= maxSpareFailures
+		changed := sp.changed
+		sp.mu.Unlock()
+		if hopeless {
+			return nil
+		}
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-changed:
+			t.Stop()
+		case <-t.C:
+			return nil
+		}
+	}
+}
+
+// notify wakes the workers waiting for a spare (await). sp.mu is held.
+func (sp *Spares) notify() {
+	close(sp.changed)
+	sp.changed = make(chan struct{})
+}
+
 // grow keeps one more spare ready (up to maxKeep): a worker found none.
 func (sp *Spares) grow() {
 	sp.mu.Lock()
@@ -388,6 +433,7 @@ func takeBack(sid int, req spareRequest, fds []int) bool {
 		return false
 	}
 	sp.ready[*p.key] = append(sp.ready[*p.key], p)
+	sp.notify()
 	sp.mu.Unlock()
 	sp.returned.Add(1)
 	return true
@@ -474,6 +520,7 @@ func (sp *Spares) prepare(key spareKey) {
 		sp.ready[key] = append([]*proc{p}, sp.ready[key]...)
 		p = nil
 	}
+	sp.notify()
 	sp.mu.Unlock()
 	if p != nil {
 		p.kill()
@@ -537,7 +584,7 @@ func (c *Client) adopt(addr string) *proc {
 		return nil
 	}
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = conn.SetDeadline(time.Now().Add(c.opts.helloTimeout() + spareAsk))
 	tmp, err := absTemp(c.opts)
 	if err != nil {
 		return nil
@@ -600,7 +647,7 @@ func (c *Client) giveBack(p *proc) bool {
 		return false
 	}
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = conn.SetDeadline(time.Now().Add(spareAsk))
 	b, _ := json.Marshal(spareRequest{Return: p.pid, NextID: p.nextID})
 	if _, _, err := conn.WriteMsgUnix(b, unix.UnixRights(int(p.stdin.(*os.File).Fd()), int(p.stdout.Fd()), p.stderrFD), nil); err != nil {
 		return false

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,19 +26,22 @@ import (
 const (
 	spareWorkerEnv = "CRASHMATRIX_TEST_SPARE_WORKER_DIR"
 	spareWorkerCmd = "CRASHMATRIX_TEST_SPARE_WORKER_CMD"
+	// spareWorkerTmp is the store processes' TMPDIR, one for the test's
+	// workers as a run has one for its cases (CaseEnv.TempDir).
+	spareWorkerTmp = "CRASHMATRIX_TEST_SPARE_WORKER_TMP"
 	// spareWorkerClose: the stand-in closes its client and exits instead.
 	spareWorkerClose = "CRASHMATRIX_TEST_SPARE_WORKER_CLOSE"
 )
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(spareWorkerEnv); dir != "" {
-		os.Exit(spareWorker(dir, os.Getenv(spareWorkerCmd)))
+		os.Exit(spareWorker(dir, os.Getenv(spareWorkerTmp), os.Getenv(spareWorkerCmd)))
 	}
 	os.Exit(m.Run())
 }
 
-func spareWorker(dir, command string) int {
-	c, err := storeproc.Start(context.Background(), storeproc.Options{Command: command, Dir: dir, Namespace: "w", Spare: true})
+func spareWorker(dir, tmp, command string) int {
+	c, err := storeproc.Start(context.Background(), storeproc.Options{Command: command, Dir: dir, TempDir: tmp, Namespace: "w", Spare: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -60,8 +64,13 @@ func spareWorker(dir, command string) int {
 // the store process it talks to.
 func startSpareWorker(t *testing.T, command, dir string, env ...string) (*exec.Cmd, int) {
 	t.Helper()
+	// A case's data directory does not exist before its stores open.
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatalf("the worker's data directory %s exists already", dir)
+	}
 	w := exec.Command(os.Args[0], "-test.run=^$")
-	w.Env = append(append(os.Environ(), spareWorkerEnv+"="+dir, spareWorkerCmd+"="+command), env...)
+	tmp := filepath.Join(filepath.Dir(filepath.Dir(dir)), "store-tmp")
+	w.Env = append(append(os.Environ(), spareWorkerEnv+"="+dir, spareWorkerTmp+"="+tmp, spareWorkerCmd+"="+command), env...)
 	w.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	w.Stderr = os.Stderr
 	out, err := w.StdoutPipe()
@@ -93,11 +102,11 @@ func TestSpareIsTakenAndDiesWithItsWorker(t *testing.T) {
 	}
 	defer sp.Close()
 
-	// The first worker finds none ready: it starts its own, and its
-	// request starts a spare.
-	first, store := startSpareWorker(t, command, t.TempDir())
-	if st, err := procstat.Read(store); err != nil || st.PPID != first.Process.Pid {
-		t.Fatalf("the first worker's store process %d: %+v %v; want its own child (no spare was ready)", store, st, err)
+	// The first worker finds none ready: the supervisor starts one (and
+	// keeps one more ready from then on), and the worker waits for it.
+	first, store := startSpareWorker(t, command, caseDir(t))
+	if st, err := procstat.Read(store); err != nil || st.PPID != os.Getpid() {
+		t.Fatalf("the first worker's store process %d: %+v %v; want a spare this process started", store, st, err)
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for sp.ReadyCount() == 0 {
@@ -106,15 +115,18 @@ func TestSpareIsTakenAndDiesWithItsWorker(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	if first.ProcessState != nil {
+		t.Fatal("the first worker ended")
+	}
 
-	dir := t.TempDir()
+	dir := caseDir(t)
 	w, store := startSpareWorker(t, command, dir)
 	st, err := procstat.Read(store)
 	if err != nil || st.PPID != os.Getpid() || st.Session == w.Process.Pid {
 		t.Fatalf("the second worker's store process %d: %+v %v; want the spare this process started", store, st, err)
 	}
-	if started, handed, _ := sp.Counts(); handed != 1 || started < 1 {
-		t.Errorf("spares started %d, handed %d; want one handed", started, handed)
+	if started, handed, _ := sp.Counts(); handed != 2 || started < 2 {
+		t.Errorf("spares started %d, handed %d; want two handed", started, handed)
 	}
 	// It served the worker's case: its files are in the worker's dir.
 	if ents, err := os.ReadDir(dir); err != nil || len(ents) == 0 {
@@ -158,37 +170,50 @@ func TestSpareIsGivenBackByAWorkerThatEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sp.Close()
-	first, _ := startSpareWorker(t, command, t.TempDir(), spareWorkerClose+"=1")
-	_ = first.Wait()
-	deadline := time.Now().Add(60 * time.Second)
-	for sp.ReadyCount() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no spare got ready in 60s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	second, store := startSpareWorker(t, command, t.TempDir(), spareWorkerClose+"=1")
-	if err := second.Wait(); err != nil {
-		t.Fatalf("the second worker: %v", err)
+	first, store := startSpareWorker(t, command, caseDir(t), spareWorkerClose+"=1")
+	if err := first.Wait(); err != nil {
+		t.Fatalf("the first worker: %v", err)
 	}
 	// Given back, the process waits among the ready ones for the next.
+	deadline := time.Now().Add(60 * time.Second)
 	for sp.ReadyCount() == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if st, err := procstat.Read(store); err != nil || st.Gone() || st.PPID != os.Getpid() {
 		t.Fatalf("the spare %d after its worker closed it: %+v %v; want it running, ours", store, st, err)
 	}
-	dir := t.TempDir()
+	dir := caseDir(t)
 	_, again := startSpareWorker(t, command, dir)
 	if again != store {
-		t.Errorf("the third worker talks to store process %d, want %d, the one the second gave back", again, store)
+		t.Errorf("the second worker talks to store process %d, want %d, the one the first gave back", again, store)
 	}
 	if ents, err := os.ReadDir(dir); err != nil || len(ents) == 0 {
-		t.Errorf("the third worker's data directory: %v %v; want the store's files", ents, err)
+		t.Errorf("the second worker's data directory: %v %v; want the store's files", ents, err)
 	}
-	// The first worker found none ready and started its own.
 	if _, handed, returned := sp.Counts(); handed != 2 || returned != 1 {
 		t.Errorf("spares handed %d, given back %d; want 2 and 1", handed, returned)
+	}
+}
+
+// A store that does not declare reopen gets no spares (a spare is greeted
+// once before its worker's hello): a worker waits while a few fail to get
+// ready, then starts its own; later workers start their own at once.
+func TestNoSparesOfAStoreWithoutReopen(t *testing.T) {
+	command := python(t, "sqlite_store.py", "--no-reopen")
+	sp, err := storeproc.NewSpares(1, "", command)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	for i := range 2 {
+		w, store := startSpareWorker(t, command, caseDir(t))
+		if st, err := procstat.Read(store); err != nil || st.PPID != w.Process.Pid {
+			t.Fatalf("worker %d's store process %d: %+v %v; want its own child", i+1, store, st, err)
+		}
+	}
+	// Three fail in a row (two start at once), then none is started.
+	if started, handed, _ := sp.Counts(); handed != 0 || started < 3 || started > 4 {
+		t.Errorf("spares started %d, handed %d; want 3 or 4 that failed, none handed", started, handed)
 	}
 }
 
@@ -208,6 +233,10 @@ func TestSparesRefuseAStranger(t *testing.T) {
 		t.Errorf("a stranger's request started %d spares", n)
 	}
 }
+
+// caseDir is a data directory not made yet, as a case's is before its
+// first store opens.
+func caseDir(t *testing.T) string { return filepath.Join(t.TempDir(), "data") }
 
 // waitExitedNoReap waits until child pid has exited, leaving it unreaped
 // (as the supervisor does before it ends the worker's session).
