@@ -344,7 +344,7 @@ func (sp *Spares) await(key spareKey, limit time.Duration) *proc {
 	deadline := time.Now().Add(limit)
 	grown := false
 	for {
-		p := sp.take(key)
+		p, changed := sp.take(key)
 		if p == nil && !grown {
 			sp.grow()
 			grown = true
@@ -355,7 +355,6 @@ func (sp *Spares) await(key spareKey, limit time.Duration) *proc {
 		}
 		sp.mu.Lock()
 		hopeless := sp.failed[key] >= maxSpareFailures
-		changed := sp.changed
 		sp.mu.Unlock()
 		if hopeless {
 			return nil
@@ -458,8 +457,9 @@ func closeFDs(fds []int) {
 	}
 }
 
-// take returns a ready spare of key (nil if none) and reopens the set.
-func (sp *Spares) take(key spareKey) *proc {
+// take returns a ready spare of key and reopens the set; when none is
+// ready, what closes once one may be (notify).
+func (sp *Spares) take(key spareKey) (*proc, <-chan struct{}) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.closed = false
@@ -473,10 +473,12 @@ func (sp *Spares) take(key spareKey) *proc {
 		case <-p.exited:
 			continue
 		default:
-			return p
+			return p, nil
 		}
 	}
-	return nil
+	// Taken under the same lock: a spare that gets ready from now on
+	// closes it.
+	return nil, sp.changed
 }
 
 // fill starts spares of key in the background until keep are ready or

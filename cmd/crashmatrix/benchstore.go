@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,14 +112,16 @@ func benchStoreCmd() *cobra.Command {
 					cpus[i] = append(cpus[i], cpu)
 					extra := ""
 					if i == 1 {
-						logs, err := storeProcesses(dir)
-						if err != nil {
-							return err
+						opens := 0
+						for _, res := range rep.Results {
+							for _, w := range res.Workers {
+								opens += len(w.StoreStarts)
+							}
 						}
 						started, handed, returned := storeproc.SpareTotals()
-						sr := storeRound{logs: logs, spares: started - started0, handed: handed - handed0, returned: returned - returned0, cpu: cpu, goCPU: cpus[0][round], starts: rep.StoreStarts}
+						sr := storeRound{opens: opens, spares: started - started0, handed: handed - handed0, returned: returned - returned0, cpu: cpu, goCPU: cpus[0][round], starts: rep.StoreStarts}
 						profiles = append(profiles, sr)
-						extra = fmt.Sprintf("; %d store processes started (%.1f a case; %d of them by the supervisor ahead of need), %d worker store opens took one ready (%d given back by a worker that ended without a crash; the snapshots' and initial-state loads' are pooled between cases; both when the store declares reopen), %.2fx the Go SQLite round just before; %s",
+						extra = fmt.Sprintf("; %d store processes started for the workers (%.1f a case; %d of them by the supervisor ahead of need), %d worker store opens took one ready (%d given back by a worker that ended without a crash; the snapshots' and initial-state loads' are pooled between cases; both when the store declares reopen), %.2fx the Go SQLite round just before; %s",
 							sr.started(), float64(sr.started())/float64(len(cases)), sr.spares, sr.handed, sr.returned, float64(rep.Took)/float64(walls[0][round]), rep.StoreStarts)
 					}
 					// CPU of the processes waited for: a store process
@@ -289,23 +290,6 @@ func cpuOf(who int) time.Duration {
 // System A matrix over the store protocol within this factor of the Go
 // SQLite matrix of the same run.
 const storeMatrixTarget = 3.0
-
-// storeProcesses counts the store processes a matrix started: each leaves
-// its log (store-<pid>.log) in its case's log folder (sim.CaseEnv.Logs,
-// beside the case's data, never in it), under dir.
-func storeProcesses(dir string) (int, error) {
-	n := 0
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && strings.HasPrefix(d.Name(), "store-") && strings.HasSuffix(d.Name(), ".log") {
-			n++
-		}
-		return nil
-	})
-	return n, err
-}
 
 // scriptLauncher returns the path of the store command's program when it
 // is a script (it starts with "#!"), "" otherwise: a shim that finds the

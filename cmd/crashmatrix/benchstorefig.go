@@ -23,19 +23,21 @@ type storeStartCost struct {
 
 // storeRound is what bench-store saw of one store-cmd matrix round.
 type storeRound struct {
-	// logs is how many store processes left a log in a case's folder
-	// (every one a worker or a fresh snapshot talked to); spares how many
-	// the supervisor started ahead of need, handed how many times a worker
-	// took one, returned how many times a worker gave one back.
-	logs                     int
+	// opens is how many times a worker opened its store; spares how many
+	// processes the supervisor started ahead of need, handed how many
+	// times a worker took one, returned how many times a worker gave one
+	// back.
+	opens                    int
 	spares, handed, returned int64
 	// cpu is the round's CPU, goCPU the Go round's just before it.
 	cpu, goCPU time.Duration
 	starts     string // the report's store-starts line
 }
 
-// started is how many store processes the round started in all.
-func (r storeRound) started() int { return r.logs - int(r.handed) + int(r.spares) }
+// started is how many store processes the round started for its workers:
+// the spares, and one per open that took none (the supervisor's pooled
+// snapshot processes aside).
+func (r storeRound) started() int { return max(r.opens-int(r.handed), 0) + int(r.spares) }
 
 // storeProfile says where a store-cmd round's time went when the ratio
 // target was not met: the store start-ups' share of its CPU (from the
