@@ -119,7 +119,7 @@ func benchStoreCmd() *cobra.Command {
 							}
 						}
 						started, handed, returned := storeproc.SpareTotals()
-						sr := storeRound{opens: opens, spares: started - started0, handed: handed - handed0, returned: returned - returned0, cpu: cpu, goCPU: cpus[0][round], starts: rep.StoreStarts}
+						sr := storeRound{opens: opens, spares: started - started0, handed: handed - handed0, returned: returned - returned0, cpu: cpu, goCPU: cpus[0][round], wall: rep.Took, starts: rep.StoreStarts}
 						profiles = append(profiles, sr)
 						extra = fmt.Sprintf("; %d store processes started for the workers (%.1f a case; %d of them by the supervisor ahead of need), %d worker store opens took one ready (%d given back by a worker that ended without a crash; the snapshots' and initial-state loads' are pooled between cases; both when the store declares reopen), %.2fx the Go SQLite round just before; %s",
 							sr.started(), float64(sr.started())/float64(len(cases)), sr.spares, sr.handed, sr.returned, float64(rep.Took)/float64(walls[0][round]), rep.StoreStarts)
