@@ -7,6 +7,8 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // betweenRuns is how many in-process runs of the between-calls sweep must
@@ -22,7 +24,7 @@ const betweenRuns = 5
 func TestBetweenCallsMutantsNeedTheStoreCallStalls(t *testing.T) {
 	n := 0
 	for _, m := range crashrun.Mutants() {
-		if !slices.Contains(m.Options.Classes, sim.BetweenCallsClass) {
+		if !slices.Contains(m.Options.Classes, catalogue.BetweenCallsClass) {
 			continue
 		}
 		n++
@@ -30,14 +32,14 @@ func TestBetweenCallsMutantsNeedTheStoreCallStalls(t *testing.T) {
 			r, probe := probedInProcess(t, sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, Bugs: m.Options.Bugs})
 			ctx := context.Background()
 			ttl := r.Config().LeaseTTL.Milliseconds()
-			named := sim.Selection{}.Cases(sim.Probe{Windows: probe.Windows}, ttl, 1)
-			if slices.ContainsFunc(named, sim.IsBetweenCalls) {
+			named := catalogue.Selection{}.Cases(catalogue.Probe{Windows: probe.Windows}, ttl, 1)
+			if slices.ContainsFunc(named, catalogue.IsBetweenCalls) {
 				t.Fatal("the named-window matrix holds between-calls cases")
 			}
 			if rep := r.RunAll(ctx, named, 2, nil); rep.ExitCode != 0 {
 				t.Fatalf("the named-window matrix alone (%d cases) caught %s (exit %d, broke %v): it is not a between-calls mutant", len(named), m.Name, rep.ExitCode, rep.Broken())
 			}
-			between := sim.Selection{Classes: []string{sim.BetweenCallsClass}}.Cases(probe, ttl, 1)
+			between := catalogue.Selection{Classes: []string{catalogue.BetweenCallsClass}}.Cases(probe.Probe, ttl, 1)
 			if len(between) == 0 {
 				t.Fatalf("no between-calls case (the probe counted %v store calls)", probe.StaleCalls)
 			}
@@ -65,7 +67,7 @@ func TestBetweenCallsMutantsNeedTheStoreCallStalls(t *testing.T) {
 
 // probedInProcess is an in-process runner of cfg (seed 1, in a folder of
 // the test's) and what its probe found; the runner closes with the test.
-func probedInProcess(t *testing.T, cfg sim.Config) (*sim.Runner, sim.Probe) {
+func probedInProcess(t *testing.T, cfg sim.Config) (*sim.Runner, verdict.Probe) {
 	t.Helper()
 	cfg.WorkDir, cfg.InProcess, cfg.Seed = t.TempDir(), true, 1
 	r, err := sim.NewRunner(cfg)

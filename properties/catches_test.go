@@ -9,6 +9,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // minCatches is how many cases of the whole matrix must catch a mutant
@@ -42,7 +43,7 @@ func TestMutantCatchesRestOnMoreThanOneCase(t *testing.T) {
 		ctx := context.Background()
 		probe, _ := r.Probe(ctx) // a mutant may fail the probe: its windows are still counted
 		ttl := r.Config().LeaseTTL.Milliseconds()
-		rep := r.RunAll(ctx, sim.Selection{}.Cases(probe, ttl, 1), 1, nil)
+		rep := r.RunAll(ctx, catalogue.Selection{}.Cases(probe.Probe, ttl, 1), 1, nil)
 		r.CloseShared()
 		rw := row{name: m.Name, inv: m.Invariant, explored: m.Explore != nil}
 		for _, res := range rep.Results {

@@ -11,6 +11,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/internal/explorerun"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // Backend tells CertifyCrashSafety how every process of a case opens your
@@ -106,7 +107,7 @@ type CrashOptions struct {
 // same test, find their spec in the environment and act as workers. Open
 // must reach the same data from every process of a case. Options beyond
 // the first add their ExpectBroken to it; their other fields are ignored.
-func CertifyCrashSafety(t *testing.T, backend Backend, opts ...CrashOptions) sim.Report {
+func CertifyCrashSafety(t *testing.T, backend Backend, opts ...CrashOptions) verdict.Report {
 	t.Helper()
 	o, expect, err := crashOptions(opts)
 	if err != nil {
@@ -120,7 +121,7 @@ func CertifyCrashSafety(t *testing.T, backend Backend, opts ...CrashOptions) sim
 				backend.Name, expect, broken, missing, crashrun.Describe(backend.Name, res))
 		}
 		t.Logf("negative control: backend %s broke %v as expected (all broken: %v; %d cases fail, %d undecided, in %v)", backend.Name,
-			expect, broken, res.Counts[sim.Fail], res.Counts[sim.Undecided], res.Took.Round(time.Millisecond))
+			expect, broken, res.Counts[verdict.Fail], res.Counts[verdict.Undecided], res.Took.Round(time.Millisecond))
 		return res.Report
 	}
 	if res.ExitCode != 0 {
@@ -135,16 +136,16 @@ func CertifyCrashSafety(t *testing.T, backend Backend, opts ...CrashOptions) sim
 // among it (how many cases, or why it could not be tested), as its
 // reports say, so that a test's output reads as no more and no less than
 // was certified.
-func certified(name string, rep sim.Report) string {
+func certified(name string, rep verdict.Report) string {
 	what := "certified"
 	if rep.Subset != "" {
 		what = fmt.Sprintf("certified (a subset, %s; not the whole matrix)", rep.Subset)
 	}
 	line := fmt.Sprintf("backend %s %s: %d cases pass, %d not applicable, in %v", name, what,
-		rep.Counts[sim.Pass], rep.Counts[sim.NotApplicable], rep.Took.Round(time.Millisecond))
+		rep.Counts[verdict.Pass], rep.Counts[verdict.NotApplicable], rep.Took.Round(time.Millisecond))
 	power := 0
 	for _, r := range rep.Results {
-		if r.Case.Kind.IsPowerLoss() && r.Verdict == sim.Pass {
+		if r.Case.Kind.IsPowerLoss() && r.Verdict == verdict.Pass {
 			power++
 		}
 	}

@@ -19,8 +19,10 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // The embedded default passes the whole matrix, with real process kills of
@@ -52,7 +54,7 @@ func TestCertifyWithoutSystemB(t *testing.T) {
 	if res.ExitCode != 0 {
 		t.Fatalf("want exit 0 with System B not applicable:\n%s", crashrun.Describe(b.Name, res))
 	}
-	if res.Counts[sim.NotApplicable] != 2 || res.Counts[sim.Pass] != 1 {
+	if res.Counts[verdict.NotApplicable] != 2 || res.Counts[verdict.Pass] != 1 {
 		t.Errorf("counts %v: want 1 pass and 2 not applicable", res.Counts)
 	}
 	var out strings.Builder
@@ -251,14 +253,14 @@ func TestEveryMutantCaughtInProcess(t *testing.T) {
 			// The probe counts the stale holder's store calls, which the
 			// between-calls cases sweep (a mutant that breaks even without
 			// faults fails the probe: it needs no such count).
-			var probe sim.Probe
-			if slices.Contains(m.Options.Classes, sim.BetweenCallsClass) {
+			var probe verdict.Probe
+			if slices.Contains(m.Options.Classes, catalogue.BetweenCallsClass) {
 				var err error
 				if probe, err = r.Probe(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 			}
-			cases := sim.Selection{Points: m.Options.Points, Kinds: m.Options.Kinds, Classes: m.Options.Classes}.Cases(probe, ttl, 1)
+			cases := catalogue.Selection{Points: m.Options.Points, Kinds: m.Options.Kinds, Classes: m.Options.Classes}.Cases(probe.Probe, ttl, 1)
 			if len(cases) == 0 {
 				t.Fatalf("no case matches the mutant's slice %+v", m.Options)
 			}
@@ -278,7 +280,7 @@ func TestEveryMutantCaughtInProcess(t *testing.T) {
 	}
 }
 
-func caseIDs(cs []sim.Case) []string {
+func caseIDs(cs []catalogue.Case) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
 		out[i] = c.ID
@@ -325,8 +327,8 @@ func TestWorkersLeaveNothingInTheTemporaryDirectory(t *testing.T) {
 func TestCrashRunExploresAfterTheMatrix(t *testing.T) {
 	res := crashrun.Run(t, embedded.SQLite(), crashrun.Options{Points: []faults.Point{faults.BeforeCompleted}, Kinds: []faults.Kind{faults.Crash},
 		Bugs: []reference.Bug{reference.BugDeadLetterWithoutReconcile}, Seed: 4, Explore: 20})
-	i := slices.IndexFunc(res.Results, func(r sim.CaseResult) bool { return r.Case.Class == explorerun.Class })
-	if res.ExitCode != 1 || i < 0 || res.Counts[sim.Pass] != 1 {
+	i := slices.IndexFunc(res.Results, func(r verdict.CaseResult) bool { return r.Case.Class == explorerun.Class })
+	if res.ExitCode != 1 || i < 0 || res.Counts[verdict.Pass] != 1 {
 		t.Fatalf("exit %d, %v, exploration %q; want the matrix's one case to pass and exploration to fail the run\n%s", res.ExitCode, res.Counts, res.Exploration, crashrun.Describe("sqlite", res))
 	}
 	found := res.Results[i]

@@ -6,7 +6,8 @@ import (
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // A Go store on the embedded SQLite that writes an operation and its plan
@@ -14,13 +15,13 @@ import (
 // durable-step sweep (the lazy mount sees the two WAL syncs of
 // CreateIfAbsent, and the worker is killed right after the first).
 func TestDurableStepSweepCatchesAnUndeclaredTwoStepGoStore(t *testing.T) {
-	rep := crashrun.Run(t, twoStepCreateBackend(false), crashrun.Options{Classes: []string{sim.DurableStepClass}}).Report
+	rep := crashrun.Run(t, twoStepCreateBackend(false), crashrun.Options{Classes: []string{catalogue.DurableStepClass}}).Report
 	if len(rep.StoreWindows) != 0 {
 		t.Fatalf("the undeclared store reports store windows %+v", rep.StoreWindows)
 	}
 	var failed []string
 	for _, r := range rep.Results {
-		if r.Verdict == sim.Fail && slices.Contains(r.Broken(), "I5") && strings.HasPrefix(r.Case.Description, "ops.create after ") {
+		if r.Verdict == verdict.Fail && slices.Contains(r.Broken(), "I5") && strings.HasPrefix(r.Case.Description, "ops.create after ") {
 			failed = append(failed, r.Case.ID)
 		}
 	}

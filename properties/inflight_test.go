@@ -8,6 +8,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // The in-flight mutants (a stale holder renewing another holder's live
@@ -20,14 +21,14 @@ func TestInFlightMutantsNeedTheirClasses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the whole in-process matrix once per mutant")
 	}
-	inFlight := func(c sim.Case) bool {
-		return slices.ContainsFunc(sim.InFlightClasses, func(class string) bool {
+	inFlight := func(c catalogue.Case) bool {
+		return slices.ContainsFunc(catalogue.InFlightClasses, func(class string) bool {
 			return c.Class == class || strings.HasPrefix(c.Class, class+"-")
 		})
 	}
 	n := 0
 	for _, m := range crashrun.Mutants() {
-		if len(m.Options.Classes) != 1 || !slices.Contains(sim.InFlightClasses, m.Options.Classes[0]) {
+		if len(m.Options.Classes) != 1 || !slices.Contains(catalogue.InFlightClasses, m.Options.Classes[0]) {
 			continue
 		}
 		n++
@@ -36,7 +37,7 @@ func TestInFlightMutantsNeedTheirClasses(t *testing.T) {
 			r, probe := probedInProcess(t, sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, Bugs: m.Options.Bugs, Mutant: m.Options.Mutant})
 			ctx := context.Background()
 			ttl := r.Config().LeaseTTL.Milliseconds()
-			all := sim.Selection{}.Cases(probe, ttl, 1)
+			all := catalogue.Selection{}.Cases(probe.Probe, ttl, 1)
 			before := slices.DeleteFunc(slices.Clone(all), inFlight)
 			if len(before) == len(all) {
 				t.Fatal("the matrix holds no in-flight case")
@@ -44,7 +45,7 @@ func TestInFlightMutantsNeedTheirClasses(t *testing.T) {
 			if rep := r.RunAll(ctx, before, 2, nil); rep.ExitCode != 0 {
 				t.Fatalf("the matrix without the in-flight classes (%d cases) gave exit %d, broke %v: it reaches %s without them", len(before), rep.ExitCode, rep.Broken(), m.Name)
 			}
-			own := slices.DeleteFunc(slices.Clone(all), func(c sim.Case) bool { return c.Class != class && !strings.HasPrefix(c.Class, class+"-") })
+			own := slices.DeleteFunc(slices.Clone(all), func(c catalogue.Case) bool { return c.Class != class && !strings.HasPrefix(c.Class, class+"-") })
 			rep := r.RunAll(ctx, own, 2, nil)
 			for _, res := range rep.Results {
 				if !slices.Contains(res.Broken(), m.Invariant) {
@@ -56,7 +57,7 @@ func TestInFlightMutantsNeedTheirClasses(t *testing.T) {
 			}
 		})
 	}
-	if n != len(sim.InFlightClasses) {
-		t.Fatalf("%d in-flight mutants in the catalogue, want one per class %v", n, sim.InFlightClasses)
+	if n != len(catalogue.InFlightClasses) {
+		t.Fatalf("%d in-flight mutants in the catalogue, want one per class %v", n, catalogue.InFlightClasses)
 	}
 }

@@ -11,8 +11,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/scenarios"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // A protocol mutant that only a crash shows (a resumed operation asks the
@@ -25,13 +26,13 @@ func TestRandomKillFindingReplays(t *testing.T) {
 	const ttl = 250 * time.Millisecond
 	b := embedded.SQLite()
 	bugs := []reference.Bug{reference.BugRecallModelOnResume}
-	run := crashrun.Run(t, b, crashrun.Options{Classes: []string{sim.RandomKillClass}, RandomKills: 40, Bugs: bugs, LeaseTTL: ttl, StopAtFirstFailure: true})
-	i := slices.IndexFunc(run.Results, func(r sim.CaseResult) bool { return r.Verdict == sim.Fail })
+	run := crashrun.Run(t, b, crashrun.Options{Classes: []string{catalogue.RandomKillClass}, RandomKills: 40, Bugs: bugs, LeaseTTL: ttl, StopAtFirstFailure: true})
+	i := slices.IndexFunc(run.Results, func(r verdict.CaseResult) bool { return r.Verdict == verdict.Fail })
 	if i < 0 {
 		t.Fatalf("40 random kills never caught %s", bugs[0])
 	}
 	hit := run.Results[i]
-	_, p, k, ok := sim.AnchoredKill(hit.Case)
+	_, p, k, ok := catalogue.AnchoredKill(hit.Case)
 	if !ok {
 		t.Fatalf("%s caught it with a wall-clock kill: on the embedded SQLite backend every random kill is anchored", hit.Case.ID)
 	}
@@ -51,12 +52,12 @@ func TestRandomKillFindingReplays(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := back.Case()
-	cases := make([]sim.Case, 10)
+	cases := make([]catalogue.Case, 10)
 	for i := range cases {
 		cases[i] = c
 		cases[i].ID = fmt.Sprintf("%s-replay-%d", c.ID, i)
 	}
-	var replays []sim.CaseResult
+	var replays []verdict.CaseResult
 	// (The report holds the probe's failure too: the mutant fails it.)
 	for _, r := range crashrun.Run(t, b, crashrun.Options{Cases: cases, Bugs: back.Bugs, Seed: back.Seed, LeaseTTL: back.LeaseTTL, Parallel: 2}).Results {
 		if strings.HasPrefix(r.Case.ID, c.ID+"-replay-") {

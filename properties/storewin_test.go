@@ -21,7 +21,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // Broken stores that pass every conformance suite and, before store
@@ -265,15 +267,15 @@ func twoStepStateBackend(declare bool) sim.Backend {
 // needs the declared window to catch them when nothing reads concurrently.
 
 // storeRow is the report's row of a store window.
-func storeRow(t *testing.T, rep sim.Report, p faults.Point) sim.StoreRow {
+func storeRow(t *testing.T, rep verdict.Report, p faults.Point) verdict.StoreRow {
 	t.Helper()
-	for _, row := range sim.StoreRows(rep) {
+	for _, row := range verdict.StoreRows(rep) {
 		if row.Point == p {
 			return row
 		}
 	}
 	t.Fatalf("no store window %s in the report (probe found %+v)", p, rep.StoreWindows)
-	return sim.StoreRow{}
+	return verdict.StoreRow{}
 }
 
 // A correct store's declared window shows in the matrix with its method
@@ -291,13 +293,13 @@ func TestDeclaredWindowOfACorrectStoreCertifies(t *testing.T) {
 		t.Errorf("store window row: methods %q, probe hits %d; want properties_test.windowAround.CreateIfAbsent and 5 (one create per ingest and retraction of the standard script)", row.Methods, row.Probe)
 	}
 	claim := storeRow(t, rep, aroundClaim)
-	if claim.Methods != "properties_test.windowAround.Claim" || claim.Probe < 1 || !slices.ContainsFunc(rep.StoreWindows, func(w sim.StoreWindow) bool { return w.Point == aroundClaim && w.InRecovery }) {
+	if claim.Methods != "properties_test.windowAround.Claim" || claim.Probe < 1 || !slices.ContainsFunc(rep.StoreWindows, func(w catalogue.StoreWindow) bool { return w.Point == aroundClaim && w.InRecovery }) {
 		t.Errorf("store window row %+v (windows %+v): want Claim's window found as one only recovery reaches", claim, rep.StoreWindows)
 	}
-	for _, r := range []sim.StoreRow{row, claim} {
+	for _, r := range []verdict.StoreRow{row, claim} {
 		for i, c := range r.Cells {
-			if c == nil || c.Verdict != sim.Pass || c.Hits[string(r.Point)] < 1 {
-				t.Errorf("%s x %s: %+v, want a pass with the point fired", r.Point, sim.StoreColumns(rep)[i], c)
+			if c == nil || c.Verdict != verdict.Pass || c.Hits[string(r.Point)] < 1 {
+				t.Errorf("%s x %s: %+v, want a pass with the point fired", r.Point, verdict.StoreColumns(rep)[i], c)
 			}
 		}
 	}
@@ -322,15 +324,15 @@ func TestRecrashWhereRecoveryNeverReturnsIsNotApplicable(t *testing.T) {
 	}
 	row := storeRow(t, rep, aroundRelease)
 	for i, c := range row.Cells {
-		k := sim.StoreColumns(rep)[i]
+		k := verdict.StoreColumns(rep)[i]
 		switch {
 		case c == nil:
 			t.Errorf("%s x %s: no case", aroundRelease, k)
 		case k == faults.Recrash:
-			if c.Verdict != sim.NotApplicable || !slices.Contains(c.Notes, sim.RecrashNotApplicable) || c.Hits[string(aroundRelease)] != 1 {
+			if c.Verdict != verdict.NotApplicable || !slices.Contains(c.Notes, verdict.RecrashNotApplicable) || c.Hits[string(aroundRelease)] != 1 {
 				t.Errorf("%s x recrash: %s %v, hits %v; want not applicable after the one crash", aroundRelease, c.Verdict, c.Notes, c.Hits)
 			}
-		case c.Verdict != sim.Pass:
+		case c.Verdict != verdict.Pass:
 			t.Errorf("%s x %s: %s %v", aroundRelease, k, c.Verdict, c.Notes)
 		}
 	}
@@ -358,8 +360,8 @@ func TestDeclaredWindowCatchesTwoStepStores(t *testing.T) {
 				t.Fatalf("%s with its window declared: exit %d, want 1", tc.backend.Name, rep.ExitCode)
 			}
 			row := storeRow(t, rep, tc.point)
-			c := row.Cells[slices.Index(sim.StoreColumns(rep), faults.Crash)]
-			if c == nil || c.Verdict != sim.Fail || !slices.ContainsFunc(c.Broken(), func(s string) bool { return slices.Contains(tc.want, s) }) {
+			c := row.Cells[slices.Index(verdict.StoreColumns(rep), faults.Crash)]
+			if c == nil || c.Verdict != verdict.Fail || !slices.ContainsFunc(c.Broken(), func(s string) bool { return slices.Contains(tc.want, s) }) {
 				t.Fatalf("%s x crash: %+v, want FAIL breaking one of %v", tc.point, c, tc.want)
 			}
 			var text strings.Builder
@@ -403,17 +405,17 @@ func TestRandomKillsFindUndeclaredWindows(t *testing.T) {
 			tried := 0
 			for seed := int64(1); seed <= int64(seeds) && (measure || found == 0); seed++ {
 				tried++
-				rep := crashrun.Run(t, b, crashrun.Options{Classes: []string{sim.RandomKillClass}, RandomKills: 200, Seed: seed, StopAtFirstFailure: true}).Report
+				rep := crashrun.Run(t, b, crashrun.Options{Classes: []string{catalogue.RandomKillClass}, RandomKills: 200, Seed: seed, StopAtFirstFailure: true}).Report
 				if len(rep.StoreWindows) != 0 {
 					t.Fatalf("the undeclared store reports store windows %+v", rep.StoreWindows)
 				}
 				ran := 0
-				var hit *sim.CaseResult
+				var hit *verdict.CaseResult
 				for i, r := range rep.Results {
-					if r.Verdict != sim.Undecided {
+					if r.Verdict != verdict.Undecided {
 						ran++
 					}
-					if r.Verdict == sim.Fail && hit == nil {
+					if r.Verdict == verdict.Fail && hit == nil {
 						hit = &rep.Results[i]
 					}
 				}
@@ -423,7 +425,7 @@ func TestRandomKillsFindUndeclaredWindows(t *testing.T) {
 				}
 				found++
 				note := strings.Join(hit.Notes, "; ")
-				_, p, k, anchored := sim.AnchoredKill(hit.Case)
+				_, p, k, anchored := catalogue.AnchoredKill(hit.Case)
 				if !anchored {
 					t.Fatalf("seed %d: %s found it with a wall-clock kill: on the embedded SQLite backend every random kill is anchored to a store call or a commit", seed, hit.Case.ID)
 				}
@@ -452,7 +454,7 @@ func TestRandomKillsFindUndeclaredWindows(t *testing.T) {
 // replays runs a random kill's case 10 times as `crashmatrix run` would
 // (through its scenario file: the same crash at the same store call or
 // commit) and counts the runs that broke the same invariants.
-func replays(t *testing.T, b sim.Backend, hit sim.CaseResult) int {
+func replays(t *testing.T, b sim.Backend, hit verdict.CaseResult) int {
 	t.Helper()
 	sc, err := scenarios.FromCase(hit.Case)
 	if err != nil {
@@ -475,10 +477,10 @@ func replays(t *testing.T, b sim.Backend, hit sim.CaseResult) int {
 		t.Fatal(err)
 	}
 	c := back.Case()
-	if _, p, k, ok := sim.AnchoredKill(c); !ok || c.Steps[0].Arms[p] != hit.Case.Steps[0].Arms[p] {
+	if _, p, k, ok := catalogue.AnchoredKill(c); !ok || c.Steps[0].Arms[p] != hit.Case.Steps[0].Arms[p] {
 		t.Fatalf("the scenario file lost the kill's instant (%s@%d):\n%s", p, k, text)
 	}
-	cases := make([]sim.Case, 10)
+	cases := make([]catalogue.Case, 10)
 	for i := range cases {
 		cases[i] = c
 		cases[i].ID = fmt.Sprintf("%s-replay-%d", c.ID, i)
@@ -495,7 +497,7 @@ func replays(t *testing.T, b sim.Backend, hit sim.CaseResult) int {
 
 // The correct embedded adapter certifies under 100 random-instant kills.
 func TestCertifySQLiteRandomKills(t *testing.T) {
-	properties.CertifyCrashSafety(t, embedded.SQLite(), properties.CrashOptions{Classes: []string{sim.RandomKillClass}, RandomKills: 100})
+	properties.CertifyCrashSafety(t, embedded.SQLite(), properties.CrashOptions{Classes: []string{catalogue.RandomKillClass}, RandomKills: 100})
 }
 
 // The in-process mode finds and runs a store's declared windows too: a
@@ -516,16 +518,16 @@ func TestDeclaredWindowInProcess(t *testing.T) {
 	if len(probe.Windows) != 1 || probe.Windows[0].Point != afterOperationRow || probe.Windows[0].Hits != 5 || probe.Windows[0].InRecovery {
 		t.Fatalf("probe found %+v, want %s reached 5 times by the client script", probe.Windows, afterOperationRow)
 	}
-	for _, c := range sim.StoreMatrix(probe.Windows, 250) {
+	for _, c := range catalogue.StoreMatrix(probe.Windows, 250) {
 		res := r.RunCase(ctx, c)
 		broke := slices.Contains(res.Broken(), "I5")
 		switch c.Kind {
 		case faults.Crash, faults.Transient, faults.Recrash:
-			if res.Verdict != sim.Fail || !broke {
+			if res.Verdict != verdict.Fail || !broke {
 				t.Errorf("%s: %s %v, want FAIL with I5 (an operation without its plan)", c.Label(), res.Verdict, res.Broken())
 			}
 		default:
-			if res.Verdict != sim.Pass {
+			if res.Verdict != verdict.Pass {
 				t.Errorf("%s: %s %v %v, want pass (the plan step ran)", c.Label(), res.Verdict, res.Broken(), res.Notes)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/reference/plansave"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // The crash-level members of the zoo: stores that pass much of the
@@ -148,7 +149,7 @@ func leaseNeverHandedOver() sim.Backend {
 
 // assertLeaseNotHandedOver checks that a run against leaseKeptForever
 // names the lease in I7 and that no worker ran into its deadline.
-func assertLeaseNotHandedOver(t testing.TB, res sim.Report) {
+func assertLeaseNotHandedOver(t testing.TB, res verdict.Report) {
 	t.Helper()
 	var vs []string
 	found := false
@@ -295,7 +296,7 @@ func TestZooStoreCallHangs(t *testing.T) {
 	if res.Dir != "" {
 		defer os.RemoveAll(res.Dir)
 	}
-	if res.ExitCode != 2 || len(res.Results) != 1 || res.Results[0].Verdict != sim.Undecided {
+	if res.ExitCode != 2 || len(res.Results) != 1 || res.Results[0].Verdict != verdict.Undecided {
 		t.Fatalf("exit %d, %d results; want exit 2 (undecided) and the probe's case alone\n%s", res.ExitCode, len(res.Results), crashrun.Describe(b.Name, res))
 	}
 	notes := strings.Join(res.Results[0].Notes, "; ")

@@ -15,6 +15,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // headerNeverSynced is an operation store that keeps, beside its
@@ -117,7 +118,7 @@ func TestZooUnreadableAfterPowerLoss(t *testing.T) {
 	res := CertifyCrashSafety(t, b, CrashOptions{Points: []faults.Point{faults.BeforeCompleted}, Kinds: []faults.Kind{faults.PowerLoss}, ExpectBroken: []string{"I9"}})
 	found := false
 	for _, r := range res.Results {
-		if r.Verdict == sim.Undecided {
+		if r.Verdict == verdict.Undecided {
 			t.Errorf("%s undecided: %v", r.Case.ID, r.Notes)
 		}
 		found = found || slices.ContainsFunc(r.Violations, func(v check.Violation) bool {

@@ -11,13 +11,14 @@ package report
 
 import (
 	"fmt"
-	"github.com/crashmatrix/crashmatrix/faults"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
+
 	"github.com/crashmatrix/crashmatrix/check"
-	"github.com/crashmatrix/crashmatrix/sim"
 )
 
 // Options tell the writers what a sim.Report does not hold.
@@ -25,7 +26,7 @@ type Options struct {
 	// Replay returns the shell command that replays one case (nil or ""
 	// when there is none). certify names the case's window and kind, run
 	// the scenario file, a test the test binary.
-	Replay func(sim.CaseResult) string
+	Replay func(verdict.CaseResult) string
 	// Details lists every failing case with every violation (the
 	// terminal's -v); the default is the digest.
 	Details bool
@@ -36,7 +37,7 @@ type Options struct {
 	Rerun string
 }
 
-func (o Options) replay(r sim.CaseResult) string {
+func (o Options) replay(r verdict.CaseResult) string {
 	if o.Replay == nil {
 		return ""
 	}
@@ -129,7 +130,7 @@ func keyOf(v check.Violation) causeKey {
 // listed under: I9 (acknowledged durability, which says exactly that)
 // when it saw one, else the invariant that saw the most (the first in
 // check.All of those that saw as many).
-func forgotInvariant(rep sim.Report) check.Invariant {
+func forgotInvariant(rep verdict.Report) check.Invariant {
 	n := map[check.Invariant]int{}
 	for _, r := range rep.Results {
 		for _, v := range r.Violations {
@@ -197,7 +198,7 @@ type Digest struct {
 }
 
 // Summarize builds the digest of a run.
-func Summarize(rep sim.Report, o Options) Digest {
+func Summarize(rep verdict.Report, o Options) Digest {
 	d := Digest{Cases: len(rep.Results)}
 	type key = causeKey
 	causes := map[key]*Cause{}
@@ -231,10 +232,10 @@ func Summarize(rep sim.Report, o Options) Digest {
 		if e := r.Expect; e != nil {
 			d.Judged = true
 			ref := CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Replay: o.replay(r), Why: e.Note}
-			if !e.Met && r.Verdict != sim.Undecided {
+			if !e.Met && r.Verdict != verdict.Undecided {
 				d.Unmet = append(d.Unmet, ref)
 			}
-			if e.Met && r.Verdict != sim.Pass {
+			if e.Met && r.Verdict != verdict.Pass {
 				// Broke what it expects to: listed, not a failure.
 				if b := r.Broken(); len(b) > 0 {
 					ref.Why = "broke " + strings.Join(b, ",")
@@ -244,22 +245,22 @@ func Summarize(rep sim.Report, o Options) Digest {
 			}
 		}
 		switch r.Verdict {
-		case sim.NotExercised:
+		case verdict.NotExercised:
 			d.NotExercised = append(d.NotExercised, CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Replay: o.replay(r), Why: notExercisedWhy(r)})
 			continue
-		case sim.Undecided:
+		case verdict.Undecided:
 			d.Undecided = append(d.Undecided, CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Replay: o.replay(r), Why: strings.Join(r.Notes, "; ")})
 			continue
-		case sim.NotApplicable:
+		case verdict.NotApplicable:
 			d.NotApplicable = append(d.NotApplicable, CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Why: strings.Join(r.Notes, "; ")})
 			continue
-		case sim.Fail:
+		case verdict.Fail:
 			d.Failed++
 		}
 		if len(r.Violations) == 0 {
 			continue
 		}
-		ref := CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Replay: o.replay(r), Lost: sim.LostSummary(r.PowerLost, 2)}
+		ref := CaseRef{ID: r.Case.ID, Label: r.Case.Label(), Replay: o.replay(r), Lost: verdict.LostSummary(r.PowerLost, 2)}
 		var root *key
 		for _, v := range r.Violations {
 			if IsRoot(v) {
@@ -420,7 +421,7 @@ func IsRoot(v check.Violation) bool {
 // rarestCase picks, for one invariant, the case that shows its rarest
 // cause (fewest cases with the same summary), then the one with the
 // fewest violations in all, then the first in matrix order.
-func rarestCase(rep sim.Report, inv string, o Options) CaseRef {
+func rarestCase(rep verdict.Report, inv string, o Options) CaseRef {
 	freq := map[string]map[string]bool{}
 	for _, r := range rep.Results {
 		for _, v := range r.Violations {
@@ -460,14 +461,14 @@ func rarestCase(rep sim.Report, inv string, o Options) CaseRef {
 
 // notExercisedWhy says why a case was not exercised and what that can
 // mean.
-func notExercisedWhy(r sim.CaseResult) string { return r.WhyNotExercised() }
+func notExercisedWhy(r verdict.CaseResult) string { return r.WhyNotExercised() }
 
-func headline(rep sim.Report, d Digest) (string, string) {
-	if d.Judged && rep.Verdict != sim.Undecided {
+func headline(rep verdict.Report, d Digest) (string, string) {
+	if d.Judged && rep.Verdict != verdict.Undecided {
 		return judgedHeadline(rep, d)
 	}
 	switch rep.Verdict {
-	case sim.Pass:
+	case verdict.Pass:
 		what := "CERTIFIED: all"
 		if d.Subset != "" {
 			// A filtered run certifies what it ran, and says so.
@@ -478,7 +479,7 @@ func headline(rep sim.Report, d Digest) (string, string) {
 				what, len(rep.Results)-n, n, notApplicableWhy(d.NotApplicable))
 		}
 		return "CERTIFIED", fmt.Sprintf("%s %d cases were exercised and every invariant held", what, len(rep.Results))
-	case sim.Fail:
+	case verdict.Fail:
 		var parts []string
 		if len(d.Broken) > 0 {
 			var bs []string
@@ -583,7 +584,7 @@ func firstLine(s string, max int) string {
 // judgedHeadline is the verdict of scenarios judged against their
 // expectations (crashmatrix run): a scenario that breaks the invariants it
 // expects to break met its expectation, as the command's own lines say.
-func judgedHeadline(rep sim.Report, d Digest) (string, string) {
+func judgedHeadline(rep verdict.Report, d Digest) (string, string) {
 	n := len(rep.Results)
 	if len(d.Unmet) == 0 {
 		h := fmt.Sprintf("AS EXPECTED: %s met %s", countOf(n, "scenario", "scenarios"), plural(n, "its expectation", "their expectations"))

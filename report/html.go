@@ -11,7 +11,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // InvariantKey says in a line what each invariant checks, for the HTML
@@ -52,7 +52,7 @@ type htmlGroup struct {
 }
 
 type htmlCase struct {
-	Res      sim.CaseResult
+	Res      verdict.CaseResult
 	Replay   string
 	History  string
 	Why      string
@@ -77,19 +77,19 @@ type htmlKeyItem struct {
 // that did not pass with its violations grouped by cause and a timeline
 // (one column per worker process) that highlights the cited events; the
 // verdict again at the end.
-func WriteHTML(w io.Writer, rep sim.Report, o Options) error {
+func WriteHTML(w io.Writer, rep verdict.Report, o Options) error {
 	d := Summarize(rep, o)
 	m := buildMatrix(rep)
 	anchors := map[string]bool{}
 	var cases []htmlCase
 	failing := 0
 	for _, r := range rep.Results {
-		if r.Verdict != sim.Pass {
+		if r.Verdict != verdict.Pass {
 			failing++
 		}
 	}
 	for _, r := range rep.Results {
-		if r.Verdict == sim.Pass {
+		if r.Verdict == verdict.Pass {
 			continue
 		}
 		anchors[r.Case.ID] = true
@@ -131,7 +131,7 @@ func WriteHTML(w io.Writer, rep sim.Report, o Options) error {
 		key = append(key, htmlKeyItem{Short: "I9", Name: "acknowledged durability", Text: InvariantKey["I9"], Broken: broken["I9"]})
 	}
 	data := struct {
-		Rep       sim.Report
+		Rep       verdict.Report
 		Opt       Options
 		Digest    Digest
 		Kinds     []faults.Kind
@@ -146,9 +146,9 @@ func WriteHTML(w io.Writer, rep sim.Report, o Options) error {
 	return htmlReport.Execute(w, data)
 }
 
-func htmlCaseOf(r sim.CaseResult, o Options, open bool) htmlCase {
+func htmlCaseOf(r verdict.CaseResult, o Options, open bool) htmlCase {
 	hc := htmlCase{Res: r, Replay: o.replay(r), History: HistoryPath(r), Open: open}
-	if r.Verdict == sim.NotExercised {
+	if r.Verdict == verdict.NotExercised {
 		hc.Why = notExercisedWhy(r)
 	}
 	ops := newOpNames()

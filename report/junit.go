@@ -11,17 +11,17 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // WriteJSON writes the report as JSON: the run (every case with its
 // violations, workers and timeline) and its digest.
-func WriteJSON(w io.Writer, rep sim.Report, o Options) error {
+func WriteJSON(w io.Writer, rep verdict.Report, o Options) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
 		Version int `json:"version"`
-		sim.Report
+		verdict.Report
 		Digest Digest `json:"digest"`
 	}{JSONVersion, rep, Summarize(rep, o)})
 }
@@ -94,7 +94,7 @@ func seconds(d interface{ Seconds() float64 }) string {
 // message names each broken invariant with its cause and count; its body
 // has every violation with evidence, the history's path and the replay
 // command, which its system-out repeats.
-func WriteJUnit(w io.Writer, rep sim.Report, o Options) error {
+func WriteJUnit(w io.Writer, rep verdict.Report, o Options) error {
 	d := Summarize(rep, o)
 	s := junitSuite{Name: "crashmatrix/" + rep.Backend, Tests: len(rep.Results), Time: seconds(rep.Took)}
 	if !rep.Started.IsZero() {
@@ -130,7 +130,7 @@ func WriteJUnit(w io.Writer, rep sim.Report, o Options) error {
 	for _, r := range rep.Results {
 		jc := junitCase{Name: r.Case.Label(), Classname: "crashmatrix." + string(r.Case.System), Time: seconds(r.Took)}
 		var body strings.Builder
-		if r.Verdict == sim.NotExercised {
+		if r.Verdict == verdict.NotExercised {
 			fmt.Fprintf(&body, "not exercised: %s\n", notExercisedWhy(r))
 		}
 		for _, v := range r.Violations {
@@ -150,7 +150,7 @@ func WriteJUnit(w io.Writer, rep sim.Report, o Options) error {
 		}
 		fmt.Fprintf(&body, "history: %s\n", HistoryPath(r))
 		jc.SystemOut = text(out.String())
-		if e := r.Expect; e != nil && r.Verdict != sim.Undecided {
+		if e := r.Expect; e != nil && r.Verdict != verdict.Undecided {
 			// A scenario judged against its expectation fails when it
 			// did not meet it, whatever it broke.
 			fmt.Fprintf(&out, "expectation %s: %s\n", map[bool]string{true: "met", false: "not met"}[e.Met], e.Note)
@@ -163,16 +163,16 @@ func WriteJUnit(w io.Writer, rep sim.Report, o Options) error {
 			continue
 		}
 		switch r.Verdict {
-		case sim.Fail:
+		case verdict.Fail:
 			s.Failures++
 			jc.Failure = &junitMessage{Message: failureMessage(r), Type: "invariant", Body: body.String()}
-		case sim.NotExercised:
+		case verdict.NotExercised:
 			s.Failures++
 			jc.Failure = &junitMessage{Message: "not exercised: " + notExercisedWhy(r), Type: "not-exercised", Body: body.String()}
-		case sim.Undecided:
+		case verdict.Undecided:
 			s.Errors++
 			jc.Error = &junitMessage{Message: "undecided: " + strings.Join(r.Notes, "; "), Type: "undecided", Body: body.String()}
-		case sim.NotApplicable:
+		case verdict.NotApplicable:
 			jc.Skipped = &junitMessage{Message: "not applicable: " + strings.Join(r.Notes, "; "), Type: "not-applicable"}
 		}
 		s.Cases = append(s.Cases, jc)
@@ -191,7 +191,7 @@ func WriteJUnit(w io.Writer, rep sim.Report, o Options) error {
 
 // histories is the folder that holds the cases' histories (their common
 // parent), "" when none was written.
-func histories(rep sim.Report) string {
+func histories(rep verdict.Report) string {
 	common := ""
 	for _, r := range rep.Results {
 		if r.Dir == "" {
@@ -215,7 +215,7 @@ func histories(rep sim.Report) string {
 // follows from it: I7 ×1 (fencing token did not grow …)". The writes the
 // store forgot read as one root cause, as in the digest: "the store forgot
 // writes it had acknowledged (I9 ×2, I5 ×1: operation stage, operation)".
-func failureMessage(r sim.CaseResult) string {
+func failureMessage(r verdict.CaseResult) string {
 	type group struct {
 		key  causeKey
 		n    int

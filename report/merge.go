@@ -11,7 +11,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // JSONVersion is the version of the JSON report's format (its "version"
@@ -22,36 +23,36 @@ const JSONVersion = 1
 // MergeInput is one JSON report given to Merge, and the file it came from.
 type MergeInput struct {
 	File   string
-	Report sim.Report
+	Report verdict.Report
 }
 
 // ReadJSON reads a JSON report WriteJSON wrote. Every error names the file
 // and, where there is one, the line or field.
-func ReadJSON(path string) (sim.Report, error) {
+func ReadJSON(path string) (verdict.Report, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return sim.Report{}, err
+		return verdict.Report{}, err
 	}
 	return DecodeJSON(path, data)
 }
 
 // DecodeJSON is ReadJSON of data read from file.
-func DecodeJSON(file string, data []byte) (sim.Report, error) {
+func DecodeJSON(file string, data []byte) (verdict.Report, error) {
 	var head map[string]json.RawMessage
 	if err := json.Unmarshal(data, &head); err != nil {
-		return sim.Report{}, jsonError(file, data, err)
+		return verdict.Report{}, jsonError(file, data, err)
 	}
 	raw, ok := head["version"]
 	if !ok {
-		return sim.Report{}, fmt.Errorf("%s: no field \"version\": not a crashmatrix JSON report, or one written before version %d of the format", file, JSONVersion)
+		return verdict.Report{}, fmt.Errorf("%s: no field \"version\": not a crashmatrix JSON report, or one written before version %d of the format", file, JSONVersion)
 	}
 	var version int
 	if err := json.Unmarshal(raw, &version); err != nil || version != JSONVersion {
-		return sim.Report{}, fmt.Errorf("%s: field \"version\" is %s; this crashmatrix reads version %d of the JSON report (write the reports and merge them with one crashmatrix version)", file, raw, JSONVersion)
+		return verdict.Report{}, fmt.Errorf("%s: field \"version\" is %s; this crashmatrix reads version %d of the JSON report (write the reports and merge them with one crashmatrix version)", file, raw, JSONVersion)
 	}
-	var rep sim.Report
+	var rep verdict.Report
 	if err := json.Unmarshal(data, &rep); err != nil {
-		return sim.Report{}, jsonError(file, data, err)
+		return verdict.Report{}, jsonError(file, data, err)
 	}
 	return rep, nil
 }
@@ -109,11 +110,11 @@ func position(data []byte, off int64) (int, int) {
 
 // shardOf is the shard a report covers: a report of the whole matrix (an
 // unsharded run, or a merge) is shard 0 of 1.
-func shardOf(rep sim.Report) sim.Shard {
+func shardOf(rep verdict.Report) catalogue.Shard {
 	if rep.Shard != nil {
 		return rep.Shard.Shard
 	}
-	return sim.Shard{Index: 0, Count: 1}
+	return catalogue.Shard{Index: 0, Count: 1}
 }
 
 // Merge combines the JSON reports of the shards of one matrix into the
@@ -126,53 +127,53 @@ func shardOf(rep sim.Report) sim.Shard {
 // at best; a shard that failed or was undecided carries that into the
 // merged verdict. Never certified unless every shard's report was given
 // once and every case of the matrix has passed in it.
-func Merge(in []MergeInput) (sim.Report, error) {
+func Merge(in []MergeInput) (verdict.Report, error) {
 	if len(in) == 0 {
-		return sim.Report{}, fmt.Errorf("no report to merge")
+		return verdict.Report{}, fmt.Errorf("no report to merge")
 	}
 	for _, f := range in {
 		if err := checkMatrix(f); err != nil {
-			return sim.Report{}, err
+			return verdict.Report{}, err
 		}
 	}
 	first := in[0]
 	n := shardOf(first.Report).Count
 	for _, f := range in[1:] {
 		if err := sameMatrix(first, f); err != nil {
-			return sim.Report{}, err
+			return verdict.Report{}, err
 		}
 		if c := shardOf(f.Report).Count; c != n {
-			return sim.Report{}, fmt.Errorf("%s: field \"shard.count\" is %d, %s's is %d: every shard of one merge must split the matrix the same way", f.File, c, first.File, n)
+			return verdict.Report{}, fmt.Errorf("%s: field \"shard.count\" is %d, %s's is %d: every shard of one merge must split the matrix the same way", f.File, c, first.File, n)
 		}
 	}
 	matrix := *first.Report.Matrix
-	owner := sim.ShardOf(matrix.IDs(), n)
+	owner := catalogue.ShardOf(matrix.IDs(), n)
 	want := make([]int, n)
 	for _, id := range matrix.IDs() {
 		want[owner[id]]++
 	}
 	byShard := make([][]int, n) // shard -> indexes into in
-	byID := make([]map[string]sim.CaseResult, len(in))
+	byID := make([]map[string]verdict.CaseResult, len(in))
 	for i, f := range in {
 		s := shardOf(f.Report)
 		if f.Report.Shard != nil && f.Report.Shard.Cases != want[s.Index] {
-			return sim.Report{}, fmt.Errorf("%s: field \"shard.cases\" is %d, but shard %s of this matrix has %d cases (a report of another crashmatrix version?)", f.File, f.Report.Shard.Cases, s, want[s.Index])
+			return verdict.Report{}, fmt.Errorf("%s: field \"shard.cases\" is %d, but shard %s of this matrix has %d cases (a report of another crashmatrix version?)", f.File, f.Report.Shard.Cases, s, want[s.Index])
 		}
 		byShard[s.Index] = append(byShard[s.Index], i)
-		byID[i] = map[string]sim.CaseResult{}
+		byID[i] = map[string]verdict.CaseResult{}
 		for j, r := range f.Report.Results {
 			if _, dup := byID[i][r.Case.ID]; dup {
-				return sim.Report{}, fmt.Errorf("%s: field \"results[%d]\": case %s appears twice", f.File, j, r.Case.ID)
+				return verdict.Report{}, fmt.Errorf("%s: field \"results[%d]\": case %s appears twice", f.File, j, r.Case.ID)
 			}
 			if o, ok := owner[r.Case.ID]; ok && o != s.Index {
-				return sim.Report{}, fmt.Errorf("%s: field \"results[%d]\": case %s is shard %d/%d's, not %s's (a report of another crashmatrix version?)", f.File, j, r.Case.ID, o, n, s)
+				return verdict.Report{}, fmt.Errorf("%s: field \"results[%d]\": case %s is shard %d/%d's, not %s's (a report of another crashmatrix version?)", f.File, j, r.Case.ID, o, n, s)
 			}
 			byID[i][r.Case.ID] = r
 		}
 	}
 	// The shards share one matrix, so one selection: a merge of a
 	// narrowed matrix certifies that subset, as its shards say.
-	rep := sim.Report{Backend: matrix.Backend, Mutant: matrix.Mutant, Bugs: matrix.Bugs, Seed: matrix.Seed,
+	rep := verdict.Report{Backend: matrix.Backend, Mutant: matrix.Mutant, Bugs: matrix.Bugs, Seed: matrix.Seed,
 		Timing: first.Report.Timing, StoreWindows: first.Report.StoreWindows, Matrix: &matrix, Subset: first.Report.Subset,
 		DurableCalls: first.Report.DurableCalls, DurableMulti: first.Report.DurableMulti}
 	for _, f := range in {
@@ -187,10 +188,10 @@ func Merge(in []MergeInput) (sim.Report, error) {
 		// What a shard's run left out of the power-loss column, the
 		// merge left out too.
 		rep.PowerLoss = cmp.Or(rep.PowerLoss, r.PowerLoss)
-		rep.Merged = append(rep.Merged, sim.MergedShard{File: f.File, Shard: shardOf(r), Cases: len(r.Results),
+		rep.Merged = append(rep.Merged, verdict.MergedShard{File: f.File, Shard: shardOf(r), Cases: len(r.Results),
 			Verdict: r.Verdict, ExitCode: r.ExitCode, Took: r.Took, Timing: r.Timing})
 	}
-	slices.SortStableFunc(rep.Merged, func(a, b sim.MergedShard) int { return a.Shard.Index - b.Shard.Index })
+	slices.SortStableFunc(rep.Merged, func(a, b verdict.MergedShard) int { return a.Shard.Index - b.Shard.Index })
 	// Each shard explored its share of the schedules: their lines, in
 	// shard order.
 	var explored []string
@@ -206,15 +207,15 @@ func Merge(in []MergeInput) (sim.Report, error) {
 		s := owner[mc.ID]
 		files := byShard[s]
 		if len(files) == 0 {
-			rep.Results = append(rep.Results, sim.CaseResult{Case: withDescription(mc, "not run: the report of its shard is missing"), Verdict: sim.Undecided,
+			rep.Results = append(rep.Results, verdict.CaseResult{Case: withDescription(mc, "not run: the report of its shard is missing"), Verdict: verdict.Undecided,
 				Notes: []string{fmt.Sprintf("no result: the report of shard %d/%d, whose case this is, was not given to merge", s, n)}})
 			continue
 		}
-		var best *sim.CaseResult
+		var best *verdict.CaseResult
 		for _, i := range files {
 			r, ok := byID[i][mc.ID]
 			if !ok {
-				r = sim.CaseResult{Case: withDescription(mc, "not run in its shard"), Verdict: sim.Undecided,
+				r = verdict.CaseResult{Case: withDescription(mc, "not run in its shard"), Verdict: verdict.Undecided,
 					Notes: []string{fmt.Sprintf("no result: %s (shard %d/%d) does not have this case's; that shard's own report says why (interrupted, or its calibration failed)", in[i].File, s, n)}}
 			}
 			if best == nil || worse(r.Verdict, best.Verdict) {
@@ -247,10 +248,10 @@ func Merge(in []MergeInput) (sim.Report, error) {
 			// refuses such a shard, exit 2): the set of shards is not
 			// the one the matrix was split in, and no verdict of the
 			// matrix comes of it.
-			rep.Results = append(rep.Results, sim.CaseResult{
-				Case: sim.Case{ID: fmt.Sprintf("merge-shard-%d-of-%d", s, n), Class: "merge",
+			rep.Results = append(rep.Results, verdict.CaseResult{
+				Case: catalogue.Case{ID: fmt.Sprintf("merge-shard-%d-of-%d", s, n), Class: "merge",
 					Description: fmt.Sprintf("the report of shard %d/%d is missing", s, n)},
-				Verdict: sim.Undecided,
+				Verdict: verdict.Undecided,
 				Notes: []string{fmt.Sprintf("the report of shard %d/%d was not given to merge; that shard has none of the matrix's %d cases (certify refuses it: exit 2), so the matrix was split in more shards than it has cases: split it in at most %d",
 					s, n, len(matrix.Cases), len(matrix.Cases))}})
 			continue
@@ -262,10 +263,10 @@ func Merge(in []MergeInput) (sim.Report, error) {
 		for _, i := range files {
 			names = append(names, in[i].File)
 		}
-		rep.Results = append(rep.Results, sim.CaseResult{
-			Case: sim.Case{ID: fmt.Sprintf("merge-shard-%d-of-%d", s, n), Class: "merge",
+		rep.Results = append(rep.Results, verdict.CaseResult{
+			Case: catalogue.Case{ID: fmt.Sprintf("merge-shard-%d-of-%d", s, n), Class: "merge",
 				Description: fmt.Sprintf("shard %d/%d was given to merge %d times", s, n, len(files))},
-			Verdict: sim.Undecided,
+			Verdict: verdict.Undecided,
 			Notes: []string{fmt.Sprintf("shard %d/%d was given %d times (%s): give each shard's report once; the worse result of each of its cases is kept",
 				s, n, len(files), strings.Join(names, ", "))}})
 	}
@@ -274,7 +275,7 @@ func Merge(in []MergeInput) (sim.Report, error) {
 }
 
 // withDescription is a matrix case, without its steps, described.
-func withDescription(mc sim.MatrixCase, d string) sim.Case {
+func withDescription(mc catalogue.MatrixCase, d string) catalogue.Case {
 	c := mc.Case()
 	c.Description = d
 	return c
@@ -282,16 +283,16 @@ func withDescription(mc sim.MatrixCase, d string) sim.Case {
 
 // worse orders verdicts for a case given twice: a failure over a case not
 // exercised over an undecided one over one not applicable over a pass.
-func worse(a, b sim.Verdict) bool {
-	rank := func(v sim.Verdict) int {
+func worse(a, b verdict.Verdict) bool {
+	rank := func(v verdict.Verdict) int {
 		switch v {
-		case sim.Fail:
+		case verdict.Fail:
 			return 4
-		case sim.NotExercised:
+		case verdict.NotExercised:
 			return 3
-		case sim.Undecided:
+		case verdict.Undecided:
 			return 2
-		case sim.NotApplicable:
+		case verdict.NotApplicable:
 			return 1
 		}
 		return 0

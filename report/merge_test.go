@@ -8,27 +8,28 @@ import (
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/check"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // shardReports runs (on paper) a matrix of the first ten cases split in n:
 // every case passes unless verdicts says otherwise. Each report goes
 // through WriteJSON and DecodeJSON, as merge reads them.
-func shardReports(t *testing.T, n int, verdicts map[string]sim.Verdict) ([]MergeInput, sim.MatrixID) {
+func shardReports(t *testing.T, n int, verdicts map[string]verdict.Verdict) ([]MergeInput, catalogue.MatrixID) {
 	t.Helper()
-	cases := sim.Matrix(250)[:10]
-	id := sim.NewMatrixID(sim.MatrixID{Backend: "sqlite", Seed: 1, Mode: "in-process"}, cases)
+	cases := catalogue.Matrix(250)[:10]
+	id := catalogue.NewMatrixID(catalogue.MatrixID{Backend: "sqlite", Seed: 1, Mode: "in-process"}, cases)
 	var out []MergeInput
 	for i := 0; i < n; i++ {
-		s := sim.Shard{Index: i, Count: n}
+		s := catalogue.Shard{Index: i, Count: n}
 		part := s.Select(cases)
-		rep := sim.Report{Backend: "sqlite", Seed: 1, Matrix: &id, Timing: sim.Timing{LeaseTTL: 250e6, Source: "simulated"},
-			Shard: &sim.ShardRun{Shard: s, Cases: len(part), Replay: "crashmatrix certify --backend sqlite --in-process"}}
+		rep := verdict.Report{Backend: "sqlite", Seed: 1, Matrix: &id, Timing: catalogue.Timing{LeaseTTL: 250e6, Source: "simulated"},
+			Shard: &catalogue.ShardRun{Shard: s, Cases: len(part), Replay: "crashmatrix certify --backend sqlite --in-process"}}
 		for _, c := range part {
-			r := sim.CaseResult{Case: c, Verdict: sim.Pass}
+			r := verdict.CaseResult{Case: c, Verdict: verdict.Pass}
 			if v, ok := verdicts[c.ID]; ok {
 				r.Verdict = v
-				if v == sim.Fail {
+				if v == verdict.Fail {
 					r.Violations = []check.Violation{{Invariant: check.I5, Message: "the operation is gone"}}
 				}
 			}
@@ -40,7 +41,7 @@ func shardReports(t *testing.T, n int, verdicts map[string]sim.Verdict) ([]Merge
 	return out, id
 }
 
-func roundTrip(t *testing.T, rep sim.Report) sim.Report {
+func roundTrip(t *testing.T, rep verdict.Report) verdict.Report {
 	t.Helper()
 	var b bytes.Buffer
 	if err := WriteJSON(&b, rep, Options{}); err != nil {
@@ -66,7 +67,7 @@ func TestMergeOfAllShardsIsTheMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Verdict != sim.Pass || rep.ExitCode != 0 || len(rep.Results) != len(id.Cases) {
+	if rep.Verdict != verdict.Pass || rep.ExitCode != 0 || len(rep.Results) != len(id.Cases) {
 		t.Fatalf("merged: %s exit %d, %d results of %d", rep.Verdict, rep.ExitCode, len(rep.Results), len(id.Cases))
 	}
 	for i, r := range rep.Results {
@@ -86,28 +87,28 @@ func TestMergeOfAllShardsIsTheMatrix(t *testing.T) {
 func TestMergeNeverCertifiesWhatDidNotPass(t *testing.T) {
 	in, id := shardReports(t, 3, nil)
 	failing := id.Cases[4].ID
-	bad, _ := shardReports(t, 3, map[string]sim.Verdict{failing: sim.Fail})
-	und, _ := shardReports(t, 3, map[string]sim.Verdict{failing: sim.Undecided})
-	owner := sim.ShardOf(id.IDs(), 3)[failing]
+	bad, _ := shardReports(t, 3, map[string]verdict.Verdict{failing: verdict.Fail})
+	und, _ := shardReports(t, 3, map[string]verdict.Verdict{failing: verdict.Undecided})
+	owner := catalogue.ShardOf(id.IDs(), 3)[failing]
 	// A shard whose calibration failed: one undecided result outside the
 	// matrix, none of its own cases.
 	calib := in[1]
-	calib.Report.Results = []sim.CaseResult{{Case: sim.CalibrationCase(0), Verdict: sim.Undecided, Notes: []string{"connection refused"}}}
+	calib.Report.Results = []verdict.CaseResult{{Case: catalogue.CalibrationCase(0), Verdict: verdict.Undecided, Notes: []string{"connection refused"}}}
 	calib.Report.Finish()
 	for _, tc := range []struct {
 		name     string
 		in       []MergeInput
-		verdict  sim.Verdict
+		verdict  verdict.Verdict
 		exit     int
 		headline string
 	}{
-		{"a missing shard", []MergeInput{in[0], in[2]}, sim.Undecided, 2, "the report of shard 1/3 is missing"},
-		{"a shard given twice", []MergeInput{in[0], in[1], in[1], in[2]}, sim.Undecided, 2, "shard 1/3 was given 2 times"},
-		{"a shard given twice, once failed", []MergeInput{in[0], in[1], in[2], bad[owner]}, sim.Fail, 1, "broken I5 in 1 case"},
-		{"a failed shard and missing ones", []MergeInput{bad[owner]}, sim.Fail, 1, "is missing"},
-		{"a failed shard", replace(in, owner, bad[owner]), sim.Fail, 1, "broken I5"},
-		{"an undecided shard", replace(in, owner, und[owner]), sim.Undecided, 2, "UNDECIDED: " + id.Cases[4].Case().Label()},
-		{"a shard whose calibration failed", replace(in, 1, calib), sim.Undecided, 2, "no result"},
+		{"a missing shard", []MergeInput{in[0], in[2]}, verdict.Undecided, 2, "the report of shard 1/3 is missing"},
+		{"a shard given twice", []MergeInput{in[0], in[1], in[1], in[2]}, verdict.Undecided, 2, "shard 1/3 was given 2 times"},
+		{"a shard given twice, once failed", []MergeInput{in[0], in[1], in[2], bad[owner]}, verdict.Fail, 1, "broken I5 in 1 case"},
+		{"a failed shard and missing ones", []MergeInput{bad[owner]}, verdict.Fail, 1, "is missing"},
+		{"a failed shard", replace(in, owner, bad[owner]), verdict.Fail, 1, "broken I5"},
+		{"an undecided shard", replace(in, owner, und[owner]), verdict.Undecided, 2, "UNDECIDED: " + id.Cases[4].Case().Label()},
+		{"a shard whose calibration failed", replace(in, 1, calib), verdict.Undecided, 2, "no result"},
 	} {
 		rep, err := Merge(tc.in)
 		if err != nil {
@@ -134,20 +135,20 @@ func replace(in []MergeInput, i int, f MergeInput) []MergeInput {
 
 func TestMergeRefusesReportsOfAnotherMatrix(t *testing.T) {
 	in, _ := shardReports(t, 3, nil)
-	other := func(edit func(*sim.Report)) MergeInput {
+	other := func(edit func(*verdict.Report)) MergeInput {
 		f := in[1]
 		var b bytes.Buffer
 		if err := WriteJSON(&b, f.Report, Options{}); err != nil {
 			t.Fatal(err)
 		}
-		var rep sim.Report
+		var rep verdict.Report
 		if err := json.Unmarshal(b.Bytes(), &rep); err != nil {
 			t.Fatal(err)
 		}
 		edit(&rep)
 		return MergeInput{File: "other.json", Report: rep}
 	}
-	reID := func(r *sim.Report, set func(*sim.MatrixID)) {
+	reID := func(r *verdict.Report, set func(*catalogue.MatrixID)) {
 		set(r.Matrix)
 		r.Matrix.Fingerprint = r.Matrix.Sum()
 	}
@@ -156,18 +157,20 @@ func TestMergeRefusesReportsOfAnotherMatrix(t *testing.T) {
 		f    MergeInput
 		want string
 	}{
-		{"backend", other(func(r *sim.Report) { reID(r, func(m *sim.MatrixID) { m.Backend = "memory" }) }), `other.json: field "matrix.backend" is "memory", s0.json's is "sqlite"`},
-		{"seed", other(func(r *sim.Report) { reID(r, func(m *sim.MatrixID) { m.Seed = 7 }) }), `other.json: field "matrix.seed" is 7, s0.json's is 1`},
-		{"a case more", other(func(r *sim.Report) {
-			reID(r, func(m *sim.MatrixID) { m.Cases = append(m.Cases, sim.MatrixCase{ID: "store-window-x-crash"}) })
+		{"backend", other(func(r *verdict.Report) { reID(r, func(m *catalogue.MatrixID) { m.Backend = "memory" }) }), `other.json: field "matrix.backend" is "memory", s0.json's is "sqlite"`},
+		{"seed", other(func(r *verdict.Report) { reID(r, func(m *catalogue.MatrixID) { m.Seed = 7 }) }), `other.json: field "matrix.seed" is 7, s0.json's is 1`},
+		{"a case more", other(func(r *verdict.Report) {
+			reID(r, func(m *catalogue.MatrixID) {
+				m.Cases = append(m.Cases, catalogue.MatrixCase{ID: "store-window-x-crash"})
+			})
 		}), `other.json: field "matrix.cases" has case store-window-x-crash, s0.json's matrix has not`},
-		{"a case less", other(func(r *sim.Report) { reID(r, func(m *sim.MatrixID) { m.Cases = m.Cases[1:] }) }), `other.json: field "matrix.cases" lacks case`},
-		{"edited", other(func(r *sim.Report) { r.Matrix.Seed = 9 }), `other.json: field "matrix.fingerprint" is`},
-		{"no matrix", other(func(r *sim.Report) { r.Matrix = nil }), `other.json: no field "matrix"`},
-		{"another split", other(func(r *sim.Report) { r.Shard.Count = 4 }), `other.json: field "shard.count" is 4, s0.json's is 3`},
-		{"a shard past the count", other(func(r *sim.Report) { r.Shard.Index = 3 }), `other.json: field "shard" is 3/3`},
-		{"a case of another shard", other(func(r *sim.Report) { r.Results[0].Case.ID = in[0].Report.Results[0].Case.ID }), `other.json: field "results[0]": case ` + in[0].Report.Results[0].Case.ID + ` is shard 0/3's, not 1/3's`},
-		{"another shard size", other(func(r *sim.Report) { r.Shard.Cases++ }), `other.json: field "shard.cases" is`},
+		{"a case less", other(func(r *verdict.Report) { reID(r, func(m *catalogue.MatrixID) { m.Cases = m.Cases[1:] }) }), `other.json: field "matrix.cases" lacks case`},
+		{"edited", other(func(r *verdict.Report) { r.Matrix.Seed = 9 }), `other.json: field "matrix.fingerprint" is`},
+		{"no matrix", other(func(r *verdict.Report) { r.Matrix = nil }), `other.json: no field "matrix"`},
+		{"another split", other(func(r *verdict.Report) { r.Shard.Count = 4 }), `other.json: field "shard.count" is 4, s0.json's is 3`},
+		{"a shard past the count", other(func(r *verdict.Report) { r.Shard.Index = 3 }), `other.json: field "shard" is 3/3`},
+		{"a case of another shard", other(func(r *verdict.Report) { r.Results[0].Case.ID = in[0].Report.Results[0].Case.ID }), `other.json: field "results[0]": case ` + in[0].Report.Results[0].Case.ID + ` is shard 0/3's, not 1/3's`},
+		{"another shard size", other(func(r *verdict.Report) { r.Shard.Cases++ }), `other.json: field "shard.cases" is`},
 	} {
 		_, err := Merge([]MergeInput{in[0], tc.f, in[2]})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -210,7 +213,7 @@ func TestMergeWithoutAShardThatHasNoCaseIsUndecided(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := Summarize(rep, Options{})
-	if rep.Verdict != sim.Undecided || rep.ExitCode != 2 || d.Verdict != "UNDECIDED" {
+	if rep.Verdict != verdict.Undecided || rep.ExitCode != 2 || d.Verdict != "UNDECIDED" {
 		t.Fatalf("merge of 10 of 12 shards: %s exit %d, digest %s: %s", rep.Verdict, rep.ExitCode, d.Verdict, d.Headline)
 	}
 	for _, want := range []string{"UNDECIDED: the report of shard 10/12 is missing, the report of shard 11/12 is missing", "merged from 10 shard reports"} {
@@ -227,7 +230,7 @@ func TestMergeWithoutAShardThatHasNoCaseIsUndecided(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if all.Verdict != sim.Pass || all.ExitCode != 0 {
+	if all.Verdict != verdict.Pass || all.ExitCode != 0 {
 		t.Errorf("merge of every shard: %s exit %d", all.Verdict, all.ExitCode)
 	}
 }

@@ -16,14 +16,15 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 const opA = "r1-case-1/ingest-3e9c078181c692f382db29aaf971335a"
 
 // forgetfulCase is a case on a store that forgot everything across the
 // restart: I5 says so, and the I2 and I7 it implies follow.
-func forgetfulCase(id string, p faults.Point) sim.CaseResult {
+func forgetfulCase(id string, p faults.Point) verdict.CaseResult {
 	tl := []history.Record{
 		{Worker: "fault", PID: 10, Kind: history.Start, Actions: 1},
 		{Worker: "fault", Kind: history.Event, Event: &reference.Event{Kind: reference.EvLeaseAcquire, DocumentID: "d1", Holder: "fault/10#1", Token: 1, At: 1000}},
@@ -36,10 +37,10 @@ func forgetfulCase(id string, p faults.Point) sim.CaseResult {
 		{Worker: "quiesce", Kind: "server-restart", Reason: "postgres restarted"},
 		{Worker: "quiesce", Kind: history.Exit, Reason: "done"},
 	}
-	return sim.CaseResult{
-		Case:    sim.Case{ID: id, System: faults.Ingestion, Point: p, Kind: faults.Crash, Description: "crash at " + string(p)},
-		Verdict: sim.Fail, Hits: map[string]int{string(p): 1}, Dir: "/work/" + id, Timeline: tl,
-		Workers: []sim.WorkerResult{{Worker: "fault", PID: 10, Exit: "killed (SIGKILL)"}, {Worker: "quiesce", PID: 11, Exit: "ok"}},
+	return verdict.CaseResult{
+		Case:    catalogue.Case{ID: id, System: faults.Ingestion, Point: p, Kind: faults.Crash, Description: "crash at " + string(p)},
+		Verdict: verdict.Fail, Hits: map[string]int{string(p): 1}, Dir: "/work/" + id, Timeline: tl,
+		Workers: []verdict.WorkerResult{{Worker: "fault", PID: 10, Exit: "killed (SIGKILL)"}, {Worker: "quiesce", PID: 11, Exit: "ok"}},
 		Violations: []check.Violation{
 			{Invariant: check.I5, Operation: opA, RootCause: true, Events: []int{1}, Message: "the operation was persisted (the history saw createIfAbsent succeed) but the store has no record of it after restart: the plan and stage are gone"},
 			{Invariant: check.I2, Document: "d1", Operation: "r1-case-1/ingest-other", Events: []int{2, 4}, Message: "revision 1 was committed twice (lost update)"},
@@ -49,35 +50,35 @@ func forgetfulCase(id string, p faults.Point) sim.CaseResult {
 }
 
 // independentCase breaks I2 on a store that forgot nothing.
-func independentCase() sim.CaseResult {
-	return sim.CaseResult{
-		Case:    sim.Case{ID: "class-competing-revision", System: faults.Ingestion, Class: "competing-revision", Description: "two versions race"},
-		Verdict: sim.Fail, Hits: map[string]int{"beforeLeaseCheck": 1}, Dir: "/work/class-competing-revision",
+func independentCase() verdict.CaseResult {
+	return verdict.CaseResult{
+		Case:    catalogue.Case{ID: "class-competing-revision", System: faults.Ingestion, Class: "competing-revision", Description: "two versions race"},
+		Verdict: verdict.Fail, Hits: map[string]int{"beforeLeaseCheck": 1}, Dir: "/work/class-competing-revision",
 		Timeline: []history.Record{{Worker: "fault", PID: 20, Kind: history.Start}, {Worker: "fault", Kind: history.Event, Event: &reference.Event{Kind: reference.EvStateCommit, OperationID: "r1/ingest-x", DocumentID: "d3", Expected: 0, Revision: 2, At: 5}}},
-		Workers:  []sim.WorkerResult{{Worker: "fault", PID: 20, Exit: "ok"}},
+		Workers:  []verdict.WorkerResult{{Worker: "fault", PID: 20, Exit: "ok"}},
 		Violations: []check.Violation{{Invariant: check.I2, Document: "d3", Operation: "r1/ingest-x", Events: []int{0},
 			Message: "a state commit moved revision 0 to 2"}},
 	}
 }
 
-func notExercisedCase() sim.CaseResult {
-	return sim.CaseResult{
-		Case:    sim.Case{ID: "beforecompleted-pause", System: faults.Ingestion, Point: faults.BeforeCompleted, Kind: faults.Pause, Description: "pause"},
-		Verdict: sim.NotExercised, Hits: map[string]int{}, Dir: "/work/beforecompleted-pause",
+func notExercisedCase() verdict.CaseResult {
+	return verdict.CaseResult{
+		Case:    catalogue.Case{ID: "beforecompleted-pause", System: faults.Ingestion, Point: faults.BeforeCompleted, Kind: faults.Pause, Description: "pause"},
+		Verdict: verdict.NotExercised, Hits: map[string]int{}, Dir: "/work/beforecompleted-pause",
 		Notes: []string{"failpoint beforeCompleted never fired in worker fault",
-			sim.EarlierAttempts + "attempt 1: failpoint beforeCompleted never fired in worker fault"},
+			verdict.EarlierAttempts + "attempt 1: failpoint beforeCompleted never fired in worker fault"},
 	}
 }
 
-func testReport(results ...sim.CaseResult) sim.Report {
-	rep := sim.Report{Backend: "memory", Seed: 7, Started: time.Date(2026, 11, 30, 19, 0, 0, 0, time.UTC), Took: 1500 * time.Millisecond, Results: results}
+func testReport(results ...verdict.CaseResult) verdict.Report {
+	rep := verdict.Report{Backend: "memory", Seed: 7, Started: time.Date(2026, 11, 30, 19, 0, 0, 0, time.UTC), Took: 1500 * time.Millisecond, Results: results}
 	rep.Finish()
 	return rep
 }
 
-var testOpts = Options{Command: "certify", Rerun: "crashmatrix certify --backend memory", Replay: func(r sim.CaseResult) string { return "crashmatrix certify --backend memory --case " + r.Case.ID }}
+var testOpts = Options{Command: "certify", Rerun: "crashmatrix certify --backend memory", Replay: func(r verdict.CaseResult) string { return "crashmatrix certify --backend memory --case " + r.Case.ID }}
 
-func failingReport() sim.Report {
+func failingReport() verdict.Report {
 	return testReport(
 		forgetfulCase("beforegraphwrite-crash", faults.BeforeGraphWrite),
 		forgetfulCase("beforestatecommit-crash", faults.BeforeStateCommit),
@@ -204,7 +205,7 @@ func TestTerminalEndsWithEachBrokenInvariantItsCountRarestCaseAndReplay(t *testi
 // markers, operations get short names with the full id on hover, the
 // cited events are highlighted, and unknown record kinds still show.
 func TestHTMLLinksResolveAndTheTimelineExplainsItself(t *testing.T) {
-	for name, rep := range map[string]sim.Report{"failing": failingReport(), "passing": passingReport()} {
+	for name, rep := range map[string]verdict.Report{"failing": failingReport(), "passing": passingReport()} {
 		var b bytes.Buffer
 		if err := WriteHTML(&b, rep, testOpts); err != nil {
 			t.Fatal(err)
@@ -249,9 +250,9 @@ func TestHTMLLinksResolveAndTheTimelineExplainsItself(t *testing.T) {
 	}
 }
 
-func passingReport() sim.Report {
+func passingReport() verdict.Report {
 	r := forgetfulCase("beforegraphwrite-crash", faults.BeforeGraphWrite)
-	r.Verdict, r.Violations = sim.Pass, nil
+	r.Verdict, r.Violations = verdict.Pass, nil
 	return testReport(r)
 }
 
@@ -372,9 +373,9 @@ func TestFilteredRunSaysItIsASubset(t *testing.T) {
 // so as the command's own ok line and exit code do.
 func TestScenarioThatBrokeWhatItExpectsIsNotAFailure(t *testing.T) {
 	r := forgetfulCase("mutant-x", faults.BeforeGraphWrite)
-	r.Expect = &sim.Expectation{Met: true, Note: "broke I3 as expected"}
+	r.Expect = &verdict.Expectation{Met: true, Note: "broke I3 as expected"}
 	rep := testReport(r)
-	if rep.Verdict != sim.Pass || rep.ExitCode != 0 {
+	if rep.Verdict != verdict.Pass || rep.ExitCode != 0 {
 		t.Fatalf("report verdict %s exit %d, want pass 0", rep.Verdict, rep.ExitCode)
 	}
 	d := Summarize(rep, Options{Command: "run"})
@@ -389,7 +390,7 @@ func TestScenarioThatBrokeWhatItExpectsIsNotAFailure(t *testing.T) {
 		t.Errorf("JUnit fails a scenario that met its expectation:\n%s", junit.String())
 	}
 
-	r.Expect = &sim.Expectation{Met: false, Note: "want I2 broken, broke I3"}
+	r.Expect = &verdict.Expectation{Met: false, Note: "want I2 broken, broke I3"}
 	rep = testReport(r)
 	d = Summarize(rep, Options{Command: "run"})
 	if rep.ExitCode != 1 || d.Verdict != "NOT AS EXPECTED" || !strings.Contains(d.Headline, "want I2 broken, broke I3") {
@@ -403,7 +404,7 @@ func TestScenarioThatBrokeWhatItExpectsIsNotAFailure(t *testing.T) {
 // and at the end (the invariant), and the HTML never shows "0 (I5)" for
 // the root cause's own invariant.
 func TestCountsAgreeBetweenCausesAndInvariants(t *testing.T) {
-	var results []sim.CaseResult
+	var results []verdict.CaseResult
 	for _, id := range []string{"a-crash", "b-crash"} {
 		r := forgetfulCase(id, faults.BeforeGraphWrite)
 		r.Violations = append(r.Violations, check.Violation{Invariant: check.I5, Operation: opA, Message: "the operation never reached a final stage"})
@@ -485,12 +486,12 @@ func TestTimelineRendersSeenRecordsReadably(t *testing.T) {
 // stays short however many cases there are.
 func TestUndecidedReadsEachReasonOnce(t *testing.T) {
 	dial := "snapshot: postgres open (host 127.0.0.1 port 1): failed to connect:\n\t127.0.0.1:1: dial error: connection refused (2 attempts)"
-	var results []sim.CaseResult
+	var results []verdict.CaseResult
 	results = append(results,
-		sim.CaseResult{Case: sim.Case{ID: "calibration", Class: "calibration"}, Verdict: sim.Undecided, Notes: []string{"calibration on backend postgres: " + dial}},
-		sim.CaseResult{Case: sim.Case{ID: "probe", Class: "probe"}, Verdict: sim.Undecided, Notes: []string{dial}})
+		verdict.CaseResult{Case: catalogue.Case{ID: "calibration", Class: "calibration"}, Verdict: verdict.Undecided, Notes: []string{"calibration on backend postgres: " + dial}},
+		verdict.CaseResult{Case: catalogue.Case{ID: "probe", Class: "probe"}, Verdict: verdict.Undecided, Notes: []string{dial}})
 	for i := range 100 {
-		results = append(results, sim.CaseResult{Case: sim.Case{ID: fmt.Sprintf("c%d", i), Class: fmt.Sprintf("c%d", i)}, Verdict: sim.Undecided, Notes: []string{"interrupted"}})
+		results = append(results, verdict.CaseResult{Case: catalogue.Case{ID: fmt.Sprintf("c%d", i), Class: fmt.Sprintf("c%d", i)}, Verdict: verdict.Undecided, Notes: []string{"interrupted"}})
 	}
 	rep := testReport(results...)
 	var b strings.Builder

@@ -14,7 +14,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // the sqlite backend
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // A case whose fault never fires is run three times; its notes list each
@@ -26,23 +28,23 @@ func TestANotExercisedCaseIsRetriedWithFlatNotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.CloseShared()
-	c := sim.Case{ID: "never-fires", System: faults.Ingestion, Class: "never-fires", Description: "expects a failpoint nothing arms",
-		Steps: []sim.Step{{Worker: "fault", Actions: sim.StandardScript(), ExpectHit: []faults.Point{faults.BeforeCompleted}}}}
-	rep := r.RunAll(context.Background(), []sim.Case{c}, 1, nil)
+	c := catalogue.Case{ID: "never-fires", System: faults.Ingestion, Class: "never-fires", Description: "expects a failpoint nothing arms",
+		Steps: []catalogue.Step{{Worker: "fault", Actions: catalogue.StandardScript(), ExpectHit: []faults.Point{faults.BeforeCompleted}}}}
+	rep := r.RunAll(context.Background(), []catalogue.Case{c}, 1, nil)
 	res := rep.Results[0]
-	if res.Verdict != sim.NotExercised {
+	if res.Verdict != verdict.NotExercised {
 		t.Fatalf("verdict %s, want not exercised (notes %q)", res.Verdict, res.Notes)
 	}
 	var retried []string
 	for _, n := range res.Notes {
-		if strings.HasPrefix(n, sim.EarlierAttempts) {
+		if strings.HasPrefix(n, verdict.EarlierAttempts) {
 			retried = append(retried, n)
 		}
 	}
 	if len(retried) != 1 {
 		t.Fatalf("want one note on the earlier attempts, got %q", res.Notes)
 	}
-	if n := retried[0]; strings.Count(n, "attempt 1:") != 1 || strings.Count(n, "attempt 2:") != 1 || strings.Count(n, sim.EarlierAttempts) != 1 {
+	if n := retried[0]; strings.Count(n, "attempt 1:") != 1 || strings.Count(n, "attempt 2:") != 1 || strings.Count(n, verdict.EarlierAttempts) != 1 {
 		t.Errorf("earlier attempts nest or repeat: %q", n)
 	}
 	d := Summarize(rep, Options{})
@@ -62,12 +64,12 @@ func TestANotExercisedCaseIsRetriedWithFlatNotes(t *testing.T) {
 // The terminal report counts the cases run again and their earlier
 // attempts' causes; a run that needed none says nothing about it.
 func TestTerminalSaysWhichCasesWereRunAgain(t *testing.T) {
-	timing := sim.Attempt{Reason: sim.NotExercisedReason{Cause: sim.CauseTiming}}
-	server := sim.Attempt{Reason: sim.NotExercisedReason{Cause: sim.CauseServerFault}}
-	rep := sim.Report{Verdict: sim.Pass, Backend: "postgres", Counts: map[sim.Verdict]int{sim.Pass: 3}, Results: []sim.CaseResult{
-		{Case: sim.Case{ID: "a"}, Verdict: sim.Pass, Attempts: []sim.Attempt{timing, timing}},
-		{Case: sim.Case{ID: "b"}, Verdict: sim.Pass},
-		{Case: sim.Case{ID: "c"}, Verdict: sim.Pass, Attempts: []sim.Attempt{server}},
+	timing := verdict.Attempt{Reason: verdict.NotExercisedReason{Cause: verdict.CauseTiming}}
+	server := verdict.Attempt{Reason: verdict.NotExercisedReason{Cause: verdict.CauseServerFault}}
+	rep := verdict.Report{Verdict: verdict.Pass, Backend: "postgres", Counts: map[verdict.Verdict]int{verdict.Pass: 3}, Results: []verdict.CaseResult{
+		{Case: catalogue.Case{ID: "a"}, Verdict: verdict.Pass, Attempts: []verdict.Attempt{timing, timing}},
+		{Case: catalogue.Case{ID: "b"}, Verdict: verdict.Pass},
+		{Case: catalogue.Case{ID: "c"}, Verdict: verdict.Pass, Attempts: []verdict.Attempt{server}},
 	}}
 	var out strings.Builder
 	WriteTerminal(&out, rep, Options{})
@@ -119,11 +121,11 @@ func TestLoadCheckReadsTheRunAgainLine(t *testing.T) {
 	}
 	re := regexp.MustCompile(`^run again: ([0-9]+) cases? w`)
 	for _, n := range []int{1, 2, 11} {
-		var results []sim.CaseResult
+		var results []verdict.CaseResult
 		for i := 0; i < n; i++ {
-			results = append(results, sim.CaseResult{Attempts: []sim.Attempt{{Reason: sim.NotExercisedReason{Cause: sim.CauseTiming}}}})
+			results = append(results, verdict.CaseResult{Attempts: []verdict.Attempt{{Reason: verdict.NotExercisedReason{Cause: verdict.CauseTiming}}}})
 		}
-		line := rerunLine(sim.Report{Results: results})
+		line := rerunLine(verdict.Report{Results: results})
 		if m := re.FindStringSubmatch(line); m == nil || m[1] != strconv.Itoa(n) {
 			t.Errorf("the load check would not read %d from %q", n, line)
 		}
@@ -135,11 +137,11 @@ func TestLoadCheckReadsTheRunAgainLine(t *testing.T) {
 // that says so, and the verdict stays NOT CERTIFIED (exit 1), not
 // undecided. Without fail-fast, the same cases all run.
 func TestFailFastStopsStartingCasesAfterTheFirstFailure(t *testing.T) {
-	var cases []sim.Case
+	var cases []catalogue.Case
 	for _, k := range []faults.Kind{faults.Split, faults.Crash, faults.Transient} {
-		c, ok := sim.WindowCase(faults.LeaseAcquire, k, 250)
+		c, ok := catalogue.WindowCase(faults.LeaseAcquire, k, 250)
 		if !ok {
-			c, ok = sim.WindowCase(faults.BeforeGraphWrite, k, 250)
+			c, ok = catalogue.WindowCase(faults.BeforeGraphWrite, k, 250)
 		}
 		if !ok {
 			t.Fatalf("no window case for %s", k)
@@ -154,11 +156,11 @@ func TestFailFastStopsStartingCasesAfterTheFirstFailure(t *testing.T) {
 		}
 		rep := r.RunAll(context.Background(), cases, 1, nil)
 		r.CloseShared()
-		if rep.Results[0].Verdict != sim.Fail || rep.ExitCode != 1 {
+		if rep.Results[0].Verdict != verdict.Fail || rep.ExitCode != 1 {
 			t.Fatalf("fail-fast %v: the split case %s, exit %d; want it to fail, exit 1", failFast, rep.Results[0].Verdict, rep.ExitCode)
 		}
 		for _, res := range rep.Results[1:] {
-			notRun := res.Verdict == sim.Undecided && reflect.DeepEqual(res.Notes, []string{sim.NotRunFailFast})
+			notRun := res.Verdict == verdict.Undecided && reflect.DeepEqual(res.Notes, []string{verdict.NotRunFailFast})
 			if notRun != failFast {
 				t.Errorf("fail-fast %v: case %s ended %s %q", failFast, res.Case.ID, res.Verdict, res.Notes)
 			}

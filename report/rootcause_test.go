@@ -10,7 +10,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // unsyncedCase is a power-loss case on a store that skips its fsync: the
@@ -18,7 +19,7 @@ import (
 // before it, and the checker's own I9 and I5 say so (with the window's
 // writes: the later the window, the more of them). It is what one defect
 // looks like at each window: a different record lost first.
-func unsyncedCase(p faults.Point, writes int) sim.CaseResult {
+func unsyncedCase(p faults.Point, writes int) verdict.CaseResult {
 	op, doc := fmt.Sprintf("ingest-%032x", writes*0x1ed5565f), "d1"
 	events := []reference.Event{
 		{Kind: reference.EvPrepared, OperationID: op, DocumentID: doc, Holder: "fault/10#1", At: 1},
@@ -33,36 +34,36 @@ func unsyncedCase(p faults.Point, writes int) sim.CaseResult {
 	// What follows from the loss: recovery starts the operation over.
 	vs = append(vs, check.Violation{Invariant: check.I4, Operation: op, Message: "illegal stage change PREPARED -> PREPARED"})
 	id := strings.ToLower(string(p)) + "-power-loss"
-	return sim.CaseResult{Case: sim.Case{ID: id, System: faults.Ingestion, Point: p, Kind: faults.PowerLoss, Description: "power loss at " + string(p)},
-		Verdict: sim.Fail, Dir: "/work/" + id, Violations: vs, PowerLost: []string{"data/store.db: 28672 bytes written and not synced"}}
+	return verdict.CaseResult{Case: catalogue.Case{ID: id, System: faults.Ingestion, Point: p, Kind: faults.PowerLoss, Description: "power loss at " + string(p)},
+		Verdict: verdict.Fail, Dir: "/work/" + id, Violations: vs, PowerLost: []string{"data/store.db: 28672 bytes written and not synced"}}
 }
 
 // doubleModelCall is another defect: the model called again after the
 // plan was frozen (I1), with nothing lost.
-func doubleModelCall() sim.CaseResult {
-	return sim.CaseResult{Case: sim.Case{ID: "beforeprepare-crash", System: faults.Ingestion, Point: faults.BeforePrepare, Kind: faults.Crash, Description: "crash before prepare"},
-		Verdict: sim.Fail, Dir: "/work/beforeprepare-crash",
+func doubleModelCall() verdict.CaseResult {
+	return verdict.CaseResult{Case: catalogue.Case{ID: "beforeprepare-crash", System: faults.Ingestion, Point: faults.BeforePrepare, Kind: faults.Crash, Description: "crash before prepare"},
+		Verdict: verdict.Fail, Dir: "/work/beforeprepare-crash",
 		Violations: []check.Violation{{Invariant: check.I1, Operation: "ingest-x",
 			Message: "the model was called 2 times for this operationId, but the persisted plan came from call 1: the model was called again after the plan was frozen"}}}
 }
 
 // leaseNotHandedOver is a root cause that is no forgotten write: the lock
 // provider kept an expired lease.
-func leaseNotHandedOver() sim.CaseResult {
-	return sim.CaseResult{Case: sim.Case{ID: "beforeleasecheck-pause", System: faults.Ingestion, Point: faults.BeforeLeaseCheck, Kind: faults.Pause, Description: "pause"},
-		Verdict: sim.Fail, Dir: "/work/beforeleasecheck-pause",
+func leaseNotHandedOver() verdict.CaseResult {
+	return verdict.CaseResult{Case: catalogue.Case{ID: "beforeleasecheck-pause", System: faults.Ingestion, Point: faults.BeforeLeaseCheck, Kind: faults.Pause, Description: "pause"},
+		Verdict: verdict.Fail, Dir: "/work/beforeleasecheck-pause",
 		Violations: []check.Violation{
 			{Invariant: check.I7, Document: "d2", RootCause: true, Message: "the lock provider did not hand over an expired lease: recover/3 was refused at 900 by fault/2's lease (token 1) on d2, 600ms after that holder stopped at 300"},
 			{Invariant: check.I5, Operation: "ingest-y", Message: "the operation is stuck at PREPARED after recovery quiesced (attempts 1)"},
 		}}
 }
 
-func unsyncedReport() (sim.Report, []string) {
+func unsyncedReport() (verdict.Report, []string) {
 	windows := []struct {
 		p      faults.Point
 		writes int
 	}{{faults.BeforeGraphWrite, 1}, {faults.BeforeStateCommit, 2}, {faults.BeforeRecordVersion, 3}, {faults.BeforeCompleted, 4}}
-	var results []sim.CaseResult
+	var results []verdict.CaseResult
 	var ids []string
 	for _, w := range windows {
 		r := unsyncedCase(w.p, w.writes)
@@ -216,7 +217,7 @@ func TestOneLostWriteDefectIsOneRootCause(t *testing.T) {
 	}
 }
 
-func slicesIndex(rep sim.Report, id string) int {
+func slicesIndex(rep verdict.Report, id string) int {
 	for i, r := range rep.Results {
 		if r.Case.ID == id {
 			return i

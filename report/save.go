@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // SaveTimelines writes the history of every in-process case that did not
@@ -15,7 +15,7 @@ import (
 // line as worker processes write it, and points the case there, so that
 // every report names a file a person can open, grep, or read back with
 // history.Read.
-func SaveTimelines(dir string, rep *sim.Report) error {
+func SaveTimelines(dir string, rep *verdict.Report) error {
 	for i := range rep.Results {
 		if err := SaveTimeline(dir, &rep.Results[i]); err != nil {
 			return err
@@ -25,8 +25,8 @@ func SaveTimelines(dir string, rep *sim.Report) error {
 }
 
 // SaveTimeline is SaveTimelines for one case.
-func SaveTimeline(dir string, r *sim.CaseResult) error {
-	if r.Verdict == sim.Pass || r.Dir != "" || len(r.Timeline) == 0 {
+func SaveTimeline(dir string, r *verdict.CaseResult) error {
+	if r.Verdict == verdict.Pass || r.Dir != "" || len(r.Timeline) == 0 {
 		return nil
 	}
 	caseDir := filepath.Join(dir, r.Case.ID)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // Sequence tells what happened in a case on one line, with operations by
@@ -15,9 +15,9 @@ import (
 // fired, the kills, the stage changes, state commits, dispositions and
 // errors; the rest of the history (leases, reads) is left out. The
 // explorer writes it into a shrunk scenario as a comment.
-func Sequence(r sim.CaseResult) string { return tell(r, newOpNames()) }
+func Sequence(r verdict.CaseResult) string { return tell(r, newOpNames()) }
 
-func tell(r sim.CaseResult, ops *opNames) string {
+func tell(r verdict.CaseResult, ops *opNames) string {
 	lastOf := map[string]int{}
 	for i, rec := range r.Timeline {
 		lastOf[rec.Worker] = i
@@ -74,7 +74,7 @@ func tell(r sim.CaseResult, ops *opNames) string {
 // Explain is Sequence with the case's violations of one invariant (all
 // when inv is ""), each on one line, and the short operation names'
 // legend ("A = ingest-…"), all with the same short names.
-func Explain(r sim.CaseResult, inv string) (violations []string, sequence string, legend []string) {
+func Explain(r verdict.CaseResult, inv string) (violations []string, sequence string, legend []string) {
 	ops := newOpNames()
 	sequence = tell(r, ops)
 	for _, v := range r.Violations {

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // ShardPassed is the digest's verdict of a shard (certify --shard) whose
@@ -14,7 +15,7 @@ const ShardPassed = "SHARD PASSED"
 // scoped says the verdict and headline of a run in the scope it covered:
 // a shard's pass is the shard's, not the matrix's, and its failure or
 // undecided verdict names the shard; a merge says it is one.
-func scoped(rep sim.Report, verdict, head string) (string, string) {
+func scoped(rep verdict.Report, verdict, head string) (string, string) {
 	if s := rep.Shard; s != nil {
 		total := s.Cases
 		if rep.Matrix != nil {
@@ -46,7 +47,7 @@ func scoped(rep sim.Report, verdict, head string) (string, string) {
 // mergeGaps says which shards a merge lacked or was given more than once
 // ("" when none), and returns the undecided results that are not due to
 // that.
-func mergeGaps(rep sim.Report) (string, []sim.CaseResult) {
+func mergeGaps(rep verdict.Report) (string, []verdict.CaseResult) {
 	n := rep.Merged[0].Shard.Count
 	given := make([]int, n)
 	for _, m := range rep.Merged {
@@ -65,12 +66,12 @@ func mergeGaps(rep sim.Report) (string, []sim.CaseResult) {
 	}
 	var owner map[string]int
 	if rep.Matrix != nil {
-		owner = sim.ShardOf(rep.Matrix.IDs(), n)
+		owner = catalogue.ShardOf(rep.Matrix.IDs(), n)
 	}
-	var others []sim.CaseResult
+	var others []verdict.CaseResult
 	missing := 0
 	for _, r := range rep.Results {
-		if r.Verdict != sim.Undecided || r.Case.Class == "merge" {
+		if r.Verdict != verdict.Undecided || r.Case.Class == "merge" {
 			continue
 		}
 		if o, ok := owner[r.Case.ID]; ok && given[o] == 0 {
@@ -91,7 +92,7 @@ func mergeGaps(rep sim.Report) (string, []sim.CaseResult) {
 
 // scopeLine says which part of its matrix a run covered ("" for a whole
 // unsharded run).
-func scopeLine(rep sim.Report) string {
+func scopeLine(rep verdict.Report) string {
 	fp := ""
 	if rep.Matrix != nil {
 		fp = " " + rep.Matrix.Fingerprint

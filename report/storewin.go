@@ -5,18 +5,18 @@ import (
 	"io"
 
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // writeStoreSections prints the windows the store declared (one row per
 // point, one column per store fault kind, with the store method and the
 // probe's hit count) and the random-instant kills' tally.
-func writeStoreSections(w io.Writer, rep sim.Report) {
-	rows := sim.StoreRows(rep)
+func writeStoreSections(w io.Writer, rep verdict.Report) {
+	rows := verdict.StoreRows(rep)
 	if len(rows) > 0 {
 		const cw = 14
 		fmt.Fprintf(w, "\n%-30s", "store window \\ fault")
-		for _, k := range sim.StoreColumns(rep) {
+		for _, k := range verdict.StoreColumns(rep) {
 			fmt.Fprintf(w, " %-*s", cw, k)
 		}
 		fmt.Fprintln(w)
@@ -33,14 +33,14 @@ func writeStoreSections(w io.Writer, rep sim.Report) {
 	} else if rep.Probed {
 		fmt.Fprintln(w, "\nstore windows: the probe found none (no store declared one: a Go store declares a window with faults.At, a --store-cmd store with an `at` message)")
 	}
-	if rows := sim.DurableStepsOf(rep); rep.DurableCalls > 0 || len(rows) > 0 {
+	if rows := verdict.DurableStepsOf(rep); rep.DurableCalls > 0 || len(rows) > 0 {
 		fmt.Fprintf(w, "\ndurable steps (found on the lazy mount, not declared): %d store %s of the probe synced, %d of them more than once; %d %s\n",
 			rep.DurableCalls, plural(rep.DurableCalls, "call", "calls"), rep.DurableMulti, len(rows), plural(len(rows), "case", "cases"))
 		for _, r := range rows {
 			fmt.Fprintf(w, "  %-40s %s\n", r.Name, cellOf(&r.Result, "").text)
 		}
 	}
-	if s := sim.RandomKillsOf(rep); s.Cases > 0 {
+	if s := verdict.RandomKillsOf(rep); s.Cases > 0 {
 		fmt.Fprintf(w, "\nrandom-instant kills: %d %s: %d pass, %d FAIL, %d not exercised, %d undecided\n",
 			s.Cases, plural(s.Cases, "case", "cases"), s.Pass, s.Fail, s.NotExercised, s.Undecided)
 		for _, r := range s.Failed {
@@ -49,7 +49,7 @@ func writeStoreSections(w io.Writer, rep sim.Report) {
 	}
 }
 
-func storeCell(r *sim.CaseResult, p faults.Point) matrixCell {
+func storeCell(r *verdict.CaseResult, p faults.Point) matrixCell {
 	if r == nil {
 		return matrixCell{text: "·", class: "na"}
 	}
@@ -61,7 +61,7 @@ type storeHTML struct {
 	Kinds  []faults.Kind
 	Rows   []storeHTMLRow
 	Probed bool
-	Kills  sim.RandomKillSummary
+	Kills  verdict.RandomKillSummary
 }
 
 type storeHTMLRow struct {
@@ -70,9 +70,9 @@ type storeHTMLRow struct {
 	Cells          []htmlCell
 }
 
-func storeSections(rep sim.Report, cell func(matrixCell) htmlCell) storeHTML {
-	out := storeHTML{Kinds: sim.StoreColumns(rep), Probed: rep.Probed, Kills: sim.RandomKillsOf(rep)}
-	for _, row := range sim.StoreRows(rep) {
+func storeSections(rep verdict.Report, cell func(matrixCell) htmlCell) storeHTML {
+	out := storeHTML{Kinds: verdict.StoreColumns(rep), Probed: rep.Probed, Kills: verdict.RandomKillsOf(rep)}
+	for _, row := range verdict.StoreRows(rep) {
 		hr := storeHTMLRow{Point: string(row.Point), Methods: row.Methods, Probe: row.Probe}
 		for _, c := range row.Cells {
 			hr.Cells = append(hr.Cells, cell(storeCell(c, row.Point)))

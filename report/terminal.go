@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // MaxCasesListed bounds how many failing cases the terminal digest names
@@ -21,7 +22,7 @@ const MaxCasesListed = 3
 // the failures grouped by cause (every violation with -v / Details), and
 // last the verdict with each broken invariant, its count, the case to look
 // at first and the command that replays it.
-func WriteTerminal(w io.Writer, rep sim.Report, o Options) {
+func WriteTerminal(w io.Writer, rep verdict.Report, o Options) {
 	d := Summarize(rep, o)
 	fmt.Fprintln(w, d.Headline)
 	fmt.Fprintln(w)
@@ -40,10 +41,10 @@ func WriteTerminal(w io.Writer, rep sim.Report, o Options) {
 }
 
 // runLine counts the verdicts and names the run.
-func runLine(rep sim.Report) string {
+func runLine(rep verdict.Report) string {
 	s := fmt.Sprintf("%d %s in %s: %d pass, %d FAIL, %d not exercised, %d undecided",
-		len(rep.Results), plural(len(rep.Results), "case", "cases"), rep.Took.Round(time.Millisecond), rep.Counts[sim.Pass], rep.Counts[sim.Fail], rep.Counts[sim.NotExercised], rep.Counts[sim.Undecided])
-	if n := rep.Counts[sim.NotApplicable]; n > 0 {
+		len(rep.Results), plural(len(rep.Results), "case", "cases"), rep.Took.Round(time.Millisecond), rep.Counts[verdict.Pass], rep.Counts[verdict.Fail], rep.Counts[verdict.NotExercised], rep.Counts[verdict.Undecided])
+	if n := rep.Counts[verdict.NotApplicable]; n > 0 {
 		s += fmt.Sprintf(", %d not applicable", n)
 	}
 	s += " (backend " + rep.Backend
@@ -60,9 +61,9 @@ func runLine(rep sim.Report) string {
 // (with longer timings, when time was the cause), and the causes of their
 // earlier attempts: the verdict stands, but whoever reads it should know
 // the machine was short of time. "" when no case was run again.
-func rerunLine(rep sim.Report) string {
+func rerunLine(rep verdict.Report) string {
 	cases, attempts := 0, 0
-	causes := map[sim.Cause]int{}
+	causes := map[verdict.Cause]int{}
 	for _, r := range rep.Results {
 		if len(r.Attempts) == 0 {
 			continue
@@ -88,7 +89,7 @@ func rerunLine(rep sim.Report) string {
 // WriteMatrix prints the matrix alone: each cell is pass with the
 // failpoint's hit count, FAIL with the broken invariants, not-exercised,
 // or · where the fault kind does not apply at the window.
-func WriteMatrix(w io.Writer, rep sim.Report) {
+func WriteMatrix(w io.Writer, rep verdict.Report) {
 	m := buildMatrix(rep)
 	const cw = 14
 	fmt.Fprintf(w, "%-30s", "window \\ fault")
@@ -112,7 +113,7 @@ func WriteMatrix(w io.Writer, rep sim.Report) {
 type matrixCell struct {
 	text  string
 	class string
-	res   *sim.CaseResult
+	res   *verdict.CaseResult
 }
 
 type matrixRow struct {
@@ -128,12 +129,12 @@ type matrix struct {
 // buildMatrix lays the results out as the terminal and HTML matrices show
 // them; cases of other classes (a scenario, an explored schedule) become
 // class rows.
-func buildMatrix(rep sim.Report) matrix {
-	m := matrix{kinds: sim.Columns(rep)} // the server fault columns too
-	byCell := map[string]*sim.CaseResult{}
+func buildMatrix(rep verdict.Report) matrix {
+	m := matrix{kinds: verdict.Columns(rep)} // the server fault columns too
+	byCell := map[string]*verdict.CaseResult{}
 	for i := range rep.Results {
 		r := &rep.Results[i]
-		if r.Case.Class == sim.RandomKillClass || r.Case.Store {
+		if r.Case.Class == catalogue.RandomKillClass || r.Case.Store {
 			continue // their own sections (storewin.go)
 		}
 		if r.Case.Class != "" || r.Case.Point == "" {
@@ -165,7 +166,7 @@ func buildMatrix(rep sim.Report) matrix {
 	return m
 }
 
-func cellOf(r *sim.CaseResult, p faults.Point) matrixCell {
+func cellOf(r *verdict.CaseResult, p faults.Point) matrixCell {
 	hits := 0
 	if p != "" {
 		hits = r.Hits[string(p)]
@@ -176,13 +177,13 @@ func cellOf(r *sim.CaseResult, p faults.Point) matrixCell {
 	}
 	c := matrixCell{res: r}
 	switch r.Verdict {
-	case sim.Pass:
+	case verdict.Pass:
 		c.text, c.class = fmt.Sprintf("pass %d", hits), "pass"
-	case sim.Fail:
+	case verdict.Fail:
 		c.text, c.class = "FAIL "+strings.Join(r.Broken(), ","), "fail"
-	case sim.NotExercised:
+	case verdict.NotExercised:
 		c.text, c.class = "not-exercised", "nx"
-	case sim.NotApplicable:
+	case verdict.NotApplicable:
 		c.text, c.class = "n/a", "na"
 	default:
 		c.text, c.class = "undecided", "und"
@@ -192,13 +193,13 @@ func cellOf(r *sim.CaseResult, p faults.Point) matrixCell {
 
 // writeDetails lists every case that did not pass, with its notes, every
 // violation and its evidence, where its history is and how to replay it.
-func writeDetails(w io.Writer, rep sim.Report, o Options) {
+func writeDetails(w io.Writer, rep verdict.Report, o Options) {
 	for _, r := range rep.Results {
-		if r.Verdict == sim.Pass || r.Verdict == sim.NotApplicable { // the digest lists the latter
+		if r.Verdict == verdict.Pass || r.Verdict == verdict.NotApplicable { // the digest lists the latter
 			continue
 		}
 		fmt.Fprintf(w, "\n%s %s — %s\n", r.Verdict, r.Case.Label(), r.Case.Description)
-		if r.Verdict == sim.NotExercised {
+		if r.Verdict == verdict.NotExercised {
 			fmt.Fprintf(w, "  not exercised: %s\n", notExercisedWhy(r))
 		}
 		for _, n := range r.Notes {
@@ -222,7 +223,7 @@ func writeDetails(w io.Writer, rep sim.Report, o Options) {
 
 // HistoryPath says where a case's history is: its file, or, for the
 // in-process mode (no file), the report's timeline.
-func HistoryPath(r sim.CaseResult) string {
+func HistoryPath(r verdict.CaseResult) string {
 	if r.Dir == "" {
 		return "in memory (in-process run): the JSON and HTML reports hold its timeline"
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // A timeline lays a case's history out as a table: one column per worker
@@ -100,7 +100,7 @@ func (n *opNames) text(s string) template.HTML {
 
 // buildTimeline renders r's history. cites maps a history record's index
 // to the invariants citing it.
-func buildTimeline(r sim.CaseResult, ops *opNames, cites map[int][]string) timeline {
+func buildTimeline(r verdict.CaseResult, ops *opNames, cites map[int][]string) timeline {
 	var tl timeline
 	// One column per worker process (a worker name in one phase), in the
 	// order the processes started.
@@ -173,7 +173,7 @@ func cellsAt(n, c int, cell tlCell) []tlCell {
 	return cells
 }
 
-func workerExit(r sim.CaseResult, worker string) string {
+func workerExit(r verdict.CaseResult, worker string) string {
 	for _, w := range r.Workers {
 		if w.Worker == worker {
 			return w.Exit
@@ -417,7 +417,7 @@ func shortHash(s string) string {
 // citedRecords maps history record indices to the invariants whose
 // violations cite them (violations cite events by their index among the
 // history's events).
-func citedRecords(r sim.CaseResult) map[int][]string {
+func citedRecords(r verdict.CaseResult) map[int][]string {
 	eventAt := []int{}
 	for i, rec := range r.Timeline {
 		if rec.Kind == history.Event && rec.Event != nil {

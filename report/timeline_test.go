@@ -6,7 +6,8 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // The timeline's offsets come from the time each record was written, in
@@ -15,7 +16,7 @@ import (
 // then "+-12 ms"). An event's cell shows its own clock as the violations
 // quote it.
 func TestTimelineOffsetsFollowTheRecordsAndEventsShowTheirClock(t *testing.T) {
-	r := sim.CaseResult{Case: sim.Case{ID: "c"}, Timeline: history.Log{
+	r := verdict.CaseResult{Case: catalogue.Case{ID: "c"}, Timeline: history.Log{
 		{Worker: "w", Kind: history.Start, At: 1000, PID: 7, Actions: 1},
 		{Worker: "w", Kind: history.Event, At: 1008, Event: &reference.Event{Kind: reference.EvInvoke, DocumentID: "d", At: 5000}},
 		{Worker: "x", Kind: history.Event, At: 1010, Event: &reference.Event{Kind: reference.EvLeaseAcquire, DocumentID: "d", Token: 2, At: 4990}},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // processRuns is how many runs with worker processes must each catch a
@@ -45,7 +46,7 @@ func TestBetweenCallsMutantsCaughtByProcesses(t *testing.T) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				res := r.RunCase(ctx, s.Case())
-				if res.Verdict == sim.NotExercised {
+				if res.Verdict == verdict.NotExercised {
 					res = r.RunCase(ctx, s.Case()) // as the runner retries it
 				}
 				cancel()

@@ -21,6 +21,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // FieldError is one problem of a scenario file, located by line, column
@@ -940,7 +941,7 @@ func parsePoint(s string) (faults.Point, error) {
 
 // decodeMeanwhile decodes {worker, does}: what another worker must do
 // while this step stalls.
-func (d *decoder) decodeMeanwhile(n ast.Node, path string) *sim.Meanwhile {
+func (d *decoder) decodeMeanwhile(n ast.Node, path string) *catalogue.Meanwhile {
 	n, ok := d.plain(n, path)
 	if !ok {
 		return nil
@@ -949,13 +950,13 @@ func (d *decoder) decodeMeanwhile(n ast.Node, path string) *sim.Meanwhile {
 	if !ok {
 		return nil
 	}
-	m := &sim.Meanwhile{Worker: d.str(f, "worker"), Does: sim.Deed(d.str(f, "does"))}
+	m := &catalogue.Meanwhile{Worker: d.str(f, "worker"), Does: catalogue.Deed(d.str(f, "does"))}
 	if m.Worker == "" {
 		d.errAt(n, child(path, "worker"), "required: the worker that acts while this one stalls")
 		return nil
 	}
-	if !slices.Contains(sim.Deeds, m.Does) {
-		d.errAt(n, child(path, "does"), "does %q: want one of %v", m.Does, sim.Deeds)
+	if !slices.Contains(catalogue.Deeds, m.Does) {
+		d.errAt(n, child(path, "does"), "does %q: want one of %v", m.Does, catalogue.Deeds)
 		return nil
 	}
 	return m
@@ -963,7 +964,7 @@ func (d *decoder) decodeMeanwhile(n ast.Node, path string) *sim.Meanwhile {
 
 // decodeKill decodes a random-instant kill: {seed, offset, base}; offset
 // (required, positive, microseconds at the finest) is what a replay uses.
-func (d *decoder) decodeKill(n ast.Node, path string) *sim.RandomKill {
+func (d *decoder) decodeKill(n ast.Node, path string) *catalogue.RandomKill {
 	n, ok := d.plain(n, path)
 	if !ok {
 		return nil
@@ -972,7 +973,7 @@ func (d *decoder) decodeKill(n ast.Node, path string) *sim.RandomKill {
 	if !ok {
 		return nil
 	}
-	k := &sim.RandomKill{Seed: d.integer(f, "seed")}
+	k := &catalogue.RandomKill{Seed: d.integer(f, "seed")}
 	micros := func(key string, required bool) (time.Duration, bool) {
 		if !f.has(key) {
 			if required {

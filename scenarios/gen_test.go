@@ -12,6 +12,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 var updateLibrary = flag.Bool("update-library", false, "rewrite scenarios/library from the simulator's cases")
@@ -45,9 +46,9 @@ func (m mirror) ttl() time.Duration {
 	return libraryLeaseTTL
 }
 
-func (m mirror) simCase(t testing.TB) sim.Case {
+func (m mirror) simCase(t testing.TB) catalogue.Case {
 	if m.class != "" {
-		for _, c := range append(sim.ClassCases(m.ttl().Milliseconds()), sim.BoundaryCases(m.ttl().Milliseconds())...) {
+		for _, c := range append(catalogue.ClassCases(m.ttl().Milliseconds()), catalogue.BoundaryCases(m.ttl().Milliseconds())...) {
 			if c.Class == m.class {
 				return c
 			}
@@ -55,9 +56,9 @@ func (m mirror) simCase(t testing.TB) sim.Case {
 		t.Fatalf("%s: no class case %q", m.name, m.class)
 	}
 	if m.call > 0 {
-		return sim.BetweenCallsCase(m.kind, m.call, 0, m.ttl().Milliseconds())
+		return catalogue.BetweenCallsCase(m.kind, m.call, 0, m.ttl().Milliseconds())
 	}
-	c, ok := sim.WindowCase(m.point, m.kind, m.ttl().Milliseconds())
+	c, ok := catalogue.WindowCase(m.point, m.kind, m.ttl().Milliseconds())
 	if !ok {
 		t.Fatalf("%s: kind %s does not apply at %s", m.name, m.kind, m.point)
 	}
@@ -108,9 +109,9 @@ var libraryMirrors = []mirror{
 	{name: "class-retraction-shared-edge", class: "retraction-shared-edge"},
 	{name: "class-resubmit-after-failure", class: "resubmit-after-failure"},
 	{name: "class-reingest-after-retraction", class: "reingest-after-retraction"},
-	{name: "class-stale-holder-renews", class: sim.StaleHolderRenewsClass},
-	{name: "class-dead-letter-cut-short", class: sim.DeadLetterCutShortClass},
-	{name: "class-retraction-while-plan-in-flight", class: sim.RetractionWhilePlanInFlightClass},
+	{name: "class-stale-holder-renews", class: catalogue.StaleHolderRenewsClass},
+	{name: "class-dead-letter-cut-short", class: catalogue.DeadLetterCutShortClass},
+	{name: "class-retraction-while-plan-in-flight", class: catalogue.RetractionWhilePlanInFlightClass},
 	{name: "class-crash-during-recovery", point: faults.BeforeStateCommit, kind: faults.Recrash,
 		lead: "A crash, then the first recovery crashes at the same window again; the second recovery must still finish with the persisted plan."},
 	{name: "class-plansave-retry", point: faults.PlanSaveBeforeCheckpoint, kind: faults.Crash,
@@ -173,13 +174,13 @@ var libraryMirrors = []mirror{
 	{name: "mutant-commit-without-lease-check", class: "stale-writer-after-noop",
 		bugs: []reference.Bug{reference.BugCommitWithoutLeaseCheck}, breaks: []check.Invariant{check.I7},
 		lead: "Pins bug commit-without-lease-check: a writer stalled past its lease commits after another instance held the lease for a no-op retraction; the revision did not move, so only I7 can catch the stale holder's commit."},
-	{name: "mutant-renew-ignores-holder", class: sim.StaleHolderRenewsClass,
+	{name: "mutant-renew-ignores-holder", class: catalogue.StaleHolderRenewsClass,
 		mutant: sim.MutantRenewIgnoresHolder, backend: "sqlite", breaks: []check.Invariant{check.I7},
 		lead: "Pins mutant renew-ignores-holder: the SQL stores' lease renewal matches the document and a live expiry, not the holder and its token; a holder stalled past its lease renews the lease its competitor was granted and writes its graph; I7 must catch a write after the lease went to another holder."},
-	{name: "mutant-scan-skips-pending-dead-letter", class: sim.DeadLetterCutShortClass,
+	{name: "mutant-scan-skips-pending-dead-letter", class: catalogue.DeadLetterCutShortClass,
 		bugs: []reference.Bug{reference.BugScanSkipsPendingDeadLetter}, breaks: []check.Invariant{check.I5},
 		lead: "Pins bug scan-skips-pending-dead-letter: the recovery scan leaves out an operation whose dead letter a crash cut short, and nobody resubmits it; I5 must catch the operation left at GRAPH_APPLIED after recovery quiesced."},
-	{name: "mutant-support-ignores-pending-plans", class: sim.RetractionWhilePlanInFlightClass,
+	{name: "mutant-support-ignores-pending-plans", class: catalogue.RetractionWhilePlanInFlightClass,
 		bugs: []reference.Bug{reference.BugSupportIgnoresPendingPlans}, breaks: []check.Invariant{check.I3},
 		lead: "Pins bug support-ignores-pending-plans: a retraction counts an edge's support from committed states alone and deletes the edge another document's plan in flight has written; I3 must catch the edge missing when that document commits."},
 	{name: "mutant-cas-on-healed-revision", kind: faults.Split, call: 11, leaseTTL: 2 * time.Second,

@@ -14,7 +14,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // killedAt runs the standard script in one worker process that is killed
@@ -27,7 +29,7 @@ func killedAt(t *testing.T, point faults.Point) *initial.State {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := sim.Case{ID: "incident", System: faults.Ingestion, Steps: []sim.Step{{Worker: "fault", Actions: sim.StandardScript(),
+	c := catalogue.Case{ID: "incident", System: faults.Ingestion, Steps: []catalogue.Step{{Worker: "fault", Actions: catalogue.StandardScript(),
 		Arms: faults.Arms{point: {Kind: faults.Crash, Hit: 1}}, ExpectHit: []faults.Point{point}}}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -50,7 +52,7 @@ func killedAt(t *testing.T, point faults.Point) *initial.State {
 	return s
 }
 
-func replay(t *testing.T, s *Scenario, inProcess bool) sim.CaseResult {
+func replay(t *testing.T, s *Scenario, inProcess bool) verdict.CaseResult {
 	t.Helper()
 	r, err := sim.NewRunner(s.Apply(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), Seed: 1, InProcess: inProcess,
 		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}}))
@@ -108,7 +110,7 @@ func TestInitialStateFromAKilledWorker(t *testing.T) {
 	bad := FromState("incident-orphan-edge", "an edge no ACTIVE document supports", &broken)
 	res := replay(t, bad, true)
 	err = bad.JudgeResult(res)
-	if res.Verdict != sim.Fail || !slices.Equal(res.Broken(), []string{"I3"}) || err == nil || !strings.Contains(err.Error(), "broke I3") {
+	if res.Verdict != verdict.Fail || !slices.Equal(res.Broken(), []string{"I3"}) || err == nil || !strings.Contains(err.Error(), "broke I3") {
 		t.Fatalf("the orphan edge replayed as %s %v (judge: %v)", res.Verdict, res.Broken(), err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // FromFailure writes a case of rep that failed as a scenario expecting it
@@ -15,8 +16,8 @@ import (
 // failed under (backend, bugs, mutant, seed, lease TTL): what certify
 // writes for a random kill that broke an invariant, and what a replay of
 // it runs.
-func FromFailure(res sim.CaseResult, rep sim.Report, backend string, leaseTTL time.Duration) (*Scenario, error) {
-	if res.Verdict != sim.Fail {
+func FromFailure(res verdict.CaseResult, rep verdict.Report, backend string, leaseTTL time.Duration) (*Scenario, error) {
+	if res.Verdict != verdict.Fail {
 		return nil, fmt.Errorf("case %s: verdict %s, not FAIL: nothing to replay", res.Case.ID, res.Verdict)
 	}
 	sc, err := FromCase(res.Case)

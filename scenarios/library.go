@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 //go:embed library/*.yaml
@@ -22,19 +22,19 @@ func Library() ([]*Scenario, error) {
 // StandardDocuments names the texts of the standard corpus (sim.DocD1v1
 // and the rest) as the library's documents sections do.
 var StandardDocuments = map[string]string{
-	"d1v1": sim.DocD1v1,
-	"d1v2": sim.DocD1v2,
-	"d2":   sim.DocD2,
-	"d3a":  sim.DocD3a,
-	"d3b":  sim.DocD3b,
-	"d4":   sim.DocD4,
+	"d1v1": catalogue.DocD1v1,
+	"d1v2": catalogue.DocD1v2,
+	"d2":   catalogue.DocD2,
+	"d3a":  catalogue.DocD3a,
+	"d3b":  catalogue.DocD3b,
+	"d4":   catalogue.DocD4,
 }
 
 // FromCase turns a simulator case into a scenario (the explorer writes
 // shrunk cases this way): contents become documents (the standard corpus
 // under its names, others after their documentId), arms become faults.
 // The caller sets Expect and the run settings before Marshal.
-func FromCase(c sim.Case) (*Scenario, error) {
+func FromCase(c catalogue.Case) (*Scenario, error) {
 	s := &Scenario{Name: c.ID, Description: c.Description, System: c.System, Initial: c.Initial}
 	if s.System == "" {
 		s.System = faults.Ingestion
@@ -43,7 +43,7 @@ func FromCase(c sim.Case) (*Scenario, error) {
 	for name, text := range StandardDocuments {
 		byContent[text] = name
 	}
-	docName := func(a sim.Action) string {
+	docName := func(a catalogue.Action) string {
 		if n, ok := byContent[a.Content]; ok {
 			if s.Documents == nil {
 				s.Documents = map[string]string{}
@@ -73,7 +73,7 @@ func FromCase(c sim.Case) (*Scenario, error) {
 		if st.Durable != nil {
 			// A scenario has no field for it yet: written without it, the
 			// file would replay the case with no kill at all.
-			return nil, fmt.Errorf("case %s: a kill after a durable step (%s) cannot be written as a scenario file yet; rerun it with certify --class %s", c.ID, sim.DurableStepName(*st.Durable), c.Class)
+			return nil, fmt.Errorf("case %s: a kill after a durable step (%s) cannot be written as a scenario file yet; rerun it with certify --class %s", c.ID, catalogue.DurableStepName(*st.Durable), c.Class)
 		}
 		out := Step{Worker: st.Worker, Background: st.Background, ContinueOnError: st.ContinueOnError, Resubmit: slices.Clone(st.Resubmit)}
 		for _, a := range st.Actions {

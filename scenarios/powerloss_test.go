@@ -9,6 +9,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // powerLossScenario is a scenario file that cuts the power at
@@ -74,7 +75,7 @@ func TestPowerLossScenario(t *testing.T) {
 		t.Errorf("synchronous-off: %v (broken %v)", err, res.Broken())
 	}
 	// In-process there is nothing to power off: undecided, never a pass.
-	if res := replay(t, s, true); res.Verdict != sim.Undecided {
+	if res := replay(t, s, true); res.Verdict != verdict.Undecided {
 		t.Errorf("in-process power loss: %s %v", res.Verdict, res.Notes)
 	}
 }

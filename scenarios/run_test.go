@@ -11,7 +11,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // TestMain lets the test binary act as a worker process of a case (the
@@ -66,7 +68,7 @@ func TestLibraryRuns(t *testing.T) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				res := r.RunCase(ctx, s.Case())
-				if res.Verdict == sim.NotExercised {
+				if res.Verdict == verdict.NotExercised {
 					// The runner retries a case whose faults did not fire.
 					res = r.RunCase(ctx, s.Case())
 				}
@@ -184,16 +186,16 @@ func TestHungWorkerIsKilledAndReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := sim.Case{ID: "hung", System: "ingestion", Class: "hung", Steps: []sim.Step{
-		{Worker: "stuck", Actions: []sim.Action{{Do: "ingest", Doc: "d1", Content: sim.DocD1v1}}, Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(600*time.Second, 1)}},
-		{Worker: "quiesce", Actions: []sim.Action{{Do: "recover"}}, ContinueOnError: true},
+	c := catalogue.Case{ID: "hung", System: "ingestion", Class: "hung", Steps: []catalogue.Step{
+		{Worker: "stuck", Actions: []catalogue.Action{{Do: "ingest", Doc: "d1", Content: catalogue.DocD1v1}}, Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(600*time.Second, 1)}},
+		{Worker: "quiesce", Actions: []catalogue.Action{{Do: "recover"}}, ContinueOnError: true},
 	}}
 	start := time.Now()
 	res := r.RunCase(context.Background(), c)
 	if took := time.Since(start); took > 30*time.Second {
 		t.Fatalf("the case took %s: the hung worker was waited on", took)
 	}
-	if res.Verdict != sim.Undecided {
+	if res.Verdict != verdict.Undecided {
 		t.Fatalf("verdict %s, want undecided; notes %v", res.Verdict, res.Notes)
 	}
 	if !strings.Contains(strings.Join(res.Notes, "; "), "hung and was killed") {

@@ -19,7 +19,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // Scenario is one scenario file.
@@ -70,10 +72,10 @@ type Step struct {
 	ContinueOnError bool
 	// Kill, when set, SIGKILLs the worker Kill.Offset into its run (a
 	// random-instant kill, replayed at the same offset).
-	Kill *sim.RandomKill
+	Kill *catalogue.RandomKill
 	// Meanwhile, on a step that stalls (a pause fault), is what another
 	// worker must do while it stalls for the run to count as exercised.
-	Meanwhile *sim.Meanwhile
+	Meanwhile *catalogue.Meanwhile
 }
 
 // Action is one thing a worker does (sim.Action). An ingest names its
@@ -155,12 +157,12 @@ func (st Step) ExpectedHits() []faults.Point {
 
 // Case converts the scenario to the simulator's case. The case's Class is
 // the scenario name, so reports list it as a row beside the windows.
-func (s *Scenario) Case() sim.Case {
-	c := sim.Case{ID: s.Name, System: s.system(), Class: s.Name, Description: s.Description, Initial: s.Initial}
+func (s *Scenario) Case() catalogue.Case {
+	c := catalogue.Case{ID: s.Name, System: s.system(), Class: s.Name, Description: s.Description, Initial: s.Initial}
 	for _, st := range s.Steps {
-		out := sim.Step{Worker: st.Worker, Background: st.Background, ContinueOnError: st.ContinueOnError}
+		out := catalogue.Step{Worker: st.Worker, Background: st.Background, ContinueOnError: st.ContinueOnError}
 		for _, a := range st.Actions {
-			out.Actions = append(out.Actions, sim.Action{Do: a.Do, Doc: a.Doc, Content: s.Documents[a.Document], Op: a.Op,
+			out.Actions = append(out.Actions, catalogue.Action{Do: a.Do, Doc: a.Doc, Content: s.Documents[a.Document], Op: a.Op,
 				Rounds: a.Rounds, Thread: a.Thread, Owner: a.Owner, Question: a.Question, Minutes: a.Minutes, Approve: a.Approve})
 		}
 		if len(st.Faults) > 0 {
@@ -223,11 +225,11 @@ func (s *Scenario) CheckBackend(name string) error {
 
 // Judge says whether a run's outcome matches the expectation: violated
 // are the invariants the run broke ("I3" or full names, as
-// sim.CaseResult.Broken returns them) and verdict is the run's verdict
-// (sim.Verdict: "pass", "FAIL", "not exercised", "undecided"). A run that
+// verdict.CaseResult.Broken returns them) and ran is the run's verdict
+// (verdict.Verdict: "pass", "FAIL", "not exercised", "undecided"). A run that
 // was not exercised or undecided never matches. The error lists every
 // difference.
-func (s *Scenario) Judge(violated []string, verdict string) error {
+func (s *Scenario) Judge(violated []string, ran string) error {
 	broken := map[check.Invariant]bool{}
 	var problems []string
 	for _, v := range violated {
@@ -238,12 +240,12 @@ func (s *Scenario) Judge(violated []string, verdict string) error {
 		}
 		broken[inv] = true
 	}
-	want := sim.Pass
+	want := verdict.Pass
 	if s.Expect.Verdict == ExpectFail {
-		want = sim.Fail
+		want = verdict.Fail
 	}
-	if !strings.EqualFold(verdict, string(want)) {
-		problems = append(problems, fmt.Sprintf("verdict %q, want %q", verdict, want))
+	if !strings.EqualFold(ran, string(want)) {
+		problems = append(problems, fmt.Sprintf("verdict %q, want %q", ran, want))
 	}
 	var brokeHeld, heldBroken []string
 	for _, inv := range s.Expect.Holds {
@@ -272,12 +274,12 @@ func (s *Scenario) Judge(violated []string, verdict string) error {
 		}
 	}
 	return fmt.Errorf("scenario %s: outcome differs from expectation: %s (run broke [%s], verdict %s)",
-		s.Name, strings.Join(problems, "; "), strings.Join(got, " "), verdict)
+		s.Name, strings.Join(problems, "; "), strings.Join(got, " "), ran)
 }
 
 // JudgeResult is Judge for a sim.CaseResult.
-func (s *Scenario) JudgeResult(r sim.CaseResult) error {
-	if r.Verdict == sim.NotExercised {
+func (s *Scenario) JudgeResult(r verdict.CaseResult) error {
+	if r.Verdict == verdict.NotExercised {
 		// No invariant was judged: say why instead of an empty list.
 		return fmt.Errorf("scenario %s: not exercised: %s", s.Name, r.WhyNotExercised())
 	}

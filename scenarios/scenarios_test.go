@@ -11,7 +11,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 func TestLibraryLoads(t *testing.T) {
@@ -184,11 +184,11 @@ expect: {verdict: pass, holds: [I1, "I3 convergent graph"]}
 		t.Fatal(err)
 	}
 	c := s.Case()
-	want := sim.Case{ID: "defaults", System: faults.Ingestion, Class: "defaults", Steps: []sim.Step{
-		{Worker: "fault", Actions: []sim.Action{{Do: "ingest", Doc: "d1", Op: "op-1", Content: "Person:A -KNOWS-> Person:B"}},
+	want := catalogue.Case{ID: "defaults", System: faults.Ingestion, Class: "defaults", Steps: []catalogue.Step{
+		{Worker: "fault", Actions: []catalogue.Action{{Do: "ingest", Doc: "d1", Op: "op-1", Content: "Person:A -KNOWS-> Person:B"}},
 			Arms:      faults.Arms{faults.BeforeLeaseCheck: faults.PauseOn(1500*time.Millisecond, 1), faults.BeforeStateCommit: faults.On(faults.Crash, 2), faults.BeforeGraphWrite: faults.On(faults.Transient, 0)},
 			ExpectHit: []faults.Point{faults.BeforeLeaseCheck, faults.BeforeStateCommit, faults.BeforeGraphWrite}, Background: true},
-		{Worker: "quiesce", Actions: []sim.Action{{Do: "recover", Rounds: 4}}, Resubmit: []string{"fault"}},
+		{Worker: "quiesce", Actions: []catalogue.Action{{Do: "recover", Rounds: 4}}, Resubmit: []string{"fault"}},
 	}}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("Case()\n got %+v\nwant %+v", c, want)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 const killScenario = `name: random-kill-7
@@ -41,7 +41,7 @@ func TestScenarioKillAndStoreWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := s.Steps[0]
-	want := &sim.RandomKill{Seed: 7, Offset: 12345 * time.Microsecond, Base: 40 * time.Millisecond}
+	want := &catalogue.RandomKill{Seed: 7, Offset: 12345 * time.Microsecond, Base: 40 * time.Millisecond}
 	if !reflect.DeepEqual(st.Kill, want) || len(st.Faults) != 1 || st.Faults[0].Point != "mystore/afterOperationRow" || st.Faults[0].Kind != faults.Unknown {
 		t.Fatalf("decoded step %+v (kill %+v), want the kill %+v and an unknown at mystore/afterOperationRow", st, st.Kill, want)
 	}
@@ -62,7 +62,7 @@ func TestScenarioKillAndStoreWindow(t *testing.T) {
 		t.Fatalf("marshalled scenario has no kill line:\n%s", text)
 	}
 	// An anchored kill (what certify writes for a kill that fired).
-	back.Steps[0].Kill = &sim.RandomKill{Seed: 7, Offset: 12345 * time.Microsecond, After: "fault event  model-call d4 ingest-… > rev=0 exp=0 tok=0", AfterIndex: 2, Delta: 140 * time.Microsecond}
+	back.Steps[0].Kill = &catalogue.RandomKill{Seed: 7, Offset: 12345 * time.Microsecond, After: "fault event  model-call d4 ingest-… > rev=0 exp=0 tok=0", AfterIndex: 2, Delta: 140 * time.Microsecond}
 	text, err = back.Marshal()
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // failsCalibration is the embedded default whose stores a calibration
@@ -39,16 +41,16 @@ func init() {
 // fails, the run still reports it alone, once, as undecided.
 func TestCalibrationFailureIsReportedAlone(t *testing.T) {
 	r := processRunner(t, failsCalibration, nil)
-	var cases []sim.Case
+	var cases []catalogue.Case
 	for _, p := range []faults.Point{faults.BeforeGraphApplied, faults.BeforeCompleted} {
-		c, ok := sim.WindowCase(p, faults.Crash, 250)
+		c, ok := catalogue.WindowCase(p, faults.Crash, 250)
 		if !ok {
 			t.Fatalf("no crash case at %s", p)
 		}
 		cases = append(cases, c)
 	}
 	rep := r.RunAll(context.Background(), cases, 2, nil)
-	if len(rep.Results) != 1 || rep.Results[0].Case.Class != "calibration" || rep.Results[0].Verdict != sim.Undecided || rep.ExitCode != 2 {
+	if len(rep.Results) != 1 || rep.Results[0].Case.Class != "calibration" || rep.Results[0].Verdict != verdict.Undecided || rep.ExitCode != 2 {
 		var got []string
 		for _, res := range rep.Results {
 			got = append(got, fmt.Sprintf("%s: %s %q", res.Case.ID, res.Verdict, res.Notes))

@@ -16,6 +16,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/internal/procstat"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // Durable steps: crashes found from a store's own file-system calls, not
@@ -41,34 +43,6 @@ import (
 // judge, as after any crash. A case whose call never reaches its k-th step
 // is not exercised. Writes with O_SYNC, msync and a server reached over
 // the network are not seen (lazyfs.OnDurable).
-
-// DurableStepClass is the case class of the durable-step sweep.
-const DurableStepClass = "durable-step"
-
-// DurableKill is the supervisor's kill of a worker right after the Step-th
-// durable file operation of its Call-th store call (counted as the worker
-// counts them: every call through the store gate, from 1). Call 0 kills
-// nothing: the worker's durable steps are only counted (the probe).
-type DurableKill struct {
-	Call   int    `json:"call" yaml:"call"`
-	Method string `json:"method,omitempty" yaml:"method,omitempty"`
-	Step   int    `json:"step" yaml:"step"`
-	// Steps and Op are what the probe saw (for the case's name): how many
-	// durable steps the call took, and the k-th one ("fsync").
-	Steps int    `json:"steps,omitempty" yaml:"steps,omitempty"`
-	Op    string `json:"op,omitempty" yaml:"op,omitempty"`
-	// Power cuts the power of the case's lazy mount once the group is
-	// dead: what was written and not synced at the step is lost too.
-	Power bool `json:"power,omitempty" yaml:"power,omitempty"`
-}
-
-// DurableCall is one store call of a worker and the durable operations
-// the lazy mount saw it make ("fsync data/pystore.db-wal").
-type DurableCall struct {
-	Call   int      `json:"call"`
-	Method string   `json:"method"`
-	Ops    []string `json:"ops"`
-}
 
 // storeMethods are the store protocol's method names; a callMark holds
 // one by its index (from 1).
@@ -124,9 +98,9 @@ func (m *callMark) close() {
 // (lazyfs.FS.OnDurable) while the marked worker runs.
 type durableWatch struct {
 	file string
-	kill DurableKill
+	kill catalogue.DurableKill
 	mu   sync.Mutex
-	seen []DurableCall
+	seen []catalogue.DurableCall
 	// fired is the operation the kill followed ("" until it fires).
 	fired string
 }
@@ -161,7 +135,7 @@ func (d *durableWatch) op(op cut.DurableOp) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if n := len(d.seen); n == 0 || d.seen[n-1].Call != call {
-		d.seen = append(d.seen, DurableCall{Call: call, Method: method})
+		d.seen = append(d.seen, catalogue.DurableCall{Call: call, Method: method})
 	}
 	c := &d.seen[len(d.seen)-1]
 	c.Ops = append(c.Ops, op.String())
@@ -177,7 +151,7 @@ func (d *durableWatch) op(op cut.DurableOp) {
 // watchDurable arms the durable-step watch of step st of a case: it makes
 // the mark file the worker maps (spec.DurableFile) and hears the case's
 // lazy mount until the returned function runs.
-func watchDurable(pc *powerCase, st Step, dir string, spec *WorkerSpec) (*durableWatch, func(), error) {
+func watchDurable(pc *powerCase, st catalogue.Step, dir string, spec *WorkerSpec) (*durableWatch, func(), error) {
 	if st.Durable == nil {
 		return nil, func() {}, nil
 	}
@@ -195,7 +169,7 @@ func watchDurable(pc *powerCase, st Step, dir string, spec *WorkerSpec) (*durabl
 }
 
 // calls returns what the watch counted.
-func (d *durableWatch) calls() []DurableCall {
+func (d *durableWatch) calls() []catalogue.DurableCall {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return slices.Clone(d.seen)
@@ -203,7 +177,7 @@ func (d *durableWatch) calls() []DurableCall {
 
 // judge says what the kill of a case did: a note, and why the case is not
 // exercised when the worker never reached the step (nil when it did).
-func (d *durableWatch) judge(worker string, exit string) (string, *NotExercisedReason) {
+func (d *durableWatch) judge(worker string, exit string) (string, *verdict.NotExercisedReason) {
 	k := d.kill
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -211,7 +185,7 @@ func (d *durableWatch) judge(worker string, exit string) (string, *NotExercisedR
 		note := fmt.Sprintf("durable-step kill: worker %s's session SIGKILLed right after %s, durable step %d of its store call %d (%s)", worker, d.fired, k.Step, k.Call, k.Method)
 		if !strings.HasPrefix(exit, "killed") {
 			note += fmt.Sprintf(", but the worker exited %q", exit)
-			return note, &NotExercisedReason{Cause: CauseNotKilled, Detail: note,
+			return note, &verdict.NotExercisedReason{Cause: verdict.CauseNotKilled, Detail: note,
 				Advice: "the kill did not end the worker: check that nothing of the worker left its session"}
 		}
 		return note, nil
@@ -223,13 +197,13 @@ func (d *durableWatch) judge(worker string, exit string) (string, *NotExercisedR
 		}
 	}
 	note := fmt.Sprintf("durable-step kill of worker %s never fired: its store call %d (%s) took %d durable steps on the lazy mount, the case kills after step %d", worker, k.Call, k.Method, took, k.Step)
-	return note, &NotExercisedReason{Cause: CauseUnreachable, Detail: note,
+	return note, &verdict.NotExercisedReason{Cause: verdict.CauseUnreachable, Detail: note,
 		Advice: "the store took fewer file syncs, renames or unlinks in that call than in the probe run (a database checkpoint, or a call that found its work done): run the matrix again; a store that syncs a different number of times on every run moves the steps"}
 }
 
 // watchesDurable reports whether a step of c watches durable steps.
-func watchesDurable(c Case) bool {
-	return slices.ContainsFunc(c.Steps, func(st Step) bool { return st.Durable != nil })
+func watchesDurable(c catalogue.Case) bool {
+	return slices.ContainsFunc(c.Steps, func(st catalogue.Step) bool { return st.Durable != nil })
 }
 
 // durableSweepable says whether the runner can watch durable steps: worker
@@ -238,78 +212,22 @@ func (r *Runner) durableSweepable() bool {
 	return !r.cfg.InProcess && r.backend.Embedded && r.PowerLossUntested() == ""
 }
 
-// durableProbe is the standard script's fault worker on a lazy mount with
-// its durable steps counted, then the quiesce step.
-func durableProbe() Case {
-	return Case{ID: "probe-durable", System: faults.Ingestion, Class: "probe",
-		Description: "fault-free run of the standard script on a lazy mount: counts the durable file operations of each store call of the worker",
-		Steps:       []Step{{Worker: "fault", Actions: StandardScript(), Durable: &DurableKill{}}, quiesceStep(faults.Ingestion, "fault")}}
-}
-
 // probeDurable runs the durable-step probe where the runner can.
-func (r *Runner) probeDurable(ctx context.Context) ([]DurableCall, []CaseResult, error) {
+func (r *Runner) probeDurable(ctx context.Context) ([]catalogue.DurableCall, []verdict.CaseResult, error) {
 	if !r.durableSweepable() {
 		return nil, nil, nil
 	}
-	c := durableProbe()
+	c := catalogue.DurableProbe()
 	res := r.RunCase(ctx, c)
-	if res.Verdict != Pass {
-		return nil, []CaseResult{res}, fmt.Errorf("probe %s: %s without any fault: %s %s", c.ID, res.Verdict, strings.Join(res.Broken(), ","), strings.Join(res.Notes, "; "))
+	if res.Verdict != verdict.Pass {
+		return nil, []verdict.CaseResult{res}, fmt.Errorf("probe %s: %s without any fault: %s %s", c.ID, res.Verdict, strings.Join(res.Broken(), ","), strings.Join(res.Notes, "; "))
 	}
-	return res.DurableCalls, []CaseResult{res}, nil
-}
-
-// DurableStepCases is the sweep over what the probe counted: for each
-// store method, its first call that took two durable steps or more, and
-// for each gap k between two of them, the standard script's fault worker
-// killed right after step k, then the restart.
-func DurableStepCases(calls []DurableCall) []Case {
-	var out []Case
-	done := map[string]bool{}
-	for _, c := range calls {
-		n := len(c.Ops)
-		if n < 2 || done[c.Method] {
-			continue
-		}
-		done[c.Method] = true
-		for k := 1; k < n; k++ {
-			op, _, _ := strings.Cut(c.Ops[k-1], " ")
-			for _, power := range []bool{false, true} {
-				out = append(out, DurableStepCase(DurableKill{Call: c.Call, Method: c.Method, Step: k, Steps: n, Op: op, Power: power}))
-			}
-		}
-	}
-	return out
-}
-
-// DurableStepName is a sweep case's row: "ops.create after fsync 1 of 2".
-func DurableStepName(k DurableKill) string {
-	return fmt.Sprintf("%s after %s %d of %d", k.Method, k.Op, k.Step, k.Steps)
-}
-
-// DurableStepCase is the standard script's fault worker SIGKILLed, with
-// its store processes, right after the k-th durable step of one store
-// call (and, with k.Power, the power of the case's lazy mount cut then),
-// then the restart. Each is a class row of its own,
-// "durable-step-ops.create-1-of-2" and "…-1-of-2-power-loss".
-func DurableStepCase(k DurableKill) Case {
-	name := fmt.Sprintf("%s-%s-%d-of-%d", DurableStepClass, k.Method, k.Step, k.Steps)
-	c := Case{ID: name, System: faults.Ingestion, Class: name, Kind: faults.Crash,
-		Description: fmt.Sprintf("%s: the standard script's worker and its store processes are SIGKILLed right after durable step %d of %d (%s) of its store call %d, found on the lazy mount, not declared by the store; recovery must finish what the store made durable",
-			DurableStepName(k), k.Step, k.Steps, k.Op, k.Call),
-		Steps: []Step{{Worker: "fault", Actions: StandardScript(), Durable: &k}, quiesceStep(faults.Ingestion, "fault")}}
-	if k.Power {
-		c.ID += "-" + string(faults.PowerLoss)
-		c.Class, c.Kind = c.ID, faults.PowerLoss
-		c.Description = fmt.Sprintf("%s, power loss: the standard script's worker and its store processes are SIGKILLed right after durable step %d of %d (%s) of its store call %d, found on the lazy mount, and everything not synced then is lost; recovery must finish what the store made durable",
-			DurableStepName(k), k.Step, k.Steps, k.Op, k.Call)
-	}
-	return c
+	return res.DurableCalls, []verdict.CaseResult{res}, nil
 }
 
 // durablePower cuts the power of the case's lazy mount after a durable-step
 // kill that asks for it and fired (the worker's group is dead).
-func (r *Runner) durablePower(ctx context.Context, pc *powerCase, c Case, env CaseEnv, space string, cx caseExec, worker string, d *durableWatch, res *CaseResult) error {
+func (r *Runner) durablePower(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx caseExec, worker string, d *durableWatch, res *verdict.CaseResult) error {
 	d.mu.Lock()
 	fired := d.fired != ""
 	d.mu.Unlock()
@@ -320,51 +238,8 @@ func (r *Runner) durablePower(ctx context.Context, pc *powerCase, c Case, env Ca
 	if err != nil {
 		return err
 	}
-	hit := history.Record{Kind: history.Hit, Worker: worker, Point: faults.Point(DurableStepName(d.kill)), Fault: &faults.Action{Kind: faults.PowerLoss}}
+	hit := history.Record{Kind: history.Hit, Worker: worker, Point: faults.Point(catalogue.DurableStepName(d.kill)), Fault: &faults.Action{Kind: faults.PowerLoss}}
 	r.cutLazy(ctx, pc, c, env, space, h, hit, res)
 	pc.done++
 	return nil
-}
-
-// IsDurableStep reports whether c is a case of the durable-step sweep.
-func IsDurableStep(c Case) bool { return strings.HasPrefix(c.Class, DurableStepClass+"-") }
-
-// durableSteps narrows the sweep as betweenCalls narrows its cases: all
-// of it for the whole matrix or the class durable-step, one case for its
-// own class, none for a point or kind.
-func (s Selection) durableSteps(cases []Case) []Case {
-	if len(s.Points) > 0 || len(s.Kinds) > 0 {
-		return nil
-	}
-	if len(s.Classes) == 0 || slices.Contains(s.Classes, DurableStepClass) {
-		return cases
-	}
-	return slices.DeleteFunc(cases, func(c Case) bool { return !slices.Contains(s.Classes, c.Class) })
-}
-
-// DurableStepRow is a result of the sweep as the report lists it.
-type DurableStepRow struct {
-	Name   string // "ops.create after fdatasync 1 of 2"
-	Result CaseResult
-}
-
-// DurableStepsOf lists the durable-step cases of a report, in its order.
-func DurableStepsOf(rep Report) []DurableStepRow {
-	var out []DurableStepRow
-	for _, r := range rep.Results {
-		if !IsDurableStep(r.Case) {
-			continue
-		}
-		for _, st := range r.Case.Steps {
-			if st.Durable != nil {
-				name := DurableStepName(*st.Durable)
-				if st.Durable.Power {
-					name += ", power loss"
-				}
-				out = append(out, DurableStepRow{Name: name, Result: r})
-				break
-			}
-		}
-	}
-	return out
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // The embedded default (SQLite in WAL mode, in the worker process) is
@@ -33,7 +34,7 @@ func TestDurableProbeOfTheEmbeddedDefault(t *testing.T) {
 			t.Errorf("the probe saw no durable step of %s: %+v", m, pr.Durable)
 		}
 	}
-	if cs := sim.DurableStepCases(pr.Durable); len(cs) != 0 {
+	if cs := catalogue.DurableStepCases(pr.Durable); len(cs) != 0 {
 		t.Errorf("the sweep of the embedded default has %d cases, want none", len(cs))
 	}
 	in, err := processRunner(t, "sqlite", func(c *sim.Config) { c.InProcess = true }).Probe(context.Background())

@@ -13,6 +13,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // simClock is the in-process mode's time: sleeping advances it, so lease
@@ -153,7 +155,7 @@ type inprocCase struct {
 	stops stopMap
 }
 
-func (r *Runner) newInProcessCase(ctx context.Context, c Case, env CaseEnv) (*inprocCase, error) {
+func (r *Runner) newInProcessCase(ctx context.Context, c catalogue.Case, env CaseEnv) (*inprocCase, error) {
 	x := &inprocCase{r: r, env: env, hist: &history.Mem{}, clock: &simClock{now: 1_800_000_000_000}, calls: &reference.MemoryCallLog{}, pid: 100}
 	if !r.backend.Volatile {
 		s, err := r.borrow(ctx, env)
@@ -173,7 +175,7 @@ func (x *inprocCase) close() {
 	}
 }
 
-func (x *inprocCase) snapshot(ctx context.Context, c Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
+func (x *inprocCase) snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
 	obs := Observe(h, c, space)
 	if x.shared != nil {
 		var ps PlanSaveStores
@@ -196,9 +198,9 @@ type inprocWorker struct {
 	spec   WorkerSpec
 	hist   *history.Mem
 	parked chan struct{}
-	done   chan WorkerResult
+	done   chan verdict.WorkerResult
 	relCh  chan struct{}
-	res    *WorkerResult
+	res    *verdict.WorkerResult
 }
 
 func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration) (runningWorker, error) {
@@ -209,7 +211,7 @@ func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration
 		return nil, fmt.Errorf("worker %s: %s needs real worker processes, not the in-process mode (its workers share one process and one database: a commit is nobody's in particular)", spec.Worker, faults.StoreCommit)
 	}
 	x.pid++
-	w := &inprocWorker{spec: spec, hist: x.hist, parked: make(chan struct{}, 1), done: make(chan WorkerResult, 1), relCh: make(chan struct{})}
+	w := &inprocWorker{spec: spec, hist: x.hist, parked: make(chan struct{}, 1), done: make(chan verdict.WorkerResult, 1), relCh: make(chan struct{})}
 	hw := x.hist.Writer(spec.Worker, spec.Phase, x.clock.Now)
 	sched := faults.NewSchedule()
 	for p, a := range spec.Arms {
@@ -255,7 +257,7 @@ func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration
 		var err error
 		defer func() {
 			x.stops.record(stopLine{Worker: spec.Worker, Phase: spec.Phase, PID: opt.PID, What: stopEnded, At: x.clock.Now()})
-			wr := WorkerResult{Worker: spec.Worker, PID: opt.PID, Took: time.Since(t0), Exit: "ok"}
+			wr := verdict.WorkerResult{Worker: spec.Worker, PID: opt.PID, Took: time.Since(t0), Exit: "ok"}
 			if crashed {
 				wr.Exit = "killed (simulated)"
 			} else if err != nil {
@@ -321,7 +323,7 @@ func (w *inprocWorker) release() {
 
 func (w *inprocWorker) kill() {}
 
-func (w *inprocWorker) wait() WorkerResult {
+func (w *inprocWorker) wait() verdict.WorkerResult {
 	if w.res == nil {
 		r := <-w.done
 		w.res = &r

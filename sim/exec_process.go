@@ -21,6 +21,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/internal/procstat"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,7 +32,7 @@ type caseExec interface {
 	// passed.
 	start(ctx context.Context, spec WorkerSpec, deadline time.Duration) (runningWorker, error)
 	history() (history.Log, error)
-	snapshot(ctx context.Context, c Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error)
+	snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error)
 	close()
 }
 
@@ -42,7 +44,7 @@ type runningWorker interface {
 	// release lets a paused worker continue.
 	release()
 	// wait returns the worker's result once it ended.
-	wait() WorkerResult
+	wait() verdict.WorkerResult
 	// kill ends a worker process now; a no-op in the in-process mode (a
 	// goroutine cannot be stopped from outside).
 	kill()
@@ -68,7 +70,7 @@ func (p *processCase) history() (history.Log, error) { return history.Read(p.his
 
 func (p *processCase) close() {}
 
-func (p *processCase) snapshot(ctx context.Context, c Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
+func (p *processCase) snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
 	return p.r.snapshot(ctx, c, env, space, h)
 }
 
@@ -80,8 +82,8 @@ type processWorker struct {
 	startLimit time.Duration
 	spec       WorkerSpec
 	hist       string
-	done       chan WorkerResult
-	res        *WorkerResult
+	done       chan verdict.WorkerResult
+	res        *verdict.WorkerResult
 }
 
 func (p *processCase) start(ctx context.Context, spec WorkerSpec, deadline time.Duration) (runningWorker, error) {
@@ -99,7 +101,7 @@ func (p *processCase) start(ctx context.Context, spec WorkerSpec, deadline time.
 // and those of its store processes.
 func (w *processWorker) kill() { killSession(w.pid, w.sweep) }
 
-func (w *processWorker) wait() WorkerResult {
+func (w *processWorker) wait() verdict.WorkerResult {
 	if w.res == nil {
 		r := <-w.done
 		w.res = &r
@@ -171,7 +173,7 @@ func waitRelease(ctx context.Context, file string, d time.Duration) {
 // start launches a worker with its failpoints armed through GO_FAILPOINTS
 // and a deadline, after which its whole process group is killed; the
 // returned channel yields its result.
-func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadline time.Duration) (*exec.Cmd, chan WorkerResult, error) {
+func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadline time.Duration) (*exec.Cmd, chan verdict.WorkerResult, error) {
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, nil, err
@@ -213,7 +215,7 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 		return nil, nil, err
 	}
 	r.procs.Store(cmd, struct{}{})
-	done := make(chan WorkerResult, 1)
+	done := make(chan verdict.WorkerResult, 1)
 	exited := make(chan struct{})
 	var timedOut atomic.Bool
 	var syncing atomic.Pointer[[]string]
@@ -244,7 +246,7 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 		stop()
 		out.Close()
 		r.procs.Delete(cmd)
-		wr := WorkerResult{Worker: spec.Worker, PID: cmd.Process.Pid, Took: time.Since(t0), StoreStarts: storeStarts(spec.StartsFile)}
+		wr := verdict.WorkerResult{Worker: spec.Worker, PID: cmd.Process.Pid, Took: time.Since(t0), StoreStarts: storeStarts(spec.StartsFile)}
 		var ee *exec.ExitError
 		switch {
 		case timedOut.Load():
@@ -563,7 +565,7 @@ func storeMethod(lines []string) string {
 
 // snapshot opens the backend afresh (as a new process would) and reads the
 // stores, and distils the history.
-func (r *Runner) snapshot(ctx context.Context, c Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
+func (r *Runner) snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
 	obs := Observe(h, c, space)
 	st, err := r.backend.Open(ctx, env)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // A stalled step's Meanwhile must land inside the stall: between the
@@ -17,8 +19,8 @@ import (
 // never a pass.
 func TestInterleavingMissed(t *testing.T) {
 	pause := faults.PauseOn(100, 1)
-	c := Case{Steps: []Step{
-		{Worker: "holder", Meanwhile: &Meanwhile{Worker: "fault", Does: DeedCommit}},
+	c := catalogue.Case{Steps: []catalogue.Step{
+		{Worker: "holder", Meanwhile: &catalogue.Meanwhile{Worker: "fault", Does: catalogue.DeedCommit}},
 		{Worker: "fault"},
 	}}
 	hit := history.Record{Worker: "holder", Phase: 0, Kind: history.Hit, Point: faults.BeforeStateCommit, Fault: &pause}
@@ -36,12 +38,12 @@ func TestInterleavingMissed(t *testing.T) {
 		"no stall":     {history.Log{lease, commit}, "worker holder never stalled"},
 		"holder died":  {history.Log{hit, commit}, ""},
 	} {
-		got := interleavingMissed(c, tc.log, Timing{})
+		got := verdict.InterleavingMissed(c, tc.log, catalogue.Timing{})
 		switch {
 		case tc.want == "" && got != nil:
 			t.Errorf("%s: %+v, want exercised", name, got)
-		case tc.want != "" && (got == nil || !strings.Contains(got.Detail, tc.want) || got.Cause != CauseInterleaving):
-			t.Errorf("%s: %+v, want cause %s saying %q", name, got, CauseInterleaving, tc.want)
+		case tc.want != "" && (got == nil || !strings.Contains(got.Detail, tc.want) || got.Cause != verdict.CauseInterleaving):
+			t.Errorf("%s: %+v, want cause %s saying %q", name, got, verdict.CauseInterleaving, tc.want)
 		}
 	}
 }
@@ -51,14 +53,14 @@ func TestInterleavingMissed(t *testing.T) {
 // background, so there the case runs again and may find something.
 func TestNothingToTearIsSettledOffServersOnly(t *testing.T) {
 	for _, c := range []struct {
-		cause          Cause
+		cause          verdict.Cause
 		server, settle bool
 	}{
-		{CauseNothingToTear, false, true}, {CauseNothingToTear, true, false},
-		{CauseDataElsewhere, false, true}, {CauseDataElsewhere, true, true},
-		{CauseTiming, false, false},
+		{verdict.CauseNothingToTear, false, true}, {verdict.CauseNothingToTear, true, false},
+		{verdict.CauseDataElsewhere, false, true}, {verdict.CauseDataElsewhere, true, true},
+		{verdict.CauseTiming, false, false},
 	} {
-		if got := c.cause.settled(c.server); got != c.settle {
+		if got := c.cause.Settled(c.server); got != c.settle {
 			t.Errorf("%s on a server %v: settled %v, want %v", c.cause, c.server, got, c.settle)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
 )
 
@@ -17,7 +18,7 @@ import (
 // space before its first step, renamed to the space (operationIds scoped
 // by OpID) and moved to the run's clock, and seeds the case's model-call
 // log with the calls that made the loaded plans.
-func (r *Runner) loadInitial(ctx context.Context, c Case, cx caseExec, env CaseEnv, space, dir string) error {
+func (r *Runner) loadInitial(ctx context.Context, c catalogue.Case, cx caseExec, env CaseEnv, space, dir string) error {
 	if c.Initial.Empty() {
 		return nil
 	}
@@ -75,7 +76,7 @@ func initialCalls(s *initial.State, space string) map[string]int {
 // for a loaded operation as a call after its plan was frozen) and each
 // loaded operation as persisted with its fingerprint (so that I1 and I5
 // judge it like an operation the run persisted).
-func observeInitial(c Case, space string, obs *check.Observed) {
+func observeInitial(c catalogue.Case, space string, obs *check.Observed) {
 	if c.Initial.Empty() {
 		return
 	}

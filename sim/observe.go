@@ -8,6 +8,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/reference/plansave"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // The harness's own eyes: thin wrappers around the model and the stores the
@@ -44,7 +45,7 @@ func (w *worker) revision(ctx context.Context, space, doc string) int64 {
 }
 
 // intent records what the worker is about to ask the service for.
-func (w *worker) intent(ctx context.Context, a Action) {
+func (w *worker) intent(ctx context.Context, a catalogue.Action) {
 	o := history.Observation{What: history.SeenIntent, Do: a.Do, Doc: a.Doc, Op: a.Op, Base: w.revision(ctx, w.spec.Space, a.Doc)}
 	if a.Do == "ingest" {
 		o.ContentHash = reference.ContentHash(a.Content)

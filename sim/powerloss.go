@@ -3,17 +3,16 @@ package sim
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // A power loss (faults.PowerLoss) at a window: the worker dies there as in
@@ -29,87 +28,6 @@ import (
 // PRAGMA synchronous=OFF: they survive every process kill and must fail
 // under power loss.
 const MutantSynchronousOff = "synchronous-off"
-
-// PowerLossCase builds the case of a power loss at window p: the window's
-// crash case with the power loss armed in place of the kill; ok is false
-// where a crash does not apply.
-func PowerLossCase(p faults.Point, leaseTTLMillis int64) (Case, bool) {
-	return PowerCase(p, faults.PowerLoss, leaseTTLMillis)
-}
-
-// PowerCase builds the case of a power loss of kind k (faults.PowerLoss
-// or faults.TornWrite) at window p.
-func PowerCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool) {
-	spec, found := faults.Lookup(p)
-	if !found || !k.IsPowerLoss() {
-		return Case{}, false
-	}
-	return powerLossCase(spec, k, 0, leaseTTLMillis)
-}
-
-// powerLossCase is the case of a power loss of kind k at spec's window;
-// tear is a torn write's unit (faults.Action.Tear: 0 or faults.TearPage
-// for pages).
-func powerLossCase(spec faults.Spec, k faults.Kind, tear int, leaseTTLMillis int64) (Case, bool) {
-	c, ok := windowCase(spec, faults.Crash, leaseTTLMillis)
-	if !ok {
-		return Case{}, false
-	}
-	c.ID = caseID(strings.ReplaceAll(string(spec.Point), "/", "-"), string(k))
-	c.Kind = k
-	c.Description = fmt.Sprintf("power loss at %q (%s): every process of the case dies and every write not yet synced is lost; recovery must: %s", spec.Step, spec.Window, spec.Recovery)
-	tear = faults.ActionTear(tear)
-	if k == faults.TornWrite {
-		if tear != 0 {
-			c.ID += "-" + strconv.Itoa(tear)
-		}
-		c.Description = fmt.Sprintf("torn power loss at %q (%s): every process of the case dies; of the writes not yet synced some %s survive and the rest are lost; recovery must: %s", spec.Step, spec.Window, faults.TearName(tear), spec.Recovery)
-	}
-	for i := range c.Steps {
-		if a, armed := c.Steps[i].Arms[spec.Point]; armed && c.Steps[i].Worker == "fault" && a.Kind == faults.Crash {
-			act := faults.On(k, a.Hit)
-			if k == faults.TornWrite {
-				act.Tear = tear
-			}
-			c.Steps[i].Arms[spec.Point] = act
-		}
-	}
-	return c, true
-}
-
-// PowerLossMatrix returns a power loss at every window of the catalogue
-// and every store-declared window where a crash applies: the power-loss
-// column.
-func PowerLossMatrix(ws []StoreWindow, leaseTTLMillis int64) []Case {
-	return powerMatrix(ws, faults.PowerLoss, 0, leaseTTLMillis)
-}
-
-// TornWriteMatrix is the torn-write column: a torn power loss wherever
-// PowerLossMatrix has a power loss, tearing at tear (faults.TearPage or
-// 0: 4 KiB pages; faults.TearSector: 512-byte sectors, and the cases' IDs
-// end in -512; a smaller power of two down to faults.TearByte tears
-// inside one sector, and the IDs end in -N). It runs when asked for (--kind torn-write): at a window
-// where the store has nothing un-synced there is nothing to tear, and
-// such a case is not exercised.
-func TornWriteMatrix(ws []StoreWindow, tear int, leaseTTLMillis int64) []Case {
-	return powerMatrix(ws, faults.TornWrite, tear, leaseTTLMillis)
-}
-
-func powerMatrix(ws []StoreWindow, k faults.Kind, tear int, leaseTTLMillis int64) []Case {
-	var out []Case
-	for _, s := range faults.Catalogue {
-		if c, ok := powerLossCase(s, k, tear, leaseTTLMillis); ok {
-			out = append(out, c)
-		}
-	}
-	for _, w := range ws {
-		if c, ok := powerLossCase(w.Spec(), k, tear, leaseTTLMillis); ok {
-			c.Store = true
-			out = append(out, c)
-		}
-	}
-	return out
-}
 
 // PowerLossUntested says why this runner cannot cut the power, or "" when
 // it can: reports print it as "power loss: not tested (why)".
@@ -131,7 +49,7 @@ func (r *Runner) PowerLossUntested() string {
 // and otherwise returns what the report must say instead ("power loss:
 // not tested (why)"); asking for either kind where it cannot run is an
 // error.
-func (r *Runner) PowerLossSelection(sel *Selection) (untested string, err error) {
+func (r *Runner) PowerLossSelection(sel *catalogue.Selection) (untested string, err error) {
 	why := r.PowerLossUntested()
 	if why == "" {
 		sel.PowerLoss = true
@@ -185,7 +103,7 @@ type powerCase struct {
 	// noEffect says why a power loss of the case did not do what it
 	// names (nothing of the store on the mount, nothing to tear): the
 	// case is not exercised.
-	noEffect *NotExercisedReason
+	noEffect *verdict.NotExercisedReason
 }
 
 // restartsOf returns what the stores held right after each power loss.
@@ -197,7 +115,7 @@ func (pc *powerCase) restartsOf() []check.Restart {
 }
 
 // armsPowerLoss reports whether any step of c arms a power loss.
-func armsPowerLoss(c Case) bool {
+func armsPowerLoss(c catalogue.Case) bool {
 	for _, st := range c.Steps {
 		for _, a := range st.Arms {
 			if a.Kind.IsPowerLoss() {
@@ -218,7 +136,7 @@ func armsPowerLoss(c Case) bool {
 // the mount, and a page fault of its own on a mapped file of the mount
 // (SQLite maps its WAL index) would hold a thread the server may need.
 // The snapshot reads the durable copy settle leaves instead.
-func (r *Runner) mountPower(c Case, dir string, env *CaseEnv) (*powerCase, error) {
+func (r *Runner) mountPower(c catalogue.Case, dir string, env *CaseEnv) (*powerCase, error) {
 	if !armsPowerLoss(c) && !watchesDurable(c) && !(r.cfg.LazyData && r.backend.Embedded) {
 		return nil, nil
 	}
@@ -302,7 +220,7 @@ func (pc *powerCase) close() {
 // that the supervisor never opens them on the mount it serves): what a
 // write acknowledged before it must be there (I9, as after a server
 // restart). It returns the workers still paused.
-func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c Case, env CaseEnv, space string, cx caseExec, paused []runningWorker, res *CaseResult) ([]runningWorker, error) {
+func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx caseExec, paused []runningWorker, res *verdict.CaseResult) ([]runningWorker, error) {
 	if pc == nil {
 		return paused, nil
 	}
@@ -340,10 +258,10 @@ func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c Case, env Cas
 // cutLazy cuts the power of the case's lazy mount for hit (every process
 // of the case has ended), notes what it threw away, and reads the stores
 // as it left them (a restart for I9). The caller counts it in pc.done.
-func (r *Runner) cutLazy(ctx context.Context, pc *powerCase, c Case, env CaseEnv, space string, h history.Log, hit history.Record, res *CaseResult) {
+func (r *Runner) cutLazy(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, h history.Log, hit history.Record, res *verdict.CaseResult) {
 	loss := pc.fs.Cut(tearOf(hit, pc.done))
 	res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed; %d bytes and %d directory entries that were not synced thrown away%s%s",
-		hit.Point, hit.Worker, loss.Bytes, loss.Names, res.lost(loss), tornNote(loss)))
+		hit.Point, hit.Worker, loss.Bytes, loss.Names, res.Lost(loss), tornNote(loss)))
 	pc.tore(hit, loss)
 	rs := check.Restart{Server: "machine (power loss)", Point: string(hit.Point), Worker: hit.Worker, Events: len(h.Events())}
 	for _, t := range Observe(h, c, space).Threads {
@@ -362,26 +280,6 @@ func (r *Runner) cutLazy(ctx context.Context, pc *powerCase, c Case, env CaseEnv
 	pc.restarts = append(pc.restarts, rs)
 }
 
-// powerColumns are the power-loss columns a report holds cases of.
-func powerColumns(rep Report) []faults.Kind {
-	var out []faults.Kind
-	for _, k := range []faults.Kind{faults.PowerLoss, faults.TornWrite} {
-		if slices.ContainsFunc(rep.Results, func(r CaseResult) bool { return r.Case.Kind == k }) {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-// TearSeed is the seed of the n-th (from 0) torn power loss of a case, hit
-// at point p: a function of the window and the count alone, so that a
-// case, or a scenario made of it, tears the same way when it runs again.
-func TearSeed(p faults.Point, n int) int64 {
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%s\x00%d", p, n)
-	return int64(h.Sum64() >> 1)
-}
-
 // tearOf is how the n-th (from 0) power loss of a case, hit, tears: not
 // at all for a power-loss fault; for a torn-write one, at the unit its
 // action names (a page unless it names a smaller unit), seeded by TearSeed.
@@ -389,39 +287,7 @@ func tearOf(hit history.Record, n int) cut.Tear {
 	if hit.Fault.Kind != faults.TornWrite {
 		return cut.Tear{}
 	}
-	return cut.Tear{Unit: hit.Fault.TearUnit(), Seed: TearSeed(hit.Point, n)}
-}
-
-// LostSummary names the first n of what power losses threw away (as
-// CaseResult.PowerLost says it), and how many more: "a; b; and 3 more".
-func LostSummary(lost []string, n int) string {
-	s := strings.Join(lost[:min(n, len(lost))], "; ")
-	if more := len(lost) - n; more > 0 {
-		s += fmt.Sprintf("; and %d more", more)
-	}
-	return s
-}
-
-// lostStrings is each thing a power loss threw away, as a person reads it.
-func lostStrings(loss cut.Loss) []string {
-	var out []string
-	for _, f := range loss.Files {
-		out = append(out, f.String())
-	}
-	return out
-}
-
-// lost records where a power loss's losses were (CaseResult.PowerLost)
-// and returns what the case's note says of them, the first few: "
-// (pystore.db-journal: removed, its directory not synced, so it is back;
-// …; and 3 more)"; nothing when it lost nothing.
-func (res *CaseResult) lost(loss cut.Loss) string {
-	lost := lostStrings(loss)
-	res.PowerLost = append(res.PowerLost, lost...)
-	if len(lost) == 0 {
-		return ""
-	}
-	return " (" + LostSummary(lost, 3) + ")"
+	return cut.Tear{Unit: hit.Fault.TearUnit(), Seed: catalogue.TearSeed(hit.Point, n)}
 }
 
 // tornNote is what a case's note adds for a torn power loss.
@@ -445,7 +311,7 @@ func tornNote(loss cut.Loss) string {
 // synced to tear: it was a plain power loss.
 func (pc *powerCase) tore(hit history.Record, loss cut.Loss) {
 	if pc.noEffect == nil && loss.Torn && loss.Kept == 0 {
-		pc.noEffect = &NotExercisedReason{Cause: CauseNothingToTear,
+		pc.noEffect = &verdict.NotExercisedReason{Cause: verdict.CauseNothingToTear,
 			Detail: fmt.Sprintf("the torn power loss at %s (worker %s) found nothing written and not synced in the files that survive it: it was a plain power loss", hit.Point, hit.Worker),
 			Advice: "at this window the store had synced everything it wrote, so no write can be torn there (the power-loss column covers the window); a torn write needs a window between a write and its sync, such as a store-declared window inside a commit"}
 	}
@@ -457,12 +323,12 @@ func (pc *powerCase) tore(hit history.Record, loss cut.Loss) {
 // directory it was given, where crashmatrix cuts no power; a store that
 // wrote nothing yet at the window, and its files later, is fine: there was
 // nothing to lose then); for a torn one, nothing to tear (tore).
-func (pc *powerCase) withoutEffect() *NotExercisedReason {
+func (pc *powerCase) withoutEffect() *verdict.NotExercisedReason {
 	switch {
 	case pc == nil || pc.done == 0:
 		return nil
 	case pc.fs != nil && pc.fs.FilesMade() == 0:
-		return &NotExercisedReason{Cause: CauseDataElsewhere,
+		return &verdict.NotExercisedReason{Cause: verdict.CauseDataElsewhere,
 			Detail: "no file was ever made on the case's lazy mount, before or after the power loss: the store keeps its data outside its case's directory, so the power loss could lose nothing",
 			Advice: "open the store's files under the directory the harness gives (CaseEnv.Dir; for a store command, hello's dir and $CRASHMATRIX_STORE_DIR): only there does a power loss reach them; a store whose data lives in a server is no embedded backend (Backend.Embedded false), and its report says power loss was not tested"}
 	}

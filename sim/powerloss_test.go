@@ -15,7 +15,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 func needFUSE(t *testing.T) {
@@ -47,13 +49,13 @@ func noLazyMounts(t *testing.T) {
 func TestPowerLossCatchesSQLiteSynchronousOff(t *testing.T) {
 	needFUSE(t)
 	r := processRunner(t, "sqlite", func(c *sim.Config) { c.Mutant = sim.MutantSynchronousOff })
-	c, ok := sim.PowerLossCase(faults.BeforeCompleted, 250)
+	c, ok := catalogue.PowerLossCase(faults.BeforeCompleted, 250)
 	if !ok {
 		t.Fatal("no power-loss case at beforeCompleted")
 	}
 	res := r.RunCase(context.Background(), c)
 	broken := res.Broken()
-	if res.Verdict != sim.Fail || !(slices.Contains(broken, "I9") || slices.Contains(broken, "I5")) {
+	if res.Verdict != verdict.Fail || !(slices.Contains(broken, "I9") || slices.Contains(broken, "I5")) {
 		t.Fatalf("synchronous=OFF under power loss: verdict %s, broken %v, notes %v; want FAIL on I9 or I5\n%v", res.Verdict, broken, res.Notes, res.Violations)
 	}
 	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "power loss at beforeCompleted") }) {
@@ -61,8 +63,8 @@ func TestPowerLossCatchesSQLiteSynchronousOff(t *testing.T) {
 	}
 	// The same store survives the crash at the same window: only the
 	// power loss finds it out.
-	crash, _ := sim.WindowCase(faults.BeforeCompleted, faults.Crash, 250)
-	if res := r.RunCase(context.Background(), crash); res.Verdict != sim.Pass {
+	crash, _ := catalogue.WindowCase(faults.BeforeCompleted, faults.Crash, 250)
+	if res := r.RunCase(context.Background(), crash); res.Verdict != verdict.Pass {
 		t.Errorf("synchronous=OFF under a crash: %s %v %v; want pass (a process kill keeps the page cache)", res.Verdict, res.Broken(), res.Notes)
 	}
 	noLazyMounts(t)
@@ -75,21 +77,21 @@ func TestPowerLossColumnCertifiesEmbeddedDefault(t *testing.T) {
 	// Adaptive, as certify runs: on a loaded machine the TTL rises and a
 	// case short of time runs again, instead of failing the test.
 	r := processRunner(t, "sqlite", func(c *sim.Config) { c.Adaptive = true })
-	cases := sim.PowerLossMatrix(nil, 250)
+	cases := catalogue.PowerLossMatrix(nil, 250)
 	if len(cases) < len(faults.Catalogue)-2 {
 		t.Fatalf("only %d power-loss cases for %d windows", len(cases), len(faults.Catalogue))
 	}
 	rep := r.RunAll(context.Background(), cases, 2, nil)
 	for _, res := range rep.Results {
-		if res.Verdict != sim.Pass {
+		if res.Verdict != verdict.Pass {
 			t.Errorf("%s: %s %v %v", res.Case.ID, res.Verdict, res.Broken(), res.Notes)
 		}
 		if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.HasPrefix(n, "power loss at ") }) {
 			t.Errorf("%s: the power was never cut: %v", res.Case.ID, res.Notes)
 		}
 	}
-	if !slices.Contains(sim.Columns(rep), faults.PowerLoss) {
-		t.Errorf("the report's columns %v have no power-loss column", sim.Columns(rep))
+	if !slices.Contains(verdict.Columns(rep), faults.PowerLoss) {
+		t.Errorf("the report's columns %v have no power-loss column", verdict.Columns(rep))
 	}
 	noLazyMounts(t)
 }
@@ -111,14 +113,14 @@ func TestTornWriteColumnCertifiesEmbeddedDefault(t *testing.T) {
 	needFUSE(t)
 	r := processRunner(t, "sqlite", func(c *sim.Config) { c.Adaptive = true })
 	points := []faults.Point{faults.BeforeGraphWrite, faults.BeforeStateCommit, faults.BeforeCompleted, faults.PlanSaveBeforeCheckpoint}
-	pages := sim.Filter(sim.TornWriteMatrix(nil, 0, 250), points, nil, nil)
-	sectors := sim.Filter(sim.TornWriteMatrix(nil, faults.TearSector, 250), points, nil, nil)
-	bytes := sim.Filter(sim.TornWriteMatrix(nil, faults.TearByte, 250), points, nil, nil)
+	pages := catalogue.Filter(catalogue.TornWriteMatrix(nil, 0, 250), points, nil, nil)
+	sectors := catalogue.Filter(catalogue.TornWriteMatrix(nil, faults.TearSector, 250), points, nil, nil)
+	bytes := catalogue.Filter(catalogue.TornWriteMatrix(nil, faults.TearByte, 250), points, nil, nil)
 	if len(pages) != len(points) || len(sectors) != len(points) || len(bytes) != len(points) {
 		t.Fatalf("%d, %d and %d torn-write cases at %d windows", len(pages), len(sectors), len(bytes), len(points))
 	}
 	cases := slices.Concat(pages, sectors, bytes)
-	torn := func(res sim.CaseResult) string {
+	torn := func(res verdict.CaseResult) string {
 		unit := "pages"
 		switch {
 		case strings.HasSuffix(res.Case.ID, "-512"):
@@ -143,15 +145,15 @@ func TestTornWriteColumnCertifiesEmbeddedDefault(t *testing.T) {
 	rep := r.RunAll(context.Background(), cases, 2, nil)
 	first := map[string]string{}
 	for _, res := range rep.Results {
-		if res.Case.Kind != faults.TornWrite || res.Verdict != sim.Pass {
+		if res.Case.Kind != faults.TornWrite || res.Verdict != verdict.Pass {
 			t.Errorf("%s (%s): %s %v %v", res.Case.ID, res.Case.Kind, res.Verdict, res.Broken(), res.Notes)
 		}
 		first[res.Case.ID] = torn(res)
 	}
-	if !slices.Contains(sim.Columns(rep), faults.TornWrite) {
-		t.Errorf("the report's columns %v have no torn-write column", sim.Columns(rep))
+	if !slices.Contains(verdict.Columns(rep), faults.TornWrite) {
+		t.Errorf("the report's columns %v have no torn-write column", verdict.Columns(rep))
 	}
-	for _, c := range []sim.Case{pages[0], sectors[0]} {
+	for _, c := range []catalogue.Case{pages[0], sectors[0]} {
 		again := r.RunCase(context.Background(), c)
 		if got := torn(again); got != first[c.ID] {
 			t.Errorf("%s tore %q, then %q when it ran again", c.ID, first[c.ID], got)
@@ -186,16 +188,16 @@ func TestPowerLossOnDataElsewhereIsNotExercised(t *testing.T) {
 	needFUSE(t)
 	t.Setenv(elsewhereEnv, filepath.Join(t.TempDir(), "db"))
 	r := processRunner(t, elsewhere, nil)
-	var cases []sim.Case
+	var cases []catalogue.Case
 	for _, k := range []faults.Kind{faults.PowerLoss, faults.TornWrite} {
-		c, _ := sim.PowerCase(faults.BeforeCompleted, k, 250)
+		c, _ := catalogue.PowerCase(faults.BeforeCompleted, k, 250)
 		cases = append(cases, c)
 	}
 	// RunAll, as certify: running the cases again would not change it,
 	// so each runs once.
 	for _, res := range r.RunAll(context.Background(), cases, 2, nil).Results {
-		if res.Verdict != sim.NotExercised || res.NotExercised == nil || res.NotExercised.Cause != sim.CauseDataElsewhere || len(res.Attempts) > 0 {
-			t.Errorf("%s on a store whose data is off the mount: %s %+v %v, %d earlier attempts; want not exercised (%s) at the first", res.Case.Kind, res.Verdict, res.NotExercised, res.Notes, len(res.Attempts), sim.CauseDataElsewhere)
+		if res.Verdict != verdict.NotExercised || res.NotExercised == nil || res.NotExercised.Cause != verdict.CauseDataElsewhere || len(res.Attempts) > 0 {
+			t.Errorf("%s on a store whose data is off the mount: %s %+v %v, %d earlier attempts; want not exercised (%s) at the first", res.Case.Kind, res.Verdict, res.NotExercised, res.Notes, len(res.Attempts), verdict.CauseDataElsewhere)
 		}
 	}
 	noLazyMounts(t)
@@ -205,9 +207,9 @@ func TestPowerLossOnDataElsewhereIsNotExercised(t *testing.T) {
 // undecided: never a silent pass.
 func TestPowerLossInProcessIsNotTested(t *testing.T) {
 	r := processRunner(t, "sqlite", func(c *sim.Config) { c.InProcess = true })
-	c, _ := sim.PowerLossCase(faults.BeforeGraphWrite, 250)
+	c, _ := catalogue.PowerLossCase(faults.BeforeGraphWrite, 250)
 	res := r.RunCase(context.Background(), c)
-	if res.Verdict != sim.Undecided || len(res.Notes) == 0 || !strings.HasPrefix(res.Notes[0], "power loss: not tested (") {
+	if res.Verdict != verdict.Undecided || len(res.Notes) == 0 || !strings.HasPrefix(res.Notes[0], "power loss: not tested (") {
 		t.Fatalf("a power-loss case in the in-process mode: %s %v", res.Verdict, res.Notes)
 	}
 }
@@ -252,7 +254,7 @@ func TestPowerLossOnServersNeedsServerPower(t *testing.T) {
 				if why != "" {
 					t.Fatalf("power loss untested on a server backend that can cut the power: %s", why)
 				}
-				var sel sim.Selection
+				var sel catalogue.Selection
 				if untested, err := r.PowerLossSelection(&sel); err != nil || untested != "" || !sel.PowerLoss {
 					t.Fatalf("selection: %q %v, column %v", untested, err, sel.PowerLoss)
 				}
@@ -261,12 +263,12 @@ func TestPowerLossOnServersNeedsServerPower(t *testing.T) {
 			if !strings.Contains(why, tc.want) {
 				t.Fatalf("reason %q, want it to say %q", why, tc.want)
 			}
-			var sel sim.Selection
+			var sel catalogue.Selection
 			untested, err := r.PowerLossSelection(&sel)
 			if err != nil || sel.PowerLoss || !strings.HasPrefix(untested, "power loss: not tested (") {
 				t.Fatalf("default selection: %q %v, column %v; want the column left out with its reason", untested, err, sel.PowerLoss)
 			}
-			sel = sim.Selection{Kinds: []faults.Kind{faults.PowerLoss}}
+			sel = catalogue.Selection{Kinds: []faults.Kind{faults.PowerLoss}}
 			if _, err := r.PowerLossSelection(&sel); err == nil || !strings.Contains(err.Error(), "--kind power-loss") || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("--kind power-loss on it: %v; want a refusal naming why", err)
 			}
@@ -280,14 +282,14 @@ func TestPowerLossOnServersNeedsServerPower(t *testing.T) {
 // by the orderly unmount, and the verdict is the one on tmpfs.
 func TestLazyDataPutsEveryCaseOnALazyMount(t *testing.T) {
 	needFUSE(t)
-	c := sim.Filter(sim.Matrix(250), []faults.Point{faults.BeforeCompleted}, []faults.Kind{faults.Crash}, nil)
+	c := catalogue.Filter(catalogue.Matrix(250), []faults.Point{faults.BeforeCompleted}, []faults.Kind{faults.Crash}, nil)
 	if len(c) != 1 {
 		t.Fatalf("%d crash cases at beforeCompleted", len(c))
 	}
 	for _, lazy := range []bool{false, true} {
 		r := processRunner(t, "sqlite", func(cfg *sim.Config) { cfg.LazyData = lazy })
 		res := r.RunCase(context.Background(), c[0])
-		if res.Verdict != sim.Pass {
+		if res.Verdict != verdict.Pass {
 			t.Fatalf("lazy data %v: %s %v %v", lazy, res.Verdict, res.Broken(), res.Notes)
 		}
 		ents, err := os.ReadDir(filepath.Join(res.Dir, "disk", "data"))

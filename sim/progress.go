@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // ProgressEvery is the longest a progress log stays silent.
@@ -76,7 +78,7 @@ func (p *ProgressLog) Done(failed bool) {
 }
 
 // Case is Done for a case's result: failed when it broke an invariant.
-func (p *ProgressLog) Case(r CaseResult) { p.Done(r.Verdict == Fail) }
+func (p *ProgressLog) Case(r verdict.CaseResult) { p.Done(r.Verdict == verdict.Fail) }
 
 // Stop ends the log: no line after it returns.
 func (p *ProgressLog) Stop() {

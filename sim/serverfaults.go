@@ -13,6 +13,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // ServerFaults lets the supervisor fault the database servers of a server
@@ -122,7 +123,7 @@ func serverFaultHook(url, worker string, phase int) func(context.Context, faults
 // openServers opens the case's server faults when the run has them: the
 // workers' endpoints go into env, and the case holds the servers shared,
 // or exclusively when it crashes one. unlock releases what it took.
-func (r *Runner) openServers(ctx context.Context, c Case, cx caseExec, env *CaseEnv, space, history string) (CaseServers, func(), error) {
+func (r *Runner) openServers(ctx context.Context, c catalogue.Case, cx caseExec, env *CaseEnv, space, history string) (CaseServers, func(), error) {
 	if r.cfg.ServerFaults == nil || r.cfg.InProcess {
 		if k, ok := serverFaultOf(c); ok {
 			return nil, func() {}, fmt.Errorf("case arms a server fault (%s) but this run cannot fault servers: it needs a server backend whose servers crashmatrix started (--backend containers, with server faults on) and real worker processes", k)
@@ -221,7 +222,7 @@ func (g *serverGate) release() {
 }
 
 // serverFaultOf returns a server fault the case arms, if any.
-func serverFaultOf(c Case) (faults.Action, bool) {
+func serverFaultOf(c catalogue.Case) (faults.Action, bool) {
 	for _, st := range c.Steps {
 		for _, a := range st.Arms {
 			if a.Kind.IsServer() {
@@ -233,7 +234,7 @@ func serverFaultOf(c Case) (faults.Action, bool) {
 }
 
 // crashedServer names the server a case crashes ("" when none).
-func crashedServer(c Case) string {
+func crashedServer(c catalogue.Case) string {
 	if a, ok := serverFaultOf(c); ok && a.Kind == faults.ServerCrash {
 		return a.Server
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // recordingFaults is a ServerFaults that counts what the runner asks of
@@ -31,12 +33,12 @@ func (f *recordingFaults) Direct() map[string]string {
 func TestClientSideCaseOpensNoProxy(t *testing.T) {
 	f := &recordingFaults{}
 	r := processRunner(t, "sqlite", func(c *sim.Config) { c.ServerFaults = f })
-	c, ok := sim.WindowCase(faults.BeforeGraphWrite, faults.Crash, 250)
+	c, ok := catalogue.WindowCase(faults.BeforeGraphWrite, faults.Crash, 250)
 	if !ok {
 		t.Fatal("no crash case at beforeGraphWrite")
 	}
 	res := r.RunCase(context.Background(), c)
-	if res.Verdict != sim.Pass {
+	if res.Verdict != verdict.Pass {
 		t.Fatalf("client-side crash case with server faults on: %s %v", res.Verdict, res.Notes)
 	}
 	if n := f.opened.Load(); n != 0 {

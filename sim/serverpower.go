@@ -8,6 +8,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // ServerPower is what a server backend's ServerFaults implements when it
@@ -63,13 +65,13 @@ func (r *Runner) serverPowerUntested() string {
 // case is dead already (afterWorker), the servers are killed, their
 // un-synced writes dropped, and they are started again; the stores are
 // then read through the servers (I9), before recovery writes.
-func (r *Runner) cutServerPower(ctx context.Context, pc *powerCase, c Case, env CaseEnv, space string, h history.Log, hit history.Record, res *CaseResult) error {
+func (r *Runner) cutServerPower(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, h history.Log, hit history.Record, res *verdict.CaseResult) error {
 	loss, err := pc.server.PowerLoss(ctx, tearOf(hit, pc.done))
 	if err != nil {
 		return fmt.Errorf("power loss at %s: %w", hit.Point, err)
 	}
 	res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed, servers %v killed (SIGKILL); %d bytes and %d directory entries of their data directories that were not synced thrown away%s%s; first answered query %s after the kill",
-		hit.Point, hit.Worker, loss.Servers, loss.Bytes, loss.Names, res.lost(loss.Loss), tornNote(loss.Loss), loss.Took.Round(time.Millisecond)))
+		hit.Point, hit.Worker, loss.Servers, loss.Bytes, loss.Names, res.Lost(loss.Loss), tornNote(loss.Loss), loss.Took.Round(time.Millisecond)))
 	pc.tore(hit, loss.Loss)
 	rs := check.Restart{Server: "machine (power loss)", Point: string(hit.Point), Worker: hit.Worker, Took: loss.Took, Events: len(h.Events())}
 	for _, t := range Observe(h, c, space).Threads {
@@ -85,6 +87,6 @@ func (r *Runner) cutServerPower(ctx context.Context, pc *powerCase, c Case, env 
 }
 
 // isServerPowerLoss reports whether c cuts the power of a server backend.
-func (r *Runner) isServerPowerLoss(c Case) bool {
+func (r *Runner) isServerPowerLoss(c catalogue.Case) bool {
 	return !r.backend.Embedded && armsPowerLoss(c)
 }

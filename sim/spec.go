@@ -3,38 +3,21 @@ package sim
 import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
-
-// Action is one thing a worker does.
-type Action struct {
-	// Do is one of: ingest, retract, resume, recover, plansave-start,
-	// plansave-invoke, plansave-conflict.
-	Do      string `json:"do" yaml:"do"`
-	Doc     string `json:"doc,omitempty" yaml:"doc,omitempty"`
-	Content string `json:"content,omitempty" yaml:"content,omitempty"`
-	// Op is the operationId of an ingest (derived when empty) or resume.
-	Op string `json:"op,omitempty" yaml:"op,omitempty"`
-	// Rounds bounds a recover action (default 10).
-	Rounds   int    `json:"rounds,omitempty" yaml:"rounds,omitempty"`
-	Thread   string `json:"thread,omitempty" yaml:"thread,omitempty"`
-	Owner    string `json:"owner,omitempty" yaml:"owner,omitempty"`
-	Question string `json:"question,omitempty" yaml:"question,omitempty"`
-	Minutes  int    `json:"minutes,omitempty" yaml:"minutes,omitempty"`
-	Approve  bool   `json:"approve,omitempty" yaml:"approve,omitempty"`
-}
 
 // WorkerSpec is everything a worker process needs; the supervisor writes it
 // as JSON and arms the failpoints through GO_FAILPOINTS.
 type WorkerSpec struct {
-	Case    string      `json:"case"`
-	Worker  string      `json:"worker"`
-	Phase   int         `json:"phase"`
-	Space   string      `json:"space"`
-	Backend BackendSpec `json:"backend"`
-	Env     CaseEnv     `json:"env"`
-	History string      `json:"history"`
-	CallDir string      `json:"callDir"`
-	Actions []Action    `json:"actions"`
+	Case    string             `json:"case"`
+	Worker  string             `json:"worker"`
+	Phase   int                `json:"phase"`
+	Space   string             `json:"space"`
+	Backend BackendSpec        `json:"backend"`
+	Env     CaseEnv            `json:"env"`
+	History string             `json:"history"`
+	CallDir string             `json:"callDir"`
+	Actions []catalogue.Action `json:"actions"`
 	// Arms are the faults of this worker (also rendered into GO_FAILPOINTS).
 	Arms           faults.Arms     `json:"arms,omitempty"`
 	Bugs           []reference.Bug `json:"bugs,omitempty"`

@@ -3,7 +3,6 @@ package sim
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"os"
 	"strconv"
 	"time"
@@ -82,22 +81,6 @@ func storeStarts(path string) []time.Duration {
 		}
 	})
 	return out
-}
-
-// storeStartsLine says how long the workers' stores took to start over a
-// run's cases ("" when no worker noted any).
-func storeStartsLine(results []CaseResult) string {
-	var d []time.Duration
-	for _, r := range results {
-		for _, w := range r.Workers {
-			d = append(d, w.StoreStarts...)
-		}
-	}
-	if len(d) == 0 {
-		return ""
-	}
-	med, _, mx := latencyStats(d)
-	return fmt.Sprintf("store starts: median %s, max %s over %d worker store opens (not counted in the workers' deadlines)", med.Round(time.Millisecond), mx.Round(time.Millisecond), len(d))
 }
 
 // startTime is how long the worker whose starts file is path spent

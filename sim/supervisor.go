@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,21 +17,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
-)
-
-// Verdict is a case's outcome.
-type Verdict string
-
-// The verdicts. Only Pass certifies.
-const (
-	Pass         Verdict = "pass"
-	Fail         Verdict = "FAIL"
-	NotExercised Verdict = "not exercised"
-	Undecided    Verdict = "undecided"
-	// NotApplicable: the case tests a system the backend does not
-	// provide (System B when Backend.OpenPlanSave is nil). It is listed,
-	// neither passed nor failed.
-	NotApplicable Verdict = "not applicable"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // Launcher starts worker processes.
@@ -272,7 +258,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		cfg.Launcher = l
 	}
 	r := &Runner{cfg: cfg, backend: b, claimFixed: claimFixed}
-	r.timing.t = Timing{LeaseTTL: cfg.LeaseTTL, ClaimTTL: cfg.ClaimTTL, ProcessTimeout: cfg.ProcessTimeout, Source: src}
+	r.timing.t = catalogue.Timing{LeaseTTL: cfg.LeaseTTL, ClaimTTL: cfg.ClaimTTL, ProcessTimeout: cfg.ProcessTimeout, Source: src}
 	return r, nil
 }
 
@@ -296,148 +282,25 @@ func (r *Runner) KillAll() {
 	})
 }
 
-// WorkerResult is what became of one worker process.
-type WorkerResult struct {
-	Worker string        `json:"worker"`
-	PID    int           `json:"pid"`
-	Exit   string        `json:"exit"` // "ok", "killed at <point>", "timeout", "error: ..."
-	Hits   []string      `json:"hits,omitempty"`
-	Took   time.Duration `json:"took"`
-	// Output is the worker's output file, kept when it hung: its
-	// goroutines' stacks at the deadline are there. Stuck names where it
-	// hung, read from them.
-	Output string   `json:"output,omitempty"`
-	Stuck  []string `json:"stuck,omitempty"`
-	// StoreStarts is how long each open of the worker's stores took
-	// (store-cmd: its store process's start, until the hello reply), left
-	// out of its deadline (Backend.StartTimeout).
-	StoreStarts []time.Duration `json:"storeStarts,omitempty"`
-}
-
-// CaseResult is the outcome of one case.
-type CaseResult struct {
-	Case       Case              `json:"case"`
-	Verdict    Verdict           `json:"verdict"`
-	Hits       map[string]int    `json:"hits"`
-	Violations []check.Violation `json:"violations,omitempty"`
-	Notes      []string          `json:"notes,omitempty"`
-	// PowerLost is where the case's power losses threw data or names
-	// away, each as lazyfs.LostFile says it ("checkpoints.db-journal:
-	// removed, its directory not synced, so it is back"), names first.
-	PowerLost []string `json:"powerLost,omitempty"`
-	// DurableCalls are the store calls of a worker whose durable steps
-	// the case watched (Step.Durable) and what the lazy mount saw each
-	// make.
-	DurableCalls []DurableCall  `json:"durableCalls,omitempty"`
-	Workers      []WorkerResult `json:"workers"`
-	Completed    int            `json:"completed"`
-	Took         time.Duration  `json:"took"`
-	Dir          string         `json:"dir"`
-	// LeaseTTL is the lease TTL the case ran with (its last attempt's).
-	LeaseTTL time.Duration `json:"leaseTtl,omitempty"`
-	// NotExercised says why, when the verdict is NotExercised.
-	NotExercised *NotExercisedReason `json:"notExercised,omitempty"`
-	// Attempts are the earlier runs of a case retried because it was not
-	// exercised, oldest first.
-	Attempts []Attempt `json:"attempts,omitempty"`
-	// Space is the space the run wrote in (its operationIds are scoped by
-	// OpID to it).
-	Space string `json:"space,omitempty"`
-	// Timeline is the case's history, for reports.
-	Timeline []history.Record `json:"timeline,omitempty"`
-	// Expect is set when the case is a scenario judged against its
-	// expect block (crashmatrix run): a scenario that expects a mutant to
-	// break invariants and sees them break has verdict FAIL and meets its
-	// expectation; the report's verdict follows the expectation.
-	Expect *Expectation `json:"expect,omitempty"`
-}
-
-// Expectation is how a scenario's outcome compares with what it expects.
-type Expectation struct {
-	Met bool `json:"met"`
-	// Note says what happened: "broke I3,I4 as expected", or what was not
-	// met.
-	Note string `json:"note"`
-}
-
-// caseLogs is the folder of a case (CaseEnv.Logs) that holds what the
-// harness writes about its stores: beside the case's data, never in it.
-const caseLogs = "logs"
-
-// StoreLogs is the folder that holds the logs of the case's store
-// processes (store-cmd: store-<pid>.log, each one's whole stderr), or ""
-// when the case left none.
-func (cr CaseResult) StoreLogs() string {
-	if cr.Dir == "" {
-		return ""
-	}
-	dir := filepath.Join(cr.Dir, caseLogs)
-	if ents, err := os.ReadDir(dir); err != nil || len(ents) == 0 {
-		return ""
-	}
-	return dir
-}
-
-// Broken returns the short names of the invariants the case broke.
-func (cr CaseResult) Broken() []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, v := range cr.Violations {
-		if s := v.Invariant.Short(); !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// WhyNotExercised says why a case was not exercised, from its own notes
-// (not those of earlier attempts), and what that can mean; never empty.
-func (cr CaseResult) WhyNotExercised() string {
-	var why []string
-	for _, n := range cr.Notes {
-		if !strings.HasPrefix(n, EarlierAttempts) {
-			why = append(why, n)
-		}
-	}
-	if len(why) == 0 {
-		why = []string{"the fault did not fire"}
-	}
-	x := cr.NotExercised
-	if x == nil || (x.Cause == CauseUnreachable && x.Detail == "") {
-		return strings.Join(why, "; ") + ", which can mean the code path changed"
-	}
-	s := strings.Join(why, "; ") + " (" + string(x.Cause)
-	if x.Detail != "" {
-		s += ": " + x.Detail
-	}
-	s += ")"
-	if x.Advice != "" {
-		s += "; what to do: " + x.Advice
-	}
-	return s
-}
-
 // RunCase runs one case: its workers in order (processes, or goroutines in
 // the in-process mode), then the checks, with the runner's current timing
 // (pause lengths rescaled to its lease TTL). A case whose steps outran a
 // fixed wall-clock TTL is undecided (outranTTL).
-func (r *Runner) RunCase(ctx context.Context, c Case) CaseResult {
+func (r *Runner) RunCase(ctx context.Context, c catalogue.Case) verdict.CaseResult {
 	tm := r.Timing()
 	return r.outranTTL(r.runCase(ctx, c.ForTTL(tm.LeaseTTL), tm), tm)
 }
 
-func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
+func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Timing) verdict.CaseResult {
 	start := time.Now()
 	dir := filepath.Join(r.cfg.WorkDir, c.ID)
 	if c.System == faults.PlanSave && r.backend.OpenPlanSave == nil {
-		return CaseResult{Case: c, Verdict: NotApplicable, Notes: []string{fmt.Sprintf(
+		return verdict.CaseResult{Case: c, Verdict: verdict.NotApplicable, Notes: []string{fmt.Sprintf(
 			"backend %s does not provide System B's stores (the checkpoints and plans of the plan-save workflow: --plansave-cmd beside --store-cmd, Backend.OpenPlanSave in Go): the plan-save case is not applicable", r.backend.Name)}}
 	}
 	c = r.rescaleKills(c)
-	res := CaseResult{Case: c, Hits: map[string]int{}, Dir: dir, LeaseTTL: tm.LeaseTTL}
-	fail := func(v Verdict, note string) CaseResult {
+	res := verdict.CaseResult{Case: c, Hits: map[string]int{}, Dir: dir, LeaseTTL: tm.LeaseTTL}
+	fail := func(v verdict.Verdict, note string) verdict.CaseResult {
 		res.Verdict = v
 		res.Notes = append(res.Notes, note)
 		res.Took = time.Since(start)
@@ -447,7 +310,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	// (a server, or the in-process mode's one handle) keep earlier runs.
 	space := fmt.Sprintf("%s-%s-%d", r.cfg.Namespace, c.ID, r.runs.Add(1))
 	res.Space = space
-	env := CaseEnv{Dir: filepath.Join(dir, "data"), Logs: filepath.Join(dir, caseLogs), TempDir: filepath.Join(r.cfg.WorkDir, storeTempDir), Namespace: space, Mutant: r.cfg.Mutant}
+	env := CaseEnv{Dir: filepath.Join(dir, "data"), Logs: filepath.Join(dir, verdict.CaseLogs), TempDir: filepath.Join(r.cfg.WorkDir, storeTempDir), Namespace: space, Mutant: r.cfg.Mutant}
 	var cx caseExec
 	var err error
 	if r.cfg.InProcess {
@@ -460,20 +323,20 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 		}
 	}
 	if err != nil {
-		return fail(Undecided, err.Error())
+		return fail(verdict.Undecided, err.Error())
 	}
 	defer cx.close()
 	cs, unlock, err := r.openServers(ctx, c, cx, &env, space, filepath.Join(dir, "history.jsonl"))
 	if err != nil {
-		return fail(Undecided, err.Error())
+		return fail(verdict.Undecided, err.Error())
 	}
 	defer unlock()
 	if err := r.loadInitial(ctx, c, cx, env, space, dir); err != nil {
-		return fail(Undecided, "initial state: "+err.Error())
+		return fail(verdict.Undecided, "initial state: "+err.Error())
 	}
 	pc, err := r.mountPower(c, dir, &env)
 	if err != nil {
-		return fail(Undecided, err.Error())
+		return fail(verdict.Undecided, err.Error())
 	}
 	defer pc.close()
 	var paused []runningWorker
@@ -490,7 +353,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 			w.wait()
 		}
 	}()
-	var durableMiss *NotExercisedReason
+	var durableMiss *verdict.NotExercisedReason
 	releasePaused := func() {
 		for _, w := range paused {
 			w.release()
@@ -500,7 +363,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	}
 	for i, st := range c.Steps {
 		if err := ctx.Err(); err != nil {
-			return fail(Undecided, "interrupted: "+err.Error())
+			return fail(verdict.Undecided, "interrupted: "+err.Error())
 		}
 		if i == len(c.Steps)-1 {
 			// Faults stop, and every worker is done, before the final
@@ -514,9 +377,9 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 		if len(st.Resubmit) > 0 {
 			h, err := cx.history()
 			if err != nil {
-				return fail(Undecided, err.Error())
+				return fail(verdict.Undecided, err.Error())
 			}
-			var re []Action
+			var re []catalogue.Action
 			for _, w := range st.Resubmit {
 				re = append(re, unfinished(h, w, stepActions(c, w))...)
 			}
@@ -542,12 +405,12 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 		}
 		dw, unwatch, err := watchDurable(pc, st, dir, &spec)
 		if err != nil {
-			return fail(Undecided, err.Error())
+			return fail(verdict.Undecided, err.Error())
 		}
 		w, err := cx.start(ctx, spec, tm.ProcessTimeout)
 		if err != nil {
 			unwatch()
-			return fail(Undecided, fmt.Sprintf("start worker %s: %v", st.Worker, err))
+			return fail(verdict.Undecided, fmt.Sprintf("start worker %s: %v", st.Worker, err))
 		}
 		if st.Background {
 			// Move on once the worker reports a hit (it is now paused or
@@ -568,22 +431,22 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 				durableMiss = cmp.Or(durableMiss, why)
 				if why == nil {
 					// The kill is the case's fault: the report counts it as a hit.
-					res.Hits[DurableStepName(dw.kill)]++
+					res.Hits[catalogue.DurableStepName(dw.kill)]++
 					if err := r.durablePower(ctx, pc, c, env, space, cx, st.Worker, dw, &res); err != nil {
-						return fail(Undecided, err.Error())
+						return fail(verdict.Undecided, err.Error())
 					}
 				}
 			}
 		}
 		if paused, err = r.afterWorker(ctx, pc, c, env, space, cx, paused, &res); err != nil {
-			return fail(Undecided, err.Error())
+			return fail(verdict.Undecided, err.Error())
 		}
 		releasePaused()
 	}
 	releasePaused()
 	h, err := cx.history()
 	if err != nil {
-		return fail(Undecided, err.Error())
+		return fail(verdict.Undecided, err.Error())
 	}
 	res.Timeline = h
 	for i := range res.Workers {
@@ -619,12 +482,12 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	}
 	// Was every expected fault exercised, and did each armed crash end its
 	// worker by the kill?
-	var miss *NotExercisedReason
-	noRecrash := recrashWithoutReturn(c, h)
+	var miss *verdict.NotExercisedReason
+	noRecrash := verdict.RecrashWithoutReturn(c, h)
 	for i, st := range c.Steps {
 		for _, p := range st.ExpectHit {
-			if !h.HitBy(st.Worker, p) && !(noRecrash && st.Worker == recrashWorker) {
-				why := whyNotHit(h, i, st, p, findWorker(res.Workers, st.Worker), tm)
+			if !h.HitBy(st.Worker, p) && !(noRecrash && st.Worker == catalogue.RecrashWorker) {
+				why := verdict.WhyNotHit(h, i, st, p, findWorker(res.Workers, st.Worker), tm)
 				// The note keeps the reports' wording; the reason, with
 				// its cause and advice, is in NotExercised.
 				res.Notes = append(res.Notes, fmt.Sprintf("failpoint %s never fired in worker %s", p, st.Worker))
@@ -635,14 +498,14 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 			if a.Kind.IsServer() && h.HitBy(st.Worker, p) && !serverFaultDone(h, st.Worker, p) {
 				note := fmt.Sprintf("worker %s hit %s (%s) but the server fault never took effect", st.Worker, p, a)
 				res.Notes = append(res.Notes, note)
-				miss = cmp.Or(miss, &NotExercisedReason{Cause: CauseServerFault, Detail: note,
+				miss = cmp.Or(miss, &verdict.NotExercisedReason{Cause: verdict.CauseServerFault, Detail: note,
 					Advice: "the armed fault found no matching traffic before faults stopped (ack-lost waits for a committed write's reply, conn-reset for a request), or the supervisor could not restart the server: see the case's server records"})
 			}
 			if (a.Kind == faults.Crash || a.Kind == faults.Unknown || a.Kind == faults.Recrash || a.Kind.IsPowerLoss()) && h.HitBy(st.Worker, p) {
 				if wr := findWorker(res.Workers, st.Worker); wr != nil && !strings.HasPrefix(wr.Exit, "killed") {
 					note := fmt.Sprintf("worker %s hit %s (%s) but exited %q instead of dying by SIGKILL", st.Worker, p, a, wr.Exit)
 					res.Notes = append(res.Notes, note)
-					miss = cmp.Or(miss, &NotExercisedReason{Cause: CauseNotKilled, Detail: note,
+					miss = cmp.Or(miss, &verdict.NotExercisedReason{Cause: verdict.CauseNotKilled, Detail: note,
 						Advice: "the crash did not end the worker: check the worker's Crash function (it must not return) and that nothing catches the kill"})
 				}
 			}
@@ -653,32 +516,32 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	if notes, ok := killNotes(c, h); len(notes) > 0 {
 		res.Notes = append(res.Notes, notes...)
 		if !ok {
-			miss = cmp.Or(miss, &NotExercisedReason{Cause: CauseKillMissed, Detail: strings.Join(notes, "; "),
+			miss = cmp.Or(miss, &verdict.NotExercisedReason{Cause: verdict.CauseKillMissed, Detail: strings.Join(notes, "; "),
 				Advice: "the worker finished before its random kill (this run was faster than the measured one): run again, or pick another seed"})
 		}
 	}
 	miss = cmp.Or(miss, durableMiss, pc.withoutEffect())
 	if miss == nil {
-		miss = interleavingMissed(c, h, tm)
+		miss = verdict.InterleavingMissed(c, h, tm)
 	}
 	exercised := miss == nil
 	for _, w := range res.Workers {
 		if w.Exit == "timeout" || strings.HasPrefix(w.Exit, "error") {
-			return fail(Undecided, fmt.Sprintf("worker %s: %s", w.Worker, w.Exit))
+			return fail(verdict.Undecided, fmt.Sprintf("worker %s: %s", w.Worker, w.Exit))
 		}
 	}
 	// Check the invariants against the stores' real contents.
 	if env, err = pc.settle(env); err != nil {
-		return fail(Undecided, "power loss: "+err.Error())
+		return fail(verdict.Undecided, "power loss: "+err.Error())
 	}
 	snap, obs, err := cx.snapshot(ctx, c, env, space, h)
 	if err != nil {
 		note := "snapshot: " + strings.TrimPrefix(err.Error(), "snapshot: ")
 		if vs := pc.unreadable(err); len(vs) > 0 {
 			res.Violations = vs
-			return fail(Fail, note)
+			return fail(verdict.Fail, note)
 		}
-		return fail(Undecided, note)
+		return fail(verdict.Undecided, note)
 	}
 	if cs != nil {
 		obs.Restarts = cs.Restarts()
@@ -699,24 +562,24 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	res.Took = time.Since(start)
 	switch {
 	case len(res.Violations) > 0:
-		res.Verdict = Fail
+		res.Verdict = verdict.Fail
 	case exercised && noRecrash:
-		res.Verdict = NotApplicable
-		res.Notes = append(res.Notes, RecrashNotApplicable)
+		res.Verdict = verdict.NotApplicable
+		res.Notes = append(res.Notes, verdict.RecrashNotApplicable)
 	case !exercised:
-		res.Verdict = NotExercised
+		res.Verdict = verdict.NotExercised
 		res.NotExercised = miss
 	case res.Completed == 0:
-		res.Verdict = NotExercised
+		res.Verdict = verdict.NotExercised
 		res.Notes = append(res.Notes, "too little happened: no operation reached COMPLETED after recovery")
-		res.NotExercised = nothingCompleted(h, tm)
+		res.NotExercised = verdict.NothingCompleted(h, tm)
 	default:
-		res.Verdict = Pass
+		res.Verdict = verdict.Pass
 	}
 	return res
 }
 
-func findWorker(ws []WorkerResult, name string) *WorkerResult {
+func findWorker(ws []verdict.WorkerResult, name string) *verdict.WorkerResult {
 	for i := range ws {
 		if ws[i].Worker == name {
 			return &ws[i]
@@ -725,7 +588,7 @@ func findWorker(ws []WorkerResult, name string) *WorkerResult {
 	return nil
 }
 
-func stepActions(c Case, worker string) []Action {
+func stepActions(c catalogue.Case, worker string) []catalogue.Action {
 	for _, s := range c.Steps {
 		if s.Worker == worker {
 			return s.Actions
@@ -736,14 +599,14 @@ func stepActions(c Case, worker string) []Action {
 
 // unfinished returns the actions of worker that never returned successfully
 // (what its caller would resubmit), in order.
-func unfinished(h history.Log, worker string, acts []Action) []Action {
+func unfinished(h history.Log, worker string, acts []catalogue.Action) []catalogue.Action {
 	ok := map[int]bool{}
 	for _, r := range h {
 		if r.Worker == worker && r.Kind == history.Result && r.Err == "" {
 			ok[r.Index] = true
 		}
 	}
-	var out []Action
+	var out []catalogue.Action
 	for i, a := range acts {
 		if !ok[i] && a.Do != "recover" {
 			out = append(out, a)
@@ -775,7 +638,7 @@ func filterEnv(env []string, key string) []string {
 }
 
 // Observe distils a case's history into what the checkers need.
-func Observe(h history.Log, c Case, space string) check.Observed {
+func Observe(h history.Log, c catalogue.Case, space string) check.Observed {
 	obs := check.Observed{ModelCalls: h.ModelCalls(), Prepared: map[string][]string{}, Quiet: true, Log: h}
 	obs.Events = h.Events()
 	for _, e := range obs.Events {

@@ -19,7 +19,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/internal/procstat"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // The test binary is also the worker (and, for one test, a supervisor):
@@ -238,9 +240,9 @@ func readPID(t *testing.T, path string) int {
 // graph write (a foreground pause just sleeps).
 // hangCase stalls its worker ten minutes: a hang on the wall clock (the
 // runner must set Config.WallClock; on the harness clock a pause is free).
-func hangCase() sim.Case {
-	return sim.Case{ID: "hang", System: faults.Ingestion, Class: "hang",
-		Steps: []sim.Step{{Worker: "fault", Actions: sim.StandardScript(), ExpectHit: []faults.Point{faults.BeforeGraphWrite},
+func hangCase() catalogue.Case {
+	return catalogue.Case{ID: "hang", System: faults.Ingestion, Class: "hang",
+		Steps: []catalogue.Step{{Worker: "fault", Actions: catalogue.StandardScript(), ExpectHit: []faults.Point{faults.BeforeGraphWrite},
 			Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(10*time.Minute, 1)}}}}
 }
 
@@ -267,8 +269,8 @@ func TestDeadlineKillsHungWorkerAndItsGroup(t *testing.T) {
 	start := time.Now()
 	res := r.RunCase(context.Background(), hangCase())
 	took := time.Since(start)
-	if res.Verdict != sim.Undecided {
-		t.Fatalf("verdict %s, want %s (notes %v)", res.Verdict, sim.Undecided, res.Notes)
+	if res.Verdict != verdict.Undecided {
+		t.Fatalf("verdict %s, want %s (notes %v)", res.Verdict, verdict.Undecided, res.Notes)
 	}
 	if len(res.Workers) != 1 || res.Workers[0].Exit != "timeout" {
 		t.Fatalf("workers %+v, want one that timed out", res.Workers)
@@ -305,16 +307,16 @@ func TestWorkerDyingBeforeItsHitIsNotExercised(t *testing.T) {
 		t.Skip("runs worker processes")
 	}
 	r := processRunner(t, dieInGraphWrite, nil)
-	c, _ := sim.WindowCase(faults.BeforeGraphApplied, faults.Crash, 250)
-	rep := r.RunAll(context.Background(), []sim.Case{c}, 1, nil)
+	c, _ := catalogue.WindowCase(faults.BeforeGraphApplied, faults.Crash, 250)
+	rep := r.RunAll(context.Background(), []catalogue.Case{c}, 1, nil)
 	res := rep.Results[0]
-	if res.Verdict != sim.NotExercised {
-		t.Fatalf("verdict %s, want %s (notes %v, violations %v)", res.Verdict, sim.NotExercised, res.Notes, res.Violations)
+	if res.Verdict != verdict.NotExercised {
+		t.Fatalf("verdict %s, want %s (notes %v, violations %v)", res.Verdict, verdict.NotExercised, res.Notes, res.Violations)
 	}
-	if rep.ExitCode != 1 || rep.Verdict == sim.Pass {
+	if rep.ExitCode != 1 || rep.Verdict == verdict.Pass {
 		t.Fatalf("run verdict %s exit %d, want a failing run", rep.Verdict, rep.ExitCode)
 	}
-	if res.NotExercised == nil || res.NotExercised.Cause != sim.CauseUnreachable || !strings.Contains(res.NotExercised.Detail, "killed") {
+	if res.NotExercised == nil || res.NotExercised.Cause != verdict.CauseUnreachable || !strings.Contains(res.NotExercised.Detail, "killed") {
 		t.Fatalf("reason %+v, want unreachable: the worker was killed before the hit", res.NotExercised)
 	}
 	if len(res.Attempts) != 2 {
@@ -333,7 +335,7 @@ func TestCancelKillsEveryWorkerGroup(t *testing.T) {
 	}
 	r := processRunner(t, spawnsChild, func(c *sim.Config) { c.WallClock = true }) // the hang is a pause on the wall clock
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan sim.CaseResult)
+	done := make(chan verdict.CaseResult)
 	go func() { done <- r.RunCase(ctx, hangCase()) }()
 	// Wait for the hang.
 	hist := filepath.Join(r.Config().WorkDir, "hang", "history.jsonl")
@@ -343,7 +345,7 @@ func TestCancelKillsEveryWorkerGroup(t *testing.T) {
 	childPID := readPID(t, filepath.Join(r.Config().WorkDir, "hang", "data", "child.pid"))
 	cancel()
 	res := <-done
-	if res.Verdict != sim.Undecided {
+	if res.Verdict != verdict.Undecided {
 		t.Fatalf("verdict %s after cancel, want undecided", res.Verdict)
 	}
 	waitGone(t, "worker", workerPID)
@@ -360,19 +362,19 @@ func TestCancelReturnsOnceEveryWorkerIsGone(t *testing.T) {
 		t.Skip("runs worker processes")
 	}
 	r := processRunner(t, heavy, func(c *sim.Config) { c.LeaseTTL = 2 * time.Second })
-	c := sim.Case{ID: "paused-and-waiting", System: faults.Ingestion, Class: "hang",
-		Steps: []sim.Step{
-			{Worker: "paused", Actions: sim.StandardScript(), Background: true, ExpectHit: []faults.Point{faults.BeforeGraphApplied},
+	c := catalogue.Case{ID: "paused-and-waiting", System: faults.Ingestion, Class: "hang",
+		Steps: []catalogue.Step{
+			{Worker: "paused", Actions: catalogue.StandardScript(), Background: true, ExpectHit: []faults.Point{faults.BeforeGraphApplied},
 				Arms: faults.Arms{faults.BeforeGraphApplied: faults.PauseOn(10*time.Minute, 1)}},
 			// d4, whose lease the paused worker holds: it waits.
-			{Worker: "waiting", Actions: []sim.Action{{Do: "ingest", Doc: "d4", Content: sim.DocD2}}, Background: true},
+			{Worker: "waiting", Actions: []catalogue.Action{{Do: "ingest", Doc: "d4", Content: catalogue.DocD2}}, Background: true},
 			// The last step waits for paused workers (it is the final
 			// recovery): the case never gets there.
-			{Worker: "quiesce", Actions: []sim.Action{{Do: "recover", Rounds: 1}}},
+			{Worker: "quiesce", Actions: []catalogue.Action{{Do: "recover", Rounds: 1}}},
 		}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan sim.CaseResult)
+	done := make(chan verdict.CaseResult)
 	go func() { done <- r.RunCase(ctx, c) }()
 	hist := filepath.Join(r.Config().WorkDir, c.ID, "history.jsonl")
 	pids := map[string]int{}
@@ -393,7 +395,7 @@ func TestCancelReturnsOnceEveryWorkerIsGone(t *testing.T) {
 		}
 	}
 	cancel()
-	if res := <-done; res.Verdict != sim.Undecided {
+	if res := <-done; res.Verdict != verdict.Undecided {
 		t.Fatalf("verdict %s after cancel, want undecided", res.Verdict)
 	}
 	for _, w := range []string{"paused", "waiting"} {
@@ -423,22 +425,22 @@ func TestACaseThatEndsEarlyKillsItsPausedWorker(t *testing.T) {
 	r := processRunner(t, "sqlite", func(c *sim.Config) {
 		c.Launcher = failingLauncher{sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}}
 	})
-	c := sim.Case{ID: "paused-then-unstartable", System: faults.Ingestion, Class: "hang",
-		Steps: []sim.Step{
-			{Worker: "paused", Actions: sim.StandardScript(), Background: true, ExpectHit: []faults.Point{faults.BeforeGraphApplied},
+	c := catalogue.Case{ID: "paused-then-unstartable", System: faults.Ingestion, Class: "hang",
+		Steps: []catalogue.Step{
+			{Worker: "paused", Actions: catalogue.StandardScript(), Background: true, ExpectHit: []faults.Point{faults.BeforeGraphApplied},
 				Arms: faults.Arms{faults.BeforeGraphApplied: faults.PauseOn(10*time.Minute, 1)}},
-			{Worker: "unstartable", Actions: []sim.Action{{Do: "recover", Rounds: 1}}},
-			{Worker: "quiesce", Actions: []sim.Action{{Do: "recover", Rounds: 1}}},
+			{Worker: "unstartable", Actions: []catalogue.Action{{Do: "recover", Rounds: 1}}},
+			{Worker: "quiesce", Actions: []catalogue.Action{{Do: "recover", Rounds: 1}}},
 		}}
-	done := make(chan sim.CaseResult)
+	done := make(chan verdict.CaseResult)
 	go func() { done <- r.RunCase(context.Background(), c) }()
-	var res sim.CaseResult
+	var res verdict.CaseResult
 	select {
 	case res = <-done:
 	case <-time.After(time.Minute):
 		t.Fatal("the case did not return a minute after its worker could not start")
 	}
-	if res.Verdict != sim.Undecided || len(res.Notes) == 0 || !strings.Contains(res.Notes[0], "start worker unstartable") {
+	if res.Verdict != verdict.Undecided || len(res.Notes) == 0 || !strings.Contains(res.Notes[0], "start worker unstartable") {
 		t.Fatalf("verdict %s, notes %q; want undecided, the worker could not start", res.Verdict, res.Notes)
 	}
 	h, err := history.Read(filepath.Join(r.Config().WorkDir, c.ID, "history.jsonl"))
@@ -539,15 +541,15 @@ func TestSlowStepIsRetriedWithLongerTimings(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs worker processes")
 	}
-	c, _ := sim.WindowCase(faults.BeforeStateCommitted, faults.Crash, 250)
+	c, _ := catalogue.WindowCase(faults.BeforeStateCommitted, faults.Crash, 250)
 
 	// Wall-clock leases: on the harness clock a slow step takes no lease
 	// time at all (TestHarnessClockIgnoresSlowSteps).
 	// With a fixed TTL the case is undecided, the store not blamed: its
 	// steps outran the TTL (sim.TTLTooShortError).
 	fixed := processRunner(t, slowAlways, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond; c.WallClock = true })
-	res := fixed.RunAll(context.Background(), []sim.Case{c}, 1, nil).Results[0]
-	if res.Verdict != sim.Undecided || len(res.Attempts) == 0 || res.Attempts[0].Reason.Cause != sim.CauseTiming {
+	res := fixed.RunAll(context.Background(), []catalogue.Case{c}, 1, nil).Results[0]
+	if res.Verdict != verdict.Undecided || len(res.Attempts) == 0 || res.Attempts[0].Reason.Cause != verdict.CauseTiming {
 		t.Fatalf("fixed timings: verdict %s, attempts %+v; want undecided after attempts not exercised for timing", res.Verdict, res.Attempts)
 	}
 	if note := strings.Join(res.Notes, "; "); !strings.Contains(note, "lost its lease") || !strings.Contains(note, "raise --lease-ttl to at least") {
@@ -560,12 +562,12 @@ func TestSlowStepIsRetriedWithLongerTimings(t *testing.T) {
 	}
 
 	adaptive := processRunner(t, slowOnce, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond; c.Adaptive = true; c.WallClock = true })
-	rep := adaptive.RunAll(context.Background(), []sim.Case{c}, 1, nil)
+	rep := adaptive.RunAll(context.Background(), []catalogue.Case{c}, 1, nil)
 	res = rep.Results[0]
-	if res.Verdict != sim.Pass {
+	if res.Verdict != verdict.Pass {
 		t.Fatalf("adaptive timings: verdict %s (notes %v, attempts %+v), want pass", res.Verdict, res.Notes, res.Attempts)
 	}
-	if len(res.Attempts) != 1 || res.Attempts[0].Reason.Cause != sim.CauseTiming {
+	if len(res.Attempts) != 1 || res.Attempts[0].Reason.Cause != verdict.CauseTiming {
 		t.Fatalf("attempts %+v, want one earlier attempt not exercised for timing (timing %s, case TTL %s)", res.Attempts, rep.Timing, res.LeaseTTL)
 	}
 	if res.LeaseTTL < 2*res.Attempts[0].LeaseTTL {
@@ -588,11 +590,11 @@ func TestHarnessClockIgnoresSlowSteps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs worker processes")
 	}
-	c, _ := sim.WindowCase(faults.BeforeStateCommitted, faults.Crash, 250)
+	c, _ := catalogue.WindowCase(faults.BeforeStateCommitted, faults.Crash, 250)
 	r := processRunner(t, slowAlways, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond })
-	rep := r.RunAll(context.Background(), []sim.Case{c}, 1, nil)
+	rep := r.RunAll(context.Background(), []catalogue.Case{c}, 1, nil)
 	res := rep.Results[0]
-	if res.Verdict != sim.Pass || len(res.Attempts) != 0 || res.LeaseTTL != 250*time.Millisecond {
+	if res.Verdict != verdict.Pass || len(res.Attempts) != 0 || res.LeaseTTL != 250*time.Millisecond {
 		t.Fatalf("verdict %s (notes %v, attempts %+v, TTL %s), want a pass on the first attempt with the configured TTL", res.Verdict, res.Notes, res.Attempts, res.LeaseTTL)
 	}
 	if rep.Timing.Source != "harness clock" || !strings.Contains(rep.Timing.String(), "(harness clock)") {
@@ -602,17 +604,17 @@ func TestHarnessClockIgnoresSlowSteps(t *testing.T) {
 	// A stall of 480 lease TTLs, past which recovery takes the document
 	// over: on the wall clock it would take two minutes of waiting (and
 	// outlive the worker's 30 s deadline).
-	long := sim.Case{ID: "long-stall", System: faults.Ingestion, Class: "long-stall", Steps: []sim.Step{
-		{Worker: "fault", Actions: sim.StandardScript(), Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(2*time.Minute, 1)},
+	long := catalogue.Case{ID: "long-stall", System: faults.Ingestion, Class: "long-stall", Steps: []catalogue.Step{
+		{Worker: "fault", Actions: catalogue.StandardScript(), Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(2*time.Minute, 1)},
 			Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeGraphWrite},
-			Meanwhile: &sim.Meanwhile{Worker: "recover", Does: sim.DeedLease}},
-		{Worker: "recover", Actions: []sim.Action{{Do: "recover"}}, ContinueOnError: true},
-		{Worker: "quiesce", Actions: []sim.Action{{Do: "recover"}}, Resubmit: []string{"fault"}, ContinueOnError: true},
+			Meanwhile: &catalogue.Meanwhile{Worker: "recover", Does: catalogue.DeedLease}},
+		{Worker: "recover", Actions: []catalogue.Action{{Do: "recover"}}, ContinueOnError: true},
+		{Worker: "quiesce", Actions: []catalogue.Action{{Do: "recover"}}, Resubmit: []string{"fault"}, ContinueOnError: true},
 	}}
 	r2 := processRunner(t, "sqlite", func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond })
 	start := time.Now()
 	res = r2.RunCase(context.Background(), long)
-	if res.Verdict != sim.Pass {
+	if res.Verdict != verdict.Pass {
 		t.Fatalf("long stall: verdict %s, notes %v, broke %v", res.Verdict, res.Notes, res.Broken())
 	}
 	if took := time.Since(start); took >= time.Minute {

@@ -5,82 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
-
-// Timing is every wall-clock duration a process-mode run depends on. All of
-// it follows from one value, the lease TTL, so that a slower machine gets
-// proportionally longer timings and cases defined relative to the TTL
-// (pauses past it, pauses around it) keep their meaning.
-type Timing struct {
-	// LeaseTTL is the workers' document lease TTL: the one value every
-	// pause length of the matrix is defined against.
-	LeaseTTL time.Duration `json:"leaseTtl"`
-	// ClaimTTL bounds a recovery claim (LeaseTTL + 50ms unless set).
-	ClaimTTL time.Duration `json:"claimTtl"`
-	// ProcessTimeout kills a worker that has not ended by then.
-	ProcessTimeout time.Duration `json:"processTimeout"`
-	// Source says where LeaseTTL came from: "fixed" (set by the caller),
-	// "default", "calibrated" (measured before the run) or "simulated"
-	// (the in-process mode's clock, where wall time does not matter).
-	Source string `json:"source"`
-	// Calibration is what was measured before the matrix, when it was.
-	Calibration *Calibration `json:"calibration,omitempty"`
-	// Rescales are the rises of LeaseTTL while the run went on.
-	Rescales []Rescale `json:"rescales,omitempty"`
-}
-
-// Calibration is the step latency a run measured on its backend, under the
-// run's own parallelism, before the matrix started.
-type Calibration struct {
-	// Workers is how many fault-free workers ran at once; Steps how many
-	// step latencies they gave.
-	Workers int `json:"workers"`
-	Steps   int `json:"steps"`
-	// Median, P99 and Max of the time between two consecutive protocol
-	// steps of one worker holding a lease.
-	Median time.Duration `json:"median"`
-	P99    time.Duration `json:"p99"`
-	Max    time.Duration `json:"max"`
-	// Took is the calibration's wall time.
-	Took time.Duration `json:"took"`
-}
-
-// Rescale records one rise of the lease TTL during a run, and why.
-type Rescale struct {
-	After string        `json:"after"` // the case whose result caused it
-	From  time.Duration `json:"from"`
-	To    time.Duration `json:"to"`
-	Why   string        `json:"why"`
-}
-
-// LongPause is a pause well past the lease: the paused holder must find
-// its lease expired and taken over when it wakes.
-func (t Timing) LongPause() time.Duration { return 2*t.LeaseTTL + 100*time.Millisecond }
-
-// ShortPause is a pause well inside the lease.
-func (t Timing) ShortPause() time.Duration { return t.LeaseTTL / 2 }
-
-// String is the one line a report prints about the timings of a run.
-func (t Timing) String() string {
-	s := fmt.Sprintf("timing: lease TTL %s (%s), claim TTL %s, pause past the lease %s, worker deadline %s",
-		t.LeaseTTL, t.Source, t.ClaimTTL, t.LongPause(), t.ProcessTimeout)
-	if c := t.Calibration; c != nil {
-		s += fmt.Sprintf("; calibration: %d workers at once, step latency median %s, p99 %s, max %s (%d steps, %s)",
-			c.Workers, c.Median, c.P99, c.Max, c.Steps, c.Took.Round(time.Millisecond))
-	}
-	for _, r := range t.Rescales {
-		s += fmt.Sprintf("; raised %s -> %s after %s (%s)", r.From, r.To, r.After, r.Why)
-	}
-	return s
-}
 
 // Safety factors of the derivation. A live holder checks its lease before
 // every write and renews it once less than half is left, so it loses the
@@ -93,9 +26,6 @@ const (
 	// maxTTLScale caps how far the TTL may rise above the configured
 	// base: past it the machine is too slow to certify anything useful.
 	maxTTLScale = 40
-	// timeoutPerTTL: a worker's deadline is at least this many TTLs
-	// (its waits for leases of killed workers, its pauses, its steps).
-	timeoutPerTTL = 60
 	// calibrationDeadline bounds a calibration worker (the standard
 	// script, fault-free): past it the backend is hung, not slow.
 	calibrationDeadline = 5 * time.Minute
@@ -112,19 +42,6 @@ func ttlFor(base, p99, maxStep time.Duration) time.Duration {
 func roundTTL(d time.Duration) time.Duration {
 	const unit = 50 * time.Millisecond
 	return (d + unit - 1) / unit * unit
-}
-
-// withTTL returns t with another lease TTL and what follows from it.
-func (t Timing) withTTL(ttl time.Duration, fixedClaim bool) Timing {
-	old := t.LeaseTTL
-	t.LeaseTTL = ttl
-	if !fixedClaim {
-		t.ClaimTTL = ttl + 50*time.Millisecond
-	} else if old > 0 {
-		t.ClaimTTL = t.ClaimTTL * ttl / old
-	}
-	t.ProcessTimeout = max(t.ProcessTimeout, timeoutPerTTL*ttl)
-	return t
 }
 
 // stepLatencies returns, for every worker of a history, the time between
@@ -196,48 +113,29 @@ func steps(h history.Log) []step {
 	return out
 }
 
-// latencyStats returns the median, 99th percentile and maximum of d.
-func latencyStats(d []time.Duration) (median, p99, maxD time.Duration) {
-	if len(d) == 0 {
-		return 0, 0, 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2], s[min(len(s)-1, len(s)*99/100)], s[len(s)-1]
-}
-
-// CalibrationCase is a fault-free case whose worker runs the standard
-// script: its step latencies, measured with as many copies running at once
-// as the matrix will run, say how slow the backend is on this machine now.
-func CalibrationCase(i int) Case {
-	return Case{ID: fmt.Sprintf("calibrate-%d", i), System: faults.Ingestion, Class: "calibration",
-		Description: "fault-free run of the standard script, to measure step latency before the matrix",
-		Steps:       []Step{{Worker: "calibrate", Actions: StandardScript()}}}
-}
-
 // adaptive is a runner's live timing: calibrated before the matrix and
 // raised while it runs.
 type adaptive struct {
 	mu sync.Mutex
-	t  Timing
+	t  catalogue.Timing
 }
 
-func (a *adaptive) get() Timing { a.mu.Lock(); defer a.mu.Unlock(); return a.t }
+func (a *adaptive) get() catalogue.Timing { a.mu.Lock(); defer a.mu.Unlock(); return a.t }
 
 // raise lifts the TTL to ttl (never lowers it) and records why.
-func (a *adaptive) raise(after string, ttl time.Duration, why string, fixedClaim bool) Timing {
+func (a *adaptive) raise(after string, ttl time.Duration, why string, fixedClaim bool) catalogue.Timing {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if ttl > a.t.LeaseTTL {
 		from := a.t.LeaseTTL
-		a.t = a.t.withTTL(ttl, fixedClaim)
-		a.t.Rescales = append(a.t.Rescales, Rescale{After: after, From: from, To: ttl, Why: why})
+		a.t = a.t.WithTTL(ttl, fixedClaim)
+		a.t.Rescales = append(a.t.Rescales, catalogue.Rescale{After: after, From: from, To: ttl, Why: why})
 	}
 	return a.t
 }
 
 // Timing returns the timings the runner uses now.
-func (r *Runner) Timing() Timing { return r.timing.get() }
+func (r *Runner) Timing() catalogue.Timing { return r.timing.get() }
 
 // Calibrate measures step latency on the backend with parallel fault-free
 // workers at once and, in an adaptive run, derives the timings from it
@@ -246,7 +144,7 @@ func (r *Runner) Timing() Timing { return r.timing.get() }
 // backend cannot run even a fault-free case (a server that does not
 // answer, say): a certification run would then only report "undecided"
 // for every case.
-func (r *Runner) Calibrate(ctx context.Context, parallel int) (Timing, error) {
+func (r *Runner) Calibrate(ctx context.Context, parallel int) (catalogue.Timing, error) {
 	if r.cfg.InProcess {
 		return r.Timing(), nil
 	}
@@ -258,7 +156,7 @@ func (r *Runner) Calibrate(ctx context.Context, parallel int) (Timing, error) {
 	// A calibration worker that lost its lease stopped early and measured
 	// little: calibrate again with the TTL its slow step asked for, a few
 	// times at most.
-	var t Timing
+	var t catalogue.Timing
 	for round := 1; ; round++ {
 		var lost bool
 		var err error
@@ -271,8 +169,8 @@ func (r *Runner) Calibrate(ctx context.Context, parallel int) (Timing, error) {
 
 // calibrateOnce runs one calibration round; lost says a calibration worker
 // lost its lease (the TTL in use was too short to measure with).
-func (r *Runner) calibrateOnce(ctx context.Context, parallel int, start time.Time) (Timing, bool, error) {
-	results := make([]CaseResult, parallel)
+func (r *Runner) calibrateOnce(ctx context.Context, parallel int, start time.Time) (catalogue.Timing, bool, error) {
+	results := make([]verdict.CaseResult, parallel)
 	// Calibration is there to find out how slow the machine is: its
 	// workers get a deadline long enough for a very slow one, not the
 	// one a case will get.
@@ -283,7 +181,7 @@ func (r *Runner) calibrateOnce(ctx context.Context, parallel int, start time.Tim
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = r.runCase(ctx, CalibrationCase(i), tm)
+			results[i] = r.runCase(ctx, catalogue.CalibrationCase(i), tm)
 		}()
 	}
 	wg.Wait()
@@ -291,7 +189,7 @@ func (r *Runner) calibrateOnce(ctx context.Context, parallel int, start time.Tim
 	var longest step
 	lost := false
 	for _, res := range results {
-		if res.Verdict == Undecided {
+		if res.Verdict == verdict.Undecided {
 			return r.Timing(), false, fmt.Errorf("calibration on backend %s: %s", r.backend.Name, strings.Join(res.Notes, "; "))
 		}
 		lat = append(lat, stepLatencies(res.Timeline)...)
@@ -302,14 +200,14 @@ func (r *Runner) calibrateOnce(ctx context.Context, parallel int, start time.Tim
 			lost = lost || (rec.Kind == history.Event && rec.Event != nil && rec.Event.Kind == reference.EvLeaseLost)
 		}
 	}
-	med, p99, mx := latencyStats(lat)
+	med, p99, mx := verdict.LatencyStats(lat)
 	if err := r.fixedTTLCovers(tm.LeaseTTL, p99, longest, lost); err != nil {
 		return r.Timing(), false, err
 	}
-	cal := &Calibration{Workers: parallel, Steps: len(lat), Median: med, P99: p99, Max: mx, Took: time.Since(start)}
+	cal := &catalogue.Calibration{Workers: parallel, Steps: len(lat), Median: med, P99: p99, Max: mx, Took: time.Since(start)}
 	r.timing.mu.Lock()
 	if r.cfg.Adaptive {
-		r.timing.t = r.timing.t.withTTL(ttlFor(r.cfg.LeaseTTL, p99, mx), r.claimFixed)
+		r.timing.t = r.timing.t.WithTTL(ttlFor(r.cfg.LeaseTTL, p99, mx), r.claimFixed)
 		r.timing.t.Source = "calibrated"
 	}
 	if r.cfg.WallClock {
@@ -412,36 +310,36 @@ func (r *Runner) fixedTTLGate(ctx context.Context) error {
 // while its steps outran the TTL (interleaving), make the store NOT
 // CERTIFIED. An adaptive run raises its TTL and runs such a case again
 // instead.
-func (r *Runner) outranTTL(res CaseResult, tm Timing) CaseResult {
-	var cause Cause
+func (r *Runner) outranTTL(res verdict.CaseResult, tm catalogue.Timing) verdict.CaseResult {
+	var cause verdict.Cause
 	if res.NotExercised != nil {
 		cause = res.NotExercised.Cause
 	}
-	timing := res.Verdict == NotExercised && cause == CauseTiming
-	if res.Verdict != Fail && !timing && !(res.Verdict == NotExercised && cause == CauseInterleaving) || !r.fixedWallTTL() {
+	timing := res.Verdict == verdict.NotExercised && cause == verdict.CauseTiming
+	if res.Verdict != verdict.Fail && !timing && !(res.Verdict == verdict.NotExercised && cause == verdict.CauseInterleaving) || !r.fixedWallTTL() {
 		return res
 	}
-	_, p99, _ := latencyStats(stepLatencies(res.Timeline))
+	_, p99, _ := verdict.LatencyStats(stepLatencies(res.Timeline))
 	short := tooShort(tm.LeaseTTL, p99, longestStep(res.Timeline), timing, "this case")
 	if short == nil {
 		return res
 	}
 	what := fmt.Sprintf("the %s it broke say", strings.Join(res.Broken(), ", "))
-	if res.Verdict == NotExercised {
+	if res.Verdict == verdict.NotExercised {
 		what = fmt.Sprintf("its fault not firing (%s) says", res.NotExercised.Detail)
 	}
 	res.Notes = append(res.Notes, fmt.Sprintf("its steps outran the lease TTL, so %s nothing of the store: %s", what, short))
-	res.Verdict, res.Violations, res.NotExercised = Undecided, nil, nil
+	res.Verdict, res.Violations, res.NotExercised = verdict.Undecided, nil, nil
 	return res
 }
 
 // rescaleFrom raises the TTL when a case's workers took steps so long that a
 // live holder came close to losing its lease.
-func (r *Runner) rescaleFrom(res CaseResult) {
+func (r *Runner) rescaleFrom(res verdict.CaseResult) {
 	if !r.cfg.Adaptive || r.cfg.InProcess {
 		return
 	}
-	_, p99, mx := latencyStats(stepLatencies(res.Timeline))
+	_, p99, mx := verdict.LatencyStats(stepLatencies(res.Timeline))
 	cur := r.Timing()
 	if mx*2 <= cur.LeaseTTL {
 		return
@@ -449,32 +347,4 @@ func (r *Runner) rescaleFrom(res CaseResult) {
 	if ttl := ttlFor(r.cfg.LeaseTTL, p99, mx); ttl > cur.LeaseTTL {
 		r.timing.raise(res.Case.ID, ttl, fmt.Sprintf("a step took %s", mx), r.claimFixed)
 	}
-}
-
-// ForTTL returns the case with its pause lengths rescaled from the TTL the
-// case was built for to ttl, so that a pause past the lease (or around it)
-// stays past (or around) the lease in use.
-func (c Case) ForTTL(ttl time.Duration) Case {
-	if c.TTLMillis <= 0 || ttl <= 0 || ttl.Milliseconds() == c.TTLMillis {
-		return c
-	}
-	from, to := c.TTLMillis, ttl.Milliseconds()
-	out := c
-	out.TTLMillis = to
-	out.Steps = make([]Step, len(c.Steps))
-	for i, st := range c.Steps {
-		out.Steps[i] = st
-		if len(st.Arms) == 0 {
-			continue
-		}
-		arms := make(faults.Arms, len(st.Arms))
-		for p, a := range st.Arms {
-			if a.Kind == faults.Pause {
-				a.PauseFor = time.Duration(int64(a.PauseFor) * to / from)
-			}
-			arms[p] = a
-		}
-		out.Steps[i].Arms = arms
-	}
-	return out
 }

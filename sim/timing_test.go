@@ -14,6 +14,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 func ev(w string, phase int, kind string, at int64) history.Record {
@@ -46,7 +48,7 @@ func TestStepLatenciesLeaveOutWaits(t *testing.T) {
 			t.Fatalf("latencies %v, want %v", got, want)
 		}
 	}
-	med, p99, mx := latencyStats(got)
+	med, p99, mx := verdict.LatencyStats(got)
 	if med != 50*time.Millisecond || p99 != 100*time.Millisecond || mx != 100*time.Millisecond {
 		t.Fatalf("stats %s %s %s", med, p99, mx)
 	}
@@ -68,7 +70,7 @@ func TestTTLForFollowsStepLatency(t *testing.T) {
 			t.Errorf("ttlFor(%s, p99 %s, max %s) = %s, want %s", base, c.p99, c.max, got, c.want)
 		}
 	}
-	tm := Timing{LeaseTTL: base, ClaimTTL: base + 50*time.Millisecond, ProcessTimeout: 30 * time.Second}.withTTL(time.Second, false)
+	tm := catalogue.Timing{LeaseTTL: base, ClaimTTL: base + 50*time.Millisecond, ProcessTimeout: 30 * time.Second}.WithTTL(time.Second, false)
 	if tm.ClaimTTL != time.Second+50*time.Millisecond || tm.ProcessTimeout != 60*time.Second || tm.LongPause() != 2100*time.Millisecond {
 		t.Fatalf("derived timing %+v, long pause %s", tm, tm.LongPause())
 	}
@@ -76,7 +78,7 @@ func TestTTLForFollowsStepLatency(t *testing.T) {
 
 // A case's pauses keep their relation to the lease when the TTL changes.
 func TestCaseForTTLRescalesPauses(t *testing.T) {
-	c, ok := WindowCase(faults.BeforeStateCommit, faults.Pause, 250)
+	c, ok := catalogue.WindowCase(faults.BeforeStateCommit, faults.Pause, 250)
 	if !ok {
 		t.Fatal("no pause case at beforeStateCommit")
 	}
@@ -93,7 +95,7 @@ func TestCaseForTTLRescalesPauses(t *testing.T) {
 	if d.TTLMillis != 1000 {
 		t.Fatalf("TTLMillis %d", d.TTLMillis)
 	}
-	crash, _ := WindowCase(faults.BeforeStateCommit, faults.Crash, 250)
+	crash, _ := catalogue.WindowCase(faults.BeforeStateCommit, faults.Crash, 250)
 	if got := crash.ForTTL(time.Second).Steps[0].Arms[faults.BeforeStateCommit].String(); got != "crash@1" {
 		t.Fatalf("a crash arm became %q", got)
 	}
@@ -102,27 +104,27 @@ func TestCaseForTTLRescalesPauses(t *testing.T) {
 // Not exercised says whether time ran out or the point was never on the
 // path, and what to do.
 func TestWhyNotHitTellsTimingFromUnreachable(t *testing.T) {
-	tm := Timing{LeaseTTL: 250 * time.Millisecond, ProcessTimeout: 30 * time.Second}
-	st := Step{Worker: "fault", Actions: StandardScript()}
+	tm := catalogue.Timing{LeaseTTL: 250 * time.Millisecond, ProcessTimeout: 30 * time.Second}
+	st := catalogue.Step{Worker: "fault", Actions: catalogue.StandardScript()}
 	p := faults.BeforeStateCommitted
 	start := history.Record{Worker: "fault", Kind: history.Start}
 	for _, c := range []struct {
 		name string
 		h    history.Log
-		wr   *WorkerResult
-		want Cause
+		wr   *verdict.WorkerResult
+		want verdict.Cause
 		text string
 	}{
-		{"lease lost", history.Log{start, {Worker: "fault", Kind: history.Event, Event: &reference.Event{Kind: reference.EvLeaseLost, DocumentID: "d4"}}}, &WorkerResult{Exit: "ok"}, CauseTiming, "lost its lease on d4"},
-		{"lease wait", history.Log{start, {Worker: "fault", Kind: history.Result, Err: "lease s/d4 held by x: " + reference.ErrLockTimeout.Error()}}, &WorkerResult{Exit: "ok"}, CauseTiming, "gave up"},
-		{"deadline", history.Log{start}, &WorkerResult{Exit: "timeout"}, CauseTiming, "deadline of 30s"},
-		{"finished", history.Log{start, {Worker: "fault", Kind: history.Exit, Reason: "done"}}, &WorkerResult{Exit: "ok"}, CauseUnreachable, "ran all 5 actions without passing"},
-		{"error", history.Log{start, {Worker: "fault", Kind: history.Result, Err: "boom"}, {Worker: "fault", Kind: history.Exit, Reason: "stopped after a failed action"}}, &WorkerResult{Exit: "ok"}, CauseUnreachable, "stopped at an error"},
-		{"finished after an error", history.Log{start, {Worker: "fault", Kind: history.Result, Err: "link: operation not supported"}, {Worker: "fault", Kind: history.Exit, Reason: "done"}}, &WorkerResult{Exit: "ok"}, CauseUnreachable, "an action failed: link: operation not supported"},
-		{"died", history.Log{start}, &WorkerResult{Exit: "killed (SIGKILL)"}, CauseUnreachable, "ended (exit \"killed (SIGKILL)\")"},
-		{"another phase", history.Log{{Worker: "fault", Phase: 3, Kind: history.Event, Event: &reference.Event{Kind: reference.EvLeaseLost}}, start, {Worker: "fault", Kind: history.Exit, Reason: "done"}}, &WorkerResult{Exit: "ok"}, CauseUnreachable, "ran all"},
+		{"lease lost", history.Log{start, {Worker: "fault", Kind: history.Event, Event: &reference.Event{Kind: reference.EvLeaseLost, DocumentID: "d4"}}}, &verdict.WorkerResult{Exit: "ok"}, verdict.CauseTiming, "lost its lease on d4"},
+		{"lease wait", history.Log{start, {Worker: "fault", Kind: history.Result, Err: "lease s/d4 held by x: " + reference.ErrLockTimeout.Error()}}, &verdict.WorkerResult{Exit: "ok"}, verdict.CauseTiming, "gave up"},
+		{"deadline", history.Log{start}, &verdict.WorkerResult{Exit: "timeout"}, verdict.CauseTiming, "deadline of 30s"},
+		{"finished", history.Log{start, {Worker: "fault", Kind: history.Exit, Reason: "done"}}, &verdict.WorkerResult{Exit: "ok"}, verdict.CauseUnreachable, "ran all 5 actions without passing"},
+		{"error", history.Log{start, {Worker: "fault", Kind: history.Result, Err: "boom"}, {Worker: "fault", Kind: history.Exit, Reason: "stopped after a failed action"}}, &verdict.WorkerResult{Exit: "ok"}, verdict.CauseUnreachable, "stopped at an error"},
+		{"finished after an error", history.Log{start, {Worker: "fault", Kind: history.Result, Err: "link: operation not supported"}, {Worker: "fault", Kind: history.Exit, Reason: "done"}}, &verdict.WorkerResult{Exit: "ok"}, verdict.CauseUnreachable, "an action failed: link: operation not supported"},
+		{"died", history.Log{start}, &verdict.WorkerResult{Exit: "killed (SIGKILL)"}, verdict.CauseUnreachable, "ended (exit \"killed (SIGKILL)\")"},
+		{"another phase", history.Log{{Worker: "fault", Phase: 3, Kind: history.Event, Event: &reference.Event{Kind: reference.EvLeaseLost}}, start, {Worker: "fault", Kind: history.Exit, Reason: "done"}}, &verdict.WorkerResult{Exit: "ok"}, verdict.CauseUnreachable, "ran all"},
 	} {
-		got := whyNotHit(c.h, 0, st, p, c.wr, tm)
+		got := verdict.WhyNotHit(c.h, 0, st, p, c.wr, tm)
 		if got.Cause != c.want || !strings.Contains(got.Detail, c.text) || got.Advice == "" {
 			t.Errorf("%s: got %+v, want cause %s and detail containing %q", c.name, got, c.want, c.text)
 		}
@@ -134,8 +136,8 @@ func TestWhyNotHitTellsTimingFromUnreachable(t *testing.T) {
 // reached says the code path may have changed.
 func TestWhyNotExercisedNamesTheCause(t *testing.T) {
 	note := "failpoint beforeCompleted never fired in worker fault"
-	timing := CaseResult{Verdict: NotExercised, Notes: []string{note},
-		NotExercised: &NotExercisedReason{Cause: CauseTiming, Detail: "the worker lost its lease", Advice: "rerun with --lease-ttl 2s"}}
+	timing := verdict.CaseResult{Verdict: verdict.NotExercised, Notes: []string{note},
+		NotExercised: &verdict.NotExercisedReason{Cause: verdict.CauseTiming, Detail: "the worker lost its lease", Advice: "rerun with --lease-ttl 2s"}}
 	got := timing.WhyNotExercised()
 	for _, want := range []string{note, "timing: the worker lost its lease", "what to do: rerun with --lease-ttl 2s"} {
 		if !strings.Contains(got, want) {
@@ -145,14 +147,14 @@ func TestWhyNotExercisedNamesTheCause(t *testing.T) {
 	if strings.Contains(got, "code path changed") {
 		t.Errorf("timing: %q blames the code path", got)
 	}
-	unreachable := CaseResult{Verdict: NotExercised, Notes: []string{note}, NotExercised: &NotExercisedReason{Cause: CauseUnreachable}}
+	unreachable := verdict.CaseResult{Verdict: verdict.NotExercised, Notes: []string{note}, NotExercised: &verdict.NotExercisedReason{Cause: verdict.CauseUnreachable}}
 	if got := unreachable.WhyNotExercised(); got != note+", which can mean the code path changed" {
 		t.Errorf("unreachable: %q", got)
 	}
 	// A store that failed every write (a Node store's link(2) on the lazy
 	// file system) is named, not hidden behind "the code path changed".
-	failed := CaseResult{Verdict: NotExercised, Notes: []string{note}, NotExercised: &NotExercisedReason{Cause: CauseUnreachable,
-		Detail: "worker fault ran all 5 actions without passing beforeCompleted; an action failed: link: operation not supported", Advice: storeErrorAdvice}}
+	failed := verdict.CaseResult{Verdict: verdict.NotExercised, Notes: []string{note}, NotExercised: &verdict.NotExercisedReason{Cause: verdict.CauseUnreachable,
+		Detail: "worker fault ran all 5 actions without passing beforeCompleted; an action failed: link: operation not supported", Advice: verdict.StoreErrorAdvice}}
 	if got := failed.WhyNotExercised(); !strings.Contains(got, "link: operation not supported") || !strings.Contains(got, "fix the store") {
 		t.Errorf("store error: %q", got)
 	}
@@ -163,21 +165,21 @@ func TestWhyNotExercisedNamesTheCause(t *testing.T) {
 // timing); a hang under the current timing, or an undecided case without
 // a timeout, is not.
 func TestHungUnderOldTimingIsTiming(t *testing.T) {
-	old := Timing{LeaseTTL: 1500 * time.Millisecond, ProcessTimeout: 90 * time.Second}
-	raised := old.withTTL(24*time.Second, false)
-	hung := CaseResult{Verdict: Undecided, Workers: []WorkerResult{{Worker: "fault", Exit: "ok"}, {Worker: "recover", Exit: "timeout"}}}
+	old := catalogue.Timing{LeaseTTL: 1500 * time.Millisecond, ProcessTimeout: 90 * time.Second}
+	raised := old.WithTTL(24*time.Second, false)
+	hung := verdict.CaseResult{Verdict: verdict.Undecided, Workers: []verdict.WorkerResult{{Worker: "fault", Exit: "ok"}, {Worker: "recover", Exit: "timeout"}}}
 	why, ok := hungUnderOldTiming(hung, old, raised)
-	if !ok || why.Cause != CauseTiming || !strings.Contains(why.Detail, "worker recover") || !strings.Contains(why.Detail, "1m30s") || why.Advice == "" {
+	if !ok || why.Cause != verdict.CauseTiming || !strings.Contains(why.Detail, "worker recover") || !strings.Contains(why.Detail, "1m30s") || why.Advice == "" {
 		t.Fatalf("hung under a since-raised timing: %+v, %v; want a timing reason naming the worker and the old deadline", why, ok)
 	}
 	if _, ok := hungUnderOldTiming(hung, raised, raised); ok {
 		t.Error("a hang under the current timing was taken for a timing problem")
 	}
-	other := CaseResult{Verdict: Undecided, Workers: []WorkerResult{{Worker: "fault", Exit: "error: exit status 2"}}}
+	other := verdict.CaseResult{Verdict: verdict.Undecided, Workers: []verdict.WorkerResult{{Worker: "fault", Exit: "error: exit status 2"}}}
 	if _, ok := hungUnderOldTiming(other, old, raised); ok {
 		t.Error("an undecided case without a timeout was taken for a timing problem")
 	}
-	failed := CaseResult{Verdict: Fail, Workers: []WorkerResult{{Worker: "fault", Exit: "timeout"}}}
+	failed := verdict.CaseResult{Verdict: verdict.Fail, Workers: []verdict.WorkerResult{{Worker: "fault", Exit: "timeout"}}}
 	if _, ok := hungUnderOldTiming(failed, old, raised); ok {
 		t.Error("a failed case was retried")
 	}
@@ -274,15 +276,15 @@ func TestServerGateGroupsCrashesByServer(t *testing.T) {
 // run once more (a loaded server stalls and goes on); a case undecided for
 // another reason is not.
 func TestHungOnServerIsRunAgain(t *testing.T) {
-	tm := Timing{LeaseTTL: time.Second, ProcessTimeout: 5 * time.Minute}
-	hung := CaseResult{Verdict: Undecided, Workers: []WorkerResult{{Worker: "recover", Exit: "timeout"}}}
+	tm := catalogue.Timing{LeaseTTL: time.Second, ProcessTimeout: 5 * time.Minute}
+	hung := verdict.CaseResult{Verdict: verdict.Undecided, Workers: []verdict.WorkerResult{{Worker: "recover", Exit: "timeout"}}}
 	why, ok := hungOnServer(hung, tm)
-	if !ok || why.Cause != CauseTiming || !strings.Contains(why.Detail, "worker recover hung past its 5m0s deadline") {
+	if !ok || why.Cause != verdict.CauseTiming || !strings.Contains(why.Detail, "worker recover hung past its 5m0s deadline") {
 		t.Fatalf("hungOnServer = %+v, %v", why, ok)
 	}
-	for _, res := range []CaseResult{
-		{Verdict: Undecided, Workers: []WorkerResult{{Worker: "w", Exit: "error: exit status 3"}}},
-		{Verdict: Pass, Workers: []WorkerResult{{Worker: "w", Exit: "timeout"}}},
+	for _, res := range []verdict.CaseResult{
+		{Verdict: verdict.Undecided, Workers: []verdict.WorkerResult{{Worker: "w", Exit: "error: exit status 3"}}},
+		{Verdict: verdict.Pass, Workers: []verdict.WorkerResult{{Worker: "w", Exit: "timeout"}}},
 	} {
 		if _, ok := hungOnServer(res, tm); ok {
 			t.Errorf("%+v counted as a stalled server", res)
@@ -336,12 +338,12 @@ func TestFixedTTLMustCoverTheMeasuredSteps(t *testing.T) {
 // any other mode, keeps its verdict.
 func TestFailureWhoseStepsOutranTheTTLIsUndecided(t *testing.T) {
 	slow := history.Log{ev("w", 0, reference.EvInvoke, 0), ev("w", 0, reference.EvLeaseAcquire, 1), ev("w", 0, reference.EvPrepared, 181)}
-	failing := func(h history.Log) CaseResult {
-		return CaseResult{Verdict: Fail, Timeline: h, Violations: []check.Violation{{Invariant: check.I5}, {Invariant: check.I3}}}
+	failing := func(h history.Log) verdict.CaseResult {
+		return verdict.CaseResult{Verdict: verdict.Fail, Timeline: h, Violations: []check.Violation{{Invariant: check.I5}, {Invariant: check.I3}}}
 	}
 	wall := &Runner{cfg: Config{WallClock: true}}
-	got := wall.outranTTL(failing(slow), Timing{LeaseTTL: 10 * time.Millisecond})
-	if got.Verdict != Undecided || len(got.Violations) != 0 || len(got.Notes) != 1 {
+	got := wall.outranTTL(failing(slow), catalogue.Timing{LeaseTTL: 10 * time.Millisecond})
+	if got.Verdict != verdict.Undecided || len(got.Violations) != 0 || len(got.Notes) != 1 {
 		t.Fatalf("verdict %s, violations %v, notes %q: want undecided with one note", got.Verdict, got.Violations, got.Notes)
 	}
 	for _, want := range []string{"the I3, I5 it broke say nothing of the store", "lease TTL 10ms is shorter than the steps it must cover", "this case measured steps of up to 181ms", "worker's prepared event", "raise --lease-ttl to at least 750ms"} {
@@ -349,34 +351,34 @@ func TestFailureWhoseStepsOutranTheTTLIsUndecided(t *testing.T) {
 			t.Errorf("note %q lacks %q", got.Notes[0], want)
 		}
 	}
-	if got := wall.outranTTL(failing(slow), Timing{LeaseTTL: 400 * time.Millisecond}); got.Verdict != Fail {
+	if got := wall.outranTTL(failing(slow), catalogue.Timing{LeaseTTL: 400 * time.Millisecond}); got.Verdict != verdict.Fail {
 		t.Errorf("steps of 181ms under a 400ms TTL: %s, want the failure kept", got.Verdict)
 	}
 	// A fault that did not fire for lack of lease time: undecided too,
 	// never NOT CERTIFIED, even when the steps the history times look short.
 	quick := history.Log{ev("w", 0, reference.EvInvoke, 0), ev("w", 0, reference.EvLeaseAcquire, 1), ev("w", 0, reference.EvPrepared, 3)}
-	missed := CaseResult{Verdict: NotExercised, Timeline: quick, NotExercised: &NotExercisedReason{Cause: CauseTiming, Detail: "worker fault lost its lease on d4"}}
-	got = wall.outranTTL(missed, Timing{LeaseTTL: 400 * time.Millisecond})
-	if got.Verdict != Undecided || got.NotExercised != nil || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "its fault not firing (worker fault lost its lease on d4) says nothing of the store") {
+	missed := verdict.CaseResult{Verdict: verdict.NotExercised, Timeline: quick, NotExercised: &verdict.NotExercisedReason{Cause: verdict.CauseTiming, Detail: "worker fault lost its lease on d4"}}
+	got = wall.outranTTL(missed, catalogue.Timing{LeaseTTL: 400 * time.Millisecond})
+	if got.Verdict != verdict.Undecided || got.NotExercised != nil || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "its fault not firing (worker fault lost its lease on d4) says nothing of the store") {
 		t.Errorf("not exercised for lack of time: %s %q, want undecided with a note", got.Verdict, got.Notes)
 	}
 	// Competitors that did not meet: undecided when the steps outran the
 	// TTL, kept (it may be the store steering the service away) when not.
-	met := func(h history.Log) CaseResult {
-		return CaseResult{Verdict: NotExercised, Timeline: h, NotExercised: &NotExercisedReason{Cause: CauseInterleaving, Detail: "other never committed"}}
+	met := func(h history.Log) verdict.CaseResult {
+		return verdict.CaseResult{Verdict: verdict.NotExercised, Timeline: h, NotExercised: &verdict.NotExercisedReason{Cause: verdict.CauseInterleaving, Detail: "other never committed"}}
 	}
-	if got := wall.outranTTL(met(slow), Timing{LeaseTTL: 50 * time.Millisecond}); got.Verdict != Undecided || !strings.Contains(got.Notes[0], "(other never committed) says nothing of the store") {
+	if got := wall.outranTTL(met(slow), catalogue.Timing{LeaseTTL: 50 * time.Millisecond}); got.Verdict != verdict.Undecided || !strings.Contains(got.Notes[0], "(other never committed) says nothing of the store") {
 		t.Errorf("interleaving with steps of 181ms under 50ms: %s %q, want undecided", got.Verdict, got.Notes)
 	}
-	if got := wall.outranTTL(met(quick), Timing{LeaseTTL: 50 * time.Millisecond}); got.Verdict != NotExercised {
+	if got := wall.outranTTL(met(quick), catalogue.Timing{LeaseTTL: 50 * time.Millisecond}); got.Verdict != verdict.NotExercised {
 		t.Errorf("interleaving with steps of 2ms under 50ms: %s, want it kept", got.Verdict)
 	}
-	unreachable := CaseResult{Verdict: NotExercised, Timeline: slow, NotExercised: &NotExercisedReason{Cause: CauseUnreachable}}
-	if got := wall.outranTTL(unreachable, Timing{LeaseTTL: 10 * time.Millisecond}); got.Verdict != NotExercised {
+	unreachable := verdict.CaseResult{Verdict: verdict.NotExercised, Timeline: slow, NotExercised: &verdict.NotExercisedReason{Cause: verdict.CauseUnreachable}}
+	if got := wall.outranTTL(unreachable, catalogue.Timing{LeaseTTL: 10 * time.Millisecond}); got.Verdict != verdict.NotExercised {
 		t.Errorf("not exercised, unreachable: %s, want it kept", got.Verdict)
 	}
 	for _, cfg := range []Config{{WallClock: true, Adaptive: true}, {}, {WallClock: true, InProcess: true}} {
-		if got := (&Runner{cfg: cfg}).outranTTL(failing(slow), Timing{LeaseTTL: 10 * time.Millisecond}); got.Verdict != Fail {
+		if got := (&Runner{cfg: cfg}).outranTTL(failing(slow), catalogue.Timing{LeaseTTL: 10 * time.Millisecond}); got.Verdict != verdict.Fail {
 			t.Errorf("%+v: %s, want the failure kept", cfg, got.Verdict)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/reference/plansave"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // WorkerOptions say how a worker injects and dies, and (in the in-process
@@ -286,7 +287,7 @@ func (w *worker) workflow(ctx context.Context) (*plansave.Workflow, error) {
 
 // run runs one action and says what it returned (nil when it never got
 // as far as a result).
-func (w *worker) run(ctx context.Context, a Action) (*history.Outcome, error) {
+func (w *worker) run(ctx context.Context, a catalogue.Action) (*history.Outcome, error) {
 	switch a.Do {
 	case "ingest", "retract", "resume", "recover":
 		s, err := w.service(ctx)

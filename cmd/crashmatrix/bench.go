@@ -21,9 +21,11 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
 	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/spf13/cobra"
 )
 
@@ -100,7 +102,7 @@ func benchCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cases := sim.Matrix(leaseTTL.Milliseconds())
+			cases := catalogue.Matrix(leaseTTL.Milliseconds())
 			cpu0, self0 := cpuTimeWithChildren(), cpuTime()
 			rep := r.RunAll(ctx, cases, parallel, nil)
 			cpu := cpuTimeWithChildren() - cpu0
@@ -303,7 +305,7 @@ func benchServerFaults(cmd *cobra.Command, server *serverFlags, self, backend, b
 		os.RemoveAll(work)
 		return err
 	}
-	cases := sim.ServerMatrix(leaseTTL.Milliseconds())
+	cases := catalogue.ServerMatrix(leaseTTL.Milliseconds())
 	restartsBefore := len(server.faults.Restarts())
 	rep := r.RunAll(ctx, cases, parallel, nil)
 	matrixRestarts := server.faults.Restarts()[restartsBefore:]
@@ -336,8 +338,8 @@ func benchCycles(cmd *cobra.Command, self, backend, benchDir string, cycles, par
 		os.RemoveAll(work)
 		return err
 	}
-	rep := r.RunAll(cmd.Context(), sim.CycleCases(cycles), parallel, nil)
-	if good := rep.Counts[sim.Pass]; good != cycles {
+	rep := r.RunAll(cmd.Context(), catalogue.CycleCases(cycles), parallel, nil)
+	if good := rep.Counts[verdict.Pass]; good != cycles {
 		report.WriteTerminal(out, rep, report.Options{Command: "bench"})
 		return fmt.Errorf("%d of %d kill-restart-recover cycles did not pass (data in %s)", cycles-good, cycles, work)
 	}
@@ -478,9 +480,9 @@ func benchStoreWindows(cmd *cobra.Command, server *serverFlags, self, backend, b
 			os.RemoveAll(work)
 			return fmt.Errorf("store windows round %d: %w", i+1, err)
 		}
-		cases := sim.Selection{RandomKills: kills}.Cases(probe, ttl.Milliseconds(), int64(i+1))
+		cases := catalogue.Selection{RandomKills: kills}.Cases(probe.Probe, ttl.Milliseconds(), int64(i+1))
 		rep := r.RunAll(cmd.Context(), cases, parallel, nil)
-		rep.WithProbe(probe, nil, sim.Selection{})
+		rep.WithProbe(probe, nil, catalogue.Selection{})
 		took := time.Since(start)
 		if rep.ExitCode != 0 {
 			report.WriteTerminal(out, rep, report.Options{Command: "bench"})

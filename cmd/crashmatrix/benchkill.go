@@ -9,6 +9,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/spf13/cobra"
 )
 
@@ -53,11 +55,11 @@ func benchKillReplay(cmd *cobra.Command, self, backend, benchDir string, ttl tim
 	if err != nil {
 		return err
 	}
-	rep := r.RunAll(ctx, sim.RandomKills(hunt.Seed, kills, probe), parallel, nil)
+	rep := r.RunAll(ctx, catalogue.RandomKills(hunt.Seed, kills, probe.Probe), parallel, nil)
 	r.CloseShared()
-	var hit *sim.CaseResult
+	var hit *verdict.CaseResult
 	for i, res := range rep.Results {
-		if res.Case.Class == sim.RandomKillClass && res.Verdict == sim.Fail {
+		if res.Case.Class == catalogue.RandomKillClass && res.Verdict == verdict.Fail {
 			hit = &rep.Results[i]
 			break
 		}
@@ -95,7 +97,7 @@ func benchKillReplay(cmd *cobra.Command, self, backend, benchDir string, ttl tim
 		met = "met"
 	}
 	where := "a wall-clock kill"
-	if _, p, k, ok := sim.AnchoredKill(hit.Case); ok {
+	if _, p, k, ok := catalogue.AnchoredKill(hit.Case); ok {
 		where = fmt.Sprintf("a crash at %s@%d", p, k)
 	}
 	fmt.Fprintf(out, "random-kill replay: %d/%d (target >= 9/10: %s): %s (%s) caught the mutant %s breaking %v; its scenario replayed %d times\n",

@@ -9,6 +9,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/spf13/cobra"
 )
 
@@ -42,7 +43,7 @@ func benchPowerLoss(cmd *cobra.Command, server *serverFlags, self, backend, benc
 	// lazy mount when it says so (sim.Config.LazyData).
 	type set struct {
 		what  string
-		cases []sim.Case
+		cases []catalogue.Case
 		lazy  bool
 	}
 	run := func(s set) (time.Duration, error) {
@@ -75,10 +76,10 @@ func benchPowerLoss(cmd *cobra.Command, server *serverFlags, self, backend, benc
 		return
 	}
 	ms := ttl.Milliseconds()
-	crash := sim.Filter(sim.Matrix(ms), nil, []faults.Kind{faults.Crash}, nil)
-	power := sim.PowerLossMatrix(nil, ms)
-	plain := sim.Matrix(ms)
-	full := append(sim.Matrix(ms), power...)
+	crash := catalogue.Filter(catalogue.Matrix(ms), nil, []faults.Kind{faults.Crash}, nil)
+	power := catalogue.PowerLossMatrix(nil, ms)
+	plain := catalogue.Matrix(ms)
+	full := append(catalogue.Matrix(ms), power...)
 	var lazies, columns, matrices []float64
 	for i := 0; i < rounds; i++ {
 		tc, tl, err := pair(i, set{"the crash column", crash, false}, set{"the crash column on the lazy file system", crash, true})

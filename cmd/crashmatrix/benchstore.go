@@ -19,7 +19,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/internal/storetest"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/storecmd"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/spf13/cobra"
 )
 
@@ -87,8 +89,8 @@ func benchStoreCmd() *cobra.Command {
 					if err != nil {
 						return err
 					}
-					var cases []sim.Case
-					for _, c := range sim.Matrix(600) {
+					var cases []catalogue.Case
+					for _, c := range catalogue.Matrix(600) {
 						if c.System != faults.PlanSave {
 							cases = append(cases, c)
 						}
@@ -102,7 +104,7 @@ func benchStoreCmd() *cobra.Command {
 						keep = true
 						var why []string
 						for _, res := range rep.Results {
-							if res.Verdict != sim.Pass && len(why) < 3 {
+							if res.Verdict != verdict.Pass && len(why) < 3 {
 								why = append(why, fmt.Sprintf("%s: %s %s", res.Case.ID, res.Verdict, strings.Join(append(res.Broken(), res.Notes...), "; ")))
 							}
 						}

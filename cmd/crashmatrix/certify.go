@@ -16,6 +16,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 	"github.com/vbauerster/mpb/v8"
@@ -192,9 +194,9 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if err != nil {
 		return err
 	}
-	var shard *sim.Shard
+	var shard *catalogue.Shard
 	if f.shard != "" {
-		s, err := sim.ParseShard(f.shard)
+		s, err := catalogue.ParseShard(f.shard)
 		if err != nil {
 			return err
 		}
@@ -261,7 +263,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	// measures the worker random kills are drawn over. A probe that fails
 	// (the store breaks without any fault) fails the report, beside the
 	// matrix.
-	sel := sim.Selection{Points: points, Kinds: kinds, Classes: f.only, RandomKills: f.randomKills, Tear: f.tear}
+	sel := catalogue.Selection{Points: points, Kinds: kinds, Classes: f.only, RandomKills: f.randomKills, Tear: f.tear}
 	if why := sel.RandomKillsLeftOut(); why != "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix: --random-kills:", why)
 		return exitError{2}
@@ -272,9 +274,9 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 		return exitError{2}
 	}
-	cases := sel.Cases(probe, f.leaseTTL.Milliseconds(), f.seed)
+	cases := sel.Cases(probe.Probe, f.leaseTTL.Milliseconds(), f.seed)
 	for _, p := range points {
-		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w sim.StoreWindow) bool { return w.Point == p }) {
+		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w catalogue.StoreWindow) bool { return w.Point == p }) {
 			if perr != nil {
 				// The probe is how store windows are found: one that did
 				// not finish says nothing of whether the store declares it.
@@ -292,7 +294,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		// Every window x server fault x server this run can fault, as
 		// filtered (a server given by DSN/URI without kill and start
 		// commands loses replies and connections, and is not crashed).
-		for _, c := range sim.Filter(sim.ServerMatrix(f.leaseTTL.Milliseconds()), points, kinds, f.only) {
+		for _, c := range catalogue.Filter(catalogue.ServerMatrix(f.leaseTTL.Milliseconds()), points, kinds, f.only) {
 			if f.server.faults.Can(c.Kind, c.Server) {
 				cases = append(cases, c)
 			}
@@ -308,7 +310,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		}
 		ropt.Rerun += " --shard " + shard.String()
 	}
-	var progress func(sim.CaseResult)
+	var progress func(verdict.CaseResult)
 	var bar *mpb.Bar
 	var pb *mpb.Progress
 	var plog *sim.ProgressLog
@@ -321,7 +323,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		pb = mpb.New(mpb.WithOutput(os.Stderr), mpb.WithWidth(40))
 		bar = pb.AddBar(int64(len(cases)), mpb.PrependDecorators(decor.Name("certify "+f.backend+" "), decor.CountersNoUnit("%d/%d")),
 			mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_GO)))
-		progress = func(sim.CaseResult) { bar.Increment() }
+		progress = func(verdict.CaseResult) { bar.Increment() }
 	}
 	restoreGC := tuneGC(true)
 	restoreProcs := func() {}
@@ -337,7 +339,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	rep.WithProbe(probe, perr, sel)
 	rep.Matrix = &matrix
 	if shard != nil {
-		rep.Shard = &sim.ShardRun{Shard: *shard, Cases: len(cases), Rerun: rerun, Replay: base}
+		rep.Shard = &catalogue.ShardRun{Shard: *shard, Cases: len(cases), Rerun: rerun, Replay: base}
 	}
 	interrupted := cmd.Context().Err() != nil
 	// A run that failed keeps its case data for the histories, even when
@@ -348,7 +350,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if pb != nil {
 		pb.Wait()
 	}
-	if err := certifyExplore(cmd, f, spec, self, bugs, workdir, probe, shard, &rep, &ropt); err != nil {
+	if err := certifyExplore(cmd, f, spec, self, bugs, workdir, probe.Probe, shard, &rep, &ropt); err != nil {
 		return err
 	}
 	interrupted = cmd.Context().Err() != nil
@@ -385,10 +387,10 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 
 // writeReports writes the JSON, JUnit and HTML reports the flags asked
 // for ("" skips one) and names each file written.
-func writeReports(out io.Writer, rep sim.Report, o report.Options, jsonPath, junitPath, htmlPath string) error {
+func writeReports(out io.Writer, rep verdict.Report, o report.Options, jsonPath, junitPath, htmlPath string) error {
 	for _, w := range []struct {
 		path  string
-		write func(io.Writer, sim.Report, report.Options) error
+		write func(io.Writer, verdict.Report, report.Options) error
 	}{{jsonPath, report.WriteJSON}, {junitPath, report.WriteJUnit}, {htmlPath, report.WriteHTML}} {
 		if w.path == "" {
 			continue
@@ -436,9 +438,9 @@ func defaultLeaseTTL(flag time.Duration, backend string) time.Duration {
 // scenario (the same crash at the same store call or commit, or for a
 // wall-clock kill the same offset, expecting the same invariants to break,
 // with the run's bugs and mutant) and prints the command that replays it.
-func writeKillReplays(out io.Writer, workdir, backend string, leaseTTL time.Duration, rep sim.Report, runArgs ...string) error {
+func writeKillReplays(out io.Writer, workdir, backend string, leaseTTL time.Duration, rep verdict.Report, runArgs ...string) error {
 	for _, r := range rep.Results {
-		if r.Case.Class != sim.RandomKillClass || r.Verdict != sim.Fail {
+		if r.Case.Class != catalogue.RandomKillClass || r.Verdict != verdict.Fail {
 			continue
 		}
 		sc, err := scenarios.FromFailure(r, rep, backend, leaseTTL)
@@ -454,7 +456,7 @@ func writeKillReplays(out io.Writer, workdir, backend string, leaseTTL time.Dura
 			return err
 		}
 		how := "replay with"
-		if _, _, _, ok := sim.AnchoredKill(r.Case); !ok {
+		if _, _, _, ok := catalogue.AnchoredKill(r.Case); !ok {
 			how = "a wall-clock kill, it lands where the machine's timing puts it; try"
 		}
 		fmt.Fprintf(out, "%s broke %s: %s: crashmatrix run %s --repeat 10%s\n", r.Case.ID, strings.Join(r.Broken(), ","), how, path, strings.TrimRight(" "+strings.Join(runArgs, " "), " "))

@@ -11,6 +11,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/spf13/cobra"
 )
 
@@ -38,7 +40,7 @@ func exploreCount(cmd *cobra.Command, f certifyFlags) int {
 // not run when the matrix did not certify (the verdict is given), on
 // --fail-fast's first failure or an interrupted run.
 func certifyExplore(cmd *cobra.Command, f certifyFlags, spec sim.BackendSpec, self string, bugs []reference.Bug,
-	workdir string, probe sim.Probe, shard *sim.Shard, rep *sim.Report, ropt *report.Options) error {
+	workdir string, probe catalogue.Probe, shard *catalogue.Shard, rep *verdict.Report, ropt *report.Options) error {
 	count := exploreCount(cmd, f)
 	switch {
 	case count == 0 && len(f.points)+len(f.kinds)+len(f.only) > 0 && !cmd.Flags().Changed("explore"):
@@ -110,7 +112,7 @@ func certifyExplore(cmd *cobra.Command, f certifyFlags, spec sim.BackendSpec, se
 	}
 	if out.ReplayCmd != "" {
 		matrix := ropt.Replay
-		ropt.Replay = func(r sim.CaseResult) string {
+		ropt.Replay = func(r verdict.CaseResult) string {
 			if r.Case.Class == explorerun.Class {
 				return out.ReplayCmd
 			}

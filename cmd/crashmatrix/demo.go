@@ -12,6 +12,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/spf13/cobra"
 )
 
@@ -68,10 +69,10 @@ func demoCmd() *cobra.Command {
 				what, doc, content string
 				retract            bool
 			}{
-				{"ingest d1 (revision 1)", "d1", sim.DocD1v1, false},
-				{"ingest d2 (shares Bob and an edge with d1)", "d2", sim.DocD2, false},
-				{"ingest d1 again, same content (duplicate delivery: the frozen operation answers, no model call)", "d1", sim.DocD1v1, false},
-				{"ingest d1 revision 2 (one stale edge deleted, one kept for d2)", "d1", sim.DocD1v2, false},
+				{"ingest d1 (revision 1)", "d1", catalogue.DocD1v1, false},
+				{"ingest d2 (shares Bob and an edge with d1)", "d2", catalogue.DocD2, false},
+				{"ingest d1 again, same content (duplicate delivery: the frozen operation answers, no model call)", "d1", catalogue.DocD1v1, false},
+				{"ingest d1 revision 2 (one stale edge deleted, one kept for d2)", "d1", catalogue.DocD1v2, false},
 				{"retract d2", "d2", "", true},
 			}
 			for _, s := range steps {

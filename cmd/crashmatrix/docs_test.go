@@ -12,7 +12,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/internal/docstest"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // docFiles are the docs whose blocks TestDocs runs: the README and the
@@ -240,7 +240,7 @@ func TestCIGuideNamesEveryCause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range sim.Causes {
+	for _, c := range verdict.Causes {
 		if !strings.Contains(string(data), "`"+string(c)+"`") {
 			t.Errorf("docs/ci.md does not name the cause %s", c)
 		}

@@ -15,9 +15,11 @@ import (
 	"github.com/crashmatrix/crashmatrix/internal/explorerun"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/spf13/cobra"
 )
 
@@ -69,7 +71,7 @@ or a setup the run cannot vouch for (a flag empty, out of range or for another b
 			defer release()
 			si, sn := 0, 1
 			if shard != "" {
-				s, err := sim.ParseShard(shard)
+				s, err := catalogue.ParseShard(shard)
 				if err != nil {
 					return err
 				}
@@ -176,7 +178,7 @@ or a setup the run cannot vouch for (a flag empty, out of range or for another b
 				// show too; the windows found so far still count.
 				fmt.Fprintf(cmd.ErrOrStderr(), "crashmatrix: warning: %v\n", err)
 			}
-			shape := explorerun.Shape(probe)
+			shape := explorerun.Shape(probe.Probe)
 			shape.RandomKill, shape.KillBase = randomKills, probe.Base
 			shape.KillCalls, shape.KillCommits = probe.Calls, probe.Commits
 			if powerLoss > 0 {
@@ -217,7 +219,7 @@ or a setup the run cannot vouch for (a flag empty, out of range or for another b
 			// Outside a terminal (a CI log): a line at each tenth of the
 			// search (of --max, or of --budget) and every 10 s.
 			var plog *sim.ProgressLog
-			var each func(sim.CaseResult)
+			var each func(verdict.CaseResult)
 			if schedule == nil {
 				if plog = progressLog(out, "explore", "schedules", max, budget); plog != nil {
 					each = plog.Case
@@ -380,7 +382,7 @@ func scheduleFrom(cmd *cobra.Command, from string, processes bool) (*scenarios.S
 	if !slices.ContainsFunc(sc.Steps, func(st scenarios.Step) bool { return len(st.Faults) > 0 || st.Kill != nil }) {
 		return nil, nil // a state to start from (crashmatrix snapshot's recovery-only steps)
 	}
-	if !processes && slices.ContainsFunc(sc.Case().Steps, func(st sim.Step) bool {
+	if !processes && slices.ContainsFunc(sc.Case().Steps, func(st catalogue.Step) bool {
 		_, commit := st.Arms[faults.StoreCommit]
 		return commit || st.Kill != nil
 	}) {
@@ -412,10 +414,10 @@ func exploreFrom(cmd *cobra.Command, runner *sim.Runner, from, target string) (*
 	fmt.Fprintf(out, "from %s: %d operations (%d unfinished), %d documents; with recovery only: %s %v\n",
 		from, len(sc.Initial.Operations), len(sc.Initial.Unfinished()), len(sc.Initial.Documents), res.Verdict, res.Broken())
 	switch {
-	case res.Verdict == sim.Undecided:
+	case res.Verdict == verdict.Undecided:
 		fmt.Fprintf(cmd.ErrOrStderr(), "crashmatrix: the initial state does not run: %s\n", strings.Join(res.Notes, "; "))
 		return nil, exitError{2}
-	case res.Verdict == sim.Fail && (target == "" || slices.Contains(res.Broken(), target)):
+	case res.Verdict == verdict.Fail && (target == "" || slices.Contains(res.Broken(), target)):
 		for _, v := range res.Violations {
 			fmt.Fprintf(out, "  %s\n", v)
 		}
@@ -441,7 +443,7 @@ type realReplay struct {
 	Moved string
 	// Case is the schedule that broke the invariant on the real store
 	// (the scenario file is written from it), if one did.
-	Case *sim.Case
+	Case *catalogue.Case
 }
 
 func (r realReplay) String() string {
@@ -481,8 +483,10 @@ func replayOnRealStore(cmd *cobra.Command, cfg sim.Config, f *explore.Finding) (
 	}
 	defer runner.CloseShared()
 	rr := realReplay{Invariant: f.Invariant, Reruns: realReplays}
-	breaks := func(c sim.Case) bool { return slices.Contains(runner.RunCase(cmd.Context(), c).Broken(), f.Invariant) }
-	count := func(c sim.Case) int {
+	breaks := func(c catalogue.Case) bool {
+		return slices.Contains(runner.RunCase(cmd.Context(), c).Broken(), f.Invariant)
+	}
+	count := func(c catalogue.Case) int {
 		n := 0
 		for i := 0; i < realReplays; i++ {
 			if breaks(c) {
@@ -512,13 +516,13 @@ func replayOnRealStore(cmd *cobra.Command, cfg sim.Config, f *explore.Finding) (
 }
 
 type movedStall struct {
-	c    sim.Case
+	c    catalogue.Case
 	what string
 }
 
 // movedStalls are c with one stall before the k-th store call moved to
 // k-1, k+1, k-2, … (k-maxStallShift..k+maxStallShift, k >= 1).
-func movedStalls(c sim.Case) []movedStall {
+func movedStalls(c catalogue.Case) []movedStall {
 	var out []movedStall
 	for d := 1; d <= maxStallShift; d++ {
 		for _, delta := range []int{-d, d} {

@@ -5,7 +5,6 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"net"
 	"os"
 	"os/exec"
@@ -18,7 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
+
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -168,17 +169,17 @@ func cmdReport(ts *testscript.TestScript, neg bool, args []string) {
 	got := map[string]string{}
 	switch args[0] {
 	case "json":
-		var rep sim.Report
+		var rep verdict.Report
 		if err := json.Unmarshal([]byte(data), &rep); err != nil {
 			ts.Fatalf("report %s: not a JSON report: %v", args[1], err)
 		}
-		counts := map[sim.Verdict]int{}
+		counts := map[verdict.Verdict]int{}
 		for _, r := range rep.Results {
 			counts[r.Verdict]++
 			if r.Case.ID == "" {
 				ts.Fatalf("report %s: a result without a case id", args[1])
 			}
-			if r.Verdict == sim.NotExercised && r.NotExercised == nil {
+			if r.Verdict == verdict.NotExercised && r.NotExercised == nil {
 				ts.Fatalf("report %s: case %s not exercised without a reason", args[1], r.Case.ID)
 			}
 		}
@@ -191,8 +192,8 @@ func cmdReport(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("report %s: no timing (%+v)", args[1], rep.Timing)
 		}
 		got["cases"] = strconv.Itoa(len(rep.Results))
-		got["pass"], got["fail"] = strconv.Itoa(counts[sim.Pass]), strconv.Itoa(counts[sim.Fail])
-		got["notexercised"], got["undecided"] = strconv.Itoa(counts[sim.NotExercised]), strconv.Itoa(counts[sim.Undecided])
+		got["pass"], got["fail"] = strconv.Itoa(counts[verdict.Pass]), strconv.Itoa(counts[verdict.Fail])
+		got["notexercised"], got["undecided"] = strconv.Itoa(counts[verdict.NotExercised]), strconv.Itoa(counts[verdict.Undecided])
 		kinds := map[string]int{}
 		for _, r := range rep.Results {
 			kinds["kind."+string(r.Case.Kind)]++

@@ -6,14 +6,15 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/report"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/spf13/cobra"
 )
 
 // matrixID identifies the matrix certify runs: its settings and every case
 // (before --shard takes its part), so that merge can refuse shards of
 // another matrix.
-func matrixID(f certifyFlags, backend string, cases []sim.Case) sim.MatrixID {
+func matrixID(f certifyFlags, backend string, cases []catalogue.Case) catalogue.MatrixID {
 	mode := "processes"
 	switch {
 	case f.inProcess && f.inProcessFiles:
@@ -21,7 +22,7 @@ func matrixID(f certifyFlags, backend string, cases []sim.Case) sim.MatrixID {
 	case f.inProcess:
 		mode = "in-process"
 	}
-	return sim.NewMatrixID(sim.MatrixID{Backend: backend, Mutant: f.mutant, Bugs: f.bugs, Seed: f.seed, Mode: mode,
+	return catalogue.NewMatrixID(catalogue.MatrixID{Backend: backend, Mutant: f.mutant, Bugs: f.bugs, Seed: f.seed, Mode: mode,
 		Points: f.points, Kinds: f.kinds, Classes: f.only, RandomKills: f.randomKills}, cases)
 }
 
@@ -64,7 +65,7 @@ Exit code: 0 certified, 1 an invariant broke (or a fault did not fire), 2 undeci
 			if s := in[0].Report.Shard; s != nil {
 				ropt.Rerun = s.Rerun
 				if base := s.Replay; base != "" {
-					ropt.Replay = func(r sim.CaseResult) string {
+					ropt.Replay = func(r verdict.CaseResult) string {
 						if r.Case.Class == "merge" || r.Case.ID == "" {
 							return ""
 						}

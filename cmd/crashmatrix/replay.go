@@ -5,8 +5,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/servers"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // selfCommand is how a person runs this binary again: the path it was
@@ -34,7 +34,7 @@ func shellQuote(s string) string {
 // same binary, backend, mode, mutants, seed and lease), and the one that
 // replays one case of it: narrowed to the case's window and kind (or
 // class), with the details printed.
-func certifyReplay(f certifyFlags, backend string) (string, func(sim.CaseResult) string) {
+func certifyReplay(f certifyFlags, backend string) (string, func(verdict.CaseResult) string) {
 	base := []string{selfCommand(), "certify"}
 	if sa := f.store.replayArgs(); sa != nil {
 		base = append(base, sa...)
@@ -84,7 +84,7 @@ func certifyReplay(f certifyFlags, backend string) (string, func(sim.CaseResult)
 	for _, c := range f.only {
 		rerun = append(rerun, "--class", shellQuote(c))
 	}
-	return strings.Join(rerun, " "), func(r sim.CaseResult) string {
+	return strings.Join(rerun, " "), func(r verdict.CaseResult) string {
 		args := append([]string(nil), base...)
 		if f.store.command != "" {
 			// One case again: the conformance suites ran before the

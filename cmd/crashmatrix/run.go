@@ -15,6 +15,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/servers"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -108,9 +109,9 @@ empty, out of range or for another backend; a --workdir another run is using).`,
 			if inProcess {
 				mode = "in-process"
 			}
-			var all []sim.CaseResult
+			var all []verdict.CaseResult
 			replays := map[string]string{}
-			rep := sim.Report{Backend: backend, Started: time.Now(), Seed: -1}
+			rep := verdict.Report{Backend: backend, Started: time.Now(), Seed: -1}
 			code := 0
 			// A line at each tenth of the scenarios and every 10 s outside a
 			// terminal; on one, the line of each scenario says as much.
@@ -147,9 +148,9 @@ empty, out of range or for another backend; a --workdir another run is using).`,
 						rep.Bugs = append(rep.Bugs, string(b))
 					}
 				}
-				var first sim.CaseResult
+				var first verdict.CaseResult
 				var firstTrace []string
-				verdict := "ok"
+				same := "ok"
 				// A wall-clock kill lands where the worker's timing puts
 				// it: its replays are counted, not required to agree (a
 				// random kill at a store call or commit is a crash like
@@ -170,11 +171,11 @@ empty, out of range or for another backend; a --workdir another run is using).`,
 						continue
 					}
 					if res.Verdict != first.Verdict || !slices.Equal(res.Broken(), first.Broken()) {
-						verdict = fmt.Sprintf("run %d gave %s %v, run 1 gave %s %v", i+1, res.Verdict, res.Broken(), first.Verdict, first.Broken())
+						same = fmt.Sprintf("run %d gave %s %v, run 1 gave %s %v", i+1, res.Verdict, res.Broken(), first.Verdict, first.Broken())
 						break
 					}
 					if tr := history.Trace(res.Timeline); !slices.Equal(tr, firstTrace) {
-						verdict = fmt.Sprintf("run %d's history differs from run 1's at record %d", i+1, firstDiff(tr, firstTrace))
+						same = fmt.Sprintf("run %d's history differs from run 1's at record %d", i+1, firstDiff(tr, firstTrace))
 						break
 					}
 				}
@@ -188,10 +189,10 @@ empty, out of range or for another backend; a --workdir another run is using).`,
 					jerr = nil // judged over all replays below
 				}
 				// The reports judge the scenario as this line does.
-				expect := &sim.Expectation{}
+				expect := &verdict.Expectation{}
 				all[len(all)-1].Expect = expect
 				switch {
-				case first.Verdict == sim.Undecided:
+				case first.Verdict == verdict.Undecided:
 					expect.Note = "undecided: " + strings.Join(first.Notes, "; ")
 					fmt.Fprintf(out, "UNDEC %-45s %s\n", s.Name, strings.Join(first.Notes, "; "))
 					code = max(code, 2)
@@ -199,9 +200,9 @@ empty, out of range or for another backend; a --workdir another run is using).`,
 					expect.Note = jerr.Error()
 					fmt.Fprintf(out, "FAIL  %-45s %v\n", s.Name, jerr)
 					code = max(code, 1)
-				case verdict != "ok":
-					expect.Note = "not deterministic: " + verdict
-					fmt.Fprintf(out, "FAIL  %-45s not deterministic: %s\n", s.Name, verdict)
+				case same != "ok":
+					expect.Note = "not deterministic: " + same
+					fmt.Fprintf(out, "FAIL  %-45s not deterministic: %s\n", s.Name, same)
 					code = max(code, 1)
 				default:
 					broke := "all invariants held"
@@ -217,7 +218,7 @@ empty, out of range or for another backend; a --workdir another run is using).`,
 				if details {
 					printCase(out, first, replays[first.Case.ID])
 				}
-				progress(first.Verdict != sim.Undecided && (jerr != nil || verdict != "ok"))
+				progress(first.Verdict != verdict.Undecided && (jerr != nil || same != "ok"))
 			}
 			if plog != nil {
 				plog.Stop()
@@ -228,7 +229,7 @@ empty, out of range or for another backend; a --workdir another run is using).`,
 				rep.Seed = 0
 			}
 			rep.Finish()
-			ropt := report.Options{Command: "run", Details: details, Replay: func(r sim.CaseResult) string { return replays[r.Case.ID] },
+			ropt := report.Options{Command: "run", Details: details, Replay: func(r verdict.CaseResult) string { return replays[r.Case.ID] },
 				Rerun: strings.Join(append([]string{selfCommand()}, rerunArgs(cmd)...), " ")}
 			if err := writeReports(out, rep, ropt, jsonOut, junitOut, html); err != nil {
 				return err
@@ -304,8 +305,8 @@ func runReplay(file, backend string, inProcess, inFiles bool) string {
 // printCase prints one scenario's outcome in detail: why it was not
 // exercised, its notes, every violation with evidence, its history and
 // its replay command.
-func printCase(out io.Writer, r sim.CaseResult, replay string) {
-	if r.Verdict == sim.NotExercised {
+func printCase(out io.Writer, r verdict.CaseResult, replay string) {
+	if r.Verdict == verdict.NotExercised {
 		fmt.Fprintf(out, "      not exercised: %s\n", r.WhyNotExercised())
 	}
 	for _, n := range r.Notes {

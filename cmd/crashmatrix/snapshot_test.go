@@ -12,7 +12,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/scenarios"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // stuckFile writes a SQLite file as a process that died at
@@ -32,7 +32,7 @@ func stuckFile(t *testing.T) string {
 	svc := &reference.Service{Stores: st, Extractor: &reference.FakeExtractor{Log: &reference.MemoryCallLog{}}, Holder: "prod-1",
 		Faults: &faults.Runtime{Injector: sched, Crash: func(faults.Hit) { close(died); select {} }}}
 	go func() {
-		for _, d := range []struct{ doc, content string }{{"d1", sim.DocD1v1}, {"d2", sim.DocD2}} {
+		for _, d := range []struct{ doc, content string }{{"d1", catalogue.DocD1v1}, {"d2", catalogue.DocD2}} {
 			if _, err := svc.Ingest(context.Background(), reference.IngestRequest{Space: "prod", DocumentID: d.doc, Content: d.content}); err != nil {
 				t.Error(err)
 			}

@@ -20,6 +20,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // Options narrow or adjust a run (see properties.CrashOptions, which
@@ -40,7 +42,7 @@ type Options struct {
 	RandomKills int
 	Seed        int64
 	// Cases, when set, are run instead of the matrix (after the probe).
-	Cases []sim.Case
+	Cases []catalogue.Case
 	// StopAtFirstFailure ends the run once a case breaks an invariant
 	// (cases not yet run are reported undecided).
 	StopAtFirstFailure bool
@@ -61,7 +63,7 @@ const CaseFilterEnv = "CRASHMATRIX_CASE"
 // Result is a finished run: its report and, when it did not certify, the
 // folder that holds its reports and histories.
 type Result struct {
-	sim.Report
+	verdict.Report
 	// Dir holds report.html, report.json, junit.xml and one folder per
 	// case (its history.jsonl); empty when the run certified (its data
 	// is then removed).
@@ -128,7 +130,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	// declares inside its own methods (faults.At).
 	started := time.Now()
 	probe, perr := runner.Probe(ctx)
-	sel := sim.Selection{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, RandomKills: o.RandomKills, Tear: o.Tear}
+	sel := catalogue.Selection{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, RandomKills: o.RandomKills, Tear: o.Tear}
 	if why := sel.RandomKillsLeftOut(); why != "" {
 		os.RemoveAll(work)
 		t.Fatalf("crash matrix: RandomKills: %s", why)
@@ -138,8 +140,8 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 		// store method): every case would hang the same way, each until
 		// its deadline, the calibration first. The run ends here,
 		// undecided, with the probe's case as its evidence.
-		rep := sim.Report{Backend: backend.Name, Mutant: o.Mutant, Seed: o.Seed, Started: started, Counts: map[sim.Verdict]int{},
-			Timing: runner.Timing(), Results: []sim.CaseResult{hung}, Probed: true}
+		rep := verdict.Report{Backend: backend.Name, Mutant: o.Mutant, Seed: o.Seed, Started: started, Counts: map[verdict.Verdict]int{},
+			Timing: runner.Timing(), Results: []verdict.CaseResult{hung}, Probed: true}
 		rep.Took = time.Since(started)
 		rep.Finish()
 		return failedRun(t, work, rep, o)
@@ -151,7 +153,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 		os.RemoveAll(work)
 		t.Fatalf("crash matrix: %v", err)
 	}
-	cases := sel.Cases(probe, o.LeaseTTL.Milliseconds(), o.Seed)
+	cases := sel.Cases(probe.Probe, o.LeaseTTL.Milliseconds(), o.Seed)
 	if len(o.Cases) > 0 {
 		cases = o.Cases
 	}
@@ -159,7 +161,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 		ids := strings.Split(only, ",")
 		var unknown []string
 		for _, id := range ids {
-			if !slices.ContainsFunc(cases, func(c sim.Case) bool { return c.ID == id }) {
+			if !slices.ContainsFunc(cases, func(c catalogue.Case) bool { return c.ID == id }) {
 				unknown = append(unknown, id)
 			}
 		}
@@ -168,10 +170,10 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 			t.Fatalf("crash matrix: %s=%s: no case has the id %s in this run's matrix (points %v kinds %v classes %v); a failing run prints each case's id in its replay command",
 				CaseFilterEnv, only, strings.Join(unknown, ", "), o.Points, o.Kinds, o.Classes)
 		}
-		cases = slices.DeleteFunc(cases, func(c sim.Case) bool { return !slices.Contains(ids, c.ID) })
+		cases = slices.DeleteFunc(cases, func(c catalogue.Case) bool { return !slices.Contains(ids, c.ID) })
 	}
 	for _, p := range o.Points {
-		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w sim.StoreWindow) bool { return w.Point == p }) {
+		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w catalogue.StoreWindow) bool { return w.Point == p }) {
 			os.RemoveAll(work)
 			t.Fatalf("crash matrix: the probe run never reached store window %s (found %+v); is faults.At called with the context the store method was given?", p, probe.Windows)
 		}
@@ -180,13 +182,13 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 		os.RemoveAll(work)
 		t.Fatalf("crash matrix: no case matches points %v kinds %v classes %v", o.Points, o.Kinds, o.Classes)
 	}
-	var progress func(sim.CaseResult)
+	var progress func(verdict.CaseResult)
 	if o.StopAtFirstFailure {
 		var stop context.CancelFunc
 		ctx, stop = context.WithCancel(ctx)
 		defer stop()
-		progress = func(r sim.CaseResult) {
-			if r.Verdict == sim.Fail {
+		progress = func(r verdict.CaseResult) {
+			if r.Verdict == verdict.Fail {
 				stop()
 			}
 		}
@@ -197,7 +199,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	if testing.Verbose() {
 		plog = sim.NewProgressLog(func(line string) { t.Log(line) }, "crash matrix", "cases", len(cases), 0)
 		if stopAt := progress; stopAt != nil {
-			progress = func(r sim.CaseResult) { plog.Case(r); stopAt(r) }
+			progress = func(r verdict.CaseResult) { plog.Case(r); stopAt(r) }
 		} else {
 			progress = plog.Case
 		}
@@ -208,7 +210,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	}
 	rep.WithProbe(probe, perr, sel)
 	rep.PowerLoss = untested
-	if err := explored(ctx, t, backend, o, sel, work, probe, &rep); err != nil {
+	if err := explored(ctx, t, backend, o, sel, work, probe.Probe, &rep); err != nil {
 		os.RemoveAll(work)
 		t.Fatalf("crash matrix: %v", err)
 	}
@@ -223,7 +225,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 
 // explored runs the exploration after the matrix (Options.Explore), in
 // the in-process mode, and puts what it did into rep.
-func explored(ctx context.Context, t *testing.T, backend sim.Backend, o Options, sel sim.Selection, work string, probe sim.Probe, rep *sim.Report) error {
+func explored(ctx context.Context, t *testing.T, backend sim.Backend, o Options, sel catalogue.Selection, work string, probe catalogue.Probe, rep *verdict.Report) error {
 	switch {
 	case o.Explore <= 0:
 		if sel.Whole() && len(o.Cases) == 0 {
@@ -261,21 +263,21 @@ func explored(ctx context.Context, t *testing.T, backend sim.Backend, o Options,
 
 // probeHung returns the probe's case whose worker hung past its deadline,
 // if one did.
-func probeHung(pr sim.Probe) (sim.CaseResult, bool) {
+func probeHung(pr verdict.Probe) (verdict.CaseResult, bool) {
 	for _, r := range pr.Results {
 		for _, w := range r.Workers {
-			if r.Verdict == sim.Undecided && w.Exit == "timeout" {
+			if r.Verdict == verdict.Undecided && w.Exit == "timeout" {
 				return r, true
 			}
 		}
 	}
-	return sim.CaseResult{}, false
+	return verdict.CaseResult{}, false
 }
 
 // failedRun keeps the reports and histories of a run that did not certify
 // in work (without the stores' data unless ReportDir was set) and returns
 // it.
-func failedRun(t *testing.T, work string, rep sim.Report, o Options) Result {
+func failedRun(t *testing.T, work string, rep verdict.Report, o Options) Result {
 	t.Helper()
 	ro := ReportOptions(t)
 	if o.ReportDir == "" {
@@ -318,7 +320,7 @@ func ReportOptions(t *testing.T) report.Options {
 	}
 	pattern := RunPattern(t.Name())
 	rerun := fmt.Sprintf("go test -count=1 -run '%s' %s", pattern, dir)
-	return report.Options{Command: "go test " + dir, Rerun: rerun, Replay: func(r sim.CaseResult) string {
+	return report.Options{Command: "go test " + dir, Rerun: rerun, Replay: func(r verdict.CaseResult) string {
 		if r.Case.Class == explorerun.Class {
 			// Not a case of the matrix: the seeded exploration finds it
 			// again (its description names its scenario file).
@@ -329,7 +331,7 @@ func ReportOptions(t *testing.T) report.Options {
 }
 
 // WriteReports writes report.html, report.json and junit.xml into dir.
-func WriteReports(dir string, rep sim.Report, o report.Options) error {
+func WriteReports(dir string, rep verdict.Report, o report.Options) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -444,19 +446,19 @@ func Mutants() []Mutant {
 		bug(reference.BugRetryPermanentErrors, "I5", []faults.Point{faults.BeforeGraphWrite}, []faults.Kind{faults.Persistent}),
 		leased(bug(reference.BugResumeIgnoresClaim, "I7", []faults.Point{faults.RecoveryBeforeResume}, crash)),
 		leased(bug(reference.BugLeaseTrustedAfterExpiry, "I7", nil, nil, "lease-just-after-expiry")),
-		bug(reference.BugReplanIDPerAttempt, "I1", nil, nil, sim.ReplanResumeClass),
+		bug(reference.BugReplanIDPerAttempt, "I1", nil, nil, catalogue.ReplanResumeClass),
 		bug(reference.BugNoOpIgnoresRetraction, "I5", nil, nil, "reingest-after-retraction"),
 		bug(reference.BugDeadLetterWithoutReconcile, "I3", []faults.Point{faults.BeforeStateCommit}, []faults.Kind{faults.Permanent}),
 		leased(bug(reference.BugIgnoreRefusedStateCAS, "I4", []faults.Point{faults.LeaseAcquire}, []faults.Kind{faults.Expire})),
 		bug(reference.BugDeleteSharedEdges, "I3", nil, nil, "retraction-shared-edge"),
 		// Between two named windows: only the store-call stalls of the
 		// lease-fault cases (sim.BetweenCallsCases) reach them.
-		leased(bug(reference.BugCASOnHealedRevision, "I2", nil, nil, sim.BetweenCallsClass)),
-		leased(bug(reference.BugRevisionReadBeforeLeaseCheck, "I2", nil, nil, sim.BetweenCallsClass)),
-		leased(bug(reference.BugRebaseFreshPlan, "I2", nil, nil, sim.BetweenCallsClass)),
-		leased(bug(reference.BugAnswerCurrentRevision, "I9", nil, nil, sim.BetweenCallsClass)),
-		leased(bug(reference.BugStaleEdgesFromCurrent, "I3", nil, nil, sim.BetweenCallsClass)),
-		leased(bug(reference.BugRebaseAfterGraphWrite, "I2", nil, nil, sim.BetweenCallsClass)),
+		leased(bug(reference.BugCASOnHealedRevision, "I2", nil, nil, catalogue.BetweenCallsClass)),
+		leased(bug(reference.BugRevisionReadBeforeLeaseCheck, "I2", nil, nil, catalogue.BetweenCallsClass)),
+		leased(bug(reference.BugRebaseFreshPlan, "I2", nil, nil, catalogue.BetweenCallsClass)),
+		leased(bug(reference.BugAnswerCurrentRevision, "I9", nil, nil, catalogue.BetweenCallsClass)),
+		leased(bug(reference.BugStaleEdgesFromCurrent, "I3", nil, nil, catalogue.BetweenCallsClass)),
+		leased(bug(reference.BugRebaseAfterGraphWrite, "I2", nil, nil, catalogue.BetweenCallsClass)),
 		// Found by an outside mutant hunt, each escaped the matrix until
 		// its case class (and the check it needed) landed.
 		bug(reference.BugResubmitIgnoresContent, "I9", nil, nil, "operation-id-reused"),
@@ -466,10 +468,10 @@ func Mutants() []Mutant {
 		bug(reference.BugReplanIDFromOldOperation, "I1", nil, nil, "replan-after-dead-letter"),
 		bug(reference.BugCommitWithoutLeaseCheck, "I7", nil, nil, "stale-writer-after-noop"),
 		// Reached by exploration alone until their case classes landed
-		// (sim/inflight.go).
-		{sim.MutantRenewIgnoresHolder, Options{Mutant: sim.MutantRenewIgnoresHolder, Classes: []string{sim.StaleHolderRenewsClass}}, "I7", false, nil},
-		bug(reference.BugScanSkipsPendingDeadLetter, "I5", nil, nil, sim.DeadLetterCutShortClass),
-		bug(reference.BugSupportIgnoresPendingPlans, "I3", nil, nil, sim.RetractionWhilePlanInFlightClass),
+		// (sim/catalogue/inflight.go).
+		{sim.MutantRenewIgnoresHolder, Options{Mutant: sim.MutantRenewIgnoresHolder, Classes: []string{catalogue.StaleHolderRenewsClass}}, "I7", false, nil},
+		bug(reference.BugScanSkipsPendingDeadLetter, "I5", nil, nil, catalogue.DeadLetterCutShortClass),
+		bug(reference.BugSupportIgnoresPendingPlans, "I3", nil, nil, catalogue.RetractionWhilePlanInFlightClass),
 		bug(reference.BugPlanSaveKeyPerAttempt, "I8", []faults.Point{faults.PlanSaveBeforeCheckpoint}, crash),
 		bug(reference.BugPlanSaveCheckpointFirst, "I8", []faults.Point{faults.PlanSaveBeforeBusiness}, crash),
 	}

@@ -18,7 +18,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // DefaultCount is how many schedules certify (and CertifyCrashSafety on
@@ -45,7 +47,7 @@ const Off = "exploration: off"
 
 // Shape is the explorer's default shape with the windows the store
 // declared (the probe's), armed like the catalogue's.
-func Shape(p sim.Probe) explore.Shape {
+func Shape(p catalogue.Probe) explore.Shape {
 	s := explore.DefaultShape
 	s.StoreWindows = p.Windows
 	return s
@@ -86,7 +88,7 @@ func Scenario(f *explore.Finding, s Settings) (*scenarios.Scenario, check.Invari
 // Shown is the run of a finding its scenario's comments describe: a
 // confirmation run of the shrunk schedule that broke the invariant again,
 // else the original schedule's.
-func Shown(f *explore.Finding) sim.CaseResult {
+func Shown(f *explore.Finding) verdict.CaseResult {
 	if f.ShrunkResult.Case.ID == "" {
 		return f.Result
 	}
@@ -96,7 +98,7 @@ func Shown(f *explore.Finding) sim.CaseResult {
 // Write writes sc into dir as NAME.yaml, headed by YAML comments (head
 // first, then what shown broke and did, and the replay command that
 // replay makes of the file's path); it returns the path and that command.
-func Write(dir string, sc *scenarios.Scenario, inv check.Invariant, shown sim.CaseResult, head string, replay func(path string) string) (string, string, error) {
+func Write(dir string, sc *scenarios.Scenario, inv check.Invariant, shown verdict.CaseResult, head string, replay func(path string) string) (string, string, error) {
 	b, err := sc.Marshal()
 	if err != nil {
 		return "", "", err
@@ -116,7 +118,7 @@ func Write(dir string, sc *scenarios.Scenario, inv check.Invariant, shown sim.Ca
 // Comment is the head of a shrunk scenario file, as YAML comments: the
 // violation the explorer saw in the shrunk schedule, one line of what
 // happened, the operations' short names, and the replay command.
-func Comment(inv string, r sim.CaseResult, replay string) []byte {
+func Comment(inv string, r verdict.CaseResult, replay string) []byte {
 	vs, seq, legend := report.Explain(r, inv)
 	var b strings.Builder
 	for i, v := range vs {
@@ -164,7 +166,7 @@ type Outcome struct {
 	// schedule and the violations a confirmation run of it showed), or,
 	// for an interrupted exploration, an undecided one; nil when the
 	// schedules broke nothing.
-	Case *sim.CaseResult
+	Case *verdict.CaseResult
 	// Path is the finding's scenario file and ReplayCmd the command that
 	// replays it ("" without a finding).
 	Path, ReplayCmd string
@@ -195,8 +197,8 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) (Outcome, error) {
 	switch {
 	case f == nil && ctx.Err() != nil:
 		out.Line = fmt.Sprintf("exploration: interrupted after %d of %s", res.Schedules, which)
-		out.Case = &sim.CaseResult{Case: sim.Case{ID: fmt.Sprintf("explored-s%d", o.Seed), Class: Class, Description: which},
-			Verdict: sim.Undecided, Notes: []string{"interrupted"}}
+		out.Case = &verdict.CaseResult{Case: catalogue.Case{ID: fmt.Sprintf("explored-s%d", o.Seed), Class: Class, Description: which},
+			Verdict: verdict.Undecided, Notes: []string{"interrupted"}}
 		return out, nil
 	case f == nil:
 		out.Line = fmt.Sprintf("exploration: %s, no invariant broken", which)
@@ -222,14 +224,14 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) (Outcome, error) {
 	c.Case = f.Shrunk
 	c.Case.Class = Class
 	c.Case.Description = fmt.Sprintf("schedule %d of the exploration (seed %d) after the matrix, shrunk; scenario %s", f.Index, o.Seed, out.Path)
-	c.Verdict = sim.Fail
+	c.Verdict = verdict.Fail
 	out.Case = &c
 	return out, nil
 }
 
 // AddTo puts the outcome into rep: its line, and its case among the
 // results (the verdict and exit code then count it).
-func (o Outcome) AddTo(rep *sim.Report) {
+func (o Outcome) AddTo(rep *verdict.Report) {
 	rep.Exploration = o.Line
 	if o.Case != nil {
 		rep.Results = append(rep.Results, *o.Case)

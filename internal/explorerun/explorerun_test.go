@@ -10,14 +10,16 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // registers sqlite
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // exploreOnly are the defects the whole matrix certified and exploration
 // alone found when DefaultCount was measured (issue 42: written outside
 // the project, each found on the first seed), by the names of their
 // built-in mutants. The matrix has case classes for them since
-// (sim/inflight.go); exploration on its own must still find them.
+// (sim/catalogue/inflight.go); exploration on its own must still find them.
 var exploreOnly = []reference.Bug{"scan-skips-pending-dead-letter", "support-ignores-pending-plans"}
 
 // certify's exploration with its default flags (DefaultCount schedules
@@ -42,16 +44,16 @@ func TestDefaultExplorationCatchesAMutantOnlyExplorationFound(t *testing.T) {
 	if err != nil {
 		t.Fatalf("probe: %v", err)
 	}
-	out, err := Run(ctx, runner, Options{Count: DefaultCount, Seed: 1, Parallel: 4, Shape: Shape(probe), Dir: dir,
+	out, err := Run(ctx, runner, Options{Count: DefaultCount, Seed: 1, Parallel: 4, Shape: Shape(probe.Probe), Dir: dir,
 		Settings: Settings{Bugs: []reference.Bug{bug}, Mode: "in-process", By: "the test"},
 		Replay:   func(path string) string { return "crashmatrix run " + path }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Case == nil || out.Case.Verdict != sim.Fail || out.Case.Case.Class != Class {
+	if out.Case == nil || out.Case.Verdict != verdict.Fail || out.Case.Case.Class != Class {
 		t.Fatalf("mutant %s: %s; want a failing case of class %s", bug, out.Line, Class)
 	}
-	rep := sim.Report{Counts: map[sim.Verdict]int{}}
+	rep := verdict.Report{Counts: map[verdict.Verdict]int{}}
 	out.AddTo(&rep)
 	if rep.ExitCode != 1 || rep.Exploration != out.Line {
 		t.Errorf("the report of the finding: exit %d, exploration %q; want exit 1 and %q", rep.ExitCode, rep.Exploration, out.Line)
@@ -72,7 +74,7 @@ func TestShardsSplitTheCount(t *testing.T) {
 	defer runner.CloseShared()
 	total := 0
 	for i := 0; i < 3; i++ {
-		out, err := Run(context.Background(), runner, Options{Count: 7, Seed: 1, ShardIndex: i, ShardCount: 3, Parallel: 2, Shape: Shape(sim.Probe{})})
+		out, err := Run(context.Background(), runner, Options{Count: 7, Seed: 1, ShardIndex: i, ShardCount: 3, Parallel: 2, Shape: Shape(catalogue.Probe{})})
 		if err != nil || out.Case != nil {
 			t.Fatalf("shard %d/3: %v %s", i, err, out.Line)
 		}

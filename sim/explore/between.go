@@ -4,7 +4,7 @@ import (
 	"math/rand"
 
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // Competitors between store calls: wherever a schedule breaks a lease, a
@@ -23,7 +23,7 @@ const maxCallsPerAction = 24
 // stallBetweenCalls arms the store-call stall of a schedule with a lease
 // fault. Its draws come after every other draw of the schedule, so that a
 // schedule without a lease fault is what it always was.
-func stallBetweenCalls(r *rand.Rand, c *sim.Case, clients int, shape Shape) {
+func stallBetweenCalls(r *rand.Rand, c *catalogue.Case, clients int, shape Shape) {
 	for j := 0; j < clients; j++ {
 		a, ok := c.Steps[j].Arms[faults.LeaseAcquire]
 		if !ok || !a.Kind.IsLeaseFault() {
@@ -47,7 +47,7 @@ func stallBetweenCalls(r *rand.Rand, c *sim.Case, clients int, shape Shape) {
 			st.Arms = faults.Arms{}
 		}
 		call := 1 + r.Intn(maxCallsPerAction*len(st.Actions))
-		st.Arms[faults.StoreCall] = faults.PauseOn(sim.StaleStall(shape.LeaseTTLMillis), call)
+		st.Arms[faults.StoreCall] = faults.PauseOn(catalogue.StaleStall(shape.LeaseTTLMillis), call)
 		st.Background = true
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // outcomeDigest runs the first n schedules of a seed one after the other
@@ -26,10 +27,10 @@ func outcomeDigest(t *testing.T, r *sim.Runner, seed int64, n int) (digest strin
 	h := sha256.New()
 	for i := 0; i < n; i++ {
 		cr := r.RunCase(context.Background(), explore.Schedule(seed, i, explore.DefaultShape))
-		if cr.Verdict == sim.Undecided {
+		if cr.Verdict == verdict.Undecided {
 			t.Fatalf("schedule %d of seed %d undecided: %v", i, seed, cr.Notes)
 		}
-		if cr.Verdict == sim.Fail {
+		if cr.Verdict == verdict.Fail {
 			failed++
 		}
 		fmt.Fprintf(h, "%d %s %s completed=%d\n", i, cr.Space, cr.Verdict, cr.Completed)

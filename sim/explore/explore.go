@@ -21,20 +21,22 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/leanovate/gopter"
 )
 
 // corpus is what generated schedules ingest: versions of documents that
 // share entities and edges, so that registrations race, edges go stale and
 // retractions meet shared support.
-var corpus = []sim.Action{
-	{Do: "ingest", Doc: "d1", Content: sim.DocD1v1},
-	{Do: "ingest", Doc: "d1", Content: sim.DocD1v2},
-	{Do: "ingest", Doc: "d2", Content: sim.DocD2},
-	{Do: "ingest", Doc: "d3", Content: sim.DocD3a},
-	{Do: "ingest", Doc: "d3", Content: sim.DocD3b},
-	{Do: "ingest", Doc: "d4", Content: sim.DocD4},
+var corpus = []catalogue.Action{
+	{Do: "ingest", Doc: "d1", Content: catalogue.DocD1v1},
+	{Do: "ingest", Doc: "d1", Content: catalogue.DocD1v2},
+	{Do: "ingest", Doc: "d2", Content: catalogue.DocD2},
+	{Do: "ingest", Doc: "d3", Content: catalogue.DocD3a},
+	{Do: "ingest", Doc: "d3", Content: catalogue.DocD3b},
+	{Do: "ingest", Doc: "d4", Content: catalogue.DocD4},
 	{Do: "retract", Doc: "d1"},
 	{Do: "retract", Doc: "d2"},
 }
@@ -55,7 +57,7 @@ type Shape struct {
 	NoCrash []string
 	// StoreWindows are the windows the store declared (sim.Runner.Probe):
 	// clients arm them like the catalogue's.
-	StoreWindows []sim.StoreWindow
+	StoreWindows []catalogue.StoreWindow
 	// RandomKill is the share (0..1) of client workers SIGKILLed at a
 	// random instant of their run: before a store call or inside a write
 	// commit drawn over KillCalls and KillCommits (the probe's counts,
@@ -94,7 +96,7 @@ func Gen(shape Shape) gopter.Gen {
 // whose generator is math/rand's source of that seed. The source is
 // reseeded rather than made anew (seeding one is most of its cost, and
 // gopter's default parameters seed a second one from the clock first).
-func Schedule(seed int64, index int, shape Shape) sim.Case {
+func Schedule(seed int64, index int, shape Shape) catalogue.Case {
 	r := rngs.Get().(*rand.Rand)
 	r.Seed(seed*1_000_003 + int64(index))
 	c := build(r, shape)
@@ -126,7 +128,7 @@ func ingestionPoints(recovery bool) []faults.Spec {
 }
 
 // withStoreWindows adds the store's client-side windows to the catalogue's.
-func withStoreWindows(points []faults.Spec, ws []sim.StoreWindow) []faults.Spec {
+func withStoreWindows(points []faults.Spec, ws []catalogue.StoreWindow) []faults.Spec {
 	out := slices.Clone(points)
 	for _, w := range ws {
 		if w.System == faults.Ingestion && !w.InRecovery {
@@ -162,7 +164,7 @@ func arm(r *rand.Rand, spec faults.Spec, shape Shape) faults.Action {
 	case faults.Pause:
 		// Around the lease TTL (just before expiry, just after, half a
 		// TTL after) or well past it.
-		return faults.PauseOn(pick(r, sim.LeasePauses(shape.LeaseTTLMillis)), hit)
+		return faults.PauseOn(pick(r, catalogue.LeasePauses(shape.LeaseTTLMillis)), hit)
 	case faults.Recrash:
 		k = faults.Crash
 	case faults.Persistent:
@@ -171,16 +173,16 @@ func arm(r *rand.Rand, spec faults.Spec, shape Shape) faults.Action {
 	return faults.On(k, hit)
 }
 
-func build(r *rand.Rand, shape Shape) sim.Case {
+func build(r *rand.Rand, shape Shape) catalogue.Case {
 	if r.Float64() < shape.PlanSave {
 		return buildPlanSave(r)
 	}
-	c := sim.Case{System: faults.Ingestion, Class: "explored", Description: "a generated fault schedule"}
+	c := catalogue.Case{System: faults.Ingestion, Class: "explored", Description: "a generated fault schedule"}
 	clients := 1 + r.Intn(shape.MaxClients)
 	var names []string
 	persistent := faults.Arms{}
 	for i := 0; i < clients; i++ {
-		st := sim.Step{Worker: fmt.Sprintf("w%d", i+1), Arms: faults.Arms{}}
+		st := catalogue.Step{Worker: fmt.Sprintf("w%d", i+1), Arms: faults.Arms{}}
 		for n := 1 + r.Intn(shape.MaxActions); n > 0; n-- {
 			st.Actions = append(st.Actions, pick(r, corpus))
 		}
@@ -212,20 +214,20 @@ func build(r *rand.Rand, shape Shape) sim.Case {
 		// keep the schedules they always had.
 		if shape.RandomKill > 0 && !st.Background && r.Float64() < shape.RandomKill {
 			seed := r.Int63()
-			if p, hit, ok := sim.KillInstant(seed, shape.KillCalls, shape.KillCommits); ok {
+			if p, hit, ok := catalogue.KillInstant(seed, shape.KillCalls, shape.KillCommits); ok {
 				if st.Arms == nil {
 					st.Arms = faults.Arms{}
 				}
 				st.Arms[p] = faults.On(faults.Crash, hit)
 			} else {
-				st.Kill = &sim.RandomKill{Seed: seed, Offset: sim.KillOffset(seed, shape.KillBase), Base: shape.KillBase}
+				st.Kill = &catalogue.RandomKill{Seed: seed, Offset: catalogue.KillOffset(seed, shape.KillBase), Base: shape.KillBase}
 			}
 		}
 		names = append(names, st.Worker)
 		c.Steps = append(c.Steps, st)
 	}
 	if r.Intn(2) == 0 {
-		rec := sim.Step{Worker: "r1", Actions: []sim.Action{{Do: "recover", Rounds: 3}}, ContinueOnError: true}
+		rec := catalogue.Step{Worker: "r1", Actions: []catalogue.Action{{Do: "recover", Rounds: 3}}, ContinueOnError: true}
 		if r.Intn(2) == 0 {
 			spec := pick(r, recoveryPoints())
 			a := arm(r, spec, shape)
@@ -243,31 +245,31 @@ func build(r *rand.Rand, shape Shape) sim.Case {
 		}
 		c.Steps = append(c.Steps, rec)
 	}
-	c.Steps = append(c.Steps, sim.Step{Worker: "quiesce", Actions: []sim.Action{{Do: "recover", Rounds: 10}}, Resubmit: names, ContinueOnError: true})
+	c.Steps = append(c.Steps, catalogue.Step{Worker: "quiesce", Actions: []catalogue.Action{{Do: "recover", Rounds: 10}}, Resubmit: names, ContinueOnError: true})
 	stallBetweenCalls(r, &c, clients, shape)
 	return c
 }
 
-func buildPlanSave(r *rand.Rand) sim.Case {
-	c := sim.Case{System: faults.PlanSave, Class: "explored", Description: "a generated plan-save schedule"}
+func buildPlanSave(r *rand.Rand) catalogue.Case {
+	c := catalogue.Case{System: faults.PlanSave, Class: "explored", Description: "a generated plan-save schedule"}
 	var points []faults.Spec
 	for _, s := range faults.Catalogue {
 		if s.System == faults.PlanSave {
 			points = append(points, s)
 		}
 	}
-	st := sim.Step{Worker: "w1", Actions: sim.PlanSaveScript(), Arms: faults.Arms{}}
+	st := catalogue.Step{Worker: "w1", Actions: catalogue.PlanSaveScript(), Arms: faults.Arms{}}
 	spec := pick(r, points)
 	st.Arms[spec.Point] = faults.On(pick(r, spec.Kinds), 1)
-	c.Steps = []sim.Step{st,
-		{Worker: "r1", Actions: []sim.Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}}, ContinueOnError: true},
-		{Worker: "quiesce", Actions: []sim.Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}, {Do: "plansave-conflict", Thread: "t1"}}, ContinueOnError: true}}
+	c.Steps = []catalogue.Step{st,
+		{Worker: "r1", Actions: []catalogue.Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}}, ContinueOnError: true},
+		{Worker: "quiesce", Actions: []catalogue.Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}, {Do: "plansave-conflict", Thread: "t1"}}, ContinueOnError: true}}
 	return c
 }
 
 // Size counts what a person reads in a schedule: every action and fault
 // outside the final quiesce worker.
-func Size(c sim.Case) int {
+func Size(c catalogue.Case) int {
 	n := 0
 	for _, st := range c.Steps {
 		if st.Worker == "quiesce" {
@@ -284,7 +286,7 @@ func Size(c sim.Case) int {
 // Lines counts the document lines a schedule ingests (outside the final
 // quiesce worker, whose actions are resubmissions): shrinking removes
 // lines that the violation does not need.
-func Lines(c sim.Case) int {
+func Lines(c catalogue.Case) int {
 	n := 0
 	for _, st := range c.Steps {
 		if st.Worker == "quiesce" {
@@ -310,7 +312,7 @@ func contentLines(s string) []string {
 // Describe says how big a schedule is as its scenario file shows it: the entries
 // under steps: (one per worker, the final quiesce included), then the
 // actions, faults and document lines in them.
-func Describe(c sim.Case) string {
+func Describe(c catalogue.Case) string {
 	actions, arms := 0, 0
 	for _, st := range c.Steps {
 		actions += len(st.Actions)
@@ -347,7 +349,7 @@ type Options struct {
 	// Progress is called with the schedules run so far (may be nil).
 	Progress func(run int)
 	// Each, when set, is given each schedule's result as it comes.
-	Each func(sim.CaseResult)
+	Each func(verdict.CaseResult)
 	// Target, when set ("I2"), hunts for that invariant only: other
 	// violations are counted but not reported.
 	Target string
@@ -361,13 +363,13 @@ type Finding struct {
 	Seed      int64
 	Index     int
 	Invariant string
-	Original  sim.Case
-	Shrunk    sim.Case
-	Result    sim.CaseResult
+	Original  catalogue.Case
+	Shrunk    catalogue.Case
+	Result    verdict.CaseResult
 	// ShrunkResult is a confirmation run of the shrunk case that broke
 	// the invariant again (its violations and timeline go into the
 	// written scenario).
-	ShrunkResult sim.CaseResult
+	ShrunkResult verdict.CaseResult
 	// Reproduced counts the confirmation re-runs of the shrunk case that
 	// broke the invariant again.
 	Reproduced, Reruns int
@@ -412,7 +414,7 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 	var res Result
 	type out struct {
 		index int
-		cr    sim.CaseResult
+		cr    verdict.CaseResult
 	}
 	// Parallel workers take schedule indices in order. Once a violation
 	// shows, no new index is handed out and the ones under way finish: as
@@ -455,7 +457,7 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 	for x := range ch {
 		res.Schedules++
 		switch x.cr.Verdict {
-		case sim.Fail:
+		case verdict.Fail:
 			if o.Target == "" || slices.Contains(x.cr.Broken(), o.Target) {
 				found = append(found, x)
 				mu.Lock()
@@ -464,7 +466,7 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 			} else {
 				res.Other++
 			}
-		case sim.Undecided:
+		case verdict.Undecided:
 			res.Skipped++
 		}
 		if o.Each != nil {
@@ -508,7 +510,7 @@ func (fd *Finding) shrink(ctx context.Context, runner *sim.Runner, confirm int, 
 // Run shrinks what it finds. The result's Finding is nil when the schedule
 // broke nothing; Skipped or Other count a run that was undecided or broke
 // another invariant.
-func ShrinkCase(ctx context.Context, runner *sim.Runner, c sim.Case, target string, confirm int) Result {
+func ShrinkCase(ctx context.Context, runner *sim.Runner, c catalogue.Case, target string, confirm int) Result {
 	if confirm <= 0 {
 		confirm = 3
 	}
@@ -516,14 +518,14 @@ func ShrinkCase(ctx context.Context, runner *sim.Runner, c sim.Case, target stri
 	res := Result{Schedules: 1}
 	cr := runner.RunCase(ctx, c)
 	switch {
-	case cr.Verdict == sim.Undecided:
+	case cr.Verdict == verdict.Undecided:
 		res.Skipped++
-	case cr.Verdict == sim.Fail && (target == "" || slices.Contains(cr.Broken(), target)):
+	case cr.Verdict == verdict.Fail && (target == "" || slices.Contains(cr.Broken(), target)):
 		inv := cmp.Or(target, cr.Broken()[0])
 		fd := &Finding{Invariant: inv, Original: c, Result: cr, FoundAfter: time.Since(start)}
 		fd.shrink(ctx, runner, confirm, start)
 		res.Finding = fd
-	case cr.Verdict == sim.Fail:
+	case cr.Verdict == verdict.Fail:
 		res.Other++
 	}
 	res.Took = time.Since(start)
@@ -534,9 +536,9 @@ func ShrinkCase(ctx context.Context, runner *sim.Runner, c sim.Case, target stri
 // every one of confirm re-runs: it drops client workers, the recovery
 // worker, actions and faults, and simplifies faults, until nothing more can
 // go. It returns the smallest case and how many reductions it kept.
-func Shrink(ctx context.Context, runner *sim.Runner, c sim.Case, invariant string, confirm int) (sim.Case, int) {
+func Shrink(ctx context.Context, runner *sim.Runner, c catalogue.Case, invariant string, confirm int) (catalogue.Case, int) {
 	var last history.Log // the timeline of the case kept last (kill anchors shift by it)
-	breaks := func(cand sim.Case) bool {
+	breaks := func(cand catalogue.Case) bool {
 		var h history.Log
 		for i := 0; i < confirm; i++ {
 			if ctx.Err() != nil {
@@ -551,7 +553,7 @@ func Shrink(ctx context.Context, runner *sim.Runner, c sim.Case, invariant strin
 		last = h
 		return true
 	}
-	if _, _, _, anchored := sim.AnchoredKill(c); anchored {
+	if _, _, _, anchored := catalogue.AnchoredKill(c); anchored {
 		// What each action took of calls and commits, for shiftedKills.
 		if cr := runner.RunCase(ctx, c); slices.Contains(cr.Broken(), invariant) {
 			last = cr.Timeline
@@ -577,8 +579,8 @@ func Shrink(ctx context.Context, runner *sim.Runner, c sim.Case, invariant strin
 
 // simpler reports whether a has fewer or plainer faults than b at the same
 // size (hit 1, crash).
-func simpler(a, b sim.Case) bool {
-	score := func(c sim.Case) int {
+func simpler(a, b catalogue.Case) bool {
+	score := func(c catalogue.Case) int {
 		n := 0
 		for _, st := range c.Steps {
 			for _, act := range st.Arms {
@@ -595,11 +597,11 @@ func simpler(a, b sim.Case) bool {
 	return score(a) < score(b)
 }
 
-func clone(c sim.Case) sim.Case {
+func clone(c catalogue.Case) catalogue.Case {
 	out := c
-	out.Steps = make([]sim.Step, len(c.Steps))
+	out.Steps = make([]catalogue.Step, len(c.Steps))
 	for i, st := range c.Steps {
-		st.Actions = append([]sim.Action(nil), st.Actions...)
+		st.Actions = append([]catalogue.Action(nil), st.Actions...)
 		st.Resubmit = append([]string(nil), st.Resubmit...)
 		st.ExpectHit = append([]faults.Point(nil), st.ExpectHit...)
 		if st.Arms != nil {
@@ -625,8 +627,8 @@ func sortedPoints(m faults.Arms) []faults.Point {
 
 // candidates lists one-step reductions of c, biggest first; a document's
 // lines go last, one at a time.
-func candidates(c sim.Case) []sim.Case {
-	var out []sim.Case
+func candidates(c catalogue.Case) []catalogue.Case {
+	var out []catalogue.Case
 	for i, st := range c.Steps {
 		if st.Worker == "quiesce" {
 			continue
@@ -703,7 +705,7 @@ func candidates(c sim.Case) []sim.Case {
 
 // fixBackground keeps a step in the background exactly when it has a pause
 // fault (a paused worker must overlap the next one).
-func fixBackground(st *sim.Step) {
+func fixBackground(st *catalogue.Step) {
 	st.Background = false
 	for _, v := range st.Arms {
 		if v.Kind == faults.Pause {

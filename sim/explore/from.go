@@ -4,7 +4,7 @@ import (
 	"math/rand"
 
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
 )
 
@@ -15,7 +15,7 @@ import (
 // ingestion window: recovery resumes through the client windows too);
 // each client may also resume one of them, as a caller retrying by
 // operationId would. Deterministic in (seed, index, st).
-func ScheduleFrom(seed int64, index int, shape Shape, st *initial.State) sim.Case {
+func ScheduleFrom(seed int64, index int, shape Shape, st *initial.State) catalogue.Case {
 	c := Schedule(seed, index, shape)
 	if c.System != faults.Ingestion {
 		// Plan-save schedules do not touch System A's stores; draw an
@@ -26,7 +26,7 @@ func ScheduleFrom(seed int64, index int, shape Shape, st *initial.State) sim.Cas
 	c.Initial = st
 	c.Description = "a generated fault schedule from an initial state"
 	r := rand.New(rand.NewSource(seed*1_000_003 + int64(index) + 1))
-	rec := sim.Step{Worker: "r0", Actions: []sim.Action{{Do: "recover", Rounds: 3}}, ContinueOnError: true}
+	rec := catalogue.Step{Worker: "r0", Actions: []catalogue.Action{{Do: "recover", Rounds: 3}}, ContinueOnError: true}
 	spec := pick(r, recoveryPoints())
 	if a := arm(r, spec, shape); a.Kind != faults.Pause {
 		rec.Arms = faults.Arms{spec.Point: a}
@@ -38,15 +38,15 @@ func ScheduleFrom(seed int64, index int, shape Shape, st *initial.State) sim.Cas
 				continue
 			}
 			op := pick(r, unfinished)
-			step.Actions = append([]sim.Action{{Do: "resume", Op: op}}, step.Actions...)
+			step.Actions = append([]catalogue.Action{{Do: "resume", Op: op}}, step.Actions...)
 		}
 	}
-	c.Steps = append([]sim.Step{rec}, c.Steps...)
+	c.Steps = append([]catalogue.Step{rec}, c.Steps...)
 	return c
 }
 
 // schedule is the index-th schedule of the options.
-func (o Options) schedule(index int) sim.Case {
+func (o Options) schedule(index int) catalogue.Case {
 	if o.Initial != nil {
 		return ScheduleFrom(o.Seed, index, o.Shape, o.Initial)
 	}

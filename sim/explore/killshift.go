@@ -5,7 +5,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // A random kill anchored to the worker's k-th store call or j-th commit
@@ -17,11 +17,11 @@ import (
 // the action took of calls or commits (its Result records, h: the timeline
 // of a run of c). Whether the moved kill still breaks the invariant is the
 // shrinker's confirm runs' to say.
-func shiftedKills(c sim.Case, h history.Log) []sim.Case {
+func shiftedKills(c catalogue.Case, h history.Log) []catalogue.Case {
 	if len(h) == 0 {
 		return nil
 	}
-	var out []sim.Case
+	var out []catalogue.Case
 	for i, st := range c.Steps {
 		if st.Worker == "quiesce" || len(st.Actions) < 2 {
 			continue

@@ -5,7 +5,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // Dropping an action before a kill anchored to the worker's k-th store
@@ -13,10 +13,10 @@ import (
 // lands where it did; an action the kill ended, or one after it, moves
 // nothing.
 func TestShiftedKillsFollowTheDroppedAction(t *testing.T) {
-	c := sim.Case{Steps: []sim.Step{
-		{Worker: "fault", Actions: []sim.Action{{Do: "ingest", Doc: "a"}, {Do: "ingest", Doc: "b"}, {Do: "ingest", Doc: "c"}},
+	c := catalogue.Case{Steps: []catalogue.Step{
+		{Worker: "fault", Actions: []catalogue.Action{{Do: "ingest", Doc: "a"}, {Do: "ingest", Doc: "b"}, {Do: "ingest", Doc: "c"}},
 			Arms: faults.Arms{faults.StoreCall: faults.On(faults.Crash, 30)}},
-		{Worker: "quiesce", Actions: []sim.Action{{Do: "recover"}}},
+		{Worker: "quiesce", Actions: []catalogue.Action{{Do: "recover"}}},
 	}}
 	h := history.Log{
 		{Worker: "fault", Kind: history.Result, Index: 0, Calls: 12, Commits: 4},
@@ -45,7 +45,7 @@ func TestShiftedKillsFollowTheDroppedAction(t *testing.T) {
 		t.Errorf("shiftedKills changed the case it was given: %+v", c.Steps[0])
 	}
 	commit := c
-	commit.Steps = []sim.Step{{Worker: "fault", Actions: c.Steps[0].Actions, Arms: faults.Arms{faults.StoreCommit: faults.On(faults.Crash, 7)}}, c.Steps[1]}
+	commit.Steps = []catalogue.Step{{Worker: "fault", Actions: c.Steps[0].Actions, Arms: faults.Arms{faults.StoreCommit: faults.On(faults.Crash, 7)}}, c.Steps[1]}
 	if got := shiftedKills(commit, h); len(got) != 1 || got[0].Steps[0].Arms[faults.StoreCommit].Hit != 3 {
 		t.Errorf("a kill at commit 7: candidates %+v, want one, dropping action 0 (4 commits) with the kill at commit 3; action 1 ended after commit 9, so the kill came in it", got)
 	}

@@ -9,8 +9,10 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/embedded"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 func simStoreRunner(t testing.TB, bugs []reference.Bug, mutant string) *sim.Runner {
@@ -53,8 +55,8 @@ func TestSimStoreIsRefusedOutsideExplore(t *testing.T) {
 // writes) fails.
 func TestSimStoreKeepsCommitsAcrossASimulatedCrash(t *testing.T) {
 	r := simStoreRunner(t, nil, "")
-	for _, c := range sim.CycleCases(3) {
-		if res := r.RunCase(context.Background(), c); res.Verdict != sim.Pass {
+	for _, c := range catalogue.CycleCases(3) {
+		if res := r.RunCase(context.Background(), c); res.Verdict != verdict.Pass {
 			t.Fatalf("%s on the simulated store: %s %v %v", c.ID, res.Verdict, res.Violations, res.Notes)
 		}
 	}
@@ -95,7 +97,7 @@ func TestSimStoreExploreCatchesMutants(t *testing.T) {
 func TestSimStoreRefusesMutantsItDoesNotModel(t *testing.T) {
 	r := simStoreRunner(t, nil, sim.MutantNoUniqueConstraint)
 	res := r.RunCase(context.Background(), explore.Schedule(1, 0, explore.DefaultShape))
-	if res.Verdict != sim.Undecided || !strings.Contains(strings.Join(res.Notes, " "), "does not model") {
+	if res.Verdict != verdict.Undecided || !strings.Contains(strings.Join(res.Notes, " "), "does not model") {
 		t.Fatalf("a case with mutant %s on the simulated store: %s %v, want undecided naming the mutant", sim.MutantNoUniqueConstraint, res.Verdict, res.Notes)
 	}
 }

@@ -6,17 +6,17 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
 )
 
 // Schedules arm the windows a store declared and random-instant kills
 // when the shape asks for them, and stay what they were when it does not.
 func TestSchedulesKnowStoreWindowsAndRandomKills(t *testing.T) {
-	w := sim.StoreWindow{Point: "teststore/afterRow", System: faults.Ingestion, Methods: []string{"teststore.(*Ops).Create"}, Hits: 4}
+	w := catalogue.StoreWindow{Point: "teststore/afterRow", System: faults.Ingestion, Methods: []string{"teststore.(*Ops).Create"}, Hits: 4}
 	plain := explore.DefaultShape
 	withStore := plain
-	withStore.StoreWindows = []sim.StoreWindow{w}
+	withStore.StoreWindows = []catalogue.StoreWindow{w}
 	withKills := plain
 	withKills.RandomKill, withKills.KillBase = 1, 50*time.Millisecond
 	anchored := withKills
@@ -41,7 +41,7 @@ func TestSchedulesKnowStoreWindowsAndRandomKills(t *testing.T) {
 				continue
 			}
 			kills++
-			if st.Kill.Offset <= 0 || st.Kill.Offset > withKills.KillBase || st.Kill.Offset != sim.KillOffset(st.Kill.Seed, withKills.KillBase) {
+			if st.Kill.Offset <= 0 || st.Kill.Offset > withKills.KillBase || st.Kill.Offset != catalogue.KillOffset(st.Kill.Seed, withKills.KillBase) {
 				t.Fatalf("schedule %d worker %s: kill %+v, want an offset in (0, %s] drawn from its seed", i, st.Worker, st.Kill, withKills.KillBase)
 			}
 			if explore.Size(k) <= len(st.Actions) {

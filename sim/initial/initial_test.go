@@ -13,7 +13,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
 )
 
@@ -28,7 +28,7 @@ func stuck(t *testing.T, st reference.Stores, space string, point faults.Point) 
 	svc := &reference.Service{Stores: st, Extractor: &reference.FakeExtractor{Log: &reference.MemoryCallLog{}}, Holder: "worker/41",
 		LeaseTTL: 5 * time.Second, Now: func() int64 { now += 3; return now }, Sleep: func(context.Context, time.Duration) error { return nil }}
 	ctx := context.Background()
-	for _, d := range []struct{ doc, content string }{{"d4", sim.DocD4}, {"d1", sim.DocD1v1}} {
+	for _, d := range []struct{ doc, content string }{{"d4", catalogue.DocD4}, {"d1", catalogue.DocD1v1}} {
 		if _, err := svc.Ingest(ctx, reference.IngestRequest{Space: space, DocumentID: d.doc, OperationID: space + "/" + d.doc, Content: d.content}); err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +38,7 @@ func stuck(t *testing.T, st reference.Stores, space string, point faults.Point) 
 	died := make(chan bool)
 	svc.Faults = &faults.Runtime{Injector: sched, Crash: func(faults.Hit) { died <- true; runtime.Goexit() }}
 	go func() {
-		_, err := svc.Ingest(ctx, reference.IngestRequest{Space: space, DocumentID: "d2", OperationID: space + "/d2", Content: sim.DocD2})
+		_, err := svc.Ingest(ctx, reference.IngestRequest{Space: space, DocumentID: "d2", OperationID: space + "/d2", Content: catalogue.DocD2})
 		t.Errorf("the ingestion of d2 returned (%v) instead of dying at %s", err, point)
 		died <- false
 	}()

@@ -9,7 +9,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/storecmd"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // A store that commits an operation and its plan in two transactions,
@@ -35,17 +37,17 @@ func TestDurableStepSweepCatchesAnUndeclaredTwoTransactionCreate(t *testing.T) {
 		t.Cleanup(r.CloseShared)
 		return r
 	}
-	sweep := func(r *sim.Runner) ([]sim.Case, sim.Probe) {
+	sweep := func(r *sim.Runner) ([]catalogue.Case, verdict.Probe) {
 		t.Helper()
 		pr, err := r.Probe(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		sel := sim.Selection{Classes: []string{sim.DurableStepClass}}
+		sel := catalogue.Selection{Classes: []string{catalogue.DurableStepClass}}
 		if _, err := r.PowerLossSelection(&sel); err != nil {
 			t.Fatal(err)
 		}
-		return sel.Cases(pr, 600, 1), pr
+		return sel.Cases(pr.Probe, 600, 1), pr
 	}
 
 	t.Run("undeclared two transactions", func(t *testing.T) {
@@ -56,7 +58,7 @@ func TestDurableStepSweepCatchesAnUndeclaredTwoTransactionCreate(t *testing.T) {
 			names = append(names, c.Description)
 		}
 		// One gap in ops.create, a kill and a power cut there.
-		var creates []sim.Case
+		var creates []catalogue.Case
 		for _, c := range cases {
 			if c.Steps[0].Durable.Method == "ops.create" {
 				creates = append(creates, c)
@@ -72,7 +74,7 @@ func TestDurableStepSweepCatchesAnUndeclaredTwoTransactionCreate(t *testing.T) {
 		}
 		for _, c := range creates {
 			res := r.RunCase(context.Background(), c)
-			if res.Verdict != sim.Fail || !strings.Contains(strings.Join(res.Broken(), ","), "I5") {
+			if res.Verdict != verdict.Fail || !strings.Contains(strings.Join(res.Broken(), ","), "I5") {
 				t.Errorf("%s: %s %v, notes %q; want FAIL I5", c.ID, res.Verdict, res.Broken(), res.Notes)
 			}
 			if power := strings.Contains(strings.Join(res.Notes, "; "), "power loss at ops.create after fdatasync 1 of 2 (worker fault)"); power != (c.Kind == faults.PowerLoss) {
@@ -82,8 +84,8 @@ func TestDurableStepSweepCatchesAnUndeclaredTwoTransactionCreate(t *testing.T) {
 		// The same kill past the last step of the call never fires.
 		k := *create.Steps[0].Durable
 		k.Step = k.Steps + 1
-		miss := r.RunCase(context.Background(), sim.DurableStepCase(k))
-		if miss.Verdict != sim.NotExercised || miss.NotExercised == nil || miss.NotExercised.Cause != sim.CauseUnreachable {
+		miss := r.RunCase(context.Background(), catalogue.DurableStepCase(k))
+		if miss.Verdict != verdict.NotExercised || miss.NotExercised == nil || miss.NotExercised.Cause != verdict.CauseUnreachable {
 			t.Errorf("a kill after a step the call never takes: %s %+v, notes %q; want not exercised", miss.Verdict, miss.NotExercised, miss.Notes)
 		}
 	})
@@ -105,7 +107,7 @@ func TestDurableStepSweepCatchesAnUndeclaredTwoTransactionCreate(t *testing.T) {
 		}
 		rep := r.RunAll(context.Background(), cases, 2, nil)
 		for _, res := range rep.Results {
-			if res.Verdict != sim.Pass {
+			if res.Verdict != verdict.Pass {
 				t.Errorf("%s on the correct store: %s %v, notes %q", res.Case.ID, res.Verdict, res.Broken(), res.Notes)
 			}
 		}

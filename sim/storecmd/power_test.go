@@ -13,7 +13,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/storecmd"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // TestMain turns the test binary into a worker when the supervisor
@@ -76,10 +78,10 @@ func TestPowerLossOnStoreCmdDataElsewhere(t *testing.T) {
 		// the proof with nothing tested.
 		t.Fatal(sim.PowerLossNotTested(err.Error()))
 	}
-	cases := func() []sim.Case {
-		var out []sim.Case
+	cases := func() []catalogue.Case {
+		var out []catalogue.Case
 		for _, k := range []faults.Kind{faults.PowerLoss, faults.TornWrite} {
-			c, ok := sim.PowerCase(faults.BeforeCompleted, k, 250)
+			c, ok := catalogue.PowerCase(faults.BeforeCompleted, k, 250)
 			if !ok {
 				t.Fatalf("no %s case at %s", k, faults.BeforeCompleted)
 			}
@@ -87,7 +89,7 @@ func TestPowerLossOnStoreCmdDataElsewhere(t *testing.T) {
 		}
 		return out
 	}
-	run := func(command string) sim.Report {
+	run := func(command string) verdict.Report {
 		t.Helper()
 		r, err := sim.NewRunner(sim.Config{Backend: storecmd.Spec(command, "", "", 0), WorkDir: t.TempDir(), Seed: 1,
 			Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}})
@@ -97,7 +99,7 @@ func TestPowerLossOnStoreCmdDataElsewhere(t *testing.T) {
 		defer r.CloseShared()
 		return r.RunAll(context.Background(), cases(), 2, nil)
 	}
-	logsOutsideData := func(res sim.CaseResult) {
+	logsOutsideData := func(res verdict.CaseResult) {
 		t.Helper()
 		logs := storeLogs(t, res.Dir)
 		if len(logs) == 0 {
@@ -116,13 +118,13 @@ func TestPowerLossOnStoreCmdDataElsewhere(t *testing.T) {
 
 	t.Run("elsewhere", func(t *testing.T) {
 		rep := run(pythonStore(t, "testdata/elsewhere_store.py", filepath.Join(t.TempDir(), "elsewhere")))
-		if rep.Verdict == sim.Pass {
+		if rep.Verdict == verdict.Pass {
 			t.Errorf("a store whose data is off the lazy mount was certified under power loss")
 		}
 		for _, res := range rep.Results {
-			if res.Verdict != sim.NotExercised || res.NotExercised == nil || res.NotExercised.Cause != sim.CauseDataElsewhere {
+			if res.Verdict != verdict.NotExercised || res.NotExercised == nil || res.NotExercised.Cause != verdict.CauseDataElsewhere {
 				t.Errorf("%s on a store whose data is off the mount: %s %+v, notes %q, lost %q; want not exercised (%s)",
-					res.Case.ID, res.Verdict, res.NotExercised, res.Notes, res.PowerLost, sim.CauseDataElsewhere)
+					res.Case.ID, res.Verdict, res.NotExercised, res.Notes, res.PowerLost, verdict.CauseDataElsewhere)
 			}
 			logsOutsideData(res)
 		}
@@ -130,10 +132,10 @@ func TestPowerLossOnStoreCmdDataElsewhere(t *testing.T) {
 	t.Run("inside", func(t *testing.T) {
 		rep := run(pythonStore(t, "../../examples/python/sqlite_store.py"))
 		for _, res := range rep.Results {
-			if res.NotExercised != nil && res.NotExercised.Cause == sim.CauseDataElsewhere {
+			if res.NotExercised != nil && res.NotExercised.Cause == verdict.CauseDataElsewhere {
 				t.Errorf("%s on the example store, its data in its folder: not exercised (%s)", res.Case.ID, res.NotExercised.Detail)
 			}
-			if res.Case.Kind == faults.PowerLoss && res.Verdict != sim.Pass {
+			if res.Case.Kind == faults.PowerLoss && res.Verdict != verdict.Pass {
 				t.Errorf("%s on the example store, its data in its folder: %s %v %v; want pass", res.Case.ID, res.Verdict, res.Notes, res.Violations)
 			}
 			logsOutsideData(res)

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/storecmd"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // A store whose processes take longer to start than a worker's whole
@@ -28,14 +30,14 @@ func TestSlowStoreStartIsNoReasonForAnUndecidedCase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.CloseShared()
-	rep := r.RunAll(context.Background(), sim.CycleCases(1), 1, nil)
+	rep := r.RunAll(context.Background(), catalogue.CycleCases(1), 1, nil)
 	// The report says how long the starts took: each worker's open of
 	// its store waited out the 5s sleep.
 	if !strings.HasPrefix(rep.StoreStarts, "store starts: median 5.") || !strings.Contains(rep.StoreStarts, "over 2 worker store opens") {
 		t.Errorf("the report's store starts: %q; want two opens of about 5s", rep.StoreStarts)
 	}
 	for _, res := range rep.Results {
-		if res.Verdict != sim.Pass {
+		if res.Verdict != verdict.Pass {
 			t.Errorf("%s: %s (notes %q; violations %+v; workers %+v); want pass: the store's 5s start counted against the worker's %s deadline", res.Case.ID, res.Verdict, res.Notes, res.Violations, res.Workers, deadline)
 		}
 	}

@@ -11,7 +11,9 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/internal/procstat"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/storecmd"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // A worker's store process is started ahead of need by the supervisor
@@ -31,11 +33,11 @@ func TestWorkersTakeStoreProcessesStartedAheadOfNeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := r.RunAll(context.Background(), sim.CycleCases(4), 1, nil)
+	rep := r.RunAll(context.Background(), catalogue.CycleCases(4), 1, nil)
 	r.CloseShared()
 	var opens []time.Duration
 	for _, res := range rep.Results {
-		if res.Verdict != sim.Pass {
+		if res.Verdict != verdict.Pass {
 			t.Errorf("%s: %s (notes %q; violations %+v); want pass", res.Case.ID, res.Verdict, res.Notes, res.Violations)
 		}
 		for _, w := range res.Workers {

@@ -17,8 +17,10 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
 	"github.com/crashmatrix/crashmatrix/sim/servers"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // From incident to scenario, for real: a worker is killed by SIGKILL at a
@@ -59,10 +61,10 @@ func TestIncidentSnapshotReplaysAlikeOnSQLiteAndPostgres(t *testing.T) {
 	// On a loaded machine the fault worker can outlive its lease before it
 	// gets there (refused as a stale holder, it stops): that run is not the
 	// incident, so it is made again (at most three times).
-	var src sim.CaseResult
+	var src verdict.CaseResult
 	for attempt := 1; ; attempt++ {
-		src = runner("postgres").RunCase(ctx, sim.Case{ID: "incident-source", System: faults.Ingestion, Steps: []sim.Step{{
-			Worker: "fault", Actions: sim.StandardScript(), Arms: faults.Arms{faults.BeforeStateCommit: faults.On(faults.Crash, 2)},
+		src = runner("postgres").RunCase(ctx, catalogue.Case{ID: "incident-source", System: faults.Ingestion, Steps: []catalogue.Step{{
+			Worker: "fault", Actions: catalogue.StandardScript(), Arms: faults.Arms{faults.BeforeStateCommit: faults.On(faults.Crash, 2)},
 			ExpectHit: []faults.Point{faults.BeforeStateCommit}}}})
 		if len(src.Workers) == 1 && strings.HasPrefix(src.Workers[0].Exit, "killed") {
 			break
@@ -144,7 +146,7 @@ func TestIncidentSnapshotReplaysAlikeOnSQLiteAndPostgres(t *testing.T) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		res := runner(backend).RunCase(ctx, bad.Case())
 		err := bad.JudgeResult(res)
-		if res.Verdict != sim.Fail || !slices.Equal(res.Broken(), []string{"I3"}) || err == nil || !strings.Contains(err.Error(), "broke I3") {
+		if res.Verdict != verdict.Fail || !slices.Equal(res.Broken(), []string{"I3"}) || err == nil || !strings.Contains(err.Error(), "broke I3") {
 			t.Fatalf("on %s the orphan edge replayed as %s %v (judge: %v)", backend, res.Verdict, res.Broken(), err)
 		}
 	}

@@ -13,16 +13,18 @@ import (
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/servers"
 	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
 	"github.com/crashmatrix/crashmatrix/sim/servers/serverfaults"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 const serverLeaseTTL = 600 * time.Millisecond
 
 // runServerCases runs cases with server faults on against the backend
 // the environment names, and logs every case that did not pass.
-func runServerCases(t *testing.T, faulter sim.ServerFaults, mutant string, cases []sim.Case) sim.Report {
+func runServerCases(t *testing.T, faulter sim.ServerFaults, mutant string, cases []catalogue.Case) verdict.Report {
 	t.Helper()
 	if faulter == sim.ServerFaults(started.Faults) {
 		// Through the fault proxy's stable endpoints (workers inherit them).
@@ -55,9 +57,9 @@ func runServerCases(t *testing.T, faulter sim.ServerFaults, mutant string, cases
 // cases that crash the same server run together and share its restarts
 // (each at its own window): every case records the restart it saw.
 func TestServerFaultMatrixCertifies(t *testing.T) {
-	cases := sim.ServerMatrix(serverLeaseTTL.Milliseconds())
+	cases := catalogue.ServerMatrix(serverLeaseTTL.Milliseconds())
 	if testing.Short() {
-		cases = sim.Filter(cases, []faults.Point{faults.BeforeStateCommit, faults.BetweenGraphBatches, faults.PlanSaveBeforeCheckpoint}, nil, nil)
+		cases = catalogue.Filter(cases, []faults.Point{faults.BeforeStateCommit, faults.BetweenGraphBatches, faults.PlanSaveBeforeCheckpoint}, nil, nil)
 	}
 	before := len(started.Faults.Restarts())
 	t0 := time.Now()
@@ -105,9 +107,9 @@ func TestSynchronousCommitOffFailsI9(t *testing.T) {
 	defer st.Stop()
 	t.Setenv(servers.EnvPostgresDSN, st.Env[servers.EnvPostgresDSN])
 	t.Setenv(servers.EnvNeo4jURI, "")
-	var cases []sim.Case
+	var cases []catalogue.Case
 	for _, p := range []faults.Point{faults.BeforeGraphApplied, faults.BeforeRegistrySave, faults.BeforeStateCommitted, faults.BeforeCompleted, faults.PlanSaveBeforeCheckpoint} {
-		c, ok := sim.ServerWindowCase(p, faults.ServerCrash, "postgres", serverLeaseTTL.Milliseconds())
+		c, ok := catalogue.ServerWindowCase(p, faults.ServerCrash, "postgres", serverLeaseTTL.Milliseconds())
 		if !ok {
 			t.Fatalf("no server-crash case at %s", p)
 		}
@@ -136,11 +138,11 @@ func TestSynchronousCommitOffFailsI9(t *testing.T) {
 // ("failed, retry as new") makes the reference plan anew for an operation
 // whose plan is already frozen: I1 catches the second model call.
 func TestLostCommitIsFailureMutantFailsUnderAckLost(t *testing.T) {
-	c, ok := sim.ServerWindowCase(faults.BeforePrepare, faults.AckLost, "postgres", serverLeaseTTL.Milliseconds())
+	c, ok := catalogue.ServerWindowCase(faults.BeforePrepare, faults.AckLost, "postgres", serverLeaseTTL.Milliseconds())
 	if !ok {
 		t.Fatal("no ack-lost case at beforePrepare")
 	}
-	rep := runServerCases(t, started.Faults, sim.MutantLostCommitIsFailure, []sim.Case{c})
+	rep := runServerCases(t, started.Faults, sim.MutantLostCommitIsFailure, []catalogue.Case{c})
 	if got := rep.Broken(); !slices.Contains(got, "I1") {
 		t.Fatalf("mutant %s under ack-lost: broken %v, verdicts %v; want I1", sim.MutantLostCommitIsFailure, got, rep.Counts)
 	}

@@ -14,9 +14,11 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/servers"
 	"github.com/crashmatrix/crashmatrix/sim/servers/provision"
 	"github.com/crashmatrix/crashmatrix/sim/servers/serverfaults"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 const leaseTTL = 600 * time.Millisecond
@@ -102,22 +104,22 @@ func ownMounts(t *testing.T) []string {
 }
 
 // powerCases are the power-loss column at the given windows.
-func powerCases(t *testing.T, points ...faults.Point) []sim.Case {
+func powerCases(t *testing.T, points ...faults.Point) []catalogue.Case {
 	t.Helper()
 	return columnCases(t, faults.PowerLoss, points)
 }
 
 // tornCases are the torn-write column at the given windows.
-func tornCases(t *testing.T, points ...faults.Point) []sim.Case {
+func tornCases(t *testing.T, points ...faults.Point) []catalogue.Case {
 	t.Helper()
 	return columnCases(t, faults.TornWrite, points)
 }
 
 // unitCases are the torn-write column at the given windows, torn at
 // tear bytes (faults.TearSector, or less: inside one sector).
-func unitCases(t *testing.T, tear int, points ...faults.Point) []sim.Case {
+func unitCases(t *testing.T, tear int, points ...faults.Point) []catalogue.Case {
 	t.Helper()
-	cases := sim.Filter(sim.TornWriteMatrix(nil, tear, leaseTTL.Milliseconds()), points, nil, nil)
+	cases := catalogue.Filter(catalogue.TornWriteMatrix(nil, tear, leaseTTL.Milliseconds()), points, nil, nil)
 	if len(cases) != len(points) {
 		t.Fatalf("%d cases torn at %d bytes at %d windows", len(cases), tear, len(points))
 	}
@@ -125,11 +127,11 @@ func unitCases(t *testing.T, tear int, points ...faults.Point) []sim.Case {
 }
 
 // columnCases are the cases of power-loss kind k at the given windows.
-func columnCases(t *testing.T, k faults.Kind, points []faults.Point) []sim.Case {
+func columnCases(t *testing.T, k faults.Kind, points []faults.Point) []catalogue.Case {
 	t.Helper()
-	var cases []sim.Case
+	var cases []catalogue.Case
 	for _, p := range points {
-		c, ok := sim.PowerCase(p, k, leaseTTL.Milliseconds())
+		c, ok := catalogue.PowerCase(p, k, leaseTTL.Milliseconds())
 		if !ok {
 			t.Fatalf("no %s case at %s", k, p)
 		}
@@ -139,7 +141,7 @@ func columnCases(t *testing.T, k faults.Kind, points []faults.Point) []sim.Case 
 }
 
 // run runs cases against the servers st started, with their power cut.
-func run(t *testing.T, st *provision.Started, cases []sim.Case) sim.Report {
+func run(t *testing.T, st *provision.Started, cases []catalogue.Case) verdict.Report {
 	t.Helper()
 	b, err := servers.PostgresBackend()
 	if err != nil {
@@ -173,7 +175,7 @@ func run(t *testing.T, st *provision.Started, cases []sim.Case) sim.Report {
 			t.Logf("%s: not exercised, nothing to tear in %d attempts", res.Case.Label(), len(res.Attempts)+1)
 			continue
 		}
-		if res.Verdict != sim.Pass && res.Verdict != sim.Fail {
+		if res.Verdict != verdict.Pass && res.Verdict != verdict.Fail {
 			t.Errorf("%s: %s (%s)", res.Case.Label(), res.Verdict, strings.Join(res.Notes, "; "))
 			continue
 		}
@@ -195,8 +197,8 @@ func run(t *testing.T, st *provision.Started, cases []sim.Case) sim.Report {
 
 // nothingToTear reports whether a torn case was not exercised because the
 // server had nothing un-synced to tear at its window.
-func nothingToTear(res sim.CaseResult) bool {
-	return res.Verdict == sim.NotExercised && res.NotExercised != nil && res.NotExercised.Cause == sim.CauseNothingToTear
+func nothingToTear(res verdict.CaseResult) bool {
+	return res.Verdict == verdict.NotExercised && res.NotExercised != nil && res.NotExercised.Cause == verdict.CauseNothingToTear
 }
 
 // PostgreSQL with its defaults (fsync on) survives a power loss, plain
@@ -218,9 +220,9 @@ func TestPostgresDefaultsCertifyPowerLoss(t *testing.T) {
 	tore := map[string]int{}
 	for _, res := range rep.Results {
 		switch {
-		case res.Verdict == sim.Pass && res.Case.Kind == faults.TornWrite:
+		case res.Verdict == verdict.Pass && res.Case.Kind == faults.TornWrite:
 			tore[res.Case.ID[strings.LastIndex(res.Case.ID, "-"):]]++ // "-write" (pages), "-512" or "-1"
-		case res.Verdict == sim.Pass || nothingToTear(res):
+		case res.Verdict == verdict.Pass || nothingToTear(res):
 		default:
 			t.Errorf("PostgreSQL with its defaults under power loss: %s %s %v", res.Case.ID, res.Verdict, res.Broken())
 		}

@@ -1,4 +1,4 @@
-package sim
+package catalogue
 
 import (
 	"crypto/sha256"
@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 )
@@ -145,15 +144,4 @@ type ShardRun struct {
 	// one case's window and kind (or class).
 	Rerun  string `json:"rerun,omitempty"`
 	Replay string `json:"replay,omitempty"`
-}
-
-// MergedShard is one shard report a merge combined.
-type MergedShard struct {
-	File     string        `json:"file"`
-	Shard    Shard         `json:"shard"`
-	Cases    int           `json:"cases"`
-	Verdict  Verdict       `json:"verdict"`
-	ExitCode int           `json:"exitCode"`
-	Took     time.Duration `json:"took"`
-	Timing   Timing        `json:"timing"`
 }

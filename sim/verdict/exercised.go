@@ -1,4 +1,4 @@
-package sim
+package verdict
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // Cause classifies why a case was not exercised: the remedy differs.
@@ -53,13 +54,13 @@ const (
 var Causes = []Cause{CauseTiming, CauseUnreachable, CauseNotKilled, CauseKillMissed, CauseServerFault,
 	CauseInterleaving, CauseDataElsewhere, CauseNothingToTear, CauseNothingCompleted}
 
-// settled reports whether running the case again cannot change the
+// Settled reports whether running the case again cannot change the
 // cause: the store keeps its data off the lazy mount, or had nothing
 // un-synced to tear at the window, however often the case runs. A
 // database server writes in the background (its checkpointer, its
 // statistics), so what it left un-synced at a window changes from run to
 // run: on a server nothing-to-tear is not settled (server).
-func (c Cause) settled(server bool) bool {
+func (c Cause) Settled(server bool) bool {
 	return c == CauseDataElsewhere || c == CauseNothingToTear && !server
 }
 
@@ -77,17 +78,17 @@ type Attempt struct {
 	Reason   NotExercisedReason `json:"reason"`
 }
 
-// timingAdvice is what to do about a case that ran out of time.
-func timingAdvice(tm Timing) string {
+// TimingAdvice is what to do about a case that ran out of time.
+func TimingAdvice(tm catalogue.Timing) string {
 	return fmt.Sprintf("the machine was too slow for the lease TTL %s (step latency above half of it); rerun on a quieter machine, or fix a longer TTL with --lease-ttl %s", tm.LeaseTTL, 4*tm.LeaseTTL)
 }
 
 const unreachableAdvice = "check that the failpoint is still on the code path (faults catalogue, reference service) and that the case's script leads there: this can mean the code path changed. With the reference service unchanged, suspect the stores: a store whose reads steer the service elsewhere (ListRecoverable leaving an operation out, a read answering wrongly) keeps it from the window; run the conformance suites (properties.Stores, or certify's conformance with --store-cmd)"
 
-const storeErrorAdvice = "the error kept the worker off the window: if it is the store's (a failing statement, an unsupported file operation), fix the store; its output is kept in the case's folder"
+const StoreErrorAdvice = "the error kept the worker off the window: if it is the store's (a failing statement, an unsupported file operation), fix the store; its output is kept in the case's folder"
 
-// whyNotHit explains why point p never fired in step i's worker.
-func whyNotHit(h history.Log, i int, st Step, p faults.Point, wr *WorkerResult, tm Timing) NotExercisedReason {
+// WhyNotHit explains why point p never fired in step i's worker.
+func WhyNotHit(h history.Log, i int, st catalogue.Step, p faults.Point, wr *WorkerResult, tm catalogue.Timing) NotExercisedReason {
 	var started bool
 	var exit, lastErr string
 	for _, r := range h {
@@ -105,7 +106,7 @@ func whyNotHit(h history.Log, i int, st Step, p faults.Point, wr *WorkerResult, 
 			}
 		case history.Event:
 			if r.Event != nil && r.Event.Kind == reference.EvLeaseLost {
-				return NotExercisedReason{Cause: CauseTiming, Advice: timingAdvice(tm),
+				return NotExercisedReason{Cause: CauseTiming, Advice: TimingAdvice(tm),
 					Detail: fmt.Sprintf("worker %s lost its lease on %s before reaching %s: a step took more than half the lease TTL %s", st.Worker, r.Event.DocumentID, p, tm.LeaseTTL)}
 			}
 		}
@@ -120,22 +121,22 @@ func whyNotHit(h history.Log, i int, st Step, p faults.Point, wr *WorkerResult, 
 	}
 	switch {
 	case wr != nil && wr.Exit == "timeout":
-		return NotExercisedReason{Cause: CauseTiming, Advice: timingAdvice(tm),
+		return NotExercisedReason{Cause: CauseTiming, Advice: TimingAdvice(tm),
 			Detail: fmt.Sprintf("worker %s hit its deadline of %s before reaching %s", st.Worker, tm.ProcessTimeout, p)}
 	case lastErr != "" && timingErr(lastErr):
-		return NotExercisedReason{Cause: CauseTiming, Advice: timingAdvice(tm),
+		return NotExercisedReason{Cause: CauseTiming, Advice: TimingAdvice(tm),
 			Detail: fmt.Sprintf("worker %s gave up before reaching %s: %s", st.Worker, p, lastErr)}
 	case !started:
-		return NotExercisedReason{Cause: CauseTiming, Advice: timingAdvice(tm),
+		return NotExercisedReason{Cause: CauseTiming, Advice: TimingAdvice(tm),
 			Detail: fmt.Sprintf("worker %s never started its work (exit %q)", st.Worker, exitOf(wr))}
 	case exit == "done" && lastErr != "":
-		return NotExercisedReason{Cause: CauseUnreachable, Advice: storeErrorAdvice,
+		return NotExercisedReason{Cause: CauseUnreachable, Advice: StoreErrorAdvice,
 			Detail: fmt.Sprintf("worker %s ran all %d actions without passing %s; an action failed: %s", st.Worker, len(st.Actions), p, lastErr)}
 	case exit == "done":
 		return NotExercisedReason{Cause: CauseUnreachable, Advice: unreachableAdvice,
 			Detail: fmt.Sprintf("worker %s ran all %d actions without passing %s", st.Worker, len(st.Actions), p)}
 	case lastErr != "":
-		return NotExercisedReason{Cause: CauseUnreachable, Advice: storeErrorAdvice,
+		return NotExercisedReason{Cause: CauseUnreachable, Advice: StoreErrorAdvice,
 			Detail: fmt.Sprintf("worker %s stopped at an error before reaching %s: %s", st.Worker, p, lastErr)}
 	default:
 		return NotExercisedReason{Cause: CauseUnreachable, Advice: unreachableAdvice,
@@ -150,13 +151,13 @@ func exitOf(wr *WorkerResult) string {
 	return wr.Exit
 }
 
-// nothingCompleted explains a case in which no operation completed: if a
+// NothingCompleted explains a case in which no operation completed: if a
 // worker lost a lease or timed out waiting for one, time ran out.
-func nothingCompleted(h history.Log, tm Timing) *NotExercisedReason {
+func NothingCompleted(h history.Log, tm catalogue.Timing) *NotExercisedReason {
 	for _, r := range h {
 		lost := r.Kind == history.Event && r.Event != nil && r.Event.Kind == reference.EvLeaseLost
 		if lost || (r.Err != "" && strings.Contains(r.Err, reference.ErrLockTimeout.Error())) {
-			return &NotExercisedReason{Cause: CauseTiming, Advice: timingAdvice(tm),
+			return &NotExercisedReason{Cause: CauseTiming, Advice: TimingAdvice(tm),
 				Detail: fmt.Sprintf("no operation reached COMPLETED after recovery, and worker %s ran out of lease time", r.Worker)}
 		}
 	}
@@ -165,11 +166,11 @@ func nothingCompleted(h history.Log, tm Timing) *NotExercisedReason {
 		Advice: "look at the case's history: its script or its faults stop every operation before completion"}
 }
 
-// interleavingMissed checks each stalled step's Meanwhile against the
+// InterleavingMissed checks each stalled step's Meanwhile against the
 // history: the other worker's deed must come after the stall began (the
 // stalled worker's first pause hit) and before the stalled worker's next
 // record (it woke, or it ended). nil when every one landed.
-func interleavingMissed(c Case, h history.Log, tm Timing) *NotExercisedReason {
+func InterleavingMissed(c catalogue.Case, h history.Log, tm catalogue.Timing) *NotExercisedReason {
 	for i, st := range c.Steps {
 		m := st.Meanwhile
 		if m == nil {
@@ -195,7 +196,7 @@ func interleavingMissed(c Case, h history.Log, tm Timing) *NotExercisedReason {
 		}
 		landed, after := false, -1
 		for j := begin + 1; j < len(h); j++ {
-			if m.Does.did(h[j], m.Worker) {
+			if m.Does.Did(h[j], m.Worker) {
 				if j < end {
 					landed = true
 				} else if after < 0 {
@@ -211,21 +212,17 @@ func interleavingMissed(c Case, h history.Log, tm Timing) *NotExercisedReason {
 		if after >= 0 {
 			when = "did only after " + st.Worker + " woke"
 		}
-		return &NotExercisedReason{Cause: CauseInterleaving, Advice: timingAdvice(tm),
+		return &NotExercisedReason{Cause: CauseInterleaving, Advice: TimingAdvice(tm),
 			Detail: fmt.Sprintf("%s had to %s while %s stalled at %s, and %s: the case did not test what it names", m.Worker, m.Does, st.Worker, h[begin].Point, when)}
 	}
 	return nil
 }
 
-// recrashWorker is the worker of a recrash case that crashes a second time
-// at the window, in the recovery of the first crash (windowCase).
-const recrashWorker = "recover-crash"
-
 // RecrashNotApplicable is the note of a recrash case at a store-declared
-// window whose second crash cannot happen (recrashWithoutReturn).
+// window whose second crash cannot happen (RecrashWithoutReturn).
 const RecrashNotApplicable = "a recrash at a window the store declared, where recovery never comes back: the first crash there left recovery nothing to redo at this window (its operation had ended, or nothing durable was left to resume), so no second crash can happen there; the crash case at the same window covers the first"
 
-// recrashWithoutReturn reports whether c is a recrash at a store-declared
+// RecrashWithoutReturn reports whether c is a recrash at a store-declared
 // window whose first crash fired, and whose recover-crash worker then ran
 // its recovery to the end, or to an error, without coming back to the
 // window. A catalogue window declares the kinds that apply to it; a store
@@ -233,25 +230,25 @@ const RecrashNotApplicable = "a recrash at a window the store declared, where re
 // does not pass it again (a claim released after the operation completed,
 // a thread's first checkpoint). Such a case is not applicable: it is
 // neither a pass nor a window the harness failed to reach.
-func recrashWithoutReturn(c Case, h history.Log) bool {
+func RecrashWithoutReturn(c catalogue.Case, h history.Log) bool {
 	if !c.Store || c.Kind != faults.Recrash {
 		return false
 	}
 	first := false
 	for _, st := range c.Steps {
-		if st.Worker == recrashWorker {
+		if st.Worker == catalogue.RecrashWorker {
 			break
 		}
 		if _, armed := st.Arms[c.Point]; armed && h.HitBy(st.Worker, c.Point) {
 			first = true
 		}
 	}
-	if !first || h.HitBy(recrashWorker, c.Point) {
+	if !first || h.HitBy(catalogue.RecrashWorker, c.Point) {
 		return false
 	}
 	ended := false
 	for _, r := range h {
-		if r.Worker == recrashWorker && r.Kind == history.Exit && r.Reason == "done" {
+		if r.Worker == catalogue.RecrashWorker && r.Kind == history.Exit && r.Reason == "done" {
 			ended = true
 		}
 	}

@@ -1,10 +1,11 @@
-package sim
+package verdict
 
 import (
 	"slices"
 	"strings"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // StoreRow is one store-declared window in a report: the author's point
@@ -85,7 +86,7 @@ type RandomKillSummary struct {
 func RandomKillsOf(rep Report) RandomKillSummary {
 	var s RandomKillSummary
 	for _, r := range rep.Results {
-		if r.Case.Class != RandomKillClass {
+		if r.Case.Class != catalogue.RandomKillClass {
 			continue
 		}
 		s.Cases++

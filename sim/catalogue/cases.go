@@ -1,4 +1,4 @@
-package sim
+package catalogue
 
 import (
 	"fmt"
@@ -71,8 +71,8 @@ const (
 // Deeds are the deeds a Meanwhile can require, in protocol order.
 var Deeds = []Deed{DeedLease, DeedFreeze, DeedGraph, DeedCommit}
 
-// did says whether record r is worker w doing d.
-func (d Deed) did(r history.Record, w string) bool {
+// Did says whether record r is worker w doing d.
+func (d Deed) Did(r history.Record, w string) bool {
 	if r.Worker != w {
 		return false
 	}
@@ -173,11 +173,11 @@ func PlanSaveScript() []Action {
 	}
 }
 
-func recoverStep(name string, arms faults.Arms) Step {
+func RecoverStep(name string, arms faults.Arms) Step {
 	return Step{Worker: name, Actions: []Action{{Do: "recover", Rounds: 10}}, Arms: arms, ContinueOnError: true}
 }
 
-func quiesceStep(system faults.System, resubmit ...string) Step {
+func QuiesceStep(system faults.System, resubmit ...string) Step {
 	acts := []Action{{Do: "recover", Rounds: 10}}
 	if system == faults.PlanSave {
 		acts = []Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}, {Do: "plansave-conflict", Thread: "t1"}}
@@ -255,7 +255,7 @@ func windowCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case, bo
 	}
 	c.Steps = append(c.Steps, fault)
 	if k == faults.Recrash {
-		again := recoverStep(recrashWorker, faults.Arms{p: faults.On(faults.Crash, 1)})
+		again := RecoverStep(RecrashWorker, faults.Arms{p: faults.On(faults.Crash, 1)})
 		again.ExpectHit = []faults.Point{p}
 		if spec.System == faults.PlanSave {
 			again.Actions = []Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}}
@@ -268,7 +268,7 @@ func windowCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case, bo
 		c.Steps = append(c.Steps, again)
 	}
 	if len(recovery) == 0 {
-		recovery = append(recovery, recoverStep("recover", nil))
+		recovery = append(recovery, RecoverStep("recover", nil))
 	}
 	if k == faults.Persistent {
 		// The fault persists across retries and restarts until faults
@@ -282,7 +282,7 @@ func windowCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case, bo
 	if c.Steps[0].Worker == "setup" {
 		resub = []string{"setup", "fault"}
 	}
-	c.Steps = append(c.Steps, quiesceStep(spec.System, resub...))
+	c.Steps = append(c.Steps, QuiesceStep(spec.System, resub...))
 	return c, true
 }
 
@@ -347,7 +347,7 @@ func leaseFaultCase(c Case, k faults.Kind, leaseTTLMillis int64) Case {
 		first.Meanwhile = &Meanwhile{Worker: "competitor", Does: DeedCommit}
 		second.Arms, second.ExpectHit = nil, nil
 	}
-	c.Steps = []Step{first, second, recoverStep("recover", nil), quiesceStep(faults.Ingestion, first.Worker, second.Worker)}
+	c.Steps = []Step{first, second, RecoverStep("recover", nil), QuiesceStep(faults.Ingestion, first.Worker, second.Worker)}
 	return c
 }
 
@@ -363,14 +363,14 @@ func ClassCases(leaseTTLMillis int64) []Case {
 				{Worker: "dup-a", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "dup-op", Content: DocD1v1}}, Arms: faults.Arms{faults.BeforeGraphWrite: long},
 					Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeGraphWrite}, Meanwhile: &Meanwhile{Worker: "dup-b", Does: DeedGraph}},
 				{Worker: "dup-b", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "dup-op", Content: DocD1v1}}, ContinueOnError: true},
-				quiesceStep(faults.Ingestion),
+				QuiesceStep(faults.Ingestion),
 			}},
 		{ID: "class-model-differs", System: faults.Ingestion, Class: "model-differs",
 			Description: "the model would answer differently on a second call under a used operationId; the resubmission must use the frozen plan",
 			Steps: []Step{
 				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "model-op", Content: DocD1v1}}, Arms: faults.Arms{faults.BeforeGraphWrite: faults.On(faults.Crash, 1)}, ExpectHit: []faults.Point{faults.BeforeGraphWrite}},
 				{Worker: "resubmit", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "model-op", Content: DocD1v1}, {Do: "resume", Op: "model-op"}}, ContinueOnError: true},
-				quiesceStep(faults.Ingestion),
+				QuiesceStep(faults.Ingestion),
 			}},
 		{ID: "class-entity-race", System: faults.Ingestion, Class: "entity-race",
 			Description: "two documents register the same entity and support the same edge at once; one worker dies before its state commit",
@@ -378,7 +378,7 @@ func ClassCases(leaseTTLMillis int64) []Case {
 				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, Arms: faults.Arms{faults.BeforeStateCommit: short}, Background: true, ExpectHit: []faults.Point{faults.BeforeStateCommit},
 					Meanwhile: &Meanwhile{Worker: "other", Does: DeedGraph}},
 				{Worker: "other", Actions: []Action{{Do: "ingest", Doc: "d2", Content: DocD2}}, Arms: faults.Arms{faults.BeforeStateCommit: faults.On(faults.Crash, 1)}, ExpectHit: []faults.Point{faults.BeforeStateCommit}},
-				quiesceStep(faults.Ingestion, "fault", "other"),
+				QuiesceStep(faults.Ingestion, "fault", "other"),
 			}},
 		{ID: "class-competing-revision", System: faults.Ingestion, Class: "competing-revision",
 			Description: "two versions of one document race; the loser pauses past its lease before its state commit and must be refused, then planned anew",
@@ -386,7 +386,7 @@ func ClassCases(leaseTTLMillis int64) []Case {
 				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3a}}, Arms: faults.Arms{faults.BeforeLeaseCheck: long}, Background: true, ExpectHit: []faults.Point{faults.BeforeLeaseCheck},
 					Meanwhile: &Meanwhile{Worker: "competitor", Does: DeedCommit}},
 				{Worker: "competitor", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3b}}, ContinueOnError: true},
-				quiesceStep(faults.Ingestion, "fault"),
+				QuiesceStep(faults.Ingestion, "fault"),
 			}},
 		{ID: "class-stale-reader", System: faults.Ingestion, Class: "stale-reader",
 			Description: "one instance ingests a document, then stalls writing another one (holding that one's lease only); meanwhile a second instance commits a new version of the first document and is answered; the first instance then ingests its old content again and must read that commit (a new revision, not a NO_OP at the revision it had read before): a store that serves an instance what it read or wrote itself, missing what another instance committed since, fails here",
@@ -395,7 +395,7 @@ func ClassCases(leaseTTLMillis int64) []Case {
 					Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(ShortPause(leaseTTLMillis), 2)}, Background: true,
 					ExpectHit: []faults.Point{faults.BeforeGraphWrite}, Meanwhile: &Meanwhile{Worker: "other", Does: DeedCommit}},
 				{Worker: "other", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v2}}},
-				quiesceStep(faults.Ingestion, "fault"),
+				QuiesceStep(faults.Ingestion, "fault"),
 			}},
 		operationIDReused("operation-id-reused", "an ingestion under a caller's operationId crashes after its state commit; the caller then submits other content under the same operationId: it must be refused (plan conflict), not answered with the first content's commit", faults.BeforeCompleted, faults.Crash),
 		retractAgain("retract-again", "a document is ingested, retracted and ingested again, then retracted a second time while another document's commit crashes: the second retraction is a new operation on the current revision, never the first one found done", faults.BeforeStateCommit),
@@ -410,8 +410,8 @@ func ClassCases(leaseTTLMillis int64) []Case {
 		reingestAfterRetraction("reingest-after-retraction", "a document is ingested and retracted, then the same content is ingested again (another document's commit crashes meanwhile): the last answer must leave the document ACTIVE with that content, not a NO_OP over the retraction", faults.BeforeStateCommit),
 		retractionSharedEdge("retraction-shared-edge", "a document is retracted while another still supports one of its edges; the retraction crashes mid-way", faults.BeforeStateCommit, faults.Crash),
 	}
-	cases = append(cases, replanCases(leaseTTLMillis)...) // sim/replan.go
-	// The in-flight classes: sim/inflight.go.
+	cases = append(cases, replanCases(leaseTTLMillis)...) // replan.go
+	// The in-flight classes: inflight.go.
 	cases = append(cases, inFlightCases(leaseTTLMillis)...)
 	for i := range cases {
 		cases[i].TTLMillis = leaseTTLMillis
@@ -430,7 +430,7 @@ func splitBrainSameIntent(class, desc string, holder faults.Arms, holderHits []f
 			{Worker: "holder", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, Arms: holder,
 				Background: true, ContinueOnError: true, ExpectHit: holderHits, Meanwhile: &Meanwhile{Worker: "fault", Does: DeedFreeze}},
 			{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, Arms: fault, ExpectHit: faultHits},
-			quiesceStep(faults.Ingestion, "holder", "fault"),
+			QuiesceStep(faults.Ingestion, "holder", "fault"),
 		}}
 }
 
@@ -441,7 +441,7 @@ func resubmitAfterFailure(class, desc string, p faults.Point) Case {
 		Steps: []Step{
 			{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, Arms: faults.Arms{p: faults.On(faults.Transient, 1)}, ExpectHit: []faults.Point{p}},
 			{Worker: "resubmit", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, ContinueOnError: true},
-			quiesceStep(faults.Ingestion),
+			QuiesceStep(faults.Ingestion),
 		}}
 }
 
@@ -453,7 +453,7 @@ func reingestAfterRetraction(class, desc string, p faults.Point) Case {
 			{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}, {Do: "retract", Doc: "d1"}, {Do: "ingest", Doc: "d2", Content: DocD2}},
 				Arms: faults.Arms{p: faults.On(faults.Crash, 3)}, ExpectHit: []faults.Point{p}},
 			{Worker: "again", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}}, ContinueOnError: true},
-			quiesceStep(faults.Ingestion, "fault"),
+			QuiesceStep(faults.Ingestion, "fault"),
 		}}
 }
 
@@ -464,8 +464,8 @@ func retractionSharedEdge(class, desc string, p faults.Point, k faults.Kind) Cas
 		Steps: []Step{
 			{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}, {Do: "ingest", Doc: "d2", Content: DocD2}, {Do: "retract", Doc: "d1"}},
 				Arms: faults.Arms{p: faults.On(k, 3)}, ExpectHit: []faults.Point{p}},
-			recoverStep("recover", nil),
-			quiesceStep(faults.Ingestion, "fault"),
+			RecoverStep("recover", nil),
+			QuiesceStep(faults.Ingestion, "fault"),
 		}}
 }
 
@@ -487,8 +487,8 @@ func BoundaryCases(leaseTTLMillis int64) []Case {
 			Steps: []Step{
 				{Worker: "fault", Actions: StandardScript(), Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(b.Pause(leaseTTLMillis), 1)},
 					Background: b.Num > b.Den, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeGraphWrite}, Meanwhile: meanwhile},
-				recoverStep("recover", nil),
-				quiesceStep(faults.Ingestion, "fault"),
+				RecoverStep("recover", nil),
+				QuiesceStep(faults.Ingestion, "fault"),
 			}})
 	}
 	return out
@@ -507,9 +507,13 @@ func Matrix(leaseTTLMillis int64) []Case {
 	}
 	out = append(out, ClassCases(leaseTTLMillis)...)
 	out = append(out, BoundaryCases(leaseTTLMillis)...)
-	return append(out, SecondCases(leaseTTLMillis)...) // sim/second.go
+	return append(out, SecondCases(leaseTTLMillis)...) // second.go
 }
 
 func caseID(parts ...string) string {
 	return strings.ToLower(strings.Join(parts, "-"))
 }
+
+// RecrashWorker is the worker of a recrash case that crashes a second time
+// at the window, in the recovery of the first crash (windowCase).
+const RecrashWorker = "recover-crash"

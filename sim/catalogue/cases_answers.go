@@ -1,15 +1,8 @@
-package sim
+package catalogue
 
 import (
 	"github.com/crashmatrix/crashmatrix/faults"
 )
-
-// The case classes below came from an outside mutant hunt: each catches a
-// service bug the windows alone let through (the catalogue's
-// resubmit-ignores-content, retract-id-without-revision,
-// node-id-ignores-case, retraction-skips-stale-cleanup,
-// replan-id-from-old-operation and commit-without-lease-check), and each
-// has a second case in SecondCases, at another window.
 
 // operationIDReused: an ingestion under a caller's operationId meets
 // fault k at p; the caller then submits other content under it.
@@ -18,7 +11,7 @@ func operationIDReused(class, desc string, p faults.Point, k faults.Kind) Case {
 		Steps: []Step{
 			{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "reused-op", Content: DocD1v1}}, Arms: faults.Arms{p: faults.On(k, 1)}, ExpectHit: []faults.Point{p}},
 			{Worker: "other-content", Actions: []Action{{Do: "ingest", Doc: "d1", Op: "reused-op", Content: DocD1v2}}, ContinueOnError: true},
-			quiesceStep(faults.Ingestion, "fault"),
+			QuiesceStep(faults.Ingestion, "fault"),
 		}}
 }
 
@@ -29,7 +22,7 @@ func retractAgain(class, desc string, p faults.Point) Case {
 		Steps: []Step{
 			{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}, {Do: "retract", Doc: "d1"}, {Do: "ingest", Doc: "d1", Content: DocD1v2}, {Do: "retract", Doc: "d1"}, {Do: "ingest", Doc: "d2", Content: DocD2}},
 				Arms: faults.Arms{p: faults.On(faults.Crash, 5)}, ExpectHit: []faults.Point{p}},
-			quiesceStep(faults.Ingestion, "fault"),
+			QuiesceStep(faults.Ingestion, "fault"),
 		}}
 }
 
@@ -42,7 +35,7 @@ func entityVariants(class, desc string, p faults.Point, stall faults.Action) Cas
 			{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d5", Content: DocVariantsA}}, Arms: faults.Arms{p: stall}, Background: true,
 				ExpectHit: []faults.Point{p}, Meanwhile: &Meanwhile{Worker: "other", Does: DeedCommit}},
 			{Worker: "other", Actions: []Action{{Do: "ingest", Doc: "d6", Content: DocVariantsB}}, ContinueOnError: true},
-			quiesceStep(faults.Ingestion, "fault", "other"),
+			QuiesceStep(faults.Ingestion, "fault", "other"),
 		}}
 }
 
@@ -55,7 +48,7 @@ func retractionSharedEdgeCrossed(class, desc string, p faults.Point, k faults.Ki
 			{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}, {Do: "ingest", Doc: "d2", Content: DocD2}, {Do: "retract", Doc: "d2"}},
 				Arms: faults.Arms{p: faults.On(k, 3)}, ExpectHit: []faults.Point{p}},
 			{Worker: "other", Actions: []Action{{Do: "retract", Doc: "d1"}}},
-			quiesceStep(faults.Ingestion, "fault"),
+			QuiesceStep(faults.Ingestion, "fault"),
 		}}
 }
 
@@ -69,7 +62,7 @@ func replanAfterDeadLetter(class, desc string, p faults.Point) Case {
 			{Worker: "competitor", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3b}}},
 			{Worker: "again", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3a}}, Arms: faults.Arms{faults.BeforeGraphWrite: faults.On(faults.Permanent, 1)},
 				ExpectHit: []faults.Point{faults.BeforeGraphWrite}, ContinueOnError: true},
-			quiesceStep(faults.Ingestion, "fault", "again"),
+			QuiesceStep(faults.Ingestion, "fault", "again"),
 		}}
 }
 
@@ -87,6 +80,6 @@ func staleWriterAfterNoop(class, desc string, retracted bool, stall faults.Actio
 			{Worker: "fault", Actions: acts, Arms: faults.Arms{faults.BeforeStateCommit: stall}, Background: true, ContinueOnError: true,
 				ExpectHit: []faults.Point{faults.BeforeStateCommit}, Meanwhile: &Meanwhile{Worker: "noop", Does: DeedLease}},
 			{Worker: "noop", Actions: []Action{{Do: "retract", Doc: "d1"}}},
-			quiesceStep(faults.Ingestion, "fault"),
+			QuiesceStep(faults.Ingestion, "fault"),
 		}}
 }

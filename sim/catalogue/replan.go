@@ -1,4 +1,4 @@
-package sim
+package catalogue
 
 import (
 	"time"
@@ -54,7 +54,7 @@ func replanCases(leaseTTLMillis int64) []Case {
 				// the conflict again, after the re-plan was made.
 				{Worker: "caller", Actions: []Action{{Do: "resume", Op: "d3-op"}}, Arms: faults.Arms{faults.ConflictBeforeReplan: faults.PauseOn(time.Millisecond, 1)},
 					ExpectHit: []faults.Point{faults.ConflictBeforeReplan}, ContinueOnError: true},
-				quiesceStep(faults.Ingestion, "setup"),
+				QuiesceStep(faults.Ingestion, "setup"),
 			}})
 	}
 	return out

@@ -1,17 +1,10 @@
-package sim
+package catalogue
 
 import (
 	"fmt"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 )
-
-// The classes of three paths that only exploration used to reach: a stale
-// holder that renews through the store while another holder's lease is
-// live, a dead letter cut short that recovery alone must finish, and a
-// retraction's edge deletes while another document's plan that needs the
-// edge is in flight. Each has a second case (SecondCases) at another
-// window, so that no mutant's catch rests on one case.
 
 // Class names of the in-flight classes.
 const (
@@ -52,7 +45,7 @@ func staleHolderRenews(class string, stall faults.Point, leaseTTLMillis int64) C
 				Background: true, ContinueOnError: true, ExpectHit: []faults.Point{stall}, Meanwhile: &Meanwhile{Worker: "competitor", Does: DeedLease}},
 			{Worker: "competitor", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3b}}, Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(inside.Pause(leaseTTLMillis), 1)},
 				Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeGraphWrite}},
-			quiesceStep(faults.Ingestion, "fault", "competitor"),
+			QuiesceStep(faults.Ingestion, "fault", "competitor"),
 		}}
 }
 
@@ -67,8 +60,8 @@ func deadLetterCutShort(class, desc string, failAt faults.Point) Case {
 			{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d4", Content: DocD4}, {Do: "ingest", Doc: "d1", Content: DocD1v1}},
 				Arms:      faults.Arms{failAt: faults.On(faults.Permanent, 2), faults.BeforeDeadLetter: faults.On(faults.Crash, 1)},
 				ExpectHit: []faults.Point{failAt, faults.BeforeDeadLetter}},
-			recoverStep("recover", nil),
-			quiesceStep(faults.Ingestion),
+			RecoverStep("recover", nil),
+			QuiesceStep(faults.Ingestion),
 		}}
 }
 
@@ -85,7 +78,7 @@ func retractionWhilePlanInFlight(class, desc string, crash bool, leaseTTLMillis 
 		other.Arms = faults.Arms{faults.BeforeStateCommit: faults.On(faults.Crash, 1)}
 		steps = append(steps, other,
 			Step{Worker: "fault", Actions: []Action{{Do: "retract", Doc: "d2"}}},
-			recoverStep("recover", nil))
+			RecoverStep("recover", nil))
 	} else {
 		other.Arms = faults.Arms{faults.BeforeStateCommit: faults.PauseOn(ShortPause(leaseTTLMillis), 1)}
 		other.Background = true
@@ -93,5 +86,5 @@ func retractionWhilePlanInFlight(class, desc string, crash bool, leaseTTLMillis 
 		steps = append(steps, other, Step{Worker: "fault", Actions: []Action{{Do: "retract", Doc: "d2"}}})
 	}
 	return Case{ID: "class-" + class, System: faults.Ingestion, Class: class, TTLMillis: leaseTTLMillis, Description: desc,
-		Steps: append(steps, quiesceStep(faults.Ingestion, "other"))}
+		Steps: append(steps, QuiesceStep(faults.Ingestion, "other"))}
 }

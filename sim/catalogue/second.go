@@ -1,4 +1,4 @@
-package sim
+package catalogue
 
 import (
 	"fmt"
@@ -24,8 +24,8 @@ func SecondCases(leaseTTLMillis int64) []Case {
 			Steps: []Step{
 				{Worker: "fault", Actions: StandardScript(), Arms: faults.Arms{faults.BetweenGraphBatches: faults.PauseOn(justAfter.Pause(leaseTTLMillis), 1)},
 					Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BetweenGraphBatches}, Meanwhile: &Meanwhile{Worker: "recover", Does: DeedLease}},
-				recoverStep("recover", nil),
-				quiesceStep(faults.Ingestion, "fault"),
+				RecoverStep("recover", nil),
+				QuiesceStep(faults.Ingestion, "fault"),
 			}},
 		resubmitAfterFailure("resubmit-after-failure-graph-applied", "resubmit-after-failure past the graph write: the registry save fails with a retryable error (the operation stays GRAPH_APPLIED with one attempt recorded); the caller's resubmission must keep the operationId and its frozen plan", faults.BeforeRegistrySave),
 		reingestAfterRetraction("reingest-after-retraction-graph-applied", "reingest-after-retraction with the other document's crash at another window (its graph write committed, its stage not advanced): re-ingesting the retracted content must leave the document ACTIVE, not answer NO_OP", faults.BeforeGraphApplied),

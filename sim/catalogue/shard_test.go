@@ -1,18 +1,18 @@
-package sim_test
+package catalogue_test
 
 import (
 	"math/rand/v2"
 	"slices"
 	"testing"
 
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
 // The shards of a matrix are disjoint, together they are the matrix, each
 // keeps the matrix order, they differ in size by one case at most, and a
 // case's shard does not depend on the order the cases came in.
 func TestShardsSplitTheMatrixByCaseID(t *testing.T) {
-	matrix := sim.Matrix(250)
+	matrix := catalogue.Matrix(250)
 	ids := make([]string, len(matrix))
 	for i, c := range matrix {
 		ids[i] = c.ID
@@ -21,7 +21,7 @@ func TestShardsSplitTheMatrixByCaseID(t *testing.T) {
 		seen := map[string]int{}
 		sizes := []int{}
 		for i := 0; i < n; i++ {
-			part := sim.Shard{Index: i, Count: n}.Select(matrix)
+			part := catalogue.Shard{Index: i, Count: n}.Select(matrix)
 			sizes = append(sizes, len(part))
 			last := -1
 			for _, c := range part {
@@ -44,7 +44,7 @@ func TestShardsSplitTheMatrixByCaseID(t *testing.T) {
 		}
 		shuffled := slices.Clone(ids)
 		rand.New(rand.NewPCG(1, uint64(n))).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		for id, s := range sim.ShardOf(shuffled, n) {
+		for id, s := range catalogue.ShardOf(shuffled, n) {
 			if seen[id] != s {
 				t.Fatalf("n=%d: case %s is in shard %d, but in %d when the cases come in another order", n, id, seen[id], s)
 			}
@@ -53,14 +53,14 @@ func TestShardsSplitTheMatrixByCaseID(t *testing.T) {
 }
 
 func TestParseShard(t *testing.T) {
-	for in, want := range map[string]sim.Shard{"0/1": {0, 1}, "2/3": {2, 3}, " 1 / 4 ": {1, 4}} {
-		got, err := sim.ParseShard(in)
+	for in, want := range map[string]catalogue.Shard{"0/1": {0, 1}, "2/3": {2, 3}, " 1 / 4 ": {1, 4}} {
+		got, err := catalogue.ParseShard(in)
 		if err != nil || got != want {
 			t.Errorf("ParseShard(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "3", "3/3", "-1/3", "1/0", "a/3", "1/b", "1/3/4"} {
-		if _, err := sim.ParseShard(in); err == nil {
+		if _, err := catalogue.ParseShard(in); err == nil {
 			t.Errorf("ParseShard(%q) accepted", in)
 		}
 	}
@@ -69,22 +69,22 @@ func TestParseShard(t *testing.T) {
 // The fingerprint changes with the settings and the set of cases, not
 // with the shard taken.
 func TestMatrixFingerprint(t *testing.T) {
-	matrix := sim.Matrix(250)
-	a := sim.NewMatrixID(sim.MatrixID{Backend: "sqlite", Seed: 1, Mode: "in-process"}, matrix)
+	matrix := catalogue.Matrix(250)
+	a := catalogue.NewMatrixID(catalogue.MatrixID{Backend: "sqlite", Seed: 1, Mode: "in-process"}, matrix)
 	if a.Sum() != a.Fingerprint || len(a.Cases) != len(matrix) {
 		t.Fatalf("fingerprint %s, sum %s, %d cases of %d", a.Fingerprint, a.Sum(), len(a.Cases), len(matrix))
 	}
-	for name, b := range map[string]sim.MatrixID{
-		"backend": sim.NewMatrixID(sim.MatrixID{Backend: "memory", Seed: 1, Mode: "in-process"}, matrix),
-		"seed":    sim.NewMatrixID(sim.MatrixID{Backend: "sqlite", Seed: 2, Mode: "in-process"}, matrix),
-		"mode":    sim.NewMatrixID(sim.MatrixID{Backend: "sqlite", Seed: 1, Mode: "processes"}, matrix),
-		"cases":   sim.NewMatrixID(sim.MatrixID{Backend: "sqlite", Seed: 1, Mode: "in-process"}, matrix[1:]),
+	for name, b := range map[string]catalogue.MatrixID{
+		"backend": catalogue.NewMatrixID(catalogue.MatrixID{Backend: "memory", Seed: 1, Mode: "in-process"}, matrix),
+		"seed":    catalogue.NewMatrixID(catalogue.MatrixID{Backend: "sqlite", Seed: 2, Mode: "in-process"}, matrix),
+		"mode":    catalogue.NewMatrixID(catalogue.MatrixID{Backend: "sqlite", Seed: 1, Mode: "processes"}, matrix),
+		"cases":   catalogue.NewMatrixID(catalogue.MatrixID{Backend: "sqlite", Seed: 1, Mode: "in-process"}, matrix[1:]),
 	} {
 		if b.Fingerprint == a.Fingerprint {
 			t.Errorf("another %s, the same fingerprint %s", name, a.Fingerprint)
 		}
 	}
-	if again := sim.NewMatrixID(sim.MatrixID{Backend: "sqlite", Seed: 1, Mode: "in-process"}, sim.Matrix(250)); again.Fingerprint != a.Fingerprint {
+	if again := catalogue.NewMatrixID(catalogue.MatrixID{Backend: "sqlite", Seed: 1, Mode: "in-process"}, catalogue.Matrix(250)); again.Fingerprint != a.Fingerprint {
 		t.Errorf("the same matrix built twice: fingerprints %s and %s", a.Fingerprint, again.Fingerprint)
 	}
 }

@@ -1,0 +1,100 @@
+package catalogue
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+
+	"github.com/crashmatrix/crashmatrix/faults"
+)
+
+// PowerLossCase builds the case of a power loss at window p: the window's
+// crash case with the power loss armed in place of the kill; ok is false
+// where a crash does not apply.
+func PowerLossCase(p faults.Point, leaseTTLMillis int64) (Case, bool) {
+	return PowerCase(p, faults.PowerLoss, leaseTTLMillis)
+}
+
+// PowerCase builds the case of a power loss of kind k (faults.PowerLoss
+// or faults.TornWrite) at window p.
+func PowerCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool) {
+	spec, found := faults.Lookup(p)
+	if !found || !k.IsPowerLoss() {
+		return Case{}, false
+	}
+	return powerLossCase(spec, k, 0, leaseTTLMillis)
+}
+
+// powerLossCase is the case of a power loss of kind k at spec's window;
+// tear is a torn write's unit (faults.Action.Tear: 0 or faults.TearPage
+// for pages).
+func powerLossCase(spec faults.Spec, k faults.Kind, tear int, leaseTTLMillis int64) (Case, bool) {
+	c, ok := windowCase(spec, faults.Crash, leaseTTLMillis)
+	if !ok {
+		return Case{}, false
+	}
+	c.ID = caseID(strings.ReplaceAll(string(spec.Point), "/", "-"), string(k))
+	c.Kind = k
+	c.Description = fmt.Sprintf("power loss at %q (%s): every process of the case dies and every write not yet synced is lost; recovery must: %s", spec.Step, spec.Window, spec.Recovery)
+	tear = faults.ActionTear(tear)
+	if k == faults.TornWrite {
+		if tear != 0 {
+			c.ID += "-" + strconv.Itoa(tear)
+		}
+		c.Description = fmt.Sprintf("torn power loss at %q (%s): every process of the case dies; of the writes not yet synced some %s survive and the rest are lost; recovery must: %s", spec.Step, spec.Window, faults.TearName(tear), spec.Recovery)
+	}
+	for i := range c.Steps {
+		if a, armed := c.Steps[i].Arms[spec.Point]; armed && c.Steps[i].Worker == "fault" && a.Kind == faults.Crash {
+			act := faults.On(k, a.Hit)
+			if k == faults.TornWrite {
+				act.Tear = tear
+			}
+			c.Steps[i].Arms[spec.Point] = act
+		}
+	}
+	return c, true
+}
+
+// PowerLossMatrix returns a power loss at every window of the catalogue
+// and every store-declared window where a crash applies: the power-loss
+// column.
+func PowerLossMatrix(ws []StoreWindow, leaseTTLMillis int64) []Case {
+	return powerMatrix(ws, faults.PowerLoss, 0, leaseTTLMillis)
+}
+
+// TornWriteMatrix is the torn-write column: a torn power loss wherever
+// PowerLossMatrix has a power loss, tearing at tear (faults.TearPage or
+// 0: 4 KiB pages; faults.TearSector: 512-byte sectors, and the cases' IDs
+// end in -512; a smaller power of two down to faults.TearByte tears
+// inside one sector, and the IDs end in -N). It runs when asked for (--kind torn-write): at a window
+// where the store has nothing un-synced there is nothing to tear, and
+// such a case is not exercised.
+func TornWriteMatrix(ws []StoreWindow, tear int, leaseTTLMillis int64) []Case {
+	return powerMatrix(ws, faults.TornWrite, tear, leaseTTLMillis)
+}
+
+func powerMatrix(ws []StoreWindow, k faults.Kind, tear int, leaseTTLMillis int64) []Case {
+	var out []Case
+	for _, s := range faults.Catalogue {
+		if c, ok := powerLossCase(s, k, tear, leaseTTLMillis); ok {
+			out = append(out, c)
+		}
+	}
+	for _, w := range ws {
+		if c, ok := powerLossCase(w.Spec(), k, tear, leaseTTLMillis); ok {
+			c.Store = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TearSeed is the seed of the n-th (from 0) torn power loss of a case, hit
+// at point p: a function of the window and the count alone, so that a
+// case, or a scenario made of it, tears the same way when it runs again.
+func TearSeed(p faults.Point, n int) int64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s\x00%d", p, n)
+	return int64(h.Sum64() >> 1)
+}
