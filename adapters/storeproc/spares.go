@@ -640,9 +640,11 @@ func absTemp(o Options) (string, error) {
 }
 
 // giveBack gives a spare this worker took, closed, back to the supervisor
-// it came from, and waits for its answer: true when the supervisor took
-// it (the worker lets go of its pipes), false when it did not (the
-// caller stops it).
+// it came from. Once the request is sent the process is the
+// supervisor's: it took the process back, or it still counts it as this
+// worker's and kills it when this worker ends (KillAdopted); either way
+// the worker lets go of its pipes and never kills it (KillAll included).
+// False when the request could not be sent (the caller stops it).
 func (c *Client) giveBack(p *proc) bool {
 	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: p.spareOf, Net: "unix"})
 	if err != nil {
@@ -654,15 +656,12 @@ func (c *Client) giveBack(p *proc) bool {
 	if _, _, err := conn.WriteMsgUnix(b, unix.UnixRights(int(p.stdin.(*os.File).Fd()), int(p.stdout.Fd()), p.stderrFD), nil); err != nil {
 		return false
 	}
+	// The supervisor's answer, so that this worker does not end (and
+	// have the supervisor kill the process with it) before it was taken.
 	buf := make([]byte, 1024)
-	n, err := conn.Read(buf)
-	var r spareReply
-	if err != nil || json.Unmarshal(buf[:n], &r) != nil || r.None != "" {
-		return false
-	}
-	// The supervisor holds the pipes now; our copies go (the stderr
-	// copy ends when this worker does).
+	_, _ = conn.Read(buf)
 	_ = p.stdin.Close()
 	p.closeStdout()
+	live.Delete(p)
 	return true
 }

@@ -52,8 +52,11 @@ func spareWorker(dir, tmp, command string) int {
 	}
 	fmt.Printf("store %d\n", c.StorePID())
 	if os.Getenv(spareWorkerClose) != "" {
-		// A worker that ends without a crash: it closes its stores.
+		// A worker that ends without a crash: it closes its stores, and
+		// ends what it left running (crashmatrix's main does, when a
+		// worker runs as "crashmatrix worker"): not the spare it gave back.
 		_ = c.Close()
+		storeproc.KillAll()
 		return 0
 	}
 	select {}
