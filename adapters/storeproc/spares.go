@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -264,9 +265,9 @@ func serveSpare(conn *net.UnixConn) {
 		_ = reply(spareReply{None: "no spares of this command"})
 		return
 	}
-	p := sp.await(key, time.Duration(key.HelloTimeout)*time.Millisecond)
+	p := sp.await(key)
 	if p == nil {
-		_ = reply(spareReply{None: "none got ready"})
+		_ = reply(spareReply{None: "none ready"})
 		return
 	}
 	_ = conn.SetDeadline(time.Now().Add(spareAsk))
@@ -335,38 +336,17 @@ func setFor(key spareKey) *Spares {
 // a reply); a worker's wait for a spare is bounded by its hello timeout.
 const spareAsk = 10 * time.Second
 
-// await returns a ready spare of key: one waiting, else the first to get
-// ready (started ahead of need, or given back) within limit; nil when
-// none does (the worker then starts its own, whose hello judges the
-// store). A worker that finds none ready makes the supervisor keep one
-// more (grow): on a busy machine a JVM's start outlasts a case.
-func (sp *Spares) await(key spareKey, limit time.Duration) *proc {
-	deadline := time.Now().Add(limit)
-	grown := false
-	for {
-		p, changed := sp.take(key)
-		if p == nil && !grown {
-			sp.grow()
-			grown = true
-		}
-		sp.fill(key)
-		if p != nil {
-			return p
-		}
-		sp.mu.Lock()
-		hopeless := sp.failed[key] >= maxSpareFailures
-		sp.mu.Unlock()
-		if hopeless {
-			return nil
-		}
-		t := time.NewTimer(time.Until(deadline))
-		select {
-		case <-changed:
-			t.Stop()
-		case <-t.C:
-			return nil
-		}
+// await returns a ready spare of key, nil when none is (the worker then
+// starts its own: waiting for a spare to start would put its start, and
+// the others' competing for the cores, back on the critical path). A
+// worker that finds none ready makes the supervisor keep one more (grow).
+func (sp *Spares) await(key spareKey) *proc {
+	p, _ := sp.take(key)
+	if p == nil {
+		sp.grow()
 	}
+	sp.fill(key)
+	return p
 }
 
 // notify wakes the workers waiting for a spare (await). sp.mu is held.
@@ -489,7 +469,10 @@ func (sp *Spares) fill(key spareKey) {
 	if sp.failed[key] >= maxSpareFailures {
 		return
 	}
-	for n := len(sp.ready[key]) + sp.starting[key]; n < sp.keep; n++ {
+	// At most one start per core at a time: spares compete for the cores
+	// with the cases (and with the supervisor's own store processes,
+	// whose hello must come within the start timeout).
+	for n := len(sp.ready[key]) + sp.starting[key]; n < sp.keep && sp.starting[key] < runtime.NumCPU(); n++ {
 		sp.starting[key]++
 		sp.prepares.Add(1)
 		go sp.prepare(key)
