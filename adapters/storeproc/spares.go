@@ -54,9 +54,6 @@ type Spares struct {
 	starting map[spareKey]int
 	failed   map[spareKey]int // consecutive spares that did not get ready
 	closed   bool
-	// changed is closed (and replaced) whenever a spare gets ready, comes
-	// back or fails to start (notify).
-	changed chan struct{}
 	// warming are the spares between their start and their close reply;
 	// prepares counts the goroutines that start them.
 	warming  map[*proc]bool
@@ -110,7 +107,7 @@ func NewSpares(keep int, workDir string, commands ...string) (*Spares, error) {
 	if err := listenSpares(); err != nil {
 		return nil, err
 	}
-	sp := &Spares{keep: max(keep, 1), ready: map[spareKey][]*proc{}, starting: map[spareKey]int{}, failed: map[spareKey]int{}, warming: map[*proc]bool{}, changed: make(chan struct{})}
+	sp := &Spares{keep: max(keep, 1), ready: map[spareKey][]*proc{}, starting: map[spareKey]int{}, failed: map[spareKey]int{}, warming: map[*proc]bool{}}
 	for _, c := range commands {
 		if c != "" {
 			sp.allowed = append(sp.allowed, spareCmd{c, workDir})
@@ -341,18 +338,12 @@ const spareAsk = 10 * time.Second
 // the others' competing for the cores, back on the critical path). A
 // worker that finds none ready makes the supervisor keep one more (grow).
 func (sp *Spares) await(key spareKey) *proc {
-	p, _ := sp.take(key)
+	p := sp.take(key)
 	if p == nil {
 		sp.grow()
 	}
 	sp.fill(key)
 	return p
-}
-
-// notify wakes the workers waiting for a spare (await). sp.mu is held.
-func (sp *Spares) notify() {
-	close(sp.changed)
-	sp.changed = make(chan struct{})
 }
 
 // grow keeps one more spare ready (up to maxKeep): a worker found none.
@@ -412,7 +403,6 @@ func takeBack(sid int, req spareRequest, fds []int) bool {
 		return false
 	}
 	sp.ready[*p.key] = append(sp.ready[*p.key], p)
-	sp.notify()
 	sp.mu.Unlock()
 	sp.returned.Add(1)
 	return true
@@ -437,9 +427,8 @@ func closeFDs(fds []int) {
 	}
 }
 
-// take returns a ready spare of key and reopens the set; when none is
-// ready, what closes once one may be (notify).
-func (sp *Spares) take(key spareKey) (*proc, <-chan struct{}) {
+// take returns a ready spare of key (nil if none) and reopens the set.
+func (sp *Spares) take(key spareKey) *proc {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.closed = false
@@ -453,12 +442,10 @@ func (sp *Spares) take(key spareKey) (*proc, <-chan struct{}) {
 		case <-p.exited:
 			continue
 		default:
-			return p, nil
+			return p
 		}
 	}
-	// Taken under the same lock: a spare that gets ready from now on
-	// closes it.
-	return nil, sp.changed
+	return nil
 }
 
 // fill starts spares of key in the background until keep are ready or
@@ -505,7 +492,6 @@ func (sp *Spares) prepare(key spareKey) {
 		sp.ready[key] = append([]*proc{p}, sp.ready[key]...)
 		p = nil
 	}
-	sp.notify()
 	sp.mu.Unlock()
 	if p != nil {
 		p.kill()
