@@ -148,7 +148,7 @@ func (d *durableWatch) op(op cut.DurableOp) {
 	var st procstat.Stat
 	if d.srv == nil {
 		var err error
-		if st, err = procstat.Read(int(op.Pid)); err != nil || (st.PGRP != pgid && st.Session != pgid) {
+		if st, err = procstat.Read(int(op.Pid)); err != nil || (st.PGRP != pgid && !inSession(st, pgid)) {
 			return
 		}
 	}

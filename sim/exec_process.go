@@ -498,7 +498,7 @@ func sessionInSync(sid int) []string {
 			continue
 		}
 		st, err := procstat.Read(pid)
-		if err != nil || st.Session != sid {
+		if err != nil || !inSession(st, sid) {
 			continue
 		}
 		sc, err := os.ReadFile(filepath.Join("/proc", e.Name(), "syscall"))
@@ -594,6 +594,7 @@ func (r *Runner) snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, sp
 // started: Backend.ChildProcesses).
 func killSession(sid int, sweep bool) {
 	_ = syscall.Kill(-sid, syscall.SIGKILL)
+	defer killAdopted(sid)
 	if !sweep {
 		return
 	}

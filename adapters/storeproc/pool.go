@@ -93,9 +93,11 @@ func (c *Client) reuse(ctx context.Context) *proc {
 }
 
 // release returns p to the pool when its store declared reopen and it
-// lets go of the data directory (close); otherwise it stops p.
+// lets go of the data directory (close), or, a spare, to the supervisor
+// that started it; otherwise it stops p.
 func (c *Client) release(p *proc) {
-	if c.opts.Pool == nil || !p.reopen || p.broken {
+	spare := p.spareOf != ""
+	if (c.opts.Pool == nil && !spare) || !p.reopen || p.broken {
 		p.stop()
 		return
 	}
@@ -105,7 +107,16 @@ func (c *Client) release(p *proc) {
 		p.kill()
 		return
 	}
-	c.opts.Pool.put(p)
+	switch {
+	case spare:
+		// A spare whose worker ends without a crash goes back to the
+		// supervisor, closed, for the next worker (Spares).
+		if !c.giveBack(p) {
+			p.stop()
+		}
+	default:
+		c.opts.Pool.put(p)
+	}
 }
 
 type quietKey struct{}

@@ -83,9 +83,16 @@ type Options struct {
 	// between clients (Pool). Never in a worker process: a worker's store
 	// processes die with it.
 	Pool *Pool
+	// Spare: take a store process the supervisor (this worker's parent)
+	// started ahead of need and took through hello and close (Spares),
+	// when it has one ready, rather than start one; the case's hello
+	// greets it. A worker's: the process dies with the worker.
+	Spare bool
 	// OnStart, when set, is told how long each store process this client
-	// started took to start: from its exec to its hello reply. A process
-	// reused from Pool was not started, and is not told.
+	// started took to start: from its exec to its hello reply; for a
+	// spare (Spare), from the request for it to its hello reply, what the
+	// worker waited. A process reused from Pool was not started, and is
+	// not told.
 	OnStart func(took time.Duration)
 	// OnProtocolError, when set, is told every protocol violation before
 	// the call returns it (a crash-matrix worker ends itself there, so the
@@ -198,10 +205,20 @@ type event struct {
 // goroutine in between): a round trip costs one wake-up on each side of
 // the pipe. Calls on one proc never overlap (the pool hands it out).
 type proc struct {
-	command   string // the command line and directory it was started with
-	workDir   string
+	command string // the command line and directory it was started with
+	workDir string
+	pid     int       // its process id, which leads its group
+	cmd     *exec.Cmd // nil when another process started it (adopt)
+	// spareStderr is the read end of a spare's stderr, which the worker
+	// that takes it reads (Spares); key what it was started for.
+	spareStderr *os.File
+	key         *spareKey
+	// spareOf is, in the worker that took a spare, the address of the
+	// supervisor's spare service it came from, and stderrFD its stderr's
+	// read end (given back with it).
+	spareOf   string
+	stderrFD  int
 	reopen    bool // its store declared reopen: it may be pooled
-	cmd       *exec.Cmd
 	stdin     io.WriteCloser
 	stdout    *os.File // the read end: a pollable pipe, so reads have deadlines
 	r         *bufio.Reader
@@ -220,25 +237,32 @@ const stderrTail = 8 << 10
 
 // start starts the store process; hello is the caller's job.
 func start(opts *Options) (*proc, error) {
-	argv, err := SplitCommand(opts.Command)
+	p, stderr, err := launch(opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("store data directory: %w", err)
+	p.watch(opts.LogDir, opts.logPrefix(), stderr, p.reap)
+	return p, nil
+}
+
+// launch starts the store process with its stdin and stdout piped to p
+// and returns the read end of its stderr, which nothing reads yet: start
+// watches it at once, Spares when it hands the process to a worker.
+func launch(opts *Options) (*proc, *os.File, error) {
+	argv, err := SplitCommand(opts.Command)
+	if err != nil {
+		return nil, nil, err
 	}
-	if opts.LogDir != "" {
-		if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
-			return nil, fmt.Errorf("store log directory: %w", err)
-		}
+	if err := makeDirs(opts); err != nil {
+		return nil, nil, err
 	}
 	// Absolute: the store may run in another directory than ours.
 	tmp, err := filepath.Abs(opts.tempDir())
 	if err != nil {
-		return nil, fmt.Errorf("store temporary directory: %w", err)
+		return nil, nil, fmt.Errorf("store temporary directory: %w", err)
 	}
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return nil, fmt.Errorf("store temporary directory: %w", err)
+		return nil, nil, fmt.Errorf("store temporary directory: %w", err)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = opts.WorkDir
@@ -250,13 +274,13 @@ func start(opts *Options) (*proc, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Our own pipe for stdout (not StdoutPipe, which Wait closes when the
 	// process exits): lines written just before an exit stay readable.
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cmd.Stdout = pw
 	// And for stderr (not StderrPipe either): a child the store left
@@ -266,7 +290,7 @@ func start(opts *Options) (*proc, error) {
 	if err != nil {
 		_ = pr.Close()
 		_ = pw.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	cmd.Stderr = ew
 	err = cmd.Start()
@@ -275,51 +299,86 @@ func start(opts *Options) (*proc, error) {
 	if err != nil {
 		_ = pr.Close()
 		_ = stderr.Close()
-		return nil, fmt.Errorf("store command %q: %w", opts.Command, err)
+		return nil, nil, fmt.Errorf("store command %q: %w", opts.Command, err)
 	}
-	p := &proc{command: opts.Command, workDir: opts.WorkDir, cmd: cmd, stdin: stdin, stdout: pr, r: bufio.NewReaderSize(pr, 64<<10), stderr: &tail{max: stderrTail}, exited: make(chan struct{})}
+	p := newProc(opts.Command, opts.WorkDir, cmd.Process.Pid, stdin, pr)
+	p.cmd = cmd
+	return p, stderr, nil
+}
+
+// makeDirs makes the data directory and the log directory (if any).
+func makeDirs(opts *Options) error {
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return fmt.Errorf("store data directory: %w", err)
+	}
 	if opts.LogDir != "" {
-		path := filepath.Join(opts.LogDir, fmt.Sprintf("%s-%d.log", opts.logPrefix(), cmd.Process.Pid))
+		if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
+			return fmt.Errorf("store log directory: %w", err)
+		}
+	}
+	return nil
+}
+
+func newProc(command, workDir string, pid int, stdin io.WriteCloser, stdout *os.File) *proc {
+	return &proc{command: command, workDir: workDir, pid: pid, stdin: stdin, stdout: stdout, r: bufio.NewReaderSize(stdout, 64<<10), stderr: &tail{max: stderrTail}, exited: make(chan struct{})}
+}
+
+// reap waits until the process (our child) has exited, kills what it
+// left running in its group and reaps it.
+func (p *proc) reap() error {
+	// Once the store has exited, and before it is reaped (its pid, and so
+	// its group's id, stays ours until then), whatever it left running in
+	// its group goes with it.
+	var info unix.Siginfo
+	for unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+	}
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	return p.cmd.Wait()
+}
+
+// watch copies the process's stderr (nil: someone else holds it) into its
+// tail and, with logDir, into <logPrefix>-<pid>.log there, and marks it exited
+// once wait returns.
+func (p *proc) watch(logDir, logPrefix string, stderr *os.File, wait func() error) {
+	if logDir != "" && stderr != nil {
+		path := filepath.Join(logDir, fmt.Sprintf("%s-%d.log", logPrefix, p.pid))
 		if f, err := os.Create(path); err == nil {
 			p.log, p.logPath = f, path
 		}
 	}
 	live.Store(p, struct{}{})
 	copied := make(chan struct{})
-	go func() {
-		var w io.Writer = p.stderr
-		if p.log != nil {
-			w = io.MultiWriter(p.stderr, p.log)
-		}
-		_, _ = io.Copy(w, stderr)
+	if stderr == nil {
 		close(copied)
-	}()
+	} else {
+		go func() {
+			var w io.Writer = p.stderr
+			if p.log != nil {
+				w = io.MultiWriter(p.stderr, p.log)
+			}
+			_, _ = io.Copy(w, stderr)
+			close(copied)
+		}()
+	}
 	go func() {
-		// Once the store has exited, and before it is reaped (its pid, and
-		// so its group's id, stays ours until then), whatever it left
-		// running in its group goes with it.
-		pid := cmd.Process.Pid
-		var info unix.Siginfo
-		for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
-		}
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		p.waitErr = cmd.Wait()
+		p.waitErr = wait()
 		// Its stderr ends with the last process holding it: the group is
 		// gone, one that left the group has a moment, then it is cut off.
-		select {
-		case <-copied:
-		case <-time.After(time.Second):
+		if stderr != nil {
+			select {
+			case <-copied:
+			case <-time.After(time.Second):
+				_ = stderr.Close()
+				<-copied
+			}
 			_ = stderr.Close()
-			<-copied
 		}
-		_ = stderr.Close()
 		if p.log != nil {
 			_ = p.log.Close()
 		}
 		live.Delete(p)
 		close(p.exited)
 	}()
-	return p, nil
 }
 
 // harnessVars are what the harness sets for itself in some of its
@@ -457,7 +516,7 @@ func (p *proc) killGroup() {
 	case <-p.exited:
 		return // reaped, its group killed before: the pid may be another's now
 	default:
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 	}
 	select {
 	case <-p.exited:

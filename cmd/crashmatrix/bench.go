@@ -151,6 +151,11 @@ func benchCmd() *cobra.Command {
 		fmt.Fprintf(out, "worker start (%s: the worker's binary started and exited, next to the floor): median %s of CPU per start against %s for the empty Go binary, median %.2fx (min %.2fx, max %.2fx over %d rounds; target <= 2x: %s)\n",
 			workerStartName, workerPerStart[len(workerPerStart)/2].Round(time.Microsecond), floorPerStart[len(floorPerStart)/2].Round(time.Microsecond),
 			startRatios[len(startRatios)/2], startRatios[0], startRatios[len(startRatios)-1], len(startRatios), metOrNot(startRatios[len(startRatios)/2] <= 2))
+		if startRatios[len(startRatios)/2] > 2 {
+			if p := workerInitProfile(workerLauncher.FloorCommand, 9); p != "" {
+				fmt.Fprintln(out, "what stands in the way of the worker start: "+p)
+			}
+		}
 		sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
 		median := walls[len(walls)/2]
 		wallTarget := "no target for servers crashmatrix did not start"

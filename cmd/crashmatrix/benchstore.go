@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,8 +34,10 @@ import (
 // (how often a JVM store pays its start-up) and the verdict on the 3x
 // target of issue 23.
 func benchStoreCmd() *cobra.Command {
-	var command, benchDir string
+	var command, benchDir, docFile, name string
 	var calls, rounds, parallel int
+	var target float64
+	var certifyTarget time.Duration
 	cmd := &cobra.Command{
 		Use:   "bench-store --store-cmd CMD",
 		Short: "Measure a store over the store protocol: cost per call, start-up, and its crash matrix next to the Go SQLite one",
@@ -58,7 +60,8 @@ func benchStoreCmd() *cobra.Command {
 			}()
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "crashmatrix bench-store: %q, case data in %s\n", command, benchDir)
-			if err := benchCalls(cmd.Context(), out, command, work, calls); err != nil {
+			cost, err := benchCalls(cmd.Context(), out, command, work, calls)
+			if err != nil {
 				return err
 			}
 			if rounds == 0 {
@@ -72,7 +75,8 @@ func benchStoreCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var walls [2][]time.Duration
+			var walls, cpus [2][]time.Duration
+			var profiles []storeRound
 			specs := []sim.BackendSpec{{Name: "sqlite"}, storecmd.Spec(command, "", wd, 0)}
 			for round := range rounds {
 				for i, spec := range specs {
@@ -91,6 +95,7 @@ func benchStoreCmd() *cobra.Command {
 							cases = append(cases, c)
 						}
 					}
+					started0, handed0, returned0 := storeproc.SpareTotals()
 					cpu0 := cpuOf(syscall.RUSAGE_SELF) + cpuOf(syscall.RUSAGE_CHILDREN)
 					rep := r.RunAll(cmd.Context(), cases, parallel, nil)
 					r.CloseShared() // stops the pooled store processes: their CPU counts
@@ -106,14 +111,20 @@ func benchStoreCmd() *cobra.Command {
 						return fmt.Errorf("the System A matrix on %s did not certify (exit %d): the figure would be meaningless; case data in %s\n%s", spec.Name, rep.ExitCode, dir, strings.Join(why, "\n"))
 					}
 					walls[i] = append(walls[i], rep.Took)
+					cpus[i] = append(cpus[i], cpu)
 					extra := ""
 					if i == 1 {
-						procs, err := storeProcesses(dir)
-						if err != nil {
-							return err
+						opens := 0
+						for _, res := range rep.Results {
+							for _, w := range res.Workers {
+								opens += len(w.StoreStarts)
+							}
 						}
-						extra = fmt.Sprintf("; %d store processes started (%.1f a case: one per worker process; the snapshots' and initial-state loads' are pooled between cases when the store declares reopen), %.2fx the Go SQLite round just before",
-							procs, float64(procs)/float64(len(cases)), float64(rep.Took)/float64(walls[0][round]))
+						started, handed, returned := storeproc.SpareTotals()
+						sr := storeRound{opens: opens, spares: started - started0, handed: handed - handed0, returned: returned - returned0, cpu: cpu, goCPU: cpus[0][round], wall: rep.Took, starts: rep.StoreStarts}
+						profiles = append(profiles, sr)
+						extra = fmt.Sprintf("; %d store processes started for the workers (%.1f a case; %d of them by the supervisor ahead of need), %d worker store opens took one ready (%d given back by a worker that ended without a crash; the snapshots' and initial-state loads' are pooled between cases; both when the store declares reopen), %.2fx the Go SQLite round just before; %s",
+							sr.started(), float64(sr.started())/float64(len(cases)), sr.spares, sr.handed, sr.returned, float64(rep.Took)/float64(walls[0][round]), rep.StoreStarts)
 					}
 					// CPU of the processes waited for: a store process
 					// killed with its worker is not (it is reaped by init).
@@ -155,11 +166,17 @@ func benchStoreCmd() *cobra.Command {
 			slices.Sort(ratios)
 			ratio := ratios[len(ratios)/2]
 			verdict := "met"
-			if ratio > storeMatrixTarget {
+			if ratio > target {
 				verdict = "NOT met"
 			}
 			fmt.Fprintf(out, "embedded System A matrix, %d round(s): medians Go SQLite %s, store-cmd over the protocol %s; ratio to the Go round just before, median %.2fx; target <= %gx: %s\n",
-				rounds, med(walls[0]).Round(time.Millisecond), med(walls[1]).Round(time.Millisecond), ratio, storeMatrixTarget, verdict)
+				rounds, med(walls[0]).Round(time.Millisecond), med(walls[1]).Round(time.Millisecond), ratio, target, verdict)
+			if ratio > target {
+				fmt.Fprintln(out, storeProfile(profiles, cost))
+			}
+			if certifyTarget > 0 {
+				return benchCertify(cmd.Context(), out, self, command, work, certifyTarget)
+			}
 			return nil
 		},
 	}
@@ -169,7 +186,23 @@ func benchStoreCmd() *cobra.Command {
 	fl.IntVar(&calls, "calls", 2000, "store calls timed for the cost per call")
 	fl.IntVar(&rounds, "rounds", 1, "matrix rounds on each backend (0: the cost per call only)")
 	fl.IntVar(&parallel, "parallel", 12, "cases at once in the matrices")
-	cmd.PreRunE = checkFlags
+	fl.Float64Var(&target, "target", storeMatrixTarget, "the target for the matrix's ratio to the Go SQLite matrix (issue 40: 1.5 for the Python example, 4 for the Java one)")
+	fl.DurationVar(&certifyTarget, "certify", 0, "also time `crashmatrix certify --store-cmd CMD` (the conformance suites, then the full matrix) against this target (0: not run)")
+	fl.StringVar(&docFile, "doc", "", "also write the figures, with the date, commit, machine and load average, into the section \"bench store NAME\" of this Markdown file (make bench: docs/performance.md)")
+	fl.StringVar(&name, "name", "", "the store's name in the --doc section (python, java)")
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		if docFile != "" && name == "" {
+			return fmt.Errorf("--doc needs --name (the section is \"bench store NAME\")")
+		}
+		return checkFlags(c, args)
+	}
+	run := cmd.RunE
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if docFile == "" {
+			return run(c, args)
+		}
+		return benchToDoc(c, docFile, "store "+name, func(c *cobra.Command) error { return run(c, args) })
+	}
 	return cmd
 }
 
@@ -177,8 +210,8 @@ func benchStoreCmd() *cobra.Command {
 // protocol (a point read and a compare-and-set write), next to the same
 // calls on the Go SQLite adapter, in wall time and in CPU time on each
 // side of the pipe.
-func benchCalls(ctx context.Context, out io.Writer, command, work string, calls int) error {
-	var starts []time.Duration
+func benchCalls(ctx context.Context, out io.Writer, command, work string, calls int) (storeStartCost, error) {
+	var starts, firsts []time.Duration
 	var client *storeproc.Client
 	childCPU0 := cpuOf(syscall.RUSAGE_CHILDREN)
 	var startCPU time.Duration
@@ -192,9 +225,16 @@ func benchCalls(ctx context.Context, out io.Writer, command, work string, calls 
 		t0 := time.Now()
 		c, err := storeproc.Start(ctx, storeproc.Options{Command: command, Dir: filepath.Join(work, fmt.Sprintf("calls-%d", i)), Namespace: fmt.Sprintf("%s-bench-%d", space, i)})
 		if err != nil {
-			return err
+			return storeStartCost{}, err
 		}
 		starts = append(starts, time.Since(t0))
+		// The first request after hello: a JVM runs it in its
+		// interpreter, before the JIT has compiled anything of the store.
+		t1 := time.Now()
+		if _, err := c.Stores().Ops.Get(ctx, "op-first"); !errors.Is(err, reference.ErrNotFound) {
+			return storeStartCost{}, fmt.Errorf("the first request, ops.get of an operation never created: %v, want not found", err)
+		}
+		firsts = append(firsts, time.Since(t1))
 		if i < startSamples-1 {
 			_ = c.Close() // waits for the process: its CPU time is counted
 		} else {
@@ -204,14 +244,16 @@ func benchCalls(ctx context.Context, out io.Writer, command, work string, calls 
 	startCPU = (cpuOf(syscall.RUSAGE_CHILDREN) - childCPU0) / (startSamples - 1)
 	defer client.Close()
 	slices.Sort(starts)
-	fmt.Fprintf(out, "store process start-up (exec + hello), median of %d: %s wall, %s CPU in the store process; paid once per store process, never per call (a Java store pays its JVM start-up as often; the matrix rounds below count the processes)\n",
-		startSamples, starts[startSamples/2].Round(100*time.Microsecond), startCPU.Round(100*time.Microsecond))
+	slices.Sort(firsts)
+	cost := storeStartCost{wall: starts[startSamples/2], cpu: startCPU, first: firsts[startSamples/2]}
+	fmt.Fprintf(out, "store process start-up (exec + hello), median of %d: %s wall, %s CPU in the store process (its first request after hello, ops.get: %s wall); paid once per store process, never per call (a Java store pays its JVM start-up as often; the matrix rounds below count the processes)\n",
+		startSamples, cost.wall.Round(100*time.Microsecond), startCPU.Round(100*time.Microsecond), cost.first.Round(100*time.Microsecond))
 	if script := scriptLauncher(command); script != "" {
 		fmt.Fprintf(out, "note: the store command's program %s is a script (#!), run before the store at every store process start (a pyenv or asdf shim costs tens of milliseconds); giving the interpreter's own path saves it (for Python: python3 -c 'import sys; print(sys.executable)')\n", script)
 	}
 	goStores, err := sqlite.Open(filepath.Join(work, "go.db"), sqlite.Options{})
 	if err != nil {
-		return err
+		return cost, err
 	}
 	defer goStores.Close()
 	for _, b := range []struct {
@@ -221,13 +263,13 @@ func benchCalls(ctx context.Context, out io.Writer, command, work string, calls 
 	}{{"Go SQLite adapter", goStores, nil}, {"store protocol", client.Stores(), client}} {
 		op, plan := storetest.FixtureOp("bench", "d1", "op-bench", 0, 1000)
 		if _, err := b.st.Ops.CreateIfAbsent(ctx, op, plan); err != nil {
-			return err
+			return cost, err
 		}
 		self0 := cpuOf(syscall.RUSAGE_SELF)
 		t0 := time.Now()
 		for range calls {
 			if _, err := b.st.Ops.Get(ctx, "op-bench"); err != nil {
-				return err
+				return cost, err
 			}
 		}
 		read := time.Since(t0) / time.Duration(calls)
@@ -238,7 +280,7 @@ func benchCalls(ctx context.Context, out io.Writer, command, work string, calls 
 			next.UpdatedAt = cur.UpdatedAt + 1
 			next.FailureReason = fmt.Sprint(i)
 			if ok, err := b.st.Ops.CompareAndSet(ctx, cur, next); err != nil || !ok {
-				return fmt.Errorf("%s: compare-and-set %d: %v %v", b.name, i, ok, err)
+				return cost, fmt.Errorf("%s: compare-and-set %d: %v %v", b.name, i, ok, err)
 			}
 			cur = next
 		}
@@ -255,7 +297,7 @@ func benchCalls(ctx context.Context, out io.Writer, command, work string, calls 
 		}
 		fmt.Fprintf(out, "%-18s per call over %d calls: ops.get %s, ops.cas (one write transaction) %s; %s\n", b.name, calls, read.Round(time.Microsecond), write.Round(time.Microsecond), cpu)
 	}
-	return nil
+	return cost, nil
 }
 
 // cpuOf is the user + system CPU time of the process (RUSAGE_SELF) or of
@@ -272,23 +314,6 @@ func cpuOf(who int) time.Duration {
 // System A matrix over the store protocol within this factor of the Go
 // SQLite matrix of the same run.
 const storeMatrixTarget = 3.0
-
-// storeProcesses counts the store processes a matrix started: each leaves
-// its log (store-<pid>.log) in its case's log folder (sim.CaseEnv.Logs,
-// beside the case's data, never in it), under dir.
-func storeProcesses(dir string) (int, error) {
-	n := 0
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && strings.HasPrefix(d.Name(), "store-") && strings.HasSuffix(d.Name(), ".log") {
-			n++
-		}
-		return nil
-	})
-	return n, err
-}
 
 // scriptLauncher returns the path of the store command's program when it
 // is a script (it starts with "#!"), "" otherwise: a shim that finds the

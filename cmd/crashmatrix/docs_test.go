@@ -140,7 +140,7 @@ func TestPerformanceIsGenerated(t *testing.T) {
 			t.Errorf("docs/performance.md:%d quotes a figure outside a generated section: %q", i+1, l)
 		}
 	}
-	for _, name := range []string{"bench sqlite", "bench containers", "bench-load"} {
+	for _, name := range []string{"bench sqlite", "bench containers", "bench store python", "bench store java", "bench-load"} {
 		s, ok := docstest.Section(text, name)
 		if !ok {
 			t.Errorf("docs/performance.md has no section %q (make bench writes it)", name)

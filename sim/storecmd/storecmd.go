@@ -49,7 +49,17 @@ const (
 // the case is undecided.
 const ProtocolErrorExit = 3
 
-func init() { sim.RegisterBackend(Name, Backend) }
+// SparesKept is how many store processes of each command the supervisor
+// keeps started ahead of need for its workers (a case starts up to three
+// at once).
+const SparesKept = 2
+
+func init() {
+	sim.RegisterBackend(Name, Backend)
+	// A spare a worker took dies with the worker's session, and counts
+	// as one of its processes.
+	sim.RegisterAdopter(sim.Adopter{Kill: storeproc.KillAdopted, SessionOf: storeproc.AdoptedBy})
+}
 
 // Spec builds the backend spec for the commands, run in workDir.
 func Spec(command, planSaveCommand, workDir string, timeout time.Duration) sim.BackendSpec {
@@ -84,10 +94,21 @@ func Backend(spec sim.BackendSpec) (sim.Backend, error) {
 	// initial-state load before it) wait in the pool between cases when
 	// the store declares reopen; a worker's never do (they die with it).
 	pool := storeproc.NewPool()
+	// The workers' store processes are started ahead of need, while the
+	// cases before theirs run: a worker takes one that has answered hello
+	// already (storeproc.Spares), which dies with the worker as one it
+	// started would (sim.RegisterAdopter, below). A store that does not declare
+	// reopen gets none.
+	var spares *storeproc.Spares
+	if !sim.InWorkerProcess() {
+		spares, _ = storeproc.NewSpares(SparesKept, a[ArgWorkDir], a[ArgCommand], a[ArgPlanSaveCommand])
+	}
 	opts := func(command string, env sim.CaseEnv, require []string) storeproc.Options {
 		o := storeproc.Options{Command: command, WorkDir: a[ArgWorkDir], Dir: env.Dir, LogDir: env.Logs, TempDir: env.TempDir, Namespace: env.Namespace, Mutant: env.Mutant,
 			Timeout: timeout, HelloTimeout: timeout, Require: require, OnProtocolError: endWorker}
-		if !sim.InWorkerProcess() {
+		if sim.InWorkerProcess() {
+			o.Spare = true
+		} else {
 			o.Pool = pool
 		}
 		return o
@@ -101,7 +122,12 @@ func Backend(spec sim.BackendSpec) (sim.Backend, error) {
 		// make the case undecided. The start itself stays bounded (the
 		// hello timeout kills a store that does not answer).
 		StartTimeout: startLimit(timeout),
-		Close:        pool.Close,
+		Close: func() error {
+			if spares != nil {
+				_ = spares.Close()
+			}
+			return pool.Close()
+		},
 		Open: func(ctx context.Context, env sim.CaseEnv) (reference.Stores, error) {
 			if a[ArgCommand] == "" {
 				return reference.Stores{}, fmt.Errorf("backend %s: System A needs --store-cmd (only --plansave-cmd was given)", Name)

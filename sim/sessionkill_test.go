@@ -1,0 +1,64 @@
+package sim
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"syscall"
+	"testing"
+
+	"github.com/crashmatrix/crashmatrix/internal/procstat"
+)
+
+// A process the supervisor started and handed to a worker (a store spare)
+// is outside the worker's session; the backend that handed it over says
+// so (Adopter), and the supervisor treats it as the session's: killing
+// the session ends it, and the durable-step watch and the sync diagnosis
+// count it as the worker's.
+func TestAdoptedProcessesBelongToTheWorkersSession(t *testing.T) {
+	spare := exec.Command("sleep", "600")
+	spare.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := spare.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = spare.Process.Kill(); _ = spare.Wait() })
+	const worker = 1 << 30 // a session id no process has
+	var killed []int
+	saved := adopters
+	t.Cleanup(func() { adopters = saved })
+	adopters = []Adopter{{
+		Kill: func(sid int) {
+			killed = append(killed, sid)
+			if sid == worker {
+				_ = syscall.Kill(-spare.Process.Pid, syscall.SIGKILL)
+			}
+		},
+		SessionOf: func(pgid int) int {
+			if pgid == spare.Process.Pid {
+				return worker
+			}
+			return 0
+		},
+	}}
+	st, err := procstat.Read(spare.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Session == worker || !inSession(st, worker) {
+		t.Errorf("the adopted process (session %d) is not counted in the worker's session %d", st.Session, worker)
+	}
+	self, err := procstat.Read(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inSession(self, worker) {
+		t.Error("a process nobody adopted is counted in the worker's session")
+	}
+	killSession(worker, true)
+	if !slices.Equal(killed, []int{worker}) {
+		t.Fatalf("killSession told the adopters %v, want [%d]", killed, worker)
+	}
+	if err := spare.Wait(); err == nil || spare.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("the adopted process ended with %v, want SIGKILL", err)
+	}
+}
