@@ -213,3 +213,50 @@ func TestProtocheckCatchesNewOperationID(t *testing.T) {
 		}
 	}
 }
+
+// TestCertifyCLI runs the guide's commands (docs/certify-your-service.md,
+// section 6) with the crashmatrix binary: the service certifies at the
+// window where a retried save meets its first row, the variant that makes
+// the operation_id anew on retry is not certified and I8 is named, and a
+// misspelt variant is a setup error (exit 2), never a verdict.
+func TestCertifyCLI(t *testing.T) {
+	py := python(t)
+	bin := filepath.Join(t.TempDir(), "crashmatrix")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/crashmatrix")
+	build.Dir = filepath.Join(here(), "..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	service := py + " plansave_graph.py"
+	for _, c := range []struct {
+		name string
+		bugs []string
+		exit int
+		want string
+	}{
+		{"correct", nil, 0, "CERTIFIED"},
+		{"new-operation-id-on-retry", []string{"--bug", "new-operation-id-on-retry"}, 1, "NOT CERTIFIED: broken I8"},
+		{"misspelt", []string{"--bug", "no-unqiue"}, 2, "the service refused hello: unsupported: unknown bug no-unqiue"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"certify", "--workdir", t.TempDir(), "--service-cmd", service, "--point", "planSaveBeforeCheckpoint", "--kind", "crash", "--quiet"}, c.bugs...)
+			cmd := exec.Command(bin, args...)
+			cmd.Dir = here()
+			start := time.Now()
+			out, err := cmd.CombinedOutput()
+			t.Logf("crashmatrix %s (%s):\n%s", strings.Join(args, " "), time.Since(start).Round(time.Second), out)
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != c.exit || !strings.Contains(string(out), c.want) {
+				t.Errorf("exit %d, want %d with %q", code, c.exit, c.want)
+			}
+			if c.exit == 0 && strings.Contains(string(out), "NOT CERTIFIED") {
+				t.Errorf("the correct service was not certified")
+			}
+		})
+	}
+}
