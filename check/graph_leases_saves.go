@@ -214,8 +214,9 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 	return append(out, checkDeadHolders(o)...)
 }
 
-// CheckI8: plan save. One row per (owner, operation_id); the checkpoint of
-// a saved thread names the first row's id; every id a retry returned is that
+// CheckI8: plan save. One row per (owner, operation_id); a thread ends
+// under the operation_id its first answered start returned (StartedOp);
+// the checkpoint of a saved thread names the first row's id; every id a retry returned is that
 // id; a conflicting retry failed loudly.
 // acceptedField finds the field a conflict probe changed in its error
 // (compiled on first use: every worker process links check).
