@@ -195,8 +195,8 @@ func TestLangGraphCheckpointerWindows(t *testing.T) {
 // (protocheck.py: every line validated against the schema, I8 judged on
 // every plan row of the thread's owner) on the variant that makes the
 // operation_id anew on retry: a crash after the business commit leaves a
-// second row under the new id (which crashmatrix's I8 does not see yet, as
-// it keys the rows by the final checkpoint's operation_id).
+// second row under the new id (crashmatrix's own I8 catches it too:
+// TestLangGraphBrokenVariantsCaught, TestCertifyCLI).
 func TestProtocheckCatchesNewOperationID(t *testing.T) {
 	py := python(t)
 	cmd := exec.Command(py, "protocheck.py", "--expect-fail", "I8", "--bug", "new-operation-id-on-retry",
