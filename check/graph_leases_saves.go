@@ -214,8 +214,9 @@ func CheckI7(_ Snapshot, o Observed) []Violation {
 	return append(out, checkDeadHolders(o)...)
 }
 
-// CheckI8: plan save. One row per (owner, operation_id); the checkpoint of
-// a saved thread names the first row's id; every id a retry returned is that
+// CheckI8: plan save. One row per (owner, operation_id); a thread ends
+// under the operation_id its first answered start returned (StartedOp);
+// the checkpoint of a saved thread names the first row's id; every id a retry returned is that
 // id; a conflicting retry failed loudly.
 // acceptedField finds the field a conflict probe changed in its error
 // (compiled on first use: every worker process links check).
@@ -236,6 +237,20 @@ func CheckI8(s Snapshot, o Observed) []Violation {
 		}
 		k := cp.Owner + "/" + cp.OperationID
 		rs := rows[k]
+		if th.StartedOp != "" && th.StartedOp != cp.OperationID {
+			// The retry made the operation_id anew: a row the first
+			// attempt saved under the first is a second plan for the
+			// one logical save, which rows[k] alone would not show.
+			both := append(slices.Clone(rows[cp.Owner+"/"+th.StartedOp]), rs...)
+			ev := []string{"plansave-start returned operation_id " + th.StartedOp, "the checkpoint names operation_id " + cp.OperationID}
+			for _, r := range both {
+				ev = append(ev, fmt.Sprintf("row id %d under %s (%s, %d min)", r.ID, r.OperationID, r.Question, r.Minutes))
+			}
+			out = append(out, Violation{Invariant: I8, Operation: th.StartedOp,
+				Message: fmt.Sprintf("the thread's operation_id changed from %s (its start) to %s: %d plan rows for one logical save (owner %s, thread %s), want exactly 1 under the first",
+					th.StartedOp, cp.OperationID, len(both), cp.Owner, th.Thread), Evidence: ev})
+			continue
+		}
 		if len(rs) != 1 {
 			var ev []string
 			for _, r := range rs {

@@ -135,6 +135,10 @@ func Take(ctx context.Context, st reference.Stores, space string, cps plansave.C
 // PlanSaveThread is a System B thread the harness ran.
 type PlanSaveThread struct {
 	Thread, Owner string
+	// StartedOp is the operation_id the thread's first plansave-start
+	// reply gave ("" when no start returned): the thread keeps it for
+	// good, so a checkpoint that names another made one anew on retry.
+	StartedOp string
 	// Completed: some invoke returned status saved, so the row id it
 	// returned must be the one kept.
 	ReturnedIDs []int64

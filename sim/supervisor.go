@@ -701,16 +701,37 @@ func Observe(h history.Log, c catalogue.Case, space string) check.Observed {
 			obs.Rounds = rec.Result.Rounds
 		}
 	}
+	// A result's thread is its action's (the record before it in the same
+	// process's history).
+	type at struct {
+		worker     string
+		phase, pid int
+		index      int
+	}
+	actionThread := map[at]string{}
+	for _, rec := range h {
+		if rec.Kind == history.Action && rec.Thread != "" {
+			actionThread[at{rec.Worker, rec.Phase, rec.PID, rec.Index}] = rec.Thread
+		}
+	}
 	for _, rec := range h {
 		if rec.Kind != history.Result {
 			continue
 		}
+		t := threads[actionThread[at{rec.Worker, rec.Phase, rec.PID, rec.Index}]]
 		switch rec.Do {
+		case "plansave-start":
+			// The operation_id the thread's first start gave is the one it
+			// keeps (a service's own ids are not the reference's
+			// "op-"+thread).
+			if o := rec.Result; rec.Err == "" && o != nil && o.Op != "" && t != nil && t.StartedOp == "" {
+				t.StartedOp = o.Op
+			}
 		case "plansave-invoke":
 			if o := rec.Result; rec.Err == "" && o != nil && o.Status == "saved" {
-				for _, t := range threads {
-					if o.Op == "op-"+t.Thread {
-						t.ReturnedIDs = append(t.ReturnedIDs, o.PlanID)
+				for _, th := range threads {
+					if th == t || t == nil && o.Op == "op-"+th.Thread {
+						th.ReturnedIDs = append(th.ReturnedIDs, o.PlanID)
 					}
 				}
 			}

@@ -111,15 +111,14 @@ func TestLangGraphServiceCertifies(t *testing.T) {
 	}
 }
 
-// TestLangGraphBrokenVariantsCaught: the broken variant, asked for with
+// TestLangGraphBrokenVariantsCaught: each broken variant, asked for with
 // --bug as a team would (hello's bugs), fails I8: without UNIQUE(owner,
-// operation_id) the save retried after a crash adds a second row.
-// (new-operation-id-on-retry is not in this list: the harness's I8 keys
-// the rows by the final checkpoint's operation_id, so a thread whose
-// operation_id changed on retry leaves its first row unseen.)
+// operation_id) the save retried after a crash adds a second row; with
+// the operation_id made anew on retry the retried save adds a row under
+// the new id (the harness holds the thread to the id its start gave).
 func TestLangGraphBrokenVariantsCaught(t *testing.T) {
 	py := python(t)
-	for _, bug := range []string{"no-unique"} {
+	for _, bug := range []string{"no-unique", "new-operation-id-on-retry"} {
 		t.Run(bug, func(t *testing.T) {
 			r := runner(t, py+" plansave_graph.py", bug)
 			rep := run(t, r, faults.Crash)
@@ -140,34 +139,24 @@ func TestLangGraphBrokenVariantsCaught(t *testing.T) {
 }
 
 // TestUnknownBugRefused: a misspelt broken variant must not pass as a
-// certified service: the service refuses it and the run cannot start.
+// certified service, nor fail as a broken one: the service refuses it at
+// the hello of the run's probe, so the run cannot start (a setup error,
+// which certify reports with exit 2, as service.txtar shows for the Go
+// speaker), and the error names the bug.
 func TestUnknownBugRefused(t *testing.T) {
 	py := python(t)
 	cfg := sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), Seed: 1,
 		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"},
 		Service:  &sim.ServiceSpec{Command: py + " plansave_graph.py", WorkDir: here()},
 		Bugs:     []reference.Bug{"no-unqiue"}}
-	r, err := sim.NewRunner(cfg)
+	_, err := sim.NewRunner(cfg)
 	if err == nil {
-		// The run starts (the declarations are learnt without bugs); every
-		// worker's hello is refused, so no case may pass. (The spec makes
-		// such a run undecided, exit 2; the harness reports it as failing,
-		// exit 1, with the failpoints not fired: either way not certified.)
-		cases := catalogue.Selection{Points: planSaveWindows, Kinds: []faults.Kind{faults.Crash}}.Cases(catalogue.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
-		rep := r.RunAll(context.Background(), cases, 2, nil)
-		if rep.ExitCode == 0 || len(rep.Results) == 0 {
-			t.Fatalf("--bug no-unqiue: exit %d, %d results", rep.ExitCode, len(rep.Results))
-		}
-		for _, res := range rep.Results {
-			t.Logf("%s: %s %v %v", res.Case.ID, res.Verdict, res.Violations, res.Notes)
-			if res.Verdict == verdict.Pass {
-				t.Errorf("%s passed with an unknown bug", res.Case.ID)
-			}
-		}
-		return
+		t.Fatal("--bug no-unqiue: the run started; want the service's refusal at hello")
 	}
-	if !strings.Contains(err.Error(), "unknown bug") {
-		t.Fatalf("error does not say why: %v", err)
+	for _, want := range []string{"the service refused hello: unsupported", "unknown bug no-unqiue"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
 	}
 }
 
@@ -206,8 +195,8 @@ func TestLangGraphCheckpointerWindows(t *testing.T) {
 // (protocheck.py: every line validated against the schema, I8 judged on
 // every plan row of the thread's owner) on the variant that makes the
 // operation_id anew on retry: a crash after the business commit leaves a
-// second row under the new id (which crashmatrix's I8 does not see yet, as
-// it keys the rows by the final checkpoint's operation_id).
+// second row under the new id (crashmatrix's own I8 catches it too:
+// TestLangGraphBrokenVariantsCaught, TestCertifyCLI).
 func TestProtocheckCatchesNewOperationID(t *testing.T) {
 	py := python(t)
 	cmd := exec.Command(py, "protocheck.py", "--expect-fail", "I8", "--bug", "new-operation-id-on-retry",
@@ -222,5 +211,52 @@ func TestProtocheckCatchesNewOperationID(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("protocheck's output lacks %q", want)
 		}
+	}
+}
+
+// TestCertifyCLI runs the guide's commands (docs/certify-your-service.md,
+// section 6) with the crashmatrix binary: the service certifies at the
+// window where a retried save meets its first row, the variant that makes
+// the operation_id anew on retry is not certified and I8 is named, and a
+// misspelt variant is a setup error (exit 2), never a verdict.
+func TestCertifyCLI(t *testing.T) {
+	py := python(t)
+	bin := filepath.Join(t.TempDir(), "crashmatrix")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/crashmatrix")
+	build.Dir = filepath.Join(here(), "..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	service := py + " plansave_graph.py"
+	for _, c := range []struct {
+		name string
+		bugs []string
+		exit int
+		want string
+	}{
+		{"correct", nil, 0, "CERTIFIED"},
+		{"new-operation-id-on-retry", []string{"--bug", "new-operation-id-on-retry"}, 1, "NOT CERTIFIED: broken I8"},
+		{"misspelt", []string{"--bug", "no-unqiue"}, 2, "the service refused hello: unsupported: unknown bug no-unqiue"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"certify", "--workdir", t.TempDir(), "--service-cmd", service, "--point", "planSaveBeforeCheckpoint", "--kind", "crash", "--quiet"}, c.bugs...)
+			cmd := exec.Command(bin, args...)
+			cmd.Dir = here()
+			start := time.Now()
+			out, err := cmd.CombinedOutput()
+			t.Logf("crashmatrix %s (%s):\n%s", strings.Join(args, " "), time.Since(start).Round(time.Second), out)
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != c.exit || !strings.Contains(string(out), c.want) {
+				t.Errorf("exit %d, want %d with %q", code, c.exit, c.want)
+			}
+			if c.exit == 0 && strings.Contains(string(out), "NOT CERTIFIED") {
+				t.Errorf("the correct service was not certified")
+			}
+		})
 	}
 }
