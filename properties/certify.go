@@ -77,6 +77,19 @@ type CrashOptions struct {
 	// named in the failure. Unset: a temporary folder, kept (without the
 	// stores' data) only when the run fails.
 	ReportDir string
+	// RecoverWith, when set, is another build of the store (version B,
+	// the next release): the matrix then certifies an upgrade in the
+	// middle of in-flight operations. Every case runs on backend (version
+	// A) until a worker dies by a kill (its crash, the power loss that
+	// follows it, a random or durable-step kill); every worker after that
+	// (recovery, the caller's resubmissions) and the snapshots the
+	// invariants judge open RecoverWith on the data A left. A case in
+	// which no worker dies runs on A alone. RecoverWith must keep its
+	// data where backend does (Embedded alike) and provide System B's
+	// stores if backend does. The exploration does not run (it runs
+	// in-process, on one build): certify each build on its own as well.
+	// See docs/certify-go-store.md.
+	RecoverWith *Backend
 	// ExpectBroken makes the run a negative control: the invariants
 	// ("I7", or a full name such as "I7 leases") a deliberately broken
 	// store must break. The test then passes when every one of them broke
@@ -213,6 +226,10 @@ func crashOptions(opts []CrashOptions) (crashrun.Options, []string, error) {
 		return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.Parallel %d: want at least 1 (0 for the default)", o.Parallel)
 	case o.RandomKills < 0:
 		return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.RandomKills %d: want at least 0", o.RandomKills)
+	case o.RecoverWith != nil && o.Explore > 0:
+		return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.Explore %d with RecoverWith: the exploration runs in-process, on one build of the store; certify each build on its own (RecoverWith's runs explore nothing)", o.Explore)
+	case o.RecoverWith != nil && (o.RecoverWith.Name == "" || o.RecoverWith.Open == nil):
+		return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.RecoverWith: Name and Open are required, as for the backend")
 	}
 	if o.Tear != 0 { // the default, pages
 		if err := faults.CheckTear(o.Tear); err != nil {
@@ -221,5 +238,5 @@ func crashOptions(opts []CrashOptions) (crashrun.Options, []string, error) {
 	}
 	return crashrun.Options{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, Tear: o.Tear, LeaseTTL: o.LeaseTTL,
 		Parallel: o.Parallel, Mutant: o.Mutant, ReportDir: o.ReportDir, RandomKills: o.RandomKills, Seed: o.Seed, WallClock: o.WallClock,
-		Explore: exploreCount(o)}, expect, nil
+		Explore: exploreCount(o), RecoverWith: o.RecoverWith}, expect, nil
 }

@@ -59,6 +59,10 @@ type Report struct {
 	// ("store starts: median …, max … over N worker store opens"), when
 	// the backend notes it (store-cmd).
 	StoreStarts string `json:"storeStarts,omitempty"`
+	// Upgrade, in a run recovered by another build of the store
+	// (Config.RecoverWith), says which (Runner.UpgradeLine); reports
+	// print it.
+	Upgrade string `json:"upgrade,omitempty"`
 }
 
 // maxAttempts bounds the runs of a case that is not exercised.
@@ -162,7 +166,7 @@ func (r *Runner) RunAll(ctx context.Context, cases []Case, parallel int, progres
 	if parallel <= 0 {
 		parallel = 4
 	}
-	rep := Report{Backend: r.backend.Name, Mutant: r.cfg.Mutant, Seed: r.cfg.Seed, Started: time.Now(), Counts: map[Verdict]int{}}
+	rep := Report{Backend: r.backend.Name, Mutant: r.cfg.Mutant, Seed: r.cfg.Seed, Started: time.Now(), Counts: map[Verdict]int{}, Upgrade: r.UpgradeLine()}
 	calibrationFailed := func(err error) Report {
 		// The backend cannot run a fault-free case: every case would be
 		// undecided for the same reason, said once.

@@ -252,6 +252,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess, InProcessFiles: f.inProcessFiles,
 		Adaptive: adaptive, WallClock: f.wallClock, FailFast: f.failFast}
 	f.server.useFaults(&cfg)
+	f.store.useRecovery(&cfg)
 	runner, err := sim.NewRunner(cfg)
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)

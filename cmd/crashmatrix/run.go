@@ -129,11 +129,13 @@ empty, out of range or for another backend; a --workdir another run is using).`,
 				cfg := s.Apply(sim.Config{Backend: spec, Launcher: sim.BinaryLauncher{Path: self},
 					WorkDir: filepath.Join(workdir, s.Name), InProcess: inProcess, InProcessFiles: files, Seed: 1})
 				server.useFaults(&cfg)
+				store.useRecovery(&cfg)
 				runner, err := sim.NewRunner(cfg)
 				if err != nil {
 					fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 					return exitError{2}
 				}
+				rep.Upgrade = runner.UpgradeLine()
 				if rep.Seed == -1 {
 					rep.Seed = runner.Config().Seed
 				} else if rep.Seed != runner.Config().Seed {

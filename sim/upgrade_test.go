@@ -1,0 +1,106 @@
+package sim
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/crashmatrix/crashmatrix/reference"
+)
+
+func openNothing(context.Context, CaseEnv) (reference.Stores, error) { return reference.Stores{}, nil }
+
+func openNoPlanSave(context.Context, CaseEnv) (PlanSaveStores, error) { return PlanSaveStores{}, nil }
+
+// A recovery build the case could not run on is refused before any case,
+// with the reason.
+func TestRecoveryBuildIsRefusedWhereItCannotRecover(t *testing.T) {
+	a := Backend{Name: "a", Open: openNothing, Embedded: true}
+	b := Backend{Name: "b", Open: openNothing, Embedded: true}
+	withPlanSave := a
+	withPlanSave.OpenPlanSave = openNoPlanSave
+	volatile := b
+	volatile.Embedded, volatile.Volatile = false, true
+	server := b
+	server.Embedded = false
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		a    Backend
+		want string
+	}{
+		{"in-process", Config{InProcess: true, RecoverUse: &b}, a, "needs real worker processes"},
+		{"volatile", Config{RecoverUse: &volatile}, a, "is volatile"},
+		{"elsewhere", Config{RecoverUse: &server}, a, "keeps its data elsewhere"},
+		{"no System B", Config{RecoverUse: &b}, withPlanSave, "provides no System B stores"},
+		{"unknown", Config{RecoverWith: &BackendSpec{Name: "no-such-backend"}}, a, `unknown backend "no-such-backend"`},
+		{"no Open", Config{RecoverUse: &Backend{Name: "b", Embedded: true}}, a, "no Open"},
+	} {
+		if _, err := resolveRecovery(c.cfg, c.a); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
+		}
+	}
+	rec, err := resolveRecovery(Config{RecoverUse: &b, RecoverLabel: "b v2"}, a)
+	if err != nil || rec == nil || rec.label != "b v2" || rec.spec.Name != "b" {
+		t.Fatalf("a valid recovery build: %+v, %v", rec, err)
+	}
+	if rec, err := resolveRecovery(Config{}, a); rec != nil || err != nil {
+		t.Errorf("no recovery build: %+v, %v; want none", rec, err)
+	}
+}
+
+// A worker runs on version B from the first worker after one that died
+// by a kill; before that, and in a case where nobody died, on version A.
+func TestUpgradeComesAfterTheFirstKill(t *testing.T) {
+	b := Backend{Name: "b", Open: openNothing}
+	r := &Runner{backend: Backend{Name: "a"}, cfg: Config{Backend: BackendSpec{Name: "a"}},
+		recover: &recovery{backend: b, spec: BackendSpec{Name: "b", Args: map[string]string{"v": "2"}}, label: "b"}}
+	for _, c := range []struct {
+		name string
+		done []WorkerResult
+		want bool
+	}{
+		{"first worker", nil, false},
+		{"after a worker that lived", []WorkerResult{{Worker: "fault", Exit: "ok"}}, false},
+		{"after an error", []WorkerResult{{Worker: "fault", Exit: "error: exit status 3"}}, false},
+		{"after a kill", []WorkerResult{{Worker: "fault", Exit: "killed (SIGKILL)"}}, true},
+		{"after a kill and a recovery", []WorkerResult{{Worker: "setup", Exit: "killed (SIGKILL)"}, {Worker: "fault", Exit: "ok"}}, true},
+	} {
+		spec := WorkerSpec{Worker: "next", Backend: r.cfg.Backend}
+		if got := r.upgrade(&spec, c.done); got != c.want || spec.Upgraded != c.want {
+			t.Errorf("%s: upgraded %v (spec %v), want %v", c.name, got, spec.Upgraded, c.want)
+		}
+		wantSpec := "a"
+		if c.want {
+			wantSpec = "b"
+		}
+		if spec.Backend.Name != wantSpec || r.stepBackend(spec).Name != wantSpec {
+			t.Errorf("%s: spec backend %s, opens %s; want %s", c.name, spec.Backend.Name, r.stepBackend(spec).Name, wantSpec)
+		}
+	}
+	if r.judgedBackend().Name != "b" {
+		t.Errorf("snapshots open %s, want version B", r.judgedBackend().Name)
+	}
+	if line := r.UpgradeLine(); !strings.Contains(line, "recovered by version B, b") {
+		t.Errorf("upgrade line %q", line)
+	}
+	plain := &Runner{backend: Backend{Name: "a"}}
+	spec := WorkerSpec{}
+	if plain.upgrade(&spec, []WorkerResult{{Exit: "killed (SIGKILL)"}}) || plain.judgedBackend().Name != "a" || plain.UpgradeLine() != "" {
+		t.Error("a run without a recovery build upgraded")
+	}
+}
+
+// A re-executed worker of a Go test opens the build its spec says.
+func TestWorkerBackendFollowsTheSpec(t *testing.T) {
+	a, b := Backend{Name: "a"}, Backend{Name: "b"}
+	if got, err := WorkerBackend(WorkerSpec{}, a, &b); err != nil || got.Name != "a" {
+		t.Errorf("not upgraded: %s, %v", got.Name, err)
+	}
+	if got, err := WorkerBackend(WorkerSpec{Upgraded: true}, a, &b); err != nil || got.Name != "b" {
+		t.Errorf("upgraded: %s, %v", got.Name, err)
+	}
+	if _, err := WorkerBackend(WorkerSpec{Upgraded: true, Worker: "recover"}, a, nil); err == nil || !strings.Contains(err.Error(), "recovery build") {
+		t.Errorf("upgraded without a recovery build: %v", err)
+	}
+}
