@@ -33,10 +33,13 @@ type CrashOptions struct {
 	Points  []faults.Point
 	Kinds   []faults.Kind
 	Classes []string
-	// Tear is what the torn-write column (Kinds with faults.TornWrite)
-	// keeps or loses whole: faults.TearSector for 512-byte disk sectors,
-	// a smaller power of two down to faults.TearByte for a tear inside one
-	// sector; 0 or faults.TearPage for 4 KiB pages.
+	// Tear is what the torn-write column keeps or loses whole: 0 or
+	// faults.TearSector for 512-byte disk sectors, a smaller power of two
+	// down to faults.TearByte for a tear inside one sector,
+	// faults.TearPage for 4 KiB pages. The column runs beside the
+	// power-loss column when the Backend is Embedded (and with Kinds
+	// naming faults.TornWrite); a case whose store had synced everything
+	// at its window has nothing to tear and is not applicable.
 	Tear int
 	// LeaseTTL fixes the workers' document lease TTL; zero adapts it to
 	// the machine, from 250ms up (sim.Config.Adaptive), on the wall clock.

@@ -88,9 +88,11 @@ func PowerLossMatrix(ws []StoreWindow, leaseTTLMillis int64) []Case {
 // PowerLossMatrix has a power loss, tearing at tear (faults.TearPage or
 // 0: 4 KiB pages; faults.TearSector: 512-byte sectors, and the cases' IDs
 // end in -512; a smaller power of two down to faults.TearByte tears
-// inside one sector, and the IDs end in -N). It runs when asked for (--kind torn-write): at a window
-// where the store has nothing un-synced there is nothing to tear, and
-// such a case is not exercised.
+// inside one sector, and the IDs end in -N). It runs by default beside
+// the power-loss column on an embedded backend, at 512-byte sectors
+// (sim/torndefault.go), and when asked for (--kind torn-write): at a
+// window where the store has nothing un-synced there is nothing to tear,
+// and such a case is not applicable off servers, not exercised on one.
 func TornWriteMatrix(ws []StoreWindow, tear int, leaseTTLMillis int64) []Case {
 	return powerMatrix(ws, faults.TornWrite, tear, leaseTTLMillis)
 }
@@ -127,7 +129,8 @@ func (r *Runner) PowerLossUntested() string {
 }
 
 // PowerLossSelection adds the power-loss column to sel where the runner
-// can test it (and the torn-write column where sel asks for its kind),
+// can test it (and the torn-write column where sel asks for its kind or,
+// on an embedded backend, for no kind),
 // and otherwise returns what the report must say instead ("power loss:
 // not tested (why)"); asking for either kind where it cannot run is an
 // error.
@@ -135,7 +138,7 @@ func (r *Runner) PowerLossSelection(sel *Selection) (untested string, err error)
 	why := r.PowerLossUntested()
 	if why == "" {
 		sel.PowerLoss = true
-		sel.TornWrite = slices.Contains(sel.Kinds, faults.TornWrite)
+		sel.TornWrite = tornByDefault(sel.Kinds, r.backend.Embedded) // sim/torndefault.go
 		return "", nil
 	}
 	if i := slices.IndexFunc(sel.Kinds, faults.Kind.IsPowerLoss); i >= 0 {

@@ -734,6 +734,9 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	case exercised && noRecrash:
 		res.Verdict = NotApplicable
 		res.Notes = append(res.Notes, RecrashNotApplicable)
+	case !exercised && tornWithoutTear(miss, r.backend.serverBacked()):
+		res.Verdict = NotApplicable
+		res.Notes = append(res.Notes, TornNotApplicable)
 	case !exercised:
 		res.Verdict = NotExercised
 		res.NotExercised = miss
