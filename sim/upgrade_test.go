@@ -104,3 +104,17 @@ func TestWorkerBackendFollowsTheSpec(t *testing.T) {
 		t.Errorf("upgraded without a recovery build: %v", err)
 	}
 }
+
+// What version B holds across cases (store-cmd's pooled snapshot
+// processes) goes with the runner's shared handles, as version A's does:
+// a run over many scenarios left one idle store process of B per
+// scenario until it exited.
+func TestCloseSharedClosesTheRecoveryBuild(t *testing.T) {
+	var a, b int
+	r := &Runner{backend: Backend{Name: "a", Close: func() error { a++; return nil }},
+		recover: &recovery{backend: Backend{Name: "b", Close: func() error { b++; return nil }}}}
+	r.CloseShared()
+	if a != 1 || b != 1 {
+		t.Errorf("CloseShared closed version A %d times, version B %d times; want once each", a, b)
+	}
+}
