@@ -717,6 +717,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 	obs.Restarts = append(obs.Restarts, pc.restartsOf()...)
 	observeInitial(c, space, &obs)
 	res.Violations = check.Check(snap, obs)
+	res.Notes = append(res.Notes, r.upgradeNote(res)...)
 	for _, op := range snap.Ops {
 		if op.Stage == reference.Completed {
 			res.Completed++

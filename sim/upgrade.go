@@ -112,6 +112,17 @@ func (r *Runner) judgedBackend() Backend {
 	return r.backend
 }
 
+// upgradeNote is the note of an upgraded case that broke invariants: the
+// checkers judge what version B reads, so a record version A wrote that B
+// cannot read or find shows as lost, and their messages speak of the store
+// that lost it, not of the upgrade.
+func (r *Runner) upgradeNote(res CaseResult) []string {
+	if r.recover == nil || res.UpgradedAt == "" || len(res.Violations) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("recovered by version B, %s, from worker %s on, on the data version A left: a record A wrote that B cannot read or find (a plan, an operation, a state) shows as lost; look at how B reads or migrates what A left in flight", r.recover.label, res.UpgradedAt)}
+}
+
 // UpgradeLine says what version B a run's crashes were recovered by, ""
 // when the run has none; reports print it.
 func (r *Runner) UpgradeLine() string {

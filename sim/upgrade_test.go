@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -83,6 +84,15 @@ func TestUpgradeComesAfterTheFirstKill(t *testing.T) {
 	}
 	if line := r.UpgradeLine(); !strings.Contains(line, "recovered by version B, b") {
 		t.Errorf("upgrade line %q", line)
+	}
+	broke := CaseResult{UpgradedAt: "recover", Violations: []check.Violation{{Invariant: check.I5}}}
+	if n := r.upgradeNote(broke); len(n) != 1 || !strings.Contains(n[0], "from worker recover on") {
+		t.Errorf("an upgraded case that broke I5: notes %q, want one naming the first worker on version B", n)
+	}
+	for _, res := range []CaseResult{{UpgradedAt: "recover"}, {Violations: broke.Violations}} {
+		if n := r.upgradeNote(res); n != nil {
+			t.Errorf("%+v: note %q, want none (it passed, or ran on version A alone)", res, n)
+		}
 	}
 	plain := &Runner{backend: Backend{Name: "a"}}
 	spec := WorkerSpec{}
