@@ -405,6 +405,10 @@ func Summarize(rep verdict.Report, o Options) Digest {
 		// So does a pass that explored nothing, or less than by default.
 		d.Headline += "; " + rep.Exploration
 	}
+	if rep.Upgrade != "" {
+		// Whatever the verdict, it is that of an upgrade.
+		d.Headline += "; " + rep.Upgrade
+	}
 	d.Verdict, d.Headline = scoped(rep, d.Verdict, d.Headline)
 	return d
 }

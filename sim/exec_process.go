@@ -87,14 +87,15 @@ type processWorker struct {
 }
 
 func (p *processCase) start(ctx context.Context, spec WorkerSpec, deadline time.Duration) (runningWorker, error) {
-	if p.r.backend.StartTimeout > 0 {
+	b := p.r.stepBackend(spec)
+	if b.StartTimeout > 0 {
 		spec.StartsFile = filepath.Join(p.dir, fmt.Sprintf("worker-%d-%s.starts", spec.Phase, spec.Worker))
 	}
 	cmd, done, err := p.r.start(ctx, p.dir, spec, deadline)
 	if err != nil {
 		return nil, err
 	}
-	return &processWorker{pid: cmd.Process.Pid, sweep: p.r.backend.ChildProcesses, startLimit: p.r.backend.StartTimeout, spec: spec, hist: p.histPath, done: done}, nil
+	return &processWorker{pid: cmd.Process.Pid, sweep: p.r.backend.ChildProcesses, startLimit: b.StartTimeout, spec: spec, hist: p.histPath, done: done}, nil
 }
 
 // kill kills the worker's session (SIGKILL): the worker's process group
@@ -567,14 +568,15 @@ func storeMethod(lines []string) string {
 // stores, and distils the history.
 func (r *Runner) snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
 	obs := Observe(h, c, space)
-	st, err := r.backend.Open(ctx, env)
+	b := r.judgedBackend()
+	st, err := b.Open(ctx, env)
 	if err != nil {
 		return check.Snapshot{}, obs, err
 	}
 	defer st.Close()
 	var ps PlanSaveStores
-	if c.System == faults.PlanSave && r.backend.OpenPlanSave != nil {
-		if ps, err = r.backend.OpenPlanSave(ctx, env); err != nil {
+	if c.System == faults.PlanSave && b.OpenPlanSave != nil {
+		if ps, err = b.OpenPlanSave(ctx, env); err != nil {
 			return check.Snapshot{}, obs, err
 		}
 		if ps.Closer != nil {

@@ -115,7 +115,7 @@ func (r *Runner) RunAll(ctx context.Context, cases []catalogue.Case, parallel in
 	if parallel <= 0 {
 		parallel = 4
 	}
-	rep := verdict.Report{Backend: r.backend.Name, Mutant: r.cfg.Mutant, Seed: r.cfg.Seed, Started: time.Now(), Counts: map[verdict.Verdict]int{}}
+	rep := verdict.Report{Backend: r.backend.Name, Mutant: r.cfg.Mutant, Seed: r.cfg.Seed, Started: time.Now(), Counts: map[verdict.Verdict]int{}, Upgrade: r.UpgradeLine()}
 	calibrationFailed := func(err error) verdict.Report {
 		// The backend cannot run a fault-free case: every case would be
 		// undecided for the same reason, said once.

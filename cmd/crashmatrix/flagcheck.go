@@ -72,7 +72,7 @@ var unbounded = []string{"seed", "explore-seed", "tear"}
 // notBlank are the string flags that name a store, a server or a command
 // to run: given, they must say something. `--store-cmd "$STORE"` with
 // STORE unset would otherwise certify the built-in SQLite store.
-var notBlank = []string{"store-cmd", "plansave-cmd", "postgres-dsn", "neo4j-uri",
+var notBlank = []string{"store-cmd", "plansave-cmd", "recover-store-cmd", "postgres-dsn", "neo4j-uri",
 	"postgres-kill", "postgres-start", "neo4j-kill", "neo4j-start", "postgres-image", "neo4j-image", "workdir"}
 
 // backendFlags are the flags that apply to some backends only, and the
@@ -93,6 +93,7 @@ var backendFlags = map[string][]string{
 	"postgres-config":     {"containers"},
 	"server-faults":       {"postgres", "containers"},
 	"store-timeout":       {storecmd.Name},
+	"recover-store-cmd":   {storecmd.Name},
 	"conformance":         {storecmd.Name},
 	"conformance-run":     {storecmd.Name},
 	"in-process-files":    {"sqlite"},
@@ -124,8 +125,9 @@ var modeFlags = []struct {
 // needsFlag are flags read only with another one: the Neo4j user and
 // password go to the server --neo4j-uri names, and are dropped without it.
 var needsFlag = map[string]string{
-	"neo4j-user":     "neo4j-uri",
-	"neo4j-password": "neo4j-uri",
+	"neo4j-user":        "neo4j-uri",
+	"neo4j-password":    "neo4j-uri",
+	"recover-store-cmd": "store-cmd",
 }
 
 // checkFlags is the PreRunE of every command that runs cases.

@@ -53,6 +53,10 @@ type Report struct {
 	// ("store starts: median …, max … over N worker store opens"), when
 	// the backend notes it (store-cmd).
 	StoreStarts string `json:"storeStarts,omitempty"`
+	// Upgrade, in a run recovered by another build of the store
+	// (sim.Config.RecoverWith), says which (sim.Runner.UpgradeLine);
+	// reports print it.
+	Upgrade string `json:"upgrade,omitempty"`
 }
 
 // NotRunFailFast is the note of a case a fail-fast run never started.
