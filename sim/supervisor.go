@@ -535,7 +535,7 @@ func (r *Runner) runCase(ctx context.Context, c Case, tm Timing) CaseResult {
 			}
 		}
 		if st.Background {
-			spec.ReleaseFile = filepath.Join(dir, fmt.Sprintf("release-%d", i))
+			spec.ReleaseFile = ReleaseFile(spec.History, i)
 		}
 		if !r.cfg.InProcess && !r.cfg.WallClock {
 			spec.ClockFile = filepath.Join(dir, clockFile)

@@ -269,6 +269,11 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		mu   sync.Mutex
 		ctrs []testcontainers.Container
 	)
+	// With server faults, PostgreSQL's clock can be moved (clock-jump).
+	var clock *serverClock
+	if o.ServerFaults {
+		clock = newServerClock()
+	}
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
@@ -277,6 +282,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 			for _, c := range ctrs {
 				_ = testcontainers.TerminateContainer(c)
 			}
+			clock.remove()
 		})
 	}
 	env := map[string]string{}
@@ -307,6 +313,9 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		// certified against its own crashes runs with its own defaults
 		// (fsync on) plus what was asked for.
 		pgOpts = append(pgOpts, testcontainers.WithCmd(append([]string{"postgres"}, pgArgs...)...))
+	}
+	if clock != nil {
+		pgOpts = append(pgOpts, clock.customizers()...)
 	}
 	if lazy != nil {
 		dir, err := lazy.mount("postgres", false)
@@ -350,6 +359,12 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		}
 		if lazy != nil {
 			srv.PowerLoss = lazy.powerLoss("postgres")
+		}
+		if srv.NoClock = clock.why; clock.why == "" {
+			srv.SetClock = clock.setter(func(ctx context.Context) (string, error) {
+				addr, err := mappedAddr(ctx, pg, "5432/tcp")
+				return servers.ViaEndpoint(dsn, addr), err
+			})
 		}
 		srvs = append(srvs, srv)
 	}
@@ -418,6 +433,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		if lazy != nil {
 			srv.PowerLoss = lazy.powerLoss("neo4j")
 		}
+		srv.NoClock = "Neo4j holds no lease: clock-jump moves PostgreSQL's clock, where the leases are"
 		srvs = append(srvs, srv)
 	}
 	fmt.Fprintf(log, "Neo4j %s up: first query %s after Run\n", o.Neo4jImage, LastTimings.Neo4j.Round(time.Millisecond))
