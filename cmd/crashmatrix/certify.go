@@ -209,6 +209,8 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	}
 	// Lazy mounts for the containers' data only when power loss may run.
 	f.server.noPowerLoss = f.inProcess || len(kinds) > 0 && !slices.ContainsFunc(kinds, faults.Kind.IsPowerLoss)
+	// PostgreSQL's clock made movable (libfaketime) only when asked for.
+	f.server.clockJump = slices.Contains(kinds, faults.ClockJump)
 	backend, self, cleanup, err := f.server.setUp(cmd, f.backend)
 	if err != nil {
 		return err

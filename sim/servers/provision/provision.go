@@ -117,6 +117,10 @@ type ContainerOptions struct {
 	// Where FUSE is missing the servers start as without it and
 	// Started.Faults.PowerUntested says why.
 	PowerLoss bool
+	// ClockJump (with ServerFaults) makes PostgreSQL's clock movable
+	// (clock.go: libfaketime preloaded into the server), for the
+	// clock-jump fault; without it the server runs as the image has it.
+	ClockJump bool
 }
 
 // Started are the running containers.
@@ -270,8 +274,8 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		ctrs []testcontainers.Container
 	)
 	// With server faults, PostgreSQL's clock can be moved (clock-jump).
-	var clock *serverClock
-	if o.ServerFaults {
+	clock := &serverClock{why: "the server's clock cannot be moved: it was started without libfaketime (crashmatrix preloads it only when --kind clock-jump asks for it: ContainerOptions.ClockJump)"}
+	if o.ServerFaults && o.ClockJump {
 		clock = newServerClock()
 	}
 	var once sync.Once
@@ -314,9 +318,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		// (fsync on) plus what was asked for.
 		pgOpts = append(pgOpts, testcontainers.WithCmd(append([]string{"postgres"}, pgArgs...)...))
 	}
-	if clock != nil {
-		pgOpts = append(pgOpts, clock.customizers()...)
-	}
+	pgOpts = append(pgOpts, clock.customizers()...)
 	if lazy != nil {
 		dir, err := lazy.mount("postgres", false)
 		if err != nil {
