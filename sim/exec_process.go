@@ -129,9 +129,14 @@ func (w *processWorker) waitHitOrExit(ctx context.Context, limit time.Duration) 
 		}
 		if h, err := history.Read(w.hist); err == nil {
 			for _, r := range h {
-				// A pause parks it; any other fault it survives (a lease
-				// fault, an error) lets it run on to its pause or its end.
-				if r.Worker == w.spec.Worker && r.Phase == w.spec.Phase && (r.Kind == history.Hit && (r.Fault == nil || r.Fault.Kind == faults.Pause) || r.Kind == history.Exit) {
+				// A pause parks it, and so does a server fault that holds
+				// its request past its lease, once the supervisor recorded
+				// that it took effect (the server stopped and resumed, the
+				// request held, the case's clock past the lease); any
+				// other fault it survives (a lease fault, an error) lets it
+				// run on to its pause or its end.
+				if r.Worker == w.spec.Worker && r.Phase == w.spec.Phase && (r.Kind == history.Hit && (r.Fault == nil || r.Fault.Kind == faults.Pause) ||
+					r.Kind == history.Server && r.Fault != nil && r.Fault.Kind.HoldsPastLease() || r.Kind == history.Exit) {
 					return
 				}
 			}

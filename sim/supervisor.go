@@ -424,7 +424,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 			}
 		}
 		if st.Background {
-			spec.ReleaseFile = filepath.Join(dir, fmt.Sprintf("release-%d", i))
+			spec.ReleaseFile = ReleaseFile(spec.History, i)
 		}
 		if !r.cfg.InProcess && !r.cfg.WallClock {
 			spec.ClockFile = filepath.Join(dir, clockFile)

@@ -108,6 +108,7 @@ var mutantBackends = map[string][]string{
 	sim.MutantLostCommitIsFailure: {"postgres", "containers"},
 	sim.MutantSynchronousOff:      {"sqlite"},
 	sim.MutantRenewIgnoresHolder:  {"sqlite", "postgres", "containers"},
+	sim.MutantServerClockLease:    {"postgres", "containers"},
 }
 
 // modeFlags are the flags that apply in one execution mode only: set
