@@ -16,8 +16,9 @@ import (
 
 // faultedWorkers are the workers a fault left out of step with the
 // others, which the plan and stale-write checks excuse: those whose lease a
-// fault broke (split, expire), and those a fault stalled before one of
-// their store calls (faults.StoreCall).
+// fault broke (split, expire), those a fault stalled before one of their
+// store calls (faults.StoreCall), and those whose request a server-pause
+// or a partition held in flight past their lease.
 type faultedWorkers struct {
 	leaseFaulted, stalled map[string]bool
 }
@@ -32,6 +33,17 @@ func faultedWorkersOf(h history.Log) faultedWorkers {
 			fw.leaseFaulted[r.Worker] = true
 		}
 		if r.Point == faults.StoreCall && r.Fault.Kind == faults.Pause {
+			fw.stalled[r.Worker] = true
+		}
+		// A server stopped or a partition at the window holds the
+		// worker's next request in flight past its lease: the request
+		// (a graph write, a commit) passed its lease check before, and
+		// lands after another holder took the lease over, as a stall
+		// between a lease check and the write it fences does. No client
+		// can fence that: the revision CAS, the claim and the plan
+		// fingerprint must stop it, and the graph and state invariants
+		// judge what it left.
+		if r.Fault.Kind == faults.ServerPause || r.Fault.Kind == faults.Partition {
 			fw.stalled[r.Worker] = true
 		}
 	}

@@ -32,6 +32,20 @@
 //   - conn-reset:   the connection of the next request is reset before the
 //     request reaches the server.
 //
+// Three more act on a server while it lives on (opt-in: a run has them
+// only when --kind names them, ServerOptInKinds):
+//
+//   - server-pause: the server is stopped (SIGSTOP, the whole container
+//     frozen) at the window, the worker's next request goes out to it, the
+//     case's clock moves past the lease, then the server resumes (SIGCONT)
+//     while another worker takes the lease over;
+//   - partition:    the worker's connections to the server are held silent
+//     (nothing passes either way) past the lease while another worker
+//     reaches the server and takes the lease over, then the partition
+//     heals and the held request (the worker's commit) arrives;
+//   - clock-jump:   the server's own clock (its now()) jumps forward, then
+//     back, while the worker holds its lease (images with libfaketime).
+//
 // One more kind acts on the machine (process mode, embedded backends whose
 // case data lives on the lazy file system of faults/lazyfs):
 //
@@ -107,6 +121,14 @@ const (
 	// PowerLoss kills every process of the case at the window and drops
 	// every write that was not synced (the lazy file system).
 	PowerLoss Kind = "power-loss"
+	// ServerPause stops the database server (SIGSTOP) past the lease, then
+	// resumes it (SIGCONT).
+	ServerPause Kind = "server-pause"
+	// Partition holds the worker's connections to the server silent past
+	// the lease, then heals them.
+	Partition Kind = "partition"
+	// ClockJump moves the database server's clock forward, then back.
+	ClockJump Kind = "clock-jump"
 	// TornWrite is a power loss that tears: of the files that survive,
 	// each 4 KiB page written and not synced (each 512-byte sector with
 	// Action.Tear TearSector, each smaller unit down to a byte with a
@@ -143,21 +165,33 @@ func (k Kind) IsLeaseFault() bool { return k == Split || k == Expire }
 // apply at every window of a server backend whose servers may be faulted.
 var ServerKinds = []Kind{ServerCrash, AckLost, ConnReset}
 
+// ServerOptInKinds are the server faults a run has only when --kind names
+// them: each holds a server or a connection for seconds of wall time, and
+// server-pause and clock-jump need a container crashmatrix started.
+var ServerOptInKinds = []Kind{ServerPause, Partition, ClockJump}
+
 // Servers names the servers a server fault can target.
 var Servers = []string{"postgres", "neo4j"}
 
 // IsServer reports whether k acts on a database server.
-func (k Kind) IsServer() bool { return k == ServerCrash || k == AckLost || k == ConnReset }
+func (k Kind) IsServer() bool {
+	return k == ServerCrash || k == AckLost || k == ConnReset || slices.Contains(ServerOptInKinds, k)
+}
+
+// HoldsPastLease reports whether k keeps the worker's request from its
+// server past the lease while another worker goes on (server-pause,
+// partition, clock-jump): its case lets another worker run meanwhile.
+func (k Kind) HoldsPastLease() bool { return slices.Contains(ServerOptInKinds, k) }
 
 // IsPowerLoss reports whether k cuts the machine's power (a plain or a
 // torn power loss).
 func (k Kind) IsPowerLoss() bool { return k == PowerLoss || k == TornWrite }
 
 // AllKinds lists every fault kind: the worker-side ones (Kinds), the
-// server ones (ServerKinds), the power losses, then the disk errors
-// (DiskKinds).
+// server ones (ServerKinds, ServerOptInKinds), the power losses, then
+// the disk errors (DiskKinds).
 func AllKinds() []Kind {
-	return append(append(append(slices.Clone(Kinds), ServerKinds...), PowerLoss, TornWrite), DiskKinds...)
+	return append(append(append(append(slices.Clone(Kinds), ServerKinds...), ServerOptInKinds...), PowerLoss, TornWrite), DiskKinds...)
 }
 
 // ParseKind parses a fault kind name.
@@ -288,11 +322,23 @@ func ParsePoint(s string) (Point, error) {
 
 // AppliesServer reports whether a server fault of kind k against server is
 // meaningful at this window: PostgreSQL (every store) at every window,
-// Neo4j (the graph only) at the windows of System A.
+// Neo4j (the graph only) at the windows of System A. The faults that hold
+// a request past the lease (HoldsPastLease) mean something where a holder
+// may stall past its lease (the pause kind applies) and, on Neo4j, where
+// the next step writes the graph; clock-jump only on PostgreSQL, where
+// the leases are.
 func (s Spec) AppliesServer(k Kind, server string) bool {
 	switch {
 	case !k.IsServer():
 		return false
+	case k.HoldsPastLease():
+		if !s.Applies(Pause) || s.System != Ingestion {
+			return false
+		}
+		if server == "neo4j" {
+			return k != ClockJump && (s.Point == BeforeGraphWrite || s.Point == BetweenGraphBatches)
+		}
+		return server == "postgres"
 	case server == "neo4j":
 		return s.System == Ingestion
 	default:

@@ -440,7 +440,7 @@ func (r *Runtime) At(ctx context.Context, p Point, step func() error) error {
 			}
 		}
 		return step()
-	case ServerCrash, AckLost, ConnReset:
+	case ServerCrash, AckLost, ConnReset, ServerPause, Partition, ClockJump:
 		if r.Server == nil {
 			panic(fmt.Sprintf("fault %s fired at %s but this worker cannot reach a server supervisor (a server fault needs a server backend run by the supervisor)", a, p))
 		}

@@ -34,10 +34,13 @@ type CrashOptions struct {
 	Points  []faults.Point
 	Kinds   []faults.Kind
 	Classes []string
-	// Tear is what the torn-write column (Kinds with faults.TornWrite)
-	// keeps or loses whole: faults.TearSector for 512-byte disk sectors,
-	// a smaller power of two down to faults.TearByte for a tear inside one
-	// sector; 0 or faults.TearPage for 4 KiB pages.
+	// Tear is what the torn-write column keeps or loses whole: 0 or
+	// faults.TearSector for 512-byte disk sectors, a smaller power of two
+	// down to faults.TearByte for a tear inside one sector,
+	// faults.TearPage for 4 KiB pages. The column runs beside the
+	// power-loss column when the Backend is Embedded (and with Kinds
+	// naming faults.TornWrite); a case whose store had synced everything
+	// at its window has nothing to tear and is not applicable.
 	Tear int
 	// LeaseTTL fixes the workers' document lease TTL; zero adapts it to
 	// the machine, from 250ms up (sim.Config.Adaptive), on the wall clock.
@@ -78,6 +81,19 @@ type CrashOptions struct {
 	// named in the failure. Unset: a temporary folder, kept (without the
 	// stores' data) only when the run fails.
 	ReportDir string
+	// RecoverWith, when set, is another build of the store (version B,
+	// the next release): the matrix then certifies an upgrade in the
+	// middle of in-flight operations. Every case runs on backend (version
+	// A) until a worker dies by a kill (its crash, the power loss that
+	// follows it, a random or durable-step kill); every worker after that
+	// (recovery, the caller's resubmissions) and the snapshots the
+	// invariants judge open RecoverWith on the data A left. A case in
+	// which no worker dies runs on A alone. RecoverWith must keep its
+	// data where backend does (Embedded alike) and provide System B's
+	// stores if backend does. The exploration does not run (it runs
+	// in-process, on one build): certify each build on its own as well.
+	// See docs/certify-go-store.md.
+	RecoverWith *Backend
 	// ExpectBroken makes the run a negative control: the invariants
 	// ("I7", or a full name such as "I7 leases") a deliberately broken
 	// store must break. The test then passes when every one of them broke
@@ -220,6 +236,10 @@ func crashOptions(opts []CrashOptions) (crashrun.Options, []string, error) {
 		return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.Parallel %d: want at least 1 (0 for the default)", o.Parallel)
 	case o.RandomKills < 0:
 		return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.RandomKills %d: want at least 0", o.RandomKills)
+	case o.RecoverWith != nil && o.Explore > 0:
+		return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.Explore %d with RecoverWith: the exploration runs in-process, on one build of the store; certify each build on its own (RecoverWith's runs explore nothing)", o.Explore)
+	case o.RecoverWith != nil && (o.RecoverWith.Name == "" || o.RecoverWith.Open == nil):
+		return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.RecoverWith: Name and Open are required, as for the backend")
 	}
 	if o.Tear != 0 { // the default, pages
 		if err := faults.CheckTear(o.Tear); err != nil {
@@ -228,5 +248,5 @@ func crashOptions(opts []CrashOptions) (crashrun.Options, []string, error) {
 	}
 	return crashrun.Options{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, Tear: o.Tear, LeaseTTL: o.LeaseTTL,
 		Parallel: o.Parallel, Mutant: o.Mutant, ReportDir: o.ReportDir, RandomKills: o.RandomKills, Seed: o.Seed, WallClock: o.WallClock,
-		Explore: exploreCount(o)}, expect, nil
+		Explore: exploreCount(o), RecoverWith: o.RecoverWith}, expect, nil
 }

@@ -1,9 +1,13 @@
 package properties
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crashmatrix/crashmatrix/adapters/memory"
+	"github.com/crashmatrix/crashmatrix/reference"
 )
 
 // The Go API checks its numbers as the command line does: a lease TTL of
@@ -19,6 +23,9 @@ func TestCrashOptionsAreRangeChecked(t *testing.T) {
 		{CrashOptions{LeaseTTL: 1500 * time.Microsecond}, "CrashOptions.LeaseTTL 1.5ms"},
 		{CrashOptions{Parallel: -1}, "CrashOptions.Parallel -1"},
 		{CrashOptions{RandomKills: -2}, "CrashOptions.RandomKills -2"},
+		{CrashOptions{RecoverWith: &Backend{Name: "v2", Open: memoryOpen}, Explore: 10}, "CrashOptions.Explore 10 with RecoverWith"},
+		{CrashOptions{RecoverWith: &Backend{Open: memoryOpen}}, "CrashOptions.RecoverWith: Name and Open are required"},
+		{CrashOptions{RecoverWith: &Backend{Name: "v2"}}, "CrashOptions.RecoverWith: Name and Open are required"},
 	} {
 		if _, _, err := crashOptions([]CrashOptions{c.o}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error containing %q", c.o, err, c.want)
@@ -27,4 +34,11 @@ func TestCrashOptionsAreRangeChecked(t *testing.T) {
 	if _, _, err := crashOptions([]CrashOptions{{LeaseTTL: 300 * time.Millisecond, Parallel: 2, RandomKills: 3}}); err != nil {
 		t.Errorf("valid options: %v", err)
 	}
+	if o, _, err := crashOptions([]CrashOptions{{RecoverWith: &Backend{Name: "v2", Open: memoryOpen}}}); err != nil || o.RecoverWith == nil || o.RecoverWith.Name != "v2" {
+		t.Errorf("RecoverWith: %+v, %v; want it passed on", o.RecoverWith, err)
+	}
+}
+
+func memoryOpen(context.Context, CaseEnv) (reference.Stores, error) {
+	return memory.New(memory.Options{}), nil
 }

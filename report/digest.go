@@ -405,6 +405,10 @@ func Summarize(rep verdict.Report, o Options) Digest {
 		// So does a pass that explored nothing, or less than by default.
 		d.Headline += "; " + rep.Exploration
 	}
+	if rep.Upgrade != "" {
+		// Whatever the verdict, it is that of an upgrade.
+		d.Headline += "; " + rep.Upgrade
+	}
 	if len(rep.NotJudged)+len(rep.LeftOut) > 0 && rep.ExitCode == 0 {
 		// And a service's pass what its declarations kept from the checks.
 		d.Headline += fmt.Sprintf("; not judged: %s", strings.Join(append(slices.Clone(rep.LeftOut), rep.NotJudged...), "; "))

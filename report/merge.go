@@ -188,6 +188,7 @@ func Merge(in []MergeInput) (verdict.Report, error) {
 		// What a shard's run left out of the power-loss column, the
 		// merge left out too.
 		rep.PowerLoss = cmp.Or(rep.PowerLoss, r.PowerLoss)
+		rep.Upgrade = cmp.Or(rep.Upgrade, r.Upgrade)
 		rep.Merged = append(rep.Merged, verdict.MergedShard{File: f.File, Shard: shardOf(r), Cases: len(r.Results),
 			Verdict: r.Verdict, ExitCode: r.ExitCode, Took: r.Took, Timing: r.Timing})
 	}

@@ -890,11 +890,15 @@ func (d *decoder) decodeFault(s *Scenario, n ast.Node, path string) (Fault, bool
 				d.errPath(child(path, "server"), "unknown server %q (want one of %s)", ft.Server, strings.Join(faults.Servers, ", "))
 				good = false
 			} else if !spec.AppliesServer(ft.Kind, ft.Server) {
-				d.errPath(child(path, "server"), "a %s fault against %s does not apply at %s (Neo4j holds only System A's graph)", ft.Kind, ft.Server, ft.Point)
+				why := "Neo4j holds only System A's graph"
+				if ft.Kind.HoldsPastLease() {
+					why = "it holds a request past the lease: it applies where a holder may stall past its lease (kind pause applies), on Neo4j before its graph writes, clock-jump on PostgreSQL only"
+				}
+				d.errPath(child(path, "server"), "a %s fault against %s does not apply at %s (%s)", ft.Kind, ft.Server, ft.Point, why)
 				good = false
 			}
 		} else if f.has("server") {
-			d.errAt(d.keyAt(child(path, "server")), child(path, "server"), "server applies to the server fault kinds only (%s), not %s", "server-crash, ack-lost, conn-reset", ft.Kind)
+			d.errAt(d.keyAt(child(path, "server")), child(path, "server"), "server applies to the server fault kinds only (%s), not %s", "server-crash, ack-lost, conn-reset, server-pause, partition, clock-jump", ft.Kind)
 			good = false
 		} else if !spec.Applies(ft.Kind) {
 			kinds := make([]string, len(spec.Kinds))

@@ -268,7 +268,7 @@ func TestBrokenFiles(t *testing.T) {
 		{"unknown top-level field", "name: broken\n", "name: broken\nauthor: me\n",
 			[]want{{"2:1", "author", `unknown field "author"`}}},
 		{"bad kind", "kind: crash}", "kind: crsh}",
-			[]want{{"10:41", "steps[0].faults[0].kind", `unknown fault kind "crsh" (want one of crash, error, permanent, unknown, pause, recrash, persistent, split, expire, server-crash, ack-lost, conn-reset, power-loss, torn-write, fsync-error, disk-full, slow-sync)`}}},
+			[]want{{"10:41", "steps[0].faults[0].kind", `unknown fault kind "crsh" (want one of crash, error, permanent, unknown, pause, recrash, persistent, split, expire, server-crash, ack-lost, conn-reset, server-pause, partition, clock-jump, power-loss, torn-write, fsync-error, disk-full, slow-sync)`}}},
 		{"kind not applicable", "{point: beforeGraphWrite, kind: crash}", "{point: beforeExtract, kind: unknown}",
 			[]want{{"10", "steps[0].faults[0].kind", "kind unknown does not apply at beforeExtract (applies: crash, error, permanent, persistent)"}}},
 		{"unknown point", "point: beforeGraphWrite,", "point: beforeGraphWrit,",

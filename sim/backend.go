@@ -28,6 +28,10 @@ const (
 	// holder and its token: a stale holder renews the lease another holder
 	// was granted and goes on writing.
 	MutantRenewIgnoresHolder = "renew-ignores-holder"
+	// MutantServerClockLease makes the PostgreSQL lock provider take and
+	// renew leases on the server's own clock (clock_timestamp()) instead
+	// of the caller's: caught when that clock jumps (clock-jump).
+	MutantServerClockLease = "server-clock-lease"
 )
 
 // CaseEnv locates one case's data in a backend. Every process of a case

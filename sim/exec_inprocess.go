@@ -140,6 +140,9 @@ func (r *Runner) CloseShared() {
 	if r.backend.Close != nil {
 		_ = r.backend.Close()
 	}
+	if r.recover != nil && r.recover.backend.Close != nil {
+		_ = r.recover.backend.Close() // version B's pooled snapshot processes (sim/upgrade.go)
+	}
 }
 
 type inprocCase struct {

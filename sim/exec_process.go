@@ -87,14 +87,15 @@ type processWorker struct {
 }
 
 func (p *processCase) start(ctx context.Context, spec WorkerSpec, deadline time.Duration) (runningWorker, error) {
-	if p.r.backend.StartTimeout > 0 {
+	b := p.r.stepBackend(spec)
+	if b.StartTimeout > 0 {
 		spec.StartsFile = filepath.Join(p.dir, fmt.Sprintf("worker-%d-%s.starts", spec.Phase, spec.Worker))
 	}
 	cmd, done, err := p.r.start(ctx, p.dir, spec, deadline)
 	if err != nil {
 		return nil, err
 	}
-	return &processWorker{pid: cmd.Process.Pid, sweep: p.r.backend.ChildProcesses, startLimit: p.r.backend.StartTimeout, spec: spec, hist: p.histPath, done: done}, nil
+	return &processWorker{pid: cmd.Process.Pid, sweep: p.r.backend.ChildProcesses, startLimit: b.StartTimeout, spec: spec, hist: p.histPath, done: done}, nil
 }
 
 // kill kills the worker's session (SIGKILL): the worker's process group
@@ -128,9 +129,14 @@ func (w *processWorker) waitHitOrExit(ctx context.Context, limit time.Duration) 
 		}
 		if h, err := history.Read(w.hist); err == nil {
 			for _, r := range h {
-				// A pause parks it; any other fault it survives (a lease
-				// fault, an error) lets it run on to its pause or its end.
-				if r.Worker == w.spec.Worker && r.Phase == w.spec.Phase && (r.Kind == history.Hit && (r.Fault == nil || r.Fault.Kind == faults.Pause) || r.Kind == history.Exit) {
+				// A pause parks it, and so does a server fault that holds
+				// its request past its lease, once the supervisor recorded
+				// that it took effect (the server stopped and resumed, the
+				// request held, the case's clock past the lease); any
+				// other fault it survives (a lease fault, an error) lets it
+				// run on to its pause or its end.
+				if r.Worker == w.spec.Worker && r.Phase == w.spec.Phase && (r.Kind == history.Hit && (r.Fault == nil || r.Fault.Kind == faults.Pause) ||
+					r.Kind == history.Server && r.Fault != nil && r.Fault.Kind.HoldsPastLease() || r.Kind == history.Exit) {
 					return
 				}
 			}
@@ -570,14 +576,15 @@ func (r *Runner) snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, sp
 	if r.cfg.Service != nil {
 		return r.serviceSnapshot(ctx, c, env, space, obs)
 	}
-	st, err := r.backend.Open(ctx, env)
+	b := r.judgedBackend()
+	st, err := b.Open(ctx, env)
 	if err != nil {
 		return check.Snapshot{}, obs, err
 	}
 	defer st.Close()
 	var ps PlanSaveStores
-	if c.System == faults.PlanSave && r.backend.OpenPlanSave != nil {
-		if ps, err = r.backend.OpenPlanSave(ctx, env); err != nil {
+	if c.System == faults.PlanSave && b.OpenPlanSave != nil {
+		if ps, err = b.OpenPlanSave(ctx, env); err != nil {
 			return check.Snapshot{}, obs, err
 		}
 		if ps.Closer != nil {

@@ -115,7 +115,7 @@ func (r *Runner) RunAll(ctx context.Context, cases []catalogue.Case, parallel in
 	if parallel <= 0 {
 		parallel = 4
 	}
-	rep := verdict.Report{Backend: r.backend.Name, Mutant: r.cfg.Mutant, Seed: r.cfg.Seed, Started: time.Now(), Counts: map[verdict.Verdict]int{}}
+	rep := verdict.Report{Backend: r.backend.Name, Mutant: r.cfg.Mutant, Seed: r.cfg.Seed, Started: time.Now(), Counts: map[verdict.Verdict]int{}, Upgrade: r.UpgradeLine()}
 	if r.cfg.Service != nil {
 		rep.Backend = "service " + r.cfg.Service.Declared.Name + " (harness stores: " + r.backend.Name + ")"
 		rep.NotJudged = r.cfg.Service.NotJudged()

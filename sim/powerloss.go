@@ -46,7 +46,8 @@ func (r *Runner) PowerLossUntested() string {
 }
 
 // PowerLossSelection adds the power-loss column to sel where the runner
-// can test it (and the torn-write column where sel asks for its kind),
+// can test it (and the torn-write column where sel asks for its kind or,
+// on an embedded backend, for no kind),
 // and otherwise returns what the report must say instead ("power loss:
 // not tested (why)"); asking for either kind where it cannot run is an
 // error.
@@ -54,7 +55,7 @@ func (r *Runner) PowerLossSelection(sel *catalogue.Selection) (untested string, 
 	why := r.PowerLossUntested()
 	if why == "" {
 		sel.PowerLoss = true
-		sel.TornWrite = slices.Contains(sel.Kinds, faults.TornWrite)
+		sel.TornWrite = catalogue.TornByDefault(sel.Kinds, r.backend.Embedded) // sim/catalogue/torndefault.go
 		return "", r.selectDisk(sel)
 	}
 	if i := slices.IndexFunc(sel.Kinds, onLazyMount); i >= 0 {

@@ -55,6 +55,12 @@ type ServerCase struct {
 	// many service events it holds and the plan row ids saves returned.
 	// It is asked at a server kill.
 	Acknowledged func() (events int, savedPlans []int64, err error)
+	// PastLease moves the case's clock past its workers' leases (a server
+	// frozen or cut off longer than a lease takes that long on the clock
+	// the leases use): it returns how far it moved the harness clock, and
+	// how long the fault must still hold in wall time (all of it when the
+	// workers keep the wall clock).
+	PastLease func() (moved, hold time.Duration)
 }
 
 // CaseServers are one case run's endpoints and server faults.
@@ -131,10 +137,10 @@ func (r *Runner) openServers(ctx context.Context, c catalogue.Case, cx caseExec,
 		return nil, func() {}, nil
 	}
 	crashes := crashedServer(c)
-	if r.isServerPowerLoss(c) || durableServer(c) != "" {
-		// A power loss kills every server, a durable-step kill one: the
-		// case runs alone, its workers through proxies that follow the
-		// restarted server.
+	if r.isServerPowerLoss(c) || durableServer(c) != "" || actsOnWholeServer(c) {
+		// A power loss kills every server, a durable-step kill one, a
+		// pause or a clock jump holds one whole: the case runs alone, its
+		// workers through proxies that follow the restarted server.
 		crashes = powerWave
 	}
 	r.servers.acquire(crashes, r.cfg.ServerFaults.Kills)
@@ -152,6 +158,7 @@ func (r *Runner) openServers(ctx context.Context, c catalogue.Case, cx caseExec,
 		crashesServer = ""
 	}
 	cs, err := r.cfg.ServerFaults.OpenCase(ctx, ServerCase{ID: space, History: history, Crashes: crashesServer,
+		PastLease: r.pastLease(c, history),
 		Snapshot: func(ctx context.Context) (check.Snapshot, error) {
 			h, err := cx.history()
 			if err != nil {

@@ -56,6 +56,9 @@ type WorkerSpec struct {
 	// line each, see stopLine): a worker refused by the lease of a stopped
 	// one reads it (deadholder.go).
 	StoppedFile string `json:"stoppedFile,omitempty"`
+	// Upgraded says the worker runs on the recovery build of an upgrade
+	// run (Config.RecoverWith): Backend is then that build's spec.
+	Upgraded bool `json:"upgraded,omitempty"`
 	// StartsFile, when set, is where the worker notes when it began and
 	// ended opening its stores (starts.go): the supervisor's deadline
 	// leaves that time out (Backend.StartTimeout).

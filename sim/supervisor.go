@@ -158,6 +158,17 @@ type Config struct {
 	// instead of the reference; the backend holds the stores it takes
 	// from the harness. Worker processes only.
 	Service *ServiceSpec
+	// RecoverWith or RecoverUse, when set, is another build of the store
+	// (version B): from the first worker of a case that dies by a kill
+	// on, every worker and every snapshot opens it instead of the run's
+	// backend, on the data the run's backend left (sim/upgrade.go).
+	// RecoverUse is the backend itself (a Go test's, whose re-executed
+	// workers hold it too, see WorkerBackend); RecoverWith names it for
+	// worker processes that resolve it (store-cmd). RecoverLabel is what
+	// reports call it. Process mode only.
+	RecoverWith  *BackendSpec
+	RecoverUse   *Backend
+	RecoverLabel string
 	// FailFast stops RunAll from starting cases once one has failed (a
 	// broken invariant): the cases under way finish, the rest are
 	// undecided, never run (NotRunFailFast). For a run that only asks
@@ -183,6 +194,9 @@ type Runner struct {
 	// caller set ClaimTTL, which then scales with the lease TTL.
 	timing     adaptive
 	claimFixed bool
+	// recover is version B of an upgrade run (Config.RecoverWith), nil
+	// without one.
+	recover *recovery
 	// killBase is the shortest fault-free span a random kill's worker was
 	// seen to take (nanoseconds; 0: none yet), see rescaleKills.
 	killBase atomic.Int64
@@ -267,7 +281,16 @@ func NewRunner(cfg Config) (*Runner, error) {
 		l.Backend = cfg.Backend.Name
 		cfg.Launcher = l
 	}
-	r := &Runner{cfg: cfg, backend: b, claimFixed: claimFixed}
+	rec, err := resolveRecovery(cfg, b)
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil && rec.backend.ChildProcesses {
+		// Killing a worker sweeps its session when either build starts
+		// store processes.
+		b.ChildProcesses = true
+	}
+	r := &Runner{cfg: cfg, backend: b, claimFixed: claimFixed, recover: rec}
 	r.timing.t = catalogue.Timing{LeaseTTL: cfg.LeaseTTL, ClaimTTL: cfg.ClaimTTL, ProcessTimeout: cfg.ProcessTimeout, Source: src}
 	return r, nil
 }
@@ -405,6 +428,9 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 			LeaseTTLMillis: tm.LeaseTTL.Milliseconds(), ClaimTTLMillis: tm.ClaimTTL.Milliseconds(),
 			BatchSize: r.cfg.BatchSize, Seed: r.cfg.Seed, ContinueOnError: st.ContinueOnError,
 			Background: st.Background, StoppedFile: filepath.Join(dir, StoppedHoldersFile), Service: r.cfg.Service}
+		if r.upgrade(&spec, res.Workers) && res.UpgradedAt == "" {
+			res.UpgradedAt = st.Worker
+		}
 		if st.Kill != nil {
 			spec.KillAfterMicros = max(st.Kill.Offset.Microseconds(), 1)
 			if st.Kill.After != "" {
@@ -413,7 +439,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 			}
 		}
 		if st.Background {
-			spec.ReleaseFile = filepath.Join(dir, fmt.Sprintf("release-%d", i))
+			spec.ReleaseFile = ReleaseFile(spec.History, i)
 		}
 		if !r.cfg.InProcess && !r.cfg.WallClock {
 			spec.ClockFile = filepath.Join(dir, clockFile)
@@ -581,6 +607,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 	obs.Restarts = append(obs.Restarts, pc.restartsOf()...)
 	observeInitial(c, space, &obs)
 	res.Violations = check.Check(snap, obs)
+	res.Notes = append(res.Notes, r.upgradeNote(res)...)
 	for _, op := range snap.Ops {
 		if op.Stage == reference.Completed {
 			res.Completed++
@@ -598,6 +625,9 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 	case exercised && noRecrash:
 		res.Verdict = verdict.NotApplicable
 		res.Notes = append(res.Notes, verdict.RecrashNotApplicable)
+	case !exercised && verdict.TornWithoutTear(miss, r.backend.serverBacked()):
+		res.Verdict = verdict.NotApplicable
+		res.Notes = append(res.Notes, verdict.TornNotApplicable)
 	case !exercised:
 		res.Verdict = verdict.NotExercised
 		res.NotExercised = miss

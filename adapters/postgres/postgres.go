@@ -47,6 +47,11 @@ type Options struct {
 	// document and a live expiry, not the holder and its token
 	// (sqlcore.Locks.RenewAnyHolder).
 	RenewIgnoresHolder bool
+	// ServerClockLeases takes and renews leases on the server's own clock
+	// (clock_timestamp()), not the caller's now (serverClockLocks): a
+	// lock provider that trusts its database's clock, which a jump of
+	// that clock breaks.
+	ServerClockLeases bool
 }
 
 // db is the shared pool of one Open call.
@@ -102,7 +107,11 @@ func (d *db) stores() reference.Stores {
 	if d.opts.RenewIgnoresHolder {
 		locks.RenewAnyHolder(dialect)
 	}
-	return sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), locks, &closer{d})
+	var lp reference.LockProvider = locks
+	if d.opts.ServerClockLeases {
+		lp = serverClockLocks{locks, d}
+	}
+	return sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), lp, &closer{d})
 }
 
 // wrapConnect wraps an error of Open; a failure to connect that is not a

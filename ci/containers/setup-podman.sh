@@ -20,7 +20,7 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 # --- packages -------------------------------------------------------------------
-pkgs=(podman runc mmdebstrap uidmap slirp4netns fuse-overlayfs curl ca-certificates)
+pkgs=(podman runc mmdebstrap uidmap slirp4netns fuse-overlayfs curl ca-certificates libfaketime)
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

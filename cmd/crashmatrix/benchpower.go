@@ -41,11 +41,7 @@ func benchPowerLoss(cmd *cobra.Command, server *serverFlags, self, backend, benc
 	}
 	// run runs a set of cases on a fresh runner, every case's data on a
 	// lazy mount when it says so (sim.Config.LazyData).
-	type set struct {
-		what  string
-		cases []catalogue.Case
-		lazy  bool
-	}
+	type set = benchSet
 	run := func(s set) (time.Duration, error) {
 		r, work, err := benchRunnerWith(server, benchDir, backend, self, ttl, 1, adaptive, func(c *sim.Config) { c.LazyData = s.lazy })
 		if err != nil {
@@ -89,6 +85,12 @@ func benchPowerLoss(cmd *cobra.Command, server *serverFlags, self, backend, benc
 			i+1, len(crash), tc.Round(time.Millisecond), tl.Round(time.Millisecond), lazies[i], len(power), tp.Round(time.Millisecond), columns[i],
 			len(plain), tm.Round(time.Millisecond), len(full), tf.Round(time.Millisecond), matrices[i])
 	}
+	torn, err := benchTornDefault(cmd, func() (*sim.Runner, string, error) {
+		return benchRunner(server, benchDir, backend, self, ttl, 1, adaptive)
+	}, ttl, rounds, run, pair)
+	if err != nil {
+		return err
+	}
 	for _, f := range []struct {
 		what   string
 		ratios []float64
@@ -102,6 +104,7 @@ func benchPowerLoss(cmd *cobra.Command, server *serverFlags, self, backend, benc
 		fmt.Fprintf(out, "power loss: %s, back to back: median x%.2f (min x%.2f, max x%.2f over %d rounds) (target <= %gx: %s)\n",
 			f.what, med, f.ratios[0], f.ratios[len(f.ratios)-1], len(f.ratios), powerLossTarget, metOrNot(med <= powerLossTarget))
 	}
+	torn()
 	return nil
 }
 

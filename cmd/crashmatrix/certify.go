@@ -80,14 +80,16 @@ after the power loss too). Elsewhere (servers given by DSN/URI, the
 in-process mode) the verdict says "power loss: not tested (why)";
 --kind power-loss there exits 2.
 
-Torn writes (--kind torn-write, not in the default matrix): the same cases,
-but of each file that survives, some 4 KiB pages written and not fsynced
-survive and the rest are lost, as a seed drawn from the window decides
-(--tear 512: some 512-byte sectors of those pages, so a page can survive in
-part; --tear 1 down to 256: pieces of a sector, for a disk that does not
-write a sector whole). A
-case whose store had nothing un-synced at the window has nothing to tear:
-it is not exercised (the power-loss column covers it).
+Torn writes (the torn-write column, beside the power-loss column wherever
+that runs on an embedded backend: the embedded sqlite, a --store-cmd
+store; on servers only with --kind torn-write): the same cases, but of
+each file that survives, some 512-byte disk sectors written and not
+fsynced survive and the rest are lost, as a seed drawn from the window
+decides, so a page can survive in part (--tear 4096: whole 4 KiB pages;
+--tear 1 down to 256: pieces of a sector, for a disk that does not write a
+sector whole). A case whose store had nothing un-synced at the window has
+nothing to tear: off servers it is not applicable (the power-loss case at
+the window is the same cut), on a server not exercised.
 
 Disk errors (--kind fsync-error, disk-full, slow-sync; not in the default
 matrix; where power loss runs on the store's own files): at every window
@@ -117,11 +119,11 @@ outran it is undecided too, never a failure).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.backend, "backend", "sqlite", "store backend: sqlite (embedded default), memory, postgres (with --postgres-dsn, optionally --neo4j-uri), containers (starts PostgreSQL and Neo4j with testcontainers-go)")
-	fl.StringVar(&f.mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure), "+sim.MutantRenewIgnoresHolder+" (SQL stores: a lease renewal that ignores the holder and its token), "+sim.MutantSynchronousOff+" (embedded SQLite without fsync: caught by power loss only)")
+	fl.StringVar(&f.mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure), "+sim.MutantRenewIgnoresHolder+" (SQL stores: a lease renewal that ignores the holder and its token), "+sim.MutantServerClockLease+" (PostgreSQL: leases on the server's own clock, caught by --kind clock-jump), "+sim.MutantSynchronousOff+" (embedded SQLite without fsync: caught by power loss only)")
 	fl.StringSliceVar(&f.bugs, "bug", nil, "service mutant(s): "+bugNames())
 	fl.StringSliceVar(&f.points, "point", nil, "only these windows (failpoint names)")
 	fl.StringSliceVar(&f.kinds, "kind", nil, "only these fault kinds")
-	fl.IntVar(&f.tear, "tear", faults.TearPage, "what the torn-write column (--kind torn-write) keeps or loses whole of the writes not synced: 4096 (4 KiB pages, as the page cache writes them back), 512 (disk sectors: a page can survive in part) or a smaller power of two down to 1 (a tear inside one sector); its cases' IDs then end in -512 (-N)")
+	fl.IntVar(&f.tear, "tear", faults.TearSector, "what the torn-write column keeps or loses whole of the writes not synced: 512 (disk sectors: a page can survive in part; its cases' IDs end in -512), 4096 (4 KiB pages, as the page cache writes them back) or a smaller power of two down to 1 (a tear inside one sector; IDs end in -N)")
 	fl.StringSliceVar(&f.only, "class", nil, "only these case classes")
 	fl.StringVar(&f.workdir, "workdir", "", "where case data and histories go, one run at a time (a second run on the folder exits 2) (default: a temporary folder, removed on success, under TMPDIR when set, else on /dev/shm (tmpfs) when it has 1 GiB free: a SIGKILL keeps the page cache, and a busy disk's fsync could outlast a worker's deadline)")
 	fl.StringVar(&f.jsonOut, "json", "", "write the JSON report here")
@@ -198,8 +200,8 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if err := faults.CheckTear(f.tear); err != nil {
 		return fmt.Errorf("--tear: %w", err)
 	}
-	if f.tear != faults.TearPage && !slices.Contains(kinds, faults.TornWrite) {
-		return fmt.Errorf("--tear %d applies to the torn-write column: give --kind torn-write", f.tear)
+	if cmd.Flags().Changed("tear") && len(kinds) > 0 && !slices.Contains(kinds, faults.TornWrite) {
+		return fmt.Errorf("--tear %d applies to the torn-write column, which --kind %s leaves out: add torn-write to --kind", f.tear, strings.Join(f.kinds, ","))
 	}
 	service, err := f.service.spec(f.inProcess)
 	if err != nil {
@@ -229,6 +231,8 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	}
 	// Lazy mounts for the containers' data only when power loss may run.
 	f.server.noPowerLoss = f.inProcess || len(kinds) > 0 && !slices.ContainsFunc(kinds, faults.Kind.IsPowerLoss)
+	// PostgreSQL's clock made movable (libfaketime) only when asked for.
+	f.server.clockJump = slices.Contains(kinds, faults.ClockJump)
 	backend, self, cleanup, err := f.server.setUp(cmd, f.backend)
 	if err != nil {
 		return err
@@ -272,6 +276,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		WorkDir: workdir, LeaseTTL: f.leaseTTL, Bugs: bugs, Mutant: f.mutant, Seed: f.seed, InProcess: f.inProcess, InProcessFiles: f.inProcessFiles,
 		Adaptive: adaptive, WallClock: f.wallClock, FailFast: f.failFast, Service: service}
 	f.server.useFaults(&cfg)
+	f.store.useRecovery(&cfg)
 	runner, err := sim.NewRunner(cfg)
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
@@ -288,6 +293,9 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	}
 	probe, perr := runner.Probe(cmd.Context())
 	untested, err := runner.PowerLossSelection(&sel)
+	if err == nil && cmd.Flags().Changed("tear") && !sel.TornWrite {
+		err = fmt.Errorf("--tear %d applies to the torn-write column, which this run does not have (it comes with the power-loss column on an embedded backend, or with --kind torn-write where power loss runs)", f.tear)
+	}
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 		return exitError{2}
@@ -318,6 +326,12 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 			}
 		}
 	}
+	optIn, err := optInServerCases(cmd.ErrOrStderr(), f.server.faults, f.leaseTTL, points, kinds, f.only)
+	if err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
+		return exitError{2}
+	}
+	cases = append(cases, optIn...)
 	cases, leftOut := runner.ServiceCases(cases)
 	if len(cases) == 0 {
 		return fmt.Errorf("no case matches --point %v --kind %v --class %v %v", f.points, f.kinds, f.only, leftOut)

@@ -65,6 +65,7 @@ func certifyExplore(cmd *cobra.Command, f certifyFlags, spec sim.BackendSpec, se
 	// scenario (which records it) replays under it.
 	cfg := sim.Config{Backend: spec, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: filepath.Join(workdir, "explore"),
 		InProcess: f.store.command == "", InProcessFiles: f.inProcessFiles, Seed: seed, Bugs: bugs, Mutant: f.mutant, WallClock: f.wallClock}
+	f.store.useRecovery(&cfg)
 	mode := "in-process"
 	if !cfg.InProcess {
 		mode = "process kills"

@@ -144,6 +144,7 @@ or a setup the run cannot vouch for (a flag empty, out of range or for another b
 			}
 			cfg := sim.Config{Backend: spec, Launcher: sim.BinaryLauncher{Path: self},
 				WorkDir: workdir, InProcess: !processes, InProcessFiles: files, Seed: seed, Bugs: bs, Mutant: mutant}
+			store.useRecovery(&cfg)
 			real := cfg // the real store, which findings of --sim-store are replayed on
 			if simStore {
 				b := embedded.SimStore()

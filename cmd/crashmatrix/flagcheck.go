@@ -74,7 +74,7 @@ var unbounded = []string{"seed", "explore-seed", "tear"}
 // notBlank are the string flags that name a store, a server or a command
 // to run: given, they must say something. `--store-cmd "$STORE"` with
 // STORE unset would otherwise certify the built-in SQLite store.
-var notBlank = []string{"store-cmd", "plansave-cmd", "service-cmd", "postgres-dsn", "neo4j-uri",
+var notBlank = []string{"store-cmd", "plansave-cmd", "service-cmd", "recover-store-cmd", "postgres-dsn", "neo4j-uri",
 	"postgres-kill", "postgres-start", "neo4j-kill", "neo4j-start", "postgres-image", "neo4j-image", "workdir"}
 
 // backendFlags are the flags that apply to some backends only, and the
@@ -95,6 +95,7 @@ var backendFlags = map[string][]string{
 	"postgres-config":     {"containers"},
 	"server-faults":       {"postgres", "containers"},
 	"store-timeout":       {storecmd.Name},
+	"recover-store-cmd":   {storecmd.Name},
 	"conformance":         {storecmd.Name},
 	"conformance-run":     {storecmd.Name},
 	"in-process-files":    {"sqlite"},
@@ -109,6 +110,7 @@ var mutantBackends = map[string][]string{
 	sim.MutantLostCommitIsFailure: {"postgres", "containers"},
 	sim.MutantSynchronousOff:      {"sqlite"},
 	sim.MutantRenewIgnoresHolder:  {"sqlite", "postgres", "containers"},
+	sim.MutantServerClockLease:    {"postgres", "containers"},
 }
 
 // modeFlags are the flags that apply in one execution mode only: set
@@ -126,8 +128,9 @@ var modeFlags = []struct {
 // needsFlag are flags read only with another one: the Neo4j user and
 // password go to the server --neo4j-uri names, and are dropped without it.
 var needsFlag = map[string]string{
-	"neo4j-user":     "neo4j-uri",
-	"neo4j-password": "neo4j-uri",
+	"neo4j-user":        "neo4j-uri",
+	"neo4j-password":    "neo4j-uri",
+	"recover-store-cmd": "store-cmd",
 }
 
 // checkFlags is the PreRunE of every command that runs cases.

@@ -22,6 +22,11 @@ func matrixID(f certifyFlags, backend string, cases []catalogue.Case) catalogue.
 	case f.inProcess:
 		mode = "in-process"
 	}
+	if f.store.recover != "" {
+		// An upgrade run's cases are other cases than the same matrix's
+		// on one build.
+		mode += ", recovered by " + f.store.recover
+	}
 	return catalogue.NewMatrixID(catalogue.MatrixID{Backend: backend, Mutant: f.mutant, Bugs: f.bugs, Seed: f.seed, Mode: mode,
 		Points: f.points, Kinds: f.kinds, Classes: f.only, RandomKills: f.randomKills}, cases)
 }

@@ -130,11 +130,13 @@ empty, out of range or for another backend; a --workdir another run is using).`,
 				cfg := s.Apply(sim.Config{Backend: spec, Launcher: sim.BinaryLauncher{Path: self},
 					WorkDir: filepath.Join(workdir, s.Name), InProcess: inProcess, InProcessFiles: files, Seed: 1})
 				server.useFaults(&cfg)
+				store.useRecovery(&cfg)
 				runner, err := sim.NewRunner(cfg)
 				if err != nil {
 					fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 					return exitError{2}
 				}
+				rep.Upgrade = runner.UpgradeLine()
 				if rep.Seed == -1 {
 					rep.Seed = runner.Config().Seed
 				} else if rep.Seed != runner.Config().Seed {
@@ -164,7 +166,7 @@ empty, out of range or for another backend; a --workdir another run is using).`,
 					}
 					if i == 0 {
 						first, firstTrace = res, history.Trace(res.Timeline)
-						replays[res.Case.ID] = runReplay(paths[s], backendName, inProcess, files)
+						replays[res.Case.ID] = runReplay(paths[s], backendName, inProcess, files, store.replayArgs()...)
 						continue
 					}
 					if killed {
@@ -284,13 +286,17 @@ func rerunArgs(cmd *cobra.Command) []string {
 }
 
 // runReplay is the command that replays one scenario file as this run
-// did.
-func runReplay(file, backend string, inProcess, inFiles bool) string {
+// did; storeArgs name its store commands (storeCmdFlags.replayArgs), which
+// name the backend.
+func runReplay(file, backend string, inProcess, inFiles bool, storeArgs ...string) string {
 	if file == "" {
 		return ""
 	}
 	args := []string{selfCommand(), "run", shellQuote(file)}
-	if backend != "sqlite" {
+	switch {
+	case len(storeArgs) > 0:
+		args = append(args, storeArgs...)
+	case backend != "sqlite":
 		args = append(args, "--backend", shellQuote(backend))
 	}
 	if inProcess {

@@ -41,6 +41,9 @@ type serverFlags struct {
 	// power-loss). Otherwise, with server faults and FUSE, their data
 	// directories live on lazy mounts and the servers' power can be cut.
 	noPowerLoss bool
+	// clockJump makes the containers' PostgreSQL clock movable (--kind
+	// clock-jump asks for it).
+	clockJump bool
 }
 
 func (s *serverFlags) register(fl *pflag.FlagSet) {
@@ -122,7 +125,7 @@ func (s *serverFlags) prepare(ctx context.Context, log io.Writer, backend string
 	switch backend {
 	case "containers":
 		st, err := provision.Start(ctx, log, provision.ContainerOptions{PostgresImage: s.postgresImage, Neo4jImage: s.neo4jImage,
-			ServerFaults: s.serverFaults || !s.serverFaultsSet, PostgresConfig: s.postgresConfig, PowerLoss: !s.noPowerLoss})
+			ServerFaults: s.serverFaults || !s.serverFaultsSet, PostgresConfig: s.postgresConfig, PowerLoss: !s.noPowerLoss, ClockJump: s.clockJump})
 		if err != nil {
 			return "", nothing, err
 		}

@@ -26,14 +26,18 @@ import (
 // processes speaking the store protocol (docs/store-protocol.md).
 type storeCmdFlags struct {
 	command, planSave string
-	timeout           time.Duration
-	conformance       bool
-	conformanceRun    string
+	// recover is version B of --store-cmd's store (--recover-store-cmd):
+	// every crash is recovered by it (sim.Config.RecoverWith).
+	recover        string
+	timeout        time.Duration
+	conformance    bool
+	conformanceRun string
 }
 
 // register adds the flags; conformance only where a run certifies.
 func (s *storeCmdFlags) register(fl *pflag.FlagSet, conformance bool) {
 	fl.StringVar(&s.command, "store-cmd", "", "certify System A's stores run by this command, which speaks the store protocol on stdin/stdout (docs/store-protocol.md), e.g. \"python3 mystore.py\"")
+	fl.StringVar(&s.recover, "recover-store-cmd", "", "an upgrade mid-flight: recover every crash with this command, another build of --store-cmd's store (version B), on the data --store-cmd's left; every worker after the crash and the checks' snapshots run it (docs/certify-other-language.md)")
 	fl.StringVar(&s.planSave, "plansave-cmd", "", "certify System B's checkpoint and plan stores run by this command (store protocol), beside --store-cmd's System A")
 	if conformance {
 		fl.BoolVar(&s.conformance, "conformance", true, "with --store-cmd: run the stores' conformance suites over the protocol before the crash matrix (a store that fails them is not certified)")
@@ -63,6 +67,17 @@ func (s *storeCmdFlags) spec(inProcess bool) (sim.BackendSpec, error) {
 	return storecmd.Spec(s.command, s.planSave, wd, s.timeout), nil
 }
 
+// useRecovery makes cfg an upgrade run when --recover-store-cmd was given:
+// version B runs in the same directory as --store-cmd, with its
+// --plansave-cmd and --store-timeout.
+func (s *storeCmdFlags) useRecovery(cfg *sim.Config) {
+	if s.recover == "" || cfg.Backend.Name != storecmd.Name {
+		return
+	}
+	b := storecmd.Spec(s.recover, s.planSave, cfg.Backend.Args[storecmd.ArgWorkDir], s.timeout)
+	cfg.RecoverWith, cfg.RecoverLabel = &b, shellQuote(s.recover)
+}
+
 // replayArgs are the flags that name the same store commands again (nil
 // without a store command): a replay runs in the same directory.
 func (s *storeCmdFlags) replayArgs() []string {
@@ -75,6 +90,9 @@ func (s *storeCmdFlags) replayArgs() []string {
 	}
 	if s.planSave != "" {
 		out = append(out, "--plansave-cmd", shellQuote(s.planSave))
+	}
+	if s.recover != "" {
+		out = append(out, "--recover-store-cmd", shellQuote(s.recover))
 	}
 	if s.timeout > 0 {
 		out = append(out, "--store-timeout", s.timeout.String())

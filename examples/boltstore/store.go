@@ -42,6 +42,10 @@ var (
 	bEdges    = []byte("edges")
 	bLeases   = []byte("leases")
 	bTokens   = []byte("tokens")
+	// bPlans holds the plans of layout 2 (Options.Layout), bMeta the
+	// layout a file was migrated to.
+	bPlans = []byte("plans")
+	bMeta  = []byte("meta")
 )
 
 // DB is one bbolt file; every store of a bundle shares it.
@@ -62,6 +66,21 @@ type Options struct {
 	// declared between them. The crash matrix's durable-step sweep finds
 	// the gap from bbolt's own syncs and fails it (I5).
 	TwoUpdates bool
+	// Layout 2 is the store's next release: each operation's plan lives
+	// in a bucket of its own ("plans") instead of inside the operation's
+	// record. The first open of a file layout 1 wrote migrates it, in one
+	// Update: every plan in a record is copied to the bucket (and kept in
+	// the record, so that a process of the first release still running
+	// during a rolling deploy reads it), and the file is marked as
+	// layout 2. 0 or 1 is the first release's layout.
+	Layout int
+	// MigrateFinishedOnly is a deliberate defect of layout 2's
+	// migration: it copies the plans of finished operations only, as a
+	// migration written for a drained deploy would. An operation in
+	// flight when the new release came up keeps its plan where layout 2
+	// no longer reads it, and recovery cannot resume it. Upgrading mid-
+	// flight (properties.CrashOptions.RecoverWith) fails it (I5).
+	MigrateFinishedOnly bool
 }
 
 // Open returns the stores on the bbolt file at path, creating the file and
@@ -75,10 +94,17 @@ func OpenWith(path string, o Options) (reference.Stores, error) {
 	}
 	d := &DB{path: path, o: o}
 	if err := d.update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bOps, bStates, bVersions, bNames, bEntities, bNodes, bEdges, bLeases, bTokens} {
+		buckets := [][]byte{bOps, bStates, bVersions, bNames, bEntities, bNodes, bEdges, bLeases, bTokens}
+		if o.Layout == 2 {
+			buckets = append(buckets, bPlans, bMeta)
+		}
+		for _, b := range buckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
+		}
+		if o.Layout == 2 {
+			return migratePlans(tx, o.MigrateFinishedOnly)
 		}
 		return nil
 	}); err != nil {
@@ -168,6 +194,31 @@ type opRecord struct {
 
 func notFound(id string) error { return fmt.Errorf("operation %s: %w", id, reference.ErrNotFound) }
 
+// migratePlans copies the plans layout 1 kept in the operations' records
+// to layout 2's bucket (only those of finished operations, with
+// finishedOnly: the defect), once per file.
+func migratePlans(tx *bbolt.Tx, finishedOnly bool) error {
+	meta, layout := tx.Bucket(bMeta), []byte("layout")
+	if string(meta.Get(layout)) == "2" {
+		return nil
+	}
+	ops, plans := tx.Bucket(bOps), tx.Bucket(bPlans)
+	err := ops.ForEach(func(k, v []byte) error {
+		var r opRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return err
+		}
+		if len(r.Plan) == 0 || (finishedOnly && !r.Op.Finished()) {
+			return nil
+		}
+		return plans.Put(k, r.Plan)
+	})
+	if err != nil {
+		return err
+	}
+	return meta.Put(layout, []byte("2"))
+}
+
 // CreateIfAbsent implements reference.OperationStore.
 func (s *Ops) CreateIfAbsent(ctx context.Context, op reference.Operation, plan reference.Plan) (bool, error) {
 	if err := reference.CheckCreate(op, plan); err != nil {
@@ -185,6 +236,12 @@ func (s *Ops) CreateIfAbsent(ctx context.Context, op reference.Operation, plan r
 		}
 		created = true
 		if s.d.o.TwoUpdates {
+			return put(b, []byte(op.OperationID), opRecord{Op: op})
+		}
+		if s.d.o.Layout == 2 {
+			if err := tx.Bucket(bPlans).Put([]byte(op.OperationID), payload); err != nil {
+				return err
+			}
 			return put(b, []byte(op.OperationID), opRecord{Op: op})
 		}
 		return put(b, []byte(op.OperationID), opRecord{op, payload})
@@ -223,7 +280,12 @@ func (s *Ops) Get(ctx context.Context, id string) (reference.Operation, error) {
 // GetPlan implements reference.OperationStore.
 func (s *Ops) GetPlan(ctx context.Context, id string) (reference.Plan, error) {
 	var r opRecord
-	if err := s.d.run(ctx, false, func(tx *bbolt.Tx) (err error) { r, err = s.record(tx, id); return }); err != nil {
+	if err := s.d.run(ctx, false, func(tx *bbolt.Tx) (err error) {
+		if r, err = s.record(tx, id); err == nil && s.d.o.Layout == 2 {
+			r.Plan = bytes.Clone(tx.Bucket(bPlans).Get([]byte(id)))
+		}
+		return
+	}); err != nil {
 		return reference.Plan{}, err
 	}
 	return reference.DecodeStoredPlan(id, r.Plan, r.Op.PlanFingerprint)

@@ -34,6 +34,14 @@ from storeproto import dumps as _dumps
 sqlite3 = import_sqlite3()
 
 SCHEMA_VERSION = 1
+# Version 2's table of plans (--v2), beside version 1's tables.
+SCHEMA_V2 = """
+CREATE TABLE IF NOT EXISTS plans (operation_id TEXT PRIMARY KEY, plan TEXT NOT NULL);
+"""
+# What version 2's migration copies from a version 1 file: every plan, or
+# (--v2-drained-only, the defect) those of finished operations only.
+MIGRATE_ALL = "INSERT OR IGNORE INTO plans(operation_id, plan) SELECT operation_id, plan FROM operations WHERE plan IS NOT NULL"
+MIGRATE_DRAINED = MIGRATE_ALL + " AND (stage = 'COMPLETED' OR disposition <> '')"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS operations (
   operation_id TEXT PRIMARY KEY, space TEXT NOT NULL, stage TEXT NOT NULL, disposition TEXT NOT NULL,
@@ -81,28 +89,49 @@ def dumps(v):
 
 
 class Store:
-    def __init__(self, directory, conv, two_transactions, declared=True):
+    def __init__(self, directory, conv, two_transactions, declared=True, migrate=None):
         self.conv = conv
         self.two_transactions = two_transactions
         self.declared = declared
+        # migrate is version 2's migration (--v2), None for version 1.
+        self.v2 = migrate is not None
         self.db = sqlite3.connect(os.path.join(directory, "pystore.db"), timeout=30, isolation_level=None)
         self.db.execute("PRAGMA synchronous=FULL")
         # Every worker starts a store process on the same file: the first
         # creates the tables and marks the file (user_version); the others
         # see the mark and take no write lock at start-up. WAL mode, once
-        # set, stays with the file.
-        if self.one("PRAGMA user_version")[0] != SCHEMA_VERSION:
+        # set, stays with the file. Version 1 leaves a file version 2 has
+        # migrated as it is.
+        version = self.one("PRAGMA user_version")[0]
+        if version < SCHEMA_VERSION:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.tx(self.create_schema)
+        if self.v2 and version < 2:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.tx(lambda: self.migrate(migrate))
 
     def close(self):
         self.db.close()
 
     def create_schema(self):
+        if self.one("PRAGMA user_version")[0] >= SCHEMA_VERSION:
+            return  # another process did, after this one looked
         for statement in SCHEMA.split(";"):
             if statement.strip():
                 self.db.execute(statement)
         self.db.execute("PRAGMA user_version=%d" % SCHEMA_VERSION)
+
+    def migrate(self, copy):
+        """Version 2's migration, once per file: the plans table, the
+        plans of version 1's operations copied into it (copy)."""
+        version = self.one("PRAGMA user_version")[0]
+        if version >= 2:
+            return  # another process did, after this one looked
+        if version < SCHEMA_VERSION:
+            self.create_schema()
+        self.db.execute(SCHEMA_V2)
+        self.db.execute(copy)
+        self.db.execute("PRAGMA user_version=2")
 
     def tx(self, fn):
         """Run fn in one IMMEDIATE transaction. A failure before COMMIT is
@@ -148,6 +177,10 @@ def ops_create(s, a):
         s.db.execute("INSERT INTO operations(operation_id, space, stage, disposition, updated_at, record, plan) VALUES (?,?,?,?,?,?,?)",
                      (op["operationId"], op["space"], op["stage"], field(op, "disposition"), field(op, "updatedAt"), dumps(op),
                       plan if with_plan else None))
+        if s.v2 and with_plan:
+            # Version 2 reads the plans table only; the column keeps a
+            # copy for the processes of version 1 a rolling deploy leaves.
+            s.db.execute("INSERT INTO plans(operation_id, plan) VALUES (?,?)", (op["operationId"], plan))
         return True
 
     if not s.two_transactions:
@@ -162,7 +195,11 @@ def ops_create(s, a):
 
 
 def load_op(s, operation_id):
-    row = s.one("SELECT record, claim_holder, claim_expires_at, plan FROM operations WHERE operation_id=?", operation_id)
+    if s.v2:
+        row = s.one("SELECT o.record, o.claim_holder, o.claim_expires_at, p.plan FROM operations o "
+                    "LEFT JOIN plans p ON p.operation_id = o.operation_id WHERE o.operation_id=?", operation_id)
+    else:
+        row = s.one("SELECT record, claim_holder, claim_expires_at, plan FROM operations WHERE operation_id=?", operation_id)
     if row is None:
         raise StoreError("not_found", "operation " + operation_id)
     rec = loads(row[0])
@@ -497,11 +534,17 @@ for _op in READS:
     HANDLERS[_op] = (lambda f: lambda s, a: s.read(lambda: f(s, a)))(HANDLERS[_op])
 
 def main():
-    two = "--two-transactions" in sys.argv[1:]
-    declared = "--undeclared" not in sys.argv[1:]
-    serve("pystore" + ("-two-transactions" if two else "") + ("" if declared else "-undeclared"),
+    args = sys.argv[1:]
+    two = "--two-transactions" in args
+    declared = "--undeclared" not in args
+    migrate, version = None, ""
+    if "--v2-drained-only" in args:
+        migrate, version = MIGRATE_DRAINED, "-v2-drained-only"
+    elif "--v2" in args:
+        migrate, version = MIGRATE_ALL, "-v2"
+    serve("pystore" + version + ("-two-transactions" if two else "") + ("" if declared else "-undeclared"),
           ["operations", "states", "registry", "graph", "locks"],
-          lambda directory, mutant, conv: Store(directory, conv, two, declared), HANDLERS)
+          lambda directory, mutant, conv: Store(directory, conv, two, declared, migrate), HANDLERS)
 
 
 if __name__ == "__main__":

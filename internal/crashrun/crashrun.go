@@ -48,6 +48,10 @@ type Options struct {
 	StopAtFirstFailure bool
 	// ProcessTimeout, when set, is the workers' deadline (sim.Config's).
 	ProcessTimeout time.Duration
+	// RecoverWith, when set, is version B of the store: every crash of
+	// the matrix is recovered by it (sim.Config.RecoverUse). The
+	// exploration, in-process on one build, does not run then.
+	RecoverWith *sim.Backend
 	// Explore, when positive, runs that many seeded exploration schedules
 	// (seed Seed) in-process after a matrix that certified
 	// (explorerun.Run); a finding fails the run as a case of its own. On
@@ -89,7 +93,7 @@ type Result struct {
 func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	t.Helper()
 	if spec := os.Getenv(sim.WorkerSpecEnv); spec != "" {
-		os.Exit(runWorker(spec, backend))
+		os.Exit(runWorker(spec, backend, o.RecoverWith))
 	}
 	// Without a fixed TTL the timings adapt to the machine (sim.Config.Adaptive).
 	adaptive := o.LeaseTTL <= 0
@@ -115,7 +119,8 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	b := backend
 	runner, err := sim.NewRunner(sim.Config{Use: &b, Backend: sim.BackendSpec{Name: backend.Name},
 		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: RunPattern(t.Name())},
-		WorkDir:  work, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: o.Seed, Adaptive: adaptive, ProcessTimeout: o.ProcessTimeout, WallClock: o.WallClock})
+		WorkDir:  work, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: o.Seed, Adaptive: adaptive, ProcessTimeout: o.ProcessTimeout, WallClock: o.WallClock,
+		RecoverUse: o.RecoverWith})
 	if err != nil {
 		os.RemoveAll(work)
 		t.Fatalf("crash matrix: %v", err)
@@ -227,6 +232,9 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 // the in-process mode, and puts what it did into rep.
 func explored(ctx context.Context, t *testing.T, backend sim.Backend, o Options, sel catalogue.Selection, work string, probe catalogue.Probe, rep *verdict.Report) error {
 	switch {
+	case o.RecoverWith != nil:
+		rep.Exploration = "exploration: not run (an upgrade run: the exploration runs in-process, on one build of the store; certify each build on its own)"
+		return nil
 	case o.Explore <= 0:
 		if sel.Whole() && len(o.Cases) == 0 {
 			rep.Exploration = explorerun.Off
@@ -388,8 +396,15 @@ func regexpQuote(s string) string {
 	return b.String()
 }
 
-func runWorker(specPath string, backend sim.Backend) int {
-	if err := sim.RunWorkerFile(context.Background(), specPath, backend); err != nil {
+func runWorker(specPath string, backend sim.Backend, recover *sim.Backend) int {
+	spec, err := sim.ReadWorkerSpec(specPath)
+	if err == nil {
+		var b sim.Backend
+		if b, err = sim.WorkerBackend(spec, backend, recover); err == nil {
+			err = sim.RunWorker(context.Background(), spec, b, sim.ProcessWorkerOptions())
+		}
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "crashmatrix worker:", err)
 		return 3
 	}

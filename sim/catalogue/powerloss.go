@@ -67,9 +67,11 @@ func PowerLossMatrix(ws []StoreWindow, leaseTTLMillis int64) []Case {
 // PowerLossMatrix has a power loss, tearing at tear (faults.TearPage or
 // 0: 4 KiB pages; faults.TearSector: 512-byte sectors, and the cases' IDs
 // end in -512; a smaller power of two down to faults.TearByte tears
-// inside one sector, and the IDs end in -N). It runs when asked for (--kind torn-write): at a window
-// where the store has nothing un-synced there is nothing to tear, and
-// such a case is not exercised.
+// inside one sector, and the IDs end in -N). It runs by default beside
+// the power-loss column on an embedded backend, at 512-byte sectors
+// (sim/catalogue/torndefault.go), and when asked for (--kind torn-write): at a
+// window where the store has nothing un-synced there is nothing to tear,
+// and such a case is not applicable off servers, not exercised on one.
 func TornWriteMatrix(ws []StoreWindow, tear int, leaseTTLMillis int64) []Case {
 	return powerMatrix(ws, faults.TornWrite, tear, leaseTTLMillis)
 }

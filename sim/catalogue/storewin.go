@@ -1,6 +1,7 @@
 package catalogue
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -207,10 +208,11 @@ type Selection struct {
 	// like the rest; set it where Runner.PowerLossUntested is "".
 	PowerLoss bool
 	// TornWrite adds the torn-write column (TornWriteMatrix), narrowed
-	// like the rest: asked for by its kind (PowerLossSelection). Tear is
-	// its unit (faults.TearSector for 512-byte sectors, a smaller power
-	// of two down to faults.TearByte inside one sector; 0 or
-	// faults.TearPage for pages).
+	// like the rest: asked for by its kind, or on an embedded backend by
+	// no kind (sim.Runner.PowerLossSelection, TornByDefault). Tear is its
+	// unit (0 or faults.TearSector for 512-byte sectors, a smaller power
+	// of two down to faults.TearByte inside one sector, faults.TearPage
+	// for pages).
 	TornWrite bool
 	Tear      int
 	// Disk are the disk error columns (DiskMatrix), narrowed like the
@@ -227,7 +229,7 @@ func (s Selection) Cases(pr Probe, leaseTTLMillis, seed int64) []Case {
 		cases = append(cases, Filter(PowerLossMatrix(pr.Windows, leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)
 	}
 	if s.TornWrite {
-		cases = append(cases, Filter(TornWriteMatrix(pr.Windows, s.Tear, leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)
+		cases = append(cases, Filter(TornWriteMatrix(pr.Windows, cmp.Or(s.Tear, defaultTear), leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)
 	}
 	for _, k := range s.Disk {
 		cases = append(cases, Filter(DiskMatrix(pr.Windows, k, leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)

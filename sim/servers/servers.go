@@ -61,7 +61,8 @@ func PostgresBackend() (sim.Backend, error) {
 		Diagnose: backendDiagnose(dsn, useNeo),
 		Open: func(ctx context.Context, env sim.CaseEnv) (reference.Stores, error) {
 			st, err := postgres.Open(ctx, ViaEndpoint(dsn, env.Servers["postgres"]), postgres.Options{CreateInsteadOfMerge: env.Mutant == sim.MutantCreateNotMerge,
-				LostCommitIsFailure: env.Mutant == sim.MutantLostCommitIsFailure, RenewIgnoresHolder: env.Mutant == sim.MutantRenewIgnoresHolder})
+				LostCommitIsFailure: env.Mutant == sim.MutantLostCommitIsFailure, RenewIgnoresHolder: env.Mutant == sim.MutantRenewIgnoresHolder,
+				ServerClockLeases: env.Mutant == sim.MutantServerClockLease})
 			if err != nil || !useNeo {
 				return st, err
 			}

@@ -58,6 +58,10 @@ type Report struct {
 	// LeftOut the cases it could not run: never counted as held.
 	NotJudged []string `json:"notJudged,omitempty"`
 	LeftOut   []string `json:"leftOut,omitempty"`
+	// Upgrade, in a run recovered by another build of the store
+	// (sim.Config.RecoverWith), says which (sim.Runner.UpgradeLine);
+	// reports print it.
+	Upgrade string `json:"upgrade,omitempty"`
 }
 
 // NotRunFailFast is the note of a case a fail-fast run never started.

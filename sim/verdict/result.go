@@ -76,6 +76,12 @@ type CaseResult struct {
 	Space string `json:"space,omitempty"`
 	// Timeline is the case's history, for reports.
 	Timeline []history.Record `json:"timeline,omitempty"`
+	// UpgradedAt, in a run recovered by another build
+	// (sim.Config.RecoverWith), names the case's first worker that ran on
+	// version B: it and every later one, and the snapshots, did
+	// (sim/upgrade.go); "" when no worker of the case died, so that it ran
+	// on version A alone.
+	UpgradedAt string `json:"upgradedAt,omitempty"`
 	// Expect is set when the case is a scenario judged against its
 	// expect block (crashmatrix run): a scenario that expects a mutant to
 	// break invariants and sees them break has verdict FAIL and meets its

@@ -1,6 +1,8 @@
 package verdict
 
 import (
+	"slices"
+
 	"github.com/crashmatrix/crashmatrix/faults"
 )
 
@@ -9,7 +11,7 @@ import (
 func Columns(rep Report) []faults.Kind {
 	cols := append([]faults.Kind(nil), faults.Kinds...)
 	seen := map[faults.Kind]bool{}
-	for _, k := range faults.ServerKinds {
+	for _, k := range append(slices.Clone(faults.ServerKinds), faults.ServerOptInKinds...) {
 		for _, srv := range faults.Servers {
 			col := k + ":" + faults.Kind(srv)
 			for _, r := range rep.Results {

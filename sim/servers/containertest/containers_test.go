@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 		os.Exit(runWorker(spec))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	st, err := provision.Start(ctx, os.Stderr, provision.ContainerOptions{ServerFaults: true})
+	st, err := provision.Start(ctx, os.Stderr, provision.ContainerOptions{ServerFaults: true, ClockJump: true})
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: the container tests need PostgreSQL and Neo4j containers: %v\n"+

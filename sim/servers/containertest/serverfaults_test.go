@@ -26,6 +26,12 @@ const serverLeaseTTL = 600 * time.Millisecond
 // the environment names, and logs every case that did not pass.
 func runServerCases(t *testing.T, faulter sim.ServerFaults, mutant string, cases []catalogue.Case) verdict.Report {
 	t.Helper()
+	return runServerCasesTTL(t, faulter, mutant, serverLeaseTTL, cases)
+}
+
+// runServerCasesTTL is runServerCases with another lease TTL.
+func runServerCasesTTL(t *testing.T, faulter sim.ServerFaults, mutant string, ttl time.Duration, cases []catalogue.Case) verdict.Report {
+	t.Helper()
 	if faulter == sim.ServerFaults(started.Faults) {
 		// Through the fault proxy's stable endpoints (workers inherit them).
 		for k, v := range started.Env {
@@ -36,7 +42,7 @@ func runServerCases(t *testing.T, faulter sim.ServerFaults, mutant string, cases
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := sim.NewRunner(sim.Config{Use: &b, WorkDir: t.TempDir(), Seed: 1, LeaseTTL: serverLeaseTTL, Mutant: mutant,
+	r, err := sim.NewRunner(sim.Config{Use: &b, WorkDir: t.TempDir(), Seed: 1, LeaseTTL: ttl, Mutant: mutant,
 		// A worker waits while its server restarts (Neo4j: tens of
 		// seconds on a busy machine).
 		ProcessTimeout: serverfaults.RestartBudget + time.Minute,

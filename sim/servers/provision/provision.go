@@ -117,6 +117,10 @@ type ContainerOptions struct {
 	// Where FUSE is missing the servers start as without it and
 	// Started.Faults.PowerUntested says why.
 	PowerLoss bool
+	// ClockJump (with ServerFaults) makes PostgreSQL's clock movable
+	// (clock.go: libfaketime preloaded into the server), for the
+	// clock-jump fault; without it the server runs as the image has it.
+	ClockJump bool
 }
 
 // Started are the running containers.
@@ -269,6 +273,11 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		mu   sync.Mutex
 		ctrs []testcontainers.Container
 	)
+	// With server faults, PostgreSQL's clock can be moved (clock-jump).
+	clock := &serverClock{why: "the server's clock cannot be moved: it was started without libfaketime (crashmatrix preloads it only when --kind clock-jump asks for it: ContainerOptions.ClockJump)"}
+	if o.ServerFaults && o.ClockJump {
+		clock = newServerClock()
+	}
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
@@ -277,6 +286,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 			for _, c := range ctrs {
 				_ = testcontainers.TerminateContainer(c)
 			}
+			clock.remove()
 		})
 	}
 	env := map[string]string{}
@@ -308,6 +318,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		// (fsync on) plus what was asked for.
 		pgOpts = append(pgOpts, testcontainers.WithCmd(append([]string{"postgres"}, pgArgs...)...))
 	}
+	pgOpts = append(pgOpts, clock.customizers()...)
 	if lazy != nil {
 		dir, err := lazy.mount("postgres", false)
 		if err != nil {
@@ -351,6 +362,12 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		if lazy != nil {
 			srv.PowerLoss = lazy.powerLoss("postgres")
 			srv.OnDurable = lazy.mounts["postgres"].OnDurable
+		}
+		if srv.NoClock = clock.why; clock.why == "" {
+			srv.SetClock = clock.setter(func(ctx context.Context) (string, error) {
+				addr, err := mappedAddr(ctx, pg, "5432/tcp")
+				return servers.ViaEndpoint(dsn, addr), err
+			})
 		}
 		srvs = append(srvs, srv)
 	}
@@ -420,6 +437,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 			srv.PowerLoss = lazy.powerLoss("neo4j")
 			srv.OnDurable = lazy.mounts["neo4j"].OnDurable
 		}
+		srv.NoClock = "Neo4j holds no lease: clock-jump moves PostgreSQL's clock, where the leases are"
 		srvs = append(srvs, srv)
 	}
 	fmt.Fprintf(log, "Neo4j %s up: first query %s after Run\n", o.Neo4jImage, LastTimings.Neo4j.Round(time.Millisecond))

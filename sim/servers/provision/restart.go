@@ -45,6 +45,21 @@ func containerServer(ctx context.Context, name, protocol, port string, c testcon
 				return ctx.Err()
 			}
 		},
+		// server-pause freezes the container's cgroup: every process in it
+		// stops at once, as SIGSTOP to each would stop it, and goes on
+		// where it was on unpause.
+		Pause: func(ctx context.Context) error {
+			if _, err := cli.ContainerPause(ctx, id, client.ContainerPauseOptions{}); err != nil {
+				return fmt.Errorf("pause (freeze) container %.12s: %w", id, err)
+			}
+			return nil
+		},
+		Resume: func(ctx context.Context) error {
+			if _, err := cli.ContainerUnpause(ctx, id, client.ContainerUnpauseOptions{}); err != nil {
+				return fmt.Errorf("unpause container %.12s: %w", id, err)
+			}
+			return nil
+		},
 		Start: func(ctx context.Context) (string, error) {
 			if _, err := cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 				return "", fmt.Errorf("start container %.12s again: %w", id, err)

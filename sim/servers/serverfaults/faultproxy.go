@@ -50,35 +50,51 @@ func (l *latch) fire(detail string) bool {
 	return true
 }
 
-// latches maps a toxic's latch id to its latch. toxiproxy builds toxics
-// from JSON attributes, so a toxic finds its latch (and through it the
-// case that armed it) by id; ids are unique per process.
-var (
-	latchMu  sync.Mutex
-	latches  = map[string]*latch{}
-	latchSeq atomic.Int64
-)
+// registry maps the ids a toxic's JSON attributes name to what armed it:
+// toxiproxy builds toxics from JSON attributes, so a toxic finds its latch
+// or hold (and through it the case that armed it) by id; ids are unique
+// per process.
+type registry[T any] struct {
+	prefix string
+	mu     sync.Mutex
+	m      map[string]*T
+	seq    atomic.Int64
+}
+
+func (r *registry[T]) add(v *T) string {
+	id := fmt.Sprintf("%s-%d", r.prefix, r.seq.Add(1))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]*T{}
+	}
+	r.m[id] = v
+	return id
+}
+
+func (r *registry[T]) drop(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, id)
+}
+
+func (r *registry[T]) find(id string) *T {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[id]
+}
+
+// latches are the armed latches.
+var latches = &registry[latch]{prefix: "latch"}
 
 func newLatch(onFire func(string)) (string, *latch) {
 	l := &latch{onFire: onFire}
-	id := fmt.Sprintf("latch-%d", latchSeq.Add(1))
-	latchMu.Lock()
-	latches[id] = l
-	latchMu.Unlock()
-	return id, l
+	return latches.add(l), l
 }
 
-func dropLatch(id string) {
-	latchMu.Lock()
-	delete(latches, id)
-	latchMu.Unlock()
-}
+func dropLatch(id string) { latches.drop(id) }
 
-func findLatch(id string) *latch {
-	latchMu.Lock()
-	defer latchMu.Unlock()
-	return latches[id]
-}
+func findLatch(id string) *latch { return latches.find(id) }
 
 // AckLostToxic watches the server's replies and, on the first one that
 // completes a committed write, drops it and closes the connection: the
@@ -124,22 +140,34 @@ func (t *AckLostToxic) Pipe(stub *toxics.ToxicStub) {
 	}
 }
 
-// commits says which committed write the chunk completes ("" if none).
+// commits says which committed write the chunk completes, as the note of
+// the reply ack-lost drops ("" if none).
 func (st *ackLostState) commits(protocol string, data []byte) string {
+	what := st.committed(protocol, data)
+	switch {
+	case what == "":
+		return ""
+	case protocol == "bolt":
+		return "the reply to a committed Neo4j transaction (SUCCESS with its bookmark) was dropped and the connection closed"
+	}
+	return fmt.Sprintf("the reply to a committed PostgreSQL write (%s, then ReadyForQuery idle) was dropped and the connection closed", what)
+}
+
+// committed says which committed write the chunk of replies completes:
+// the PostgreSQL write's tag, or "a Neo4j transaction's SUCCESS with its
+// bookmark" ("" if none).
+func (st *ackLostState) committed(protocol string, data []byte) string {
 	if protocol == "bolt" {
 		// PackStream: tiny string "bookmark" (marker 0x88) in a SUCCESS.
 		buf := append(st.tail, data...)
 		found := bytes.Contains(buf, []byte("\x88bookmark"))
 		st.tail = append(st.tail[:0], buf[max(0, len(buf)-9):]...)
 		if found {
-			return "the reply to a committed Neo4j transaction (SUCCESS with its bookmark) was dropped and the connection closed"
+			return "a Neo4j transaction's SUCCESS with its bookmark"
 		}
 		return ""
 	}
-	if tag := st.pg.feed(data); tag != "" {
-		return fmt.Sprintf("the reply to a committed PostgreSQL write (%s, then ReadyForQuery idle) was dropped and the connection closed", tag)
-	}
-	return ""
+	return st.pg.feed(data)
 }
 
 // pgReplies follows the PostgreSQL backend protocol (type byte, int32

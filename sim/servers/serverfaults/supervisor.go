@@ -6,6 +6,7 @@
 package serverfaults
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,6 +54,15 @@ type Server struct {
 	// durable file operation on the server's data mount (nil stops;
 	// lazyfs.FS.OnDurable).
 	OnDurable func(func(lazyfs.DurableOp))
+	// Pause stops every process of the server (SIGSTOP: the container's
+	// cgroup frozen) and Resume lets them go on (SIGCONT); set for the
+	// containers crashmatrix started (server-pause).
+	Pause, Resume func(ctx context.Context) error
+	// SetClock sets the server's clock offset from the true time (0: the
+	// true time again); set when the server's processes read a clock
+	// crashmatrix can move (clock-jump). NoClock says why not otherwise.
+	SetClock func(ctx context.Context, offset time.Duration) error
+	NoClock  string
 }
 
 // Crashable says whether the server can be killed and started again: a
@@ -249,8 +259,32 @@ func (s *Supervisor) repointLocked(name string, srv *Server, addr string) error 
 func (s *Supervisor) Can(k faults.Kind, server string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.untestedLocked(k, server) == ""
+}
+
+// Untested says why this supervisor cannot carry out fault kind k on the
+// named server ("" when it can): "not tested (why)" in a run's verdict.
+func (s *Supervisor) Untested(k faults.Kind, server string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.untestedLocked(k, server)
+}
+
+func (s *Supervisor) untestedLocked(k faults.Kind, server string) string {
 	srv := s.servers[server]
-	return srv != nil && k.IsServer() && (k != faults.ServerCrash || srv.Crashable())
+	switch {
+	case srv == nil:
+		return "this run has no " + server + " server"
+	case !k.IsServer():
+		return string(k) + " is not a server fault"
+	case k == faults.ServerCrash && !srv.Crashable():
+		return server + " cannot be crashed: no command to kill and start it was given"
+	case k == faults.ServerPause && (srv.Pause == nil || srv.Resume == nil):
+		return server + " cannot be stopped and resumed: it is not a container crashmatrix started (a server given by DSN/URI)"
+	case k == faults.ClockJump && srv.SetClock == nil:
+		return cmp.Or(srv.NoClock, server+"'s clock cannot be moved: it is not a container crashmatrix started")
+	}
+	return ""
 }
 
 // Kills implements sim.ServerFaults: how many times the named server was
@@ -320,6 +354,9 @@ type caseServers struct {
 	n        int
 	// atWindow: the case asked for its server crash (under s.mu).
 	atWindow bool
+	// held are the faults holding a worker's request (server-pause,
+	// partition, clock-jump) not yet healed.
+	held []*heldFault
 }
 
 func (c *caseServers) Endpoints() map[string]string {
@@ -331,6 +368,7 @@ func (c *caseServers) Endpoints() map[string]string {
 }
 
 func (c *caseServers) StopFaults() {
+	c.healAll()
 	c.mu.Lock()
 	armed := c.armed
 	c.armed = map[string]string{}
@@ -511,6 +549,8 @@ func (c *caseServers) fault(ctx context.Context, req sim.ServerFaultRequest, act
 			return err
 		}
 		return c.crashTogether(req, act.Server)
+	case faults.ServerPause, faults.Partition, faults.ClockJump:
+		return c.hold(ctx, req, act)
 	case faults.AckLost, faults.ConnReset:
 		c.mu.Lock()
 		c.n++
