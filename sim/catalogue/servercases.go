@@ -12,12 +12,12 @@ import (
 // window's crash case with the server fault armed in place of the kill:
 // the worker is not killed, it sees its server fail (or its reply lost)
 // and goes on; recovery and the final quiesce follow as usual.
-func ServerWindowCase(p faults.Point, k faults.Kind, server string, leaseTTLMillis int64) (Case, bool) {
+func (b Builder) ServerWindowCase(p faults.Point, k faults.Kind, server string) (Case, bool) {
 	spec, found := faults.Lookup(p)
 	if !found || !spec.AppliesServer(k, server) {
 		return Case{}, false
 	}
-	c, ok := WindowCase(p, faults.Crash, leaseTTLMillis)
+	c, ok := b.WindowCase(p, faults.Crash)
 	if !ok {
 		return Case{}, false
 	}
@@ -38,12 +38,12 @@ func ServerWindowCase(p faults.Point, k faults.Kind, server string, leaseTTLMill
 
 // ServerMatrix returns every window x server fault x server that applies:
 // the cases a server backend adds when its servers may be faulted.
-func ServerMatrix(leaseTTLMillis int64) []Case {
+func (b Builder) ServerMatrix() []Case {
 	var out []Case
 	for _, s := range faults.Catalogue {
 		for _, k := range faults.ServerKinds {
 			for _, srv := range faults.Servers {
-				if c, ok := ServerWindowCase(s.Point, k, srv, leaseTTLMillis); ok {
+				if c, ok := b.ServerWindowCase(s.Point, k, srv); ok {
 					out = append(out, c)
 				}
 			}
