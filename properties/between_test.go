@@ -31,15 +31,15 @@ func TestBetweenCallsMutantsNeedTheStoreCallStalls(t *testing.T) {
 		t.Run(m.Name, func(t *testing.T) {
 			r, probe := probedInProcess(t, sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, Bugs: m.Options.Bugs})
 			ctx := context.Background()
-			ttl := r.Config().LeaseTTL.Milliseconds()
-			named := catalogue.Selection{}.Cases(catalogue.Probe{Windows: probe.Windows}, ttl, 1)
+			lease := catalogue.Lease(r.Config().LeaseTTL)
+			named := catalogue.Selection{}.Cases(catalogue.Probe{Windows: probe.Windows}, lease, 1)
 			if slices.ContainsFunc(named, catalogue.IsBetweenCalls) {
 				t.Fatal("the named-window matrix holds between-calls cases")
 			}
 			if rep := r.RunAll(ctx, named, 2, nil); rep.ExitCode != 0 {
 				t.Fatalf("the named-window matrix alone (%d cases) caught %s (exit %d, broke %v): it is not a between-calls mutant", len(named), m.Name, rep.ExitCode, rep.Broken())
 			}
-			between := catalogue.Selection{Classes: []string{catalogue.BetweenCallsClass}}.Cases(probe.Probe, ttl, 1)
+			between := catalogue.Selection{Classes: []string{catalogue.BetweenCallsClass}}.Cases(probe.Probe, lease, 1)
 			if len(between) == 0 {
 				t.Fatalf("no between-calls case (the probe counted %v store calls)", probe.StaleCalls)
 			}

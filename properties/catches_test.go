@@ -42,8 +42,8 @@ func TestMutantCatchesRestOnMoreThanOneCase(t *testing.T) {
 		}
 		ctx := context.Background()
 		probe, _ := r.Probe(ctx) // a mutant may fail the probe: its windows are still counted
-		ttl := r.Config().LeaseTTL.Milliseconds()
-		rep := r.RunAll(ctx, catalogue.Selection{}.Cases(probe.Probe, ttl, 1), 1, nil)
+		lease := catalogue.Lease(r.Config().LeaseTTL)
+		rep := r.RunAll(ctx, catalogue.Selection{}.Cases(probe.Probe, lease, 1), 1, nil)
 		r.CloseShared()
 		rw := row{name: m.Name, inv: m.Invariant, explored: m.Explore != nil}
 		for _, res := range rep.Results {

@@ -249,7 +249,7 @@ func TestEveryMutantCaughtInProcess(t *testing.T) {
 				t.Logf("explore seed %d: %s in schedule %d: %v", m.Explore.Seed, m.Invariant, res.Finding.Index, res.Finding.Result.Violations[0])
 				return
 			}
-			ttl := r.Config().LeaseTTL.Milliseconds()
+			lease := catalogue.Lease(r.Config().LeaseTTL)
 			// The probe counts the stale holder's store calls, which the
 			// between-calls cases sweep (a mutant that breaks even without
 			// faults fails the probe: it needs no such count).
@@ -260,7 +260,7 @@ func TestEveryMutantCaughtInProcess(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cases := catalogue.Selection{Points: m.Options.Points, Kinds: m.Options.Kinds, Classes: m.Options.Classes}.Cases(probe.Probe, ttl, 1)
+			cases := catalogue.Selection{Points: m.Options.Points, Kinds: m.Options.Kinds, Classes: m.Options.Classes}.Cases(probe.Probe, lease, 1)
 			if len(cases) == 0 {
 				t.Fatalf("no case matches the mutant's slice %+v", m.Options)
 			}

@@ -36,8 +36,8 @@ func TestInFlightMutantsNeedTheirClasses(t *testing.T) {
 		t.Run(m.Name, func(t *testing.T) {
 			r, probe := probedInProcess(t, sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, Bugs: m.Options.Bugs, Mutant: m.Options.Mutant})
 			ctx := context.Background()
-			ttl := r.Config().LeaseTTL.Milliseconds()
-			all := catalogue.Selection{}.Cases(probe.Probe, ttl, 1)
+			lease := catalogue.Lease(r.Config().LeaseTTL)
+			all := catalogue.Selection{}.Cases(probe.Probe, lease, 1)
 			before := slices.DeleteFunc(slices.Clone(all), inFlight)
 			if len(before) == len(all) {
 				t.Fatal("the matrix holds no in-flight case")

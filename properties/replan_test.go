@@ -26,7 +26,7 @@ func TestResumeAfterReplanCatchesReplanIDPerAttempt(t *testing.T) {
 		}
 		defer r.CloseShared()
 		var cases []catalogue.Case
-		for _, c := range catalogue.ClassCases(r.Config().LeaseTTL.Milliseconds()) {
+		for _, c := range catalogue.Lease(r.Config().LeaseTTL).ClassCases() {
 			if strings.HasPrefix(c.Class, catalogue.ReplanResumeClass) {
 				cases = append(cases, c)
 			}

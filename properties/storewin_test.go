@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/adapters/sqlite"
 	"github.com/crashmatrix/crashmatrix/check"
@@ -518,7 +519,7 @@ func TestDeclaredWindowInProcess(t *testing.T) {
 	if len(probe.Windows) != 1 || probe.Windows[0].Point != afterOperationRow || probe.Windows[0].Hits != 5 || probe.Windows[0].InRecovery {
 		t.Fatalf("probe found %+v, want %s reached 5 times by the client script", probe.Windows, afterOperationRow)
 	}
-	for _, c := range catalogue.StoreMatrix(probe.Windows, 250) {
+	for _, c := range catalogue.Lease(250 * time.Millisecond).StoreMatrix(probe.Windows) {
 		res := r.RunCase(ctx, c)
 		broke := slices.Contains(res.Broken(), "I5")
 		switch c.Kind {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
@@ -17,7 +18,7 @@ import (
 // through WriteJSON and DecodeJSON, as merge reads them.
 func shardReports(t *testing.T, n int, verdicts map[string]verdict.Verdict) ([]MergeInput, catalogue.MatrixID) {
 	t.Helper()
-	cases := catalogue.Matrix(250)[:10]
+	cases := catalogue.Lease(250 * time.Millisecond).Matrix()[:10]
 	id := catalogue.NewMatrixID(catalogue.MatrixID{Backend: "sqlite", Seed: 1, Mode: "in-process"}, cases)
 	var out []MergeInput
 	for i := 0; i < n; i++ {

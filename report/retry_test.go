@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
@@ -139,9 +140,9 @@ func TestLoadCheckReadsTheRunAgainLine(t *testing.T) {
 func TestFailFastStopsStartingCasesAfterTheFirstFailure(t *testing.T) {
 	var cases []catalogue.Case
 	for _, k := range []faults.Kind{faults.Split, faults.Crash, faults.Transient} {
-		c, ok := catalogue.WindowCase(faults.LeaseAcquire, k, 250)
+		c, ok := catalogue.Lease(250*time.Millisecond).WindowCase(faults.LeaseAcquire, k)
 		if !ok {
-			c, ok = catalogue.WindowCase(faults.BeforeGraphWrite, k, 250)
+			c, ok = catalogue.Lease(250*time.Millisecond).WindowCase(faults.BeforeGraphWrite, k)
 		}
 		if !ok {
 			t.Fatalf("no window case for %s", k)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
@@ -18,7 +19,7 @@ import (
 // (beside the store's data, never in it) under -v; a case that left no
 // log names none.
 func TestDetailsNameTheStoreLogs(t *testing.T) {
-	c, _ := catalogue.PowerLossCase(faults.BeforeCompleted, 250)
+	c, _ := catalogue.Lease(250 * time.Millisecond).PowerLossCase(faults.BeforeCompleted)
 	withLogs, without := t.TempDir(), t.TempDir()
 	if err := os.MkdirAll(filepath.Join(withLogs, "logs"), 0o755); err != nil {
 		t.Fatal(err)

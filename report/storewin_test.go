@@ -20,7 +20,7 @@ import (
 // the random kills, naming the one that broke an invariant.
 func TestReportsShowStoreWindowsAndRandomKills(t *testing.T) {
 	w := catalogue.StoreWindow{Point: "mystore/afterOperationRow", System: faults.Ingestion, Methods: []string{"mystore.(*Ops).CreateIfAbsent"}, Hits: 5}
-	results := windowResults(catalogue.StoreMatrix([]catalogue.StoreWindow{w}, 250), func(c catalogue.Case) bool { return c.Kind == faults.Crash },
+	results := windowResults(catalogue.Lease(250*time.Millisecond).StoreMatrix([]catalogue.StoreWindow{w}), func(c catalogue.Case) bool { return c.Kind == faults.Crash },
 		failing(check.I5, "the operation has no persisted plan"))
 	kills := catalogue.RandomKills(1, 3, catalogue.Probe{Base: 40 * time.Millisecond})
 	for i, c := range kills {
@@ -98,7 +98,7 @@ func TestReportsShowStoreWindowsAndRandomKills(t *testing.T) {
 // missing from the table: a "·" where it failed).
 func TestStoreWindowTableShowsPowerLoss(t *testing.T) {
 	w := catalogue.StoreWindow{Point: "specstore/beforeOperationCommit", System: faults.Ingestion, Methods: []string{"ops.create"}, Hits: 2}
-	cases := append(catalogue.StoreMatrix([]catalogue.StoreWindow{w}, 250), catalogue.PowerLossMatrix([]catalogue.StoreWindow{w}, 250)...)
+	cases := append(catalogue.Lease(250*time.Millisecond).StoreMatrix([]catalogue.StoreWindow{w}), catalogue.Lease(250*time.Millisecond).PowerLossMatrix([]catalogue.StoreWindow{w})...)
 	results := windowResults(cases, func(c catalogue.Case) bool { return c.Store && c.Kind == faults.PowerLoss },
 		failing(check.I7, "fencing token did not grow"))
 	rep := verdict.Report{Backend: "store-cmd", Results: results, StoreWindows: []catalogue.StoreWindow{w}, Probed: true, ExitCode: 1, Verdict: verdict.Fail}
@@ -138,7 +138,7 @@ func TestStoreWindowTableShowsPowerLoss(t *testing.T) {
 // second and error third).
 func TestStoreWindowColumnsFollowTheMatrix(t *testing.T) {
 	w := catalogue.StoreWindow{Point: "specstore/beforePlanTx", System: faults.Ingestion, Methods: []string{"ops.create"}, Hits: 5}
-	results := windowResults(catalogue.StoreMatrix([]catalogue.StoreWindow{w}, 250), func(c catalogue.Case) bool { return c.Kind == faults.Transient },
+	results := windowResults(catalogue.Lease(250*time.Millisecond).StoreMatrix([]catalogue.StoreWindow{w}), func(c catalogue.Case) bool { return c.Kind == faults.Transient },
 		failing(check.I5, "operation without its plan"))
 	rep := verdict.Report{Backend: "store-cmd", Results: results, StoreWindows: []catalogue.StoreWindow{w}, Probed: true, ExitCode: 1, Verdict: verdict.Fail}
 	var main []faults.Kind
@@ -174,11 +174,11 @@ func TestStoreWindowColumnsFollowTheMatrix(t *testing.T) {
 // cases on a backend without System B).
 func TestNotApplicableIsGroupedByReason(t *testing.T) {
 	w := catalogue.StoreWindow{Point: "specstore/release", System: faults.Ingestion, Methods: []string{"ops.releaseClaim"}, Hits: 1, InRecovery: true}
-	results := windowResults(catalogue.StoreMatrix([]catalogue.StoreWindow{w}, 250), func(c catalogue.Case) bool { return c.Kind == faults.Recrash },
+	results := windowResults(catalogue.Lease(250*time.Millisecond).StoreMatrix([]catalogue.StoreWindow{w}), func(c catalogue.Case) bool { return c.Kind == faults.Recrash },
 		func(r *verdict.CaseResult) {
 			r.Verdict, r.Notes = verdict.NotApplicable, []string{verdict.RecrashNotApplicable}
 		})
-	planSave, _ := catalogue.PowerCase(faults.PlanSaveBeforeApprove, faults.PowerLoss, 250)
+	planSave, _ := catalogue.Lease(250*time.Millisecond).PowerCase(faults.PlanSaveBeforeApprove, faults.PowerLoss)
 	results = append(results, verdict.CaseResult{Case: planSave, Verdict: verdict.NotApplicable, Notes: []string{"backend store-cmd does not provide System B's stores"}})
 	rep := verdict.Report{Backend: "store-cmd", Results: results, StoreWindows: []catalogue.StoreWindow{w}, Probed: true, Verdict: verdict.Pass,
 		Counts: map[verdict.Verdict]int{verdict.Pass: len(results) - 2, verdict.NotApplicable: 2}}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
@@ -28,7 +29,7 @@ func TestDiskErrorScenarios(t *testing.T) {
 	spec, _ := faults.Lookup(faults.BeforePrepare)
 	acted := map[faults.Kind]string{faults.FsyncError: "1 fsync failed with EIO", faults.DiskFull: "failed with ENOSPC", faults.SlowSync: "1 fsync took longer than the lease"}
 	for _, k := range faults.DiskKinds {
-		c, ok := catalogue.DiskCase(spec, k, 250)
+		c, ok := catalogue.Lease(250*time.Millisecond).DiskCase(spec, k)
 		if !ok {
 			t.Fatalf("no %s case at %s", k, spec.Point)
 		}

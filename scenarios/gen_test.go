@@ -48,7 +48,7 @@ func (m mirror) ttl() time.Duration {
 
 func (m mirror) simCase(t testing.TB) catalogue.Case {
 	if m.class != "" {
-		for _, c := range append(catalogue.ClassCases(m.ttl().Milliseconds()), catalogue.BoundaryCases(m.ttl().Milliseconds())...) {
+		for _, c := range append(catalogue.Lease(m.ttl()).ClassCases(), catalogue.Lease(m.ttl()).BoundaryCases()...) {
 			if c.Class == m.class {
 				return c
 			}
@@ -56,9 +56,9 @@ func (m mirror) simCase(t testing.TB) catalogue.Case {
 		t.Fatalf("%s: no class case %q", m.name, m.class)
 	}
 	if m.call > 0 {
-		return catalogue.BetweenCallsCase(m.kind, m.call, 0, m.ttl().Milliseconds())
+		return catalogue.Lease(m.ttl()).BetweenCallsCase(m.kind, m.call, 0)
 	}
-	c, ok := catalogue.WindowCase(m.point, m.kind, m.ttl().Milliseconds())
+	c, ok := catalogue.Lease(m.ttl()).WindowCase(m.point, m.kind)
 	if !ok {
 		t.Fatalf("%s: kind %s does not apply at %s", m.name, m.kind, m.point)
 	}

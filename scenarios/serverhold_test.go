@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
@@ -14,7 +15,7 @@ import (
 // the same case: what a run found replays.
 func TestServerHoldCasesRoundTrip(t *testing.T) {
 	for _, k := range faults.ServerOptInKinds {
-		c, ok := catalogue.ServerWindowCase(faults.BeforeStateCommit, k, "postgres", 600)
+		c, ok := catalogue.Lease(600*time.Millisecond).ServerWindowCase(faults.BeforeStateCommit, k, "postgres")
 		if !ok {
 			t.Fatalf("no %s case at beforeStateCommit", k)
 		}
@@ -45,7 +46,7 @@ func TestServerHoldCasesRoundTrip(t *testing.T) {
 	if _, err := Parse("bad.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "partition fault against neo4j does not apply at beforeCompleted") {
 		t.Fatalf("partition against neo4j at beforeCompleted: %v", err)
 	}
-	if _, ok := catalogue.ServerWindowCase(faults.BeforeGraphWrite, faults.ClockJump, "neo4j", 600); ok {
+	if _, ok := catalogue.Lease(600*time.Millisecond).ServerWindowCase(faults.BeforeGraphWrite, faults.ClockJump, "neo4j"); ok {
 		t.Fatal("a clock-jump case against neo4j")
 	}
 }

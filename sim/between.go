@@ -38,7 +38,7 @@ func (r *Runner) probeStaleCalls(ctx context.Context) (map[faults.Kind]int, []ve
 		runs = 1 // simulated time: every run is the same
 	}
 	for _, k := range catalogue.StaleCallKinds {
-		c := catalogue.StaleCallProbe(k, r.cfg.LeaseTTL.Milliseconds())
+		c := catalogue.Lease(r.cfg.LeaseTTL).StaleCallProbe(k)
 		for n := 0; n < runs; n++ {
 			res := r.RunCase(ctx, c)
 			results = append(results, res)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
@@ -43,7 +44,7 @@ func TestCalibrationFailureIsReportedAlone(t *testing.T) {
 	r := processRunner(t, failsCalibration, nil)
 	var cases []catalogue.Case
 	for _, p := range []faults.Point{faults.BeforeGraphApplied, faults.BeforeCompleted} {
-		c, ok := catalogue.WindowCase(p, faults.Crash, 250)
+		c, ok := catalogue.Lease(250*time.Millisecond).WindowCase(p, faults.Crash)
 		if !ok {
 			t.Fatalf("no crash case at %s", p)
 		}

@@ -200,7 +200,7 @@ func (pc *powerCase) watch(d *diskWatch) {
 // moves the case's harness clock past the worker's lease (twice its TTL
 // and 100 ms), or sleeps that long on the wall clock.
 func slowHook(spec *WorkerSpec) func() {
-	stall := catalogue.LongPause(spec.LeaseTTLMillis)
+	stall := catalogue.Lease(time.Duration(spec.LeaseTTLMillis) * time.Millisecond).LongPause()
 	if spec.ClockFile == "" {
 		return func() { time.Sleep(stall) }
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
@@ -20,7 +21,7 @@ func TestDiskMatrixAndSelection(t *testing.T) {
 		}
 	}
 	for _, k := range faults.DiskKinds {
-		cases := catalogue.DiskMatrix(nil, k, 250)
+		cases := catalogue.Lease(250*time.Millisecond).DiskMatrix(nil, k)
 		if len(cases) != crashes {
 			t.Fatalf("%s: %d cases, want one per window where a crash applies (%d)", k, len(cases), crashes)
 		}
@@ -34,7 +35,7 @@ func TestDiskMatrixAndSelection(t *testing.T) {
 			}
 		}
 	}
-	if _, ok := catalogue.DiskCase(faults.Catalogue[0], faults.Crash, 250); ok {
+	if _, ok := catalogue.Lease(250*time.Millisecond).DiskCase(faults.Catalogue[0], faults.Crash); ok {
 		t.Error("catalogue.DiskCase made a case of a crash")
 	}
 	r := &Runner{backend: Backend{Embedded: true}}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
@@ -49,7 +50,7 @@ func noLazyMounts(t *testing.T) {
 func TestPowerLossCatchesSQLiteSynchronousOff(t *testing.T) {
 	needFUSE(t)
 	r := processRunner(t, "sqlite", func(c *sim.Config) { c.Mutant = sim.MutantSynchronousOff })
-	c, ok := catalogue.PowerLossCase(faults.BeforeCompleted, 250)
+	c, ok := catalogue.Lease(250 * time.Millisecond).PowerLossCase(faults.BeforeCompleted)
 	if !ok {
 		t.Fatal("no power-loss case at beforeCompleted")
 	}
@@ -63,7 +64,7 @@ func TestPowerLossCatchesSQLiteSynchronousOff(t *testing.T) {
 	}
 	// The same store survives the crash at the same window: only the
 	// power loss finds it out.
-	crash, _ := catalogue.WindowCase(faults.BeforeCompleted, faults.Crash, 250)
+	crash, _ := catalogue.Lease(250*time.Millisecond).WindowCase(faults.BeforeCompleted, faults.Crash)
 	if res := r.RunCase(context.Background(), crash); res.Verdict != verdict.Pass {
 		t.Errorf("synchronous=OFF under a crash: %s %v %v; want pass (a process kill keeps the page cache)", res.Verdict, res.Broken(), res.Notes)
 	}
@@ -77,7 +78,7 @@ func TestPowerLossColumnCertifiesEmbeddedDefault(t *testing.T) {
 	// Adaptive, as certify runs: on a loaded machine the TTL rises and a
 	// case short of time runs again, instead of failing the test.
 	r := processRunner(t, "sqlite", func(c *sim.Config) { c.Adaptive = true })
-	cases := catalogue.PowerLossMatrix(nil, 250)
+	cases := catalogue.Lease(250 * time.Millisecond).PowerLossMatrix(nil)
 	if len(cases) < len(faults.Catalogue)-2 {
 		t.Fatalf("only %d power-loss cases for %d windows", len(cases), len(faults.Catalogue))
 	}
@@ -113,9 +114,9 @@ func TestTornWriteColumnCertifiesEmbeddedDefault(t *testing.T) {
 	needFUSE(t)
 	r := processRunner(t, "sqlite", func(c *sim.Config) { c.Adaptive = true })
 	points := []faults.Point{faults.BeforeGraphWrite, faults.BeforeStateCommit, faults.BeforeCompleted, faults.PlanSaveBeforeCheckpoint}
-	pages := catalogue.Filter(catalogue.TornWriteMatrix(nil, 0, 250), points, nil, nil)
-	sectors := catalogue.Filter(catalogue.TornWriteMatrix(nil, faults.TearSector, 250), points, nil, nil)
-	bytes := catalogue.Filter(catalogue.TornWriteMatrix(nil, faults.TearByte, 250), points, nil, nil)
+	pages := catalogue.Filter(catalogue.Lease(250*time.Millisecond).TornWriteMatrix(nil, 0), points, nil, nil)
+	sectors := catalogue.Filter(catalogue.Lease(250*time.Millisecond).TornWriteMatrix(nil, faults.TearSector), points, nil, nil)
+	bytes := catalogue.Filter(catalogue.Lease(250*time.Millisecond).TornWriteMatrix(nil, faults.TearByte), points, nil, nil)
 	if len(pages) != len(points) || len(sectors) != len(points) || len(bytes) != len(points) {
 		t.Fatalf("%d, %d and %d torn-write cases at %d windows", len(pages), len(sectors), len(bytes), len(points))
 	}
@@ -190,7 +191,7 @@ func TestPowerLossOnDataElsewhereIsNotExercised(t *testing.T) {
 	r := processRunner(t, elsewhere, nil)
 	var cases []catalogue.Case
 	for _, k := range []faults.Kind{faults.PowerLoss, faults.TornWrite} {
-		c, _ := catalogue.PowerCase(faults.BeforeCompleted, k, 250)
+		c, _ := catalogue.Lease(250*time.Millisecond).PowerCase(faults.BeforeCompleted, k)
 		cases = append(cases, c)
 	}
 	// RunAll, as certify: running the cases again would not change it,
@@ -207,7 +208,7 @@ func TestPowerLossOnDataElsewhereIsNotExercised(t *testing.T) {
 // undecided: never a silent pass.
 func TestPowerLossInProcessIsNotTested(t *testing.T) {
 	r := processRunner(t, "sqlite", func(c *sim.Config) { c.InProcess = true })
-	c, _ := catalogue.PowerLossCase(faults.BeforeGraphWrite, 250)
+	c, _ := catalogue.Lease(250 * time.Millisecond).PowerLossCase(faults.BeforeGraphWrite)
 	res := r.RunCase(context.Background(), c)
 	if res.Verdict != verdict.Undecided || len(res.Notes) == 0 || !strings.HasPrefix(res.Notes[0], "power loss: not tested (") {
 		t.Fatalf("a power-loss case in the in-process mode: %s %v", res.Verdict, res.Notes)
@@ -282,7 +283,7 @@ func TestPowerLossOnServersNeedsServerPower(t *testing.T) {
 // by the orderly unmount, and the verdict is the one on tmpfs.
 func TestLazyDataPutsEveryCaseOnALazyMount(t *testing.T) {
 	needFUSE(t)
-	c := catalogue.Filter(catalogue.Matrix(250), []faults.Point{faults.BeforeCompleted}, []faults.Kind{faults.Crash}, nil)
+	c := catalogue.Filter(catalogue.Lease(250*time.Millisecond).Matrix(), []faults.Point{faults.BeforeCompleted}, []faults.Kind{faults.Crash}, nil)
 	if len(c) != 1 {
 		t.Fatalf("%d crash cases at beforeCompleted", len(c))
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim"
@@ -33,7 +34,7 @@ func (f *recordingFaults) Direct() map[string]string {
 func TestClientSideCaseOpensNoProxy(t *testing.T) {
 	f := &recordingFaults{}
 	r := processRunner(t, "sqlite", func(c *sim.Config) { c.ServerFaults = f })
-	c, ok := catalogue.WindowCase(faults.BeforeGraphWrite, faults.Crash, 250)
+	c, ok := catalogue.Lease(250*time.Millisecond).WindowCase(faults.BeforeGraphWrite, faults.Crash)
 	if !ok {
 		t.Fatal("no crash case at beforeGraphWrite")
 	}

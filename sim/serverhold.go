@@ -20,7 +20,7 @@ func (r *Runner) pastLease(c catalogue.Case, history string) func() (moved, hold
 	if ttl <= 0 {
 		ttl = r.Timing().LeaseTTL.Milliseconds()
 	}
-	d := catalogue.LongPause(ttl)
+	d := catalogue.Lease(time.Duration(ttl) * time.Millisecond).LongPause()
 	if r.cfg.WallClock || r.cfg.InProcess {
 		return func() (time.Duration, time.Duration) { return 0, d }
 	}

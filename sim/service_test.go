@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/adapters/serviceproc"
 	"github.com/crashmatrix/crashmatrix/faults"
@@ -34,7 +35,7 @@ func TestServiceNotJudgedAndLeftOut(t *testing.T) {
 		}
 	}
 	r := &Runner{cfg: Config{Service: bare}}
-	cases := catalogue.Matrix(250)
+	cases := catalogue.Lease(250 * time.Millisecond).Matrix()
 	kept, left := r.ServiceCases(cases)
 	if len(kept) == 0 || len(left) == 0 {
 		t.Fatalf("kept %d, left %v", len(kept), left)

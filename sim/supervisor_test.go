@@ -307,7 +307,7 @@ func TestWorkerDyingBeforeItsHitIsNotExercised(t *testing.T) {
 		t.Skip("runs worker processes")
 	}
 	r := processRunner(t, dieInGraphWrite, nil)
-	c, _ := catalogue.WindowCase(faults.BeforeGraphApplied, faults.Crash, 250)
+	c, _ := catalogue.Lease(250*time.Millisecond).WindowCase(faults.BeforeGraphApplied, faults.Crash)
 	rep := r.RunAll(context.Background(), []catalogue.Case{c}, 1, nil)
 	res := rep.Results[0]
 	if res.Verdict != verdict.NotExercised {
@@ -541,7 +541,7 @@ func TestSlowStepIsRetriedWithLongerTimings(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs worker processes")
 	}
-	c, _ := catalogue.WindowCase(faults.BeforeStateCommitted, faults.Crash, 250)
+	c, _ := catalogue.Lease(250*time.Millisecond).WindowCase(faults.BeforeStateCommitted, faults.Crash)
 
 	// Wall-clock leases: on the harness clock a slow step takes no lease
 	// time at all (TestHarnessClockIgnoresSlowSteps).
@@ -590,7 +590,7 @@ func TestHarnessClockIgnoresSlowSteps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs worker processes")
 	}
-	c, _ := catalogue.WindowCase(faults.BeforeStateCommitted, faults.Crash, 250)
+	c, _ := catalogue.Lease(250*time.Millisecond).WindowCase(faults.BeforeStateCommitted, faults.Crash)
 	r := processRunner(t, slowAlways, func(c *sim.Config) { c.LeaseTTL = 250 * time.Millisecond })
 	rep := r.RunAll(context.Background(), []catalogue.Case{c}, 1, nil)
 	res := rep.Results[0]

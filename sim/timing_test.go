@@ -78,7 +78,7 @@ func TestTTLForFollowsStepLatency(t *testing.T) {
 
 // A case's pauses keep their relation to the lease when the TTL changes.
 func TestCaseForTTLRescalesPauses(t *testing.T) {
-	c, ok := catalogue.WindowCase(faults.BeforeStateCommit, faults.Pause, 250)
+	c, ok := catalogue.Lease(250*time.Millisecond).WindowCase(faults.BeforeStateCommit, faults.Pause)
 	if !ok {
 		t.Fatal("no pause case at beforeStateCommit")
 	}
@@ -95,7 +95,7 @@ func TestCaseForTTLRescalesPauses(t *testing.T) {
 	if d.TTLMillis != 1000 {
 		t.Fatalf("TTLMillis %d", d.TTLMillis)
 	}
-	crash, _ := catalogue.WindowCase(faults.BeforeStateCommit, faults.Crash, 250)
+	crash, _ := catalogue.Lease(250*time.Millisecond).WindowCase(faults.BeforeStateCommit, faults.Crash)
 	if got := crash.ForTTL(time.Second).Steps[0].Arms[faults.BeforeStateCommit].String(); got != "crash@1" {
 		t.Fatalf("a crash arm became %q", got)
 	}

@@ -102,7 +102,7 @@ func benchCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cases := catalogue.Matrix(leaseTTL.Milliseconds())
+			cases := catalogue.Lease(leaseTTL).Matrix()
 			cpu0, self0 := cpuTimeWithChildren(), cpuTime()
 			rep := r.RunAll(ctx, cases, parallel, nil)
 			cpu := cpuTimeWithChildren() - cpu0
@@ -308,7 +308,7 @@ func benchServerFaults(cmd *cobra.Command, server *serverFlags, self, backend, b
 		os.RemoveAll(work)
 		return err
 	}
-	cases := catalogue.ServerMatrix(leaseTTL.Milliseconds())
+	cases := catalogue.Lease(leaseTTL).ServerMatrix()
 	restartsBefore := len(server.faults.Restarts())
 	rep := r.RunAll(ctx, cases, parallel, nil)
 	matrixRestarts := server.faults.Restarts()[restartsBefore:]
@@ -483,7 +483,7 @@ func benchStoreWindows(cmd *cobra.Command, server *serverFlags, self, backend, b
 			os.RemoveAll(work)
 			return fmt.Errorf("store windows round %d: %w", i+1, err)
 		}
-		cases := catalogue.Selection{RandomKills: kills}.Cases(probe.Probe, ttl.Milliseconds(), int64(i+1))
+		cases := catalogue.Selection{RandomKills: kills}.Cases(probe.Probe, catalogue.Lease(ttl), int64(i+1))
 		rep := r.RunAll(cmd.Context(), cases, parallel, nil)
 		rep.WithProbe(probe, nil, catalogue.Selection{})
 		took := time.Since(start)

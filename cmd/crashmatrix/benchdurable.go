@@ -41,9 +41,8 @@ func benchDurableSteps(cmd *cobra.Command, server *serverFlags, self, backend, b
 	if err != nil {
 		return err
 	}
-	ms := ttl.Milliseconds()
-	plain := catalogue.Matrix(ms)
-	with := append(append(catalogue.Matrix(ms), probe), sweep...)
+	plain := catalogue.Lease(ttl).Matrix()
+	with := append(append(catalogue.Lease(ttl).Matrix(), probe), sweep...)
 	run := func(cases []catalogue.Case, what string) (time.Duration, error) {
 		r, work, err := benchRunner(server, benchDir, backend, self, ttl, 1, adaptive)
 		if err != nil {

@@ -59,11 +59,11 @@ func benchPowerLoss(cmd *cobra.Command, server *serverFlags, self, backend, benc
 	pair := func(round int, a, b set) (time.Duration, time.Duration, error) {
 		return backToBack(round, func() (time.Duration, error) { return run(a) }, func() (time.Duration, error) { return run(b) })
 	}
-	ms := ttl.Milliseconds()
-	crash := catalogue.Filter(catalogue.Matrix(ms), nil, []faults.Kind{faults.Crash}, nil)
-	power := catalogue.PowerLossMatrix(nil, ms)
-	plain := catalogue.Matrix(ms)
-	full := append(catalogue.Matrix(ms), power...)
+	cases := catalogue.Lease(ttl)
+	crash := catalogue.Filter(cases.Matrix(), nil, []faults.Kind{faults.Crash}, nil)
+	power := cases.PowerLossMatrix(nil)
+	plain := cases.Matrix()
+	full := append(cases.Matrix(), power...)
 	var lazies, columns, matrices []float64
 	for i := 0; i < rounds; i++ {
 		tc, tl, err := pair(i, set{"the crash column", crash, false}, set{"the crash column on the lazy file system", crash, true})

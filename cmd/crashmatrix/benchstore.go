@@ -90,7 +90,7 @@ func benchStoreCmd() *cobra.Command {
 						return err
 					}
 					var cases []catalogue.Case
-					for _, c := range catalogue.Matrix(600) {
+					for _, c := range catalogue.Lease(600 * time.Millisecond).Matrix() {
 						if c.System != faults.PlanSave {
 							cases = append(cases, c)
 						}

@@ -53,10 +53,10 @@ func benchTornDefault(cmd *cobra.Command, runner func() (*sim.Runner, string, er
 			fmt.Fprintln(out, "torn writes: not in this backend's default matrix (--kind torn-write only)")
 		}, nil
 	}
-	with := sel.Cases(probe.Probe, ttl.Milliseconds(), 1)
+	with := sel.Cases(probe.Probe, catalogue.Lease(ttl), 1)
 	without := sel
 	without.TornWrite = false
-	before := without.Cases(probe.Probe, ttl.Milliseconds(), 1)
+	before := without.Cases(probe.Probe, catalogue.Lease(ttl), 1)
 	var ratios []float64
 	for i := 0; i < rounds; i++ {
 		tb, tw, err := pair(i, benchSet{what: "the default matrix without the torn-write column", cases: before},

@@ -300,7 +300,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
 		return exitError{2}
 	}
-	cases := sel.Cases(probe.Probe, f.leaseTTL.Milliseconds(), f.seed)
+	cases := sel.Cases(probe.Probe, catalogue.Lease(f.leaseTTL), f.seed)
 	for _, p := range points {
 		if faults.IsStorePoint(p) && !slices.ContainsFunc(probe.Windows, func(w catalogue.StoreWindow) bool { return w.Point == p }) {
 			if perr != nil {
@@ -320,7 +320,7 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 		// Every window x server fault x server this run can fault, as
 		// filtered (a server given by DSN/URI without kill and start
 		// commands loses replies and connections, and is not crashed).
-		for _, c := range catalogue.Filter(catalogue.ServerMatrix(f.leaseTTL.Milliseconds()), points, kinds, f.only) {
+		for _, c := range catalogue.Filter(catalogue.Lease(f.leaseTTL).ServerMatrix(), points, kinds, f.only) {
 			if f.server.faults.Can(c.Kind, c.Server) {
 				cases = append(cases, c)
 			}

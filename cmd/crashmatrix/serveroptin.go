@@ -35,7 +35,7 @@ func optInServerCases(stderr io.Writer, sup *serverfaults.Supervisor, leaseTTL t
 	for _, k := range asked {
 		var why []string
 		n := 0
-		for _, c := range catalogue.Filter(catalogue.ServerOptInMatrix(leaseTTL.Milliseconds(), []faults.Kind{k}), points, kinds, classes) {
+		for _, c := range catalogue.Filter(catalogue.Lease(leaseTTL).ServerOptInMatrix([]faults.Kind{k}), points, kinds, classes) {
 			if w := sup.Untested(k, c.Server); w != "" {
 				if !slices.Contains(why, w) {
 					why = append(why, w)

@@ -82,7 +82,7 @@ func TestReferenceThroughProtocolCrashes(t *testing.T) {
 	if d := r.Config().Service.Declared; d.Name != "crashmatrix-reference" {
 		t.Fatalf("declared %+v", d)
 	}
-	cases := catalogue.Selection{Kinds: []faults.Kind{faults.Crash}}.Cases(catalogue.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
+	cases := catalogue.Selection{Kinds: []faults.Kind{faults.Crash}}.Cases(catalogue.Probe{}, catalogue.Lease(r.Config().LeaseTTL), 1)
 	rep := r.RunAll(context.Background(), cases, 2, nil)
 	if len(rep.Results) != len(cases) || len(cases) < 10 {
 		t.Fatalf("%d results of %d cases", len(rep.Results), len(cases))
@@ -124,7 +124,7 @@ func TestMutantsThroughProtocol(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cases := catalogue.Selection{Points: m.Options.Points, Kinds: m.Options.Kinds, Classes: m.Options.Classes}.Cases(probe.Probe, r.Config().LeaseTTL.Milliseconds(), 1)
+			cases := catalogue.Selection{Points: m.Options.Points, Kinds: m.Options.Kinds, Classes: m.Options.Classes}.Cases(probe.Probe, catalogue.Lease(r.Config().LeaseTTL), 1)
 			if len(cases) == 0 {
 				t.Fatalf("no case matches the mutant's slice %+v", m.Options)
 			}
@@ -152,7 +152,7 @@ func TestReferenceThroughProtocolCertifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := catalogue.Selection{}.Cases(probe.Probe, r.Config().LeaseTTL.Milliseconds(), 1)
+	cases := catalogue.Selection{}.Cases(probe.Probe, catalogue.Lease(r.Config().LeaseTTL), 1)
 	rep := r.RunAll(context.Background(), cases, 2, nil)
 	for _, res := range rep.Results {
 		if res.Verdict != verdict.Pass && res.Verdict != verdict.NotApplicable {
@@ -177,7 +177,7 @@ func TestOwnStoresThroughProtocol(t *testing.T) {
 	if len(d.HarnessStores) != 0 || !d.Has("calls") {
 		t.Fatalf("declared %+v", d)
 	}
-	cases := catalogue.Selection{Kinds: []faults.Kind{faults.Crash, faults.Unknown}}.Cases(catalogue.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
+	cases := catalogue.Selection{Kinds: []faults.Kind{faults.Crash, faults.Unknown}}.Cases(catalogue.Probe{}, catalogue.Lease(r.Config().LeaseTTL), 1)
 	cases, left := r.ServiceCases(cases)
 	// Its locks are its own: the lease window is the harness's locks'.
 	if want := []string{"1 case left out: window leaseAcquire is not declared"}; !slices.Equal(left, want) {
@@ -214,7 +214,7 @@ func TestOwnStoresThroughProtocol(t *testing.T) {
 	} {
 		t.Run(string(m.bug), func(t *testing.T) {
 			r := runnerOwn(t, m.bug)
-			cases := catalogue.Selection{Points: []faults.Point{m.point}, Kinds: []faults.Kind{m.kind}}.Cases(catalogue.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
+			cases := catalogue.Selection{Points: []faults.Point{m.point}, Kinds: []faults.Kind{m.kind}}.Cases(catalogue.Probe{}, catalogue.Lease(r.Config().LeaseTTL), 1)
 			rep := r.RunAll(context.Background(), cases, 2, nil)
 			if rep.ExitCode != 1 || !slices.Contains(rep.Broken(), m.inv) {
 				t.Fatalf("exit %d, broke %v; want exit 1 and %s", rep.ExitCode, rep.Broken(), m.inv)

@@ -68,7 +68,7 @@ var planSaveWindows = []faults.Point{faults.PlanSaveBeforeApprove, faults.PlanSa
 
 func run(t *testing.T, r *sim.Runner, kinds ...faults.Kind) verdict.Report {
 	t.Helper()
-	cases := catalogue.Selection{Points: planSaveWindows, Kinds: kinds}.Cases(catalogue.Probe{}, r.Config().LeaseTTL.Milliseconds(), 1)
+	cases := catalogue.Selection{Points: planSaveWindows, Kinds: kinds}.Cases(catalogue.Probe{}, catalogue.Lease(r.Config().LeaseTTL), 1)
 	if len(cases) == 0 {
 		t.Fatalf("no cases for %v %v", planSaveWindows, kinds)
 	}
@@ -173,7 +173,7 @@ func TestLangGraphCheckpointerWindows(t *testing.T) {
 		{Point: "service/checkpointer.put", System: faults.PlanSave, Hits: 1, Methods: []string{"plansave.start"}},
 		{Point: "service/checkpointer.put_writes", System: faults.PlanSave, Hits: 1, Methods: []string{"plansave.start"}},
 	}
-	cases := catalogue.Filter(catalogue.StoreMatrix(ws, r.Config().LeaseTTL.Milliseconds()), nil, []faults.Kind{faults.Crash, faults.Unknown}, nil)
+	cases := catalogue.Filter(catalogue.Lease(r.Config().LeaseTTL).StoreMatrix(ws), nil, []faults.Kind{faults.Crash, faults.Unknown}, nil)
 	if len(cases) != 4 {
 		t.Fatalf("%d cases, want 4", len(cases))
 	}

@@ -158,7 +158,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 		os.RemoveAll(work)
 		t.Fatalf("crash matrix: %v", err)
 	}
-	cases := sel.Cases(probe.Probe, o.LeaseTTL.Milliseconds(), o.Seed)
+	cases := sel.Cases(probe.Probe, catalogue.Lease(o.LeaseTTL), o.Seed)
 	if len(o.Cases) > 0 {
 		cases = o.Cases
 	}

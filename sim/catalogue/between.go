@@ -20,35 +20,35 @@ var StaleCallKinds = []faults.Kind{faults.Split, faults.Expire}
 
 // staleHolderStep returns the lease-fault case of kind k and the index of
 // its stale holder's step (the one parked while the competitor commits).
-func staleHolderStep(k faults.Kind, leaseTTLMillis int64) (Case, int) {
+func (b Builder) staleHolderStep(k faults.Kind) (Case, int) {
 	spec, _ := faults.Lookup(faults.LeaseAcquire)
-	c, _ := windowCase(spec, k, leaseTTLMillis)
+	c, _ := b.windowCase(spec, k)
 	return c, 0 // leaseFaultCase puts the stale holder first
 }
 
 // StaleCallProbe is the stale holder of kind k's case alone, with every
 // store call marked (a zero pause at every hit), so that its history counts
 // them.
-func StaleCallProbe(k faults.Kind, leaseTTLMillis int64) Case {
-	c, i := staleHolderStep(k, leaseTTLMillis)
+func (b Builder) StaleCallProbe(k faults.Kind) Case {
+	c, i := b.staleHolderStep(k)
 	st := c.Steps[i]
 	st.Arms = faults.Arms{faults.StoreCall: faults.PauseOn(0, 0)}
 	if k == faults.Expire {
 		st.Arms[faults.LeaseAcquire] = faults.On(k, 1)
 	}
 	st.Background, st.Meanwhile, st.ExpectHit = false, nil, nil
-	return Case{ID: "probe-stale-calls-" + string(k), System: faults.Ingestion, Class: "probe", TTLMillis: leaseTTLMillis,
+	return Case{ID: "probe-stale-calls-" + string(k), System: faults.Ingestion, Class: "probe", TTLMillis: b.ttl,
 		Description: fmt.Sprintf("the stale holder of the %s lease case alone, every store call marked: counts the calls the between-calls cases stall before", k),
 		Steps:       []Step{st, QuiesceStep(faults.Ingestion, st.Worker)}}
 }
 
 // BetweenCallsCase is the lease-fault case of kind k with the stale holder
 // parked before its call-th store call instead of at its named window.
-func BetweenCallsCase(k faults.Kind, call, calls int, leaseTTLMillis int64) Case {
-	c, i := staleHolderStep(k, leaseTTLMillis)
+func (b Builder) BetweenCallsCase(k faults.Kind, call, calls int) Case {
+	c, i := b.staleHolderStep(k)
 	st := &c.Steps[i]
 	delete(st.Arms, faults.BeforeStateCommit)
-	st.Arms[faults.StoreCall] = faults.PauseOn(StaleStall(leaseTTLMillis), call)
+	st.Arms[faults.StoreCall] = faults.PauseOn(b.StaleStall(), call)
 	st.ExpectHit = append(slicesWithout(st.ExpectHit, faults.BeforeStateCommit), faults.StoreCall)
 	name := fmt.Sprintf("%s-%s-%02d", BetweenCallsClass, k, call)
 	c.ID, c.Class, c.Point, c.Kind = name, name, "", k
@@ -75,11 +75,11 @@ func slicesWithout(ps []faults.Point, p faults.Point) []faults.Point {
 // fault kind (calls: what the probe counted).
 // A case's call count ("of N") is in its description only: a scenario
 // that pins one call (calls 0) stands without it.
-func BetweenCallsCases(calls map[faults.Kind]int, leaseTTLMillis int64) []Case {
+func (b Builder) BetweenCallsCases(calls map[faults.Kind]int) []Case {
 	var out []Case
 	for _, k := range StaleCallKinds {
 		for n := 1; n <= calls[k]; n++ {
-			out = append(out, BetweenCallsCase(k, n, calls[k], leaseTTLMillis))
+			out = append(out, b.BetweenCallsCase(k, n, calls[k]))
 		}
 	}
 	return out
@@ -87,8 +87,8 @@ func BetweenCallsCases(calls map[faults.Kind]int, leaseTTLMillis int64) []Case {
 
 // StaleStall is how long the stale holder of a lease-fault case stalls: a
 // quarter of the TTL, so that it still believes its lease when it wakes.
-func StaleStall(leaseTTLMillis int64) time.Duration {
-	return time.Duration(leaseTTLMillis/4) * time.Millisecond
+func (b Builder) StaleStall() time.Duration {
+	return time.Duration(b.ttl/4) * time.Millisecond
 }
 
 // betweenCalls narrows the between-calls cases as Filter narrows the

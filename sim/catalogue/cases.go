@@ -187,23 +187,23 @@ func QuiesceStep(system faults.System, resubmit ...string) Step {
 
 // WindowCase builds the case for one window and fault kind; ok is false
 // when the kind does not apply at the window.
-func WindowCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool) {
+func (b Builder) WindowCase(p faults.Point, k faults.Kind) (Case, bool) {
 	spec, found := faults.Lookup(p)
 	if !found {
 		return Case{}, false
 	}
-	return windowCase(spec, k, leaseTTLMillis)
+	return b.windowCase(spec, k)
 }
 
 // windowCase builds the case of a catalogue or store-declared window.
-func windowCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case, bool) {
+func (b Builder) windowCase(spec faults.Spec, k faults.Kind) (Case, bool) {
 	p := spec.Point
 	if !spec.Applies(k) {
 		return Case{}, false
 	}
 	arm := faults.On(k, 1)
 	if k == faults.Pause {
-		arm = faults.PauseOn(LongPause(leaseTTLMillis), 1)
+		arm = faults.PauseOn(b.LongPause(), 1)
 	}
 	if k == faults.Persistent {
 		arm = faults.On(faults.Persistent, 0) // every hit
@@ -211,7 +211,7 @@ func windowCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case, bo
 	if k == faults.Recrash {
 		arm = faults.On(faults.Crash, 1)
 	}
-	c := Case{ID: caseID(strings.ReplaceAll(string(p), "/", "-"), string(k)), System: spec.System, Point: p, Kind: k, TTLMillis: leaseTTLMillis,
+	c := Case{ID: caseID(strings.ReplaceAll(string(p), "/", "-"), string(k)), System: spec.System, Point: p, Kind: k, TTLMillis: b.ttl,
 		Description: fmt.Sprintf("%s at %q (%s); recovery must: %s", k, spec.Step, spec.Window, spec.Recovery)}
 	fault := Step{Worker: "fault", Arms: faults.Arms{}, ExpectHit: []faults.Point{p}}
 	var recovery []Step
@@ -237,7 +237,7 @@ func windowCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case, bo
 		fault.Actions = []Action{{Do: "recover", Rounds: 3}}
 		fault.ContinueOnError = true
 	case p == faults.LeaseAcquire && k.IsLeaseFault():
-		return leaseFaultCase(c, k, leaseTTLMillis), true
+		return b.leaseFaultCase(c, k), true
 	case p == faults.ConflictBeforeReplan || p == faults.ConflictBeforeAbandon:
 		// A plan for d3 is persisted and written, then a competing
 		// revision of d3 commits first; recovery finds the conflict.
@@ -287,13 +287,13 @@ func windowCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case, bo
 }
 
 // LongPause is a stall well past the lease: twice the TTL and a little.
-func LongPause(leaseTTLMillis int64) time.Duration {
-	return time.Duration(2*leaseTTLMillis+100) * time.Millisecond
+func (b Builder) LongPause() time.Duration {
+	return time.Duration(2*b.ttl+100) * time.Millisecond
 }
 
 // ShortPause is a stall well inside the lease: half the TTL.
-func ShortPause(leaseTTLMillis int64) time.Duration {
-	return time.Duration(leaseTTLMillis/2) * time.Millisecond
+func (b Builder) ShortPause() time.Duration {
+	return time.Duration(b.ttl/2) * time.Millisecond
 }
 
 // LeaseBoundary names a pause length relative to the lease TTL.
@@ -309,18 +309,18 @@ type LeaseBoundary struct {
 var LeaseBoundaries = []LeaseBoundary{{"just-before-expiry", 9, 10}, {"just-after-expiry", 11, 10}, {"half-ttl-after-expiry", 3, 2}}
 
 // Pause is the boundary's pause length for a lease TTL.
-func (b LeaseBoundary) Pause(leaseTTLMillis int64) time.Duration {
-	return time.Duration(leaseTTLMillis*b.Num/b.Den) * time.Millisecond
+func (b LeaseBoundary) Pause(lease Builder) time.Duration {
+	return time.Duration(lease.ttl*b.Num/b.Den) * time.Millisecond
 }
 
 // LeasePauses are the pause lengths a generator draws from: the
 // boundaries and the long pause.
-func LeasePauses(leaseTTLMillis int64) []time.Duration {
+func (b Builder) LeasePauses() []time.Duration {
 	out := make([]time.Duration, 0, len(LeaseBoundaries)+1)
-	for _, b := range LeaseBoundaries {
-		out = append(out, b.Pause(leaseTTLMillis))
+	for _, lb := range LeaseBoundaries {
+		out = append(out, lb.Pause(b))
 	}
-	return append(out, LongPause(leaseTTLMillis))
+	return append(out, b.LongPause())
 }
 
 // leaseFaultCase is the window case of a lease fault: two holders of one
@@ -328,8 +328,8 @@ func LeasePauses(leaseTTLMillis int64) []time.Duration {
 // into it) stands parked before its state commit while the other ingests
 // another version of the document and commits; then the first wakes up and
 // its commit must be stopped by the revision CAS, not by the lease.
-func leaseFaultCase(c Case, k faults.Kind, leaseTTLMillis int64) Case {
-	stall := faults.PauseOn(time.Duration(leaseTTLMillis/4)*time.Millisecond, 1)
+func (b Builder) leaseFaultCase(c Case, k faults.Kind) Case {
+	stall := faults.PauseOn(time.Duration(b.ttl/4)*time.Millisecond, 1)
 	first := Step{Worker: "holder", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3a}}, Arms: faults.Arms{faults.BeforeStateCommit: stall},
 		Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeStateCommit}, Meanwhile: &Meanwhile{Worker: "fault", Does: DeedCommit}}
 	second := Step{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d3", Content: DocD3b}}, Arms: faults.Arms{faults.LeaseAcquire: faults.On(k, 1)},
@@ -352,9 +352,9 @@ func leaseFaultCase(c Case, k faults.Kind, leaseTTLMillis int64) Case {
 }
 
 // ClassCases are the case classes beside the windows.
-func ClassCases(leaseTTLMillis int64) []Case {
-	long := faults.PauseOn(LongPause(leaseTTLMillis), 1)
-	short := faults.PauseOn(ShortPause(leaseTTLMillis), 1)
+func (b Builder) ClassCases() []Case {
+	long := faults.PauseOn(b.LongPause(), 1)
+	short := faults.PauseOn(b.ShortPause(), 1)
 	cases := []Case{
 		{ID: "class-duplicate-delivery", System: faults.Ingestion, Class: "duplicate-delivery",
 			Description: "one operationId delivered three times: after a crash mid-write, two workers resubmit it at once (the first stalls mid-resume past its lease while the second takes over)",
@@ -392,7 +392,7 @@ func ClassCases(leaseTTLMillis int64) []Case {
 			Description: "one instance ingests a document, then stalls writing another one (holding that one's lease only); meanwhile a second instance commits a new version of the first document and is answered; the first instance then ingests its old content again and must read that commit (a new revision, not a NO_OP at the revision it had read before): a store that serves an instance what it read or wrote itself, missing what another instance committed since, fails here",
 			Steps: []Step{
 				{Worker: "fault", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v1}, {Do: "ingest", Doc: "d2", Content: DocD2}, {Do: "ingest", Doc: "d1", Content: DocD1v1}},
-					Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(ShortPause(leaseTTLMillis), 2)}, Background: true,
+					Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(b.ShortPause(), 2)}, Background: true,
 					ExpectHit: []faults.Point{faults.BeforeGraphWrite}, Meanwhile: &Meanwhile{Worker: "other", Does: DeedCommit}},
 				{Worker: "other", Actions: []Action{{Do: "ingest", Doc: "d1", Content: DocD1v2}}},
 				QuiesceStep(faults.Ingestion, "fault"),
@@ -404,17 +404,17 @@ func ClassCases(leaseTTLMillis int64) []Case {
 		replanAfterDeadLetter("replan-after-dead-letter", "an ingestion crashes before its graph write; another version of the document commits; the first content is ingested again on that revision and fails for good (dead letter); when the first operation is resubmitted, its conflict re-plans the content on the latest revision under the operationId a fresh ingestion of it gets, the dead-lettered one, never a second plan for one intent", faults.BeforeGraphWrite),
 		staleWriterAfterNoop("stale-writer-after-noop", "a writer stalls past its lease before its state commit; meanwhile another instance takes the document's lease for a retraction that finds nothing to retract (the revision does not move): when the writer wakes, only the lease can refuse its commit", false, long),
 		splitBrainSameIntent("split-brain-same-intent", "two holders plan one ingestion at once (split brain): the first asked the model and stalls before freezing its plan; the second is granted the live lease, asks the model again, freezes the other answer and dies; the first must not run its own plan under the frozen operation",
-			faults.Arms{faults.BeforePrepare: faults.PauseOn(time.Duration(leaseTTLMillis/4)*time.Millisecond, 1)}, []faults.Point{faults.BeforePrepare},
+			faults.Arms{faults.BeforePrepare: faults.PauseOn(time.Duration(b.ttl/4)*time.Millisecond, 1)}, []faults.Point{faults.BeforePrepare},
 			faults.Arms{faults.LeaseAcquire: faults.On(faults.Split, 1), faults.BeforeGraphWrite: faults.On(faults.Crash, 1)}, []faults.Point{faults.LeaseAcquire, faults.BeforeGraphWrite}),
 		resubmitAfterFailure("resubmit-after-failure", "an ingestion fails with a retryable error before its graph write (its operation is FAILED, one attempt recorded); its caller resubmits the same content before any recovery: the retry must keep the operationId and its frozen plan, not mint a new one with a second model call", faults.BeforeGraphWrite),
 		reingestAfterRetraction("reingest-after-retraction", "a document is ingested and retracted, then the same content is ingested again (another document's commit crashes meanwhile): the last answer must leave the document ACTIVE with that content, not a NO_OP over the retraction", faults.BeforeStateCommit),
 		retractionSharedEdge("retraction-shared-edge", "a document is retracted while another still supports one of its edges; the retraction crashes mid-way", faults.BeforeStateCommit, faults.Crash),
 	}
-	cases = append(cases, replanCases(leaseTTLMillis)...) // replan.go
+	cases = append(cases, b.replanCases()...) // replan.go
 	// The in-flight classes: inflight.go.
-	cases = append(cases, inFlightCases(leaseTTLMillis)...)
+	cases = append(cases, b.inFlightCases()...)
 	for i := range cases {
-		cases[i].TTLMillis = leaseTTLMillis
+		cases[i].TTLMillis = b.ttl
 	}
 	return cases
 }
@@ -475,18 +475,18 @@ func retractionSharedEdge(class, desc string, p faults.Point, k faults.Kind) Cas
 // recovery takes the document over meanwhile and the writer must be
 // refused when it wakes (a holder that trusts its lease past its expiry
 // writes as a stale holder).
-func BoundaryCases(leaseTTLMillis int64) []Case {
+func (b Builder) BoundaryCases() []Case {
 	var out []Case
-	for _, b := range LeaseBoundaries {
+	for _, lb := range LeaseBoundaries {
 		var meanwhile *Meanwhile
-		if b.Num > b.Den {
+		if lb.Num > lb.Den {
 			meanwhile = &Meanwhile{Worker: "recover", Does: DeedLease}
 		}
-		out = append(out, Case{ID: "class-lease-" + b.Name, System: faults.Ingestion, Class: "lease-" + b.Name, TTLMillis: leaseTTLMillis,
-			Description: fmt.Sprintf("a writer stalls %d/%d of the lease TTL before its graph write while recovery takes the document over; a stale holder must be refused by the store", b.Num, b.Den),
+		out = append(out, Case{ID: "class-lease-" + lb.Name, System: faults.Ingestion, Class: "lease-" + lb.Name, TTLMillis: b.ttl,
+			Description: fmt.Sprintf("a writer stalls %d/%d of the lease TTL before its graph write while recovery takes the document over; a stale holder must be refused by the store", lb.Num, lb.Den),
 			Steps: []Step{
-				{Worker: "fault", Actions: StandardScript(), Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(b.Pause(leaseTTLMillis), 1)},
-					Background: b.Num > b.Den, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeGraphWrite}, Meanwhile: meanwhile},
+				{Worker: "fault", Actions: StandardScript(), Arms: faults.Arms{faults.BeforeGraphWrite: faults.PauseOn(lb.Pause(b), 1)},
+					Background: lb.Num > lb.Den, ContinueOnError: true, ExpectHit: []faults.Point{faults.BeforeGraphWrite}, Meanwhile: meanwhile},
 				RecoverStep("recover", nil),
 				QuiesceStep(faults.Ingestion, "fault"),
 			}})
@@ -496,18 +496,18 @@ func BoundaryCases(leaseTTLMillis int64) []Case {
 
 // Matrix returns every window x applicable kind, then the case classes
 // and the lease boundaries.
-func Matrix(leaseTTLMillis int64) []Case {
+func (b Builder) Matrix() []Case {
 	var out []Case
 	for _, s := range faults.Catalogue {
 		for _, k := range faults.Kinds {
-			if c, ok := WindowCase(s.Point, k, leaseTTLMillis); ok {
+			if c, ok := b.WindowCase(s.Point, k); ok {
 				out = append(out, c)
 			}
 		}
 	}
-	out = append(out, ClassCases(leaseTTLMillis)...)
-	out = append(out, BoundaryCases(leaseTTLMillis)...)
-	return append(out, SecondCases(leaseTTLMillis)...) // second.go
+	out = append(out, b.ClassCases()...)
+	out = append(out, b.BoundaryCases()...)
+	return append(out, b.SecondCases()...) // second.go
 }
 
 func caseID(parts ...string) string {

@@ -15,15 +15,15 @@ import (
 // window of the catalogue and every store-declared window where a crash
 // applies. It runs when asked for (--kind fsync-error, disk-full,
 // slow-sync).
-func DiskMatrix(ws []StoreWindow, k faults.Kind, leaseTTLMillis int64) []Case {
+func (b Builder) DiskMatrix(ws []StoreWindow, k faults.Kind) []Case {
 	var out []Case
 	for _, s := range faults.Catalogue {
-		if c, ok := DiskCase(s, k, leaseTTLMillis); ok {
+		if c, ok := b.DiskCase(s, k); ok {
 			out = append(out, c)
 		}
 	}
 	for _, w := range ws {
-		if c, ok := DiskCase(w.Spec(), k, leaseTTLMillis); ok {
+		if c, ok := b.DiskCase(w.Spec(), k); ok {
 			c.Store = true
 			out = append(out, c)
 		}
@@ -33,11 +33,11 @@ func DiskMatrix(ws []StoreWindow, k faults.Kind, leaseTTLMillis int64) []Case {
 
 // DiskCase is the case of disk error k armed at spec's window: the
 // window's case, with the worker going on past it on the faulted disk.
-func DiskCase(spec faults.Spec, k faults.Kind, leaseTTLMillis int64) (Case, bool) {
+func (b Builder) DiskCase(spec faults.Spec, k faults.Kind) (Case, bool) {
 	if !k.IsDisk() {
 		return Case{}, false
 	}
-	c, ok := windowCase(spec, k, leaseTTLMillis)
+	c, ok := b.windowCase(spec, k)
 	if !ok {
 		return Case{}, false
 	}

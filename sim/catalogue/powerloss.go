@@ -12,25 +12,25 @@ import (
 // PowerLossCase builds the case of a power loss at window p: the window's
 // crash case with the power loss armed in place of the kill; ok is false
 // where a crash does not apply.
-func PowerLossCase(p faults.Point, leaseTTLMillis int64) (Case, bool) {
-	return PowerCase(p, faults.PowerLoss, leaseTTLMillis)
+func (b Builder) PowerLossCase(p faults.Point) (Case, bool) {
+	return b.PowerCase(p, faults.PowerLoss)
 }
 
 // PowerCase builds the case of a power loss of kind k (faults.PowerLoss
 // or faults.TornWrite) at window p.
-func PowerCase(p faults.Point, k faults.Kind, leaseTTLMillis int64) (Case, bool) {
+func (b Builder) PowerCase(p faults.Point, k faults.Kind) (Case, bool) {
 	spec, found := faults.Lookup(p)
 	if !found || !k.IsPowerLoss() {
 		return Case{}, false
 	}
-	return powerLossCase(spec, k, 0, leaseTTLMillis)
+	return b.powerLossCase(spec, k, 0)
 }
 
 // powerLossCase is the case of a power loss of kind k at spec's window;
 // tear is a torn write's unit (faults.Action.Tear: 0 or faults.TearPage
 // for pages).
-func powerLossCase(spec faults.Spec, k faults.Kind, tear int, leaseTTLMillis int64) (Case, bool) {
-	c, ok := windowCase(spec, faults.Crash, leaseTTLMillis)
+func (b Builder) powerLossCase(spec faults.Spec, k faults.Kind, tear int) (Case, bool) {
+	c, ok := b.windowCase(spec, faults.Crash)
 	if !ok {
 		return Case{}, false
 	}
@@ -59,8 +59,8 @@ func powerLossCase(spec faults.Spec, k faults.Kind, tear int, leaseTTLMillis int
 // PowerLossMatrix returns a power loss at every window of the catalogue
 // and every store-declared window where a crash applies: the power-loss
 // column.
-func PowerLossMatrix(ws []StoreWindow, leaseTTLMillis int64) []Case {
-	return powerMatrix(ws, faults.PowerLoss, 0, leaseTTLMillis)
+func (b Builder) PowerLossMatrix(ws []StoreWindow) []Case {
+	return b.powerMatrix(ws, faults.PowerLoss, 0)
 }
 
 // TornWriteMatrix is the torn-write column: a torn power loss wherever
@@ -72,19 +72,19 @@ func PowerLossMatrix(ws []StoreWindow, leaseTTLMillis int64) []Case {
 // (sim/catalogue/torndefault.go), and when asked for (--kind torn-write): at a
 // window where the store has nothing un-synced there is nothing to tear,
 // and such a case is not applicable off servers, not exercised on one.
-func TornWriteMatrix(ws []StoreWindow, tear int, leaseTTLMillis int64) []Case {
-	return powerMatrix(ws, faults.TornWrite, tear, leaseTTLMillis)
+func (b Builder) TornWriteMatrix(ws []StoreWindow, tear int) []Case {
+	return b.powerMatrix(ws, faults.TornWrite, tear)
 }
 
-func powerMatrix(ws []StoreWindow, k faults.Kind, tear int, leaseTTLMillis int64) []Case {
+func (b Builder) powerMatrix(ws []StoreWindow, k faults.Kind, tear int) []Case {
 	var out []Case
 	for _, s := range faults.Catalogue {
-		if c, ok := powerLossCase(s, k, tear, leaseTTLMillis); ok {
+		if c, ok := b.powerLossCase(s, k, tear); ok {
 			out = append(out, c)
 		}
 	}
 	for _, w := range ws {
-		if c, ok := powerLossCase(w.Spec(), k, tear, leaseTTLMillis); ok {
+		if c, ok := b.powerLossCase(w.Spec(), k, tear); ok {
 			c.Store = true
 			out = append(out, c)
 		}

@@ -31,7 +31,7 @@ const ReplanResumeClass = "resume-after-replan"
 // operation keeps the next round off it, so the round runs the re-plan
 // first, and the old operation then finds the document already holding
 // its content (a NO_OP re-plan under any operationId).
-func replanCases(leaseTTLMillis int64) []Case {
+func (b Builder) replanCases() []Case {
 	dies := []struct {
 		class string
 		point faults.Point
@@ -43,7 +43,7 @@ func replanCases(leaseTTLMillis int64) []Case {
 	}
 	out := make([]Case, 0, len(dies))
 	for _, d := range dies {
-		out = append(out, Case{ID: "class-" + d.class, System: faults.Ingestion, Class: d.class, TTLMillis: leaseTTLMillis,
+		out = append(out, Case{ID: "class-" + d.class, System: faults.Ingestion, Class: d.class, TTLMillis: b.ttl,
 			Description: "an old plan of d3 loses its revision race; recovery detects the conflict, " + d.how + "; the old operation's caller resumes it once the dead worker's lease is gone, at a later time: it must find the re-plan and run it, not make a second one for the same intent",
 			Steps: []Step{
 				{Worker: "setup", Actions: []Action{{Do: "ingest", Doc: "d3", Op: "d3-op", Content: DocD3a}}, Arms: faults.Arms{faults.BeforeGraphApplied: faults.On(faults.Crash, 1)}, ExpectHit: []faults.Point{faults.BeforeGraphApplied}},

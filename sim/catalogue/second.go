@@ -10,11 +10,11 @@ import (
 // only ones to catch a mutant (properties' TestMutantCatchesRestOnMoreThanOneCase
 // counts them), so that a timing change in one case cannot lose it: the
 // same interleaving at another window or under another kind.
-func SecondCases(leaseTTLMillis int64) []Case {
-	stale := faults.PauseOn(StaleStall(leaseTTLMillis), 1)
+func (b Builder) SecondCases() []Case {
+	stale := faults.PauseOn(b.StaleStall(), 1)
 	justAfter := LeaseBoundaries[1] // just after expiry
-	short := faults.PauseOn(ShortPause(leaseTTLMillis), 1)
-	long := faults.PauseOn(LongPause(leaseTTLMillis), 1)
+	short := faults.PauseOn(b.ShortPause(), 1)
+	long := faults.PauseOn(b.LongPause(), 1)
 	cases := []Case{
 		splitBrainSameIntent("split-brain-same-intent-expire", "split-brain-same-intent under early expiry: the first holder's lease is forgotten by the store; it asked the model and stalls before freezing its plan while the second, granted the lease, asks the model again, freezes the other answer and dies; the first must not run its own plan under the frozen operation",
 			faults.Arms{faults.LeaseAcquire: faults.On(faults.Expire, 1), faults.BeforePrepare: stale}, []faults.Point{faults.LeaseAcquire, faults.BeforePrepare},
@@ -22,7 +22,7 @@ func SecondCases(leaseTTLMillis int64) []Case {
 		{ID: "class-lease-" + justAfter.Name + "-between-batches", System: faults.Ingestion, Class: "lease-" + justAfter.Name + "-between-batches",
 			Description: fmt.Sprintf("a writer stalls %d/%d of the lease TTL between two graph batches while recovery takes the document over; a stale holder must be refused by the store before its next batch", justAfter.Num, justAfter.Den),
 			Steps: []Step{
-				{Worker: "fault", Actions: StandardScript(), Arms: faults.Arms{faults.BetweenGraphBatches: faults.PauseOn(justAfter.Pause(leaseTTLMillis), 1)},
+				{Worker: "fault", Actions: StandardScript(), Arms: faults.Arms{faults.BetweenGraphBatches: faults.PauseOn(justAfter.Pause(b), 1)},
 					Background: true, ContinueOnError: true, ExpectHit: []faults.Point{faults.BetweenGraphBatches}, Meanwhile: &Meanwhile{Worker: "recover", Does: DeedLease}},
 				RecoverStep("recover", nil),
 				QuiesceStep(faults.Ingestion, "fault"),
@@ -35,13 +35,13 @@ func SecondCases(leaseTTLMillis int64) []Case {
 		retractionSharedEdgeCrossed("retraction-shared-edge-crossed-unknown", "retraction-shared-edge-crossed with the first retraction's graph write committed and its worker dead before it learnt so: when it commits, the edge nothing supports must go", faults.BeforeGraphApplied, faults.Unknown),
 		replanAfterDeadLetter("replan-after-dead-letter-graph-applied", "replan-after-dead-letter with the first ingestion's graph written before it died: its conflict re-plans the content under the dead-lettered operationId, never a second plan for one intent", faults.BeforeGraphApplied),
 		staleWriterAfterNoop("stale-writer-after-noop-retracted", "stale-writer-after-noop on a document retracted before: a writer re-ingesting it stalls past its lease before its state commit while another instance's retraction finds it retracted already; only the lease can refuse the commit", true, long),
-		staleHolderRenews(StaleHolderRenewsClass+"-lease-check", faults.BeforeLeaseCheck, leaseTTLMillis),
+		b.staleHolderRenews(StaleHolderRenewsClass+"-lease-check", faults.BeforeLeaseCheck),
 		deadLetterCutShort(DeadLetterCutShortClass+"-failed", "dead-letter-cut-short before the graph write: the ingestion fails for good there (the operation FAILED), and its worker dies before it records the dead letter; nobody resubmits: recovery alone must finish the dead letter", faults.BeforeGraphWrite),
-		retractionWhilePlanInFlight(RetractionWhilePlanInFlightClass+"-crash", "retraction-while-plan-in-flight with the other document's worker dead before its state commit (its graph written, the operation GRAPH_APPLIED): the retraction must keep the edge the plan in flight needs, and recovery commits it", true, leaseTTLMillis),
+		b.retractionWhilePlanInFlight(RetractionWhilePlanInFlightClass+"-crash", "retraction-while-plan-in-flight with the other document's worker dead before its state commit (its graph written, the operation GRAPH_APPLIED): the retraction must keep the edge the plan in flight needs, and recovery commits it", true),
 		retractionSharedEdge("retraction-shared-edge-unknown", "a document is retracted while another still supports one of its edges; the retraction's graph write commits and the worker dies before it learns so", faults.BeforeGraphApplied, faults.Unknown),
 	}
 	for i := range cases {
-		cases[i].TTLMillis = leaseTTLMillis
+		cases[i].TTLMillis = b.ttl
 	}
 	return cases
 }

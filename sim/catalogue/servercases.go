@@ -13,7 +13,7 @@ import (
 // window's crash case with the server fault armed in place of the kill:
 // the worker is not killed, it sees its server fail (or its reply lost)
 // and goes on; recovery and the final quiesce follow as usual.
-func ServerWindowCase(p faults.Point, k faults.Kind, server string, leaseTTLMillis int64) (Case, bool) {
+func (b Builder) ServerWindowCase(p faults.Point, k faults.Kind, server string) (Case, bool) {
 	spec, found := faults.Lookup(p)
 	if !found || !spec.AppliesServer(k, server) {
 		return Case{}, false
@@ -25,7 +25,7 @@ func ServerWindowCase(p faults.Point, k faults.Kind, server string, leaseTTLMill
 		// request is held, and takes the lease over.
 		base = faults.Pause
 	}
-	c, ok := WindowCase(p, base, leaseTTLMillis)
+	c, ok := b.WindowCase(p, base)
 	if !ok {
 		return Case{}, false
 	}
@@ -68,12 +68,12 @@ func clockJumpCompetitor() Step {
 
 // ServerMatrix returns every window x server fault x server that applies:
 // the cases a server backend adds when its servers may be faulted.
-func ServerMatrix(leaseTTLMillis int64) []Case {
+func (b Builder) ServerMatrix() []Case {
 	var out []Case
 	for _, s := range faults.Catalogue {
 		for _, k := range faults.ServerKinds {
 			for _, srv := range faults.Servers {
-				if c, ok := ServerWindowCase(s.Point, k, srv, leaseTTLMillis); ok {
+				if c, ok := b.ServerWindowCase(s.Point, k, srv); ok {
 					out = append(out, c)
 				}
 			}
@@ -85,7 +85,7 @@ func ServerMatrix(leaseTTLMillis int64) []Case {
 // ServerOptInMatrix returns the cases of the opt-in server faults
 // (faults.ServerOptInKinds) that kinds names, at every window and server
 // where each applies: a run has them only when asked for by --kind.
-func ServerOptInMatrix(leaseTTLMillis int64, kinds []faults.Kind) []Case {
+func (b Builder) ServerOptInMatrix(kinds []faults.Kind) []Case {
 	var out []Case
 	for _, s := range faults.Catalogue {
 		for _, k := range faults.ServerOptInKinds {
@@ -93,7 +93,7 @@ func ServerOptInMatrix(leaseTTLMillis int64, kinds []faults.Kind) []Case {
 				continue
 			}
 			for _, srv := range faults.Servers {
-				if c, ok := ServerWindowCase(s.Point, k, srv, leaseTTLMillis); ok {
+				if c, ok := b.ServerWindowCase(s.Point, k, srv); ok {
 					out = append(out, c)
 				}
 			}

@@ -2,6 +2,7 @@ package catalogue_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
@@ -12,12 +13,12 @@ import (
 // each with its worker in the background (the case's next worker runs
 // while it is held) and, for clock-jump, a competitor for its document.
 func TestServerOptInKindsOnlyWhenAsked(t *testing.T) {
-	for _, c := range catalogue.ServerMatrix(600) {
+	for _, c := range catalogue.Lease(600 * time.Millisecond).ServerMatrix() {
 		if c.Kind.HoldsPastLease() {
 			t.Fatalf("the default server matrix has %s", c.Label())
 		}
 	}
-	cases := catalogue.ServerOptInMatrix(600, []faults.Kind{faults.Partition})
+	cases := catalogue.Lease(600 * time.Millisecond).ServerOptInMatrix([]faults.Kind{faults.Partition})
 	count := map[string]int{}
 	for _, c := range cases {
 		if c.Kind != faults.Partition {
@@ -33,7 +34,7 @@ func TestServerOptInKindsOnlyWhenAsked(t *testing.T) {
 	if count["postgres"] != 11 || count["neo4j"] != 2 {
 		t.Fatalf("partition cases per server %v, want postgres 11, neo4j 2", count)
 	}
-	jump := catalogue.ServerOptInMatrix(600, []faults.Kind{faults.ClockJump})
+	jump := catalogue.Lease(600 * time.Millisecond).ServerOptInMatrix([]faults.Kind{faults.ClockJump})
 	if len(jump) != 11 {
 		t.Fatalf("%d clock-jump cases, want 11 (PostgreSQL only)", len(jump))
 	}

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
@@ -12,7 +13,7 @@ import (
 // keeps the matrix order, they differ in size by one case at most, and a
 // case's shard does not depend on the order the cases came in.
 func TestShardsSplitTheMatrixByCaseID(t *testing.T) {
-	matrix := catalogue.Matrix(250)
+	matrix := catalogue.Lease(250 * time.Millisecond).Matrix()
 	ids := make([]string, len(matrix))
 	for i, c := range matrix {
 		ids[i] = c.ID
@@ -69,7 +70,7 @@ func TestParseShard(t *testing.T) {
 // The fingerprint changes with the settings and the set of cases, not
 // with the shard taken.
 func TestMatrixFingerprint(t *testing.T) {
-	matrix := catalogue.Matrix(250)
+	matrix := catalogue.Lease(250 * time.Millisecond).Matrix()
 	a := catalogue.NewMatrixID(catalogue.MatrixID{Backend: "sqlite", Seed: 1, Mode: "in-process"}, matrix)
 	if a.Sum() != a.Fingerprint || len(a.Cases) != len(matrix) {
 		t.Fatalf("fingerprint %s, sum %s, %d cases of %d", a.Fingerprint, a.Sum(), len(a.Cases), len(matrix))
@@ -84,7 +85,7 @@ func TestMatrixFingerprint(t *testing.T) {
 			t.Errorf("another %s, the same fingerprint %s", name, a.Fingerprint)
 		}
 	}
-	if again := catalogue.NewMatrixID(catalogue.MatrixID{Backend: "sqlite", Seed: 1, Mode: "in-process"}, catalogue.Matrix(250)); again.Fingerprint != a.Fingerprint {
+	if again := catalogue.NewMatrixID(catalogue.MatrixID{Backend: "sqlite", Seed: 1, Mode: "in-process"}, catalogue.Lease(250*time.Millisecond).Matrix()); again.Fingerprint != a.Fingerprint {
 		t.Errorf("the same matrix built twice: fingerprints %s and %s", a.Fingerprint, again.Fingerprint)
 	}
 }

@@ -64,11 +64,11 @@ type Probe struct {
 // StoreMatrix returns every store window x every store fault kind, built
 // like the catalogue's windows (the fault worker must hit the point, a
 // crash must end it by the kill, something must complete afterwards).
-func StoreMatrix(ws []StoreWindow, leaseTTLMillis int64) []Case {
+func (b Builder) StoreMatrix(ws []StoreWindow) []Case {
 	var out []Case
 	for _, w := range ws {
 		for _, k := range faults.StoreKinds {
-			c, _ := windowCase(w.Spec(), k, leaseTTLMillis)
+			c, _ := b.windowCase(w.Spec(), k)
 			c.Store = true
 			out = append(out, c)
 		}
@@ -223,18 +223,18 @@ type Selection struct {
 // Cases returns the cases of a selection: the catalogue's matrix and case
 // classes, the store windows of the probe, then the random kills (drawn
 // over the probe's measured fault-free run, seeded by seed).
-func (s Selection) Cases(pr Probe, leaseTTLMillis, seed int64) []Case {
-	cases := Filter(append(Matrix(leaseTTLMillis), StoreMatrix(pr.Windows, leaseTTLMillis)...), s.Points, s.Kinds, s.Classes)
+func (s Selection) Cases(pr Probe, lease Builder, seed int64) []Case {
+	cases := Filter(append(lease.Matrix(), lease.StoreMatrix(pr.Windows)...), s.Points, s.Kinds, s.Classes)
 	if s.PowerLoss {
-		cases = append(cases, Filter(PowerLossMatrix(pr.Windows, leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)
+		cases = append(cases, Filter(lease.PowerLossMatrix(pr.Windows), s.Points, s.Kinds, s.Classes)...)
 	}
 	if s.TornWrite {
-		cases = append(cases, Filter(TornWriteMatrix(pr.Windows, cmp.Or(s.Tear, defaultTear), leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)
+		cases = append(cases, Filter(lease.TornWriteMatrix(pr.Windows, cmp.Or(s.Tear, defaultTear)), s.Points, s.Kinds, s.Classes)...)
 	}
 	for _, k := range s.Disk {
-		cases = append(cases, Filter(DiskMatrix(pr.Windows, k, leaseTTLMillis), s.Points, s.Kinds, s.Classes)...)
+		cases = append(cases, Filter(lease.DiskMatrix(pr.Windows, k), s.Points, s.Kinds, s.Classes)...)
 	}
-	cases = append(cases, s.betweenCalls(BetweenCallsCases(pr.StaleCalls, leaseTTLMillis))...)
+	cases = append(cases, s.betweenCalls(lease.BetweenCallsCases(pr.StaleCalls))...)
 	if s.PowerLoss {
 		// The sweep needs the lazy mount the power-loss column runs on.
 		cases = append(cases, s.durableSteps(DurableStepCases(pr.Durable))...)

@@ -3,6 +3,7 @@ package catalogue
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 )
@@ -27,7 +28,7 @@ func TestTornWriteColumnIsInTheDefaultEmbeddedMatrix(t *testing.T) {
 		}
 	}
 	torn := 0
-	for _, cs := range (Selection{PowerLoss: true, TornWrite: true}).Cases(Probe{}, 250, 1) {
+	for _, cs := range (Selection{PowerLoss: true, TornWrite: true}).Cases(Probe{}, Lease(250*time.Millisecond), 1) {
 		if cs.Kind != faults.TornWrite {
 			continue
 		}
@@ -41,7 +42,7 @@ func TestTornWriteColumnIsInTheDefaultEmbeddedMatrix(t *testing.T) {
 			}
 		}
 	}
-	if torn != len(PowerLossMatrix(nil, 250)) {
-		t.Errorf("%d torn-write cases, want one per power-loss case (%d)", torn, len(PowerLossMatrix(nil, 250)))
+	if torn != len(Lease(250*time.Millisecond).PowerLossMatrix(nil)) {
+		t.Errorf("%d torn-write cases, want one per power-loss case (%d)", torn, len(Lease(250*time.Millisecond).PowerLossMatrix(nil)))
 	}
 }

@@ -2,6 +2,7 @@ package explore
 
 import (
 	"math/rand"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
@@ -47,7 +48,7 @@ func stallBetweenCalls(r *rand.Rand, c *catalogue.Case, clients int, shape Shape
 			st.Arms = faults.Arms{}
 		}
 		call := 1 + r.Intn(maxCallsPerAction*len(st.Actions))
-		st.Arms[faults.StoreCall] = faults.PauseOn(catalogue.StaleStall(shape.LeaseTTLMillis), call)
+		st.Arms[faults.StoreCall] = faults.PauseOn(catalogue.Lease(time.Duration(shape.LeaseTTLMillis)*time.Millisecond).StaleStall(), call)
 		st.Background = true
 	}
 }

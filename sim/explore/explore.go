@@ -179,7 +179,7 @@ func arm(r *rand.Rand, spec faults.Spec, shape Shape) faults.Action {
 	case faults.Pause:
 		// Around the lease TTL (just before expiry, just after, half a
 		// TTL after) or well past it.
-		return faults.PauseOn(pick(r, catalogue.LeasePauses(shape.LeaseTTLMillis)), hit)
+		return faults.PauseOn(pick(r, catalogue.Lease(time.Duration(shape.LeaseTTLMillis)*time.Millisecond).LeasePauses()), hit)
 	case faults.Recrash:
 		k = faults.Crash
 	case faults.Persistent:

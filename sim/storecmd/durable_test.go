@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
@@ -47,7 +48,7 @@ func TestDurableStepSweepCatchesAnUndeclaredTwoTransactionCreate(t *testing.T) {
 		if _, err := r.PowerLossSelection(&sel); err != nil {
 			t.Fatal(err)
 		}
-		return sel.Cases(pr.Probe, 600, 1), pr
+		return sel.Cases(pr.Probe, catalogue.Lease(600*time.Millisecond), 1), pr
 	}
 
 	t.Run("undeclared two transactions", func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
@@ -81,7 +82,7 @@ func TestPowerLossOnStoreCmdDataElsewhere(t *testing.T) {
 	cases := func() []catalogue.Case {
 		var out []catalogue.Case
 		for _, k := range []faults.Kind{faults.PowerLoss, faults.TornWrite} {
-			c, ok := catalogue.PowerCase(faults.BeforeCompleted, k, 250)
+			c, ok := catalogue.Lease(250*time.Millisecond).PowerCase(faults.BeforeCompleted, k)
 			if !ok {
 				t.Fatalf("no %s case at %s", k, faults.BeforeCompleted)
 			}

@@ -23,7 +23,7 @@ import (
 // case another worker must have committed through the server while the
 // holder was cut off: the interleaving the kind is for.
 func TestServerPauseAndPartitionCertify(t *testing.T) {
-	cases := catalogue.ServerOptInMatrix(serverLeaseTTL.Milliseconds(), []faults.Kind{faults.ServerPause, faults.Partition})
+	cases := catalogue.Lease(serverLeaseTTL).ServerOptInMatrix([]faults.Kind{faults.ServerPause, faults.Partition})
 	if testing.Short() {
 		cases = catalogue.Filter(cases, []faults.Point{faults.BeforeLeaseCheck, faults.BeforeStateCommit, faults.BeforeGraphWrite}, nil, nil)
 	}
@@ -80,7 +80,7 @@ func TestClockJumpFailsAServerClockLockProvider(t *testing.T) {
 	}
 	var cases []catalogue.Case
 	for _, p := range []faults.Point{faults.BeforeStateCommit, faults.BeforeGraphWrite} {
-		c, ok := catalogue.ServerWindowCase(p, faults.ClockJump, "postgres", clockJumpTTL.Milliseconds())
+		c, ok := catalogue.Lease(clockJumpTTL).ServerWindowCase(p, faults.ClockJump, "postgres")
 		if !ok {
 			t.Fatalf("no clock-jump case at %s", p)
 		}

@@ -63,7 +63,7 @@ func runServerCasesTTL(t *testing.T, faulter sim.ServerFaults, mutant string, tt
 // cases that crash the same server run together and share its restarts
 // (each at its own window): every case records the restart it saw.
 func TestServerFaultMatrixCertifies(t *testing.T) {
-	cases := catalogue.ServerMatrix(serverLeaseTTL.Milliseconds())
+	cases := catalogue.Lease(serverLeaseTTL).ServerMatrix()
 	if testing.Short() {
 		cases = catalogue.Filter(cases, []faults.Point{faults.BeforeStateCommit, faults.BetweenGraphBatches, faults.PlanSaveBeforeCheckpoint}, nil, nil)
 	}
@@ -115,7 +115,7 @@ func TestSynchronousCommitOffFailsI9(t *testing.T) {
 	t.Setenv(servers.EnvNeo4jURI, "")
 	var cases []catalogue.Case
 	for _, p := range []faults.Point{faults.BeforeGraphApplied, faults.BeforeRegistrySave, faults.BeforeStateCommitted, faults.BeforeCompleted, faults.PlanSaveBeforeCheckpoint} {
-		c, ok := catalogue.ServerWindowCase(p, faults.ServerCrash, "postgres", serverLeaseTTL.Milliseconds())
+		c, ok := catalogue.Lease(serverLeaseTTL).ServerWindowCase(p, faults.ServerCrash, "postgres")
 		if !ok {
 			t.Fatalf("no server-crash case at %s", p)
 		}
@@ -144,7 +144,7 @@ func TestSynchronousCommitOffFailsI9(t *testing.T) {
 // ("failed, retry as new") makes the reference plan anew for an operation
 // whose plan is already frozen: I1 catches the second model call.
 func TestLostCommitIsFailureMutantFailsUnderAckLost(t *testing.T) {
-	c, ok := catalogue.ServerWindowCase(faults.BeforePrepare, faults.AckLost, "postgres", serverLeaseTTL.Milliseconds())
+	c, ok := catalogue.Lease(serverLeaseTTL).ServerWindowCase(faults.BeforePrepare, faults.AckLost, "postgres")
 	if !ok {
 		t.Fatal("no ack-lost case at beforePrepare")
 	}

@@ -119,7 +119,7 @@ func tornCases(t *testing.T, points ...faults.Point) []catalogue.Case {
 // tear bytes (faults.TearSector, or less: inside one sector).
 func unitCases(t *testing.T, tear int, points ...faults.Point) []catalogue.Case {
 	t.Helper()
-	cases := catalogue.Filter(catalogue.TornWriteMatrix(nil, tear, leaseTTL.Milliseconds()), points, nil, nil)
+	cases := catalogue.Filter(catalogue.Lease(leaseTTL).TornWriteMatrix(nil, tear), points, nil, nil)
 	if len(cases) != len(points) {
 		t.Fatalf("%d cases torn at %d bytes at %d windows", len(cases), tear, len(points))
 	}
@@ -131,7 +131,7 @@ func columnCases(t *testing.T, k faults.Kind, points []faults.Point) []catalogue
 	t.Helper()
 	var cases []catalogue.Case
 	for _, p := range points {
-		c, ok := catalogue.PowerCase(p, k, leaseTTL.Milliseconds())
+		c, ok := catalogue.Lease(leaseTTL).PowerCase(p, k)
 		if !ok {
 			t.Fatalf("no %s case at %s", k, p)
 		}
