@@ -64,6 +64,8 @@ var flagLimits = map[string]limit{
 	"cycles":               {min: 0, what: "a number of cycles (0 skips them)"},
 	"restarts":             {min: 1, what: "a number of restarts"},
 	"calls":                {min: 1, what: "a number of store calls"},
+	"target":               {min: 1, what: "a ratio to the Go SQLite matrix (1 is as fast)"},
+	"certify:duration":     {min: 0, what: "a target for the whole certify (0: not run)"},
 }
 
 // unbounded are numeric flags any value of which is meaningful, or that
