@@ -96,7 +96,7 @@ bench: build
 # machine), written into docs/performance.md ("bench store python",
 # "bench store java"); a target not met is printed with where the time
 # went.
-JAVA_STORE := java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -jar target/jstore.jar
+JAVA_STORE := java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData -jar target/jstore.jar
 bench-python: build
 	$(PYTHON) -m compileall -q examples/python
 	cd examples/python && ../../$(BIN) bench-store --rounds 3 --target 1.5 --name python --doc ../../docs/performance.md --store-cmd "$(PYTHON) -S start.py sqlite_store"

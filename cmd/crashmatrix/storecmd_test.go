@@ -28,7 +28,7 @@ func TestStoreCmdScripts(t *testing.T) {
 	}
 	py := strings.TrimSpace(string(out)) + " -S"
 	jar := buildJavaStore(t)
-	java := "java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -jar " + jar
+	java := "java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData -jar " + jar
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/storecmd",
 		RequireExplicitExec: true,
