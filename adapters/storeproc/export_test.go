@@ -35,26 +35,33 @@ func (c *Client) StorePID() int {
 }
 
 // AdoptedProcs are the spares handed to session sid: their pids, and a
-// function that says how each ended (nil while one runs).
-func AdoptedProcs(sid int) (pids []int, ended func() []error) {
+// function that says how each ended: running is true while one runs, and
+// err is how it exited (nil for exit status 0).
+func AdoptedProcs(sid int) (pids []int, ended func() []Ended) {
 	srv.mu.Lock()
 	ps := srv.adopted[sid]
 	srv.mu.Unlock()
 	for _, p := range ps {
 		pids = append(pids, p.pid)
 	}
-	return pids, func() []error {
-		var out []error
+	return pids, func() []Ended {
+		var out []Ended
 		for _, p := range ps {
 			select {
 			case <-p.exited:
-				out = append(out, p.waitErr)
+				out = append(out, Ended{Err: p.waitErr})
 			default:
-				out = append(out, nil)
+				out = append(out, Ended{Running: true})
 			}
 		}
 		return out
 	}
+}
+
+// Ended is how an adopted spare ended (AdoptedProcs).
+type Ended struct {
+	Running bool
+	Err     error
 }
 
 // AskOwnService asks this process's own spare service for a spare of

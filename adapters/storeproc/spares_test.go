@@ -153,10 +153,15 @@ func TestSpareIsTakenAndDiesWithItsWorker(t *testing.T) {
 	how := ended()[0]
 	var ee *exec.ExitError
 	switch {
-	case how == nil:
+	case how.Running:
 		t.Fatal("KillAdopted returned with the worker's store process still running")
-	case !errors.As(how, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL:
-		t.Errorf("the store process ended with %v, want killed (SIGKILL) with its worker", how)
+	case how.Err == nil:
+		// The worker's death closed the store's stdin, and the store
+		// exited on that end of input before the kill reached it: it
+		// ended with its worker all the same.
+		t.Log("the store process exited on end of input before the kill")
+	case !errors.As(how.Err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL:
+		t.Errorf("the store process ended with %v, want killed (SIGKILL) with its worker", how.Err)
 	}
 	if storeproc.AdoptedBy(store) != 0 {
 		t.Errorf("AdoptedBy(%d) after the kill = %d, want 0", store, storeproc.AdoptedBy(store))
