@@ -8,16 +8,14 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
 // Disk errors (faults.DiskKinds: fsync-error, disk-full, slow-sync) at a
@@ -49,29 +47,6 @@ func diskFaultOf(st catalogue.Step) (faults.Point, faults.Action, bool) {
 // armsDiskFault reports whether any step of c arms a disk error.
 func armsDiskFault(c catalogue.Case) bool {
 	return slices.ContainsFunc(c.Steps, func(st catalogue.Step) bool { _, _, ok := diskFaultOf(st); return ok })
-}
-
-// diskMarkSize is the mark file: the disk kind the worker asks for, by
-// its index in faults.DiskKinds (from 1; 0: none yet).
-const diskMarkSize = 8
-
-// diskHook is a worker's faults.Runtime.Disk: it maps the mark file
-// and writes the kind into it at the hit.
-func diskHook(path string) (func(context.Context, faults.Hit) error, func(), error) {
-	mem, err := mapMark(path, diskMarkSize, "disk errors")
-	if err != nil {
-		return nil, nil, err
-	}
-	mark := (*int64)(unsafe.Pointer(&mem[0]))
-	hook := func(_ context.Context, h faults.Hit) error {
-		i := slices.Index(faults.DiskKinds, h.Action.Kind)
-		if i < 0 {
-			return fmt.Errorf("%s is no disk error", h.Action.Kind)
-		}
-		atomic.StoreInt64(mark, int64(i+1))
-		return nil
-	}
-	return hook, func() { _ = syscall.Munmap(mem) }, nil
 }
 
 // diskMount is what the disk errors need of the case's lazy mount (a
@@ -114,7 +89,7 @@ func (d *diskWatch) asked() (faults.Kind, bool) {
 		return d.action.Kind, d.armed
 	}
 	b, err := os.ReadFile(d.file)
-	if err != nil || len(b) != diskMarkSize {
+	if err != nil || len(b) != worker.DiskMarkSize {
 		return "", false
 	}
 	i := int(binary.LittleEndian.Uint64(b)) - 1
@@ -179,7 +154,7 @@ func (r *Runner) watchDisk(pc *powerCase, st catalogue.Step, dw *durableWatch, d
 		return nil, fmt.Errorf("disk error %s: the case's lazy mount cannot fail (%T)", a, pc.fs)
 	}
 	path := fmt.Sprintf("%s/disk-%d", dir, spec.Phase)
-	if err := os.WriteFile(path, make([]byte, diskMarkSize), 0o644); err != nil {
+	if err := os.WriteFile(path, make([]byte, worker.DiskMarkSize), 0o644); err != nil {
 		return nil, fmt.Errorf("disk errors: %w", err)
 	}
 	spec.DiskFile = path
@@ -206,13 +181,13 @@ func slowHook(spec *WorkerSpec) func() {
 	}
 	clock := spec.ClockFile
 	return func() {
-		c, err := openClock(clock)
+		c, err := worker.OpenClock(clock)
 		if err != nil {
 			time.Sleep(stall)
 			return
 		}
-		defer c.close()
-		c.advanceTo(c.Now() + stall.Milliseconds())
+		defer c.Close()
+		c.AdvanceTo(c.Now() + stall.Milliseconds())
 	}
 }
 

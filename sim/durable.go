@@ -8,9 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
-	"unsafe"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
@@ -18,6 +16,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/internal/procstat"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
 // Durable steps: crashes found from a store's own file-system calls, not
@@ -44,65 +43,9 @@ import (
 // is not exercised. Writes with O_SYNC, msync and a server reached over
 // the network are not seen (lazyfs.OnDurable).
 
-// storeMethods are the store protocol's method names; a callMark holds
-// one by its index (from 1).
-var storeMethods = []string{
-	"ops.create", "ops.get", "ops.getPlan", "ops.cas", "ops.listRecoverable", "ops.list", "ops.claim", "ops.releaseClaim",
-	"states.findCurrent", "states.findByOperationId", "states.cas", "states.remove", "states.recordVersion", "states.versions",
-	"states.list", "states.isReferenced", "registry.findMatches", "registry.saveAll", "registry.list", "graph.apply",
-	"graph.readRecords", "locks.tryAcquire", "locks.renew", "locks.release",
-}
-
-// callMarkSize is the mark file: the worker's process group, then its
-// current call (number << 8 | method index; 0 between calls).
-const callMarkSize = 16
-
-// callMark is a worker's side of the mark file.
-type callMark struct {
-	mem   []byte
-	call  *int64
-	calls atomic.Int64
-}
-
-// openCallMark maps the mark file the supervisor made and writes the
-// worker's process group into it.
-func openCallMark(path string) (*callMark, error) {
-	mem, err := mapMark(path, callMarkSize, "durable steps")
-	if err != nil {
-		return nil, err
-	}
-	atomic.StoreInt64((*int64)(unsafe.Pointer(&mem[0])), int64(syscall.Getpgrp()))
-	return &callMark{mem: mem, call: (*int64)(unsafe.Pointer(&mem[8]))}, nil
-}
-
-// mapMark maps the first size bytes of the mark file at path, shared
-// with the supervisor that reads it; what names the mark in errors.
-func mapMark(path string, size int, what string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	defer f.Close()
-	mem, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: mmap: %w", what, path, err)
-	}
-	return mem, nil
-}
-
-// enter marks the next store call, of method, as the worker's current one
-// until the returned function runs.
-func (m *callMark) enter(method string) func() {
-	v := m.calls.Add(1)<<8 | int64(slices.Index(storeMethods, method)+1)
-	atomic.StoreInt64(m.call, v)
-	return func() { atomic.CompareAndSwapInt64(m.call, v, 0) }
-}
-
-func (m *callMark) close() {
-	if m != nil {
-		_ = syscall.Munmap(m.mem)
-	}
-}
+// storeMethods are the store calls a worker's call mark names
+// (sim/worker/marks.go), by their index (from 1).
+var storeMethods = worker.StoreMethods()
 
 // durableWatch is the supervisor's side: it hears the case's lazy mount
 // (lazyfs.FS.OnDurable) while the marked worker runs.
@@ -123,7 +66,7 @@ type durableWatch struct {
 // readMark reads the worker's process group and current call.
 func (d *durableWatch) readMark() (pgid int, call int, method string) {
 	b, err := os.ReadFile(d.file)
-	if err != nil || len(b) != callMarkSize {
+	if err != nil || len(b) != worker.CallMarkSize {
 		return 0, 0, ""
 	}
 	pgid = int(binary.LittleEndian.Uint64(b[:8]))
@@ -148,7 +91,7 @@ func (d *durableWatch) op(op cut.DurableOp) {
 	var st procstat.Stat
 	if d.srv == nil {
 		var err error
-		if st, err = procstat.Read(int(op.Pid)); err != nil || (st.PGRP != pgid && !inSession(st, pgid)) {
+		if st, err = procstat.Read(int(op.Pid)); err != nil || (st.PGRP != pgid && !worker.InSession(st, pgid)) {
 			return
 		}
 	}
@@ -185,7 +128,7 @@ func (r *Runner) watchDurable(ctx context.Context, pc *powerCase, st catalogue.S
 		return nil, nil, fmt.Errorf("durable steps: the case's data is on no lazy mount")
 	}
 	path := fmt.Sprintf("%s/durable-%d", dir, spec.Phase)
-	if err := os.WriteFile(path, make([]byte, callMarkSize), 0o644); err != nil {
+	if err := os.WriteFile(path, make([]byte, worker.CallMarkSize), 0o644); err != nil {
 		return nil, nil, fmt.Errorf("durable steps: %w", err)
 	}
 	spec.DurableFile = path
@@ -261,7 +204,7 @@ func watchesDurable(c catalogue.Case) bool {
 func (r *Runner) WatchesDurableSteps() bool { return r.durableSweepable() }
 
 // StoreMethods are the store calls a durable-step kill can name.
-func StoreMethods() []string { return slices.Clone(storeMethods) }
+func StoreMethods() []string { return worker.StoreMethods() }
 
 // durableSweepable says whether the runner can watch durable steps: worker
 // processes whose stores keep their files on the case's lazy mount.

@@ -15,6 +15,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
 // simClock is the in-process mode's time: sleeping advances it, so lease
@@ -154,8 +155,8 @@ type inprocCase struct {
 	shared *sharedStores
 	pid    int
 	// stops are the case's stopped (ended or paused) simulated worker
-	// processes, for their lease holders (deadholder.go).
-	stops stopMap
+	// processes, for their lease holders (sim/worker/deadholder.go).
+	stops worker.StopMap
 }
 
 func (r *Runner) newInProcessCase(ctx context.Context, c catalogue.Case, env CaseEnv) (*inprocCase, error) {
@@ -224,7 +225,7 @@ func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration
 	opt := WorkerOptions{
 		Injector: sched,
 		History:  hw,
-		CallLog:  &memCallLog{log: x.calls, hist: hw},
+		CallLog:  &worker.MemCallLog{Log: x.calls, Hist: hw},
 		Now:      x.clock.Now,
 		Sleep:    x.clock.Sleep,
 		PID:      x.pid,
@@ -249,8 +250,8 @@ func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration
 			x.clock.advanceTo(start + d.Milliseconds())
 		},
 	}
-	opt.stops = &x.stops
-	opt.detachStores = x.r.backend.Local
+	opt.Stops = &x.stops
+	opt.DetachStores = x.r.backend.Local
 	if x.shared != nil {
 		opt.Stores = &x.shared.st
 		opt.PlanSave = x.shared.ps
@@ -259,7 +260,7 @@ func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration
 	goWorker(func() {
 		var err error
 		defer func() {
-			x.stops.record(stopLine{Worker: spec.Worker, Phase: spec.Phase, PID: opt.PID, What: stopEnded, At: x.clock.Now()})
+			x.stops.Record(worker.StopLine{Worker: spec.Worker, Phase: spec.Phase, PID: opt.PID, What: worker.StopEnded, At: x.clock.Now()})
 			wr := verdict.WorkerResult{Worker: spec.Worker, PID: opt.PID, Took: time.Since(t0), Exit: "ok"}
 			if crashed {
 				wr.Exit = "killed (simulated)"

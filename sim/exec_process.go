@@ -23,6 +23,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/internal/procstat"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 	"golang.org/x/sys/unix"
 )
 
@@ -120,7 +121,7 @@ func (w *processWorker) waitHitOrExit(ctx context.Context, limit time.Duration) 
 	for ctx.Err() == nil {
 		if now := time.Now(); !now.Before(deadline) {
 			// The limit counts from the stores' start (watchDeadline).
-			s, _ := startTime(w.spec.StartsFile, w.startLimit, now)
+			s, _ := worker.StartTime(w.spec.StartsFile, w.startLimit, now)
 			if s <= starting {
 				return
 			}
@@ -147,32 +148,6 @@ func (w *processWorker) waitHitOrExit(ctx context.Context, limit time.Duration) 
 			return
 		case <-time.After(2 * time.Millisecond):
 		}
-	}
-}
-
-// waitRelease is a process worker's pause: stall d, then until the
-// supervisor releases it (so the interleaving is the same on every run).
-func waitRelease(ctx context.Context, file string, d time.Duration) {
-	t := time.NewTimer(d)
-	select {
-	case <-ctx.Done():
-		t.Stop()
-		return
-	case <-t.C:
-	}
-	if file == "" {
-		return
-	}
-	// A release comes once the next foreground worker is done, which on a
-	// stalled server can take minutes; the supervisor kills a worker that
-	// waits past its deadline (and Pdeathsig one whose supervisor died),
-	// so this bound only keeps a worker from waiting for ever.
-	deadline := time.Now().Add(30*time.Minute + 10*d)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if _, err := os.Stat(file); err == nil {
-			return
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -246,13 +221,13 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 		}
 		err := cmd.Wait()
 		// From now on the worker renews no lease: a worker refused by one
-		// of its leases long after this reads it here (deadholder.go).
-		stopFile(spec.StoppedFile).record(stopLine{Worker: spec.Worker, Phase: spec.Phase, PID: cmd.Process.Pid, What: stopEnded, At: clockNow(spec.ClockFile)})
+		// of its leases long after this reads it here (sim/worker/deadholder.go).
+		worker.StopFile(spec.StoppedFile).Record(worker.StopLine{Worker: spec.Worker, Phase: spec.Phase, PID: cmd.Process.Pid, What: worker.StopEnded, At: worker.ClockNow(spec.ClockFile)})
 		close(exited)
 		stop()
 		out.Close()
 		r.procs.Delete(cmd)
-		wr := verdict.WorkerResult{Worker: spec.Worker, PID: cmd.Process.Pid, Took: time.Since(t0), StoreStarts: storeStarts(spec.StartsFile)}
+		wr := verdict.WorkerResult{Worker: spec.Worker, PID: cmd.Process.Pid, Took: time.Since(t0), StoreStarts: worker.StoreStarts(spec.StartsFile)}
 		var ee *exec.ExitError
 		switch {
 		case timedOut.Load():
@@ -298,7 +273,7 @@ func (r *Runner) watchDeadline(pid int, deadline time.Duration, startsFile strin
 			limit = cur
 			continue
 		}
-		if s, open := startTime(startsFile, r.backend.StartTimeout, time.Now()); s > starting {
+		if s, open := worker.StartTime(startsFile, r.backend.StartTimeout, time.Now()); s > starting {
 			wait := s - starting
 			if open {
 				// Still starting: look again a little later.
@@ -404,7 +379,7 @@ func stuckFrames(path string) []string {
 		var firstPkg string
 		for k := 1; k+1 < len(lines) && len(frames) < 2; k += 2 {
 			fn := strings.TrimSpace(lines[k])
-			if !strings.HasPrefix(fn, mod) || strings.HasPrefix(fn, mod+"sim.") || strings.HasPrefix(fn, mod+"cmd/") {
+			if !strings.HasPrefix(fn, mod) || strings.HasPrefix(fn, mod+"sim.") || strings.HasPrefix(fn, mod+"sim/worker.") || strings.HasPrefix(fn, mod+"cmd/") {
 				continue
 			}
 			fn = strings.TrimPrefix(fn, mod)
@@ -504,7 +479,7 @@ func sessionInSync(sid int) []string {
 			continue
 		}
 		st, err := procstat.Read(pid)
-		if err != nil || !inSession(st, sid) {
+		if err != nil || !worker.InSession(st, sid) {
 			continue
 		}
 		sc, err := os.ReadFile(filepath.Join("/proc", e.Name(), "syscall"))
@@ -538,7 +513,7 @@ func inSyncSyscall(sc string) bool {
 func storeMethod(lines []string) string {
 	const mod = "github.com/crashmatrix/crashmatrix/"
 	harness := func(fn string) bool {
-		return strings.HasPrefix(fn, mod+"reference") || strings.HasPrefix(fn, mod+"sim.") || strings.HasPrefix(fn, mod+"faults.")
+		return strings.HasPrefix(fn, mod+"reference") || strings.HasPrefix(fn, mod+"sim.") || strings.HasPrefix(fn, mod+"sim/worker.") || strings.HasPrefix(fn, mod+"faults.")
 	}
 	var callee, loc string
 	for k := 1; k+1 < len(lines); k += 2 {
@@ -601,7 +576,7 @@ func (r *Runner) snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, sp
 // started: Backend.ChildProcesses).
 func killSession(sid int, sweep bool) {
 	_ = syscall.Kill(-sid, syscall.SIGKILL)
-	defer killAdopted(sid)
+	defer worker.KillAdopted(sid)
 	if !sweep {
 		return
 	}

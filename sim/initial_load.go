@@ -12,6 +12,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
 // loadInitial puts the case's initial state (Case.Initial) into the case's
@@ -52,7 +53,7 @@ func (r *Runner) loadInitial(ctx context.Context, c catalogue.Case, cx caseExec,
 		return err
 	}
 	for op, n := range initialCalls(c.Initial, space) {
-		if err := os.WriteFile(callLogFile(filepath.Join(dir, "calls"), op), []byte(strings.Repeat(".", n)), 0o644); err != nil {
+		if err := os.WriteFile(worker.CallLogFile(filepath.Join(dir, "calls"), op), []byte(strings.Repeat(".", n)), 0o644); err != nil {
 			return err
 		}
 	}
@@ -104,10 +105,4 @@ func observeInitial(c catalogue.Case, space string, obs *check.Observed) {
 // target is where a case's initial state is loaded.
 func target(space string, now int64) initial.Target {
 	return initial.Target{Space: space, OpID: func(id string) string { return OpID(space, id) }, Now: now}
-}
-
-// callLogFile is the file of the case's model-call log (under dir) that
-// counts the calls for one operationId.
-func callLogFile(dir, op string) string {
-	return filepath.Join(dir, strings.NewReplacer("/", "_", "\x00", "_").Replace(op))
 }

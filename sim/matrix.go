@@ -35,7 +35,7 @@ func (r *Runner) runWithRetries(ctx context.Context, c catalogue.Case) verdict.C
 			res.Notes = append(res.Notes, verdict.EarlierAttempts+strings.Join(earlier, " | "))
 		}
 		why, ok := hungUnderOldTiming(res, tm, r.Timing())
-		if !ok && !stallRetried && r.backend.serverBacked() {
+		if !ok && !stallRetried && r.backend.ServerBacked() {
 			// A worker hung past its deadline on a server: a server of a
 			// loaded machine can stall for minutes and go on, so run the
 			// case once more before calling it undecided.
@@ -53,7 +53,7 @@ func (r *Runner) runWithRetries(ctx context.Context, c catalogue.Case) verdict.C
 			tm = r.Timing()
 			continue
 		}
-		if res.Verdict != verdict.NotExercised || n == maxAttempts || ctx.Err() != nil || res.NotExercised == nil || res.NotExercised.Cause.Settled(r.backend.serverBacked()) {
+		if res.Verdict != verdict.NotExercised || n == maxAttempts || ctx.Err() != nil || res.NotExercised == nil || res.NotExercised.Cause.Settled(r.backend.ServerBacked()) {
 			return r.outranTTL(res, tm)
 		}
 		attempts = append(attempts, verdict.Attempt{LeaseTTL: tm.LeaseTTL, Reason: *res.NotExercised})
@@ -104,10 +104,6 @@ func hungOnServer(res verdict.CaseResult, was catalogue.Timing) (verdict.NotExer
 		Detail: fmt.Sprintf("worker %s hung past its %s deadline on a server backend (a loaded server can stall for minutes and go on); run once more", w.Worker, was.ProcessTimeout),
 		Advice: verdict.TimingAdvice(was)}, true
 }
-
-// serverBacked says whether the backend's stores live in servers (not
-// embedded, not in the process's memory).
-func (b Backend) serverBacked() bool { return !b.Embedded && !b.Volatile }
 
 // RunAll runs cases on parallel workers slots and reports each result as it
 // lands (for a progress bar).

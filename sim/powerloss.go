@@ -25,11 +25,6 @@ import (
 // of their own. A server backend's data is in its servers: their
 // ServerFaults cut the power there (ServerPower, sim/serverpower.go).
 
-// MutantSynchronousOff opens the embedded SQLite stores of System A with
-// PRAGMA synchronous=OFF: they survive every process kill and must fail
-// under power loss.
-const MutantSynchronousOff = "synchronous-off"
-
 // PowerLossUntested says why this runner cannot cut the power, or "" when
 // it can: reports print it as "power loss: not tested (why)".
 func (r *Runner) PowerLossUntested() string {

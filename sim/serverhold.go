@@ -7,6 +7,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
 // pastLease is ServerCase.PastLease for case c, whose history file is
@@ -24,15 +25,15 @@ func (r *Runner) pastLease(c catalogue.Case, history string) func() (moved, hold
 	if r.cfg.WallClock || r.cfg.InProcess {
 		return func() (time.Duration, time.Duration) { return 0, d }
 	}
-	path := filepath.Join(filepath.Dir(history), clockFile)
+	path := filepath.Join(filepath.Dir(history), worker.ClockFile)
 	return func() (time.Duration, time.Duration) {
-		clk, err := openClock(path)
+		clk, err := worker.OpenClock(path)
 		if err != nil {
 			// No harness clock to move: hold in wall time.
 			return 0, d
 		}
-		defer clk.close()
-		clk.advanceTo(clk.Now() + d.Milliseconds())
+		defer clk.Close()
+		clk.AdvanceTo(clk.Now() + d.Milliseconds())
 		return d, 0
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/adapters/serviceproc"
@@ -16,6 +14,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
 // The runner's side of a service run (docs/service-protocol.md): what the
@@ -27,7 +26,7 @@ import (
 func ProbeService(ctx context.Context, spec ServiceSpec, bugs []reference.Bug, scratch string) (serviceproc.Declared, error) {
 	s, err := serviceproc.Start(ctx, serviceproc.Options{Command: spec.Command, WorkDir: spec.WorkDir, Timeout: spec.Timeout, HelloTimeout: spec.Timeout,
 		Hello: serviceproc.Hello{Role: serviceproc.RoleRead, Dir: filepath.Join(scratch, "data"), Namespace: "probe", Space: "probe", Holder: "probe",
-			Bugs: bugNames(bugs), LeaseTTLMillis: 1, ClaimTTLMillis: 1}})
+			Bugs: worker.BugNames(bugs), LeaseTTLMillis: 1, ClaimTTLMillis: 1}})
 	if err != nil {
 		return serviceproc.Declared{}, err
 	}
@@ -99,7 +98,7 @@ func (r *Runner) serviceSnapshot(ctx context.Context, c catalogue.Case, env Case
 		ps = hps
 	}
 	if own := decl.OwnStores(); len(own) > 0 {
-		if err := makeServiceDir(env); err != nil {
+		if err := worker.MakeServiceDir(env); err != nil {
 			return check.Snapshot{}, obs, err
 		}
 		svc, err := serviceproc.Start(ctx, serviceproc.Options{Command: r.cfg.Service.Command, WorkDir: r.cfg.Service.WorkDir, LogDir: env.Logs, TempDir: env.TempDir,
@@ -111,7 +110,7 @@ func (r *Runner) serviceSnapshot(ctx context.Context, c catalogue.Case, env Case
 		}
 		defer svc.Close()
 		o, cps, plans := storeproc.Over(svc, storeproc.Lax, own)
-		st = withOwn(st, o, own)
+		st = worker.WithOwn(st, o, own)
 		if cps != nil {
 			ps.Checkpoints = cps
 		}
@@ -124,64 +123,6 @@ func (r *Runner) serviceSnapshot(ctx context.Context, c catalogue.Case, env Case
 	}
 	snap, err := check.Take(ctx, st, space, ps.Checkpoints, ps.Plans, obs.Threads)
 	return snap, obs, err
-}
-
-// withOwn puts the service's own stores (o, the ones named in own) over
-// st's.
-func withOwn(st, o reference.Stores, own []string) reference.Stores {
-	for _, s := range own {
-		switch s {
-		case storeproc.StoreOperations:
-			st.Ops = o.Ops
-		case storeproc.StoreStates:
-			st.States = o.States
-		case storeproc.StoreRegistry:
-			st.Registry = o.Registry
-		case storeproc.StoreGraph:
-			st.Writer = o.Writer
-		case storeproc.StoreLocks:
-			st.Locks = o.Locks
-		}
-	}
-	return st
-}
-
-// Applicable says whether case c can run on the service, and why not: its
-// system is one the service implements, every window it arms is one the
-// service declares (a store-call window needs calls it reports or stores
-// of the harness), and a lease fault needs the harness's locks and clock.
-// A case left out is no pass: the verdict lists what was left out.
-func (s *ServiceSpec) Applicable(c catalogue.Case) (bool, string) {
-	d := s.Declared
-	sys := serviceproc.SystemIngestion
-	if c.System == faults.PlanSave {
-		sys = serviceproc.SystemPlanSave
-	}
-	if !slices.Contains(d.Systems, sys) {
-		return false, "the service does not implement " + sys
-	}
-	for _, st := range c.Steps {
-		for p, a := range st.Arms {
-			switch {
-			case p == faults.StoreCall:
-				if !d.Has(serviceproc.ReportCalls) && len(d.HarnessStores) == 0 {
-					return false, "store-call windows need reports: [calls] or stores of the harness"
-				}
-			case p == faults.StoreCommit:
-				if len(d.HarnessStores) == 0 {
-					return false, "commit windows are the harness's embedded stores'"
-				}
-			case faults.IsStorePoint(p) && !strings.HasPrefix(string(p), "service/"):
-				// A window of the harness's store (the backend's own).
-			case !slices.Contains(d.Windows, string(p)):
-				return false, "window " + string(p) + " is not declared"
-			}
-			if a.Kind.IsLeaseFault() && (d.Clock != "harness" || !d.HarnessStore(storeproc.StoreLocks)) {
-				return false, "lease faults need the harness's clock and locks"
-			}
-		}
-	}
-	return true, ""
 }
 
 // ServiceCases keeps the cases the run's service can run (all of them
@@ -214,35 +155,4 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// NotJudged lists what the invariants cannot judge of the service, from
-// what it declared (docs/service-protocol.md, section 12): each is named
-// in the verdict, never counted as held.
-func (s *ServiceSpec) NotJudged() []string {
-	d := s.Declared
-	var out []string
-	events, calls := d.Has(serviceproc.ReportEvents), d.Has(serviceproc.ReportCalls)
-	harnessOps := d.HarnessStore(storeproc.StoreOperations)
-	a := slices.Contains(d.Systems, serviceproc.SystemIngestion)
-	if a && !events {
-		out = append(out, "I1: the fingerprint each operation was frozen with (no events)",
-			"I4: the stage changes (no events; the final stages only)",
-			"I7: the lease grants, renewals and refusals (no events)",
-			"I9: the writes the service saw succeed (no events; its answers are judged)")
-	}
-	if a && !calls && !harnessOps {
-		out = append(out, "I1: one frozen plan per ingestion intent (no calls, own operations store)",
-			"I7: the recovery claims and a refused holder's later writes (no calls, own operations store)")
-	}
-	if !slices.Contains(d.Systems, serviceproc.SystemPlanSave) {
-		out = append(out, "I8: the service has no System B (plansave)")
-	}
-	if !a {
-		out = append(out, "I1-I7: the service has no System A (ingestion)")
-	}
-	if a && (d.Clock != "harness" || !d.HarnessStore(storeproc.StoreLocks)) {
-		out = append(out, "lease faults (split, expire): not applicable (they need the harness's clock and locks)")
-	}
-	return out
 }

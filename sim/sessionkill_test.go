@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/internal/procstat"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
 // A process the supervisor started and handed to a worker (a store spare)
@@ -22,41 +23,41 @@ func TestAdoptedProcessesBelongToTheWorkersSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = spare.Process.Kill(); _ = spare.Wait() })
-	const worker = 1 << 30 // a session id no process has
+	const session = 1 << 30 // a session id no process has
 	var killed []int
-	saved := adopters
-	t.Cleanup(func() { adopters = saved })
-	adopters = []Adopter{{
+	// Registered for the rest of the test binary: it answers for that
+	// session only, which no other test kills or asks about.
+	RegisterAdopter(Adopter{
 		Kill: func(sid int) {
-			killed = append(killed, sid)
-			if sid == worker {
+			if sid == session {
+				killed = append(killed, sid)
 				_ = syscall.Kill(-spare.Process.Pid, syscall.SIGKILL)
 			}
 		},
 		SessionOf: func(pgid int) int {
 			if pgid == spare.Process.Pid {
-				return worker
+				return session
 			}
 			return 0
 		},
-	}}
+	})
 	st, err := procstat.Read(spare.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Session == worker || !inSession(st, worker) {
-		t.Errorf("the adopted process (session %d) is not counted in the worker's session %d", st.Session, worker)
+	if st.Session == session || !worker.InSession(st, session) {
+		t.Errorf("the adopted process (session %d) is not counted in the worker's session %d", st.Session, session)
 	}
 	self, err := procstat.Read(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inSession(self, worker) {
+	if worker.InSession(self, session) {
 		t.Error("a process nobody adopted is counted in the worker's session")
 	}
-	killSession(worker, true)
-	if !slices.Equal(killed, []int{worker}) {
-		t.Fatalf("killSession told the adopters %v, want [%d]", killed, worker)
+	killSession(session, true)
+	if !slices.Equal(killed, []int{session}) {
+		t.Fatalf("killSession told the adopters %v, want [%d]", killed, session)
 	}
 	if err := spare.Wait(); err == nil || spare.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Errorf("the adopted process ended with %v, want SIGKILL", err)

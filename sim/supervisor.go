@@ -19,6 +19,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
 // Launcher starts worker processes.
@@ -148,7 +149,7 @@ type Config struct {
 	Adaptive bool
 	// WallClock has process workers take lease, claim and backoff time
 	// from the wall clock, as a deployed service does. Off (the default),
-	// they share the case's harness clock (sim/clock.go): time moves only
+	// they share the case's harness clock (sim/worker/clock.go): time moves only
 	// when a worker sleeps or stalls, so the verdicts do not depend on the
 	// machine's load, a pause past a lease costs nothing, and Adaptive has
 	// nothing to adapt.
@@ -251,7 +252,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	if cfg.ProcessTimeout <= 0 {
 		cfg.ProcessTimeout = 30 * time.Second
-		if cfg.Adaptive && !cfg.InProcess && b.serverBacked() {
+		if cfg.Adaptive && !cfg.InProcess && b.ServerBacked() {
 			// A database server under load can stall for minutes and then
 			// go on (seen: Neo4j answered nothing for 100-160 s on this
 			// 2-core machine with two CPU-bound processes running, while
@@ -352,7 +353,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 	} else {
 		cx, err = r.newProcessCase(dir, env)
 		if err == nil && !r.cfg.WallClock {
-			err = createClock(filepath.Join(dir, clockFile), time.Now().UnixMilli())
+			err = worker.CreateClock(filepath.Join(dir, worker.ClockFile), time.Now().UnixMilli())
 		}
 	}
 	if err != nil {
@@ -442,7 +443,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 			spec.ReleaseFile = ReleaseFile(spec.History, i)
 		}
 		if !r.cfg.InProcess && !r.cfg.WallClock {
-			spec.ClockFile = filepath.Join(dir, clockFile)
+			spec.ClockFile = filepath.Join(dir, worker.ClockFile)
 		}
 		dw, unwatch, err := r.watchDurable(ctx, pc, st, dir, &spec)
 		if err != nil {
@@ -625,7 +626,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 	case exercised && noRecrash:
 		res.Verdict = verdict.NotApplicable
 		res.Notes = append(res.Notes, verdict.RecrashNotApplicable)
-	case !exercised && verdict.TornWithoutTear(miss, r.backend.serverBacked()):
+	case !exercised && verdict.TornWithoutTear(miss, r.backend.ServerBacked()):
 		res.Verdict = verdict.NotApplicable
 		res.Notes = append(res.Notes, verdict.TornNotApplicable)
 	case !exercised:

@@ -16,6 +16,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
 func ev(w string, phase int, kind string, at int64) history.Record {
@@ -290,7 +291,7 @@ func TestHungOnServerIsRunAgain(t *testing.T) {
 			t.Errorf("%+v counted as a stalled server", res)
 		}
 	}
-	if (Backend{Embedded: true}).serverBacked() || (Backend{Volatile: true}).serverBacked() || !(Backend{Name: "postgres"}).serverBacked() {
+	if (Backend{Embedded: true}).ServerBacked() || (Backend{Volatile: true}).ServerBacked() || !(Backend{Name: "postgres"}).ServerBacked() {
 		t.Error("serverBacked: only a backend neither embedded nor volatile keeps its stores in servers")
 	}
 }
@@ -420,7 +421,7 @@ func TestDeadlineCountsFromTheStoresStart(t *testing.T) {
 	t.Run("slow start", func(t *testing.T) {
 		// The stores take 1s to answer, over three times the deadline.
 		took := run(t, func(path string) {
-			ready := noteOpen(path)
+			ready := worker.NoteOpen(path)
 			time.Sleep(time.Second)
 			ready()
 		})
@@ -429,7 +430,7 @@ func TestDeadlineCountsFromTheStoresStart(t *testing.T) {
 		}
 	})
 	t.Run("start that never ends", func(t *testing.T) {
-		took := run(t, func(path string) { noteOpen(path) })
+		took := run(t, func(path string) { worker.NoteOpen(path) })
 		if took < 2300*time.Millisecond || took > 5*time.Second {
 			t.Fatalf("killed after %s, want at the 300ms deadline plus the 2s start limit", took)
 		}

@@ -7,8 +7,8 @@ package main
 import (
 	"os"
 
-	"github.com/crashmatrix/crashmatrix/sim"
 	_ "github.com/crashmatrix/crashmatrix/sim/servers" // the postgres backend
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
-func main() { os.Exit(sim.WorkerMain("crashmatrix-worker-servers", os.Args[1:])) }
+func main() { os.Exit(worker.WorkerMain("crashmatrix-worker-servers", os.Args[1:])) }

@@ -6,8 +6,8 @@ package main
 import (
 	"os"
 
-	"github.com/crashmatrix/crashmatrix/sim"
 	_ "github.com/crashmatrix/crashmatrix/sim/storecmd" // stores in any language (--store-cmd)
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
-func main() { os.Exit(sim.WorkerMain("crashmatrix-worker-storecmd", os.Args[1:])) }
+func main() { os.Exit(worker.WorkerMain("crashmatrix-worker-storecmd", os.Args[1:])) }

@@ -12,8 +12,8 @@ package main
 import (
 	"os"
 
-	"github.com/crashmatrix/crashmatrix/sim"
 	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // the sqlite and memory backends
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
-func main() { os.Exit(sim.WorkerMain("crashmatrix-worker", os.Args[1:])) }
+func main() { os.Exit(worker.WorkerMain("crashmatrix-worker", os.Args[1:])) }

@@ -2,6 +2,7 @@ package layering
 
 import (
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -21,7 +22,8 @@ var layers = map[string]int{
 	"sim/initial":        5, // a case's starting state
 	"sim/catalogue":      6, // what to run: the cases, their selection
 	"sim/verdict":        7, // what a case showed: verdicts, results, the report
-	"sim":                8, // how to run it: the runner, backends register into it
+	"sim/worker":         7, // a worker and the backend registry; a worker binary links nothing above
+	"sim":                8, // how to run it: the runner, the supervisor
 	"sim/embedded":       9,
 	"sim/servers":        9,
 	"sim/explore":        9,
@@ -90,7 +92,7 @@ func TestImportsFollowTheDataFlow(t *testing.T) {
 // TestLayerOf checks the layer lookup the test above relies on, so a
 // mistake in it cannot make the test pass vacuously.
 func TestLayerOf(t *testing.T) {
-	for pkg, want := range map[string]int{"sim": 8, "sim/catalogue": 6, "sim/verdict": 7, "sim/servers/provision": 9, "check": 3, "adapters/internal/sqlcore": 4, "reference/plansave": 1, "cmd/crashmatrix": 12} {
+	for pkg, want := range map[string]int{"sim": 8, "sim/catalogue": 6, "sim/verdict": 7, "sim/worker": 7, "sim/servers/provision": 9, "check": 3, "adapters/internal/sqlcore": 4, "reference/plansave": 1, "cmd/crashmatrix": 12} {
 		if got, _, _ := layerOf(pkg); got != want {
 			t.Errorf("layerOf(%q) = %d, want %d", pkg, got, want)
 		}
@@ -106,7 +108,7 @@ func TestLayerOf(t *testing.T) {
 // carries only their own store.
 func TestLibrariesCompileNoStore(t *testing.T) {
 	drivers := []string{"modernc.org/sqlite", "github.com/jackc/pgx/v5", "github.com/neo4j/neo4j-go-driver/v5/neo4j", "github.com/testcontainers/testcontainers-go"}
-	for _, pkg := range []string{"history", "check", "sim/catalogue", "sim/verdict", "sim", "properties"} {
+	for _, pkg := range []string{"history", "check", "sim/catalogue", "sim/verdict", "sim/worker", "sim", "properties"} {
 		out, err := exec.Command("go", "list", "-deps", module+pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
@@ -117,6 +119,28 @@ func TestLibrariesCompileNoStore(t *testing.T) {
 				if dep == d {
 					t.Errorf("importing %s compiles %s", pkg, d)
 				}
+			}
+		}
+	}
+}
+
+// TestWorkerBinariesLinkNoRunner fails when a slim worker binary (built
+// as make build builds it) links the runner or the verdict: a worker
+// needs sim/worker and its backend, and each of a run's thousands of
+// worker starts pays for what its binary links.
+func TestWorkerBinariesLinkNoRunner(t *testing.T) {
+	for _, cmd := range []string{"cmd/crashmatrix-worker", "cmd/crashmatrix-worker-servers", "cmd/crashmatrix-worker-storecmd"} {
+		out, err := exec.Command("go", "list", "-tags", "crashmatrix_worker", "-deps", module+cmd).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", cmd, err, out)
+		}
+		deps := strings.Fields(string(out))
+		if !slices.Contains(deps, module+"sim/worker") {
+			t.Errorf("%s does not link sim/worker: is this still a worker binary?", cmd)
+		}
+		for _, above := range []string{"sim", "sim/verdict", "sim/explore"} {
+			if slices.Contains(deps, module+above) {
+				t.Errorf("%s links %s", cmd, above)
 			}
 		}
 	}

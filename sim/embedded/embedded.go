@@ -17,13 +17,13 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/reference/plansave"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 	msqlite "modernc.org/sqlite"
 )
 
 func init() {
-	sim.RegisterBackend("sqlite", func(sim.BackendSpec) (sim.Backend, error) { return SQLite(), nil })
-	sim.RegisterBackend("memory", func(sim.BackendSpec) (sim.Backend, error) { return Memory(), nil })
+	worker.RegisterBackend("sqlite", func(worker.BackendSpec) (worker.Backend, error) { return SQLite(), nil })
+	worker.RegisterBackend("memory", func(worker.BackendSpec) (worker.Backend, error) { return Memory(), nil })
 	msqlite.RegisterConnectionHook(numberCommits)
 }
 
@@ -45,48 +45,48 @@ func numberCommits(c msqlite.ExecQuerierContext, _ string) error {
 // transactions, and, as a process kill leaves the file with every
 // committed transaction and nothing else, a simulated crash leaves the
 // memory database the same way.
-func SQLite() sim.Backend {
-	return sim.Backend{
+func SQLite() worker.Backend {
+	return worker.Backend{
 		Name:     "sqlite",
 		Embedded: true,
 		Local:    true,
-		OpenShared: func(_ context.Context, env sim.CaseEnv) (reference.Stores, error) {
-			return sqlite.OpenMemory(memoryName(env.Dir), sqlite.Options{CreateInsteadOfMerge: env.Mutant == sim.MutantCreateNotMerge,
-				RenewIgnoresHolder: env.Mutant == sim.MutantRenewIgnoresHolder})
+		OpenShared: func(_ context.Context, env worker.CaseEnv) (reference.Stores, error) {
+			return sqlite.OpenMemory(memoryName(env.Dir), sqlite.Options{CreateInsteadOfMerge: env.Mutant == worker.MutantCreateNotMerge,
+				RenewIgnoresHolder: env.Mutant == worker.MutantRenewIgnoresHolder})
 		},
-		Open: func(_ context.Context, env sim.CaseEnv) (reference.Stores, error) {
+		Open: func(_ context.Context, env worker.CaseEnv) (reference.Stores, error) {
 			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
 				return reference.Stores{}, err
 			}
-			return sqlite.Open(filepath.Join(env.Dir, "crashmatrix.db"), sqlite.Options{CreateInsteadOfMerge: env.Mutant == sim.MutantCreateNotMerge,
-				SynchronousOff: env.Mutant == sim.MutantSynchronousOff, RenewIgnoresHolder: env.Mutant == sim.MutantRenewIgnoresHolder})
+			return sqlite.Open(filepath.Join(env.Dir, "crashmatrix.db"), sqlite.Options{CreateInsteadOfMerge: env.Mutant == worker.MutantCreateNotMerge,
+				SynchronousOff: env.Mutant == worker.MutantSynchronousOff, RenewIgnoresHolder: env.Mutant == worker.MutantRenewIgnoresHolder})
 		},
-		OpenPlanSave: func(_ context.Context, env sim.CaseEnv) (sim.PlanSaveStores, error) {
+		OpenPlanSave: func(_ context.Context, env worker.CaseEnv) (worker.PlanSaveStores, error) {
 			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
-				return sim.PlanSaveStores{}, err
+				return worker.PlanSaveStores{}, err
 			}
-			s, err := sqlite.OpenPlanSave(env.Dir, env.Mutant != sim.MutantNoUniqueConstraint)
+			s, err := sqlite.OpenPlanSave(env.Dir, env.Mutant != worker.MutantNoUniqueConstraint)
 			if err != nil {
-				return sim.PlanSaveStores{}, err
+				return worker.PlanSaveStores{}, err
 			}
-			return sim.PlanSaveStores{Checkpoints: s, Plans: s, Closer: s}, nil
+			return worker.PlanSaveStores{Checkpoints: s, Plans: s, Closer: s}, nil
 		},
 	}
 }
 
 // Memory keeps everything in the opening process's memory: a
 // restarted worker finds nothing. It is expected to fail certification.
-func Memory() sim.Backend {
-	return sim.Backend{
+func Memory() worker.Backend {
+	return worker.Backend{
 		Name:     "memory",
 		Volatile: true,
 		Local:    true,
-		Open: func(context.Context, sim.CaseEnv) (reference.Stores, error) {
+		Open: func(context.Context, worker.CaseEnv) (reference.Stores, error) {
 			return memory.New(memory.Options{}), nil
 		},
-		OpenPlanSave: func(context.Context, sim.CaseEnv) (sim.PlanSaveStores, error) {
+		OpenPlanSave: func(context.Context, worker.CaseEnv) (worker.PlanSaveStores, error) {
 			m := plansave.NewMemory()
-			return sim.PlanSaveStores{Checkpoints: m, Plans: m}, nil
+			return worker.PlanSaveStores{Checkpoints: m, Plans: m}, nil
 		},
 	}
 }
@@ -105,22 +105,22 @@ const SimStoreName = "sim-store"
 // sim.NewRunner takes it only with Config.SimulatedStore, and explore
 // replays what it finds on SQLite before calling a finding real. Of the
 // backend mutants it models create-instead-of-merge only.
-func SimStore() sim.Backend {
-	return sim.Backend{
+func SimStore() worker.Backend {
+	return worker.Backend{
 		Name:      SimStoreName,
 		Simulated: true,
 		Local:     true,
-		Open: func(_ context.Context, env sim.CaseEnv) (reference.Stores, error) {
+		Open: func(_ context.Context, env worker.CaseEnv) (reference.Stores, error) {
 			switch env.Mutant {
-			case "", sim.MutantCreateNotMerge:
+			case "", worker.MutantCreateNotMerge:
 			default:
-				return reference.Stores{}, fmt.Errorf("the simulated store does not model the mutant %q (only %s): explore it without --sim-store", env.Mutant, sim.MutantCreateNotMerge)
+				return reference.Stores{}, fmt.Errorf("the simulated store does not model the mutant %q (only %s): explore it without --sim-store", env.Mutant, worker.MutantCreateNotMerge)
 			}
-			return memory.New(memory.Options{CreateInsteadOfMerge: env.Mutant == sim.MutantCreateNotMerge}), nil
+			return memory.New(memory.Options{CreateInsteadOfMerge: env.Mutant == worker.MutantCreateNotMerge}), nil
 		},
-		OpenPlanSave: func(context.Context, sim.CaseEnv) (sim.PlanSaveStores, error) {
+		OpenPlanSave: func(context.Context, worker.CaseEnv) (worker.PlanSaveStores, error) {
 			m := plansave.NewMemory()
-			return sim.PlanSaveStores{Checkpoints: m, Plans: m}, nil
+			return worker.PlanSaveStores{Checkpoints: m, Plans: m}, nil
 		},
 	}
 }

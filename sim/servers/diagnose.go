@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -76,6 +76,6 @@ func pgSessions(ctx context.Context, dsn string) (lines []string, waiting, long 
 }
 
 // backendDiagnose is the backend's Diagnose (the supervisor bounds it).
-func backendDiagnose(dsn string, useNeo bool) func(ctx context.Context, env sim.CaseEnv) string {
-	return func(ctx context.Context, _ sim.CaseEnv) string { return diagnose(ctx, dsn, useNeo) }
+func backendDiagnose(dsn string, useNeo bool) func(ctx context.Context, env worker.CaseEnv) string {
+	return func(ctx context.Context, _ worker.CaseEnv) string { return diagnose(ctx, dsn, useNeo) }
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/adapters/neo4j"
 	"github.com/crashmatrix/crashmatrix/reference"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 	driver "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 )
 
@@ -59,10 +59,10 @@ func neo4jUser() string { return cmp.Or(os.Getenv(EnvNeo4jUser), "neo4j") }
 // openNeo4j opens the Neo4j GraphWriter named by CRASHMATRIX_NEO4J_URI.
 // The CREATE-instead-of-MERGE mutant gets a label of its own: the correct
 // writer's uniqueness constraint would refuse its duplicates.
-func openNeo4j(ctx context.Context, env sim.CaseEnv) (reference.GraphWriter, func() error, error) {
+func openNeo4j(ctx context.Context, env worker.CaseEnv) (reference.GraphWriter, func() error, error) {
 	uri := ViaEndpoint(os.Getenv(EnvNeo4jURI), env.Servers["neo4j"])
 	opts := neo4j.Options{}
-	if env.Mutant == sim.MutantCreateNotMerge {
+	if env.Mutant == worker.MutantCreateNotMerge {
 		opts = neo4j.Options{CreateInsteadOfMerge: true, Label: "CMNodeMutant"}
 	}
 	w, err := neo4j.Open(ctx, uri, neo4jUser(), os.Getenv(EnvNeo4jPassword), opts)

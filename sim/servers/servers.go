@@ -15,7 +15,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/adapters/postgres"
 	"github.com/crashmatrix/crashmatrix/reference"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -31,7 +31,7 @@ const (
 
 // GraphOpener opens a GraphWriter for a server backend (the Neo4j adapter
 // registers one); nil keeps the PostgreSQL graph tables.
-type GraphOpener func(ctx context.Context, env sim.CaseEnv) (reference.GraphWriter, func() error, error)
+type GraphOpener func(ctx context.Context, env worker.CaseEnv) (reference.GraphWriter, func() error, error)
 
 var neo4jOpener GraphOpener
 
@@ -40,29 +40,29 @@ var neo4jOpener GraphOpener
 func RegisterNeo4j(open GraphOpener) { neo4jOpener = open }
 
 func init() {
-	sim.RegisterBackend("postgres", func(sim.BackendSpec) (sim.Backend, error) { return PostgresBackend() })
+	worker.RegisterBackend("postgres", func(worker.BackendSpec) (worker.Backend, error) { return PostgresBackend() })
 }
 
 // PostgresBackend stores everything in the PostgreSQL server named by
 // CRASHMATRIX_POSTGRES_DSN (keys are space-scoped, so cases share one
 // database); with CRASHMATRIX_NEO4J_URI set, the graph lives in Neo4j.
-func PostgresBackend() (sim.Backend, error) {
+func PostgresBackend() (worker.Backend, error) {
 	dsn := os.Getenv(EnvPostgresDSN)
 	if dsn == "" {
-		return sim.Backend{}, fmt.Errorf("backend postgres: %s is not set (pass --postgres-dsn, or --backend containers to start one)", EnvPostgresDSN)
+		return worker.Backend{}, fmt.Errorf("backend postgres: %s is not set (pass --postgres-dsn, or --backend containers to start one)", EnvPostgresDSN)
 	}
 	name := "postgres"
 	useNeo := os.Getenv(EnvNeo4jURI) != "" && neo4jOpener != nil
 	if useNeo {
 		name = "postgres+neo4j"
 	}
-	return sim.Backend{
+	return worker.Backend{
 		Name:     name,
 		Diagnose: backendDiagnose(dsn, useNeo),
-		Open: func(ctx context.Context, env sim.CaseEnv) (reference.Stores, error) {
-			st, err := postgres.Open(ctx, ViaEndpoint(dsn, env.Servers["postgres"]), postgres.Options{CreateInsteadOfMerge: env.Mutant == sim.MutantCreateNotMerge,
-				LostCommitIsFailure: env.Mutant == sim.MutantLostCommitIsFailure, RenewIgnoresHolder: env.Mutant == sim.MutantRenewIgnoresHolder,
-				ServerClockLeases: env.Mutant == sim.MutantServerClockLease})
+		Open: func(ctx context.Context, env worker.CaseEnv) (reference.Stores, error) {
+			st, err := postgres.Open(ctx, ViaEndpoint(dsn, env.Servers["postgres"]), postgres.Options{CreateInsteadOfMerge: env.Mutant == worker.MutantCreateNotMerge,
+				LostCommitIsFailure: env.Mutant == worker.MutantLostCommitIsFailure, RenewIgnoresHolder: env.Mutant == worker.MutantRenewIgnoresHolder,
+				ServerClockLeases: env.Mutant == worker.MutantServerClockLease})
 			if err != nil || !useNeo {
 				return st, err
 			}
@@ -75,12 +75,12 @@ func PostgresBackend() (sim.Backend, error) {
 			st.Closer = closers{st.Closer, closeFunc(closeW)}
 			return st, nil
 		},
-		OpenPlanSave: func(ctx context.Context, env sim.CaseEnv) (sim.PlanSaveStores, error) {
-			p, err := postgres.OpenPlanSave(ctx, ViaEndpoint(dsn, env.Servers["postgres"]), env.Mutant != sim.MutantNoUniqueConstraint)
+		OpenPlanSave: func(ctx context.Context, env worker.CaseEnv) (worker.PlanSaveStores, error) {
+			p, err := postgres.OpenPlanSave(ctx, ViaEndpoint(dsn, env.Servers["postgres"]), env.Mutant != worker.MutantNoUniqueConstraint)
 			if err != nil {
-				return sim.PlanSaveStores{}, err
+				return worker.PlanSaveStores{}, err
 			}
-			return sim.PlanSaveStores{Checkpoints: p, Plans: p, Closer: p}, nil
+			return worker.PlanSaveStores{Checkpoints: p, Plans: p, Closer: p}, nil
 		},
 	}, nil
 }

@@ -11,7 +11,7 @@
 // and a store process that is killed takes whatever it started with it. Their data
 // lives in the case's directory (hello's dir, $CRASHMATRIX_STORE_DIR); their
 // logs (store-<pid>.log, all of each one's stderr) in the case's log
-// folder (sim.CaseEnv.Logs), never among the store's files.
+// folder (worker.CaseEnv.Logs), never among the store's files.
 package storecmd
 
 import (
@@ -24,7 +24,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/adapters/storeproc"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
-	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
 // Name is the backend's registered name.
@@ -55,14 +55,14 @@ const ProtocolErrorExit = 3
 const SparesKept = 2
 
 func init() {
-	sim.RegisterBackend(Name, Backend)
+	worker.RegisterBackend(Name, Backend)
 	// A spare a worker took dies with the worker's session, and counts
 	// as one of its processes.
-	sim.RegisterAdopter(sim.Adopter{Kill: storeproc.KillAdopted, SessionOf: storeproc.AdoptedBy})
+	worker.RegisterAdopter(worker.Adopter{Kill: storeproc.KillAdopted, SessionOf: storeproc.AdoptedBy})
 }
 
 // Spec builds the backend spec for the commands, run in workDir.
-func Spec(command, planSaveCommand, workDir string, timeout time.Duration) sim.BackendSpec {
+func Spec(command, planSaveCommand, workDir string, timeout time.Duration) worker.BackendSpec {
 	args := map[string]string{ArgWorkDir: workDir}
 	if command != "" {
 		args[ArgCommand] = command
@@ -73,20 +73,20 @@ func Spec(command, planSaveCommand, workDir string, timeout time.Duration) sim.B
 	if timeout > 0 {
 		args[ArgTimeout] = timeout.String()
 	}
-	return sim.BackendSpec{Name: Name, Args: args}
+	return worker.BackendSpec{Name: Name, Args: args}
 }
 
 // Backend builds the backend a spec names.
-func Backend(spec sim.BackendSpec) (sim.Backend, error) {
+func Backend(spec worker.BackendSpec) (worker.Backend, error) {
 	a := spec.Args
 	if strings.TrimSpace(a[ArgCommand]) == "" && strings.TrimSpace(a[ArgPlanSaveCommand]) == "" {
-		return sim.Backend{}, fmt.Errorf("backend %s: no store command (--store-cmd, --plansave-cmd)", Name)
+		return worker.Backend{}, fmt.Errorf("backend %s: no store command (--store-cmd, --plansave-cmd)", Name)
 	}
 	var timeout time.Duration
 	if s := a[ArgTimeout]; s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
-			return sim.Backend{}, fmt.Errorf("backend %s: timeout %q: want a positive duration such as 10s", Name, s)
+			return worker.Backend{}, fmt.Errorf("backend %s: timeout %q: want a positive duration such as 10s", Name, s)
 		}
 		timeout = d
 	}
@@ -97,23 +97,23 @@ func Backend(spec sim.BackendSpec) (sim.Backend, error) {
 	// The workers' store processes are started ahead of need, while the
 	// cases before theirs run: a worker takes one that has answered hello
 	// already (storeproc.Spares), which dies with the worker as one it
-	// started would (sim.RegisterAdopter, below). A store that does not declare
+	// started would (worker.RegisterAdopter, below). A store that does not declare
 	// reopen gets none.
 	var spares *storeproc.Spares
-	if !sim.InWorkerProcess() {
+	if !worker.InWorkerProcess() {
 		spares, _ = storeproc.NewSpares(SparesKept, a[ArgWorkDir], a[ArgCommand], a[ArgPlanSaveCommand])
 	}
-	opts := func(command string, env sim.CaseEnv, require []string) storeproc.Options {
+	opts := func(command string, env worker.CaseEnv, require []string) storeproc.Options {
 		o := storeproc.Options{Command: command, WorkDir: a[ArgWorkDir], Dir: env.Dir, LogDir: env.Logs, TempDir: env.TempDir, Namespace: env.Namespace, Mutant: env.Mutant,
 			Timeout: timeout, HelloTimeout: timeout, Require: require, OnProtocolError: endWorker}
-		if sim.InWorkerProcess() {
+		if worker.InWorkerProcess() {
 			o.Spare = true
 		} else {
 			o.Pool = pool
 		}
 		return o
 	}
-	b := sim.Backend{
+	b := worker.Backend{
 		Name:           Name,
 		Embedded:       true,
 		ChildProcesses: true,
@@ -128,7 +128,7 @@ func Backend(spec sim.BackendSpec) (sim.Backend, error) {
 			}
 			return pool.Close()
 		},
-		Open: func(ctx context.Context, env sim.CaseEnv) (reference.Stores, error) {
+		Open: func(ctx context.Context, env worker.CaseEnv) (reference.Stores, error) {
 			if a[ArgCommand] == "" {
 				return reference.Stores{}, fmt.Errorf("backend %s: System A needs --store-cmd (only --plansave-cmd was given)", Name)
 			}
@@ -141,12 +141,12 @@ func Backend(spec sim.BackendSpec) (sim.Backend, error) {
 		},
 	}
 	if a[ArgPlanSaveCommand] != "" {
-		b.OpenPlanSave = func(ctx context.Context, env sim.CaseEnv) (sim.PlanSaveStores, error) {
+		b.OpenPlanSave = func(ctx context.Context, env worker.CaseEnv) (worker.PlanSaveStores, error) {
 			c, err := storeproc.Start(ctx, opts(a[ArgPlanSaveCommand], env, []string{storeproc.StoreCheckpoints, storeproc.StorePlans}))
 			if err != nil {
-				return sim.PlanSaveStores{}, err
+				return worker.PlanSaveStores{}, err
 			}
-			return sim.PlanSaveStores{Checkpoints: c.Checkpoints(), Plans: c.Plans(), Closer: c}, nil
+			return worker.PlanSaveStores{Checkpoints: c.Checkpoints(), Plans: c.Plans(), Closer: c}, nil
 		}
 	}
 	return b, nil
@@ -157,7 +157,7 @@ func Backend(spec sim.BackendSpec) (sim.Backend, error) {
 // Outside a worker (no fault runtime in ctx: the supervisor's snapshot,
 // a conformance test) the error is returned as it is.
 func endWorker(ctx context.Context, err *storeproc.ProtocolError) {
-	if faults.RuntimeFrom(ctx) == nil || !sim.InWorkerProcess() {
+	if faults.RuntimeFrom(ctx) == nil || !worker.InWorkerProcess() {
 		return
 	}
 	what := "broke the store protocol"

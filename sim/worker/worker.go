@@ -1,4 +1,4 @@
-package sim
+package worker
 
 import (
 	"context"
@@ -35,12 +35,12 @@ type WorkerOptions struct {
 	Sleep    func(context.Context, time.Duration) error
 	Pause    func(context.Context, time.Duration)
 	PID      int
-	// stops are the in-process case's stopped holders (a worker process
+	// Stops are the in-process case's stopped holders (a worker process
 	// uses WorkerSpec.StoppedFile).
-	stops stops
-	// detachStores runs store calls under a context that cannot end
+	Stops Stops
+	// DetachStores runs store calls under a context that cannot end
 	// (callGate.detached): in-process, on a store in this process.
-	detachStores bool
+	DetachStores bool
 }
 
 // KillSelf is the Crash of a worker process: SIGKILL, so no deferred
@@ -95,11 +95,11 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 	hist.Append(history.Record{Kind: history.Start, PID: pid, Actions: len(spec.Actions)})
 	began := time.Now()
 	if spec.ClockFile != "" && opt.Now == nil {
-		clock, err := openClock(spec.ClockFile)
+		clock, err := OpenClock(spec.ClockFile)
 		if err != nil {
 			return err
 		}
-		defer clock.close()
+		defer clock.Close()
 		opt.Now, opt.Sleep = clock.Now, clock.Sleep
 		if opt.Pause == nil {
 			opt.Pause = func(ctx context.Context, d time.Duration) { clock.pause(ctx, spec.ReleaseFile, d) }
@@ -109,9 +109,9 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 	if pause == nil {
 		pause = func(ctx context.Context, d time.Duration) { waitRelease(ctx, spec.ReleaseFile, d) }
 	}
-	st := opt.stops
+	st := opt.Stops
 	if st == nil && spec.StoppedFile != "" {
-		st = stopFile(spec.StoppedFile)
+		st = StopFile(spec.StoppedFile)
 	}
 	now := opt.Now
 	if now == nil {
@@ -222,7 +222,7 @@ type worker struct {
 	// thread is the System B thread of the action running.
 	thread string
 	// stops say which lease holders of the case have stopped.
-	stops stops
+	stops Stops
 	// svcRun and reader are the service process and its reader, in a
 	// service run (WorkerSpec.Service).
 	svcRun *serviceRun
@@ -246,7 +246,7 @@ func (w *worker) service(ctx context.Context) (*reference.Service, error) {
 		return w.svc, nil
 	}
 	if w.stores == nil {
-		ready := noteOpen(w.spec.StartsFile)
+		ready := NoteOpen(w.spec.StartsFile)
 		st, err := w.backend.Open(ctx, w.spec.Env)
 		ready()
 		if err != nil {
@@ -282,7 +282,7 @@ func (w *worker) workflow(ctx context.Context) (*plansave.Workflow, error) {
 		return nil, fmt.Errorf("backend %s does not provide System B stores", w.backend.Name)
 	}
 	if w.ps == nil {
-		ready := noteOpen(w.spec.StartsFile)
+		ready := NoteOpen(w.spec.StartsFile)
 		ps, err := w.backend.OpenPlanSave(ctx, w.spec.Env)
 		ready()
 		if err != nil {

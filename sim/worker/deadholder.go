@@ -1,4 +1,4 @@
-package sim
+package worker
 
 import (
 	"bufio"
@@ -29,11 +29,11 @@ import (
 // acquire at once, as a lock timeout (the service leaves the operation to
 // recovery instead of dead-lettering it).
 
-// stopLine is one line of a case's stopped-holders file: a worker process
+// StopLine is one line of a case's stopped-holders file: a worker process
 // that ended (the supervisor saw it exit), or that stalled at a pause
 // (paused) and went on (resumed); At in Unix milliseconds, like the
 // history's times.
-type stopLine struct {
+type StopLine struct {
 	Worker string `json:"w"`
 	Phase  int    `json:"phase"`
 	PID    int    `json:"pid"`
@@ -43,7 +43,7 @@ type stopLine struct {
 
 // The stop lines' kinds.
 const (
-	stopEnded   = "ended"
+	StopEnded   = "ended"
 	stopPaused  = "paused"
 	stopResumed = "resumed"
 	// stopGranted: a lease fault had the store grant the worker a lease
@@ -53,25 +53,25 @@ const (
 )
 
 // StoppedHoldersFile names the file of a case's folder that lists the
-// case's worker processes that ended or paused (stopLine).
+// case's worker processes that ended or paused (StopLine).
 const StoppedHoldersFile = "stopped.jsonl"
 
-// stops is where a case's workers learn which lease holders have
+// Stops is where a case's workers learn which lease holders have
 // stopped: a file of the case's folder for worker processes, a map for
 // the in-process mode's simulated ones.
-type stops interface {
+type Stops interface {
 	// record notes that worker's process pid ended, paused or resumed.
-	record(l stopLine)
+	Record(l StopLine)
 	// since says since when the process of holder (a lease holder name,
 	// "worker/pid#call") has been stopped, if it is now.
 	since(holder string) (int64, bool)
 }
 
-// stopFile is the stops of a case of worker processes: one JSON line per
+// StopFile is the stops of a case of worker processes: one JSON line per
 // stop, appended with one write (O_APPEND: lines never interleave).
-type stopFile string
+type StopFile string
 
-func (f stopFile) record(l stopLine) {
+func (f StopFile) Record(l StopLine) {
 	if f == "" {
 		return
 	}
@@ -87,7 +87,7 @@ func (f stopFile) record(l stopLine) {
 	_ = out.Close()
 }
 
-func (f stopFile) since(holder string) (int64, bool) {
+func (f StopFile) since(holder string) (int64, bool) {
 	if f == "" {
 		return 0, false
 	}
@@ -96,21 +96,21 @@ func (f stopFile) since(holder string) (int64, bool) {
 		return 0, false
 	}
 	defer in.Close()
-	var m stopMap
+	var m StopMap
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
-		var l stopLine
+		var l StopLine
 		// A line being written is skipped: it is read again next time.
 		if json.Unmarshal(sc.Bytes(), &l) == nil {
-			m.record(l)
+			m.Record(l)
 		}
 	}
 	return m.since(holder)
 }
 
-// stopMap is the stops of an in-process case, and what a stop file
+// StopMap is the stops of an in-process case, and what a stop file
 // reads into.
-type stopMap struct {
+type StopMap struct {
 	mu sync.Mutex
 	// at maps "worker/pid" to the instant it stopped; a process that
 	// runs has no entry. granted maps it to the latest store-side expiry
@@ -119,7 +119,7 @@ type stopMap struct {
 	granted map[string]int64
 }
 
-func (m *stopMap) record(l stopLine) {
+func (m *StopMap) Record(l StopLine) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.at == nil {
@@ -143,7 +143,7 @@ func (m *stopMap) record(l stopLine) {
 	}
 }
 
-func (m *stopMap) since(holder string) (int64, bool) {
+func (m *StopMap) since(holder string) (int64, bool) {
 	p, _, ok := strings.Cut(holder, "#")
 	if !ok || !strings.Contains(p, "/") {
 		return 0, false
@@ -181,13 +181,13 @@ func (d *deadHolderLocks) TryAcquire(ctx context.Context, space, doc, holder str
 
 // pausing wraps a worker's pause so that the case's stops know it stalls:
 // nothing of the worker runs (nor renews a lease) until it goes on.
-func pausing(st stops, spec WorkerSpec, pid int, pause func(context.Context, time.Duration), now func() int64) func(context.Context, time.Duration) {
+func pausing(st Stops, spec WorkerSpec, pid int, pause func(context.Context, time.Duration), now func() int64) func(context.Context, time.Duration) {
 	if st == nil {
 		return pause
 	}
 	return func(ctx context.Context, d time.Duration) {
-		st.record(stopLine{Worker: spec.Worker, Phase: spec.Phase, PID: pid, What: stopPaused, At: now()})
+		st.Record(StopLine{Worker: spec.Worker, Phase: spec.Phase, PID: pid, What: stopPaused, At: now()})
 		pause(ctx, d)
-		st.record(stopLine{Worker: spec.Worker, Phase: spec.Phase, PID: pid, What: stopResumed, At: now()})
+		st.Record(StopLine{Worker: spec.Worker, Phase: spec.Phase, PID: pid, What: stopResumed, At: now()})
 	}
 }

@@ -1,4 +1,4 @@
-package sim
+package worker
 
 import "github.com/crashmatrix/crashmatrix/internal/procstat"
 
@@ -23,9 +23,9 @@ var adopters []Adopter
 // RegisterAdopter registers a. Call it from an init function.
 func RegisterAdopter(a Adopter) { adopters = append(adopters, a) }
 
-// inSession reports whether the process st describes belongs to session
+// InSession reports whether the process st describes belongs to session
 // sid: a member of it, or adopted by the worker that leads it.
-func inSession(st procstat.Stat, sid int) bool {
+func InSession(st procstat.Stat, sid int) bool {
 	if st.Session == sid {
 		return true
 	}
@@ -37,8 +37,8 @@ func inSession(st procstat.Stat, sid int) bool {
 	return false
 }
 
-// killAdopted ends what the worker that leads session sid adopted.
-func killAdopted(sid int) {
+// KillAdopted ends what the worker that leads session sid adopted.
+func KillAdopted(sid int) {
 	for _, a := range adopters {
 		a.Kill(sid)
 	}

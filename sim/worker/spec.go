@@ -1,4 +1,4 @@
-package sim
+package worker
 
 import (
 	"github.com/crashmatrix/crashmatrix/faults"
@@ -33,9 +33,9 @@ type WorkerSpec struct {
 	// pause just stalls.
 	Background  bool   `json:"background,omitempty"`
 	ReleaseFile string `json:"releaseFile,omitempty"`
-	// ClockFile is the case's harness clock (sim/clock.go); "" for the
+	// ClockFile is the case's harness clock (clock.go); "" for the
 	// wall clock.
-	ClockFile string `json:"clockFile,omitempty"`
+	ClockFile string `json:"ClockFile,omitempty"`
 	// DurableFile, when set, is the file the worker maps to tell the
 	// supervisor which store call it is in (sim/durable.go).
 	DurableFile string `json:"durableFile,omitempty"`
@@ -53,7 +53,7 @@ type WorkerSpec struct {
 	KillDeltaMicros int64  `json:"killDeltaMicros,omitempty"`
 	// StoppedFile lists the case's worker processes that have stopped
 	// (ended, as the supervisor saw it, or paused at a failpoint; one JSON
-	// line each, see stopLine): a worker refused by the lease of a stopped
+	// line each, see StopLine): a worker refused by the lease of a stopped
 	// one reads it (deadholder.go).
 	StoppedFile string `json:"stoppedFile,omitempty"`
 	// Upgraded says the worker runs on the recovery build of an upgrade

@@ -1,4 +1,4 @@
-package sim
+package worker
 
 import (
 	"context"
@@ -32,6 +32,10 @@ const (
 	// renew leases on the server's own clock (clock_timestamp()) instead
 	// of the caller's: caught when that clock jumps (clock-jump).
 	MutantServerClockLease = "server-clock-lease"
+	// MutantSynchronousOff opens the embedded SQLite stores of System A with
+	// PRAGMA synchronous=OFF: they survive every process kill and must fail
+	// under power loss.
+	MutantSynchronousOff = "synchronous-off"
 )
 
 // CaseEnv locates one case's data in a backend. Every process of a case
@@ -177,3 +181,7 @@ func ResolveBackend(spec BackendSpec) (Backend, error) {
 	}
 	return f(spec)
 }
+
+// ServerBacked says whether the backend's stores live in servers (not
+// embedded, not in the process's memory).
+func (b Backend) ServerBacked() bool { return !b.Embedded && !b.Volatile }

@@ -1,4 +1,4 @@
-package sim
+package worker
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func (w *worker) revision(ctx context.Context, space, doc string) int64 {
 	if w.stores == nil {
 		return -1
 	}
-	if w.opt.detachStores {
+	if w.opt.DetachStores {
 		if ctx.Err() != nil {
 			return -1
 		}
@@ -59,7 +59,7 @@ func (w *worker) observed(st reference.Stores) reference.Stores {
 	st.States = &seenStates{DocumentStateStore: st.States, w: w}
 	st.Writer = &seenWriter{GraphWriter: st.Writer, w: w}
 	st.Locks = &leaseFaults{LockProvider: &deadHolderLocks{LockProvider: st.Locks, w: w}, rt: w.rt, w: w}
-	return stallable(st, w.rt, w.opt.detachStores, w.mark) // outermost: a stall comes before the call is seen
+	return stallable(st, w.rt, w.opt.DetachStores, w.mark) // outermost: a stall comes before the call is seen
 }
 
 type seenOps struct {

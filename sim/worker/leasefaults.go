@@ -1,4 +1,4 @@
-package sim
+package worker
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func (l *leaseFaults) TryAcquire(ctx context.Context, space, doc, holder string,
 				// The store holds this lease until lease.ExpiresAt, later
 				// than its holder believes: a waiter must not take that
 				// for a provider that never hands leases over.
-				l.w.stops.record(stopLine{Worker: l.w.spec.Worker, Phase: l.w.spec.Phase, PID: l.w.pid, What: stopGranted, At: lease.ExpiresAt})
+				l.w.stops.Record(StopLine{Worker: l.w.spec.Worker, Phase: l.w.spec.Phase, PID: l.w.pid, What: stopGranted, At: lease.ExpiresAt})
 			}
 			lease.ExpiresAt = now + ttl
 		}

@@ -1,4 +1,4 @@
-package sim
+package worker
 
 import (
 	"context"
@@ -23,11 +23,11 @@ import (
 // clock of its own (a database server's now()) would need the wall clock
 // (Config.WallClock).
 
-// clockFile is the name of the harness clock's file in a case's folder.
-const clockFile = "clock"
+// ClockFile is the name of the harness clock's file in a case's folder.
+const ClockFile = "clock"
 
-// createClock writes a case's clock file, starting at start (unix ms).
-func createClock(path string, start int64) error {
+// CreateClock writes a case's clock file, starting at start (unix ms).
+func CreateClock(path string, start int64) error {
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], uint64(start))
 	if err := os.WriteFile(path, b[:], 0o644); err != nil {
@@ -42,8 +42,8 @@ type sharedClock struct {
 	ms  *int64
 }
 
-// openClock maps the case's clock file.
-func openClock(path string) (*sharedClock, error) {
+// OpenClock maps the case's clock file.
+func OpenClock(path string) (*sharedClock, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("harness clock: %w", err)
@@ -68,8 +68,8 @@ func (c *sharedClock) Sleep(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// advanceTo moves the clock to t unless it is already past it.
-func (c *sharedClock) advanceTo(t int64) {
+// AdvanceTo moves the clock to t unless it is already past it.
+func (c *sharedClock) AdvanceTo(t int64) {
 	for {
 		now := atomic.LoadInt64(c.ms)
 		if now >= t || atomic.CompareAndSwapInt64(c.ms, now, t) {
@@ -86,19 +86,45 @@ func (c *sharedClock) pause(ctx context.Context, release string, d time.Duration
 	if release != "" {
 		waitRelease(ctx, release, 0)
 	}
-	c.advanceTo(start + d.Milliseconds())
+	c.AdvanceTo(start + d.Milliseconds())
 }
 
-// close unmaps the clock.
-func (c *sharedClock) close() { _ = syscall.Munmap(c.mem) }
+// Close unmaps the clock.
+func (c *sharedClock) Close() { _ = syscall.Munmap(c.mem) }
 
-// clockNow is the time on a case's harness clock (path), read by a process
+// ClockNow is the time on a case's harness clock (path), read by a process
 // that does not map it (the supervisor); the wall clock when there is none.
-func clockNow(path string) int64 {
+func ClockNow(path string) int64 {
 	if path != "" {
 		if b, err := os.ReadFile(path); err == nil && len(b) == 8 {
 			return int64(binary.LittleEndian.Uint64(b))
 		}
 	}
 	return time.Now().UnixMilli()
+}
+
+// waitRelease is a process worker's pause: stall d, then until the
+// supervisor releases it (so the interleaving is the same on every run).
+func waitRelease(ctx context.Context, file string, d time.Duration) {
+	t := time.NewTimer(d)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return
+	case <-t.C:
+	}
+	if file == "" {
+		return
+	}
+	// A release comes once the next foreground worker is done, which on a
+	// stalled server can take minutes; the supervisor kills a worker that
+	// waits past its deadline (and Pdeathsig one whose supervisor died),
+	// so this bound only keeps a worker from waiting for ever.
+	deadline := time.Now().Add(30*time.Minute + 10*d)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if _, err := os.Stat(file); err == nil {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

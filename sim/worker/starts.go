@@ -1,4 +1,4 @@
-package sim
+package worker
 
 import (
 	"bufio"
@@ -13,9 +13,9 @@ import (
 // done ("ready <unix nanoseconds>"): for a store-cmd store, from the start
 // of its store processes to their hello replies.
 
-// noteOpen notes in path that an open begins, and returns what notes that
+// NoteOpen notes in path that an open begins, and returns what notes that
 // it ended (nothing when path is "").
-func noteOpen(path string) (ready func()) {
+func NoteOpen(path string) (ready func()) {
 	if path == "" {
 		return func() {}
 	}
@@ -68,9 +68,9 @@ func startSpans(path string, each func(began int64, took time.Duration, ended bo
 	}
 }
 
-// storeStarts lists how long each open of a worker's stores took, as its
+// StoreStarts lists how long each open of a worker's stores took, as its
 // starts file says (WorkerResult.StoreStarts).
-func storeStarts(path string) []time.Duration {
+func StoreStarts(path string) []time.Duration {
 	if path == "" {
 		return nil
 	}
@@ -83,10 +83,10 @@ func storeStarts(path string) []time.Duration {
 	return out
 }
 
-// startTime is how long the worker whose starts file is path spent
+// StartTime is how long the worker whose starts file is path spent
 // opening its stores by now, each open counted up to limit, and whether an
 // open is still under way. Nothing without a file or a limit.
-func startTime(path string, limit time.Duration, now time.Time) (total time.Duration, open bool) {
+func StartTime(path string, limit time.Duration, now time.Time) (total time.Duration, open bool) {
 	if path == "" || limit <= 0 {
 		return 0, false
 	}

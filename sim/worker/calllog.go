@@ -1,7 +1,9 @@
-package sim
+package worker
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
@@ -16,23 +18,23 @@ type fileCallLog struct {
 	hist *history.Writer
 }
 
-// memCallLog is the in-process CallLog: shared by the workers of a case,
+// MemCallLog is the in-process CallLog: shared by the workers of a case,
 // it survives their simulated crashes as the harness's file log does.
-type memCallLog struct {
-	log  *reference.MemoryCallLog
-	hist *history.Writer
+type MemCallLog struct {
+	Log  *reference.MemoryCallLog
+	Hist *history.Writer
 }
 
-func (l *memCallLog) Record(op string) (int, error) {
-	n, err := l.log.Record(op)
+func (l *MemCallLog) Record(op string) (int, error) {
+	n, err := l.Log.Record(op)
 	if err == nil {
-		l.hist.Append(history.Record{Kind: history.Model, Op: op, Call: n})
+		l.Hist.Append(history.Record{Kind: history.Model, Op: op, Call: n})
 	}
 	return n, err
 }
 
 func (l *fileCallLog) Record(op string) (int, error) {
-	name := callLogFile(l.dir, op)
+	name := CallLogFile(l.dir, op)
 	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return 0, err
@@ -48,4 +50,10 @@ func (l *fileCallLog) Record(op string) (int, error) {
 	n := int(st.Size())
 	l.hist.Append(history.Record{Kind: history.Model, Op: op, Call: n})
 	return n, nil
+}
+
+// CallLogFile is the file of the case's model-call log (under dir) that
+// counts the calls for one operationId.
+func CallLogFile(dir, op string) string {
+	return filepath.Join(dir, strings.NewReplacer("/", "_", "\x00", "_").Replace(op))
 }

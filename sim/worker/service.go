@@ -1,4 +1,4 @@
-package sim
+package worker
 
 import (
 	"context"
@@ -48,10 +48,10 @@ const ServiceProtocolExit = 3
 // directory, so on its lazy mount where the power can be cut.
 func ServiceDir(env CaseEnv) string { return filepath.Join(env.Dir, "service") }
 
-// makeServiceDir creates the case's service folder, durably: hello says
+// MakeServiceDir creates the case's service folder, durably: hello says
 // it exists, so a power loss must not take it (its name is synced into
 // the data directory before the service writes a file in it).
-func makeServiceDir(env CaseEnv) error {
+func MakeServiceDir(env CaseEnv) error {
 	dir := ServiceDir(env)
 	if _, err := os.Stat(dir); err == nil {
 		return nil
@@ -114,11 +114,11 @@ func (w *worker) serviceRun(ctx context.Context) (*serviceRun, error) {
 		calls = w.opt.CallLog
 	}
 	run.model = &seenModel{Extractor: &reference.FakeExtractor{Log: calls}, w: w}
-	bugs := bugNames(w.spec.Bugs)
-	if err := makeServiceDir(w.spec.Env); err != nil {
+	bugs := BugNames(w.spec.Bugs)
+	if err := MakeServiceDir(w.spec.Env); err != nil {
 		return nil, err
 	}
-	ready := noteOpen(w.spec.StartsFile)
+	ready := NoteOpen(w.spec.StartsFile)
 	svc, err := serviceproc.Start(ctx, serviceproc.Options{Command: spec.Command, WorkDir: spec.WorkDir, LogDir: w.spec.Env.Logs, TempDir: w.spec.Env.TempDir,
 		Timeout: spec.Timeout, HelloTimeout: spec.Timeout, Want: &decl, OnProtocolError: serviceBroke,
 		Hello: serviceproc.Hello{Role: serviceproc.RoleWorker, Dir: ServiceDir(w.spec.Env), Namespace: w.spec.Env.Namespace, Space: w.spec.Space,
@@ -133,8 +133,8 @@ func (w *worker) serviceRun(ctx context.Context) (*serviceRun, error) {
 	return run, nil
 }
 
-// bugNames are the mutants' names, as hello sends them.
-func bugNames(bugs []reference.Bug) []string {
+// BugNames are the mutants' names, as hello sends them.
+func BugNames(bugs []reference.Bug) []string {
 	out := make([]string, 0, len(bugs))
 	for _, b := range bugs {
 		out = append(out, string(b))
@@ -151,7 +151,7 @@ func (w *worker) serviceStores(ctx context.Context, decl serviceproc.Declared) (
 	var closers []func() error
 	for _, s := range []string{storeproc.StoreOperations, storeproc.StoreStates, storeproc.StoreRegistry, storeproc.StoreGraph, storeproc.StoreLocks} {
 		if decl.HarnessStore(s) {
-			ready := noteOpen(w.spec.StartsFile)
+			ready := NoteOpen(w.spec.StartsFile)
 			hs, err := w.backend.Open(ctx, w.spec.Env)
 			ready()
 			if err != nil {
@@ -163,7 +163,7 @@ func (w *worker) serviceStores(ctx context.Context, decl serviceproc.Declared) (
 		}
 	}
 	own, _, _ := storeproc.Over(&serviceReader{w: w}, storeproc.Lax, decl.OwnStores())
-	st = withOwn(st, own, decl.OwnStores())
+	st = WithOwn(st, own, decl.OwnStores())
 	st.Closer = closeAll(append(closers, w.closeReader))
 	return st, nil
 }
@@ -194,7 +194,7 @@ const readTimeout = 2 * time.Second
 
 func (r *serviceReader) Call(ctx context.Context, op string, args json.RawMessage) (json.RawMessage, error) {
 	if r.svc == nil || r.svc.Broken() {
-		if err := makeServiceDir(r.w.spec.Env); err != nil {
+		if err := MakeServiceDir(r.w.spec.Env); err != nil {
 			return nil, err
 		}
 		spec := r.w.spec.Service
@@ -230,7 +230,7 @@ func (w *worker) observedOwn(st reference.Stores) reference.Stores {
 	st.Ops = &seenOps{OperationStore: st.Ops, w: w}
 	st.States = &seenStates{DocumentStateStore: st.States, w: w}
 	st.Writer = &seenWriter{GraphWriter: st.Writer, w: w}
-	return stallable(st, w.rt, w.opt.detachStores, w.mark)
+	return stallable(st, w.rt, w.opt.DetachStores, w.mark)
 }
 
 // serviceBroke ends a worker process whose service broke the protocol:
