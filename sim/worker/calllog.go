@@ -2,8 +2,6 @@ package worker
 
 import (
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
@@ -50,10 +48,4 @@ func (l *fileCallLog) Record(op string) (int, error) {
 	n := int(st.Size())
 	l.hist.Append(history.Record{Kind: history.Model, Op: op, Call: n})
 	return n, nil
-}
-
-// CallLogFile is the file of the case's model-call log (under dir) that
-// counts the calls for one operationId.
-func CallLogFile(dir, op string) string {
-	return filepath.Join(dir, strings.NewReplacer("/", "_", "\x00", "_").Replace(op))
 }
