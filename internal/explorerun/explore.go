@@ -57,8 +57,8 @@ type ExploreOptions struct {
 	// command that replays the file at a path.
 	OutDir string
 	Replay func(path string) string
-	// Progress starts the progress lines of a search outside a
-	// terminal, or returns nil.
+	// Progress, when set, starts the progress lines of a search outside
+	// a terminal, or returns nil.
 	Progress func() *sim.ProgressLog
 	Out, Err io.Writer
 }
@@ -184,7 +184,7 @@ func (e *exploration) search(start *initial.State) explore.Result {
 	// search (of --max, or of --budget) and every 10 s.
 	var plog *sim.ProgressLog
 	var each func(verdict.CaseResult)
-	if o.Schedule == nil {
+	if o.Schedule == nil && o.Progress != nil {
 		if plog = o.Progress(); plog != nil {
 			each = plog.Case
 		}
