@@ -1,9 +1,12 @@
 // Package explorerun drives an exploration (sim/explore) for the commands
-// and the test API that run one: the shape of its schedules from the probe,
-// a finding written as the scenario file that replays it, and the
-// exploration certify and CertifyCrashSafety run after the matrix (a fixed
-// count of seeded schedules, so that the verdict does not depend on the
-// machine), folded into the run's report like a failing case.
+// and the test API that run one: crashmatrix explore itself (Explore: a
+// seed's schedules searched, or a scenario's schedule shrunk, a finding of
+// the simulated store replayed on the real one), the shape of its
+// schedules from the probe, a finding written as the scenario file that
+// replays it, and the exploration certify and CertifyCrashSafety run after
+// the matrix (a fixed count of seeded schedules, so that the verdict does
+// not depend on the machine), folded into the run's report like a failing
+// case.
 package explorerun
 
 import (

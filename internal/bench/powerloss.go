@@ -1,7 +1,8 @@
-package main
+package bench
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"time"
@@ -10,7 +11,6 @@ import (
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
-	"github.com/spf13/cobra"
 )
 
 // powerLossTarget is issue 22's bound on what power loss may cost: the
@@ -19,7 +19,7 @@ import (
 // without a power loss.
 const powerLossTarget = 2.0
 
-// benchPowerLoss measures what power loss costs, in rounds of pairs run
+// powerLoss measures what power loss costs, in rounds of pairs run
 // back to back, so that both halves of a ratio see the same load on a
 // shared machine (which half goes first alternates): the crash column with
 // the case data on tmpfs next to the same column with the data on the lazy
@@ -28,9 +28,9 @@ const powerLossTarget = 2.0
 // the lazy file system, the power cut once per case); and the plain
 // embedded matrix next to the matrix with the power-loss column. Each
 // figure is the median ratio over the rounds, with its target.
-func benchPowerLoss(cmd *cobra.Command, server *serverFlags, self, backend, benchDir string, ttl time.Duration, parallel, rounds int, adaptive bool) error {
-	out := cmd.OutOrStdout()
-	probe, work, err := benchRunner(server, benchDir, backend, self, ttl, 1, adaptive)
+func (o *sitting) powerLoss() error {
+	out := o.Out
+	probe, work, err := o.runner(1, o.Adaptive)
 	if err != nil {
 		return err
 	}
@@ -39,42 +39,22 @@ func benchPowerLoss(cmd *cobra.Command, server *serverFlags, self, backend, benc
 		fmt.Fprintln(out, sim.PowerLossNotTested(why))
 		return nil
 	}
-	// run runs a set of cases on a fresh runner, every case's data on a
-	// lazy mount when it says so (sim.Config.LazyData).
-	type set = benchSet
-	run := func(s set) (time.Duration, error) {
-		r, work, err := benchRunnerWith(server, benchDir, backend, self, ttl, 1, adaptive, func(c *sim.Config) { c.LazyData = s.lazy })
-		if err != nil {
-			return 0, err
-		}
-		rep := r.RunAll(cmd.Context(), s.cases, parallel, nil)
-		if rep.ExitCode != 0 {
-			report.WriteTerminal(out, rep, report.Options{Command: "bench"})
-			fmt.Fprintf(out, "case data and histories: %s\n", work)
-			return 0, fmt.Errorf("%s did not certify: the figure would be meaningless", s.what)
-		}
-		os.RemoveAll(work)
-		return rep.Took, nil
-	}
-	pair := func(round int, a, b set) (time.Duration, time.Duration, error) {
-		return backToBack(round, func() (time.Duration, error) { return run(a) }, func() (time.Duration, error) { return run(b) })
-	}
-	cases := catalogue.Lease(ttl)
+	cases := catalogue.Lease(o.LeaseTTL)
 	crash := catalogue.Filter(cases.Matrix(), nil, []faults.Kind{faults.Crash}, nil)
 	power := cases.PowerLossMatrix(nil)
 	plain := cases.Matrix()
 	full := append(cases.Matrix(), power...)
 	var lazies, columns, matrices []float64
-	for i := 0; i < rounds; i++ {
-		tc, tl, err := pair(i, set{"the crash column", crash, false}, set{"the crash column on the lazy file system", crash, true})
+	for i := 0; i < o.Rounds; i++ {
+		tc, tl, err := o.pair(i, benchSet{"the crash column", crash, false}, benchSet{"the crash column on the lazy file system", crash, true})
 		if err != nil {
 			return err
 		}
-		tp, err := run(set{"the power-loss column", power, false})
+		tp, err := o.runSet(benchSet{"the power-loss column", power, false})
 		if err != nil {
 			return err
 		}
-		tm, tf, err := pair(i, set{"the plain matrix", plain, false}, set{"the matrix with the power-loss column", full, false})
+		tm, tf, err := o.pair(i, benchSet{"the plain matrix", plain, false}, benchSet{"the matrix with the power-loss column", full, false})
 		if err != nil {
 			return err
 		}
@@ -85,12 +65,18 @@ func benchPowerLoss(cmd *cobra.Command, server *serverFlags, self, backend, benc
 			i+1, len(crash), tc.Round(time.Millisecond), tl.Round(time.Millisecond), lazies[i], len(power), tp.Round(time.Millisecond), columns[i],
 			len(plain), tm.Round(time.Millisecond), len(full), tf.Round(time.Millisecond), matrices[i])
 	}
-	torn, err := benchTornDefault(cmd, func() (*sim.Runner, string, error) {
-		return benchRunner(server, benchDir, backend, self, ttl, 1, adaptive)
-	}, ttl, rounds, run, pair)
+	torn, err := o.tornDefault()
 	if err != nil {
 		return err
 	}
+	powerLossFigures(out, lazies, columns, matrices)
+	torn()
+	return nil
+}
+
+// powerLossFigures prints the power-loss figures: the medians of the
+// rounds' ratios, each with its target.
+func powerLossFigures(out io.Writer, lazies, columns, matrices []float64) {
 	for _, f := range []struct {
 		what   string
 		ratios []float64
@@ -104,8 +90,29 @@ func benchPowerLoss(cmd *cobra.Command, server *serverFlags, self, backend, benc
 		fmt.Fprintf(out, "power loss: %s, back to back: median x%.2f (min x%.2f, max x%.2f over %d rounds) (target <= %gx: %s)\n",
 			f.what, med, f.ratios[0], f.ratios[len(f.ratios)-1], len(f.ratios), powerLossTarget, metOrNot(med <= powerLossTarget))
 	}
-	torn()
-	return nil
+}
+
+// runSet runs a set of cases on a fresh runner, every case's data on a
+// lazy mount when it says so (sim.Config.LazyData), and returns its wall
+// time.
+func (o *sitting) runSet(s benchSet) (time.Duration, error) {
+	r, work, err := o.runnerWith(1, o.Adaptive, func(c *sim.Config) { c.LazyData = s.lazy })
+	if err != nil {
+		return 0, err
+	}
+	rep := r.RunAll(o.ctx, s.cases, o.Parallel, nil)
+	if rep.ExitCode != 0 {
+		report.WriteTerminal(o.Out, rep, report.Options{Command: "bench"})
+		fmt.Fprintf(o.Out, "case data and histories: %s\n", work)
+		return 0, fmt.Errorf("%s did not certify: the figure would be meaningless", s.what)
+	}
+	os.RemoveAll(work)
+	return rep.Took, nil
+}
+
+// pair runs a and b back to back (backToBack) in the given round.
+func (o *sitting) pair(round int, a, b benchSet) (time.Duration, time.Duration, error) {
+	return backToBack(round, func() (time.Duration, error) { return o.runSet(a) }, func() (time.Duration, error) { return o.runSet(b) })
 }
 
 // backToBack runs a and b back to back, b first in odd rounds, so that

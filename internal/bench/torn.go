@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -6,9 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
-	"github.com/spf13/cobra"
 )
 
 // tornDefaultTarget is issue 41's bound on what its new default columns
@@ -24,22 +22,20 @@ type benchSet struct {
 	lazy  bool
 }
 
-// benchTornDefault measures what the torn-write column (512-byte sectors,
+// tornDefault measures what the torn-write column (512-byte sectors,
 // in the default matrix where power loss runs on an embedded backend)
 // costs: the default matrix as certify builds it (after its probe: the
 // window cases and classes, the power-loss column, the between-calls and
 // durable-step sweeps) with the torn-write column next to the same without
-// it, in rounds of pairs run back to back (run and pair: benchPowerLoss's;
-// runner makes the runner of the probe).
-// It returns the function that prints the figure, after benchPowerLoss's.
-func benchTornDefault(cmd *cobra.Command, runner func() (*sim.Runner, string, error), ttl time.Duration, rounds int,
-	run func(benchSet) (time.Duration, error), pair func(int, benchSet, benchSet) (time.Duration, time.Duration, error)) (func(), error) {
-	out := cmd.OutOrStdout()
-	r, work, err := runner()
+// it, in rounds of pairs run back to back (pair).
+// It returns the function that prints the figure, after powerLoss's.
+func (o *sitting) tornDefault() (func(), error) {
+	out := o.Out
+	r, work, err := o.runner(1, o.Adaptive)
 	if err != nil {
 		return nil, err
 	}
-	probe, err := r.Probe(cmd.Context())
+	probe, err := r.Probe(o.ctx)
 	os.RemoveAll(work)
 	if err != nil {
 		return nil, fmt.Errorf("the torn-write column's figure: the probe: %w", err)
@@ -53,13 +49,13 @@ func benchTornDefault(cmd *cobra.Command, runner func() (*sim.Runner, string, er
 			fmt.Fprintln(out, "torn writes: not in this backend's default matrix (--kind torn-write only)")
 		}, nil
 	}
-	with := sel.Cases(probe.Probe, catalogue.Lease(ttl), 1)
+	with := sel.Cases(probe.Probe, catalogue.Lease(o.LeaseTTL), 1)
 	without := sel
 	without.TornWrite = false
-	before := without.Cases(probe.Probe, catalogue.Lease(ttl), 1)
+	before := without.Cases(probe.Probe, catalogue.Lease(o.LeaseTTL), 1)
 	var ratios []float64
-	for i := 0; i < rounds; i++ {
-		tb, tw, err := pair(i, benchSet{what: "the default matrix without the torn-write column", cases: before},
+	for i := 0; i < o.Rounds; i++ {
+		tb, tw, err := o.pair(i, benchSet{what: "the default matrix without the torn-write column", cases: before},
 			benchSet{what: "the default matrix with the torn-write column", cases: with})
 		if err != nil {
 			return nil, err

@@ -1,10 +1,11 @@
-package main
+package bench
 
 import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"slices"
 	"strconv"
 	"time"
@@ -42,16 +43,26 @@ func hostProbeWork() string {
 	h := sha256.New()
 	var b8 [8]byte
 	sum := func(v uint64) { binary.LittleEndian.PutUint64(b8[:], v); h.Write(b8[:]) }
+	probeSort(next, sum)
+	probeMap(next, sum)
+	probeHash(next, h)
+	probeJSON(next, h, sum)
+	return fmt.Sprintf("%x", h.Sum(nil)[:8])
+}
 
-	// Sorting.
+// probeSort is the probe's sorting.
+func probeSort(next func() uint64, sum func(uint64)) {
 	nums := make([]uint64, 200_000)
 	for i := range nums {
 		nums[i] = next()
 	}
 	slices.Sort(nums)
 	sum(nums[0] ^ nums[len(nums)/2] ^ nums[len(nums)-1])
+}
 
-	// String keys in a map, as the checks' indexes keep them.
+// probeMap is the probe's string keys in a map, as the checks' indexes
+// keep them.
+func probeMap(next func() uint64, sum func(uint64)) {
 	m := make(map[string]int)
 	for i := 0; i < 100_000; i++ {
 		m["doc-"+strconv.FormatUint(next()%50_000, 36)] += i
@@ -64,16 +75,22 @@ func hostProbeWork() string {
 	}
 	sum(uint64(len(m)))
 	sum(uint64(hits))
+}
 
-	// SHA-256 over 4 MiB, as fingerprints hash plans.
+// probeHash is the probe's SHA-256 over 4 MiB, as fingerprints hash
+// plans.
+func probeHash(next func() uint64, h hash.Hash) {
 	buf := make([]byte, 4<<20)
 	for i := 0; i+8 <= len(buf); i += 8 {
 		binary.LittleEndian.PutUint64(buf[i:], next())
 	}
 	d := sha256.Sum256(buf)
 	h.Write(d[:])
+}
 
-	// JSON both ways, as plans and histories are written and read.
+// probeJSON is the probe's JSON both ways, as plans and histories are
+// written and read.
+func probeJSON(next func() uint64, h hash.Hash, sum func(uint64)) {
 	type rec struct {
 		Op    string            `json:"op"`
 		Rev   int64             `json:"rev"`
@@ -99,8 +116,6 @@ func hostProbeWork() string {
 	}
 	h.Write(js)
 	sum(uint64(len(back)))
-
-	return fmt.Sprintf("%x", h.Sum(nil)[:8])
 }
 
 // hostProbe times the probe's work: one run to warm up, then runs

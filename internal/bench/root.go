@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"os"
@@ -6,11 +6,11 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim"
 )
 
-// benchRoot is where a bench's case data goes without --workdir: /dev/shm
+// root is where a bench's case data goes without --workdir: /dev/shm
 // when sim.CaseRoot would take it, TMPDIR or not, since a bench measures the
 // harness rather than the disk's fsync (--workdir /tmp measures both);
 // else the system's temporary folder.
-func benchRoot() string {
+func root() string {
 	if sim.RoomyDir("/dev/shm", sim.CaseRootMinFree) == nil {
 		return "/dev/shm"
 	}
