@@ -37,6 +37,7 @@ func exploreCmd() *cobra.Command {
 		powerLoss                  float64
 		tornWrite                  float64
 		diskErrors                 float64
+		serverHolds                float64
 		tear                       int
 		server                     serverFlags
 		store                      storeCmdFlags
@@ -216,6 +217,10 @@ or a setup the run cannot vouch for (a flag empty, out of range or for another b
 					return err
 				}
 			}
+			if serverHolds > 0 && (server.faults == nil || cfg.ServerFaults == nil) {
+				fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix: --server-holds: this run faults no server (it needs a server backend, --processes, and its servers' fault proxies)")
+				return exitError{2}
+			}
 			if server.faults != nil && cfg.ServerFaults != nil {
 				// Server faults join the schedules (process kills only).
 				shape.Servers = server.faults.Names()
@@ -224,6 +229,7 @@ or a setup the run cannot vouch for (a flag empty, out of range or for another b
 						shape.NoCrash = append(shape.NoCrash, n)
 					}
 				}
+				shape.ServerHolds, shape.Holds = serverHolds, serverHoldKinds(server.faults, shape.Servers)
 			}
 			var res explore.Result
 			// Outside a terminal (a CI log): a line at each tenth of the
@@ -359,6 +365,7 @@ or a setup the run cannot vouch for (a flag empty, out of range or for another b
 	fl.BoolVar(&processes, "processes", false, "kill real worker processes instead of the in-process mode")
 	fl.Float64Var(&tornWrite, "torn-write", 0, "share (0..1) of those power losses that tear: of each file, some 4 KiB pages written and not fsynced survive and the rest are lost")
 	fl.IntVar(&tear, "tear", faults.TearPage, "what a torn write keeps or loses whole: 4096 (pages), 512 (disk sectors: a page can survive in part) or a smaller power of two down to 1 (a tear inside one sector)")
+	fl.Float64Var(&serverHolds, "server-holds", 0, "share (0..1) of server faults that hold the worker's request past its lease instead (server-pause, partition or clock-jump, where the server can take it: server-pause and clock-jump on containers crashmatrix started; at most one per schedule); needs a server backend with server faults")
 	fl.Float64Var(&diskErrors, "disk-errors", 0, "share (0..1) of armed crashes that become disk errors instead (fsync-error, disk-full or slow-sync, one drawn; at most one per client); needs --processes, an embedded backend or --store-cmd, and FUSE")
 	fl.Float64Var(&powerLoss, "power-loss", 0, "share (0..1) of armed crashes that cut the power instead (every process of the schedule dies and what was not fsynced is lost); needs --processes, an embedded backend and FUSE")
 	fl.Float64Var(&randomKills, "random-kills", 0, "share (0..1) of client workers SIGKILLed at a random instant of their run (before a store call or inside a commit, drawn over the probe's counts) besides failpoints; needs --processes")
@@ -549,6 +556,22 @@ func movedStalls(c catalogue.Case) []movedStall {
 				a2.Hit += delta
 				m.Steps[i].Arms[faults.StoreCall] = a2
 				out = append(out, movedStall{m, fmt.Sprintf("worker %s's stall moved from store call %d to %d", st.Worker, a.Hit, a2.Hit)})
+			}
+		}
+	}
+	return out
+}
+
+// serverHoldKinds are, for each server, the faults holding a request past
+// the lease (faults.ServerOptInKinds) its supervisor can carry out.
+func serverHoldKinds(sup interface {
+	Can(faults.Kind, string) bool
+}, servers []string) map[string][]faults.Kind {
+	out := map[string][]faults.Kind{}
+	for _, n := range servers {
+		for _, k := range faults.ServerOptInKinds {
+			if sup.Can(k, n) {
+				out[n] = append(out[n], k)
 			}
 		}
 	}
