@@ -126,6 +126,9 @@ or a setup the run cannot vouch for (a flag empty, out of range or for another b
 			if err != nil {
 				return err
 			}
+			// PostgreSQL's clock made movable (libfaketime) only when the
+			// schedules may jump it.
+			server.clockJump = serverHolds > 0
 			backend, self, cleanup, err := server.setUp(cmd, backendName)
 			if err != nil {
 				return err
