@@ -43,7 +43,10 @@ func faultedWorkersOf(h history.Log) faultedWorkers {
 		// can fence that: the revision CAS, the claim and the plan
 		// fingerprint must stop it, and the graph and state invariants
 		// judge what it left.
-		if r.Fault.Kind == faults.ServerPause || r.Fault.Kind == faults.Partition {
+		// So does a slow fsync inside a store call (slow-sync): the call
+		// checked what it checked before the fsync, and its write lands
+		// after the competitor's.
+		if r.Fault.Kind == faults.ServerPause || r.Fault.Kind == faults.Partition || r.Fault.Kind == faults.SlowSync {
 			fw.stalled[r.Worker] = true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
@@ -72,9 +73,12 @@ type diskWatch struct {
 	fs      diskMount
 	// slow is what a slow sync does before it returns (moves the
 	// harness clock, or sleeps).
-	slow  func()
-	mu    sync.Mutex
-	armed bool
+	slow func()
+	// unreleased: a background worker's slow sync held until its limit,
+	// its release not come (sim/slowsync.go).
+	unreleased atomic.Bool
+	mu         sync.Mutex
+	armed      bool
 	// before is what the mount's disk errors had done when the step
 	// began.
 	before cut.DiskStats
@@ -158,7 +162,8 @@ func (r *Runner) watchDisk(pc *powerCase, st catalogue.Step, dw *durableWatch, d
 		return nil, fmt.Errorf("disk errors: %w", err)
 	}
 	spec.DiskFile = path
-	d := &diskWatch{worker: st.Worker, file: path, point: p, action: a, fs: dm, before: dm.DiskStats(), slow: slowHook(spec)}
+	d := &diskWatch{worker: st.Worker, file: path, point: p, action: a, fs: dm, before: dm.DiskStats()}
+	d.slow = slowHook(spec, p, a, &d.unreleased)
 	pc.watch(d)
 	return d, nil
 }
@@ -174,13 +179,12 @@ func (pc *powerCase) watch(d *diskWatch) {
 // slowHook is what a slow sync of a worker does before it returns: it
 // moves the case's harness clock past the worker's lease (twice its TTL
 // and 100 ms), or sleeps that long on the wall clock.
-func slowHook(spec *WorkerSpec) func() {
+// A background worker's slow sync then holds until the worker is
+// released (holdSlowSync): a competitor runs meanwhile.
+func slowHook(spec *WorkerSpec, p faults.Point, a faults.Action, unreleased *atomic.Bool) func() {
 	stall := catalogue.Lease(time.Duration(spec.LeaseTTLMillis) * time.Millisecond).LongPause()
-	if spec.ClockFile == "" {
-		return func() { time.Sleep(stall) }
-	}
 	clock := spec.ClockFile
-	return func() {
+	move := func() {
 		c, err := worker.OpenClock(clock)
 		if err != nil {
 			time.Sleep(stall)
@@ -188,6 +192,15 @@ func slowHook(spec *WorkerSpec) func() {
 		}
 		defer c.Close()
 		c.AdvanceTo(c.Now() + stall.Milliseconds())
+	}
+	if !spec.Background || spec.ReleaseFile == "" {
+		return move
+	}
+	return func() {
+		move()
+		if !holdSlowSync(spec, p, a, stall) {
+			unreleased.Store(true)
+		}
 	}
 }
 
@@ -199,8 +212,10 @@ func watchDurableDisk(pc *powerCase, st catalogue.Step, spec *WorkerSpec, d *dur
 	if !ok {
 		return fmt.Errorf("disk error %s: the case's lazy mount cannot fail (%T)", d.kill.Disk, pc.fs)
 	}
-	d.disk = &diskWatch{worker: st.Worker, point: faults.Point(catalogue.DurableStepName(d.kill)), action: faults.On(d.kill.Disk, 1),
-		fs: dm, before: dm.DiskStats(), slow: slowHook(spec), trigger: d.atStep}
+	dd := &diskWatch{worker: st.Worker, point: faults.Point(catalogue.DurableStepName(d.kill)), action: faults.On(d.kill.Disk, 1),
+		fs: dm, before: dm.DiskStats(), trigger: d.atStep}
+	dd.slow = slowHook(spec, dd.point, dd.action, &dd.unreleased)
+	d.disk = dd
 	pc.watch(d.disk)
 	return nil
 }
@@ -293,6 +308,11 @@ func (r *Runner) afterDisk(ctx context.Context, pc *powerCase, c catalogue.Case,
 	}
 	res.Notes = append(res.Notes, note)
 	if d.action.Kind == faults.SlowSync {
+		if d.unreleased.Load() {
+			why := slowSyncUnreleased(d.point, worker)
+			res.Notes = append(res.Notes, why.Detail)
+			pc.diskMiss = cmp.Or(pc.diskMiss, why)
+		}
 		return paused, nil
 	}
 	for _, w := range paused {

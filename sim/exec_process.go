@@ -135,9 +135,10 @@ func (w *processWorker) waitHitOrExit(ctx context.Context, limit time.Duration) 
 				// that it took effect (the server stopped and resumed, the
 				// request held, the case's clock past the lease); any
 				// other fault it survives (a lease fault, an error) lets it
-				// run on to its pause or its end.
+				// run on to its pause or its end. A slow sync holding
+				// past the lease (sim/slowsync.go) parks it too.
 				if r.Worker == w.spec.Worker && r.Phase == w.spec.Phase && (r.Kind == history.Hit && (r.Fault == nil || r.Fault.Kind == faults.Pause) ||
-					r.Kind == history.Server && r.Fault != nil && r.Fault.Kind.HoldsPastLease() || r.Kind == history.Exit) {
+					r.Kind == history.Server && r.Fault != nil && (r.Fault.Kind.HoldsPastLease() || r.Fault.Kind == faults.SlowSync) || r.Kind == history.Exit) {
 					return
 				}
 			}

@@ -432,6 +432,9 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 		if r.upgrade(&spec, res.Workers) && res.UpgradedAt == "" {
 			res.UpgradedAt = st.Worker
 		}
+		if err := ownEndpoints(cs, st, &spec); err != nil {
+			return fail(verdict.Undecided, "server faults: "+err.Error())
+		}
 		if st.Kill != nil {
 			spec.KillAfterMicros = max(st.Kill.Offset.Microseconds(), 1)
 			if st.Kill.After != "" {

@@ -32,6 +32,7 @@ type exploreFlags struct {
 	powerLoss                  float64
 	tornWrite                  float64
 	diskErrors                 float64
+	serverHolds                float64
 	tear                       int
 	server                     serverFlags
 	store                      storeCmdFlags
@@ -78,6 +79,7 @@ func (f *exploreFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.processes, "processes", false, "kill real worker processes instead of the in-process mode")
 	fl.Float64Var(&f.tornWrite, "torn-write", 0, "share (0..1) of those power losses that tear: of each file, some 4 KiB pages written and not fsynced survive and the rest are lost")
 	fl.IntVar(&f.tear, "tear", faults.TearPage, "what a torn write keeps or loses whole: 4096 (pages), 512 (disk sectors: a page can survive in part) or a smaller power of two down to 1 (a tear inside one sector)")
+	fl.Float64Var(&f.serverHolds, "server-holds", 0, "share (0..1) of server faults that hold the worker's request past its lease instead (server-pause, partition or clock-jump, where the server can take it: server-pause and clock-jump on containers crashmatrix started; at most one per schedule); needs a server backend with server faults")
 	fl.Float64Var(&f.diskErrors, "disk-errors", 0, "share (0..1) of armed crashes that become disk errors instead (fsync-error, disk-full or slow-sync, one drawn; at most one per client); needs --processes, an embedded backend or --store-cmd, and FUSE")
 	fl.Float64Var(&f.powerLoss, "power-loss", 0, "share (0..1) of armed crashes that cut the power instead (every process of the schedule dies and what was not fsynced is lost); needs --processes, an embedded backend and FUSE")
 	fl.Float64Var(&f.randomKills, "random-kills", 0, "share (0..1) of client workers SIGKILLed at a random instant of their run (before a store call or inside a commit, drawn over the probe's counts) besides failpoints; needs --processes")
@@ -112,6 +114,9 @@ func runExplore(cmd *cobra.Command, f *exploreFlags) error {
 	if err != nil {
 		return err
 	}
+	// PostgreSQL's clock made movable (libfaketime) only when the
+	// schedules may jump it.
+	f.server.clockJump = f.serverHolds > 0
 	backend, self, cleanup, err := f.server.setUp(cmd, f.backendName)
 	if err != nil {
 		return err
@@ -136,6 +141,10 @@ func runExplore(cmd *cobra.Command, f *exploreFlags) error {
 	if f.processes {
 		f.server.useFaults(cfg)
 	}
+	if f.serverHolds > 0 && (f.server.faults == nil || cfg.ServerFaults == nil) {
+		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix: --server-holds: this run faults no server (it needs a server backend, --processes, and its servers' fault proxies)")
+		return exitError{2}
+	}
 	o.Backend, o.Servers, o.Replay = backend, f.server.faults, f.replay
 	defer tuneGC(!f.processes)()
 	code, err := explorerun.Explore(cmd.Context(), o)
@@ -150,7 +159,7 @@ func runExplore(cmd *cobra.Command, f *exploreFlags) error {
 func (f *exploreFlags) options(cmd *cobra.Command) (explorerun.ExploreOptions, error) {
 	o := explorerun.ExploreOptions{Processes: f.processes, From: f.from, Seed: f.seed, ShardCount: 1,
 		Budget: f.budget, Max: f.max, Parallel: f.parallel, Confirm: f.confirm, RandomKills: f.randomKills, PowerLoss: f.powerLoss,
-		TornWrite: f.tornWrite, DiskErrors: f.diskErrors, Tear: f.tear, OutDir: f.outDir, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr()}
+		TornWrite: f.tornWrite, DiskErrors: f.diskErrors, ServerHolds: f.serverHolds, Tear: f.tear, OutDir: f.outDir, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr()}
 	if f.simStore {
 		b := embedded.SimStore()
 		o.SimStore = &b

@@ -49,6 +49,7 @@ var flagLimits = map[string]limit{
 	"power-loss":           {min: 0, max: 1, what: "a share"},
 	"torn-write":           {min: 0, max: 1, what: "a share"},
 	"disk-errors":          {min: 0, max: 1, what: "a share"},
+	"server-holds":         {min: 0, max: 1, what: "a share"},
 	"lease-ttl":            {min: float64(time.Millisecond), whole: time.Millisecond, what: "the workers' leases count whole milliseconds"},
 	"cycle-lease-ttl":      {min: float64(time.Millisecond), whole: time.Millisecond, what: "the workers' leases count whole milliseconds"},
 	"store-timeout":        {min: float64(time.Millisecond), what: "how long a store process may take per message"},

@@ -163,14 +163,23 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command, details bool) error
 			OnProtocolError: func(_ context.Context, err *storeproc.ProtocolError) { broken.CompareAndSwap(nil, err) }})
 	}
 	failed := map[string]string{}
-	for path, msg := range properties.StoresFailures(func(test, dir string) (reference.Stores, error) {
-		c, err := start(s.command, test, dir, []string{storeproc.StoreOperations, storeproc.StoreStates, storeproc.StoreRegistry, storeproc.StoreGraph, storeproc.StoreLocks})
-		if err != nil {
-			return reference.Stores{}, err
+	// An upgrade run (--recover-store-cmd) recovers with version B: its
+	// stores must pass the suites too; its failures are under
+	// "versionB/".
+	builds := map[string]string{"": s.command}
+	if s.recover != "" {
+		builds[versionB] = s.recover
+	}
+	for prefix, command := range builds {
+		for path, msg := range properties.StoresFailures(func(test, dir string) (reference.Stores, error) {
+			c, err := start(command, test, dir, []string{storeproc.StoreOperations, storeproc.StoreStates, storeproc.StoreRegistry, storeproc.StoreGraph, storeproc.StoreLocks})
+			if err != nil {
+				return reference.Stores{}, err
+			}
+			return c.Stores(), nil
+		}) {
+			failed[prefix+"Stores/"+path] = msg
 		}
-		return c.Stores(), nil
-	}) {
-		failed["Stores/"+path] = msg
 	}
 	if s.planSave != "" {
 		// System B's stores: the checkpoint and plan contracts the crash
@@ -187,7 +196,7 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command, details bool) error
 	}
 	for path, msg := range failed {
 		if pattern && strings.HasSuffix(path, "/") && strings.Contains(msg, "matches no subtest of") {
-			return fmt.Errorf("--conformance-run %q matches no conformance subtest of %s (a failure's replay line gives the whole pattern)", s.conformanceRun, strings.TrimSuffix(path, "/"))
+			return fmt.Errorf("--conformance-run %q matches no conformance subtest of %s (a failure's replay line gives the whole pattern)", s.conformanceRun, strings.TrimSuffix(strings.TrimPrefix(path, versionB), "/"))
 		}
 	}
 	// The deepest failed subtests: the map holds each one's parents too.
@@ -203,7 +212,7 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command, details bool) error
 		if leaf {
 			line := "conformance/" + path + ": " + s.replayLine(msg)
 			if !strings.Contains(line, "--conformance-run") {
-				line += "\nrerun alone: " + s.conformanceCommand(anchored(path))
+				line += "\nrerun alone: " + s.conformanceCommand(anchored(strings.TrimPrefix(path, versionB)))
 			}
 			failures = append(failures, line)
 		}
@@ -233,11 +242,23 @@ func (s *storeCmdFlags) checkConformance(cmd *cobra.Command, details bool) error
 		return exitError{1}
 	}
 	if pattern {
-		fmt.Fprintf(out, "conformance: the stores pass the conformance subtests --conformance-run %s matches (%d store bundles, %s; %s); no crash matrix was run\n", shellQuote(s.conformanceRun), opened.Load(), took, &starts)
+		fmt.Fprintf(out, "conformance: the stores pass the conformance subtests --conformance-run %s matches%s (%d store bundles, %s; %s); no crash matrix was run\n", shellQuote(s.conformanceRun), s.bothBuilds(), opened.Load(), took, &starts)
 		return exitError{0}
 	}
-	fmt.Fprintf(out, "conformance: the stores pass every conformance suite over the store protocol (%d store bundles, %s; %s)\n", opened.Load(), took, &starts)
+	fmt.Fprintf(out, "conformance: the stores pass every conformance suite over the store protocol%s (%d store bundles, %s; %s)\n", s.bothBuilds(), opened.Load(), took, &starts)
 	return nil
+}
+
+// versionB prefixes the conformance failures of --recover-store-cmd's
+// store.
+const versionB = "versionB/"
+
+// bothBuilds says, in an upgrade run, that the suites ran on both builds.
+func (s *storeCmdFlags) bothBuilds() string {
+	if s.recover == "" {
+		return ""
+	}
+	return ", on version A (--store-cmd) and version B (--recover-store-cmd)"
 }
 
 // checkRunPattern refuses a --conformance-run pattern that does not

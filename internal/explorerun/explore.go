@@ -51,6 +51,9 @@ type ExploreOptions struct {
 	// for, and the tear of a torn write.
 	RandomKills, PowerLoss, TornWrite, DiskErrors float64
 	Tear                                          int
+	// ServerHolds is the share of server faults that hold a worker's
+	// request past its lease instead (explore.Shape.ServerHolds).
+	ServerHolds float64
 	// Servers carries out server faults (nil: none).
 	Servers *serverfaults.Supervisor
 	// OutDir is where the shrunk scenario is written; Replay makes the
@@ -173,6 +176,23 @@ func (e *exploration) serverFaults() {
 			e.shape.NoCrash = append(e.shape.NoCrash, n)
 		}
 	}
+	e.shape.ServerHolds, e.shape.Holds = e.o.ServerHolds, serverHoldKinds(e.o.Servers, e.shape.Servers)
+}
+
+// serverHoldKinds are, for each server, the faults holding a request past
+// the lease (faults.ServerOptInKinds) its supervisor can carry out.
+func serverHoldKinds(sup interface {
+	Can(faults.Kind, string) bool
+}, servers []string) map[string][]faults.Kind {
+	out := map[string][]faults.Kind{}
+	for _, n := range servers {
+		for _, k := range faults.ServerOptInKinds {
+			if sup.Can(k, n) {
+				out[n] = append(out[n], k)
+			}
+		}
+	}
+	return out
 }
 
 // search shrinks the schedule of o.Schedule, or searches the seed's

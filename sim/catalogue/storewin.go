@@ -240,6 +240,7 @@ func (s Selection) Cases(pr Probe, lease Builder, seed int64) []Case {
 		cases = append(cases, s.durableSteps(DurableStepCases(pr.Durable))...)
 	}
 	cases = append(cases, s.durableDisk(pr.Durable)...)
+	cases = append(cases, s.slowSyncTakeover(lease)...)
 	if s.RandomKills > 0 && s.RandomKillsLeftOut() == "" {
 		cases = append(cases, RandomKills(seed, s.RandomKills, pr)...)
 	}

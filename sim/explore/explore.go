@@ -56,6 +56,14 @@ type Shape struct {
 	// NoCrash are servers of Servers that can only lose replies and
 	// connections: no command to kill and start them was given.
 	NoCrash []string
+	// ServerHolds is the share (0..1) of server faults that become one of
+	// the faults holding a worker's request past its lease (server-pause,
+	// partition, clock-jump: faults.ServerOptInKinds) that Holds lists
+	// for the server drawn; its worker runs in the background, and a
+	// schedule has one such fault at most and then no other server fault
+	// (server-pause and clock-jump act on the whole server).
+	ServerHolds float64
+	Holds       map[string][]faults.Kind
 	// StoreWindows are the windows the store declared (sim.Runner.Probe):
 	// clients arm them like the catalogue's.
 	StoreWindows []catalogue.StoreWindow
@@ -156,6 +164,11 @@ func arm(r *rand.Rand, spec faults.Spec, shape Shape) faults.Action {
 		if k == faults.ServerCrash && slices.Contains(shape.NoCrash, srv) {
 			k = pick(r, []faults.Kind{faults.AckLost, faults.ConnReset})
 		}
+		// Drawn only when asked for, so that seeds without them keep the
+		// schedules they always had.
+		if hs := shape.Holds[srv]; shape.ServerHolds > 0 && len(hs) > 0 && r.Float64() < shape.ServerHolds {
+			k = pick(r, hs)
+		}
 		if spec.AppliesServer(k, srv) {
 			return faults.Action{Kind: k, Hit: 1, Server: srv}
 		}
@@ -218,7 +231,7 @@ func build(r *rand.Rand, shape Shape) catalogue.Case {
 				a.Kind = faults.Crash // one disk error per worker
 			}
 			st.Arms[spec.Point] = a
-			if a.Kind == faults.Pause {
+			if a.Kind == faults.Pause || a.Kind.HoldsPastLease() {
 				st.Background = true
 			}
 			if a.Kind == faults.Persistent {
@@ -249,7 +262,7 @@ func build(r *rand.Rand, shape Shape) catalogue.Case {
 		if r.Intn(2) == 0 {
 			spec := pick(r, recoveryPoints())
 			a := arm(r, spec, shape)
-			if a.Kind != faults.Pause {
+			if a.Kind != faults.Pause && !a.Kind.HoldsPastLease() {
 				rec.Arms = faults.Arms{spec.Point: a}
 			}
 		}
@@ -266,7 +279,32 @@ func build(r *rand.Rand, shape Shape) catalogue.Case {
 	c.Steps = append(c.Steps, catalogue.Step{Worker: "quiesce", Actions: []catalogue.Action{{Do: "recover", Rounds: 10}}, Resubmit: names, ContinueOnError: true})
 	stallBetweenCalls(r, &c, clients, shape)
 	killAfterDurableSteps(r, &c, clients, shape)
+	oneServerHold(&c)
 	return c
+}
+
+// oneServerHold leaves a schedule with a fault that holds a request past
+// the lease no other server fault: the first such fault stays, and every
+// other server fault becomes a crash at its window.
+func oneServerHold(c *catalogue.Case) {
+	if !slices.ContainsFunc(c.Steps, func(st catalogue.Step) bool {
+		return slices.ContainsFunc(slices.Collect(maps.Values(st.Arms)), func(a faults.Action) bool { return a.Kind.HoldsPastLease() })
+	}) {
+		return
+	}
+	held := false
+	for i := range c.Steps {
+		st := &c.Steps[i]
+		for _, p := range slices.Sorted(maps.Keys(st.Arms)) {
+			a := st.Arms[p]
+			switch {
+			case a.Kind.HoldsPastLease() && !held:
+				held = true
+			case a.Kind.IsServer():
+				st.Arms[p] = faults.On(faults.Crash, a.Hit)
+			}
+		}
+	}
 }
 
 func buildPlanSave(r *rand.Rand) catalogue.Case {

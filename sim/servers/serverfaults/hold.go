@@ -143,7 +143,19 @@ type HoldToxic struct {
 	// Protocol is the wire protocol of the server ("postgres", "bolt"),
 	// to find committed writes in the replies of the other links.
 	Protocol string `json:"protocol"`
+	// Links says which links are the faulted worker's: those open when
+	// the toxic was added (linksAtArming, on the case's proxy), every one
+	// (linksAll, on the worker's own proxy), or none (linksNone, the
+	// case's proxy beside the worker's own: only its commits are noted).
+	Links string `json:"links,omitempty"`
 }
+
+// The HoldToxic.Links values.
+const (
+	linksAtArming = ""
+	linksAll      = "all"
+	linksNone     = "none"
+)
 
 // holdState is one link's view.
 type holdState struct {
@@ -159,7 +171,7 @@ type holdState struct {
 // while the hold is adding) and when a link opens later.
 func (t *HoldToxic) NewState() interface{} {
 	h := holds.find(t.Hold)
-	armed := h != nil && h.adding.Load()
+	armed := h != nil && (t.Links == linksAll || t.Links == linksAtArming && h.adding.Load())
 	if armed && t.Upstream {
 		h.mu.Lock()
 		h.links++

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/Shopify/toxiproxy/v2"
+
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim"
 )
@@ -40,6 +42,14 @@ const (
 	ClockJumpBy = 7*time.Hour + 30*time.Minute
 )
 
+// placedToxic is a hold toxic on a proxy, and which of its links it
+// holds (HoldToxic.Links).
+type placedToxic struct {
+	p     *toxiproxy.Proxy
+	name  string
+	links string
+}
+
 // heldFault is one server-pause, partition or clock-jump of a case run,
 // from its window until it heals.
 type heldFault struct {
@@ -47,7 +57,7 @@ type heldFault struct {
 	srv    *Server
 	h      *hold
 	id     string
-	toxics []string
+	toxics []placedToxic
 	armed  time.Time
 
 	stopOnce sync.Once
@@ -76,22 +86,31 @@ func (c *caseServers) hold(ctx context.Context, req sim.ServerFaultRequest, act 
 	hf.id = holds.add(hf.h)
 	undo := func() {
 		hf.h.heal()
-		for _, name := range hf.toxics {
-			_ = p.Toxics.RemoveToxic(context.Background(), name)
+		for _, t := range hf.toxics {
+			_ = t.p.Toxics.RemoveToxic(context.Background(), t.name)
 		}
 		holds.drop(hf.id)
 	}
+	// The links open now on the case's proxy are the worker's; a worker
+	// with proxies of its own (ownproxy.go) has all its links there, and
+	// a partition holds every one of them, those it opens later too.
+	targets := []placedToxic{{p: p, links: linksAtArming}}
+	if own := c.ownProxy(req.Worker, act.Server); own != nil && act.Kind == faults.Partition {
+		targets = []placedToxic{{p: own, links: linksAll}, {p: p, links: linksNone}}
+	}
 	hf.h.adding.Store(true)
-	for _, dir := range []string{"upstream", "downstream"} {
-		name := fmt.Sprintf("%s-%d-%s", act.Kind, n, dir)
-		b, _ := json.Marshal(map[string]any{"name": name, "type": ToxicHold, "stream": dir, "toxicity": 1.0,
-			"attributes": map[string]any{"hold": hf.id, "upstream": dir == "upstream", "protocol": srv.Protocol}})
-		if _, err := p.Toxics.AddToxicJson(bytes.NewReader(b)); err != nil {
-			hf.h.adding.Store(false)
-			undo()
-			return fmt.Errorf("arm %s on the %s proxy: %w", act.Kind, act.Server, err)
+	for _, tg := range targets {
+		for _, dir := range []string{"upstream", "downstream"} {
+			tg.name = fmt.Sprintf("%s-%d-%s", act.Kind, n, dir)
+			b, _ := json.Marshal(map[string]any{"name": tg.name, "type": ToxicHold, "stream": dir, "toxicity": 1.0,
+				"attributes": map[string]any{"hold": hf.id, "upstream": dir == "upstream", "protocol": srv.Protocol, "links": tg.links}})
+			if _, err := tg.p.Toxics.AddToxicJson(bytes.NewReader(b)); err != nil {
+				hf.h.adding.Store(false)
+				undo()
+				return fmt.Errorf("arm %s on the %s proxy: %w", act.Kind, act.Server, err)
+			}
+			hf.toxics = append(hf.toxics, tg)
 		}
-		hf.toxics = append(hf.toxics, name)
 	}
 	hf.h.adding.Store(false)
 	hf.armed = time.Now()

@@ -328,7 +328,8 @@ func (s *Supervisor) OpenCase(_ context.Context, sc sim.ServerCase) (sim.CaseSer
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
-	c := &caseServers{s: s, sc: sc, key: fmt.Sprintf("c%d", s.seq), proxies: map[string]*toxiproxy.Proxy{}, armed: map[string]string{}}
+	c := &caseServers{s: s, sc: sc, key: fmt.Sprintf("c%d", s.seq), proxies: map[string]*toxiproxy.Proxy{}, armed: map[string]string{},
+		own: map[string]map[string]*toxiproxy.Proxy{}}
 	for name, srv := range s.servers {
 		p := toxiproxy.NewProxy(s.proxy, c.key+"-"+name, "127.0.0.1:0", srv.Addr)
 		if err := s.proxy.Collection.Add(p, true); err != nil {
@@ -347,6 +348,9 @@ type caseServers struct {
 	sc      sim.ServerCase
 	key     string
 	proxies map[string]*toxiproxy.Proxy
+	// own are the proxies of the workers that have their own
+	// (WorkerEndpoints, under s.mu): worker -> server -> proxy.
+	own map[string]map[string]*toxiproxy.Proxy
 
 	mu       sync.Mutex
 	armed    map[string]string // toxic name -> latch id, on proxy "server/toxic"
@@ -398,6 +402,11 @@ func (c *caseServers) Close() {
 func (c *caseServers) closeLocked() {
 	for _, p := range c.proxies {
 		_ = c.s.proxy.Collection.Remove(p.Name)
+	}
+	for _, ps := range c.own {
+		for _, p := range ps {
+			_ = c.s.proxy.Collection.Remove(p.Name)
+		}
 	}
 	delete(c.s.cases, c.key)
 	// A batch may have been waiting for this case only.
