@@ -110,3 +110,18 @@ func TestCertifyCLI(t *testing.T) {
 			{Name: "misspelt", Args: []string{"--bug", "resume-calls-modle"}, Exit: 2, Want: "the service refused hello: unsupported: unknown bug resume-calls-modle"},
 		})
 }
+
+// TestExploreThroughService: certify's exploration runs through the
+// service protocol (seeded schedules of several workers, repeated crashes
+// and retractions, in real processes; schedules the service cannot run
+// left out): after the matrix's slice at beforeExtract certified, 12
+// schedules find nothing in the correct service, and find and shrink the
+// broken variant's I3 that the slice did not reach.
+func TestExploreThroughService(t *testing.T) {
+	cmd := service(t)
+	servicetest.CertifyCLI(t, filepath.Join(here(), "..", ".."), here(), cmd,
+		[]string{"--point", "beforeExtract", "--kind", "crash", "--explore", "12", "--quiet"}, []servicetest.CLICase{
+			{Name: "correct", Exit: 0, Want: "exploration: 12 schedules of seed 1 (process kills), no invariant broken"},
+			{Name: "state-before-graph-applied", Args: []string{"--bug", "state-before-graph-applied"}, Exit: 1, Want: "of 12 schedules of seed 1 (process kills) broke I3"},
+		})
+}
