@@ -136,6 +136,9 @@ empty, out of range or for another backend; a --workdir another run is using).`,
 					WorkDir: filepath.Join(workdir, s.Name), InProcess: inProcess, InProcessFiles: files, Seed: 1, Service: svc})
 				server.useFaults(&cfg)
 				store.useRecovery(&cfg)
+				if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil { // a service's declarations are learnt in it
+					return err
+				}
 				runner, err := sim.NewRunner(cfg)
 				if err != nil {
 					fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)

@@ -125,3 +125,26 @@ func TestExploreThroughService(t *testing.T) {
 			{Name: "state-before-graph-applied", Args: []string{"--bug", "state-before-graph-applied"}, Exit: 1, Want: "of 12 schedules of seed 1 (process kills) broke I3"},
 		})
 }
+
+// TestRunScenariosThroughService: crashmatrix run replays scenario files
+// through the service (--service-cmd), as it replays an exploration's
+// finding: two of the library's System A scenarios pass on the Java
+// service.
+func TestRunScenariosThroughService(t *testing.T) {
+	cmd := service(t)
+	root := filepath.Join(here(), "..", "..")
+	run := exec.Command(servicetest.BuildCLI(t, root), "run", "--service-cmd", cmd,
+		filepath.Join(root, "scenarios", "library", "class-duplicate-delivery.yaml"),
+		filepath.Join(root, "scenarios", "library", "class-crash-during-recovery.yaml"))
+	run.Dir = here()
+	out, err := run.CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("crashmatrix run --service-cmd: %v", err)
+	}
+	for _, want := range []string{"ok    class-duplicate-delivery", "ok    class-crash-during-recovery"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}

@@ -112,12 +112,7 @@ type CLICase struct {
 // output and time.
 func CertifyCLI(t *testing.T, root, dir, service string, common []string, cases []CLICase) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "crashmatrix")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/crashmatrix")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := BuildCLI(t, root)
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			args := append(append([]string{"certify", "--workdir", t.TempDir(), "--service-cmd", service}, common...), c.Args...)
@@ -147,4 +142,17 @@ func CertifyCLI(t *testing.T, root, dir, service string, common []string, cases 
 func Here() string {
 	_, file, _, _ := runtime.Caller(1)
 	return filepath.Dir(file)
+}
+
+// BuildCLI builds the crashmatrix binary of the module in root into a
+// temporary folder and returns its path.
+func BuildCLI(t *testing.T, root string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "crashmatrix")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/crashmatrix")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
