@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -17,27 +18,26 @@ import (
 )
 
 // exploreCount is how many schedules certify explores after the matrix:
-// --explore when given, else the default on the whole matrix (a store
-// run as processes, --store-cmd, its own: explorerun.DefaultProcessCount)
-// and none on a part of it (--point, --kind, --class: a run that replays
-// cases).
+// --explore when given, else the default on the whole matrix (a store or
+// a service run as processes, --store-cmd or --service-cmd, its own:
+// explorerun.DefaultProcessCount) and none on a part of it (--point,
+// --kind, --class: a run that replays cases).
 func exploreCount(cmd *cobra.Command, f certifyFlags) int {
 	switch {
 	case cmd.Flags().Changed("explore"):
 		return f.explore
 	case len(f.points)+len(f.kinds)+len(f.only) > 0:
 		return 0
-	case f.service.command != "":
-		return 0 // not through the service protocol yet: the verdict says "exploration: off"
-	case f.store.command != "":
+	case f.store.command != "" || f.service.command != "":
 		return explorerun.DefaultProcessCount
 	}
 	return f.explore
 }
 
 // certifyExplore runs certify's exploration after the matrix (in-process
-// where the backend allows: a --store-cmd store runs as a child of each
-// worker process) and puts what it did into rep: its line, and a finding
+// where the backend allows: a --store-cmd store or a --service-cmd
+// service runs as a child of each worker process, and schedules the
+// service cannot run are left out) and puts what it did into rep: its line, and a finding
 // as a failing case, its shrunk scenario written into workdir. It does
 // not run when the matrix did not certify (the verdict is given), on
 // --fail-fast's first failure or an interrupted run.
@@ -63,8 +63,13 @@ func certifyExplore(cmd *cobra.Command, f certifyFlags, spec sim.BackendSpec, se
 	// The seed decides the runs' retry jitter too, as explore's --seed
 	// does: the same schedules as crashmatrix explore --seed, and the
 	// scenario (which records it) replays under it.
+	service, err := f.service.spec(f.inProcess)
+	if err != nil {
+		return err
+	}
 	cfg := sim.Config{Backend: spec, Launcher: sim.BinaryLauncher{Path: self}, WorkDir: filepath.Join(workdir, "explore"),
-		InProcess: f.store.command == "", InProcessFiles: f.inProcessFiles, Seed: seed, Bugs: bugs, Mutant: f.mutant, WallClock: f.wallClock}
+		InProcess: f.store.command == "" && service == nil, InProcessFiles: f.inProcessFiles, Seed: seed, Bugs: bugs, Mutant: f.mutant,
+		WallClock: f.wallClock, Service: service}
 	f.store.useRecovery(&cfg)
 	mode := "in-process"
 	if !cfg.InProcess {
@@ -72,6 +77,9 @@ func certifyExplore(cmd *cobra.Command, f certifyFlags, spec sim.BackendSpec, se
 	}
 	if cmd.Flags().Changed("lease-ttl") {
 		cfg.LeaseTTL = f.leaseTTL
+	}
+	if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil { // the service's declarations are learnt in it
+		return fmt.Errorf("exploration: %w", err)
 	}
 	runner, err := sim.NewRunner(cfg)
 	if err != nil {
@@ -84,6 +92,7 @@ func certifyExplore(cmd *cobra.Command, f certifyFlags, spec sim.BackendSpec, se
 		Settings: explorerun.Settings{Bugs: bugs, Mutant: f.mutant, Mode: mode, By: fmt.Sprintf("crashmatrix certify --explore %d --explore-seed %d", count, seed)},
 		Replay: func(path string) string {
 			args := []string{selfCommand(), "run", shellQuote(path), "--repeat", "10"}
+			args = append(args, f.service.replayArgs()...)
 			if sa := f.store.replayArgs(); sa != nil {
 				args = append(args, sa...)
 			} else if spec.Name != "sqlite" {

@@ -23,6 +23,7 @@ import (
 func runCmd() *cobra.Command {
 	var backendName, workdir, html, jsonOut, junitOut string
 	var store storeCmdFlags
+	var service serviceCmdFlags
 	var inProcess, library, files, details, keep bool
 	var repeat int
 	var server serverFlags
@@ -79,6 +80,10 @@ empty, out of range or for another backend; a --workdir another run is using).`,
 			if err != nil {
 				return err
 			}
+			svc, err := service.spec(inProcess)
+			if err != nil {
+				return err
+			}
 			backend, self, cleanup, err := server.setUp(cmd, backendName)
 			if err != nil {
 				return err
@@ -128,9 +133,12 @@ empty, out of range or for another backend; a --workdir another run is using).`,
 					continue
 				}
 				cfg := s.Apply(sim.Config{Backend: spec, Launcher: sim.BinaryLauncher{Path: self},
-					WorkDir: filepath.Join(workdir, s.Name), InProcess: inProcess, InProcessFiles: files, Seed: 1})
+					WorkDir: filepath.Join(workdir, s.Name), InProcess: inProcess, InProcessFiles: files, Seed: 1, Service: svc})
 				server.useFaults(&cfg)
 				store.useRecovery(&cfg)
+				if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil { // a service's declarations are learnt in it
+					return err
+				}
 				runner, err := sim.NewRunner(cfg)
 				if err != nil {
 					fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix:", err)
@@ -248,6 +256,7 @@ empty, out of range or for another backend; a --workdir another run is using).`,
 	fl := cmd.Flags()
 	fl.StringVar(&backendName, "backend", "sqlite", "backend (a scenario naming another backend is skipped)")
 	store.register(fl, false)
+	service.register(fl)
 	fl.BoolVar(&inProcess, "in-process", false, "simulate crashes in-process instead of killing processes")
 	fl.BoolVar(&files, "in-process-files", false, "keep the embedded database in a file in the in-process mode too (by default it lives in memory there)")
 	fl.BoolVar(&library, "library", false, "run the built-in scenario library")

@@ -10,33 +10,25 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/internal/servicetest"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
-	_ "github.com/crashmatrix/crashmatrix/sim/embedded" // the harness's stores: sqlite
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // The test binary is also a crashmatrix worker, when the supervisor
 // re-executes it.
-func TestMain(m *testing.M) {
-	if path := os.Getenv(sim.WorkerSpecEnv); path != "" {
-		os.Exit(sim.WorkerMain("worker", []string{"--spec", path}))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { servicetest.Main(m) }
 
-func here() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(file)
-}
+// here is the example's folder.
+var here = servicetest.Here
 
 // python installs the example's packages (install.sh) and returns the
 // venv's interpreter.
@@ -51,40 +43,14 @@ func python(t *testing.T) string {
 
 func runner(t *testing.T, command string, bugs ...string) *sim.Runner {
 	t.Helper()
-	cfg := sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), Seed: 1,
-		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"},
-		Service:  &sim.ServiceSpec{Command: command, WorkDir: here()}}
-	for _, b := range bugs {
-		cfg.Bugs = append(cfg.Bugs, reference.Bug(b))
-	}
-	r, err := sim.NewRunner(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return servicetest.Runner(t, command, here(), bugs...)
 }
 
 var planSaveWindows = []faults.Point{faults.PlanSaveBeforeApprove, faults.PlanSaveBeforeBusiness, faults.PlanSaveBeforeCheckpoint}
 
 func run(t *testing.T, r *sim.Runner, kinds ...faults.Kind) verdict.Report {
 	t.Helper()
-	cases := catalogue.Selection{Points: planSaveWindows, Kinds: kinds}.Cases(catalogue.Probe{}, catalogue.Lease(r.Config().LeaseTTL), 1)
-	if len(cases) == 0 {
-		t.Fatalf("no cases for %v %v", planSaveWindows, kinds)
-	}
-	start := time.Now()
-	rep := r.RunAll(context.Background(), cases, 2, nil)
-	t.Logf("%d cases in %s", len(rep.Results), time.Since(start).Round(time.Millisecond))
-	if len(rep.Results) != len(cases) {
-		for _, res := range rep.Results {
-			t.Logf("%s: %s %v %v %v", res.Case.ID, res.Verdict, res.Violations, res.Notes, res.NotExercised)
-			for _, w := range res.Workers {
-				t.Logf("  worker %+v", w)
-			}
-		}
-		t.Fatalf("%d results of %d cases (exit %d)", len(rep.Results), len(cases), rep.ExitCode)
-	}
-	return rep
+	return servicetest.Run(t, r, planSaveWindows, kinds...)
 }
 
 // TestLangGraphServiceCertifies: the LangGraph graph with the design
@@ -97,18 +63,7 @@ func TestLangGraphServiceCertifies(t *testing.T) {
 	if d.Name != "langgraph-plansave" || len(d.Systems) != 1 || d.Systems[0] != "plansave" {
 		t.Fatalf("declared %+v", d)
 	}
-	rep := run(t, r, faults.Crash, faults.Transient, faults.Unknown)
-	for _, res := range rep.Results {
-		if res.Verdict != verdict.Pass && res.Verdict != verdict.NotApplicable {
-			t.Errorf("%s: %s %v %v %v", res.Case.ID, res.Verdict, res.Violations, res.Notes, res.NotExercised)
-		}
-		if res.Verdict == verdict.Pass && len(res.Hits) == 0 {
-			t.Errorf("%s: passed without a fault firing", res.Case.ID)
-		}
-	}
-	if rep.ExitCode != 0 {
-		t.Fatalf("exit %d", rep.ExitCode)
-	}
+	servicetest.Passed(t, run(t, r, faults.Crash, faults.Transient, faults.Unknown), true)
 }
 
 // TestLangGraphBrokenVariantsCaught: each broken variant, asked for with
@@ -221,42 +176,10 @@ func TestProtocheckCatchesNewOperationID(t *testing.T) {
 // misspelt variant is a setup error (exit 2), never a verdict.
 func TestCertifyCLI(t *testing.T) {
 	py := python(t)
-	bin := filepath.Join(t.TempDir(), "crashmatrix")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/crashmatrix")
-	build.Dir = filepath.Join(here(), "..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	service := py + " plansave_graph.py"
-	for _, c := range []struct {
-		name string
-		bugs []string
-		exit int
-		want string
-	}{
-		{"correct", nil, 0, "CERTIFIED"},
-		{"new-operation-id-on-retry", []string{"--bug", "new-operation-id-on-retry"}, 1, "NOT CERTIFIED: broken I8"},
-		{"misspelt", []string{"--bug", "no-unqiue"}, 2, "the service refused hello: unsupported: unknown bug no-unqiue"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			args := append([]string{"certify", "--workdir", t.TempDir(), "--service-cmd", service, "--point", "planSaveBeforeCheckpoint", "--kind", "crash", "--quiet"}, c.bugs...)
-			cmd := exec.Command(bin, args...)
-			cmd.Dir = here()
-			start := time.Now()
-			out, err := cmd.CombinedOutput()
-			t.Logf("crashmatrix %s (%s):\n%s", strings.Join(args, " "), time.Since(start).Round(time.Second), out)
-			code := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			if code != c.exit || !strings.Contains(string(out), c.want) {
-				t.Errorf("exit %d, want %d with %q", code, c.exit, c.want)
-			}
-			if c.exit == 0 && strings.Contains(string(out), "NOT CERTIFIED") {
-				t.Errorf("the correct service was not certified")
-			}
+	servicetest.CertifyCLI(t, filepath.Join(here(), "..", ".."), here(), py+" plansave_graph.py",
+		[]string{"--point", "planSaveBeforeCheckpoint", "--kind", "crash", "--quiet"}, []servicetest.CLICase{
+			{Name: "correct", Exit: 0, Want: "CERTIFIED"},
+			{Name: "new-operation-id-on-retry", Args: []string{"--bug", "new-operation-id-on-retry"}, Exit: 1, Want: "NOT CERTIFIED: broken I8"},
+			{Name: "misspelt", Args: []string{"--bug", "no-unqiue"}, Exit: 2, Want: "the service refused hello: unsupported: unknown bug no-unqiue"},
 		})
-	}
 }

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/adapters/serviceproc"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim"
@@ -448,6 +449,11 @@ type Result struct {
 	Finding   *Finding
 	// Skipped counts schedules whose run was undecided (a harness error).
 	Skipped int
+	// LeftOut counts schedules a service run through the service protocol
+	// cannot run (sim.ServiceSpec.Applicable: a window it does not
+	// declare, a lease fault without the harness's locks and clock): not
+	// run, never passed.
+	LeftOut int
 	// Other counts schedules that broke an invariant other than Target.
 	Other int
 }
@@ -471,6 +477,16 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 		servers, noCrash := o.Shape.Servers, o.Shape.NoCrash
 		o.Shape = DefaultShape
 		o.Shape.Servers, o.Shape.NoCrash = servers, noCrash
+	}
+	if svc := runner.Config().Service; svc != nil {
+		// A service implements one system or both: schedules of the
+		// other would all be left out.
+		switch ingest, plan := slices.Contains(svc.Declared.Systems, serviceproc.SystemIngestion), slices.Contains(svc.Declared.Systems, serviceproc.SystemPlanSave); {
+		case !plan:
+			o.Shape.PlanSave = 0
+		case !ingest:
+			o.Shape.PlanSave = 1
+		}
 	}
 	if !runner.WatchesDurableSteps() {
 		// The probe's durable steps were counted on another runner (a
@@ -516,7 +532,14 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 				if !ok {
 					return
 				}
-				ch <- out{i, runner.RunCase(ctx, o.schedule(i))}
+				c := o.schedule(i)
+				if svc := runner.Config().Service; svc != nil {
+					if ok, why := svc.Applicable(c); !ok {
+						ch <- out{i, verdict.CaseResult{Case: c, Verdict: verdict.NotApplicable, Notes: []string{why}}}
+						continue
+					}
+				}
+				ch <- out{i, runner.RunCase(ctx, c)}
 			}
 		}()
 	}
@@ -536,6 +559,8 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 			}
 		case verdict.Undecided:
 			res.Skipped++
+		case verdict.NotApplicable:
+			res.LeftOut++
 		}
 		if o.Each != nil {
 			o.Each(x.cr)
