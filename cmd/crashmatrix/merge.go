@@ -11,10 +11,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// matrixID identifies the matrix certify runs: its settings and every case
-// (before --shard takes its part), so that merge can refuse shards of
-// another matrix.
-func matrixID(f certifyFlags, backend string, cases []catalogue.Case) catalogue.MatrixID {
+// matrixID identifies the matrix certify runs by its settings;
+// certifyrun adds every case (before --shard takes its part), so that
+// merge can refuse shards of another matrix.
+func matrixID(f certifyFlags, backend string) catalogue.MatrixID {
 	mode := "processes"
 	switch {
 	case f.inProcess && f.inProcessFiles:
@@ -27,8 +27,8 @@ func matrixID(f certifyFlags, backend string, cases []catalogue.Case) catalogue.
 		// on one build.
 		mode += ", recovered by " + f.store.recover
 	}
-	return catalogue.NewMatrixID(catalogue.MatrixID{Backend: backend, Mutant: f.mutant, Bugs: f.bugs, Seed: f.seed, Mode: mode,
-		Points: f.points, Kinds: f.kinds, Classes: f.only, RandomKills: f.randomKills}, cases)
+	return catalogue.MatrixID{Backend: backend, Mutant: f.mutant, Bugs: f.bugs, Seed: f.seed, Mode: mode,
+		Points: f.points, Kinds: f.kinds, Classes: f.only, RandomKills: f.randomKills}
 }
 
 func mergeCmd() *cobra.Command {

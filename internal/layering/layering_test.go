@@ -41,6 +41,11 @@ var layers = map[string]int{
 
 	// The exploration of explore, certify and CertifyCrashSafety.
 	"internal/explorerun": 10,
+	// What the commands' runs share: replay commands, report files,
+	// progress lines, runtime tuning.
+	"internal/cmdkit": 10,
+	// crashmatrix certify below its flags.
+	"internal/certifyrun": 11,
 }
 
 func layerOf(pkg string) (int, string, bool) {
