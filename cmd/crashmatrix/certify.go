@@ -188,11 +188,12 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	kinds := o.Selection.Kinds
 	f.server.noPowerLoss = f.inProcess || len(kinds) > 0 && !slices.ContainsFunc(kinds, faults.Kind.IsPowerLoss)
 	f.server.clockJump = slices.Contains(kinds, faults.ClockJump)
-	backend, self, cleanup, err := f.server.setUp(cmd, f.backend)
+	spec, backend, self, cleanup, err := setUpBackend(cmd, &f.server, &f.store, f.backend, f.inProcess)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
+	o.Config.Backend = spec
 	f.afterSetUp(cmd, &o, backend, self)
 	return exitWith(certifyrun.Run(cmd.Context(), o, cmd.OutOrStdout()))
 }
@@ -240,8 +241,7 @@ func (f certifyFlags) options(cmd *cobra.Command) (certifyrun.Options, error) {
 	if f.randomKills > 0 && f.inProcess {
 		return certifyrun.Options{}, fmt.Errorf("--random-kills needs real worker processes: a goroutine cannot be stopped at an instant (drop --in-process)")
 	}
-	o.Config.Backend, err = f.store.spec(f.inProcess)
-	return o, err
+	return o, nil
 }
 
 // selection parses --point, --kind, --class, --random-kills and --tear.
@@ -274,15 +274,11 @@ func (f certifyFlags) selection(cmd *cobra.Command) (catalogue.Selection, error)
 	return sel, nil
 }
 
-// afterSetUp completes o with what the backend's setup decided: the
-// backend's name, the worker binary, the servers to fault, the replay
+// afterSetUp completes o with what the backend's setup decided (the
+// backend's spec and name, --store-cmd's when given, the worker binary,
+// the servers to fault): the runner's configuration, the replay
 // commands, the conformance suites and the exploration.
 func (f certifyFlags) afterSetUp(cmd *cobra.Command, o *certifyrun.Options, backend, self string) {
-	if o.Config.Backend.Name == "" {
-		o.Config.Backend.Name = backend
-	} else {
-		backend = o.Config.Backend.Name
-	}
 	o.Backend, o.Servers = backend, f.server.faults
 	o.Config.Launcher = sim.BinaryLauncher{Path: self}
 	f.server.useFaults(&o.Config)
@@ -297,9 +293,6 @@ func (f certifyFlags) afterSetUp(cmd *cobra.Command, o *certifyrun.Options, back
 	o.Conformance = f.store.conformanceOptions()
 	o.Explore = certifyExplore(cmd, f, backend)
 }
-
-// writeReports writes the report files the flags asked for (cmdkit).
-var writeReports = cmdkit.WriteReports
 
 // defaultLeaseTTL is the workers' lease TTL without --lease-ttl (cmdkit).
 var defaultLeaseTTL = cmdkit.DefaultLeaseTTL

@@ -1,5 +1,5 @@
 // Package certifyrun is crashmatrix certify below its flags: the
-// conformance suites of a store run by a command (Conformance), then the
+// conformance suites of a store run by a command (RunConformance), then the
 // crash matrix (a fault-free probe run, the cases the run's selection
 // builds from what it found, every case run and judged), the exploration
 // after a matrix that certified, and the reports. The CLI parses certify's

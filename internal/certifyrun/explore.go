@@ -51,19 +51,10 @@ func (r *run) explore() error {
 		rep.Exploration = "exploration: not run (the matrix did not certify)"
 		return nil
 	}
-	// The seed decides the runs' retry jitter too, as explore's --seed
-	// does: the same schedules as crashmatrix explore --seed, and the
-	// scenario (which records it) replays under it.
-	base := r.o.Config
-	cfg := sim.Config{Backend: base.Backend, Launcher: base.Launcher, WorkDir: filepath.Join(r.workdir, "explore"),
-		InProcess: e.InProcess, InProcessFiles: base.InProcessFiles, Seed: e.Seed, Bugs: base.Bugs, Mutant: base.Mutant, WallClock: base.WallClock,
-		RecoverWith: base.RecoverWith, RecoverLabel: base.RecoverLabel}
+	cfg := r.exploreConfig()
 	mode := "in-process"
 	if !cfg.InProcess {
 		mode = "process kills"
-	}
-	if e.LeaseTTL {
-		cfg.LeaseTTL = r.o.LeaseTTL
 	}
 	runner, err := sim.NewRunner(cfg)
 	if err != nil {
@@ -101,4 +92,20 @@ func (r *run) explore() error {
 		}
 	}
 	return nil
+}
+
+// exploreConfig is the exploration's runner configuration: the matrix's
+// backend, bugs, mutant and clock, in the exploration's mode, seed and
+// folder. The seed decides the runs' retry jitter too, as explore's
+// --seed does: the same schedules as crashmatrix explore --seed, and the
+// scenario (which records it) replays under it.
+func (r *run) exploreConfig() sim.Config {
+	base, e := r.o.Config, r.o.Explore
+	cfg := sim.Config{Backend: base.Backend, Launcher: base.Launcher, WorkDir: filepath.Join(r.workdir, "explore"),
+		InProcess: e.InProcess, InProcessFiles: base.InProcessFiles, Seed: e.Seed, Bugs: base.Bugs, Mutant: base.Mutant, WallClock: base.WallClock,
+		RecoverWith: base.RecoverWith, RecoverLabel: base.RecoverLabel}
+	if e.LeaseTTL {
+		cfg.LeaseTTL = r.o.LeaseTTL
+	}
+	return cfg
 }

@@ -2,7 +2,8 @@
 // command that runs this binary again and the shell quoting of replay
 // lines (SelfCommand, ShellQuote), the report files a run writes
 // (WriteReports), its progress lines outside a terminal (ProgressLog),
-// and the Go runtime settings a run tunes (TuneGC, TuneProcs).
+// the workers' lease TTL without a flag (DefaultLeaseTTL), and the Go
+// runtime settings a run tunes (TuneGC, TuneProcs).
 package cmdkit
 
 import (

@@ -46,6 +46,11 @@ var layers = map[string]int{
 	"internal/cmdkit": 10,
 	// crashmatrix certify below its flags.
 	"internal/certifyrun": 11,
+	// crashmatrix run, snapshot, merge and demo below their flags.
+	"internal/scenariorun": 11,
+	"internal/snapshotrun": 11,
+	"internal/mergerun":    11,
+	"internal/demorun":     11,
 }
 
 func layerOf(pkg string) (int, string, bool) {
