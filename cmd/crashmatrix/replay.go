@@ -2,39 +2,58 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
+	"github.com/crashmatrix/crashmatrix/internal/cmdkit"
 	"github.com/crashmatrix/crashmatrix/sim/servers"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
-// selfCommand is how a person runs this binary again: the path it was
-// started by, or `go run ./cmd/crashmatrix` when `go run` built it into a
-// temporary directory that is gone once it exits.
-func selfCommand() string {
-	arg0 := os.Args[0]
-	if strings.Contains(arg0, "go-build") || strings.HasPrefix(arg0, os.TempDir()+"/go-") {
-		return "go run ./cmd/crashmatrix"
-	}
-	return shellQuote(arg0)
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == ',' || r == '=' || r == '@' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+// selfCommand and shellQuote spell replay commands (cmdkit).
+var (
+	selfCommand = cmdkit.SelfCommand
+	shellQuote  = cmdkit.ShellQuote
+)
 
 // certifyReplay returns the command that runs a certify run again (the
 // same binary, backend, mode, mutants, seed and lease), and the one that
 // replays one case of it: narrowed to the case's window and kind (or
 // class), with the details printed.
 func certifyReplay(f certifyFlags, backend string) (string, func(verdict.CaseResult) string) {
+	base := certifyBase(f, backend)
+	rerun := base
+	if f.store.command != "" && !f.store.conformance {
+		rerun = append(rerun, "--conformance=false")
+	}
+	for _, p := range f.points {
+		rerun = append(rerun, "--point", shellQuote(p))
+	}
+	for _, k := range f.kinds {
+		rerun = append(rerun, "--kind", shellQuote(k))
+	}
+	for _, c := range f.only {
+		rerun = append(rerun, "--class", shellQuote(c))
+	}
+	return strings.Join(rerun, " "), func(r verdict.CaseResult) string {
+		args := append([]string(nil), base...)
+		if f.store.command != "" {
+			// One case again: the conformance suites ran before the
+			// matrix (a store that failed them got no matrix).
+			args = append(args, "--conformance=false")
+		}
+		if r.Case.Class != "" {
+			args = append(args, "--class", shellQuote(r.Case.Class))
+		} else {
+			args = append(args, "--point", string(r.Case.Point), "--kind", string(r.Case.Kind))
+		}
+		return strings.Join(append(args, "-v"), " ")
+	}
+}
+
+// certifyBase is the command that runs the same matrix again: the same
+// binary, backend, servers, mode, mutants, seed and lease, without the
+// selection.
+func certifyBase(f certifyFlags, backend string) []string {
 	base := []string{selfCommand(), "certify"}
 	if sa := f.store.replayArgs(); sa != nil {
 		base = append(base, sa...)
@@ -72,31 +91,5 @@ func certifyReplay(f certifyFlags, backend string) (string, func(verdict.CaseRes
 	if f.leaseTTL > 0 {
 		base = append(base, "--lease-ttl", f.leaseTTL.String())
 	}
-	rerun := base
-	if f.store.command != "" && !f.store.conformance {
-		rerun = append(rerun, "--conformance=false")
-	}
-	for _, p := range f.points {
-		rerun = append(rerun, "--point", shellQuote(p))
-	}
-	for _, k := range f.kinds {
-		rerun = append(rerun, "--kind", shellQuote(k))
-	}
-	for _, c := range f.only {
-		rerun = append(rerun, "--class", shellQuote(c))
-	}
-	return strings.Join(rerun, " "), func(r verdict.CaseResult) string {
-		args := append([]string(nil), base...)
-		if f.store.command != "" {
-			// One case again: the conformance suites ran before the
-			// matrix (a store that failed them got no matrix).
-			args = append(args, "--conformance=false")
-		}
-		if r.Case.Class != "" {
-			args = append(args, "--class", shellQuote(r.Case.Class))
-		} else {
-			args = append(args, "--point", string(r.Case.Point), "--kind", string(r.Case.Kind))
-		}
-		return strings.Join(append(args, "-v"), " ")
-	}
+	return base
 }

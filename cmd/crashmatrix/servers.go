@@ -92,6 +92,24 @@ func (s *serverFlags) setUp(cmd *cobra.Command, backend string) (name, self stri
 	return name, self, cleanup, nil
 }
 
+// setUpBackend sets up the backend a command runs on: the spec of the
+// stores --store-cmd runs (storeCmdFlags.spec), else the backend --backend
+// names, its servers prepared (setUp). It returns the spec, named, the
+// backend's name, the path of this executable (the workers') and the
+// cleanup that stops what it started.
+func setUpBackend(cmd *cobra.Command, server *serverFlags, store *storeCmdFlags, backend string, inProcess bool) (spec sim.BackendSpec, name, self string, cleanup func(), err error) {
+	if spec, err = store.spec(inProcess); err != nil {
+		return spec, "", "", nil, err
+	}
+	if name, self, cleanup, err = server.setUp(cmd, backend); err != nil {
+		return spec, "", "", nil, err
+	}
+	if spec.Name == "" {
+		spec.Name = name
+	}
+	return spec, spec.Name, self, cleanup, nil
+}
+
 // prepare resolves the backend name, starts containers when asked, and
 // exports what worker processes need through the environment (secrets
 // never go into spec files or reports). The cleanup stops what it started.
@@ -124,45 +142,64 @@ func (s *serverFlags) prepare(ctx context.Context, log io.Writer, backend string
 	}
 	switch backend {
 	case "containers":
-		st, err := provision.Start(ctx, log, provision.ContainerOptions{PostgresImage: s.postgresImage, Neo4jImage: s.neo4jImage,
-			ServerFaults: s.serverFaults || !s.serverFaultsSet, PostgresConfig: s.postgresConfig, PowerLoss: !s.noPowerLoss, ClockJump: s.clockJump})
+		cleanup, err := s.startContainers(ctx, log)
 		if err != nil {
 			return "", nothing, err
 		}
-		if st.CPUGroup != "" {
-			fmt.Fprintf(log, "crashmatrix: the database containers run under the cgroup %s with cpu.shares %d (cgroup v1 weighs a group of containers as one task; docs/ci.md)\n", st.CPUGroup, provision.CPUShares)
-		} else if note := containersWeightNote(cgroupRoot); note != "" {
-			fmt.Fprintln(log, "crashmatrix: note:", note+" (crashmatrix could not give them a group of their own: "+st.CPUGroupWhy+")")
-		}
-		return "postgres", s.use(st), nil
+		return "postgres", cleanup, nil
 	case "postgres":
-		dsn := os.Getenv(servers.EnvPostgresDSN)
-		if dsn == "" {
-			return "", nothing, fmt.Errorf("--backend postgres needs --postgres-dsn or %s", servers.EnvPostgresDSN)
-		}
-		if !s.allowNondisposable {
-			if err := servers.CheckDisposable("postgres", dsn); err != nil {
-				return "", nothing, err
-			}
-			if uri := os.Getenv(servers.EnvNeo4jURI); uri != "" {
-				if err := servers.CheckDisposable("neo4j", uri); err != nil {
-					return "", nothing, err
-				}
-			}
-		}
-		if ownFaults {
-			// The user said their servers may be faulted: a fault proxy
-			// goes in front of each, and the commands crash them.
-			st, err := provision.External(ctx, log, provision.ExternalOptions{PostgresDSN: dsn,
-				Neo4jURI: os.Getenv(servers.EnvNeo4jURI), Neo4jUser: cmp.Or(os.Getenv(servers.EnvNeo4jUser), s.neo4jUser), Neo4jPassword: os.Getenv(servers.EnvNeo4jPassword),
-				PostgresKill: s.postgresKill, PostgresStart: s.postgresStart, Neo4jKill: s.neo4jKill, Neo4jStart: s.neo4jStart})
-			if err != nil {
-				return "", nothing, err
-			}
-			return backend, s.use(st), nil
-		}
+		return s.usePostgres(ctx, log, ownFaults)
 	}
 	return backend, nothing, nil
+}
+
+// startContainers starts crashmatrix's own database containers and
+// points this process at them; cleanup stops them.
+func (s *serverFlags) startContainers(ctx context.Context, log io.Writer) (cleanup func(), err error) {
+	st, err := provision.Start(ctx, log, provision.ContainerOptions{PostgresImage: s.postgresImage, Neo4jImage: s.neo4jImage,
+		ServerFaults: s.serverFaults || !s.serverFaultsSet, PostgresConfig: s.postgresConfig, PowerLoss: !s.noPowerLoss, ClockJump: s.clockJump})
+	if err != nil {
+		return func() {}, err
+	}
+	if st.CPUGroup != "" {
+		fmt.Fprintf(log, "crashmatrix: the database containers run under the cgroup %s with cpu.shares %d (cgroup v1 weighs a group of containers as one task; docs/ci.md)\n", st.CPUGroup, provision.CPUShares)
+	} else if note := containersWeightNote(cgroupRoot); note != "" {
+		fmt.Fprintln(log, "crashmatrix: note:", note+" (crashmatrix could not give them a group of their own: "+st.CPUGroupWhy+")")
+	}
+	return s.use(st), nil
+}
+
+// usePostgres checks that the user's servers (--postgres-dsn, and
+// --neo4j-uri) look disposable, unless allowed, and with ownFaults puts a
+// fault proxy in front of each.
+func (s *serverFlags) usePostgres(ctx context.Context, log io.Writer, ownFaults bool) (string, func(), error) {
+	nothing := func() {}
+	dsn := os.Getenv(servers.EnvPostgresDSN)
+	if dsn == "" {
+		return "", nothing, fmt.Errorf("--backend postgres needs --postgres-dsn or %s", servers.EnvPostgresDSN)
+	}
+	if !s.allowNondisposable {
+		if err := servers.CheckDisposable("postgres", dsn); err != nil {
+			return "", nothing, err
+		}
+		if uri := os.Getenv(servers.EnvNeo4jURI); uri != "" {
+			if err := servers.CheckDisposable("neo4j", uri); err != nil {
+				return "", nothing, err
+			}
+		}
+	}
+	if !ownFaults {
+		return "postgres", nothing, nil
+	}
+	// The user said their servers may be faulted: a fault proxy goes in
+	// front of each, and the commands crash them.
+	st, err := provision.External(ctx, log, provision.ExternalOptions{PostgresDSN: dsn,
+		Neo4jURI: os.Getenv(servers.EnvNeo4jURI), Neo4jUser: cmp.Or(os.Getenv(servers.EnvNeo4jUser), s.neo4jUser), Neo4jPassword: os.Getenv(servers.EnvNeo4jPassword),
+		PostgresKill: s.postgresKill, PostgresStart: s.postgresStart, Neo4jKill: s.neo4jKill, Neo4jStart: s.neo4jStart})
+	if err != nil {
+		return "", nothing, err
+	}
+	return "postgres", s.use(st), nil
 }
 
 // use points this process, and the workers it starts, at the servers st

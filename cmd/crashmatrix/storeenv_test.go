@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
+	"github.com/crashmatrix/crashmatrix/internal/certifyrun"
 )
 
 // nsStore is the command line of testdata/stores/nsstore.py around the
@@ -39,12 +39,9 @@ func TestConformanceGivesEachBundleItsNamespace(t *testing.T) {
 	s := storeCmdFlags{command: nsStore(t, shared, "sqlite_store.py"), planSave: nsStore(t, shared, "plansave_store.py"), conformance: true,
 		conformanceRun: "^(Stores|PlanSave)$/^(Behaviour|PlanStore)$"}
 	var out bytes.Buffer
-	cmd := &cobra.Command{}
-	cmd.SetOut(&out)
-	cmd.SetContext(context.Background())
-	err := s.checkConformance(cmd, true)
-	if err != (exitError{0}) {
-		t.Fatalf("conformance on a store that scopes its data by namespace: %v, want a pass (exit 0):\n%s", err, out.String())
+	code, done, err := certifyrun.RunConformance(context.Background(), s.conformanceOptions(), true, &out)
+	if code != 0 || !done || err != nil {
+		t.Fatalf("conformance on a store that scopes its data by namespace: exit %d (done %v), %v, want a pass (exit 0):\n%s", code, done, err, out.String())
 	}
 	spaces, _ := filepath.Glob(filepath.Join(shared, "ns-*"))
 	if len(spaces) < 10 {

@@ -38,11 +38,22 @@ var layers = map[string]int{
 	"ci":                 12,
 	"adapters/internal":  4,
 	"internal/procstat":  0,  // /proc/PID/stat, read by sim and sim/servers/provision
+	"internal/tune":      0,  // the GC and GOMAXPROCS a run sets, its CPU clocks
 	"internal/storetest": 4,  // store fixtures over reference, for adapters' tests and properties
 	"internal/crashrun":  10, // the crash run behind properties.CertifyCrashSafety
 
 	// The exploration of explore, certify and CertifyCrashSafety.
 	"internal/explorerun": 10,
+	// What the commands' runs share: replay commands, report files,
+	// progress lines, runtime tuning.
+	"internal/cmdkit": 10,
+	// crashmatrix certify below its flags.
+	"internal/certifyrun": 11,
+	// crashmatrix run, snapshot, merge and demo below their flags.
+	"internal/scenariorun": 11,
+	"internal/snapshotrun": 11,
+	"internal/mergerun":    11,
+	"internal/demorun":     11,
 }
 
 func layerOf(pkg string) (int, string, bool) {

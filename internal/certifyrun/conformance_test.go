@@ -1,4 +1,4 @@
-package main
+package certifyrun
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 // --store-cmd has none of: certify rewrites it as the crashmatrix command
 // that runs the same subtest, with the same seed, on the same store.
 func TestConformanceReplayLineNamesCrashmatrix(t *testing.T) {
-	s := storeCmdFlags{command: "python3 my store.py", planSave: "python3 plans.py"}
+	s := Conformance{Store: "python3 my store.py", PlanSave: "python3 plans.py", ReplayArgs: []string{"--store-cmd", "'python3 my store.py'", "--plansave-cmd", "'python3 plans.py'"}}
 	msg := "model-based property \"x\" failed with gopter seed 7 (status FAILED):\nops\nreplay: CRASHMATRIX_CONFORMANCE_SEED=7 go test -run '^$/^Stores$/^OperationStore$/^ModelBasedCommands$'"
 	want := "model-based property \"x\" failed with gopter seed 7 (status FAILED):\nops\nreplay: CRASHMATRIX_CONFORMANCE_SEED=7 crashmatrix certify --store-cmd 'python3 my store.py' --plansave-cmd 'python3 plans.py' --conformance-run '^Stores$/^OperationStore$/^ModelBasedCommands$'"
 	if got := s.replayLine(msg); got != want {
