@@ -168,7 +168,7 @@ var (
 var Backends = []string{"sqlite", "memory", "postgres", "containers", "store-cmd"}
 
 // Mutants are the backend mutants a scenario may switch on.
-var Mutants = []string{sim.MutantCreateNotMerge, sim.MutantNoUniqueConstraint, sim.MutantSynchronousOff, sim.MutantRenewIgnoresHolder}
+var Mutants = []string{sim.MutantCreateNotMerge, sim.MutantNoUniqueConstraint, sim.MutantSynchronousOff, sim.MutantRenewIgnoresHolder, sim.MutantTwoTransactionCreate}
 
 // The fields of each mapping, in canonical order.
 var (
@@ -531,7 +531,7 @@ func (d *decoder) decode() *Scenario {
 		switch {
 		case !slices.Contains(Mutants, s.Mutant):
 			d.errPath("mutant", "unknown mutant %q (want one of %s)", s.Mutant, strings.Join(Mutants, ", "))
-		case (s.Mutant == sim.MutantCreateNotMerge || s.Mutant == sim.MutantRenewIgnoresHolder) && s.System != faults.Ingestion,
+		case (s.Mutant == sim.MutantCreateNotMerge || s.Mutant == sim.MutantRenewIgnoresHolder || s.Mutant == sim.MutantTwoTransactionCreate) && s.System != faults.Ingestion,
 			s.Mutant == sim.MutantNoUniqueConstraint && s.System != faults.PlanSave:
 			d.errPath("mutant", "mutant %s does not apply to system %s", s.Mutant, s.System)
 		}

@@ -119,7 +119,7 @@ outran it is undecided too, never a failure).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.backend, "backend", "sqlite", "store backend: sqlite (embedded default), memory, postgres (with --postgres-dsn, optionally --neo4j-uri), containers (starts PostgreSQL and Neo4j with testcontainers-go)")
-	fl.StringVar(&f.mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure), "+sim.MutantRenewIgnoresHolder+" (SQL stores: a lease renewal that ignores the holder and its token), "+sim.MutantServerClockLease+" (PostgreSQL: leases on the server's own clock, caught by --kind clock-jump), "+sim.MutantSynchronousOff+" (embedded SQLite without fsync: caught by power loss only)")
+	fl.StringVar(&f.mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure), "+sim.MutantRenewIgnoresHolder+" (SQL stores: a lease renewal that ignores the holder and its token), "+sim.MutantServerClockLease+" (PostgreSQL: leases on the server's own clock, caught by --kind clock-jump), "+sim.MutantTwoTransactionCreate+" (PostgreSQL: an operation's row and its plan in two transactions, caught by the servers' durable-step sweep of --backend containers), "+sim.MutantSynchronousOff+" (embedded SQLite without fsync: caught by power loss only)")
 	fl.StringSliceVar(&f.bugs, "bug", nil, "service mutant(s): "+bugNames())
 	fl.StringSliceVar(&f.points, "point", nil, "only these windows (failpoint names)")
 	fl.StringSliceVar(&f.kinds, "kind", nil, "only these fault kinds")
@@ -242,6 +242,13 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	} else {
 		backend = spec.Name
 	}
+	// What a rerun and a written scenario name: the containers, which
+	// start their own servers, not the backend they serve (postgres, which
+	// needs a DSN and has no server of crashmatrix's to kill).
+	replayName := backend
+	if f.backend == "containers" {
+		replayName = f.backend
+	}
 	defer cleanup()
 	if err := f.store.checkConformance(cmd, f.details); err != nil {
 		return err
@@ -250,11 +257,11 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	// to what a calibration before the matrix and the cases themselves
 	// measure on this machine now.
 	adaptive := f.leaseTTL <= 0
-	rerun, replay := certifyReplay(f, backend)
+	rerun, replay := certifyReplay(f, replayName)
 	// What merge prefixes to a case's window and kind to replay it.
 	whole := f
 	whole.points, whole.kinds, whole.only = nil, nil, nil
-	base, _ := certifyReplay(whole, backend)
+	base, _ := certifyReplay(whole, replayName)
 	ropt := report.Options{Replay: replay, Rerun: rerun, Details: f.details, Command: "certify"}
 	f.leaseTTL = defaultLeaseTTL(f.leaseTTL, backend)
 	workdir, tmp, kept := f.workdir, false, false
@@ -400,7 +407,12 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if err := writeReports(out, rep, ropt, f.jsonOut, f.junitOut, f.html); err != nil {
 		return err
 	}
-	if err := writeKillReplays(out, workdir, backend, f.leaseTTL, rep, append(f.store.replayArgs(), f.service.replayArgs()...)...); err != nil {
+	runArgs := append(f.store.replayArgs(), f.service.replayArgs()...)
+	if replayName == "containers" {
+		// run starts the containers only when told to.
+		runArgs = append([]string{"--backend", replayName}, runArgs...)
+	}
+	if err := writeKillReplays(out, workdir, replayName, f.leaseTTL, rep, runArgs...); err != nil {
 		return err
 	}
 	switch {

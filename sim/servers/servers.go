@@ -62,7 +62,7 @@ func PostgresBackend() (sim.Backend, error) {
 		Open: func(ctx context.Context, env sim.CaseEnv) (reference.Stores, error) {
 			st, err := postgres.Open(ctx, ViaEndpoint(dsn, env.Servers["postgres"]), postgres.Options{CreateInsteadOfMerge: env.Mutant == sim.MutantCreateNotMerge,
 				LostCommitIsFailure: env.Mutant == sim.MutantLostCommitIsFailure, RenewIgnoresHolder: env.Mutant == sim.MutantRenewIgnoresHolder,
-				ServerClockLeases: env.Mutant == sim.MutantServerClockLease})
+				ServerClockLeases: env.Mutant == sim.MutantServerClockLease, PlanApart: env.Mutant == sim.MutantTwoTransactionCreate})
 			if err != nil || !useNeo {
 				return st, err
 			}
