@@ -32,6 +32,10 @@ type DurableKill struct {
 	// Power cuts the power of the case's lazy mount once the group is
 	// dead: what was written and not synced at the step is lost too.
 	Power bool `json:"power,omitempty" yaml:"power,omitempty"`
+	// Tear, with Power, tears what was not synced at that unit (512: disk
+	// sectors, faults.TearSector) instead of dropping whole writes: the
+	// torn-write variant of the power cut.
+	Tear int `json:"tear,omitempty" yaml:"tear,omitempty"`
 	// Disk, a disk error kind (faults.DiskKinds), arms that error on the
 	// lazy mount right before the Step-th durable operation instead of
 	// killing after it: the worker goes on (sim/diskfaults.go).
@@ -81,16 +85,19 @@ func DurableProbe() Case {
 // DurableStepCases is the sweep over what the probe counted: for each
 // shape of store call that took two durable steps or more (SweptCalls),
 // and for each gap k between two of them, the standard script's fault
-// worker killed right after step k (and the same with the power cut
-// then), then the restart.
+// worker killed right after step k, the same with the power cut then, and
+// with the power cut tearing what was not synced at 512-byte sectors;
+// then the restart.
 func DurableStepCases(calls []DurableCall) []Case {
 	var out []Case
 	for _, c := range SweptCalls(calls, 2) {
 		n := len(c.Ops)
 		for k := 1; k < n; k++ {
-			for _, power := range []bool{false, true} {
-				out = append(out, DurableStepCase(DurableKill{Call: c.Call, Method: c.Method, Hit: c.Hit, Step: k, Steps: n, Op: c.Syscall(k), Power: power}))
-			}
+			kill := DurableKill{Call: c.Call, Method: c.Method, Hit: c.Hit, Step: k, Steps: n, Op: c.Syscall(k)}
+			cut, torn := kill, kill
+			cut.Power = true
+			torn.Power, torn.Tear = true, faults.TearSector
+			out = append(out, DurableStepCase(kill), DurableStepCase(cut), DurableStepCase(torn))
 		}
 	}
 	return out
@@ -176,7 +183,13 @@ func DurableStepCase(k DurableKill) Case {
 		Description: fmt.Sprintf("%s: the standard script's worker and its store processes are SIGKILLed right after durable step %d of %d (%s) of its store call %d, found on the lazy mount, not declared by the store; recovery must finish what the store made durable",
 			DurableStepName(k), k.Step, k.Steps, k.Op, k.Call),
 		Steps: []Step{{Worker: "fault", Actions: StandardScript(), Durable: &k}, QuiesceStep(faults.Ingestion, "fault")}}
-	if k.Power {
+	switch {
+	case k.Power && k.Tear > 0:
+		c.ID += fmt.Sprintf("-%s-%d", faults.TornWrite, k.Tear)
+		c.Class, c.Kind = c.ID, faults.TornWrite
+		c.Description = fmt.Sprintf("%s, torn write: the standard script's worker and its store processes are SIGKILLed right after durable step %d of %d (%s) of its store call %d, found on the lazy mount, and what was not synced then is torn at %s; recovery must finish what the store made durable",
+			DurableStepName(k), k.Step, k.Steps, k.Op, k.Call, faults.TearName(k.Tear))
+	case k.Power:
 		c.ID += "-" + string(faults.PowerLoss)
 		c.Class, c.Kind = c.ID, faults.PowerLoss
 		c.Description = fmt.Sprintf("%s, power loss: the standard script's worker and its store processes are SIGKILLed right after durable step %d of %d (%s) of its store call %d, found on the lazy mount, and everything not synced then is lost; recovery must finish what the store made durable",

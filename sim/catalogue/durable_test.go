@@ -47,14 +47,20 @@ func TestDurableStepSweepCoversEveryShapeOfCall(t *testing.T) {
 		t.Fatalf("swept calls %v, want 5, 9 and 31", calls)
 	}
 	cases := DurableStepCases(probeCalls)
-	want := "durable-step-ops.create-1-of-2 durable-step-ops.create-1-of-2-power-loss durable-step-states.cas-1-of-2 durable-step-states.cas-1-of-2-power-loss " +
-		"durable-step-ops.create-call4-1-of-3 durable-step-ops.create-call4-1-of-3-power-loss durable-step-ops.create-call4-2-of-3 durable-step-ops.create-call4-2-of-3-power-loss"
-	if got := caseIDs(cases); got != want {
-		t.Fatalf("cases\n%s\nwant\n%s", got, want)
+	var want []string
+	for _, gap := range []string{"ops.create-1-of-2", "states.cas-1-of-2", "ops.create-call4-1-of-3", "ops.create-call4-2-of-3"} {
+		want = append(want, "durable-step-"+gap, "durable-step-"+gap+"-power-loss", "durable-step-"+gap+"-torn-write-512")
 	}
-	k := cases[6].Steps[0].Durable
+	if got := caseIDs(cases); got != strings.Join(want, " ") {
+		t.Fatalf("cases\n%s\nwant\n%s", got, strings.Join(want, " "))
+	}
+	k := cases[9].Steps[0].Durable
 	if k.Method != "ops.create" || k.Hit != 4 || k.Step != 2 || k.Op != "fsync" || !k.Targets(probeCalls[5]) || k.Targets(probeCalls[1]) {
-		t.Fatalf("the kill of %s: %+v", cases[6].ID, k)
+		t.Fatalf("the kill of %s: %+v", cases[9].ID, k)
+	}
+	// The torn variant cuts the power too, and tears at disk sectors.
+	if torn := cases[11]; torn.Kind != faults.TornWrite || !torn.Steps[0].Durable.Power || torn.Steps[0].Durable.Tear != faults.TearSector {
+		t.Fatalf("%s: kind %s, kill %+v", torn.ID, torn.Kind, torn.Steps[0].Durable)
 	}
 	if name := DurableStepName(*k); name != "ops.create (call 4) after fsync 2 of 3" {
 		t.Errorf("its row: %q", name)
