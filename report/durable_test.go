@@ -15,9 +15,11 @@ import (
 func durableReport() verdict.Report {
 	fail := catalogue.DurableStepCase(catalogue.DurableKill{Call: 8, Method: "ops.create", Hit: 1, Step: 1, Steps: 2, Op: "fdatasync"})
 	nx := catalogue.DurableStepCase(catalogue.DurableKill{Call: 20, Method: "states.cas", Hit: 1, Step: 2, Steps: 3, Op: "fsync", Power: true})
-	return verdict.Report{Backend: "store-cmd", Counts: map[verdict.Verdict]int{verdict.Fail: 1, verdict.NotExercised: 1}, Probed: true, DurableCalls: 54, DurableMulti: 5,
+	torn := catalogue.DurableStepCase(catalogue.DurableKill{Call: 8, Method: "ops.create", Hit: 1, Step: 1, Steps: 2, Op: "fdatasync", Power: true, Tear: 512})
+	return verdict.Report{Backend: "store-cmd", Counts: map[verdict.Verdict]int{verdict.Fail: 2, verdict.NotExercised: 1}, Probed: true, DurableCalls: 54, DurableMulti: 5,
 		Results: []verdict.CaseResult{
 			{Case: fail, Verdict: verdict.Fail, Violations: []check.Violation{{Invariant: check.I5, Message: "the operation record is stored without its plan"}}},
+			{Case: torn, Verdict: verdict.Fail, Violations: []check.Violation{{Invariant: check.I5, Message: "the operation record is stored without its plan"}}},
 			{Case: nx, Verdict: verdict.NotExercised, NotExercised: &verdict.NotExercisedReason{Cause: verdict.CauseUnreachable, Detail: "durable-step kill of worker fault never fired"}},
 		}}
 }
@@ -30,8 +32,9 @@ func TestTerminalListsTheDurableStepSweep(t *testing.T) {
 	var b strings.Builder
 	WriteTerminal(&b, durableReport(), Options{})
 	for _, want := range []string{
-		"durable steps (found on the lazy mount, not declared): 54 store calls of the probe synced, 5 of them more than once; 2 cases",
+		"durable steps (found on the lazy mount, not declared): 54 store calls of the probe synced, 5 of them more than once; 3 cases",
 		"  ops.create after fdatasync 1 of 2        FAIL I5",
+		"  ops.create after fdatasync 1 of 2, torn write (512) FAIL I5",
 		"  states.cas after fsync 2 of 3, power loss not-exercised",
 	} {
 		if !strings.Contains(b.String(), want) {

@@ -175,7 +175,7 @@ func Merge(in []MergeInput) (verdict.Report, error) {
 	// narrowed matrix certifies that subset, as its shards say.
 	rep := verdict.Report{Backend: matrix.Backend, Mutant: matrix.Mutant, Bugs: matrix.Bugs, Seed: matrix.Seed,
 		Timing: first.Report.Timing, StoreWindows: first.Report.StoreWindows, Matrix: &matrix, Subset: first.Report.Subset,
-		DurableCalls: first.Report.DurableCalls, DurableMulti: first.Report.DurableMulti}
+		DurableCalls: first.Report.DurableCalls, DurableMulti: first.Report.DurableMulti, ServerDurable: first.Report.ServerDurable}
 	for _, f := range in {
 		r := f.Report
 		if rep.Started.IsZero() || (!r.Started.IsZero() && r.Started.Before(rep.Started)) {

@@ -168,7 +168,7 @@ var (
 var Backends = []string{"sqlite", "memory", "postgres", "containers", "store-cmd"}
 
 // Mutants are the backend mutants a scenario may switch on.
-var Mutants = []string{sim.MutantCreateNotMerge, sim.MutantNoUniqueConstraint, sim.MutantSynchronousOff, sim.MutantRenewIgnoresHolder}
+var Mutants = []string{sim.MutantCreateNotMerge, sim.MutantNoUniqueConstraint, sim.MutantSynchronousOff, sim.MutantRenewIgnoresHolder, sim.MutantTwoTransactionCreate}
 
 // The fields of each mapping, in canonical order.
 var (
@@ -531,7 +531,7 @@ func (d *decoder) decode() *Scenario {
 		switch {
 		case !slices.Contains(Mutants, s.Mutant):
 			d.errPath("mutant", "unknown mutant %q (want one of %s)", s.Mutant, strings.Join(Mutants, ", "))
-		case (s.Mutant == sim.MutantCreateNotMerge || s.Mutant == sim.MutantRenewIgnoresHolder) && s.System != faults.Ingestion,
+		case (s.Mutant == sim.MutantCreateNotMerge || s.Mutant == sim.MutantRenewIgnoresHolder || s.Mutant == sim.MutantTwoTransactionCreate) && s.System != faults.Ingestion,
 			s.Mutant == sim.MutantNoUniqueConstraint && s.System != faults.PlanSave:
 			d.errPath("mutant", "mutant %s does not apply to system %s", s.Mutant, s.System)
 		}
@@ -931,19 +931,26 @@ func (d *decoder) decodeFault(s *Scenario, n ast.Node, path string) (Fault, bool
 		d.errAt(n, child(path, "pause"), "kind pause needs pause (a duration, e.g. 600ms: beyond twice the lease TTL to outlive the lease)")
 		good = false
 	}
-	if f.has("tear") {
-		switch tear := d.integer(f, "tear"); {
-		case ft.Kind != "" && ft.Kind != faults.TornWrite:
-			d.errAt(d.keyAt(child(path, "tear")), child(path, "tear"), "tear applies to kind torn-write only, not %s", ft.Kind)
-			good = false
-		case faults.CheckTear(int(tear)) != nil:
-			d.errPath(child(path, "tear"), "tear is %d (4 KiB pages, the default), %d (disk sectors) or a smaller power of two down to %d (a tear inside one sector), got %d", faults.TearPage, faults.TearSector, faults.TearByte, tear)
-			good = false
-		default:
-			ft.Tear = faults.ActionTear(int(tear))
-		}
+	var tearOK bool
+	ft.Tear, tearOK = d.decodeTear(f, path, ft.Kind)
+	return ft, good && tearOK
+}
+
+// decodeTear decodes a fault's tear (0 for 4 KiB pages, the default):
+// torn-write faults only.
+func (d *decoder) decodeTear(f fields, path string, kind faults.Kind) (int, bool) {
+	if !f.has("tear") {
+		return 0, true
 	}
-	return ft, good
+	switch tear := d.integer(f, "tear"); {
+	case kind != "" && kind != faults.TornWrite:
+		d.errAt(d.keyAt(child(path, "tear")), child(path, "tear"), "tear applies to kind torn-write only, not %s", kind)
+	case faults.CheckTear(int(tear)) != nil:
+		d.errPath(child(path, "tear"), "tear is %d (4 KiB pages, the default), %d (disk sectors) or a smaller power of two down to %d (a tear inside one sector), got %d", faults.TearPage, faults.TearSector, faults.TearByte, tear)
+	default:
+		return faults.ActionTear(int(tear)), true
+	}
+	return 0, false
 }
 
 // decodeDurable decodes a durable-step kill: {point: durableStep, kind:
@@ -961,30 +968,32 @@ func (d *decoder) decodeDurable(s *Scenario, n ast.Node, f fields, path, ks stri
 	}
 	switch k, err := faults.ParseKind(ks); {
 	case ks == "":
-		d.errAt(n, child(path, "kind"), "required (crash or power-loss)")
+		d.errAt(n, child(path, "kind"), "required (crash, power-loss or torn-write)")
 		good = false
 	case err != nil:
 		bad("kind", "%v", err)
-	case k != faults.Crash && k != faults.PowerLoss:
-		bad("kind", "kind %s does not apply at %s (applies: crash, power-loss)", k, catalogue.DurableStepPoint)
+	case k != faults.Crash && k != faults.PowerLoss && k != faults.TornWrite:
+		bad("kind", "kind %s does not apply at %s (applies: crash, power-loss, torn-write)", k, catalogue.DurableStepPoint)
 	default:
 		ft.Kind = k
 	}
 	if s.System != faults.Ingestion {
 		bad("point", "point %s belongs to system %s (the stores' calls), the scenario is %s", catalogue.DurableStepPoint, faults.Ingestion, s.System)
 	}
-	for _, k := range []string{"pause", "tear"} {
-		if f.has(k) {
-			d.errAt(d.keyAt(child(path, k)), child(path, k), "%s does not apply at point %s", k, catalogue.DurableStepPoint)
-			good = false
-		}
+	if f.has("pause") {
+		d.errAt(d.keyAt(child(path, "pause")), child(path, "pause"), "pause does not apply at point %s", catalogue.DurableStepPoint)
+		good = false
+	}
+	var tearOK bool
+	if ft.Tear, tearOK = d.decodeTear(f, path, ft.Kind); !tearOK {
+		good = false
 	}
 	if f.has("server") {
 		// The server's own durable steps during the call, the server
 		// killed (sim/serverdurable.go).
 		if ft.Server = d.str(f, "server"); !slices.Contains(faults.Servers, ft.Server) {
 			bad("server", "unknown server %q (want one of %s)", ft.Server, strings.Join(faults.Servers, ", "))
-		} else if ft.Kind == faults.PowerLoss {
+		} else if ft.Kind == faults.PowerLoss || ft.Kind == faults.TornWrite {
 			bad("kind", "a server's durable step is killed with kind crash (the server is killed and started again), not %s", ft.Kind)
 		}
 	}
@@ -1007,7 +1016,9 @@ func (d *decoder) decodeDurable(s *Scenario, n ast.Node, f fields, path, ks stri
 	case ft.Step < 1:
 		bad("step", "step must be 1 or more, got %d", ft.Step)
 	}
-	if f.has("of") && ft.Of <= ft.Step {
+	// A server killed after the last step of a call dies with the commit
+	// durable and its answer unsent: a window of its own.
+	if f.has("of") && (ft.Of < ft.Step || ft.Of == ft.Step && ft.Server == "") {
 		bad("of", "of (the durable steps the call took) must be more than step %d: after its last step the call has no gap left, got %d", ft.Step, ft.Of)
 	}
 	return ft, good

@@ -13,11 +13,25 @@ import (
 
 // A durable-step case of the sweep is written as a scenario naming the
 // fault (point durableStep, the store call, its hit, the step), and the
-// file reads back to the same kill: the same call, step and power cut.
+// file reads back to the same kill: the same call, step and power cut,
+// torn at sectors for the torn-write variant; a server's kill after the
+// last step of its call (1 of 1) too.
 func TestDurableStepKillRoundTrips(t *testing.T) {
-	for _, power := range []bool{false, true} {
-		k := catalogue.DurableKill{Call: 8, Method: "ops.create", Hit: 2, Step: 1, Steps: 2, Op: "fdatasync", Power: power}
+	base := catalogue.DurableKill{Call: 8, Method: "ops.create", Hit: 2, Step: 1, Steps: 2, Op: "fdatasync"}
+	for _, tc := range []struct {
+		kill catalogue.DurableKill
+		want string
+	}{
+		{base, "{point: durableStep, kind: crash, hit: 2, call: ops.create, step: 1, of: 2, syscall: fdatasync}"},
+		{func() catalogue.DurableKill { k := base; k.Power = true; return k }(), "{point: durableStep, kind: power-loss, hit: 2, call: ops.create, step: 1, of: 2, syscall: fdatasync}"},
+		{func() catalogue.DurableKill { k := base; k.Power, k.Tear = true, faults.TearSector; return k }(), "{point: durableStep, kind: torn-write, hit: 2, tear: 512, call: ops.create, step: 1, of: 2, syscall: fdatasync}"},
+		{func() catalogue.DurableKill { k := base; k.Steps, k.Server = 1, "postgres"; return k }(), "{point: durableStep, kind: crash, hit: 2, server: postgres, call: ops.create, step: 1, of: 1, syscall: fdatasync}"},
+	} {
+		k := tc.kill
 		c := catalogue.DurableStepCase(k)
+		if k.Server != "" {
+			c = catalogue.ServerDurableCase(k)
+		}
 		sc, err := scenarios.FromCase(c)
 		if err != nil {
 			t.Fatalf("FromCase of %s: %v", c.ID, err)
@@ -27,13 +41,8 @@ func TestDurableStepKillRoundTrips(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kind := "crash"
-		if power {
-			kind = "power-loss"
-		}
-		want := "{point: durableStep, kind: " + kind + ", hit: 2, call: ops.create, step: 1, of: 2, syscall: fdatasync}"
-		if !strings.Contains(string(text), want) {
-			t.Fatalf("the scenario of %s does not name the kill as %s:\n%s", c.ID, want, text)
+		if !strings.Contains(string(text), tc.want) {
+			t.Fatalf("the scenario of %s does not name the kill as %s:\n%s", c.ID, tc.want, text)
 		}
 		back, err := scenarios.Parse(c.ID+".yaml", text)
 		if err != nil {

@@ -106,11 +106,14 @@ func FromCase(c catalogue.Case) (*Scenario, error) {
 				// calls without a durable step come and go.
 				return nil, fmt.Errorf("case %s: its kill after %s names no store method and its call of that method (DurableKill.Method, Hit)", c.ID, catalogue.DurableStepName(*k))
 			}
-			kind := faults.Crash
-			if k.Power {
+			kind, tear := faults.Crash, 0
+			switch {
+			case k.Power && k.Tear > 0:
+				kind, tear = faults.TornWrite, faults.ActionTear(k.Tear)
+			case k.Power:
 				kind = faults.PowerLoss
 			}
-			out.Faults = append(out.Faults, Fault{Point: catalogue.DurableStepPoint, Kind: kind, Hit: k.Hit, Call: k.Method, Step: k.Step, Of: k.Steps, Syscall: k.Op, Server: k.Server})
+			out.Faults = append(out.Faults, Fault{Point: catalogue.DurableStepPoint, Kind: kind, Hit: k.Hit, Call: k.Method, Step: k.Step, Of: k.Steps, Syscall: k.Op, Server: k.Server, Tear: tear})
 		}
 		if st.Kill != nil {
 			k := *st.Kill

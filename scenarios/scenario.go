@@ -133,7 +133,11 @@ func (f Fault) Durable() *catalogue.DurableKill {
 	if f.Point != catalogue.DurableStepPoint {
 		return nil
 	}
-	return &catalogue.DurableKill{Method: f.Call, Hit: f.Hit, Step: f.Step, Steps: f.Of, Op: f.Syscall, Power: f.Kind == faults.PowerLoss, Server: f.Server}
+	k := &catalogue.DurableKill{Method: f.Call, Hit: f.Hit, Step: f.Step, Steps: f.Of, Op: f.Syscall, Power: f.Kind == faults.PowerLoss || f.Kind == faults.TornWrite, Server: f.Server}
+	if f.Kind == faults.TornWrite {
+		k.Tear = f.Action().TearUnit()
+	}
+	return k
 }
 
 // Action returns the fault as a faults.Action.

@@ -238,7 +238,11 @@ func (r *Runner) durablePower(ctx context.Context, pc *powerCase, c catalogue.Ca
 	if err != nil {
 		return err
 	}
-	hit := history.Record{Kind: history.Hit, Worker: worker, Point: faults.Point(catalogue.DurableStepName(d.kill)), Fault: &faults.Action{Kind: faults.PowerLoss}}
+	cut := &faults.Action{Kind: faults.PowerLoss}
+	if d.kill.Tear > 0 {
+		cut = &faults.Action{Kind: faults.TornWrite, Tear: faults.ActionTear(d.kill.Tear)}
+	}
+	hit := history.Record{Kind: history.Hit, Worker: worker, Point: faults.Point(catalogue.DurableStepName(d.kill)), Fault: cut}
 	r.cutLazy(ctx, pc, c, env, space, h, hit, res)
 	pc.done++
 	return nil

@@ -99,6 +99,11 @@ func (r *Runner) Probe(ctx context.Context) (verdict.Probe, error) {
 	}
 	pr.Durable, results, err = r.probeDurable(ctx)
 	pr.Results = append(pr.Results, results...)
+	if err != nil {
+		return pr, err
+	}
+	pr.ServerDurable, results, err = r.probeServerDurable(ctx)
+	pr.Results = append(pr.Results, results...)
 	return pr, err
 }
 

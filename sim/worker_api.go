@@ -13,12 +13,13 @@ import (
 
 // Backend-level mutants a Backend honours through CaseEnv.Mutant.
 const (
-	MutantCreateNotMerge      = worker.MutantCreateNotMerge
-	MutantNoUniqueConstraint  = worker.MutantNoUniqueConstraint
-	MutantLostCommitIsFailure = worker.MutantLostCommitIsFailure
-	MutantRenewIgnoresHolder  = worker.MutantRenewIgnoresHolder
-	MutantServerClockLease    = worker.MutantServerClockLease
-	MutantSynchronousOff      = worker.MutantSynchronousOff
+	MutantCreateNotMerge       = worker.MutantCreateNotMerge
+	MutantNoUniqueConstraint   = worker.MutantNoUniqueConstraint
+	MutantLostCommitIsFailure  = worker.MutantLostCommitIsFailure
+	MutantRenewIgnoresHolder   = worker.MutantRenewIgnoresHolder
+	MutantServerClockLease     = worker.MutantServerClockLease
+	MutantSynchronousOff       = worker.MutantSynchronousOff
+	MutantTwoTransactionCreate = worker.MutantTwoTransactionCreate
 )
 
 // Names of sim/worker, kept in sim.

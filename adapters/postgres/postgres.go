@@ -52,6 +52,10 @@ type Options struct {
 	// lock provider that trusts its database's clock, which a jump of
 	// that clock breaks.
 	ServerClockLeases bool
+	// PlanApart is a mutant: operations.create commits the operation row
+	// and its plan in two transactions, with no window declared between
+	// them (sqlcore.Operations.PlanApart).
+	PlanApart bool
 }
 
 // db is the shared pool of one Open call.
@@ -111,7 +115,11 @@ func (d *db) stores() reference.Stores {
 	if d.opts.ServerClockLeases {
 		lp = serverClockLocks{locks, d}
 	}
-	return sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), lp, &closer{d})
+	st := sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), lp, &closer{d})
+	if d.opts.PlanApart {
+		st.Ops.(*sqlcore.Operations).PlanApart(dialect)
+	}
+	return st
 }
 
 // wrapConnect wraps an error of Open; a failure to connect that is not a

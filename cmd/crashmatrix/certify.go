@@ -54,7 +54,7 @@ func certifyCmd() *cobra.Command {
 // register adds certify's flags.
 func (f *certifyFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.backend, "backend", "sqlite", "store backend: sqlite (embedded default), memory, postgres (with --postgres-dsn, optionally --neo4j-uri), containers (starts PostgreSQL and Neo4j with testcontainers-go)")
-	fl.StringVar(&f.mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure), "+sim.MutantRenewIgnoresHolder+" (SQL stores: a lease renewal that ignores the holder and its token), "+sim.MutantServerClockLease+" (PostgreSQL: leases on the server's own clock, caught by --kind clock-jump), "+sim.MutantSynchronousOff+" (embedded SQLite without fsync: caught by power loss only)")
+	fl.StringVar(&f.mutant, "mutant", "", "backend mutant: "+sim.MutantCreateNotMerge+", "+sim.MutantNoUniqueConstraint+", "+sim.MutantLostCommitIsFailure+" (PostgreSQL: a lost COMMIT reply reported as a definite failure), "+sim.MutantRenewIgnoresHolder+" (SQL stores: a lease renewal that ignores the holder and its token), "+sim.MutantServerClockLease+" (PostgreSQL: leases on the server's own clock, caught by --kind clock-jump), "+sim.MutantTwoTransactionCreate+" (PostgreSQL: an operation's row and its plan in two transactions, caught by the servers' durable-step sweep of --backend containers), "+sim.MutantSynchronousOff+" (embedded SQLite without fsync: caught by power loss only)")
 	fl.StringSliceVar(&f.bugs, "bug", nil, "service mutant(s): "+bugNames())
 	fl.StringSliceVar(&f.points, "point", nil, "only these windows (failpoint names)")
 	fl.StringSliceVar(&f.kinds, "kind", nil, "only these fault kinds")
@@ -284,12 +284,24 @@ func (f certifyFlags) afterSetUp(cmd *cobra.Command, o *certifyrun.Options, back
 	f.server.useFaults(&o.Config)
 	f.store.useRecovery(&o.Config)
 	o.Matrix = matrixID(f, backend)
-	o.Replay.Rerun, o.Replay.Case = certifyReplay(f, backend)
+	// What a rerun and a written scenario name: the containers, which
+	// start their own servers, not the backend they serve (postgres, which
+	// needs a DSN and has no server of crashmatrix's to kill).
+	replayName := backend
+	if f.backend == "containers" {
+		replayName = f.backend
+	}
+	o.Replay.Rerun, o.Replay.Case = certifyReplay(f, replayName)
 	// What merge prefixes to a case's window and kind to replay it.
 	whole := f
 	whole.points, whole.kinds, whole.only = nil, nil, nil
-	o.Replay.Base, _ = certifyReplay(whole, backend)
+	o.Replay.Base, _ = certifyReplay(whole, replayName)
+	o.Replay.Backend = replayName
 	o.Replay.Args = append(f.store.replayArgs(), f.service.replayArgs()...)
+	if replayName == "containers" {
+		// run starts the containers only when told to.
+		o.Replay.Args = append([]string{"--backend", replayName}, o.Replay.Args...)
+	}
 	o.Conformance = f.store.conformanceOptions()
 	o.Explore = certifyExplore(cmd, f, backend)
 }

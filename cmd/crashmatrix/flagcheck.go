@@ -108,12 +108,13 @@ var backendFlags = map[string][]string{
 // other certifies its store unchanged under the mutant's name. A store run
 // by --store-cmd gets the name in hello and may honour it.
 var mutantBackends = map[string][]string{
-	sim.MutantCreateNotMerge:      {"sqlite", "postgres", "containers", storecmd.Name},
-	sim.MutantNoUniqueConstraint:  {"sqlite", "postgres", "containers", storecmd.Name},
-	sim.MutantLostCommitIsFailure: {"postgres", "containers"},
-	sim.MutantSynchronousOff:      {"sqlite"},
-	sim.MutantRenewIgnoresHolder:  {"sqlite", "postgres", "containers"},
-	sim.MutantServerClockLease:    {"postgres", "containers"},
+	sim.MutantCreateNotMerge:       {"sqlite", "postgres", "containers", storecmd.Name},
+	sim.MutantNoUniqueConstraint:   {"sqlite", "postgres", "containers", storecmd.Name},
+	sim.MutantLostCommitIsFailure:  {"postgres", "containers"},
+	sim.MutantSynchronousOff:       {"sqlite"},
+	sim.MutantRenewIgnoresHolder:   {"sqlite", "postgres", "containers"},
+	sim.MutantServerClockLease:     {"postgres", "containers"},
+	sim.MutantTwoTransactionCreate: {"postgres", "containers"},
 }
 
 // modeFlags are the flags that apply in one execution mode only: set

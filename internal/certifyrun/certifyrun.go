@@ -68,6 +68,9 @@ type Replay struct {
 	// Args are the store and service flags a scenario replay
 	// (crashmatrix run) of a failing kill needs.
 	Args []string
+	// Backend is the backend a written scenario names ("": the run's;
+	// "containers" where the run started its servers).
+	Backend string
 }
 
 // Run runs certify: the conformance suites when asked, the crash matrix,

@@ -3,7 +3,6 @@ package catalogue
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/crashmatrix/crashmatrix/faults"
 )
@@ -51,24 +50,17 @@ func (b Builder) DiskCase(spec faults.Spec, k faults.Kind) (Case, bool) {
 }
 
 // DurableDiskCases are the disk error kind k's cases at the durable
-// steps the probe counted: for each store method whose first call took
-// two durable steps or more, each of its steps that is an fsync or
-// fdatasync gets the error right before it.
+// steps the probe counted: for each shape of store call that took two
+// durable steps or more (SweptCalls), each of its steps that is an fsync
+// or fdatasync gets the error right before it.
 func DurableDiskCases(calls []DurableCall, k faults.Kind) []Case {
 	var out []Case
-	done := map[string]bool{}
-	for _, c := range calls {
+	for _, c := range SweptCalls(calls, 2) {
 		n := len(c.Ops)
-		if n < 2 || done[c.Method] {
-			continue
-		}
-		done[c.Method] = true
 		for step := 1; step <= n; step++ {
-			op, _, _ := strings.Cut(c.Ops[step-1], " ")
-			if op != "fsync" && op != "fdatasync" {
-				continue
+			if op := c.Syscall(step); op == "fsync" || op == "fdatasync" {
+				out = append(out, DurableDiskCase(DurableKill{Call: c.Call, Method: c.Method, Hit: c.Hit, Step: step, Steps: n, Op: op, Disk: k}))
 			}
-			out = append(out, DurableDiskCase(DurableKill{Call: c.Call, Method: c.Method, Step: step, Steps: n, Op: op, Disk: k}))
 		}
 	}
 	return out
@@ -78,7 +70,7 @@ func DurableDiskCases(calls []DurableCall, k faults.Kind) []Case {
 // error k.Disk right before the k-th durable step of one store call,
 // then the restart: "durable-step-ops.create-2-of-3-fsync-error".
 func DurableDiskCase(k DurableKill) Case {
-	name := fmt.Sprintf("%s-%s-%d-of-%d-%s", DurableStepClass, k.Method, k.Step, k.Steps, k.Disk)
+	name := fmt.Sprintf("%s-%s-%s", DurableStepClass, k.tag(), k.Disk)
 	return Case{ID: name, System: faults.Ingestion, Class: name, Kind: k.Disk,
 		Description: fmt.Sprintf("%s, %s: the standard script's worker meets %s right before durable step %d of %d (%s) of its store call %d, found on the lazy mount, and goes on; recovery must finish what the store made durable",
 			DurableStepName(k), k.Disk, k.Disk, k.Step, k.Steps, k.Op, k.Call),

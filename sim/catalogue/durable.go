@@ -32,6 +32,10 @@ type DurableKill struct {
 	// Power cuts the power of the case's lazy mount once the group is
 	// dead: what was written and not synced at the step is lost too.
 	Power bool `json:"power,omitempty" yaml:"power,omitempty"`
+	// Tear, with Power, tears what was not synced at that unit (512: disk
+	// sectors, faults.TearSector) instead of dropping whole writes: the
+	// torn-write variant of the power cut.
+	Tear int `json:"tear,omitempty" yaml:"tear,omitempty"`
 	// Disk, a disk error kind (faults.DiskKinds), arms that error on the
 	// lazy mount right before the Step-th durable operation instead of
 	// killing after it: the worker goes on (sim/diskfaults.go).
@@ -79,24 +83,59 @@ func DurableProbe() Case {
 }
 
 // DurableStepCases is the sweep over what the probe counted: for each
-// store method, its first call that took two durable steps or more, and
-// for each gap k between two of them, the standard script's fault worker
-// killed right after step k, then the restart.
+// shape of store call that took two durable steps or more (SweptCalls),
+// and for each gap k between two of them, the standard script's fault
+// worker killed right after step k, the same with the power cut then, and
+// with the power cut tearing what was not synced at 512-byte sectors;
+// then the restart.
 func DurableStepCases(calls []DurableCall) []Case {
 	var out []Case
+	for _, c := range SweptCalls(calls, 2) {
+		n := len(c.Ops)
+		for k := 1; k < n; k++ {
+			kill := DurableKill{Call: c.Call, Method: c.Method, Hit: c.Hit, Step: k, Steps: n, Op: c.Syscall(k)}
+			cut, torn := kill, kill
+			cut.Power = true
+			torn.Power, torn.Tear = true, faults.TearSector
+			out = append(out, DurableStepCase(kill), DurableStepCase(cut), DurableStepCase(torn))
+		}
+	}
+	return out
+}
+
+// Syscall is the system call of the call's k-th durable step ("fsync").
+func (c DurableCall) Syscall(k int) string {
+	op, _, _ := strings.Cut(c.Ops[k-1], " ")
+	return op
+}
+
+// shape is what tells two calls apart for a sweep: the method and the
+// system calls of its durable steps in order, paths aside.
+func (c DurableCall) shape() string {
+	s := c.Method
+	for k := range c.Ops {
+		s += " " + c.Syscall(k+1)
+	}
+	return s
+}
+
+// SweptCalls are the calls a sweep covers: of the calls that took at
+// least min durable steps, the first of each shape (the method and the
+// system calls of its steps in order; paths aside, as a file store names
+// a file per operation). A later call of a shape already swept is the
+// same window again and adds only run time; one of a new shape (a method
+// that syncs once more when a file grows, or renames where it first
+// wrote) has windows of its own. The cases stay bounded by the shapes a
+// store has, not by how many calls the script makes.
+func SweptCalls(calls []DurableCall, min int) []DurableCall {
+	var out []DurableCall
 	done := map[string]bool{}
 	for _, c := range calls {
-		n := len(c.Ops)
-		if n < 2 || done[c.Method] {
+		if len(c.Ops) < min || done[c.shape()] {
 			continue
 		}
-		done[c.Method] = true
-		for k := 1; k < n; k++ {
-			op, _, _ := strings.Cut(c.Ops[k-1], " ")
-			for _, power := range []bool{false, true} {
-				out = append(out, DurableStepCase(DurableKill{Call: c.Call, Method: c.Method, Hit: c.Hit, Step: k, Steps: n, Op: op, Power: power}))
-			}
-		}
+		done[c.shape()] = true
+		out = append(out, c)
 	}
 	return out
 }
@@ -104,16 +143,33 @@ func DurableStepCases(calls []DurableCall) []Case {
 // DurableStepName is a sweep case's row: "ops.create after fsync 1 of 2"
 // (without what the probe saw, "ops.create after durable step 1"; a later
 // call of the method than its first with a durable step says which,
-// "ops.create (call 2) after …").
+// "ops.create (call 2) after …"; a server's step names the server,
+// "ops.create after postgres fdatasync 1 of 1").
 func DurableStepName(k DurableKill) string {
 	m := cmp.Or(k.Method, fmt.Sprintf("store call %d", k.Call))
 	if k.Hit > 1 {
 		m += fmt.Sprintf(" (call %d)", k.Hit)
 	}
-	if k.Op == "" || k.Steps == 0 {
-		return fmt.Sprintf("%s after durable step %d", m, k.Step)
+	if k.Server != "" {
+		m += " after " + k.Server
+	} else {
+		m += " after"
 	}
-	return fmt.Sprintf("%s after %s %d of %d", m, k.Op, k.Step, k.Steps)
+	if k.Op == "" || k.Steps == 0 {
+		return fmt.Sprintf("%s durable step %d", m, k.Step)
+	}
+	return fmt.Sprintf("%s %s %d of %d", m, k.Op, k.Step, k.Steps)
+}
+
+// tag is what a case ID says of its kill: "ops.create-1-of-2", with the
+// call when it is not the method's first with a durable step
+// ("ops.create-call3-1-of-2").
+func (k DurableKill) tag() string {
+	m := k.Method
+	if k.Hit > 1 {
+		m += fmt.Sprintf("-call%d", k.Hit)
+	}
+	return fmt.Sprintf("%s-%d-of-%d", m, k.Step, k.Steps)
 }
 
 // DurableStepCase is the standard script's fault worker SIGKILLed, with
@@ -122,12 +178,18 @@ func DurableStepName(k DurableKill) string {
 // then the restart. Each is a class row of its own,
 // "durable-step-ops.create-1-of-2" and "…-1-of-2-power-loss".
 func DurableStepCase(k DurableKill) Case {
-	name := fmt.Sprintf("%s-%s-%d-of-%d", DurableStepClass, k.Method, k.Step, k.Steps)
+	name := DurableStepClass + "-" + k.tag()
 	c := Case{ID: name, System: faults.Ingestion, Class: name, Kind: faults.Crash,
 		Description: fmt.Sprintf("%s: the standard script's worker and its store processes are SIGKILLed right after durable step %d of %d (%s) of its store call %d, found on the lazy mount, not declared by the store; recovery must finish what the store made durable",
 			DurableStepName(k), k.Step, k.Steps, k.Op, k.Call),
 		Steps: []Step{{Worker: "fault", Actions: StandardScript(), Durable: &k}, QuiesceStep(faults.Ingestion, "fault")}}
-	if k.Power {
+	switch {
+	case k.Power && k.Tear > 0:
+		c.ID += fmt.Sprintf("-%s-%d", faults.TornWrite, k.Tear)
+		c.Class, c.Kind = c.ID, faults.TornWrite
+		c.Description = fmt.Sprintf("%s, torn write: the standard script's worker and its store processes are SIGKILLed right after durable step %d of %d (%s) of its store call %d, found on the lazy mount, and what was not synced then is torn at %s; recovery must finish what the store made durable",
+			DurableStepName(k), k.Step, k.Steps, k.Op, k.Call, faults.TearName(k.Tear))
+	case k.Power:
 		c.ID += "-" + string(faults.PowerLoss)
 		c.Class, c.Kind = c.ID, faults.PowerLoss
 		c.Description = fmt.Sprintf("%s, power loss: the standard script's worker and its store processes are SIGKILLed right after durable step %d of %d (%s) of its store call %d, found on the lazy mount, and everything not synced then is lost; recovery must finish what the store made durable",
@@ -150,20 +212,4 @@ func (s Selection) durableSteps(cases []Case) []Case {
 		return cases
 	}
 	return slices.DeleteFunc(cases, func(c Case) bool { return !slices.Contains(s.Classes, c.Class) })
-}
-
-// ServerDurableCase is the standard script's worker with the server's
-// durable steps watched during its store calls; with k naming a call and
-// a step, the server is killed right after that step and started again,
-// then the restart (the quiesce step). With no call named it only counts
-// (sim/verdict CaseResult.DurableCalls).
-func ServerDurableCase(k DurableKill) Case {
-	id := fmt.Sprintf("%s-%s-probe", DurableStepClass, k.Server)
-	desc := fmt.Sprintf("fault-free run of the standard script: counts the durable file operations of server %s during each store call of the worker", k.Server)
-	if k.Kills() {
-		id = fmt.Sprintf("%s-%s-%s-%d-%d", DurableStepClass, k.Server, k.Method, k.Hit, k.Step)
-		desc = fmt.Sprintf("server %s is SIGKILLed right after its durable step %d during the worker's call %d of %s (found on its data directory's lazy mount), and started again on its data; the worker sees its server fail and goes on; recovery must finish what was made durable", k.Server, k.Step, k.Hit, k.Method)
-	}
-	return Case{ID: id, System: faults.Ingestion, Class: id, Kind: faults.ServerCrash, Server: k.Server, Description: desc,
-		Steps: []Step{{Worker: "fault", Actions: StandardScript(), Durable: &k, ContinueOnError: true}, QuiesceStep(faults.Ingestion, "fault")}}
 }

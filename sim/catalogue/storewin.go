@@ -59,6 +59,12 @@ type Probe struct {
 	// runner has no lazy mount): the durable-step sweep is drawn from them
 	// (sim/durable.go).
 	Durable []DurableCall `json:"durable,omitempty"`
+	// ServerDurable are, for each database server whose data directory is
+	// on a lazy mount (--backend containers), the same worker's store
+	// calls during which the server made a durable file operation, and
+	// those operations (probe-durable-postgres): the server's sweep is
+	// drawn from them (ServerDurableCases).
+	ServerDurable map[string][]DurableCall `json:"serverDurable,omitempty"`
 }
 
 // StoreMatrix returns every store window x every store fault kind, built
@@ -238,6 +244,7 @@ func (s Selection) Cases(pr Probe, lease Builder, seed int64) []Case {
 	if s.PowerLoss {
 		// The sweep needs the lazy mount the power-loss column runs on.
 		cases = append(cases, s.durableSteps(DurableStepCases(pr.Durable))...)
+		cases = append(cases, s.durableSteps(serverDurable(pr.ServerDurable))...)
 	}
 	cases = append(cases, s.durableDisk(pr.Durable)...)
 	cases = append(cases, s.slowSyncTakeover(lease)...)

@@ -62,7 +62,7 @@ func PostgresBackend() (worker.Backend, error) {
 		Open: func(ctx context.Context, env worker.CaseEnv) (reference.Stores, error) {
 			st, err := postgres.Open(ctx, ViaEndpoint(dsn, env.Servers["postgres"]), postgres.Options{CreateInsteadOfMerge: env.Mutant == worker.MutantCreateNotMerge,
 				LostCommitIsFailure: env.Mutant == worker.MutantLostCommitIsFailure, RenewIgnoresHolder: env.Mutant == worker.MutantRenewIgnoresHolder,
-				ServerClockLeases: env.Mutant == worker.MutantServerClockLease})
+				ServerClockLeases: env.Mutant == worker.MutantServerClockLease, PlanApart: env.Mutant == worker.MutantTwoTransactionCreate})
 			if err != nil || !useNeo {
 				return st, err
 			}

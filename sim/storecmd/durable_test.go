@@ -58,15 +58,16 @@ func TestDurableStepSweepCatchesAnUndeclaredTwoTransactionCreate(t *testing.T) {
 		for _, c := range cases {
 			names = append(names, c.Description)
 		}
-		// One gap in ops.create, a kill and a power cut there.
+		// One gap in ops.create: a kill, a power cut and a torn power cut
+		// (512-byte sectors) there.
 		var creates []catalogue.Case
 		for _, c := range cases {
 			if c.Steps[0].Durable.Method == "ops.create" {
 				creates = append(creates, c)
 			}
 		}
-		if len(creates) != 2 || creates[0].Kind != faults.Crash || creates[1].Kind != faults.PowerLoss {
-			t.Fatalf("durable-step cases in ops.create: %d, want a crash and a power loss; the probe saw %+v; cases %q", len(creates), pr.Durable, names)
+		if len(creates) != 3 || creates[0].Kind != faults.Crash || creates[1].Kind != faults.PowerLoss || creates[2].Kind != faults.TornWrite {
+			t.Fatalf("durable-step cases in ops.create: %d, want a crash, a power loss and a torn write; the probe saw %+v; cases %q", len(creates), pr.Durable, names)
 		}
 		create := &creates[0]
 		// SQLite in WAL mode syncs a commit with fdatasync.
@@ -78,9 +79,10 @@ func TestDurableStepSweepCatchesAnUndeclaredTwoTransactionCreate(t *testing.T) {
 			if res.Verdict != verdict.Fail || !strings.Contains(strings.Join(res.Broken(), ","), "I5") {
 				t.Errorf("%s: %s %v, notes %q; want FAIL I5", c.ID, res.Verdict, res.Broken(), res.Notes)
 			}
-			if power := strings.Contains(strings.Join(res.Notes, "; "), "power loss at ops.create after fdatasync 1 of 2 (worker fault)"); power != (c.Kind == faults.PowerLoss) {
-				t.Errorf("%s: a power loss noted %v, want %v: %q", c.ID, power, c.Kind == faults.PowerLoss, res.Notes)
+			if power := strings.Contains(strings.Join(res.Notes, "; "), "power loss at ops.create after fdatasync 1 of 2 (worker fault)"); power != (c.Kind != faults.Crash) {
+				t.Errorf("%s: a power loss noted %v, want %v: %q", c.ID, power, c.Kind != faults.Crash, res.Notes)
 			}
+			t.Logf("%s: %s %v; %q", c.ID, res.Verdict, res.Broken(), res.Notes)
 		}
 		// The same kill past the last step of the call never fires.
 		k := *create.Steps[0].Durable

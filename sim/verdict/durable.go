@@ -1,6 +1,8 @@
 package verdict
 
 import (
+	"fmt"
+
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
@@ -20,7 +22,10 @@ func DurableStepsOf(rep Report) []DurableStepRow {
 		for _, st := range r.Case.Steps {
 			if st.Durable != nil {
 				name := catalogue.DurableStepName(*st.Durable)
-				if st.Durable.Power {
+				switch {
+				case st.Durable.Power && st.Durable.Tear > 0:
+					name += fmt.Sprintf(", torn write (%d)", st.Durable.Tear)
+				case st.Durable.Power:
 					name += ", power loss"
 				}
 				if st.Durable.Disk != "" {

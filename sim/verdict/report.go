@@ -32,6 +32,10 @@ type Report struct {
 	// more (sim/durable.go); both 0 where no durable probe ran.
 	DurableCalls int `json:"durableCalls,omitempty"`
 	DurableMulti int `json:"durableMulti,omitempty"`
+	// ServerDurable counts, for each database server whose durable steps
+	// the probe watched (--backend containers), the store calls during
+	// which it made one.
+	ServerDurable map[string]int `json:"serverDurable,omitempty"`
 	// Matrix is the whole matrix a certify run belongs to; Shard, when
 	// set, the part of it the run covered (certify --shard); Merged the
 	// shard reports a merge combined into this one (shard.go).

@@ -66,6 +66,12 @@ func (rep *Report) WithProbe(pr Probe, err error, sel catalogue.Selection) {
 			rep.DurableMulti++
 		}
 	}
+	for srv, calls := range pr.ServerDurable {
+		if rep.ServerDurable == nil {
+			rep.ServerDurable = map[string]int{}
+		}
+		rep.ServerDurable[srv] = len(calls)
+	}
 	rep.Subset = sel.Describe()
 	if err != nil && sel.Whole() {
 		for _, r := range pr.Results {

@@ -36,6 +36,12 @@ const (
 	// PRAGMA synchronous=OFF: they survive every process kill and must fail
 	// under power loss.
 	MutantSynchronousOff = "synchronous-off"
+	// MutantTwoTransactionCreate makes the PostgreSQL operation store
+	// commit a new operation's row and its plan in two transactions, with
+	// no window declared between them: caught where a crash falls between
+	// the two, the server killed right after its first commit's WAL sync
+	// (--backend containers, the servers' durable-step sweep).
+	MutantTwoTransactionCreate = "two-transaction-create"
 )
 
 // CaseEnv locates one case's data in a backend. Every process of a case

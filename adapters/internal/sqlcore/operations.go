@@ -33,7 +33,19 @@ type Operations struct {
 	db DB
 	q  struct {
 		insert, get, plan, cas, recoverable, list, listSpace, spacePlans, claim, release string
+		// setPlan is the mutant's second statement (PlanApart).
+		setPlan string
 	}
+}
+
+// PlanApart makes s a mutant (sim.MutantTwoTransactionCreate): CreateIfAbsent
+// inserts the operation row with an empty plan, then writes the plan with
+// a second statement, its own transaction, and declares no window between
+// the two. A crash between them leaves an operation without its plan
+// (reference.ErrNoPersistedPlan), which recovery cannot finish.
+func (s *Operations) PlanApart(d Dialect) *Operations {
+	s.q.setPlan = d.SQL(`UPDATE {operations} SET plan = ? WHERE operation_id = ?`)
+	return s
 }
 
 // NewOperations returns the operation store on db.
@@ -72,10 +84,18 @@ func (s *Operations) CreateIfAbsent(ctx context.Context, op reference.Operation,
 	if err != nil {
 		return false, err
 	}
-	n, err := s.db.Exec(ctx, "operations.create", "operation "+op.OperationID+" document "+op.Space+"/"+op.DocumentID, s.q.insert,
+	ids := "operation " + op.OperationID + " document " + op.Space + "/" + op.DocumentID
+	stored := payload
+	if s.q.setPlan != "" {
+		stored = []byte{}
+	}
+	n, err := s.db.Exec(ctx, "operations.create", ids, s.q.insert,
 		op.OperationID, op.Space, op.DocumentID, op.ExpectedRevision, op.PlanFingerprint, string(op.Stage),
 		op.UpdatedAt, op.FailureReason, op.Attempts, string(op.Disposition), op.SupersededBy,
-		op.ClaimHolder, op.ClaimExpiresAt, payload)
+		op.ClaimHolder, op.ClaimExpiresAt, stored)
+	if err == nil && n == 1 && s.q.setPlan != "" {
+		_, err = s.db.Exec(ctx, "operations.create", ids, s.q.setPlan, payload, op.OperationID)
+	}
 	return n == 1, err
 }
 

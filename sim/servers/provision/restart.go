@@ -33,7 +33,13 @@ func containerServer(ctx context.Context, name, protocol, port string, c testcon
 		Name: name, Protocol: protocol, Addr: addr,
 		Kill: func(ctx context.Context) error {
 			if _, err := cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
-				return fmt.Errorf("SIGKILL container %.12s: %w", id, err)
+				// Dying already: a durable-step kill SIGKILLs the server's
+				// process first (sim/serverdurable.go), and a server whose
+				// main process that was (Neo4j's JVM) takes its container
+				// down with it; wait for it to be down, as for a kill.
+				if st, serr := c.State(ctx); serr != nil || st.Running {
+					return fmt.Errorf("SIGKILL container %.12s: %w", id, err)
+				}
 			}
 			w := cli.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 			select {
