@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/adapters/sqlite"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/internal/docstest"
 	"github.com/crashmatrix/crashmatrix/reference"
@@ -51,7 +52,6 @@ func benchCmd() *cobra.Command {
 	}
 	runBench = func(cmd *cobra.Command) (err error) {
 		out := cmd.OutOrStdout()
-		ctx := cmd.Context()
 		defer tuneGC(true)() // every figure with the GC certify runs with
 		defer tuneProcs(parallel)()
 		if benchDir == "" {
@@ -97,29 +97,22 @@ func benchCmd() *cobra.Command {
 		// the worker's own start next to the floor's.
 		var ratios, cpuRatios, startRatios []float64
 		var floorPerStart, workerPerStart []time.Duration
+		var ddlRatios []float64 // a DDL round's CPU over the template round's
 		for i := 0; i < rounds; i++ {
-			r, work, err := benchRunner(&server, benchDir, backend, self, leaseTTL, int64(i+1), adaptive)
+			round := func() (verdict.Report, time.Duration, time.Duration, error) {
+				return benchMatrixRound(cmd, &server, benchDir, backend, self, leaseTTL, int64(i+1), adaptive, parallel)
+			}
+			rep, cpu, supCPU, err := round()
 			if err != nil {
-				return err
+				return fmt.Errorf("full matrix round %d: %w", i+1, err)
 			}
-			cases := catalogue.Lease(leaseTTL).Matrix()
-			cpu0, self0 := cpuTimeWithChildren(), cpuTime()
-			rep := r.RunAll(ctx, cases, parallel, nil)
-			cpu := cpuTimeWithChildren() - cpu0
-			supCPU := cpuTime() - self0
-			if rep.ExitCode != 0 {
-				report.WriteTerminal(out, rep, report.Options{Command: "bench"})
-				fmt.Fprintf(out, "case data and histories: %s\n", work)
-				return fmt.Errorf("full matrix round %d did not certify: the figure would be meaningless", i+1)
-			}
-			os.RemoveAll(work)
 			walls = append(walls, rep.Took)
 			workers := 0
 			for _, res := range rep.Results {
 				workers += len(res.Workers)
 			}
 			fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %d worker processes, %s (CPU %s: supervisor %s, workers %s); %s\n",
-				i+1, len(cases), workers, rep.Took.Round(time.Millisecond), cpu.Round(time.Millisecond), supCPU.Round(time.Millisecond), (cpu - supCPU).Round(time.Millisecond), rep.Timing)
+				i+1, len(rep.Results), workers, rep.Took.Round(time.Millisecond), cpu.Round(time.Millisecond), supCPU.Round(time.Millisecond), (cpu - supCPU).Round(time.Millisecond), rep.Timing)
 			floor, floorCPU, err := benchSpawn(func() *exec.Cmd { return exec.Command(emptyGo) }, workers, parallel)
 			if err != nil {
 				return err
@@ -133,6 +126,15 @@ func benchCmd() *cobra.Command {
 			startRatios = append(startRatios, startCPU.Seconds()/floorCPU.Seconds())
 			floorPerStart = append(floorPerStart, floorCPU/time.Duration(workers))
 			workerPerStart = append(workerPerStart, startCPU/time.Duration(workers))
+			if name == "sqlite" {
+				ddl, ddlCPU, err := benchSchemaDDL(round)
+				if err != nil {
+					return fmt.Errorf("full matrix round %d, databases by DDL: %w", i+1, err)
+				}
+				ddlRatios = append(ddlRatios, ddlCPU.Seconds()/cpu.Seconds())
+				fmt.Fprintf(out, "  the same round with each case's database created by the schema's DDL (%s=ddl) instead of copied from the migrated template: %s (CPU %s): the template round took %.2fx its CPU\n",
+					sqlite.SchemaEnv, ddl.Round(time.Millisecond), ddlCPU.Round(time.Millisecond), cpu.Seconds()/ddlCPU.Seconds())
+			}
 			fmt.Fprintf(out, "  spawn floor after round %d: %d empty Go processes started and exited, %d at a time, in %s (CPU %s): the round took %.2fx its wall time, %.2fx its CPU time; as many bare worker starts (%s) in %s (CPU %s): %.2fx the floor's CPU\n",
 				i+1, workers, parallel, floor.Round(time.Millisecond), floorCPU.Round(time.Millisecond), ratios[i], cpuRatios[i],
 				workerStartName, start.Round(time.Millisecond), startCPU.Round(time.Millisecond), startRatios[i])
@@ -155,6 +157,11 @@ func benchCmd() *cobra.Command {
 			if p := workerInitProfile(workerLauncher.FloorCommand, 9); p != "" {
 				fmt.Fprintln(out, "what stands in the way of the worker start: "+p)
 			}
+		}
+		if len(ddlRatios) > 0 {
+			slices.Sort(ddlRatios)
+			fmt.Fprintf(out, "case databases copied from the migrated template (adapters/sqlite/template.db) instead of created by the schema's DDL in each case: a DDL round took median %.2fx the CPU of the template round next to it (min %.2fx, max %.2fx over %d rounds)\n",
+				ddlRatios[len(ddlRatios)/2], ddlRatios[0], ddlRatios[len(ddlRatios)-1], len(ddlRatios))
 		}
 		sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
 		median := walls[len(walls)/2]
@@ -573,6 +580,45 @@ func buildEmptyGo() (bin string, remove func(), err error) {
 }
 
 // benchRunner is one full-matrix round's runner, on a fresh work directory.
+// benchMatrixRound runs the full matrix once on a fresh runner: its
+// report, the CPU of the whole process tree and the supervisor's own. A
+// round that does not certify is an error, its report printed first.
+func benchMatrixRound(cmd *cobra.Command, server *serverFlags, benchDir, backend, self string, leaseTTL time.Duration, seed int64, adaptive bool, parallel int) (verdict.Report, time.Duration, time.Duration, error) {
+	r, work, err := benchRunner(server, benchDir, backend, self, leaseTTL, seed, adaptive)
+	if err != nil {
+		return verdict.Report{}, 0, 0, err
+	}
+	cases := catalogue.Lease(leaseTTL).Matrix()
+	cpu0, self0 := cpuTimeWithChildren(), cpuTime()
+	rep := r.RunAll(cmd.Context(), cases, parallel, nil)
+	cpu := cpuTimeWithChildren() - cpu0
+	supCPU := cpuTime() - self0
+	if rep.ExitCode != 0 {
+		report.WriteTerminal(cmd.OutOrStdout(), rep, report.Options{Command: "bench"})
+		fmt.Fprintf(cmd.OutOrStdout(), "case data and histories: %s\n", work)
+		return rep, cpu, supCPU, fmt.Errorf("the matrix did not certify: the figure would be meaningless")
+	}
+	os.RemoveAll(work)
+	return rep, cpu, supCPU, nil
+}
+
+// benchSchemaDDL runs round again with every new case database created
+// by the schema's DDL (sqlite.SchemaEnv=ddl, which the workers inherit)
+// rather than copied from the migrated template: its wall and CPU time.
+func benchSchemaDDL(round func() (verdict.Report, time.Duration, time.Duration, error)) (time.Duration, time.Duration, error) {
+	old, had := os.LookupEnv(sqlite.SchemaEnv)
+	os.Setenv(sqlite.SchemaEnv, "ddl")
+	defer func() {
+		if had {
+			os.Setenv(sqlite.SchemaEnv, old)
+		} else {
+			os.Unsetenv(sqlite.SchemaEnv)
+		}
+	}()
+	rep, cpu, _, err := round()
+	return rep.Took, cpu, err
+}
+
 func benchRunner(server *serverFlags, benchDir, backend, self string, ttl time.Duration, seed int64, adaptive bool) (*sim.Runner, string, error) {
 	return benchRunnerWith(server, benchDir, backend, self, ttl, seed, adaptive, nil)
 }
