@@ -98,6 +98,7 @@ func benchCmd() *cobra.Command {
 		var ratios, cpuRatios, startRatios []float64
 		var floorPerStart, workerPerStart []time.Duration
 		var ddlRatios []float64 // a DDL round's CPU over the template round's
+		var splits []floorSplit  // where each round's CPU went, against its floor
 		for i := 0; i < rounds; i++ {
 			round := func() (verdict.Report, time.Duration, time.Duration, error) {
 				return benchMatrixRound(cmd, &server, benchDir, backend, self, leaseTTL, int64(i+1), adaptive, parallel)
@@ -123,6 +124,7 @@ func benchCmd() *cobra.Command {
 			}
 			ratios = append(ratios, rep.Took.Seconds()/floor.Seconds())
 			cpuRatios = append(cpuRatios, cpu.Seconds()/floorCPU.Seconds())
+			splits = append(splits, floorSplit{ratio: cpuRatios[i], workers: workers, cpu: cpu, supervisor: supCPU, floor: floorCPU, start: startCPU})
 			startRatios = append(startRatios, startCPU.Seconds()/floorCPU.Seconds())
 			floorPerStart = append(floorPerStart, floorCPU/time.Duration(workers))
 			workerPerStart = append(workerPerStart, startCPU/time.Duration(workers))
@@ -150,6 +152,9 @@ func benchCmd() *cobra.Command {
 		}
 		fmt.Fprintf(out, "spawn floor (an empty Go binary, started as the supervisor starts a worker, measured after each round): the matrix takes median %.2fx the floor's CPU time (min %.2fx, max %.2fx over %d rounds; %s), median %.2fx its wall time\n",
 			cpuRatios[len(cpuRatios)/2], cpuRatios[0], cpuRatios[len(cpuRatios)-1], len(cpuRatios), floorTarget, ratios[len(ratios)/2])
+		if embedded && cpuRatios[len(cpuRatios)/2] > 6 {
+			fmt.Fprintln(out, "what stands in the way of the matrix against the floor: "+medianSplit(splits).String())
+		}
 		fmt.Fprintf(out, "worker start (%s: the worker's binary started and exited, next to the floor): median %s of CPU per start against %s for the empty Go binary, median %.2fx (min %.2fx, max %.2fx over %d rounds; target <= 2x: %s)\n",
 			workerStartName, workerPerStart[len(workerPerStart)/2].Round(time.Microsecond), floorPerStart[len(floorPerStart)/2].Round(time.Microsecond),
 			startRatios[len(startRatios)/2], startRatios[0], startRatios[len(startRatios)-1], len(startRatios), metOrNot(startRatios[len(startRatios)/2] <= 2))
