@@ -98,7 +98,7 @@ func benchCmd() *cobra.Command {
 		var ratios, cpuRatios, startRatios []float64
 		var floorPerStart, workerPerStart []time.Duration
 		var ddlRatios []float64 // a DDL round's CPU over the template round's
-		var splits []floorSplit  // where each round's CPU went, against its floor
+		var splits []floorSplit // where each round's CPU went, against its floor
 		for i := 0; i < rounds; i++ {
 			round := func() (verdict.Report, time.Duration, time.Duration, error) {
 				return benchMatrixRound(cmd, &server, benchDir, backend, self, leaseTTL, int64(i+1), adaptive, parallel)
