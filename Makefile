@@ -65,7 +65,7 @@ certify-python: build
 	cd examples/python && ../../$(BIN) certify --store-cmd "$(PYTHON) -S start.py sqlite_store" --plansave-cmd "$(PYTHON) -S start.py plansave_store"
 
 certify-java: build
-	cd examples/java && mvn -B -q package
+	examples/java/build.sh
 	CRASHMATRIX_JAVA_CONFORMANCE=1 $(GO) test -count=1 -timeout 30m -run TestJavaStoreConformance ./adapters/storeproc/
 	cd examples/java && ../../$(BIN) certify --conformance=false --store-cmd "$(JAVA_STORE)"
 
@@ -96,13 +96,16 @@ bench: build
 # machine), written into docs/performance.md ("bench store python",
 # "bench store java"); a target not met is printed with where the time
 # went.
-JAVA_STORE := java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData -jar target/jstore.jar
+# examples/java/build.sh builds the jar, takes sqlite-jdbc's native library
+# out of it once and dumps the class-data-sharing archive the command names
+# (what each saves: docs/certify-other-language.md).
+JAVA_STORE := java -XX:SharedArchiveFile=target/jstore.jsa -Dorg.sqlite.lib.path=target/native -Dorg.sqlite.lib.name=libsqlitejdbc.so -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData -jar target/jstore.jar
 bench-python: build
 	$(PYTHON) -m compileall -q examples/python
 	cd examples/python && ../../$(BIN) bench-store --rounds 3 --target 1.5 --name python --doc ../../docs/performance.md --store-cmd "$(PYTHON) -S start.py sqlite_store"
 
 bench-java: build
-	cd examples/java && mvn -B -q package
+	examples/java/build.sh
 	cd examples/java && ../../$(BIN) bench-store --rounds 1 --target 4 --certify 5m --name java --doc ../../docs/performance.md --store-cmd "$(JAVA_STORE)"
 
 # Every built-in mutant certified RUNS times (20) while two CPU-bound

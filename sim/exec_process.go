@@ -255,7 +255,9 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 // the raised deadline instead: the worker was started under timings the
 // run itself no longer holds. The time the worker spent opening its
 // stores, as its startsFile says (Backend.StartTimeout), is added: the
-// deadline counts from when its stores answered. At the deadline the
+// deadline counts from when its stores answered; and so is the time it
+// spent parked by a pause, waiting for the next foreground worker (whose
+// own deadline bounds that wait). At the deadline the
 // worker first gets a SIGQUIT, so that its goroutines' stacks (where it
 // hung) land in its output file, then its process group a SIGKILL.
 func (r *Runner) watchDeadline(pid int, deadline time.Duration, startsFile string, exited <-chan struct{}, timedOut *atomic.Bool, atDeadline func()) {
@@ -274,9 +276,14 @@ func (r *Runner) watchDeadline(pid int, deadline time.Duration, startsFile strin
 			limit = cur
 			continue
 		}
-		if s, open := worker.StartTime(startsFile, r.backend.StartTimeout, time.Now()); s > starting {
+		now := time.Now()
+		s, open := worker.StartTime(startsFile, r.backend.StartTimeout, now)
+		// Parked, each wait counted up to what the foreground worker it
+		// waits for may take: its deadline and its stores' start.
+		p, parked := worker.PausedTime(startsFile, limit+r.backend.StartTimeout, now)
+		if s += p; s > starting {
 			wait := s - starting
-			if open {
+			if open || parked {
 				// Still starting: look again a little later.
 				wait = max(wait, 50*time.Millisecond)
 			}

@@ -110,11 +110,28 @@ func Open(path string, opts Options) (reference.Stores, error) {
 	if strings.TrimSpace(path) == "" || strings.ContainsRune(path, '?') {
 		return reference.Stores{}, fmt.Errorf("%w: sqlite path %q", reference.ErrInvalidArgument, path)
 	}
+	copyTemplate, err := useTemplate()
+	if err != nil {
+		return reference.Stores{}, err
+	}
+	placed := false
+	if copyTemplate {
+		if placed, err = placeTemplate(path); err != nil {
+			return reference.Stores{}, err
+		}
+	}
 	dsn := DSN(path)
 	if opts.SynchronousOff {
 		dsn = strings.Replace(dsn, url.QueryEscape("synchronous(FULL)"), url.QueryEscape("synchronous(OFF)"), 1)
 	}
-	return open(path, dsn, false, opts)
+	s, err := open(path, dsn, false, opts)
+	if err == nil && placed {
+		if _, err = s.Closer.(*closer).d.exec(context.Background(), initWAL); err != nil {
+			s.Close()
+			return reference.Stores{}, fmt.Errorf("open %s: %w", path, err)
+		}
+	}
+	return s, err
 }
 
 // OpenMemory opens (creating if needed) a database that lives in this

@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/adapters/sqlite"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/internal/docstest"
 	"github.com/crashmatrix/crashmatrix/internal/tune"
@@ -158,6 +159,12 @@ type matrixRound struct {
 	wall                          time.Duration
 	ratio, cpuRatio, startRatio   float64
 	floorPerStart, workerPerStart time.Duration
+	// split is where the round's CPU went against its floor.
+	split floorSplit
+	// ddlRatio is, on SQLite, the CPU of the same round with each case's
+	// database created by the schema's DDL over this round's (0: not
+	// measured).
+	ddlRatio float64
 }
 
 // matrix measures the full matrix in rounds, each next to the spawn
@@ -190,27 +197,16 @@ func (o *sitting) matrix() (time.Duration, error) {
 // many bare worker starts, and prints both.
 func (o *sitting) matrixRound(i int, emptyGo string, workerLauncher sim.BinaryLauncher, workerStartName string) (matrixRound, error) {
 	out := o.Out
-	r, work, err := o.runner(int64(i+1), o.Adaptive)
+	rep, cpu, supCPU, err := o.matrixRun(int64(i + 1))
 	if err != nil {
-		return matrixRound{}, err
+		return matrixRound{}, fmt.Errorf("full matrix round %d: %w", i+1, err)
 	}
-	cases := catalogue.Lease(o.LeaseTTL).Matrix()
-	cpu0, self0 := tune.CPUTimeWithChildren(), tune.CPUTime()
-	rep := r.RunAll(o.ctx, cases, o.Parallel, nil)
-	cpu := tune.CPUTimeWithChildren() - cpu0
-	supCPU := tune.CPUTime() - self0
-	if rep.ExitCode != 0 {
-		report.WriteTerminal(out, rep, report.Options{Command: "bench"})
-		fmt.Fprintf(out, "case data and histories: %s\n", work)
-		return matrixRound{}, fmt.Errorf("full matrix round %d did not certify: the figure would be meaningless", i+1)
-	}
-	os.RemoveAll(work)
 	workers := 0
 	for _, res := range rep.Results {
 		workers += len(res.Workers)
 	}
 	fmt.Fprintf(out, "  full matrix round %d: %d cases (every window x every fault kind + case classes), %d worker processes, %s (CPU %s: supervisor %s, workers %s); %s\n",
-		i+1, len(cases), workers, rep.Took.Round(time.Millisecond), cpu.Round(time.Millisecond), supCPU.Round(time.Millisecond), (cpu - supCPU).Round(time.Millisecond), rep.Timing)
+		i+1, len(rep.Results), workers, rep.Took.Round(time.Millisecond), cpu.Round(time.Millisecond), supCPU.Round(time.Millisecond), (cpu - supCPU).Round(time.Millisecond), rep.Timing)
 	floor, floorCPU, err := benchSpawn(func() *exec.Cmd { return exec.Command(emptyGo) }, workers, o.Parallel)
 	if err != nil {
 		return matrixRound{}, err
@@ -221,10 +217,60 @@ func (o *sitting) matrixRound(i int, emptyGo string, workerLauncher sim.BinaryLa
 	}
 	m := matrixRound{wall: rep.Took, ratio: rep.Took.Seconds() / floor.Seconds(), cpuRatio: cpu.Seconds() / floorCPU.Seconds(),
 		startRatio: startCPU.Seconds() / floorCPU.Seconds(), floorPerStart: floorCPU / time.Duration(workers), workerPerStart: startCPU / time.Duration(workers)}
+	m.split = floorSplit{ratio: m.cpuRatio, workers: workers, cpu: cpu, supervisor: supCPU, floor: floorCPU, start: startCPU}
+	if o.Backend == "sqlite" {
+		ddl, ddlCPU, err := o.schemaDDL(int64(i + 1))
+		if err != nil {
+			return matrixRound{}, fmt.Errorf("full matrix round %d, databases by DDL: %w", i+1, err)
+		}
+		m.ddlRatio = ddlCPU.Seconds() / cpu.Seconds()
+		fmt.Fprintf(out, "  the same round with each case's database created by the schema's DDL (%s=ddl) instead of copied from the migrated template: %s (CPU %s): the template round took %.2fx its CPU\n",
+			sqlite.SchemaEnv, ddl.Round(time.Millisecond), ddlCPU.Round(time.Millisecond), cpu.Seconds()/ddlCPU.Seconds())
+	}
 	fmt.Fprintf(out, "  spawn floor after round %d: %d empty Go processes started and exited, %d at a time, in %s (CPU %s): the round took %.2fx its wall time, %.2fx its CPU time; as many bare worker starts (%s) in %s (CPU %s): %.2fx the floor's CPU\n",
 		i+1, workers, o.Parallel, floor.Round(time.Millisecond), floorCPU.Round(time.Millisecond), m.ratio, m.cpuRatio,
 		workerStartName, start.Round(time.Millisecond), startCPU.Round(time.Millisecond), m.startRatio)
 	return m, nil
+}
+
+// matrixRun runs the full matrix once on a fresh runner: its report,
+// the CPU of the whole process tree and the supervisor's own. A round
+// that does not certify is an error, its report printed first.
+func (o *sitting) matrixRun(seed int64) (verdict.Report, time.Duration, time.Duration, error) {
+	r, work, err := o.runner(seed, o.Adaptive)
+	if err != nil {
+		return verdict.Report{}, 0, 0, err
+	}
+	cases := catalogue.Lease(o.LeaseTTL).Matrix()
+	cpu0, self0 := tune.CPUTimeWithChildren(), tune.CPUTime()
+	rep := r.RunAll(o.ctx, cases, o.Parallel, nil)
+	cpu := tune.CPUTimeWithChildren() - cpu0
+	supCPU := tune.CPUTime() - self0
+	if rep.ExitCode != 0 {
+		report.WriteTerminal(o.Out, rep, report.Options{Command: "bench"})
+		fmt.Fprintf(o.Out, "case data and histories: %s\n", work)
+		return rep, cpu, supCPU, fmt.Errorf("the matrix did not certify: the figure would be meaningless")
+	}
+	os.RemoveAll(work)
+	return rep, cpu, supCPU, nil
+}
+
+// schemaDDL runs the round of seed again with every new case database
+// created by the schema's DDL (sqlite.SchemaEnv=ddl, which the workers
+// inherit) rather than copied from the migrated template: its wall and
+// CPU time.
+func (o *sitting) schemaDDL(seed int64) (time.Duration, time.Duration, error) {
+	old, had := os.LookupEnv(sqlite.SchemaEnv)
+	os.Setenv(sqlite.SchemaEnv, "ddl")
+	defer func() {
+		if had {
+			os.Setenv(sqlite.SchemaEnv, old)
+		} else {
+			os.Unsetenv(sqlite.SchemaEnv)
+		}
+	}()
+	rep, cpu, _, err := o.matrixRun(seed)
+	return rep.Took, cpu, err
 }
 
 // sorted is what of each round get picks, sorted.
@@ -251,6 +297,13 @@ func (o *sitting) floorFigures(rounds []matrixRound, workerLauncher sim.BinaryLa
 	}
 	fmt.Fprintf(o.Out, "spawn floor (an empty Go binary, started as the supervisor starts a worker, measured after each round): the matrix takes median %.2fx the floor's CPU time (min %.2fx, max %.2fx over %d rounds; %s), median %.2fx its wall time\n",
 		cpuRatios[len(cpuRatios)/2], cpuRatios[0], cpuRatios[len(cpuRatios)-1], len(cpuRatios), floorTarget, ratios[len(ratios)/2])
+	if o.embedded && cpuRatios[len(cpuRatios)/2] > 6 {
+		var splits []floorSplit
+		for _, r := range rounds {
+			splits = append(splits, r.split)
+		}
+		fmt.Fprintln(o.Out, "what stands in the way of the matrix against the floor: "+medianSplit(splits).String())
+	}
 	fmt.Fprintf(o.Out, "worker start (%s: the worker's binary started and exited, next to the floor): median %s of CPU per start against %s for the empty Go binary, median %.2fx (min %.2fx, max %.2fx over %d rounds; target <= 2x: %s)\n",
 		workerStartName, workerPerStart[len(workerPerStart)/2].Round(time.Microsecond), floorPerStart[len(floorPerStart)/2].Round(time.Microsecond),
 		startRatios[len(startRatios)/2], startRatios[0], startRatios[len(startRatios)-1], len(startRatios), metOrNot(startRatios[len(startRatios)/2] <= 2))
@@ -258,6 +311,10 @@ func (o *sitting) floorFigures(rounds []matrixRound, workerLauncher sim.BinaryLa
 		if p := workerInitProfile(workerLauncher.FloorCommand, 9); p != "" {
 			fmt.Fprintln(o.Out, "what stands in the way of the worker start: "+p)
 		}
+	}
+	if ddl := sorted(rounds, func(m matrixRound) float64 { return m.ddlRatio }); ddl[len(ddl)-1] > 0 {
+		fmt.Fprintf(o.Out, "case databases copied from the migrated template (adapters/sqlite/template.db) instead of created by the schema's DDL in each case: a DDL round took median %.2fx the CPU of the template round next to it (min %.2fx, max %.2fx over %d rounds)\n",
+			ddl[len(ddl)/2], ddl[0], ddl[len(ddl)-1], len(ddl))
 	}
 }
 

@@ -11,7 +11,10 @@ import (
 // A worker's starts file (WorkerSpec.StartsFile) holds one line as it
 // begins opening its stores ("open <unix nanoseconds>") and one as it is
 // done ("ready <unix nanoseconds>"): for a store-cmd store, from the start
-// of its store processes to their hello replies.
+// of its store processes to their hello replies. A background worker
+// parked by a pause also notes when it stops ("pause <unix nanoseconds>")
+// and goes on ("go <unix nanoseconds>"): it waits there for the next
+// foreground worker, whose own store start and deadline that wait holds.
 
 // NoteOpen notes in path that an open begins, and returns what notes that
 // it ended (nothing when path is "").
@@ -34,9 +37,25 @@ func appendStartLine(path, what string) {
 	_, _ = f.WriteString(what + " " + strconv.FormatInt(time.Now().UnixNano(), 10) + "\n")
 }
 
+// NotePause notes in path that the worker is parked by a pause, and
+// returns what notes that it goes on (nothing when path is "").
+func NotePause(path string) (goes func()) {
+	if path == "" {
+		return func() {}
+	}
+	appendStartLine(path, "pause")
+	return func() { appendStartLine(path, "go") }
+}
+
 // startSpans reads a starts file: each open's begin and, once it ended,
 // its duration (ended false for the last one when it is under way).
 func startSpans(path string, each func(began int64, took time.Duration, ended bool)) {
+	spans(path, "open", "ready", each)
+}
+
+// spans reads the spans of a starts file that begin with a line first
+// and end with a line last.
+func spans(path, first, last string, each func(began int64, took time.Duration, ended bool)) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return
@@ -54,9 +73,9 @@ func startSpans(path string, each func(began int64, took time.Duration, ended bo
 			continue
 		}
 		switch string(what) {
-		case "open":
+		case first:
 			began, open = ns, true
-		case "ready":
+		case last:
 			if open {
 				each(began, time.Duration(ns-began), true)
 			}
@@ -97,4 +116,20 @@ func StartTime(path string, limit time.Duration, now time.Time) (total time.Dura
 		total += min(took, limit)
 	})
 	return total, open
+}
+
+// PausedTime is how long the worker whose starts file is path has been
+// parked by pauses by now, each pause counted up to limit, and whether it
+// is parked now.
+func PausedTime(path string, limit time.Duration, now time.Time) (total time.Duration, parked bool) {
+	if path == "" || limit <= 0 {
+		return 0, false
+	}
+	spans(path, "pause", "go", func(began int64, took time.Duration, ended bool) {
+		if !ended {
+			took, parked = max(now.Sub(time.Unix(0, began)), 0), true
+		}
+		total += min(took, limit)
+	})
+	return total, parked
 }

@@ -118,6 +118,15 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 		now = func() int64 { return time.Now().UnixMilli() }
 	}
 	pause = pausing(st, spec, pid, pause, now)
+	if spec.StartsFile != "" {
+		// The supervisor leaves the time parked out of the deadline.
+		parked := pause
+		pause = func(ctx context.Context, d time.Duration) {
+			goes := NotePause(spec.StartsFile)
+			defer goes()
+			parked(ctx, d)
+		}
+	}
 	crash := opt.Crash
 	if crash != nil {
 		crash = func(h faults.Hit) {
