@@ -10,6 +10,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/internal/explorerun"
+	"github.com/crashmatrix/crashmatrix/internal/tune"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
@@ -146,7 +147,7 @@ func runExplore(cmd *cobra.Command, f *exploreFlags) error {
 		return exitError{2}
 	}
 	o.Backend, o.Servers, o.Replay = backend, f.server.faults, f.replay
-	defer tuneGC(!f.processes)()
+	defer tune.GC(!f.processes)()
 	code, err := explorerun.Explore(cmd.Context(), o)
 	if err == nil && code != 0 {
 		return exitError{code}
