@@ -22,7 +22,7 @@ func BenchmarkExploreInProcess(b *testing.B) { benchExplore(b, inProcessRunner(b
 func BenchmarkExploreSimStore(b *testing.B) { benchExplore(b, simStoreRunner(b, nil, "")) }
 
 func benchExplore(b *testing.B, r *sim.Runner) {
-	// The GC explore and bench run with (cmd/crashmatrix tuneGC): a
+	// The GC explore and bench run with (internal/tune: tune.GC): a
 	// collection every few hundred MB, not every few MB.
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(400))
@@ -46,7 +46,7 @@ func benchExplore(b *testing.B, r *sim.Runner) {
 	}
 }
 
-// gcBallast holds tuneGC's ballast while a benchmark runs (a local that
+// gcBallast holds tune.GC's ballast while a benchmark runs (a local that
 // only a deferred runtime.KeepAlive uses is not kept alive).
 var gcBallast []byte
 
