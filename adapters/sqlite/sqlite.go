@@ -42,6 +42,10 @@ type Options struct {
 	// document and a live expiry, not the holder and its token
 	// (sqlcore.Locks.RenewAnyHolder).
 	RenewIgnoresHolder bool
+	// PlanApart is a mutant: operations.create commits the operation row
+	// and its plan in two transactions (two WAL syncs), with no window
+	// declared between them (sqlcore.Operations.PlanApart).
+	PlanApart bool
 }
 
 // SchemaVersion is the version of the schema Open creates (and migrates
@@ -170,7 +174,11 @@ func (d *db) stores() reference.Stores {
 	if d.opts.RenewIgnoresHolder {
 		locks.RenewAnyHolder(dialect)
 	}
-	return sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), locks, &closer{d})
+	st := sqlcore.Stores(d, dialect, &Registry{d}, sqlcore.NewWriter(d.applyMutation, d.snapshot, dialect), locks, &closer{d})
+	if d.opts.PlanApart {
+		st.Ops.(*sqlcore.Operations).PlanApart(dialect)
+	}
+	return st
 }
 
 // connect opens dsn with the statement cache and waits until the database

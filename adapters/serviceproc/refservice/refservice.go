@@ -41,6 +41,15 @@ type Options struct {
 	OwnStores bool
 }
 
+// BugTwoTransactionCreate is the own-stores service's broken variant of
+// its own (a hello bug that is no mutant of the reference): its operation
+// store commits a new operation's row and its plan in two transactions,
+// each synced, with no window declared between them
+// (sqlite.Options.PlanApart). Only the durable-step sweep of its files
+// crashes it between the two; recovery then finds an operation without
+// its plan (I5).
+const BugTwoTransactionCreate = "two-transaction-create"
+
 // Declared is what the service declares in hello.
 func (o Options) Declared() serviceproc.Declared {
 	var windows []string
@@ -120,7 +129,15 @@ func newSession(sp *serviceproc.Speaker, h serviceproc.Hello, o Options) (*sessi
 	}
 	var bugs []reference.Bug
 	var wfBugs []plansave.Bug
+	planApart := false
 	for _, b := range h.Bugs {
+		if b == BugTwoTransactionCreate {
+			if !o.OwnStores {
+				return nil, fmt.Errorf("bug %q: a defect of the service's own operation store (--own-stores)", b)
+			}
+			planApart = true
+			continue
+		}
 		if !slices.Contains(reference.Bugs, reference.Bug(b)) {
 			return nil, fmt.Errorf("bug %q: not a mutant of the reference", b)
 		}
@@ -132,7 +149,7 @@ func newSession(sp *serviceproc.Speaker, h serviceproc.Hello, o Options) (*sessi
 	s := &session{hello: h, rand: rand.New(rand.NewPCG(uint64(h.Seed), 0))}
 	var via storeproc.Caller = sp
 	if o.OwnStores {
-		if err := s.openOwn(h.Dir); err != nil {
+		if err := s.openOwn(h.Dir, sqlite.Options{PlanApart: planApart}); err != nil {
 			return nil, err
 		}
 		via = ownCaller{sp: sp, served: s.own}
@@ -196,11 +213,11 @@ func (s *session) do(ctx context.Context, req serviceproc.Request) (any, error) 
 }
 
 // openOwn opens the service's own stores in dir: SQLite files of its own.
-func (s *session) openOwn(dir string) error {
+func (s *session) openOwn(dir string, opts sqlite.Options) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	st, err := sqlite.Open(filepath.Join(dir, "service.db"), sqlite.Options{})
+	st, err := sqlite.Open(filepath.Join(dir, "service.db"), opts)
 	if err != nil {
 		return err
 	}

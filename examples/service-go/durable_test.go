@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crashmatrix/crashmatrix/adapters/serviceproc/refservice"
+	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
+	"github.com/crashmatrix/crashmatrix/internal/certifyrun"
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim"
+	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
+)
+
+// The durable-step sweep on a service's own files: the reference keeping
+// its stores in SQLite files of its own (--own-stores), reporting each
+// call to them (call, done), while the harness watches the case's lazy
+// mount. The worker marks the reported call as the one it is in while the
+// service makes it, so the probe counts the service's own WAL syncs per
+// call. The broken variant (refservice.BugTwoTransactionCreate: the
+// operation row and its plan in two synced transactions, no window
+// declared) takes two in ops.create, and each case killed (and the power
+// cut, whole or torn) right after the first is caught (I5); the correct
+// service takes one, has no case of its own, and passes the broken
+// variant's cases, its kill fired right after its one sync; a kill after
+// a step the call never takes is not exercised, never a pass.
+func TestOwnStoresDurableStepSweep(t *testing.T) {
+	needLazyMount(t)
+	creates := func(calls []catalogue.DurableCall) (steps []int) {
+		for _, c := range calls {
+			if c.Method == "ops.create" {
+				steps = append(steps, len(c.Ops))
+			}
+		}
+		return steps
+	}
+
+	broken := runnerOwn(t, reference.Bug(refservice.BugTwoTransactionCreate))
+	cases, calls := ownSweep(t, broken)
+	if steps := creates(calls); len(steps) == 0 || steps[0] != 2 {
+		t.Fatalf("the broken service's ops.create took durable steps %v, want 2 (the probe saw %+v)", steps, calls)
+	}
+	if len(cases) != 3 || cases[0].Kind != faults.Crash || cases[1].Kind != faults.PowerLoss || cases[2].Kind != faults.TornWrite {
+		t.Fatalf("sweep of the broken service: %d cases, want a crash, a power loss and a torn write after ops.create's first sync", len(cases))
+	}
+	for _, c := range cases {
+		if k := c.Steps[0].Durable; k.Method != "ops.create" || k.Step != 1 || k.Steps != 2 ||
+			!strings.HasPrefix(c.Description, "ops.create after fsync 1 of 2") {
+			t.Fatalf("%s: kill %+v, row %q; want ops.create after fsync 1 of 2", c.ID, k, c.Description)
+		}
+		res := broken.RunCase(context.Background(), c)
+		if res.Verdict != verdict.Fail || !strings.Contains(strings.Join(res.Broken(), ","), "I5") {
+			t.Errorf("%s on the broken service: %s %v, notes %q; want FAIL I5", c.ID, res.Verdict, res.Broken(), res.Notes)
+		}
+		if power := strings.Contains(strings.Join(res.Notes, "; "), "power loss at ops.create after fsync 1 of 2 (worker fault)"); power != (c.Kind != faults.Crash) {
+			t.Errorf("%s: a power loss noted %v, want %v: %q", c.ID, power, c.Kind != faults.Crash, res.Notes)
+		}
+		t.Logf("broken: %s: %s %v", c.ID, res.Verdict, res.Broken())
+	}
+
+	correct := runnerOwn(t)
+	own, calls := ownSweep(t, correct)
+	if steps := creates(calls); len(steps) == 0 || len(own) != 0 {
+		t.Fatalf("the correct service: ops.create durable steps %v and %d sweep cases, want one step each and none", steps, len(own))
+	}
+	for _, n := range creates(calls) {
+		if n != 1 {
+			t.Fatalf("the correct service's ops.create took %d durable steps, want 1: %+v", n, calls)
+		}
+	}
+	for _, c := range cases {
+		res := correct.RunCase(context.Background(), c)
+		fired := strings.Contains(strings.Join(res.Notes, "; "), "SIGKILLed right after fsync data/service/service.db-wal, durable step 1 of its store call")
+		if res.Verdict != verdict.Pass || !fired {
+			t.Errorf("%s on the correct service: %s %v, kill fired %v, notes %q; want a pass after the kill", c.ID, res.Verdict, res.Broken(), fired, res.Notes)
+		}
+	}
+	// The correct ops.create syncs once: a kill after its second sync
+	// never fires.
+	k := *cases[0].Steps[0].Durable
+	k.Step = 2
+	miss := correct.RunCase(context.Background(), catalogue.DurableStepCase(k))
+	if miss.Verdict != verdict.NotExercised || miss.NotExercised == nil || miss.NotExercised.Cause != verdict.CauseUnreachable {
+		t.Errorf("a kill after a step the call never takes: %s %+v, notes %q; want not exercised", miss.Verdict, miss.NotExercised, miss.Notes)
+	}
+}
+
+// certify --service-cmd on the broken variant, --class durable-step: the
+// probe, the sweep, the verdict (exit 1, I5) and no scenario (a scenario
+// carries the reference's defects, not a service's own --bug), where a
+// written one used to fail the run (exit 2).
+func TestCertifyOwnStoresDurableStepSweep(t *testing.T) {
+	needLazyMount(t)
+	var out, errs bytes.Buffer
+	code, err := certifyrun.Run(context.Background(), certifyrun.Options{
+		Config: sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, Seed: 1, Bugs: []reference.Bug{refservice.BugTwoTransactionCreate},
+			Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"},
+			Service:  &sim.ServiceSpec{Command: os.Args[0] + " speak-own", Timeout: 30 * time.Second}},
+		Backend: "sqlite", Label: "sqlite", WorkDir: t.TempDir(), Quiet: true, Parallel: 2,
+		Selection: catalogue.Selection{Classes: []string{catalogue.DurableStepClass}},
+		Explore:   certifyrun.Explore{Part: true}, Stderr: io.MultiWriter(&errs, &out)}, &out)
+	if err != nil || code != 1 {
+		t.Fatalf("exit %d, %v; want 1\n%s", code, err, out.String())
+	}
+	for _, want := range []string{
+		"ops.create after fsync 1 of 2            FAIL I5",
+		"durable-step-ops.create-1-of-2-power-loss broke I5: no scenario written: the service's --bug two-transaction-create",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// needLazyMount fails the test where the power-loss column's lazy mount
+// cannot run: the sweep needs it.
+func needLazyMount(t *testing.T) {
+	t.Helper()
+	if err := lazyfs.Available(); err != nil {
+		t.Fatal(sim.PowerLossNotTested(err.Error()))
+	}
+}
+
+// ownSweep probes the service and returns the durable-step sweep over
+// what the probe counted (every case kept by the service's declarations;
+// TestCertifyOwnStoresDurableStepSweep builds it as certify does), and
+// what the probe counted.
+func ownSweep(t *testing.T, r *sim.Runner) ([]catalogue.Case, []catalogue.DurableCall) {
+	t.Helper()
+	pr, err := r.Probe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.WatchesDurableSteps() {
+		t.Fatalf("a service run with its files on the lazy mount watches no durable steps (power loss: %q)", r.PowerLossUntested())
+	}
+	cases, left := r.ServiceCases(catalogue.DurableStepCases(pr.Durable))
+	if len(left) != 0 {
+		t.Fatalf("the service left out sweep cases: %v", left)
+	}
+	return cases, pr.Durable
+}
