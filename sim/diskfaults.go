@@ -15,6 +15,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/execmode"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
@@ -250,7 +251,7 @@ func (d *durableWatch) judgeDisk(worker string) (string, *verdict.NotExercisedRe
 
 // endDisks ends the disk errors of background workers that have ended
 // (every worker of the case has).
-func (r *Runner) endDisks(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx caseExec, ds []*diskWatch, res *verdict.CaseResult) error {
+func (r *Runner) endDisks(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx execmode.Case, ds []*diskWatch, res *verdict.CaseResult) error {
 	for _, d := range ds {
 		if _, err := r.afterDisk(ctx, pc, c, env, space, cx, d, nil, res); err != nil {
 			return err
@@ -265,7 +266,7 @@ func (r *Runner) endDisks(ctx context.Context, pc *powerCase, c catalogue.Case, 
 // restart for I9), once the workers still paused are killed. An error
 // that never acted (the worker made no write or fsync after the window)
 // leaves the case not exercised. It returns the workers still paused.
-func (r *Runner) afterDisk(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx caseExec, d *diskWatch, paused []runningWorker, res *verdict.CaseResult) ([]runningWorker, error) {
+func (r *Runner) afterDisk(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx execmode.Case, d *diskWatch, paused []execmode.Worker, res *verdict.CaseResult) ([]execmode.Worker, error) {
 	if d == nil {
 		return paused, nil
 	}
@@ -316,10 +317,10 @@ func (r *Runner) afterDisk(ctx context.Context, pc *powerCase, c catalogue.Case,
 		return paused, nil
 	}
 	for _, w := range paused {
-		w.kill()
-		res.Workers = append(res.Workers, w.wait())
+		w.Kill()
+		res.Workers = append(res.Workers, w.Wait())
 	}
-	h, err := cx.history()
+	h, err := cx.History()
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/internal/procstat"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/execmode"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
@@ -112,7 +113,7 @@ func (d *durableWatch) op(op cut.DurableOp) {
 			return
 		}
 		_ = syscall.Kill(-st.PGRP, syscall.SIGKILL)
-		killSession(pgid, true)
+		execmode.KillSession(pgid, true)
 	}
 }
 
@@ -227,14 +228,14 @@ func (r *Runner) probeDurable(ctx context.Context) ([]catalogue.DurableCall, []v
 
 // durablePower cuts the power of the case's lazy mount after a durable-step
 // kill that asks for it and fired (the worker's group is dead).
-func (r *Runner) durablePower(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx caseExec, worker string, d *durableWatch, res *verdict.CaseResult) error {
+func (r *Runner) durablePower(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx execmode.Case, worker string, d *durableWatch, res *verdict.CaseResult) error {
 	d.mu.Lock()
 	fired := d.fired != ""
 	d.mu.Unlock()
 	if !d.kill.Power || !fired {
 		return nil
 	}
-	h, err := cx.history()
+	h, err := cx.History()
 	if err != nil {
 		return err
 	}

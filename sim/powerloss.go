@@ -13,6 +13,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/execmode"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
@@ -226,11 +227,11 @@ func (pc *powerCase) close() {
 // that the supervisor never opens them on the mount it serves): what a
 // write acknowledged before it must be there (I9, as after a server
 // restart). It returns the workers still paused.
-func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx caseExec, paused []runningWorker, res *verdict.CaseResult) ([]runningWorker, error) {
+func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx execmode.Case, paused []execmode.Worker, res *verdict.CaseResult) ([]execmode.Worker, error) {
 	if pc == nil {
 		return paused, nil
 	}
-	h, err := cx.history()
+	h, err := cx.History()
 	if err != nil {
 		return paused, err
 	}
@@ -242,11 +243,11 @@ func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c catalogue.Cas
 	}
 	for ; pc.done < len(hits); pc.done++ {
 		for _, w := range paused {
-			w.kill()
-			res.Workers = append(res.Workers, w.wait())
+			w.Kill()
+			res.Workers = append(res.Workers, w.Wait())
 		}
 		paused = nil
-		if h, err = cx.history(); err != nil {
+		if h, err = cx.History(); err != nil {
 			return paused, err
 		}
 		hit := hits[pc.done]

@@ -10,6 +10,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/execmode"
 )
 
 // ServerFaults lets the supervisor fault the database servers of a server
@@ -77,7 +78,7 @@ type CaseServers interface {
 // openServers opens the case's server faults when the run has them: the
 // workers' endpoints go into env, and the case holds the servers shared,
 // or exclusively when it crashes one. unlock releases what it took.
-func (r *Runner) openServers(ctx context.Context, c catalogue.Case, cx caseExec, env *CaseEnv, space, history string) (CaseServers, func(), error) {
+func (r *Runner) openServers(ctx context.Context, c catalogue.Case, cx execmode.Case, env *CaseEnv, space, history string) (CaseServers, func(), error) {
 	if r.cfg.ServerFaults == nil || r.cfg.InProcess {
 		if k, ok := serverFaultOf(c); ok {
 			return nil, func() {}, fmt.Errorf("case arms a server fault (%s) but this run cannot fault servers: it needs a server backend whose servers crashmatrix started (--backend containers, with server faults on) and real worker processes", k)
@@ -108,15 +109,15 @@ func (r *Runner) openServers(ctx context.Context, c catalogue.Case, cx caseExec,
 	cs, err := r.cfg.ServerFaults.OpenCase(ctx, ServerCase{ID: space, History: history, Crashes: crashesServer,
 		PastLease: r.pastLease(c, history),
 		Snapshot: func(ctx context.Context) (check.Snapshot, error) {
-			h, err := cx.history()
+			h, err := cx.History()
 			if err != nil {
 				return check.Snapshot{}, err
 			}
-			s, _, err := cx.snapshot(ctx, c, snapEnv, space, h)
+			s, _, err := cx.Snapshot(ctx, c, snapEnv, space, h)
 			return s, err
 		},
 		Acknowledged: func() (int, []int64, error) {
-			h, err := cx.history()
+			h, err := cx.History()
 			if err != nil {
 				return 0, nil, err
 			}
