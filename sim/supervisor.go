@@ -15,6 +15,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim/casefaults"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/execmode"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
@@ -112,10 +113,8 @@ type Runner struct {
 	// worker processes running and the in-process mode's shared handles.
 	modes *execmode.Modes
 	runs  atomic.Int64
-	// servers lets the cases share the servers while server faults are
-	// on: a restart must not fail the workers of a case that does not
-	// expect it (see serverGate).
-	servers serverGate
+	// outside carries out the faults outside a worker (sim/casefaults).
+	outside *casefaults.Faults
 	// timing is the live timing (see Timing); claimFixed says the
 	// caller set ClaimTTL, which then scales with the lease TTL.
 	timing     adaptive
@@ -191,7 +190,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		cfg.Namespace = RunNamespace()
 	}
 	if !cfg.InProcess {
-		cleanStaleMounts()
+		casefaults.NoteStaleMounts()
 	}
 	src := "fixed"
 	switch {
@@ -219,7 +218,15 @@ func NewRunner(cfg Config) (*Runner, error) {
 	r := &Runner{cfg: cfg, backend: b, claimFixed: claimFixed, recover: rec}
 	r.timing.t = catalogue.Timing{LeaseTTL: cfg.LeaseTTL, ClaimTTL: cfg.ClaimTTL, ProcessTimeout: cfg.ProcessTimeout, Source: src}
 	r.modes = execmode.New(r.execRun())
+	r.outside = casefaults.New(r.faultsRun())
 	return r, nil
+}
+
+// faultsRun is what the faults outside a worker need of the runner.
+func (r *Runner) faultsRun() casefaults.Run {
+	return casefaults.Run{Backend: r.backend, InProcess: r.cfg.InProcess, LazyData: r.cfg.LazyData, WallClock: r.cfg.WallClock,
+		ServerFaults: r.cfg.ServerFaults, LeaseTTL: func() time.Duration { return r.Timing().LeaseTTL },
+		Snapshot: r.snapshot, Observe: Observe}
 }
 
 // execRun is what the modes that run the workers need of the runner.
@@ -296,7 +303,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 		return fail(verdict.Undecided, err.Error())
 	}
 	defer cx.Close()
-	cs, unlock, err := r.openServers(ctx, c, cx, &env, space, filepath.Join(dir, "history.jsonl"))
+	cs, unlock, err := r.outside.OpenServers(ctx, c, cx, &env, space, filepath.Join(dir, "history.jsonl"))
 	if err != nil {
 		return fail(verdict.Undecided, err.Error())
 	}
@@ -304,11 +311,11 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 	if err := r.loadInitial(ctx, c, cx, env, space, dir); err != nil {
 		return fail(verdict.Undecided, "initial state: "+err.Error())
 	}
-	pc, err := r.mountPower(c, dir, &env)
+	pc, err := r.outside.MountPower(c, dir, &env)
 	if err != nil {
 		return fail(verdict.Undecided, err.Error())
 	}
-	defer pc.close()
+	defer pc.Close()
 	var paused []execmode.Worker
 	// A case that ends early (interrupted, or undecided on an error) with
 	// a worker still paused kills it and returns once it has ended: a
@@ -325,7 +332,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 	}()
 	var durableMiss *verdict.NotExercisedReason
 	// The disk errors of background workers end with them (diskfaults.go).
-	var bgDisks []*diskWatch
+	var bgDisks []*casefaults.Disk
 	var diskErr error
 	releasePaused := func() {
 		for _, w := range paused {
@@ -333,7 +340,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 			res.Workers = append(res.Workers, w.Wait())
 		}
 		paused = nil
-		diskErr = cmp.Or(diskErr, r.endDisks(ctx, pc, c, env, space, cx, bgDisks, &res))
+		diskErr = cmp.Or(diskErr, r.outside.EndDisks(ctx, pc, c, env, space, cx, bgDisks, &res))
 		bgDisks = nil
 	}
 	for i, st := range c.Steps {
@@ -368,7 +375,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 		if r.upgrade(&spec, res.Workers) && res.UpgradedAt == "" {
 			res.UpgradedAt = st.Worker
 		}
-		if err := ownEndpoints(cs, st, &spec); err != nil {
+		if err := casefaults.OwnEndpoints(cs, st, &spec); err != nil {
 			return fail(verdict.Undecided, "server faults: "+err.Error())
 		}
 		if st.Kill != nil {
@@ -384,11 +391,11 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 		if !r.cfg.InProcess && !r.cfg.WallClock {
 			spec.ClockFile = filepath.Join(dir, worker.ClockFile)
 		}
-		dw, unwatch, err := r.watchDurable(ctx, pc, st, dir, &spec)
+		dw, unwatch, err := r.outside.WatchDurable(ctx, pc, st, dir, &spec)
 		if err != nil {
 			return fail(verdict.Undecided, err.Error())
 		}
-		disk, err := r.watchDisk(pc, st, dw, dir, &spec)
+		disk, err := r.outside.WatchDisk(pc, st, dw, dir, &spec)
 		if err != nil {
 			unwatch()
 			return fail(verdict.Undecided, err.Error())
@@ -413,24 +420,24 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 		res.Workers = append(res.Workers, w.Wait())
 		unwatch()
 		if dw != nil {
-			res.DurableCalls = dw.calls()
-			if dw.kill.Kills() {
-				note, why := dw.judge(st.Worker, res.Workers[len(res.Workers)-1].Exit)
+			res.DurableCalls = dw.Calls()
+			if dw.Kill().Kills() {
+				note, why := dw.Judge(st.Worker, res.Workers[len(res.Workers)-1].Exit)
 				res.Notes = append(res.Notes, note)
 				durableMiss = cmp.Or(durableMiss, why)
 				if why == nil {
 					// The kill is the case's fault: the report counts it as a hit.
-					res.Hits[catalogue.DurableStepName(dw.kill)]++
-					if err := r.durablePower(ctx, pc, c, env, space, cx, st.Worker, dw, &res); err != nil {
+					res.Hits[catalogue.DurableStepName(dw.Kill())]++
+					if err := r.outside.DurablePower(ctx, pc, c, env, space, cx, st.Worker, dw, &res); err != nil {
 						return fail(verdict.Undecided, err.Error())
 					}
 				}
 			}
 		}
-		if paused, err = r.afterDisk(ctx, pc, c, env, space, cx, disk, paused, &res); err != nil {
+		if paused, err = r.outside.AfterDisk(ctx, pc, c, env, space, cx, disk, paused, &res); err != nil {
 			return fail(verdict.Undecided, err.Error())
 		}
-		if paused, err = r.afterWorker(ctx, pc, c, env, space, cx, paused, &res); err != nil {
+		if paused, err = r.outside.AfterWorker(ctx, pc, c, env, space, cx, paused, &res); err != nil {
 			return fail(verdict.Undecided, err.Error())
 		}
 		releasePaused()
@@ -493,7 +500,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 			}
 		}
 		for p, a := range st.Arms {
-			if a.Kind.IsServer() && h.HitBy(st.Worker, p) && !serverFaultDone(h, st.Worker, p) {
+			if a.Kind.IsServer() && h.HitBy(st.Worker, p) && !casefaults.ServerFaultDone(h, st.Worker, p) {
 				note := fmt.Sprintf("worker %s hit %s (%s) but the server fault never took effect", st.Worker, p, a)
 				res.Notes = append(res.Notes, note)
 				miss = cmp.Or(miss, &verdict.NotExercisedReason{Cause: verdict.CauseServerFault, Detail: note,
@@ -518,7 +525,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 				Advice: "the worker finished before its random kill (this run was faster than the measured one): run again, or pick another seed"})
 		}
 	}
-	miss = cmp.Or(miss, durableMiss, pc.withoutEffect())
+	miss = cmp.Or(miss, durableMiss, pc.WithoutEffect())
 	if miss == nil {
 		miss = verdict.InterleavingMissed(c, h, tm)
 	}
@@ -529,13 +536,13 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 		}
 	}
 	// Check the invariants against the stores' real contents.
-	if env, err = pc.settle(env); err != nil {
+	if env, err = pc.Settle(env); err != nil {
 		return fail(verdict.Undecided, "power loss: "+err.Error())
 	}
 	snap, obs, err := cx.Snapshot(ctx, c, env, space, h)
 	if err != nil {
 		note := "snapshot: " + strings.TrimPrefix(err.Error(), "snapshot: ")
-		if vs := pc.unreadable(err); len(vs) > 0 {
+		if vs := pc.Unreadable(err); len(vs) > 0 {
 			res.Violations = vs
 			return fail(verdict.Fail, note)
 		}
@@ -544,7 +551,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 	if cs != nil {
 		obs.Restarts = cs.Restarts()
 	}
-	obs.Restarts = append(obs.Restarts, pc.restartsOf()...)
+	obs.Restarts = append(obs.Restarts, pc.Restarts()...)
 	observeInitial(c, space, &obs)
 	res.Violations = check.Check(snap, obs)
 	res.Notes = append(res.Notes, r.upgradeNote(res)...)

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -179,57 +178,6 @@ func TestHungUnderOldTimingIsTiming(t *testing.T) {
 	if _, ok := hungUnderOldTiming(failed, old, raised); ok {
 		t.Error("a failed case was retried")
 	}
-}
-
-// Cases that crash no server share the servers; cases that crash the
-// same server share them with each other only, in waves: once the server
-// was killed, a new case waits until the wave drained.
-func TestServerGateGroupsCrashesByServer(t *testing.T) {
-	var g serverGate
-	var mu sync.Mutex
-	killed := map[string]int{}
-	kills := func(s string) int { mu.Lock(); defer mu.Unlock(); return killed[s] }
-	entered := make(chan string, 4)
-	enter := func(crashes, who string) { go func() { g.acquire(crashes, kills); entered <- who }() }
-	mustEnter := func(what string) {
-		t.Helper()
-		select {
-		case <-entered:
-		case <-time.After(2 * time.Second):
-			t.Fatal(what)
-		}
-	}
-	mustWait := func(what string) {
-		t.Helper()
-		select {
-		case who := <-entered:
-			t.Fatalf("%s: %s", what, who)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	g.acquire("", kills)
-	g.acquire("", kills) // two plain cases at once
-	enter("postgres", "postgres-1")
-	enter("postgres", "postgres-2")
-	mustWait("a case crashed a server while plain cases ran")
-	g.release()
-	g.release()
-	mustEnter("the postgres crash cases did not run once the plain cases ended")
-	mustEnter("the postgres crash cases did not run together")
-	enter("neo4j", "neo4j")
-	mustWait("a neo4j crash case ran while postgres crash cases did")
-	mu.Lock()
-	killed["postgres"]++ // the wave's kill
-	mu.Unlock()
-	enter("postgres", "postgres-3")
-	mustWait("a postgres crash case joined a wave whose kill had happened")
-	g.release()
-	g.release()
-	mustEnter("the cases waiting did not run once the wave drained")
-	mustWait("the neo4j and the postgres crash cases ran together")
-	g.release()
-	mustEnter("the other case did not run once the first ended")
-	g.release()
 }
 
 // An undecided case whose worker hung past its deadline on a server is

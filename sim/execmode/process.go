@@ -141,7 +141,7 @@ func (w *processWorker) WaitHitOrExit(ctx context.Context, limit time.Duration) 
 				// request held, the case's clock past the lease); any
 				// other fault it survives (a lease fault, an error) lets it
 				// run on to its pause or its end. A slow sync holding
-				// past the lease (sim/slowsync.go) parks it too.
+				// past the lease (sim/casefaults/slowsync.go) parks it too.
 				if r.Worker == w.spec.Worker && r.Phase == w.spec.Phase && (r.Kind == history.Hit && (r.Fault == nil || r.Fault.Kind == faults.Pause) ||
 					r.Kind == history.Server && r.Fault != nil && (r.Fault.Kind.HoldsPastLease() || r.Fault.Kind == faults.SlowSync) || r.Kind == history.Exit) {
 					return
