@@ -990,7 +990,7 @@ func (d *decoder) decodeDurable(s *Scenario, n ast.Node, f fields, path, ks stri
 	}
 	if f.has("server") {
 		// The server's own durable steps during the call, the server
-		// killed (sim/serverdurable.go).
+		// killed (sim/casefaults/serverdurable.go).
 		if ft.Server = d.str(f, "server"); !slices.Contains(faults.Servers, ft.Server) {
 			bad("server", "unknown server %q (want one of %s)", ft.Server, strings.Join(faults.Servers, ", "))
 		} else if ft.Kind == faults.PowerLoss || ft.Kind == faults.TornWrite {

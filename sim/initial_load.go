@@ -11,6 +11,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/execmode"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
 	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
@@ -19,22 +20,23 @@ import (
 // space before its first step, renamed to the space (operationIds scoped
 // by OpID) and moved to the run's clock, and seeds the case's model-call
 // log with the calls that made the loaded plans.
-func (r *Runner) loadInitial(ctx context.Context, c catalogue.Case, cx caseExec, env CaseEnv, space, dir string) error {
+func (r *Runner) loadInitial(ctx context.Context, c catalogue.Case, cx execmode.Case, env CaseEnv, space, dir string) error {
 	if c.Initial.Empty() {
 		return nil
 	}
 	t := target(space, time.Now().UnixMilli())
-	if x, ok := cx.(*inprocCase); ok {
-		if x.shared == nil {
+	if x, ok := cx.(execmode.InProcessCase); ok {
+		st, now, calls := x.Shared()
+		if st == nil {
 			return fmt.Errorf("backend %s is volatile: each worker starts from empty stores, so no initial state can reach the steps", r.backend.Name)
 		}
-		t.Now = x.clock.Now()
-		if err := initial.Load(ctx, x.shared.st, c.Initial, t); err != nil {
+		t.Now = now
+		if err := initial.Load(ctx, *st, c.Initial, t); err != nil {
 			return err
 		}
 		for op, n := range initialCalls(c.Initial, space) {
 			for range n {
-				if _, err := x.calls.Record(op); err != nil {
+				if _, err := calls.Record(op); err != nil {
 					return err
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/sim/casefaults"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
@@ -193,7 +194,7 @@ func (r *Runner) RunAll(ctx context.Context, cases []catalogue.Case, parallel in
 	// with those that crash the same server (see serverGate): they go
 	// last, grouped by server, so that the run drains once per group.
 	sort.SliceStable(order, func(a, b int) bool {
-		ca, cb := crashedServer(cases[order[a]]), crashedServer(cases[order[b]])
+		ca, cb := casefaults.CrashedServer(cases[order[a]]), casefaults.CrashedServer(cases[order[b]])
 		if ca != cb {
 			return ca < cb
 		}

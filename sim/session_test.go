@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/internal/procstat"
+	"github.com/crashmatrix/crashmatrix/sim/execmode"
 )
 
 // A worker leads a session; a store process it starts leads a group of its
@@ -56,7 +57,7 @@ func TestKillSessionEndsTheStoreGroupsOfAWorker(t *testing.T) {
 	if !otherGroup {
 		t.Fatal("no process of the worker leads a group of its own: the test shows nothing a group kill would miss")
 	}
-	killSession(worker.Process.Pid, true)
+	execmode.KillSession(worker.Process.Pid, true)
 	_ = worker.Wait()
 	for _, pid := range started {
 		ended := false

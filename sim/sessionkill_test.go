@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/internal/procstat"
+	"github.com/crashmatrix/crashmatrix/sim/execmode"
 	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
@@ -55,7 +56,7 @@ func TestAdoptedProcessesBelongToTheWorkersSession(t *testing.T) {
 	if worker.InSession(self, session) {
 		t.Error("a process nobody adopted is counted in the worker's session")
 	}
-	killSession(session, true)
+	execmode.KillSession(session, true)
 	if !slices.Equal(killed, []int{session}) {
 		t.Fatalf("killSession told the adopters %v, want [%d]", killed, session)
 	}

@@ -5,11 +5,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,82 +15,12 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim/casefaults"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/execmode"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
-
-// Launcher starts worker processes.
-type Launcher interface {
-	// Command returns the command that runs one worker from a spec file.
-	Command(ctx context.Context, specPath string) *exec.Cmd
-}
-
-// BinaryLauncher runs `<Path> worker --spec FILE` (the crashmatrix binary).
-// When the slim worker binary of Backend (WorkerBinary) built no earlier
-// than Path lies next to it (make build puts them all in bin/), it is
-// started instead: the same worker linking only its backend, without the
-// CLI, the other backends' drivers and the container libraries, cheaper to
-// start thousands of times. NewRunner sets Backend to the run's backend
-// when it is empty.
-type BinaryLauncher struct {
-	Path    string
-	Backend string
-}
-
-// Command implements Launcher.
-func (b BinaryLauncher) Command(ctx context.Context, spec string) *exec.Cmd {
-	bin, args := b.worker()
-	return exec.Command(bin, append(args, "--spec", spec)...)
-}
-
-// FloorCommand starts the binary Command starts, told to exit as soon as
-// it has started (--floor): the cost of a worker process that does
-// nothing, which bench reports next to an empty Go binary's.
-func (b BinaryLauncher) FloorCommand() *exec.Cmd {
-	bin, args := b.worker()
-	return exec.Command(bin, append(args, "--floor")...)
-}
-
-// worker returns the binary a worker runs from and the arguments before
-// its own.
-func (b BinaryLauncher) worker() (string, []string) {
-	if name := WorkerBinary(b.Backend); name != "" {
-		if w := filepath.Join(filepath.Dir(b.Path), name); w != b.Path {
-			st, err := os.Stat(w)
-			self, serr := os.Stat(b.Path)
-			// Only a worker built with (after) this binary: a stale one
-			// would run yesterday's protocol.
-			if err == nil && serr == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 && !st.ModTime().Before(self.ModTime()) {
-				return w, nil
-			}
-		}
-	}
-	return b.Path, []string{"worker"}
-}
-
-// WorkerSpecEnv is the environment variable through which a re-executed
-// binary learns it is a worker (and where its spec is).
-const WorkerSpecEnv = "CRASHMATRIX_WORKER_SPEC"
-
-// ReexecLauncher re-executes a Go test binary running only the tests Test
-// (a -test.run pattern) matches;
-// the test sees WorkerSpecEnv and acts as a worker. The worker runs with
-// no go test timeout (-test.timeout=0): the supervisor's deadline ends a
-// worker that hangs, with its stacks and the point it hung at, never go
-// test's "test timed out" panic, which would end it earlier than the
-// deadline the run chose and say nothing of where.
-type ReexecLauncher struct {
-	Binary string
-	Test   string
-}
-
-// Command implements Launcher.
-func (r ReexecLauncher) Command(ctx context.Context, spec string) *exec.Cmd {
-	cmd := exec.Command(r.Binary, "-test.run="+r.Test, "-test.count=1", "-test.timeout=0")
-	cmd.Env = append(os.Environ(), WorkerSpecEnv+"="+spec)
-	return cmd
-}
 
 // Config configures a Runner.
 type Config struct {
@@ -181,16 +109,12 @@ type Config struct {
 type Runner struct {
 	cfg     Config
 	backend Backend
-	procs   sync.Map // *exec.Cmd -> struct{}
-	poolMu  sync.Mutex
-	pool    []*sharedStores // free in-process handles
-	all     []*sharedStores
-	opened  int
-	runs    atomic.Int64
-	// servers lets the cases share the servers while server faults are
-	// on: a restart must not fail the workers of a case that does not
-	// expect it (see serverGate).
-	servers serverGate
+	// modes starts the cases' workers (sim/execmode): it knows the
+	// worker processes running and the in-process mode's shared handles.
+	modes *execmode.Modes
+	runs  atomic.Int64
+	// outside carries out the faults outside a worker (sim/casefaults).
+	outside *casefaults.Faults
 	// timing is the live timing (see Timing); claimFixed says the
 	// caller set ClaimTTL, which then scales with the lease TTL.
 	timing     adaptive
@@ -266,7 +190,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		cfg.Namespace = RunNamespace()
 	}
 	if !cfg.InProcess {
-		cleanStaleMounts()
+		casefaults.NoteStaleMounts()
 	}
 	src := "fixed"
 	switch {
@@ -293,7 +217,23 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	r := &Runner{cfg: cfg, backend: b, claimFixed: claimFixed, recover: rec}
 	r.timing.t = catalogue.Timing{LeaseTTL: cfg.LeaseTTL, ClaimTTL: cfg.ClaimTTL, ProcessTimeout: cfg.ProcessTimeout, Source: src}
+	r.modes = execmode.New(r.execRun())
+	r.outside = casefaults.New(r.faultsRun())
 	return r, nil
+}
+
+// faultsRun is what the faults outside a worker need of the runner.
+func (r *Runner) faultsRun() casefaults.Run {
+	return casefaults.Run{Backend: r.backend, InProcess: r.cfg.InProcess, LazyData: r.cfg.LazyData, WallClock: r.cfg.WallClock,
+		ServerFaults: r.cfg.ServerFaults, LeaseTTL: func() time.Duration { return r.Timing().LeaseTTL },
+		Snapshot: r.snapshot, Observe: Observe}
+}
+
+// execRun is what the modes that run the workers need of the runner.
+func (r *Runner) execRun() execmode.Run {
+	return execmode.Run{Backend: r.backend, Launcher: r.cfg.Launcher, WorkDir: r.cfg.WorkDir, InProcessFiles: r.cfg.InProcessFiles,
+		StepBackend: r.stepBackend, ProcessTimeout: func() time.Duration { return r.Timing().ProcessTimeout },
+		Snapshot: r.snapshot, Observe: Observe}
 }
 
 // ServerWorkerDeadline is the least deadline of a worker on a server
@@ -307,13 +247,16 @@ func (r *Runner) Backend() Backend { return r.backend }
 func (r *Runner) Config() Config { return r.cfg }
 
 // KillAll kills every worker process still running (Ctrl-C).
-func (r *Runner) KillAll() {
-	r.procs.Range(func(k, _ any) bool {
-		if c := k.(*exec.Cmd); c.Process != nil {
-			killSession(c.Process.Pid, r.backend.ChildProcesses)
-		}
-		return true
-	})
+func (r *Runner) KillAll() { r.modes.KillAll() }
+
+// CloseShared closes the in-process mode's shared handles, and what the
+// backend holds across cases (Backend.Close: store-cmd's pooled store
+// processes), of both builds in an upgrade run. The runner stays usable.
+func (r *Runner) CloseShared() {
+	r.modes.CloseShared()
+	if r.recover != nil && r.recover.backend.Close != nil {
+		_ = r.recover.backend.Close() // version B's pooled snapshot processes (sim/upgrade.go)
+	}
 }
 
 // RunCase runs one case: its workers in order (processes, or goroutines in
@@ -345,13 +288,13 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 	space := fmt.Sprintf("%s-%s-%d", r.cfg.Namespace, c.ID, r.runs.Add(1))
 	res.Space = space
 	env := CaseEnv{Dir: filepath.Join(dir, "data"), Logs: filepath.Join(dir, verdict.CaseLogs), TempDir: filepath.Join(r.cfg.WorkDir, storeTempDir), Namespace: space, Mutant: r.cfg.Mutant}
-	var cx caseExec
+	var cx execmode.Case
 	var err error
 	if r.cfg.InProcess {
 		res.Dir = ""
-		cx, err = r.newInProcessCase(ctx, c, env)
+		cx, err = r.modes.NewInProcessCase(ctx, env)
 	} else {
-		cx, err = r.newProcessCase(dir, env)
+		cx, err = r.modes.NewProcessCase(dir)
 		if err == nil && !r.cfg.WallClock {
 			err = worker.CreateClock(filepath.Join(dir, worker.ClockFile), time.Now().UnixMilli())
 		}
@@ -359,8 +302,8 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 	if err != nil {
 		return fail(verdict.Undecided, err.Error())
 	}
-	defer cx.close()
-	cs, unlock, err := r.openServers(ctx, c, cx, &env, space, filepath.Join(dir, "history.jsonl"))
+	defer cx.Close()
+	cs, unlock, err := r.outside.OpenServers(ctx, c, cx, &env, space, filepath.Join(dir, "history.jsonl"))
 	if err != nil {
 		return fail(verdict.Undecided, err.Error())
 	}
@@ -368,12 +311,12 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 	if err := r.loadInitial(ctx, c, cx, env, space, dir); err != nil {
 		return fail(verdict.Undecided, "initial state: "+err.Error())
 	}
-	pc, err := r.mountPower(c, dir, &env)
+	pc, err := r.outside.MountPower(c, dir, &env)
 	if err != nil {
 		return fail(verdict.Undecided, err.Error())
 	}
-	defer pc.close()
-	var paused []runningWorker
+	defer pc.Close()
+	var paused []execmode.Worker
 	// A case that ends early (interrupted, or undecided on an error) with
 	// a worker still paused kills it and returns once it has ended: a
 	// paused worker would otherwise wait for a release until its deadline,
@@ -383,21 +326,21 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 			return
 		}
 		for _, w := range paused {
-			w.kill()
-			w.wait()
+			w.Kill()
+			w.Wait()
 		}
 	}()
 	var durableMiss *verdict.NotExercisedReason
 	// The disk errors of background workers end with them (diskfaults.go).
-	var bgDisks []*diskWatch
+	var bgDisks []*casefaults.Disk
 	var diskErr error
 	releasePaused := func() {
 		for _, w := range paused {
-			w.release()
-			res.Workers = append(res.Workers, w.wait())
+			w.Release()
+			res.Workers = append(res.Workers, w.Wait())
 		}
 		paused = nil
-		diskErr = cmp.Or(diskErr, r.endDisks(ctx, pc, c, env, space, cx, bgDisks, &res))
+		diskErr = cmp.Or(diskErr, r.outside.EndDisks(ctx, pc, c, env, space, cx, bgDisks, &res))
 		bgDisks = nil
 	}
 	for i, st := range c.Steps {
@@ -414,7 +357,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 		}
 		acts := st.Actions
 		if len(st.Resubmit) > 0 {
-			h, err := cx.history()
+			h, err := cx.History()
 			if err != nil {
 				return fail(verdict.Undecided, err.Error())
 			}
@@ -432,7 +375,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 		if r.upgrade(&spec, res.Workers) && res.UpgradedAt == "" {
 			res.UpgradedAt = st.Worker
 		}
-		if err := ownEndpoints(cs, st, &spec); err != nil {
+		if err := casefaults.OwnEndpoints(cs, st, &spec); err != nil {
 			return fail(verdict.Undecided, "server faults: "+err.Error())
 		}
 		if st.Kill != nil {
@@ -448,16 +391,16 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 		if !r.cfg.InProcess && !r.cfg.WallClock {
 			spec.ClockFile = filepath.Join(dir, worker.ClockFile)
 		}
-		dw, unwatch, err := r.watchDurable(ctx, pc, st, dir, &spec)
+		dw, unwatch, err := r.outside.WatchDurable(ctx, pc, st, dir, &spec)
 		if err != nil {
 			return fail(verdict.Undecided, err.Error())
 		}
-		disk, err := r.watchDisk(pc, st, dw, dir, &spec)
+		disk, err := r.outside.WatchDisk(pc, st, dw, dir, &spec)
 		if err != nil {
 			unwatch()
 			return fail(verdict.Undecided, err.Error())
 		}
-		w, err := cx.start(ctx, spec, tm.ProcessTimeout)
+		w, err := cx.Start(ctx, spec, tm.ProcessTimeout)
 		if err != nil {
 			unwatch()
 			return fail(verdict.Undecided, fmt.Sprintf("start worker %s: %v", st.Worker, err))
@@ -467,34 +410,34 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 			// dead) or exits; a paused worker resumes when the next
 			// foreground worker is done, so the interleaving is the same
 			// on every run.
-			w.waitHitOrExit(ctx, tm.ProcessTimeout)
+			w.WaitHitOrExit(ctx, tm.ProcessTimeout)
 			paused = append(paused, w)
 			if disk != nil {
 				bgDisks = append(bgDisks, disk)
 			}
 			continue
 		}
-		res.Workers = append(res.Workers, w.wait())
+		res.Workers = append(res.Workers, w.Wait())
 		unwatch()
 		if dw != nil {
-			res.DurableCalls = dw.calls()
-			if dw.kill.Kills() {
-				note, why := dw.judge(st.Worker, res.Workers[len(res.Workers)-1].Exit)
+			res.DurableCalls = dw.Calls()
+			if dw.Kill().Kills() {
+				note, why := dw.Judge(st.Worker, res.Workers[len(res.Workers)-1].Exit)
 				res.Notes = append(res.Notes, note)
 				durableMiss = cmp.Or(durableMiss, why)
 				if why == nil {
 					// The kill is the case's fault: the report counts it as a hit.
-					res.Hits[catalogue.DurableStepName(dw.kill)]++
-					if err := r.durablePower(ctx, pc, c, env, space, cx, st.Worker, dw, &res); err != nil {
+					res.Hits[catalogue.DurableStepName(dw.Kill())]++
+					if err := r.outside.DurablePower(ctx, pc, c, env, space, cx, st.Worker, dw, &res); err != nil {
 						return fail(verdict.Undecided, err.Error())
 					}
 				}
 			}
 		}
-		if paused, err = r.afterDisk(ctx, pc, c, env, space, cx, disk, paused, &res); err != nil {
+		if paused, err = r.outside.AfterDisk(ctx, pc, c, env, space, cx, disk, paused, &res); err != nil {
 			return fail(verdict.Undecided, err.Error())
 		}
-		if paused, err = r.afterWorker(ctx, pc, c, env, space, cx, paused, &res); err != nil {
+		if paused, err = r.outside.AfterWorker(ctx, pc, c, env, space, cx, paused, &res); err != nil {
 			return fail(verdict.Undecided, err.Error())
 		}
 		releasePaused()
@@ -506,7 +449,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 	if diskErr != nil {
 		return fail(verdict.Undecided, diskErr.Error())
 	}
-	h, err := cx.history()
+	h, err := cx.History()
 	if err != nil {
 		return fail(verdict.Undecided, err.Error())
 	}
@@ -523,18 +466,18 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 			if len(w.Stuck) > 0 {
 				note += fmt.Sprintf(", stuck in %s (stacks: %s)", strings.Join(w.Stuck, "; "), w.Output)
 			}
-			if slices.ContainsFunc(w.Stuck, func(s string) bool { return strings.HasPrefix(s, SyncStall) }) {
+			if slices.ContainsFunc(w.Stuck, func(s string) bool { return strings.HasPrefix(s, execmode.SyncStall) }) {
 				note += fmt.Sprintf("; the disk under the case data (%s) took longer than the worker deadline to sync: run on a less busy disk or on tmpfs (--workdir)", dir)
 			}
 			res.Notes = append(res.Notes, note)
 		}
 	}
-	// Only a worker process can hang past a deadline (exec_process.go
+	// Only a worker process can hang past a deadline (sim/execmode/process.go
 	// writes the file): the in-process mode has no case folder to read.
 	if !r.cfg.InProcess {
-		if b, err := os.ReadFile(filepath.Join(dir, ServersAtDeadline)); err == nil {
+		if b, err := os.ReadFile(filepath.Join(dir, execmode.ServersAtDeadline)); err == nil {
 			first, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
-			res.Notes = append(res.Notes, fmt.Sprintf("servers at the deadline: %s (%s)", first, filepath.Join(dir, ServersAtDeadline)))
+			res.Notes = append(res.Notes, fmt.Sprintf("servers at the deadline: %s (%s)", first, filepath.Join(dir, execmode.ServersAtDeadline)))
 		}
 	}
 	for _, rec := range h {
@@ -557,7 +500,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 			}
 		}
 		for p, a := range st.Arms {
-			if a.Kind.IsServer() && h.HitBy(st.Worker, p) && !serverFaultDone(h, st.Worker, p) {
+			if a.Kind.IsServer() && h.HitBy(st.Worker, p) && !casefaults.ServerFaultDone(h, st.Worker, p) {
 				note := fmt.Sprintf("worker %s hit %s (%s) but the server fault never took effect", st.Worker, p, a)
 				res.Notes = append(res.Notes, note)
 				miss = cmp.Or(miss, &verdict.NotExercisedReason{Cause: verdict.CauseServerFault, Detail: note,
@@ -582,7 +525,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 				Advice: "the worker finished before its random kill (this run was faster than the measured one): run again, or pick another seed"})
 		}
 	}
-	miss = cmp.Or(miss, durableMiss, pc.withoutEffect())
+	miss = cmp.Or(miss, durableMiss, pc.WithoutEffect())
 	if miss == nil {
 		miss = verdict.InterleavingMissed(c, h, tm)
 	}
@@ -593,13 +536,13 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 		}
 	}
 	// Check the invariants against the stores' real contents.
-	if env, err = pc.settle(env); err != nil {
+	if env, err = pc.Settle(env); err != nil {
 		return fail(verdict.Undecided, "power loss: "+err.Error())
 	}
-	snap, obs, err := cx.snapshot(ctx, c, env, space, h)
+	snap, obs, err := cx.Snapshot(ctx, c, env, space, h)
 	if err != nil {
 		note := "snapshot: " + strings.TrimPrefix(err.Error(), "snapshot: ")
-		if vs := pc.unreadable(err); len(vs) > 0 {
+		if vs := pc.Unreadable(err); len(vs) > 0 {
 			res.Violations = vs
 			return fail(verdict.Fail, note)
 		}
@@ -608,7 +551,7 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 	if cs != nil {
 		obs.Restarts = cs.Restarts()
 	}
-	obs.Restarts = append(obs.Restarts, pc.restartsOf()...)
+	obs.Restarts = append(obs.Restarts, pc.Restarts()...)
 	observeInitial(c, space, &obs)
 	res.Violations = check.Check(snap, obs)
 	res.Notes = append(res.Notes, r.upgradeNote(res)...)
@@ -693,16 +636,6 @@ const storeTempDir = "store-tmp"
 // server, which keeps what earlier runs wrote, never meets their keys.
 func RunNamespace() string { return fmt.Sprintf("r%x", time.Now().UnixNano()&0xffffffff) }
 
-func filterEnv(env []string, key string) []string {
-	out := env[:0:0]
-	for _, e := range env {
-		if !strings.HasPrefix(e, key+"=") {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // Observe distils a case's history into what the checkers need.
 func Observe(h history.Log, c catalogue.Case, space string) check.Observed {
 	obs := check.Observed{ModelCalls: h.ModelCalls(), Prepared: map[string][]string{}, Quiet: true, Log: h}
@@ -779,4 +712,30 @@ func Observe(h history.Log, c catalogue.Case, space string) check.Observed {
 		obs.Threads = append(obs.Threads, *threads[t])
 	}
 	return obs
+}
+
+// snapshot opens the backend afresh (as a new process would) and reads the
+// stores, and distils the history.
+func (r *Runner) snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
+	obs := Observe(h, c, space)
+	if r.cfg.Service != nil {
+		return r.serviceSnapshot(ctx, c, env, space, obs)
+	}
+	b := r.judgedBackend()
+	st, err := b.Open(ctx, env)
+	if err != nil {
+		return check.Snapshot{}, obs, err
+	}
+	defer st.Close()
+	var ps PlanSaveStores
+	if c.System == faults.PlanSave && b.OpenPlanSave != nil {
+		if ps, err = b.OpenPlanSave(ctx, env); err != nil {
+			return check.Snapshot{}, obs, err
+		}
+		if ps.Closer != nil {
+			defer ps.Closer.Close()
+		}
+	}
+	snap, err := check.Take(ctx, st, space, ps.Checkpoints, ps.Plans, obs.Threads)
+	return snap, obs, err
 }

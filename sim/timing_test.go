@@ -1,12 +1,7 @@
 package sim
 
 import (
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,7 +11,6 @@ import (
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
-	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
 func ev(w string, phase int, kind string, at int64) history.Record {
@@ -186,93 +180,6 @@ func TestHungUnderOldTimingIsTiming(t *testing.T) {
 	}
 }
 
-// A worker started under timings the run has since raised gets the raised
-// deadline: it is not killed at the one it started with.
-func TestDeadlineFollowsRaisedTiming(t *testing.T) {
-	cmd := exec.Command("sleep", "60")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start a sleep process to stand for a worker: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	r := &Runner{}
-	r.timing.t.ProcessTimeout = 300 * time.Millisecond
-	var timedOut atomic.Bool
-	start := time.Now()
-	go r.watchDeadline(cmd.Process.Pid, 300*time.Millisecond, "", exited, &timedOut, nil)
-	time.Sleep(100 * time.Millisecond)
-	r.timing.raise("case", time.Second, "test", false) // ProcessTimeout becomes 60s
-	r.timing.mu.Lock()
-	r.timing.t.ProcessTimeout = 1500 * time.Millisecond
-	r.timing.mu.Unlock()
-	select {
-	case <-exited:
-		t.Fatalf("killed after %s, at the deadline it started with", time.Since(start))
-	case <-time.After(time.Second):
-	}
-	select {
-	case <-exited:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatal("not killed at the raised deadline")
-	}
-	if took := time.Since(start); took < 1500*time.Millisecond || !timedOut.Load() {
-		t.Fatalf("killed after %s (timed out %v), want at the raised 1.5s deadline", took, timedOut.Load())
-	}
-}
-
-// Cases that crash no server share the servers; cases that crash the
-// same server share them with each other only, in waves: once the server
-// was killed, a new case waits until the wave drained.
-func TestServerGateGroupsCrashesByServer(t *testing.T) {
-	var g serverGate
-	var mu sync.Mutex
-	killed := map[string]int{}
-	kills := func(s string) int { mu.Lock(); defer mu.Unlock(); return killed[s] }
-	entered := make(chan string, 4)
-	enter := func(crashes, who string) { go func() { g.acquire(crashes, kills); entered <- who }() }
-	mustEnter := func(what string) {
-		t.Helper()
-		select {
-		case <-entered:
-		case <-time.After(2 * time.Second):
-			t.Fatal(what)
-		}
-	}
-	mustWait := func(what string) {
-		t.Helper()
-		select {
-		case who := <-entered:
-			t.Fatalf("%s: %s", what, who)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	g.acquire("", kills)
-	g.acquire("", kills) // two plain cases at once
-	enter("postgres", "postgres-1")
-	enter("postgres", "postgres-2")
-	mustWait("a case crashed a server while plain cases ran")
-	g.release()
-	g.release()
-	mustEnter("the postgres crash cases did not run once the plain cases ended")
-	mustEnter("the postgres crash cases did not run together")
-	enter("neo4j", "neo4j")
-	mustWait("a neo4j crash case ran while postgres crash cases did")
-	mu.Lock()
-	killed["postgres"]++ // the wave's kill
-	mu.Unlock()
-	enter("postgres", "postgres-3")
-	mustWait("a postgres crash case joined a wave whose kill had happened")
-	g.release()
-	g.release()
-	mustEnter("the cases waiting did not run once the wave drained")
-	mustWait("the neo4j and the postgres crash cases ran together")
-	g.release()
-	mustEnter("the other case did not run once the first ended")
-	g.release()
-}
-
 // An undecided case whose worker hung past its deadline on a server is
 // run once more (a loaded server stalls and goes on); a case undecided for
 // another reason is not.
@@ -382,69 +289,5 @@ func TestFailureWhoseStepsOutranTheTTLIsUndecided(t *testing.T) {
 		if got := (&Runner{cfg: cfg}).outranTTL(failing(slow), catalogue.Timing{LeaseTTL: 10 * time.Millisecond}); got.Verdict != verdict.Fail {
 			t.Errorf("%+v: %s, want the failure kept", cfg, got.Verdict)
 		}
-	}
-}
-
-// A worker's deadline counts from when its stores answered (its starts
-// file, Backend.StartTimeout): a store that takes longer to start than
-// the whole deadline does not get the worker killed; one whose start never
-// ends is counted up to StartTimeout only. Nor does the time a worker
-// spends parked by a pause.
-func TestDeadlineCountsFromTheStoresStart(t *testing.T) {
-	run := func(t *testing.T, write func(path string)) time.Duration {
-		t.Helper()
-		cmd := exec.Command("sleep", "60")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start a sleep process to stand for a worker: %v", err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		r := &Runner{}
-		r.backend.StartTimeout = 2 * time.Second
-		r.timing.t.ProcessTimeout = 300 * time.Millisecond
-		path := filepath.Join(t.TempDir(), "worker-1-w.starts")
-		var timedOut atomic.Bool
-		start := time.Now()
-		go r.watchDeadline(cmd.Process.Pid, 300*time.Millisecond, path, exited, &timedOut, nil)
-		go write(path)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Fatal("not killed at its deadline")
-		}
-		if !timedOut.Load() {
-			t.Fatal("the worker ended without timing out")
-		}
-		return time.Since(start)
-	}
-	// A span of 1s, over three times the deadline: the stores' start
-	// (worker.NoteOpen), or a background worker parked by a pause (worker.NotePause)
-	// waiting for the next foreground worker (its JVM's start, its
-	// work), which is not the parked worker's hang. A span that never
-	// ends counts up to its limit: the start limit (2s), or what the
-	// foreground worker may take (its 300ms deadline and its start).
-	for _, c := range []struct {
-		name  string
-		note  func(string) func()
-		limit time.Duration
-	}{{"start", worker.NoteOpen, 2 * time.Second}, {"parked by a pause", worker.NotePause, 2300 * time.Millisecond}} {
-		t.Run(c.name, func(t *testing.T) {
-			took := run(t, func(path string) {
-				end := c.note(path)
-				time.Sleep(time.Second)
-				end()
-			})
-			if took < 1300*time.Millisecond {
-				t.Fatalf("killed after %s: the 1s span counted against the 300ms deadline", took)
-			}
-		})
-		t.Run(c.name+" that never ends", func(t *testing.T) {
-			took := run(t, func(path string) { c.note(path) })
-			if want := 300*time.Millisecond + c.limit; took < want || took > want+3*time.Second {
-				t.Fatalf("killed after %s, want at the 300ms deadline plus the %s limit", took, c.limit)
-			}
-		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim/execmode"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
@@ -124,6 +125,7 @@ func TestCloseSharedClosesTheRecoveryBuild(t *testing.T) {
 	var a, b int
 	r := &Runner{backend: Backend{Name: "a", Close: func() error { a++; return nil }},
 		recover: &recovery{backend: Backend{Name: "b", Close: func() error { b++; return nil }}}}
+	r.modes = execmode.New(r.execRun())
 	r.CloseShared()
 	if a != 1 || b != 1 {
 		t.Errorf("CloseShared closed version A %d times, version B %d times; want once each", a, b)

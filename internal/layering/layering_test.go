@@ -24,6 +24,8 @@ var layers = map[string]int{
 	"sim/verdict":        7, // what a case showed: verdicts, results, the report
 	"sim/worker":         7, // a worker and the backend registry; a worker binary links nothing above
 	"sim":                8, // how to run it: the runner, the supervisor
+	"sim/execmode":       8, // how a case's workers run: processes or goroutines (sim imports it)
+	"sim/casefaults":     8, // the faults outside a worker: power, disk, durable steps, servers (sim imports it)
 	"sim/embedded":       9,
 	"sim/servers":        9,
 	"sim/explore":        9,
@@ -149,7 +151,7 @@ func TestWorkerBinariesLinkNoRunner(t *testing.T) {
 		if !slices.Contains(deps, module+"sim/worker") {
 			t.Errorf("%s does not link sim/worker: is this still a worker binary?", cmd)
 		}
-		for _, above := range []string{"sim", "sim/verdict", "sim/explore"} {
+		for _, above := range []string{"sim", "sim/casefaults", "sim/execmode", "sim/verdict", "sim/explore"} {
 			if slices.Contains(deps, module+above) {
 				t.Errorf("%s links %s", cmd, above)
 			}

@@ -38,7 +38,7 @@ type Step struct {
 	// Durable, when set, has the supervisor count the worker's durable
 	// file operations per store call on the case's lazy mount, and kill
 	// the worker's process group right after the one it names
-	// (sim/durable.go); it must fire for the case to count as exercised.
+	// (sim/casefaults/durable.go); it must fire for the case to count as exercised.
 	Durable *DurableKill `json:"durable,omitempty" yaml:"durable,omitempty"`
 	// Meanwhile, on a step that stalls (a pause fault), is what another
 	// worker must do while this one stalls, for the case to mean what it

@@ -8,7 +8,7 @@ import (
 )
 
 // The cases of the disk error kinds (faults.DiskKinds): what runs them is
-// sim/diskfaults.go.
+// sim/casefaults/diskfaults.go.
 
 // DiskMatrix is the column of disk error kind k: the error armed at every
 // window of the catalogue and every store-declared window where a crash

@@ -38,12 +38,12 @@ type DurableKill struct {
 	Tear int `json:"tear,omitempty" yaml:"tear,omitempty"`
 	// Disk, a disk error kind (faults.DiskKinds), arms that error on the
 	// lazy mount right before the Step-th durable operation instead of
-	// killing after it: the worker goes on (sim/diskfaults.go).
+	// killing after it: the worker goes on (sim/casefaults/diskfaults.go).
 	Disk faults.Kind `json:"disk,omitempty" yaml:"disk,omitempty"`
 	// Server, when set ("postgres"), counts the durable file operations
 	// of that database server's data directory during the worker's store
 	// calls instead, and kills the server, not the worker, right after
-	// the step (sim/serverdurable.go).
+	// the step (sim/casefaults/serverdurable.go).
 	Server string `json:"server,omitempty" yaml:"server,omitempty"`
 }
 

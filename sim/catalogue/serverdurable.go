@@ -9,7 +9,7 @@ import (
 )
 
 // The durable steps of a database server (--backend containers with its
-// data directories on lazy mounts): what runs them is sim/serverdurable.go.
+// data directories on lazy mounts): what runs them is sim/casefaults/serverdurable.go.
 
 // ServerDurableCase is the standard script's worker with the server's
 // durable steps watched during its store calls; with k naming a call and

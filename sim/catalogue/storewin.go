@@ -57,7 +57,7 @@ type Probe struct {
 	// Durable are the store calls of the same worker and the durable file
 	// operations each made on a lazy mount (probe-durable; none where the
 	// runner has no lazy mount): the durable-step sweep is drawn from them
-	// (sim/durable.go).
+	// (sim/casefaults/durable.go).
 	Durable []DurableCall `json:"durable,omitempty"`
 	// ServerDurable are, for each database server whose data directory is
 	// on a lazy mount (--backend containers), the same worker's store

@@ -11,7 +11,7 @@ import (
 
 // lazyColumns are the matrix columns of the kinds that run on the case's
 // lazy mount, in the order reports show them: the power losses, then the
-// disk errors (sim/diskfaults.go).
+// disk errors (sim/casefaults/diskfaults.go).
 var lazyColumns = append([]faults.Kind{faults.PowerLoss, faults.TornWrite}, faults.DiskKinds...)
 
 // powerColumns are the power-loss and disk error columns a report holds

@@ -29,7 +29,7 @@ type Report struct {
 	Probed       bool                    `json:"probed,omitempty"`
 	// DurableCalls are the probe's store calls that made a durable file
 	// operation on the lazy mount, DurableMulti those that made two or
-	// more (sim/durable.go); both 0 where no durable probe ran.
+	// more (sim/casefaults/durable.go); both 0 where no durable probe ran.
 	DurableCalls int `json:"durableCalls,omitempty"`
 	DurableMulti int `json:"durableMulti,omitempty"`
 	// ServerDurable counts, for each database server whose durable steps

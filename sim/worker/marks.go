@@ -14,8 +14,8 @@ import (
 
 // The mark files a worker maps to tell the supervisor what it is doing
 // while the supervisor serves the case's lazy mount: which store call it is
-// in (durable steps, sim/durable.go) and which disk error a window asks
-// for (sim/diskfaults.go).
+// in (durable steps, sim/casefaults/durable.go) and which disk error a window asks
+// for (sim/casefaults/diskfaults.go).
 
 // storeMethods are the store protocol's method names; a callMark holds
 // one by its index (from 1).

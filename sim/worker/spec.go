@@ -37,10 +37,10 @@ type WorkerSpec struct {
 	// wall clock.
 	ClockFile string `json:"ClockFile,omitempty"`
 	// DurableFile, when set, is the file the worker maps to tell the
-	// supervisor which store call it is in (sim/durable.go).
+	// supervisor which store call it is in (sim/casefaults/durable.go).
 	DurableFile string `json:"durableFile,omitempty"`
 	// DiskFile, when set, is the file the worker maps to ask the
-	// supervisor for the disk error armed at a window (sim/diskfaults.go).
+	// supervisor for the disk error armed at a window (sim/casefaults/diskfaults.go).
 	DiskFile string `json:"diskFile,omitempty"`
 	// KillAfterMicros, when positive, SIGKILLs the worker this long after
 	// it starts (a random-instant kill).

@@ -43,7 +43,7 @@ type callGate struct {
 	// not the one running.
 	detached bool
 	// mark, when set, tells the supervisor which store call (its number
-	// and method, the protocol's name) the worker is in (sim/durable.go).
+	// and method, the protocol's name) the worker is in (sim/casefaults/durable.go).
 	mark *callMark
 }
 

@@ -34,7 +34,7 @@ func containerServer(ctx context.Context, name, protocol, port string, c testcon
 		Kill: func(ctx context.Context) error {
 			if _, err := cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 				// Dying already: a durable-step kill SIGKILLs the server's
-				// process first (sim/serverdurable.go), and a server whose
+				// process first (sim/casefaults/serverdurable.go), and a server whose
 				// main process that was (Neo4j's JVM) takes its container
 				// down with it; wait for it to be down, as for a kill.
 				if st, serr := c.State(ctx); serr != nil || st.Running {

@@ -1,4 +1,4 @@
-package sim
+package casefaults
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
 // ServerPower is what a server backend's ServerFaults implements when it
@@ -46,26 +47,26 @@ const powerWave = "\x00power-loss"
 
 // serverPower returns the runner's ServerPower, if its server faults have
 // one.
-func (r *Runner) serverPower() (ServerPower, bool) {
-	sp, ok := r.cfg.ServerFaults.(ServerPower)
+func (f *Faults) serverPower() (ServerPower, bool) {
+	sp, ok := f.run.ServerFaults.(ServerPower)
 	return sp, ok && sp != nil
 }
 
 // serverPowerUntested says why this runner cannot cut its servers' power
 // ("" when it can).
-func (r *Runner) serverPowerUntested() string {
-	sp, ok := r.serverPower()
+func (f *Faults) serverPowerUntested() string {
+	sp, ok := f.serverPower()
 	if !ok {
-		return fmt.Sprintf("backend %s keeps its data where crashmatrix cannot cut the power: not in files under the case's folder (Backend.Embedded is not set: a Go store whose data lives under CaseEnv.Dir sets it), nor on servers it can kill and whose data directories it holds (servers given by DSN/URI, or containers run with --server-faults=false; --backend containers with its server faults, the default, keeps their data on a lazy mount)", r.backend.Name)
+		return fmt.Sprintf("backend %s keeps its data where crashmatrix cannot cut the power: not in files under the case's folder (Backend.Embedded is not set: a Go store whose data lives under worker.CaseEnv.Dir sets it), nor on servers it can kill and whose data directories it holds (servers given by DSN/URI, or containers run with --server-faults=false; --backend containers with its server faults, the default, keeps their data on a lazy mount)", f.run.Backend.Name)
 	}
 	return sp.PowerUntested()
 }
 
 // cutServerPower is the power loss of a server case: every process of the
-// case is dead already (afterWorker), the servers are killed, their
+// case is dead already (AfterWorker), the servers are killed, their
 // un-synced writes dropped, and they are started again; the stores are
 // then read through the servers (I9), before recovery writes.
-func (r *Runner) cutServerPower(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, h history.Log, hit history.Record, res *verdict.CaseResult) error {
+func (f *Faults) cutServerPower(ctx context.Context, pc *Power, c catalogue.Case, env worker.CaseEnv, space string, h history.Log, hit history.Record, res *verdict.CaseResult) error {
 	loss, err := pc.server.PowerLoss(ctx, tearOf(hit, pc.done))
 	if err != nil {
 		return fmt.Errorf("power loss at %s: %w", hit.Point, err)
@@ -74,10 +75,10 @@ func (r *Runner) cutServerPower(ctx context.Context, pc *powerCase, c catalogue.
 		hit.Point, hit.Worker, loss.Servers, loss.Bytes, loss.Names, res.Lost(loss.Loss), tornNote(loss.Loss), loss.Took.Round(time.Millisecond)))
 	pc.tore(hit, loss.Loss)
 	rs := check.Restart{Server: "machine (power loss)", Point: string(hit.Point), Worker: hit.Worker, Took: loss.Took, Events: len(h.Events())}
-	for _, t := range Observe(h, c, space).Threads {
+	for _, t := range f.run.Observe(h, c, space).Threads {
 		rs.SavedPlans = append(rs.SavedPlans, t.ReturnedIDs...)
 	}
-	if snap, _, err := r.snapshot(ctx, c, env, space, h); err != nil {
+	if snap, _, err := f.run.Snapshot(ctx, c, env, space, h); err != nil {
 		rs.SnapshotErr = err.Error()
 	} else {
 		rs.Snapshot = snap
@@ -87,6 +88,6 @@ func (r *Runner) cutServerPower(ctx context.Context, pc *powerCase, c catalogue.
 }
 
 // isServerPowerLoss reports whether c cuts the power of a server backend.
-func (r *Runner) isServerPowerLoss(c catalogue.Case) bool {
-	return !r.backend.Embedded && armsPowerLoss(c)
+func (f *Faults) isServerPowerLoss(c catalogue.Case) bool {
+	return !f.run.Backend.Embedded && armsPowerLoss(c)
 }

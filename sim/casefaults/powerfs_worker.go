@@ -1,6 +1,6 @@
 //go:build crashmatrix_worker
 
-package sim
+package casefaults
 
 import "errors"
 

@@ -1,4 +1,4 @@
-package sim
+package casefaults
 
 import (
 	"cmp"
@@ -15,6 +15,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/execmode"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
@@ -23,7 +24,7 @@ import (
 // window: the worker goes on past the window, on a disk that now fails.
 // The case's data directory is on its lazy mount, as for a power loss.
 // The worker says it reached the window through a small file it maps
-// (diskMark, WorkerSpec.DiskFile); the supervisor, serving the mount,
+// (diskMark, worker.WorkerSpec.DiskFile); the supervisor, serving the mount,
 // reads it before each operation a disk error acts on
 // (lazyfs.FS.BeforeIO) and arms the error on the mount then, so the
 // error hits the worker's next write or fsync. When the worker ends, the
@@ -61,11 +62,11 @@ type diskMount interface {
 	DiskStats() cut.DiskStats
 }
 
-// diskWatch is the supervisor's side of one worker's disk error.
-type diskWatch struct {
+// Disk is the supervisor's side of one worker's disk error.
+type Disk struct {
 	worker string
 	// file is the worker's mark; without one, trigger says when to arm
-	// (a disk error at a durable step: durableWatch.atStep).
+	// (a disk error at a durable step: Durable.atStep).
 	file    string
 	trigger func() bool
 	point   faults.Point
@@ -75,7 +76,7 @@ type diskWatch struct {
 	// harness clock, or sleeps).
 	slow func()
 	// unreleased: a background worker's slow sync held until its limit,
-	// its release not come (sim/slowsync.go).
+	// its release not come (sim/casefaults/slowsync.go).
 	unreleased atomic.Bool
 	mu         sync.Mutex
 	armed      bool
@@ -86,7 +87,7 @@ type diskWatch struct {
 
 // asked reads the mark: the disk kind the worker asked for, if any (at
 // a durable step: the kind, once armed).
-func (d *diskWatch) asked() (faults.Kind, bool) {
+func (d *Disk) asked() (faults.Kind, bool) {
 	if d.trigger != nil {
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -104,7 +105,7 @@ func (d *diskWatch) asked() (faults.Kind, bool) {
 }
 
 // arm reads the mark and arms the error it asks for, once.
-func (d *diskWatch) arm() {
+func (d *Disk) arm() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.armed {
@@ -130,7 +131,7 @@ func (d *diskWatch) arm() {
 
 // armDisks is the case's lazy mount's BeforeIO hook while disk errors
 // are watched: each worker's mark is read until its error is armed.
-func (pc *powerCase) armDisks() {
+func (pc *Power) armDisks() {
 	pc.diskMu.Lock()
 	ds := slices.Clone(pc.disks)
 	pc.diskMu.Unlock()
@@ -139,10 +140,10 @@ func (pc *powerCase) armDisks() {
 	}
 }
 
-// watchDisk arms the disk error step st of a case asks for: it makes the
+// WatchDisk arms the disk error step st of a case asks for: it makes the
 // mark file the worker maps (spec.DiskFile) and hears the case's lazy
 // mount until the returned function runs.
-func (r *Runner) watchDisk(pc *powerCase, st catalogue.Step, dw *durableWatch, dir string, spec *WorkerSpec) (*diskWatch, error) {
+func (f *Faults) WatchDisk(pc *Power, st catalogue.Step, dw *Durable, dir string, spec *worker.WorkerSpec) (*Disk, error) {
 	if dw != nil && dw.disk != nil {
 		return dw.disk, nil
 	}
@@ -162,14 +163,14 @@ func (r *Runner) watchDisk(pc *powerCase, st catalogue.Step, dw *durableWatch, d
 		return nil, fmt.Errorf("disk errors: %w", err)
 	}
 	spec.DiskFile = path
-	d := &diskWatch{worker: st.Worker, file: path, point: p, action: a, fs: dm, before: dm.DiskStats()}
+	d := &Disk{worker: st.Worker, file: path, point: p, action: a, fs: dm, before: dm.DiskStats()}
 	d.slow = slowHook(spec, p, a, &d.unreleased)
 	pc.watch(d)
 	return d, nil
 }
 
 // watch has the case's lazy mount arm d's error when it is asked for.
-func (pc *powerCase) watch(d *diskWatch) {
+func (pc *Power) watch(d *Disk) {
 	pc.diskMu.Lock()
 	pc.disks = append(pc.disks, d)
 	pc.diskMu.Unlock()
@@ -181,7 +182,7 @@ func (pc *powerCase) watch(d *diskWatch) {
 // and 100 ms), or sleeps that long on the wall clock.
 // A background worker's slow sync then holds until the worker is
 // released (holdSlowSync): a competitor runs meanwhile.
-func slowHook(spec *WorkerSpec, p faults.Point, a faults.Action, unreleased *atomic.Bool) func() {
+func slowHook(spec *worker.WorkerSpec, p faults.Point, a faults.Action, unreleased *atomic.Bool) func() {
 	stall := catalogue.Lease(time.Duration(spec.LeaseTTLMillis) * time.Millisecond).LongPause()
 	clock := spec.ClockFile
 	move := func() {
@@ -207,12 +208,12 @@ func slowHook(spec *WorkerSpec, p faults.Point, a faults.Action, unreleased *ato
 // watchDurableDisk arms the disk error of a durable-step case (its
 // DurableKill names the kind): right before the catalogue.Step-th durable
 // operation of the worker's Call-th store call, the worker goes on.
-func watchDurableDisk(pc *powerCase, st catalogue.Step, spec *WorkerSpec, d *durableWatch) error {
+func watchDurableDisk(pc *Power, st catalogue.Step, spec *worker.WorkerSpec, d *Durable) error {
 	dm, ok := pc.fs.(diskMount)
 	if !ok {
 		return fmt.Errorf("disk error %s: the case's lazy mount cannot fail (%T)", d.kill.Disk, pc.fs)
 	}
-	dd := &diskWatch{worker: st.Worker, point: faults.Point(catalogue.DurableStepName(d.kill)), action: faults.On(d.kill.Disk, 1),
+	dd := &Disk{worker: st.Worker, point: faults.Point(catalogue.DurableStepName(d.kill)), action: faults.On(d.kill.Disk, 1),
 		fs: dm, before: dm.DiskStats(), trigger: d.atStep}
 	dd.slow = slowHook(spec, dd.point, dd.action, &dd.unreleased)
 	d.disk = dd
@@ -222,7 +223,7 @@ func watchDurableDisk(pc *powerCase, st catalogue.Step, spec *WorkerSpec, d *dur
 
 // atStep reports whether the worker is in the store call the kill names,
 // with catalogue.Step-1 of its durable operations done: the next is the step.
-func (d *durableWatch) atStep() bool {
+func (d *Durable) atStep() bool {
 	pgid, call, _ := d.readMark()
 	if pgid <= 1 || call != d.kill.Call {
 		return false
@@ -237,8 +238,8 @@ func (d *durableWatch) atStep() bool {
 }
 
 // judgeDisk says what a durable-step disk error did: armed, or why not
-// (afterDisk says what it did once armed).
-func (d *durableWatch) judgeDisk(worker string) (string, *verdict.NotExercisedReason) {
+// (AfterDisk says what it did once armed).
+func (d *Durable) judgeDisk(worker string) (string, *verdict.NotExercisedReason) {
 	k := d.kill
 	if _, armed := d.disk.asked(); armed {
 		return fmt.Sprintf("durable-step %s: armed for worker %s right before durable step %d of %d (%s) of its store call %d (%s)", k.Disk, worker, k.Step, k.Steps, k.Op, k.Call, k.Method), nil
@@ -248,30 +249,30 @@ func (d *durableWatch) judgeDisk(worker string) (string, *verdict.NotExercisedRe
 		Advice: "the store took fewer file syncs, renames or unlinks in that call than in the probe run: run the matrix again"}
 }
 
-// endDisks ends the disk errors of background workers that have ended
+// EndDisks ends the disk errors of background workers that have ended
 // (every worker of the case has).
-func (r *Runner) endDisks(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx caseExec, ds []*diskWatch, res *verdict.CaseResult) error {
+func (f *Faults) EndDisks(ctx context.Context, pc *Power, c catalogue.Case, env worker.CaseEnv, space string, cx execmode.Case, ds []*Disk, res *verdict.CaseResult) error {
 	for _, d := range ds {
-		if _, err := r.afterDisk(ctx, pc, c, env, space, cx, d, nil, res); err != nil {
+		if _, err := f.AfterDisk(ctx, pc, c, env, space, cx, d, nil, res); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// afterDisk ends a worker's disk error (the worker has ended): the mount
+// AfterDisk ends a worker's disk error (the worker has ended): the mount
 // is disarmed (space comes back), the case says what the error did, and
 // after an fsync-error or a disk-full that fired the power is cut (a
 // restart for I9), once the workers still paused are killed. An error
 // that never acted (the worker made no write or fsync after the window)
 // leaves the case not exercised. It returns the workers still paused.
-func (r *Runner) afterDisk(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx caseExec, d *diskWatch, paused []runningWorker, res *verdict.CaseResult) ([]runningWorker, error) {
+func (f *Faults) AfterDisk(ctx context.Context, pc *Power, c catalogue.Case, env worker.CaseEnv, space string, cx execmode.Case, d *Disk, paused []execmode.Worker, res *verdict.CaseResult) ([]execmode.Worker, error) {
 	if d == nil {
 		return paused, nil
 	}
 	worker := d.worker
 	pc.diskMu.Lock()
-	pc.disks = slices.DeleteFunc(pc.disks, func(x *diskWatch) bool { return x == d })
+	pc.disks = slices.DeleteFunc(pc.disks, func(x *Disk) bool { return x == d })
 	if len(pc.disks) == 0 {
 		d.fs.BeforeIO(nil)
 	}
@@ -316,17 +317,17 @@ func (r *Runner) afterDisk(ctx context.Context, pc *powerCase, c catalogue.Case,
 		return paused, nil
 	}
 	for _, w := range paused {
-		w.kill()
-		res.Workers = append(res.Workers, w.wait())
+		w.Kill()
+		res.Workers = append(res.Workers, w.Wait())
 	}
-	h, err := cx.history()
+	h, err := cx.History()
 	if err != nil {
 		return nil, err
 	}
 	// The power goes once the worker has ended, not at the window.
 	at := faults.Point(fmt.Sprintf("%s's end, after %s at %s", worker, d.action.Kind, d.point))
 	hit := history.Record{Kind: history.Hit, Worker: worker, Point: at, Fault: &faults.Action{Kind: faults.PowerLoss}}
-	r.cutLazy(ctx, pc, c, env, space, h, hit, res)
+	f.cutLazy(ctx, pc, c, env, space, h, hit, res)
 	pc.done++
 	return nil, nil
 }
@@ -334,13 +335,13 @@ func (r *Runner) afterDisk(ctx context.Context, pc *powerCase, c catalogue.Case,
 // selectDisk adds the disk error columns the selection's kinds ask for
 // (the runner's lazy mount works): the stores' own files must be on it,
 // an embedded backend's or a store command's.
-func (r *Runner) selectDisk(s *catalogue.Selection) error {
+func (f *Faults) selectDisk(s *catalogue.Selection) error {
 	s.Disk = nil
 	for _, k := range s.Kinds {
 		if !k.IsDisk() {
 			continue
 		}
-		if !r.backend.Embedded {
+		if !f.run.Backend.Embedded {
 			return untestedKind(k, "a database server's data directory is on a lazy mount for power loss only; disk errors need the store's own files there (an embedded backend or a store command)")
 		}
 		s.Disk = append(s.Disk, k)

@@ -1,4 +1,4 @@
-package sim
+package casefaults
 
 import (
 	"context"
@@ -13,26 +13,28 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/execmode"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
 // A power loss (faults.PowerLoss) at a window: the worker dies there as in
 // a crash, every other process of the case is killed, and everything the
 // case's stores wrote and did not sync is thrown away. The case's data
-// directory (CaseEnv.Dir) lives on a lazy file system (faults/lazyfs)
+// directory (worker.CaseEnv.Dir) lives on a lazy file system (faults/lazyfs)
 // mounted for the case under its folder ("lazy"; the durable state is left
 // in "disk" when the case ends), so the embedded backends need nothing
 // of their own. A server backend's data is in its servers: their
-// ServerFaults cut the power there (ServerPower, sim/serverpower.go).
+// ServerFaults cut the power there (ServerPower, sim/casefaults/serverpower.go).
 
 // PowerLossUntested says why this runner cannot cut the power, or "" when
 // it can: reports print it as "power loss: not tested (why)".
-func (r *Runner) PowerLossUntested() string {
+func (f *Faults) PowerLossUntested() string {
 	switch {
-	case r.cfg.InProcess:
+	case f.run.InProcess:
 		return "power loss needs worker processes; the in-process mode has no files to lose"
-	case !r.backend.Embedded:
-		return r.serverPowerUntested()
+	case !f.run.Backend.Embedded:
+		return f.serverPowerUntested()
 	}
 	if err := lazyAvailable(); err != nil {
 		return err.Error()
@@ -46,12 +48,12 @@ func (r *Runner) PowerLossUntested() string {
 // and otherwise returns what the report must say instead ("power loss:
 // not tested (why)"); asking for either kind where it cannot run is an
 // error.
-func (r *Runner) PowerLossSelection(sel *catalogue.Selection) (untested string, err error) {
-	why := r.PowerLossUntested()
+func (f *Faults) PowerLossSelection(sel *catalogue.Selection) (untested string, err error) {
+	why := f.PowerLossUntested()
 	if why == "" {
 		sel.PowerLoss = true
-		sel.TornWrite = catalogue.TornByDefault(sel.Kinds, r.backend.Embedded) // sim/catalogue/torndefault.go
-		return "", r.selectDisk(sel)
+		sel.TornWrite = catalogue.TornByDefault(sel.Kinds, f.run.Backend.Embedded) // sim/catalogue/torndefault.go
+		return "", f.selectDisk(sel)
 	}
 	if i := slices.IndexFunc(sel.Kinds, onLazyMount); i >= 0 {
 		return "", untestedKind(sel.Kinds[i], why)
@@ -67,9 +69,9 @@ func PowerLossNotTested(why string) string { return "power loss: not tested (" +
 // behind (runs call it before they start). It says what it removed.
 func CleanStaleMounts() ([]string, error) { return lazyCleanStale() }
 
-// cleanStaleMounts unmounts the lazy mounts of runs that died (NewRunner
+// NoteStaleMounts unmounts the lazy mounts of runs that died (NewRunner
 // calls it) and says so on stderr.
-func cleanStaleMounts() {
+func NoteStaleMounts() {
 	gone, err := lazyCleanStale()
 	for _, d := range gone {
 		fmt.Fprintf(os.Stderr, "crashmatrix: unmounted the stale lazy mount %s of a run that died\n", d)
@@ -79,7 +81,7 @@ func cleanStaleMounts() {
 	}
 }
 
-// lazyMount is a case's lazy file system (a *lazyfs.FS, sim/powerfs.go).
+// lazyMount is a case's lazy file system (a *lazyfs.FS, sim/casefaults/powerfs.go).
 type lazyMount interface {
 	Unmount() error
 	Cut(cut.Tear) cut.Loss
@@ -88,8 +90,8 @@ type lazyMount interface {
 	OnDurable(func(cut.DurableOp))
 }
 
-// powerCase is the lazy mount of one case that arms a power loss.
-type powerCase struct {
+// Power is the lazy mount of one case that arms a power loss.
+type Power struct {
 	fs lazyMount
 	// server cuts the power of a server backend's servers (fs is nil).
 	server ServerPower
@@ -102,15 +104,15 @@ type powerCase struct {
 	// case is not exercised.
 	noEffect *verdict.NotExercisedReason
 	// diskMiss says why a disk error of the case never acted
-	// (sim/diskfaults.go).
+	// (sim/casefaults/diskfaults.go).
 	diskMiss *verdict.NotExercisedReason
 	// disks are the disk errors of the case's workers running now.
 	diskMu sync.Mutex
-	disks  []*diskWatch
+	disks  []*Disk
 }
 
-// restartsOf returns what the stores held right after each power loss.
-func (pc *powerCase) restartsOf() []check.Restart {
+// Restarts returns what the stores held right after each power loss.
+func (pc *Power) Restarts() []check.Restart {
 	if pc == nil {
 		return nil
 	}
@@ -129,7 +131,7 @@ func armsPowerLoss(c catalogue.Case) bool {
 	return false
 }
 
-// mountPower mounts the lazy file system of a case that arms a power
+// MountPower mounts the lazy file system of a case that arms a power
 // loss (of every case, with Config.LazyData on an embedded backend) and
 // moves the case's data directory onto it; nil for other cases.
 // What the data directory holds already (a scenario's initial state) is
@@ -139,18 +141,18 @@ func armsPowerLoss(c catalogue.Case) bool {
 // the mount, and a page fault of its own on a mapped file of the mount
 // (SQLite maps its WAL index) would hold a thread the server may need.
 // The snapshot reads the durable copy settle leaves instead.
-func (r *Runner) mountPower(c catalogue.Case, dir string, env *CaseEnv) (*powerCase, error) {
-	if !armsPowerLoss(c) && !watchesDurable(c) && !armsDiskFault(c) && !(r.cfg.LazyData && r.backend.Embedded) {
+func (f *Faults) MountPower(c catalogue.Case, dir string, env *worker.CaseEnv) (*Power, error) {
+	if !armsPowerLoss(c) && !watchesDurable(c) && !armsDiskFault(c) && !(f.run.LazyData && f.run.Backend.Embedded) {
 		return nil, nil
 	}
-	if why := r.PowerLossUntested(); why != "" {
+	if why := f.PowerLossUntested(); why != "" {
 		if armsDiskFault(c) && !armsPowerLoss(c) {
 			return nil, fmt.Errorf("disk errors: not tested (%s)", why)
 		}
 		return nil, fmt.Errorf("%s", PowerLossNotTested(why))
 	}
-	if sp, ok := r.serverPower(); ok && !r.backend.Embedded {
-		return &powerCase{server: sp}, nil
+	if sp, ok := f.serverPower(); ok && !f.run.Backend.Embedded {
+		return &Power{server: sp}, nil
 	}
 	mnt, disk := filepath.Join(dir, "lazy"), filepath.Join(dir, "disk")
 	for _, d := range []string{mnt, disk} {
@@ -173,16 +175,16 @@ func (r *Runner) mountPower(c catalogue.Case, dir string, env *CaseEnv) (*powerC
 		return nil, err
 	}
 	env.Dir = filepath.Join(mnt, "data")
-	return &powerCase{fs: fs, disk: disk}, nil
+	return &Power{fs: fs, disk: disk}, nil
 }
 
-// unreadable judges a case whose stores could not be read at its end
+// Unreadable judges a case whose stores could not be read at its end
 // (err): when the case cut the power of its own files (an embedded or
 // store-cmd store) and the stores could not be read right after that
 // power loss either, the store cannot read what it left durable; what it
 // acknowledged is not there to read (I9), and the case fails. Otherwise
 // (nil) the harness cannot tell, and the case is undecided.
-func (pc *powerCase) unreadable(err error) []check.Violation {
+func (pc *Power) Unreadable(err error) []check.Violation {
 	if pc == nil || pc.fs == nil || pc.done == 0 {
 		return nil
 	}
@@ -197,10 +199,10 @@ func (pc *powerCase) unreadable(err error) []check.Violation {
 	return out
 }
 
-// settle ends the case's lazy mount once every process of the case has
+// Settle ends the case's lazy mount once every process of the case has
 // ended (an orderly shutdown: what is live is kept) and points env at the
 // copy left on disk, for the snapshot.
-func (pc *powerCase) settle(env CaseEnv) (CaseEnv, error) {
+func (pc *Power) Settle(env worker.CaseEnv) (worker.CaseEnv, error) {
 	if pc == nil || pc.fs == nil {
 		return env, nil
 	}
@@ -211,26 +213,26 @@ func (pc *powerCase) settle(env CaseEnv) (CaseEnv, error) {
 	return env, nil
 }
 
-// close unmounts the case's lazy file system (every process of the case
+// Close unmounts the case's lazy file system (every process of the case
 // has ended); what was durable stays in the case's "disk" folder.
-func (pc *powerCase) close() {
+func (pc *Power) Close() {
 	if pc != nil && pc.fs != nil {
 		_ = pc.fs.Unmount()
 	}
 }
 
-// afterWorker cuts the power once a worker of the case hit a power loss:
+// AfterWorker cuts the power once a worker of the case hit a power loss:
 // the case's other live processes (paused workers) are killed and waited
 // for first, then everything not synced is thrown away, and the stores
 // are read as the power loss left them (a copy of the durable state, so
 // that the supervisor never opens them on the mount it serves): what a
 // write acknowledged before it must be there (I9, as after a server
 // restart). It returns the workers still paused.
-func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx caseExec, paused []runningWorker, res *verdict.CaseResult) ([]runningWorker, error) {
+func (f *Faults) AfterWorker(ctx context.Context, pc *Power, c catalogue.Case, env worker.CaseEnv, space string, cx execmode.Case, paused []execmode.Worker, res *verdict.CaseResult) ([]execmode.Worker, error) {
 	if pc == nil {
 		return paused, nil
 	}
-	h, err := cx.history()
+	h, err := cx.History()
 	if err != nil {
 		return paused, err
 	}
@@ -242,21 +244,21 @@ func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c catalogue.Cas
 	}
 	for ; pc.done < len(hits); pc.done++ {
 		for _, w := range paused {
-			w.kill()
-			res.Workers = append(res.Workers, w.wait())
+			w.Kill()
+			res.Workers = append(res.Workers, w.Wait())
 		}
 		paused = nil
-		if h, err = cx.history(); err != nil {
+		if h, err = cx.History(); err != nil {
 			return paused, err
 		}
 		hit := hits[pc.done]
 		if pc.server != nil {
-			if err := r.cutServerPower(ctx, pc, c, env, space, h, hit, res); err != nil {
+			if err := f.cutServerPower(ctx, pc, c, env, space, h, hit, res); err != nil {
 				return paused, err
 			}
 			continue
 		}
-		r.cutLazy(ctx, pc, c, env, space, h, hit, res)
+		f.cutLazy(ctx, pc, c, env, space, h, hit, res)
 	}
 	return paused, nil
 }
@@ -264,13 +266,13 @@ func (r *Runner) afterWorker(ctx context.Context, pc *powerCase, c catalogue.Cas
 // cutLazy cuts the power of the case's lazy mount for hit (every process
 // of the case has ended), notes what it threw away, and reads the stores
 // as it left them (a restart for I9). The caller counts it in pc.done.
-func (r *Runner) cutLazy(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, h history.Log, hit history.Record, res *verdict.CaseResult) {
+func (f *Faults) cutLazy(ctx context.Context, pc *Power, c catalogue.Case, env worker.CaseEnv, space string, h history.Log, hit history.Record, res *verdict.CaseResult) {
 	loss := pc.fs.Cut(tearOf(hit, pc.done))
 	res.Notes = append(res.Notes, fmt.Sprintf("power loss at %s (worker %s): every process of the case killed; %d bytes and %d directory entries that were not synced thrown away%s%s",
 		hit.Point, hit.Worker, loss.Bytes, loss.Names, res.Lost(loss), tornNote(loss)))
 	pc.tore(hit, loss)
 	rs := check.Restart{Server: "machine (power loss)", Point: string(hit.Point), Worker: hit.Worker, Events: len(h.Events())}
-	for _, t := range Observe(h, c, space).Threads {
+	for _, t := range f.run.Observe(h, c, space).Threads {
 		rs.SavedPlans = append(rs.SavedPlans, t.ReturnedIDs...)
 	}
 	copyDir := filepath.Join(filepath.Dir(pc.disk), fmt.Sprintf("after-power-loss-%d", pc.done+1))
@@ -278,7 +280,7 @@ func (r *Runner) cutLazy(ctx context.Context, pc *powerCase, c catalogue.Case, e
 	senv.Dir = filepath.Join(copyDir, "data")
 	if err := pc.fs.CopyDurable(copyDir); err != nil {
 		rs.SnapshotErr = err.Error()
-	} else if snap, _, err := r.snapshot(ctx, c, senv, space, h); err != nil {
+	} else if snap, _, err := f.run.Snapshot(ctx, c, senv, space, h); err != nil {
 		rs.SnapshotErr = err.Error()
 	} else {
 		rs.Snapshot = snap
@@ -315,7 +317,7 @@ func tornNote(loss cut.Loss) string {
 
 // tore records a torn power loss that found nothing written and not
 // synced to tear: it was a plain power loss.
-func (pc *powerCase) tore(hit history.Record, loss cut.Loss) {
+func (pc *Power) tore(hit history.Record, loss cut.Loss) {
 	if pc.noEffect == nil && loss.Torn && loss.Kept == 0 {
 		pc.noEffect = &verdict.NotExercisedReason{Cause: verdict.CauseNothingToTear,
 			Detail: fmt.Sprintf("the torn power loss at %s (worker %s) found nothing written and not synced in the files that survive it: it was a plain power loss", hit.Point, hit.Worker),
@@ -323,13 +325,13 @@ func (pc *powerCase) tore(hit history.Record, loss cut.Loss) {
 	}
 }
 
-// withoutEffect says why the case's power losses did not do what they
+// WithoutEffect says why the case's power losses did not do what they
 // name (nil when they did): on an embedded backend's lazy mount no file
 // ever, by the end of the case (the store keeps its data outside the
 // directory it was given, where crashmatrix cuts no power; a store that
 // wrote nothing yet at the window, and its files later, is fine: there was
 // nothing to lose then); for a torn one, nothing to tear (tore).
-func (pc *powerCase) withoutEffect() *verdict.NotExercisedReason {
+func (pc *Power) WithoutEffect() *verdict.NotExercisedReason {
 	switch {
 	case pc != nil && pc.diskMiss != nil:
 		return pc.diskMiss
@@ -338,7 +340,7 @@ func (pc *powerCase) withoutEffect() *verdict.NotExercisedReason {
 	case pc.fs != nil && pc.fs.FilesMade() == 0:
 		return &verdict.NotExercisedReason{Cause: verdict.CauseDataElsewhere,
 			Detail: "no file was ever made on the case's lazy mount, before or after the power loss: the store keeps its data outside its case's directory, so the power loss could lose nothing",
-			Advice: "open the store's files under the directory the harness gives (CaseEnv.Dir; for a store command, hello's dir and $CRASHMATRIX_STORE_DIR): only there does a power loss reach them; a store whose data lives in a server is no embedded backend (Backend.Embedded false), and its report says power loss was not tested"}
+			Advice: "open the store's files under the directory the harness gives (worker.CaseEnv.Dir; for a store command, hello's dir and $CRASHMATRIX_STORE_DIR): only there does a power loss reach them; a store whose data lives in a server is no embedded backend (Backend.Embedded false), and its report says power loss was not tested"}
 	}
 	return pc.noEffect
 }

@@ -1,4 +1,4 @@
-package sim
+package casefaults
 
 import (
 	"context"
@@ -40,7 +40,7 @@ type ServerDurable interface {
 	StartServer(ctx context.Context, server string) (time.Duration, error)
 }
 
-// serverWatch is the server side of a durableWatch.
+// serverWatch is the server side of a Durable.
 type serverWatch struct {
 	ctx  context.Context
 	sd   ServerDurable
@@ -63,9 +63,9 @@ func durableServer(c catalogue.Case) string {
 }
 
 // watchServerDurable hears the server's data mount for d.
-func (r *Runner) watchServerDurable(ctx context.Context, d *durableWatch) (*durableWatch, func(), error) {
-	sd, ok := r.cfg.ServerFaults.(ServerDurable)
-	if !ok || r.cfg.InProcess {
+func (f *Faults) watchServerDurable(ctx context.Context, d *Durable) (*Durable, func(), error) {
+	sd, ok := f.run.ServerFaults.(ServerDurable)
+	if !ok || f.run.InProcess {
 		return nil, nil, fmt.Errorf("durable steps of server %s: this run cannot watch its servers' files (it needs --backend containers with server faults and power loss on, FUSE, and real worker processes)", d.kill.Server)
 	}
 	d.srv = &serverWatch{ctx: ctx, sd: sd, name: d.kill.Server, done: make(chan struct{})}

@@ -1,4 +1,4 @@
-package sim
+package casefaults
 
 import (
 	"maps"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
 // WorkerEndpoints is a CaseServers that can give one worker of the case
@@ -17,9 +18,9 @@ type WorkerEndpoints interface {
 	WorkerEndpoints(worker string) (map[string]string, error)
 }
 
-// ownEndpoints points spec at its worker's own proxies when step st arms
+// OwnEndpoints points spec at its worker's own proxies when step st arms
 // a partition and the case's servers offer them.
-func ownEndpoints(cs CaseServers, st catalogue.Step, spec *WorkerSpec) error {
+func OwnEndpoints(cs CaseServers, st catalogue.Step, spec *worker.WorkerSpec) error {
 	w, ok := cs.(WorkerEndpoints)
 	if !ok || !slices.ContainsFunc(slices.Collect(maps.Values(st.Arms)), func(a faults.Action) bool { return a.Kind == faults.Partition }) {
 		return nil

@@ -1,4 +1,4 @@
-package sim
+package casefaults
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
 // Each disk error column has a case at every window where a crash
@@ -38,13 +39,13 @@ func TestDiskMatrixAndSelection(t *testing.T) {
 	if _, ok := catalogue.Lease(250*time.Millisecond).DiskCase(faults.Catalogue[0], faults.Crash); ok {
 		t.Error("catalogue.DiskCase made a case of a crash")
 	}
-	r := &Runner{backend: Backend{Embedded: true}}
+	f := New(Run{Backend: worker.Backend{Embedded: true}})
 	sel := catalogue.Selection{Kinds: []faults.Kind{faults.Crash, faults.SlowSync, faults.FsyncError}}
-	if err := r.selectDisk(&sel); err != nil || len(sel.Disk) != 2 || sel.Disk[0] != faults.SlowSync || sel.Disk[1] != faults.FsyncError {
+	if err := f.selectDisk(&sel); err != nil || len(sel.Disk) != 2 || sel.Disk[0] != faults.SlowSync || sel.Disk[1] != faults.FsyncError {
 		t.Fatalf("embedded: %v, columns %v", err, sel.Disk)
 	}
-	r.backend.Embedded = false
-	if err := r.selectDisk(&sel); err == nil || !strings.Contains(err.Error(), "--kind slow-sync: disk errors: not tested (") {
+	f.run.Backend.Embedded = false
+	if err := f.selectDisk(&sel); err == nil || !strings.Contains(err.Error(), "--kind slow-sync: disk errors: not tested (") {
 		t.Fatalf("a server backend took the disk error columns: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package sim
+package casefaults
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/internal/procstat"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/execmode"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
@@ -31,7 +32,7 @@ import (
 // supervisor, serving the mount, counts the durable operations of the
 // worker's session (the worker leads it; its store processes lead groups
 // of their own in it; the worker itself writes for an embedded database)
-// per store call (durableWatch).
+// per store call (Durable).
 //
 // The probe (probe-durable, on a lazy mount) counts them for the standard
 // script's fault worker; the sweep (DurableStepCases) has, for each store
@@ -47,9 +48,9 @@ import (
 // (sim/worker/marks.go), by their index (from 1).
 var storeMethods = worker.StoreMethods()
 
-// durableWatch is the supervisor's side: it hears the case's lazy mount
+// Durable is the supervisor's side: it hears the case's lazy mount
 // (lazyfs.FS.OnDurable) while the marked worker runs.
-type durableWatch struct {
+type Durable struct {
 	file string
 	kill catalogue.DurableKill
 	mu   sync.Mutex
@@ -57,14 +58,14 @@ type durableWatch struct {
 	// fired is the operation the kill followed ("" until it fires).
 	fired string
 	// disk is the disk error of a durable-step disk case (kill.Disk).
-	disk *diskWatch
+	disk *Disk
 	// srv is the server watched and killed (Server), nil for the
 	// worker's own files.
 	srv *serverWatch
 }
 
 // readMark reads the worker's process group and current call.
-func (d *durableWatch) readMark() (pgid int, call int, method string) {
+func (d *Durable) readMark() (pgid int, call int, method string) {
 	b, err := os.ReadFile(d.file)
 	if err != nil || len(b) != worker.CallMarkSize {
 		return 0, 0, ""
@@ -79,7 +80,7 @@ func (d *durableWatch) readMark() (pgid int, call int, method string) {
 
 // op counts one durable operation of the mount; it kills the worker's
 // group when it is the step the case names.
-func (d *durableWatch) op(op cut.DurableOp) {
+func (d *Durable) op(op cut.DurableOp) {
 	pgid, call, method := d.readMark()
 	if pgid <= 1 || call == 0 {
 		return
@@ -112,15 +113,15 @@ func (d *durableWatch) op(op cut.DurableOp) {
 			return
 		}
 		_ = syscall.Kill(-st.PGRP, syscall.SIGKILL)
-		killSession(pgid, true)
+		execmode.KillSession(pgid, true)
 	}
 }
 
-// watchDurable arms the durable-step watch of step st of a case: it makes
+// WatchDurable arms the durable-step watch of step st of a case: it makes
 // the mark file the worker maps (spec.DurableFile) and hears the case's
 // lazy mount (or, for a server's steps, the server's) until the returned
 // function runs.
-func (r *Runner) watchDurable(ctx context.Context, pc *powerCase, st catalogue.Step, dir string, spec *WorkerSpec) (*durableWatch, func(), error) {
+func (f *Faults) WatchDurable(ctx context.Context, pc *Power, st catalogue.Step, dir string, spec *worker.WorkerSpec) (*Durable, func(), error) {
 	if st.Durable == nil {
 		return nil, func() {}, nil
 	}
@@ -132,9 +133,9 @@ func (r *Runner) watchDurable(ctx context.Context, pc *powerCase, st catalogue.S
 		return nil, nil, fmt.Errorf("durable steps: %w", err)
 	}
 	spec.DurableFile = path
-	d := &durableWatch{file: path, kill: *st.Durable}
+	d := &Durable{file: path, kill: *st.Durable}
 	if st.Durable.Server != "" {
-		return r.watchServerDurable(ctx, d)
+		return f.watchServerDurable(ctx, d)
 	}
 	if d.kill.Disk != "" {
 		if err := watchDurableDisk(pc, st, spec, d); err != nil {
@@ -145,16 +146,19 @@ func (r *Runner) watchDurable(ctx context.Context, pc *powerCase, st catalogue.S
 	return d, func() { pc.fs.OnDurable(nil) }, nil
 }
 
-// calls returns what the watch counted.
-func (d *durableWatch) calls() []catalogue.DurableCall {
+// Kill is the durable-step kill the watch carries out.
+func (d *Durable) Kill() catalogue.DurableKill { return d.kill }
+
+// Calls returns what the watch counted.
+func (d *Durable) Calls() []catalogue.DurableCall {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return slices.Clone(d.seen)
 }
 
-// judge says what the kill of a case did: a note, and why the case is not
+// Judge says what the kill of a case did: a note, and why the case is not
 // exercised when the worker never reached the step (nil when it did).
-func (d *durableWatch) judge(worker string, exit string) (string, *verdict.NotExercisedReason) {
+func (d *Durable) Judge(worker string, exit string) (string, *verdict.NotExercisedReason) {
 	k := d.kill
 	if k.Disk != "" {
 		return d.judgeDisk(worker)
@@ -198,43 +202,25 @@ func watchesDurable(c catalogue.Case) bool {
 	return slices.ContainsFunc(c.Steps, func(st catalogue.Step) bool { return st.Durable != nil })
 }
 
-// WatchesDurableSteps reports whether the runner's cases can kill a worker
-// right after a durable step (Step.Durable): worker processes whose
-// stores keep their files on the case's lazy mount.
-func (r *Runner) WatchesDurableSteps() bool { return r.durableSweepable() }
-
 // StoreMethods are the store calls a durable-step kill can name.
 func StoreMethods() []string { return worker.StoreMethods() }
 
-// durableSweepable says whether the runner can watch durable steps: worker
+// DurableSweepable says whether the runner can watch durable steps: worker
 // processes whose stores keep their files on the case's lazy mount.
-func (r *Runner) durableSweepable() bool {
-	return !r.cfg.InProcess && r.backend.Embedded && r.PowerLossUntested() == ""
+func (f *Faults) DurableSweepable() bool {
+	return !f.run.InProcess && f.run.Backend.Embedded && f.PowerLossUntested() == ""
 }
 
-// probeDurable runs the durable-step probe where the runner can.
-func (r *Runner) probeDurable(ctx context.Context) ([]catalogue.DurableCall, []verdict.CaseResult, error) {
-	if !r.durableSweepable() {
-		return nil, nil, nil
-	}
-	c := catalogue.DurableProbe()
-	res := r.RunCase(ctx, c)
-	if res.Verdict != verdict.Pass {
-		return nil, []verdict.CaseResult{res}, fmt.Errorf("probe %s: %s without any fault: %s %s", c.ID, res.Verdict, strings.Join(res.Broken(), ","), strings.Join(res.Notes, "; "))
-	}
-	return res.DurableCalls, []verdict.CaseResult{res}, nil
-}
-
-// durablePower cuts the power of the case's lazy mount after a durable-step
+// DurablePower cuts the power of the case's lazy mount after a durable-step
 // kill that asks for it and fired (the worker's group is dead).
-func (r *Runner) durablePower(ctx context.Context, pc *powerCase, c catalogue.Case, env CaseEnv, space string, cx caseExec, worker string, d *durableWatch, res *verdict.CaseResult) error {
+func (f *Faults) DurablePower(ctx context.Context, pc *Power, c catalogue.Case, env worker.CaseEnv, space string, cx execmode.Case, worker string, d *Durable, res *verdict.CaseResult) error {
 	d.mu.Lock()
 	fired := d.fired != ""
 	d.mu.Unlock()
 	if !d.kill.Power || !fired {
 		return nil
 	}
-	h, err := cx.history()
+	h, err := cx.History()
 	if err != nil {
 		return err
 	}
@@ -243,7 +229,7 @@ func (r *Runner) durablePower(ctx context.Context, pc *powerCase, c catalogue.Ca
 		cut = &faults.Action{Kind: faults.TornWrite, Tear: faults.ActionTear(d.kill.Tear)}
 	}
 	hit := history.Record{Kind: history.Hit, Worker: worker, Point: faults.Point(catalogue.DurableStepName(d.kill)), Fault: cut}
-	r.cutLazy(ctx, pc, c, env, space, h, hit, res)
+	f.cutLazy(ctx, pc, c, env, space, h, hit, res)
 	pc.done++
 	return nil
 }

@@ -1,4 +1,4 @@
-package sim
+package execmode
 
 import (
 	"cmp"
@@ -27,52 +27,57 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// caseExec runs the workers of one case in some execution mode.
-type caseExec interface {
-	// start runs a worker; a process worker is killed once deadline has
+// Case runs the workers of one case in one of the two modes.
+type Case interface {
+	// Start runs a worker; a process worker is killed once deadline has
 	// passed.
-	start(ctx context.Context, spec WorkerSpec, deadline time.Duration) (runningWorker, error)
-	history() (history.Log, error)
-	snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error)
-	close()
+	Start(ctx context.Context, spec worker.WorkerSpec, deadline time.Duration) (Worker, error)
+	// History reads the case's history so far.
+	History() (history.Log, error)
+	// Snapshot reads the case's stores and distils the history.
+	Snapshot(ctx context.Context, c catalogue.Case, env worker.CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error)
+	// Close gives back what the case borrowed.
+	Close()
 }
 
-// runningWorker is one running worker.
-type runningWorker interface {
-	// waitHitOrExit returns once the worker reported a failpoint hit or
+// Worker is one running worker.
+type Worker interface {
+	// WaitHitOrExit returns once the worker reported a failpoint hit or
 	// ended.
-	waitHitOrExit(ctx context.Context, limit time.Duration)
-	// release lets a paused worker continue.
-	release()
-	// wait returns the worker's result once it ended.
-	wait() verdict.WorkerResult
-	// kill ends a worker process now; a no-op in the in-process mode (a
+	WaitHitOrExit(ctx context.Context, limit time.Duration)
+	// Release lets a paused worker continue.
+	Release()
+	// Wait returns the worker's result once it ended.
+	Wait() verdict.WorkerResult
+	// Kill ends a worker process now; a no-op in the in-process mode (a
 	// goroutine cannot be stopped from outside).
-	kill()
+	Kill()
 }
 
 // processCase runs workers as OS processes (the crashmatrix binary or a
 // re-executed test binary) killed by SIGKILL.
 type processCase struct {
-	r        *Runner
+	m        *Modes
 	dir      string
 	histPath string
 }
 
-func (r *Runner) newProcessCase(dir string, env CaseEnv) (*processCase, error) {
+// NewProcessCase prepares the case folder dir (emptied) for a case whose
+// workers run as processes.
+func (m *Modes) NewProcessCase(dir string) (Case, error) {
 	_ = os.RemoveAll(dir)
 	if err := os.MkdirAll(filepath.Join(dir, "calls"), 0o755); err != nil {
 		return nil, err
 	}
-	return &processCase{r: r, dir: dir, histPath: filepath.Join(dir, "history.jsonl")}, nil
+	return &processCase{m: m, dir: dir, histPath: filepath.Join(dir, "history.jsonl")}, nil
 }
 
-func (p *processCase) history() (history.Log, error) { return history.Read(p.histPath) }
+func (p *processCase) History() (history.Log, error) { return history.Read(p.histPath) }
 
-func (p *processCase) close() {}
+func (p *processCase) Close() {}
 
-func (p *processCase) snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
-	return p.r.snapshot(ctx, c, env, space, h)
+func (p *processCase) Snapshot(ctx context.Context, c catalogue.Case, env worker.CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
+	return p.m.run.Snapshot(ctx, c, env, space, h)
 }
 
 type processWorker struct {
@@ -81,29 +86,29 @@ type processWorker struct {
 	// startLimit is Backend.StartTimeout: the time spent opening the
 	// stores, up to this much per open, is not counted against limits.
 	startLimit time.Duration
-	spec       WorkerSpec
+	spec       worker.WorkerSpec
 	hist       string
 	done       chan verdict.WorkerResult
 	res        *verdict.WorkerResult
 }
 
-func (p *processCase) start(ctx context.Context, spec WorkerSpec, deadline time.Duration) (runningWorker, error) {
-	b := p.r.stepBackend(spec)
+func (p *processCase) Start(ctx context.Context, spec worker.WorkerSpec, deadline time.Duration) (Worker, error) {
+	b := p.m.run.StepBackend(spec)
 	if b.StartTimeout > 0 {
 		spec.StartsFile = filepath.Join(p.dir, fmt.Sprintf("worker-%d-%s.starts", spec.Phase, spec.Worker))
 	}
-	cmd, done, err := p.r.start(ctx, p.dir, spec, deadline)
+	cmd, done, err := p.m.start(ctx, p.dir, spec, deadline)
 	if err != nil {
 		return nil, err
 	}
-	return &processWorker{pid: cmd.Process.Pid, sweep: p.r.backend.ChildProcesses, startLimit: b.StartTimeout, spec: spec, hist: p.histPath, done: done}, nil
+	return &processWorker{pid: cmd.Process.Pid, sweep: p.m.run.Backend.ChildProcesses, startLimit: b.StartTimeout, spec: spec, hist: p.histPath, done: done}, nil
 }
 
 // kill kills the worker's session (SIGKILL): the worker's process group
 // and those of its store processes.
-func (w *processWorker) kill() { killSession(w.pid, w.sweep) }
+func (w *processWorker) Kill() { KillSession(w.pid, w.sweep) }
 
-func (w *processWorker) wait() verdict.WorkerResult {
+func (w *processWorker) Wait() verdict.WorkerResult {
 	if w.res == nil {
 		r := <-w.done
 		w.res = &r
@@ -111,11 +116,11 @@ func (w *processWorker) wait() verdict.WorkerResult {
 	return *w.res
 }
 
-func (w *processWorker) release() {
+func (w *processWorker) Release() {
 	_ = os.WriteFile(w.spec.ReleaseFile, nil, 0o644)
 }
 
-func (w *processWorker) waitHitOrExit(ctx context.Context, limit time.Duration) {
+func (w *processWorker) WaitHitOrExit(ctx context.Context, limit time.Duration) {
 	deadline := time.Now().Add(limit)
 	var starting time.Duration
 	for ctx.Err() == nil {
@@ -136,7 +141,7 @@ func (w *processWorker) waitHitOrExit(ctx context.Context, limit time.Duration) 
 				// request held, the case's clock past the lease); any
 				// other fault it survives (a lease fault, an error) lets it
 				// run on to its pause or its end. A slow sync holding
-				// past the lease (sim/slowsync.go) parks it too.
+				// past the lease (sim/casefaults/slowsync.go) parks it too.
 				if r.Worker == w.spec.Worker && r.Phase == w.spec.Phase && (r.Kind == history.Hit && (r.Fault == nil || r.Fault.Kind == faults.Pause) ||
 					r.Kind == history.Server && r.Fault != nil && (r.Fault.Kind.HoldsPastLease() || r.Fault.Kind == faults.SlowSync) || r.Kind == history.Exit) {
 					return
@@ -155,7 +160,7 @@ func (w *processWorker) waitHitOrExit(ctx context.Context, limit time.Duration) 
 // start launches a worker with its failpoints armed through GO_FAILPOINTS
 // and a deadline, after which its whole process group is killed; the
 // returned channel yields its result.
-func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadline time.Duration) (*exec.Cmd, chan verdict.WorkerResult, error) {
+func (m *Modes) start(ctx context.Context, dir string, spec worker.WorkerSpec, deadline time.Duration) (*exec.Cmd, chan verdict.WorkerResult, error) {
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, nil, err
@@ -164,7 +169,7 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 	if err := os.WriteFile(specPath, b, 0o644); err != nil {
 		return nil, nil, err
 	}
-	cmd := r.cfg.Launcher.Command(ctx, specPath)
+	cmd := m.run.Launcher.Command(ctx, specPath)
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
@@ -189,36 +194,36 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 	cmd.Stderr, cmd.Stdout = out, out
 	// The worker leads a session (and so a process group) of its own: the
 	// store processes it starts lead groups of their own in it (storeproc),
-	// and killSession ends them all.
+	// and KillSession ends them all.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
 		out.Close()
 		return nil, nil, err
 	}
-	r.procs.Store(cmd, struct{}{})
+	m.procs.Store(cmd, struct{}{})
 	done := make(chan verdict.WorkerResult, 1)
 	exited := make(chan struct{})
 	var timedOut atomic.Bool
 	var syncing atomic.Pointer[[]string]
-	go r.watchDeadline(cmd.Process.Pid, deadline, spec.StartsFile, exited, &timedOut, func() {
+	go m.watchDeadline(cmd.Process.Pid, deadline, spec.StartsFile, exited, &timedOut, func() {
 		// Before the stacks are asked for: a store process of the
 		// worker's (a store in another language) waiting in an fsync.
 		if s := sessionInSync(cmd.Process.Pid); len(s) > 0 {
 			syncing.Store(&s)
 		}
-		r.diagnose(dir, spec.Env)
+		m.diagnose(dir, spec.Env)
 	})
 	go func() {
-		sweep := r.backend.ChildProcesses
-		stop := context.AfterFunc(ctx, func() { killSession(cmd.Process.Pid, sweep) })
+		sweep := m.run.Backend.ChildProcesses
+		stop := context.AfterFunc(ctx, func() { KillSession(cmd.Process.Pid, sweep) })
 		if sweep {
 			// Once the worker has exited, and before it is reaped (its
 			// pid, and so its session's id, stays ours until then),
 			// whatever it left running goes with it: a store process's
 			// children.
 			waitExited(cmd.Process.Pid)
-			killSession(cmd.Process.Pid, true)
+			KillSession(cmd.Process.Pid, true)
 		}
 		err := cmd.Wait()
 		// From now on the worker renews no lease: a worker refused by one
@@ -227,7 +232,7 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 		close(exited)
 		stop()
 		out.Close()
-		r.procs.Delete(cmd)
+		m.procs.Delete(cmd)
 		wr := verdict.WorkerResult{Worker: spec.Worker, PID: cmd.Process.Pid, Took: time.Since(t0), StoreStarts: worker.StoreStarts(spec.StartsFile)}
 		var ee *exec.ExitError
 		switch {
@@ -260,7 +265,7 @@ func (r *Runner) start(ctx context.Context, dir string, spec WorkerSpec, deadlin
 // own deadline bounds that wait). At the deadline the
 // worker first gets a SIGQUIT, so that its goroutines' stacks (where it
 // hung) land in its output file, then its process group a SIGKILL.
-func (r *Runner) watchDeadline(pid int, deadline time.Duration, startsFile string, exited <-chan struct{}, timedOut *atomic.Bool, atDeadline func()) {
+func (m *Modes) watchDeadline(pid int, deadline time.Duration, startsFile string, exited <-chan struct{}, timedOut *atomic.Bool, atDeadline func()) {
 	t := time.NewTimer(deadline)
 	defer t.Stop()
 	limit := deadline
@@ -271,16 +276,16 @@ func (r *Runner) watchDeadline(pid int, deadline time.Duration, startsFile strin
 			return
 		case <-t.C:
 		}
-		if cur := r.Timing().ProcessTimeout; cur > limit {
+		if cur := m.processTimeout(); cur > limit {
 			t.Reset(cur - limit)
 			limit = cur
 			continue
 		}
 		now := time.Now()
-		s, open := worker.StartTime(startsFile, r.backend.StartTimeout, now)
+		s, open := worker.StartTime(startsFile, m.run.Backend.StartTimeout, now)
 		// Parked, each wait counted up to what the foreground worker it
 		// waits for may take: its deadline and its stores' start.
-		p, parked := worker.PausedTime(startsFile, limit+r.backend.StartTimeout, now)
+		p, parked := worker.PausedTime(startsFile, limit+m.run.Backend.StartTimeout, now)
 		if s += p; s > starting {
 			wait := s - starting
 			if open || parked {
@@ -300,7 +305,7 @@ func (r *Runner) watchDeadline(pid int, deadline time.Duration, startsFile strin
 		case <-exited:
 		case <-time.After(stackDumpWait):
 		}
-		killSession(pid, r.backend.ChildProcesses)
+		KillSession(pid, m.run.Backend.ChildProcesses)
 		return
 	}
 }
@@ -311,8 +316,8 @@ const ServersAtDeadline = "servers-at-deadline.txt"
 
 // diagnose asks the backend what its servers are doing and keeps the
 // answer in the case's folder, once per case (the first worker to hang).
-func (r *Runner) diagnose(dir string, env CaseEnv) {
-	if r.backend.Diagnose == nil {
+func (m *Modes) diagnose(dir string, env worker.CaseEnv) {
+	if m.run.Backend.Diagnose == nil {
 		return
 	}
 	f, err := os.OpenFile(filepath.Join(dir, ServersAtDeadline), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -322,7 +327,7 @@ func (r *Runner) diagnose(dir string, env CaseEnv) {
 	defer f.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), diagnoseTimeout)
 	defer cancel()
-	fmt.Fprintf(f, "%s\n", r.backend.Diagnose(ctx, env))
+	fmt.Fprintf(f, "%s\n", m.run.Backend.Diagnose(ctx, env))
 }
 
 // diagnoseTimeout bounds one Backend.Diagnose: the servers it asks may be
@@ -552,37 +557,11 @@ func storeMethod(lines []string) string {
 	return ""
 }
 
-// snapshot opens the backend afresh (as a new process would) and reads the
-// stores, and distils the history.
-func (r *Runner) snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
-	obs := Observe(h, c, space)
-	if r.cfg.Service != nil {
-		return r.serviceSnapshot(ctx, c, env, space, obs)
-	}
-	b := r.judgedBackend()
-	st, err := b.Open(ctx, env)
-	if err != nil {
-		return check.Snapshot{}, obs, err
-	}
-	defer st.Close()
-	var ps PlanSaveStores
-	if c.System == faults.PlanSave && b.OpenPlanSave != nil {
-		if ps, err = b.OpenPlanSave(ctx, env); err != nil {
-			return check.Snapshot{}, obs, err
-		}
-		if ps.Closer != nil {
-			defer ps.Closer.Close()
-		}
-	}
-	snap, err := check.Take(ctx, st, space, ps.Checkpoints, ps.Plans, obs.Threads)
-	return snap, obs, err
-}
-
-// killSession kills (SIGKILL) the processes of session sid, the session a
+// KillSession kills (SIGKILL) the processes of session sid, the session a
 // worker leads: its own process group and, with sweep, each group /proc
 // shows in the session (a store process's, with whatever that store
 // started: Backend.ChildProcesses).
-func killSession(sid int, sweep bool) {
+func KillSession(sid int, sweep bool) {
 	_ = syscall.Kill(-sid, syscall.SIGKILL)
 	defer worker.KillAdopted(sid)
 	if !sweep {

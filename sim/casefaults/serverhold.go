@@ -1,4 +1,4 @@
-package sim
+package casefaults
 
 import (
 	"fmt"
@@ -16,13 +16,13 @@ import (
 // long pause on (LongPause: twice the TTL and a little), as a worker's
 // own pause past its lease does; with the wall clock, the fault holds
 // that long instead.
-func (r *Runner) pastLease(c catalogue.Case, history string) func() (moved, hold time.Duration) {
+func (f *Faults) pastLease(c catalogue.Case, history string) func() (moved, hold time.Duration) {
 	ttl := c.TTLMillis
 	if ttl <= 0 {
-		ttl = r.Timing().LeaseTTL.Milliseconds()
+		ttl = f.run.LeaseTTL().Milliseconds()
 	}
 	d := catalogue.Lease(time.Duration(ttl) * time.Millisecond).LongPause()
-	if r.cfg.WallClock || r.cfg.InProcess {
+	if f.run.WallClock || f.run.InProcess {
 		return func() (time.Duration, time.Duration) { return 0, d }
 	}
 	path := filepath.Join(filepath.Dir(history), worker.ClockFile)

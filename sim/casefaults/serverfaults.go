@@ -1,4 +1,4 @@
-package sim
+package casefaults
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/execmode"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
 // ServerFaults lets the supervisor fault the database servers of a server
@@ -62,7 +64,7 @@ type ServerCase struct {
 // CaseServers are one case run's endpoints and server faults.
 type CaseServers interface {
 	// Endpoints are what the workers reach the servers through
-	// (CaseEnv.Servers): server name -> host:port, and EndpointControl ->
+	// (worker.CaseEnv.Servers): server name -> host:port, and EndpointControl ->
 	// the URL they ask for server faults at.
 	Endpoints() map[string]string
 	// StopFaults disarms every proxy fault still armed: faults stop
@@ -74,30 +76,30 @@ type CaseServers interface {
 	Close()
 }
 
-// openServers opens the case's server faults when the run has them: the
+// OpenServers opens the case's server faults when the run has them: the
 // workers' endpoints go into env, and the case holds the servers shared,
 // or exclusively when it crashes one. unlock releases what it took.
-func (r *Runner) openServers(ctx context.Context, c catalogue.Case, cx caseExec, env *CaseEnv, space, history string) (CaseServers, func(), error) {
-	if r.cfg.ServerFaults == nil || r.cfg.InProcess {
+func (f *Faults) OpenServers(ctx context.Context, c catalogue.Case, cx execmode.Case, env *worker.CaseEnv, space, history string) (CaseServers, func(), error) {
+	if f.run.ServerFaults == nil || f.run.InProcess {
 		if k, ok := serverFaultOf(c); ok {
 			return nil, func() {}, fmt.Errorf("case arms a server fault (%s) but this run cannot fault servers: it needs a server backend whose servers crashmatrix started (--backend containers, with server faults on) and real worker processes", k)
 		}
 		return nil, func() {}, nil
 	}
-	crashes := crashedServer(c)
-	if r.isServerPowerLoss(c) || durableServer(c) != "" || actsOnWholeServer(c) {
+	crashes := CrashedServer(c)
+	if f.isServerPowerLoss(c) || durableServer(c) != "" || actsOnWholeServer(c) {
 		// A power loss kills every server, a durable-step kill one, a
 		// pause or a clock jump holds one whole: the case runs alone, its
 		// workers through proxies that follow the restarted server.
 		crashes = powerWave
 	}
-	r.servers.acquire(crashes, r.cfg.ServerFaults.Kills)
-	unlock := r.servers.release
+	f.servers.acquire(crashes, f.run.ServerFaults.Kills)
+	unlock := f.servers.release
 	if _, ok := serverFaultOf(c); !ok && crashes != powerWave {
 		// No server fault to carry out: the workers reach the servers
 		// themselves, not through a proxy that would only copy bytes
 		// (half the supervisor's CPU in a containers matrix).
-		env.Servers = r.cfg.ServerFaults.Direct()
+		env.Servers = f.run.ServerFaults.Direct()
 		return nil, unlock, nil
 	}
 	snapEnv := *env
@@ -105,22 +107,22 @@ func (r *Runner) openServers(ctx context.Context, c catalogue.Case, cx caseExec,
 	if crashes == powerWave {
 		crashesServer = ""
 	}
-	cs, err := r.cfg.ServerFaults.OpenCase(ctx, ServerCase{ID: space, History: history, Crashes: crashesServer,
-		PastLease: r.pastLease(c, history),
+	cs, err := f.run.ServerFaults.OpenCase(ctx, ServerCase{ID: space, History: history, Crashes: crashesServer,
+		PastLease: f.pastLease(c, history),
 		Snapshot: func(ctx context.Context) (check.Snapshot, error) {
-			h, err := cx.history()
+			h, err := cx.History()
 			if err != nil {
 				return check.Snapshot{}, err
 			}
-			s, _, err := cx.snapshot(ctx, c, snapEnv, space, h)
+			s, _, err := cx.Snapshot(ctx, c, snapEnv, space, h)
 			return s, err
 		},
 		Acknowledged: func() (int, []int64, error) {
-			h, err := cx.history()
+			h, err := cx.History()
 			if err != nil {
 				return 0, nil, err
 			}
-			obs := Observe(h, c, space)
+			obs := f.run.Observe(h, c, space)
 			var saved []int64
 			for _, t := range obs.Threads {
 				saved = append(saved, t.ReturnedIDs...)
@@ -191,18 +193,18 @@ func serverFaultOf(c catalogue.Case) (faults.Action, bool) {
 	return faults.Action{}, false
 }
 
-// crashedServer names the server a case crashes ("" when none).
-func crashedServer(c catalogue.Case) string {
+// CrashedServer names the server a case crashes ("" when none).
+func CrashedServer(c catalogue.Case) string {
 	if a, ok := serverFaultOf(c); ok && a.Kind == faults.ServerCrash {
 		return a.Server
 	}
 	return ""
 }
 
-// serverFaultDone reports whether the supervisor recorded that the server
+// ServerFaultDone reports whether the supervisor recorded that the server
 // fault worker armed at p took effect (a restart, a dropped reply, a reset
 // connection).
-func serverFaultDone(h history.Log, worker string, p faults.Point) bool {
+func ServerFaultDone(h history.Log, worker string, p faults.Point) bool {
 	for _, r := range h {
 		if r.Kind == history.Server && r.Point == p && r.Worker == worker && r.Err == "" {
 			return true

@@ -1,4 +1,4 @@
-package sim
+package casefaults
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
+	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
 // A slow sync with a competitor (catalogue.SlowSyncTakeoverCase): the
@@ -29,7 +30,7 @@ const slowSyncHoldLimit = 5 * time.Second
 // past its lease (moved: how far the case's clock went on), and waits
 // for the worker's release; false when the release did not come within
 // slowSyncHoldLimit.
-func holdSlowSync(spec *WorkerSpec, p faults.Point, a faults.Action, moved time.Duration) bool {
+func holdSlowSync(spec *worker.WorkerSpec, p faults.Point, a faults.Action, moved time.Duration) bool {
 	h, err := history.Open(spec.History, spec.Worker, spec.Phase, func() int64 { return time.Now().UnixMilli() })
 	if err != nil {
 		return true // no record: the supervisor waits for the worker's end instead

@@ -1,4 +1,4 @@
-package sim
+package execmode
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func (c *simClock) advanceTo(t int64) {
 // one writer lock.
 type sharedStores struct {
 	st   reference.Stores
-	ps   *PlanSaveStores
+	ps   *worker.PlanSaveStores
 	dir  string
 	uses int
 }
@@ -64,61 +64,61 @@ type sharedStores struct {
 const rotateSharedAfter = 64
 
 // borrow takes a free shared handle, opening a new one when none is free.
-func (r *Runner) borrow(ctx context.Context, env CaseEnv) (*sharedStores, error) {
-	r.poolMu.Lock()
-	if n := len(r.pool); n > 0 {
-		s := r.pool[n-1]
-		r.pool = r.pool[:n-1]
-		r.poolMu.Unlock()
+func (m *Modes) borrow(ctx context.Context, env worker.CaseEnv) (*sharedStores, error) {
+	m.poolMu.Lock()
+	if n := len(m.pool); n > 0 {
+		s := m.pool[n-1]
+		m.pool = m.pool[:n-1]
+		m.poolMu.Unlock()
 		return s, nil
 	}
-	r.opened++
-	slot := r.opened
-	r.poolMu.Unlock()
+	m.opened++
+	slot := m.opened
+	m.poolMu.Unlock()
 	e := env
-	e.Dir = fmt.Sprintf("%s/shared-%d", r.cfg.WorkDir, slot)
+	e.Dir = fmt.Sprintf("%s/shared-%d", m.run.WorkDir, slot)
 	// The handle outlives the case that opened it: its logs too.
 	e.Logs = e.Dir + "-logs"
 	s := &sharedStores{dir: e.Dir}
 	var err error
-	open := r.backend.Open
-	if r.backend.OpenShared != nil && !r.cfg.InProcessFiles {
-		open = r.backend.OpenShared
+	open := m.run.Backend.Open
+	if m.run.Backend.OpenShared != nil && !m.run.InProcessFiles {
+		open = m.run.Backend.OpenShared
 	}
 	if s.st, err = open(ctx, e); err != nil {
 		return nil, err
 	}
-	if r.backend.OpenPlanSave != nil {
-		ps, err := r.backend.OpenPlanSave(ctx, e)
+	if m.run.Backend.OpenPlanSave != nil {
+		ps, err := m.run.Backend.OpenPlanSave(ctx, e)
 		if err != nil {
 			s.st.Close()
 			return nil, err
 		}
 		s.ps = &ps
 	}
-	r.poolMu.Lock()
-	r.all = append(r.all, s)
-	r.poolMu.Unlock()
+	m.poolMu.Lock()
+	m.all = append(m.all, s)
+	m.poolMu.Unlock()
 	return s, nil
 }
 
-func (r *Runner) giveBack(s *sharedStores) {
+func (m *Modes) giveBack(s *sharedStores) {
 	s.uses++
 	// A simulated store serves one case: a fresh one costs less than
 	// one that keeps every earlier case.
-	if r.backend.Simulated || (r.backend.Embedded && s.uses >= rotateSharedAfter) {
-		r.poolMu.Lock()
-		r.all = slices.DeleteFunc(r.all, func(x *sharedStores) bool { return x == s })
-		r.poolMu.Unlock()
+	if m.run.Backend.Simulated || (m.run.Backend.Embedded && s.uses >= rotateSharedAfter) {
+		m.poolMu.Lock()
+		m.all = slices.DeleteFunc(m.all, func(x *sharedStores) bool { return x == s })
+		m.poolMu.Unlock()
 		s.close()
-		if r.backend.Embedded {
+		if m.run.Backend.Embedded {
 			_ = os.RemoveAll(s.dir)
 		}
 		return
 	}
-	r.poolMu.Lock()
-	r.pool = append(r.pool, s)
-	r.poolMu.Unlock()
+	m.poolMu.Lock()
+	m.pool = append(m.pool, s)
+	m.poolMu.Unlock()
 }
 
 func (s *sharedStores) close() {
@@ -130,25 +130,22 @@ func (s *sharedStores) close() {
 
 // CloseShared closes the in-process mode's shared handles, and what the
 // backend holds across cases (Backend.Close: store-cmd's pooled store
-// processes). The runner stays usable.
-func (r *Runner) CloseShared() {
-	r.poolMu.Lock()
-	defer r.poolMu.Unlock()
-	for _, s := range r.all {
+// processes). The modes stay usable.
+func (m *Modes) CloseShared() {
+	m.poolMu.Lock()
+	defer m.poolMu.Unlock()
+	for _, s := range m.all {
 		s.close()
 	}
-	r.all, r.pool = nil, nil
-	if r.backend.Close != nil {
-		_ = r.backend.Close()
-	}
-	if r.recover != nil && r.recover.backend.Close != nil {
-		_ = r.recover.backend.Close() // version B's pooled snapshot processes (sim/upgrade.go)
+	m.all, m.pool = nil, nil
+	if m.run.Backend.Close != nil {
+		_ = m.run.Backend.Close()
 	}
 }
 
 type inprocCase struct {
-	r      *Runner
-	env    CaseEnv
+	m      *Modes
+	env    worker.CaseEnv
 	hist   *history.Mem
 	clock  *simClock
 	calls  *reference.MemoryCallLog
@@ -159,34 +156,56 @@ type inprocCase struct {
 	stops worker.StopMap
 }
 
-func (r *Runner) newInProcessCase(ctx context.Context, c catalogue.Case, env CaseEnv) (*inprocCase, error) {
-	x := &inprocCase{r: r, env: env, hist: &history.Mem{}, clock: &simClock{now: 1_800_000_000_000}, calls: &reference.MemoryCallLog{}, pid: 100}
-	if !r.backend.Volatile {
-		s, err := r.borrow(ctx, env)
+// NewInProcessCase prepares a case whose workers run as goroutines of
+// this process, on a shared handle of the backend (unless it is
+// Volatile).
+func (m *Modes) NewInProcessCase(ctx context.Context, env worker.CaseEnv) (Case, error) {
+	x := &inprocCase{m: m, env: env, hist: &history.Mem{}, clock: &simClock{now: 1_800_000_000_000}, calls: &reference.MemoryCallLog{}, pid: 100}
+	if !m.run.Backend.Volatile {
+		s, err := m.borrow(ctx, env)
 		if err != nil {
-			return nil, fmt.Errorf("open backend %s: %w", r.backend.Name, err)
+			return nil, fmt.Errorf("open backend %s: %w", m.run.Backend.Name, err)
 		}
 		x.shared = s
 	}
 	return x, nil
 }
 
-func (x *inprocCase) history() (history.Log, error) { return x.hist.Snapshot(), nil }
+// InProcessCase is a Case of the in-process mode, whose workers share
+// the case's stores, clock and model-call log: what the runner puts in
+// before the first worker (a scenario's initial state) goes there.
+type InProcessCase interface {
+	Case
+	// Shared returns the stores the case's workers share (nil for a
+	// Volatile backend, whose workers each start from empty stores), the
+	// case's clock now, and its model-call log.
+	Shared() (st *reference.Stores, now int64, calls *reference.MemoryCallLog)
+}
 
-func (x *inprocCase) close() {
+// Shared implements InProcessCase.
+func (x *inprocCase) Shared() (*reference.Stores, int64, *reference.MemoryCallLog) {
+	if x.shared == nil {
+		return nil, x.clock.Now(), x.calls
+	}
+	return &x.shared.st, x.clock.Now(), x.calls
+}
+
+func (x *inprocCase) History() (history.Log, error) { return x.hist.Snapshot(), nil }
+
+func (x *inprocCase) Close() {
 	if x.shared != nil {
-		x.r.giveBack(x.shared)
+		x.m.giveBack(x.shared)
 	}
 }
 
-func (x *inprocCase) snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
-	obs := Observe(h, c, space)
+func (x *inprocCase) Snapshot(ctx context.Context, c catalogue.Case, env worker.CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
+	obs := x.m.run.Observe(h, c, space)
 	if x.shared != nil {
-		var ps PlanSaveStores
+		var ps worker.PlanSaveStores
 		if x.shared.ps != nil {
 			ps = *x.shared.ps
 		}
-		if x.r.backend.Local {
+		if x.m.run.Backend.Local {
 			if err := ctx.Err(); err != nil {
 				return check.Snapshot{}, obs, err
 			}
@@ -195,11 +214,11 @@ func (x *inprocCase) snapshot(ctx context.Context, c catalogue.Case, env CaseEnv
 		snap, err := check.Take(ctx, x.shared.st, space, ps.Checkpoints, ps.Plans, obs.Threads)
 		return snap, obs, err
 	}
-	return x.r.snapshot(ctx, c, env, space, h)
+	return x.m.run.Snapshot(ctx, c, env, space, h)
 }
 
 type inprocWorker struct {
-	spec   WorkerSpec
+	spec   worker.WorkerSpec
 	hist   *history.Mem
 	parked chan struct{}
 	done   chan verdict.WorkerResult
@@ -207,7 +226,7 @@ type inprocWorker struct {
 	res    *verdict.WorkerResult
 }
 
-func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration) (runningWorker, error) {
+func (x *inprocCase) Start(ctx context.Context, spec worker.WorkerSpec, _ time.Duration) (Worker, error) {
 	if spec.KillAfterMicros > 0 {
 		return nil, fmt.Errorf("worker %s: a random-instant kill needs real worker processes, not the in-process mode (a goroutine cannot be stopped at an instant)", spec.Worker)
 	}
@@ -222,7 +241,7 @@ func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration
 		sched.Arm(p, a)
 	}
 	crashed := false
-	opt := WorkerOptions{
+	opt := worker.WorkerOptions{
 		Injector: sched,
 		History:  hw,
 		CallLog:  &worker.MemCallLog{Log: x.calls, Hist: hw},
@@ -251,7 +270,7 @@ func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration
 		},
 	}
 	opt.Stops = &x.stops
-	opt.DetachStores = x.r.backend.Local
+	opt.DetachStores = x.m.run.Backend.Local
 	if x.shared != nil {
 		opt.Stores = &x.shared.st
 		opt.PlanSave = x.shared.ps
@@ -269,7 +288,7 @@ func (x *inprocCase) start(ctx context.Context, spec WorkerSpec, _ time.Duration
 			}
 			w.done <- wr
 		}()
-		err = RunWorker(ctx, spec, x.r.backend, opt)
+		err = worker.RunWorker(ctx, spec, x.m.run.Backend, opt)
 	})
 	return w, nil
 }
@@ -308,7 +327,7 @@ func workerLoop(f func()) {
 	}
 }
 
-func (w *inprocWorker) waitHitOrExit(ctx context.Context, _ time.Duration) {
+func (w *inprocWorker) WaitHitOrExit(ctx context.Context, _ time.Duration) {
 	select {
 	case <-w.parked:
 	case r := <-w.done:
@@ -317,7 +336,7 @@ func (w *inprocWorker) waitHitOrExit(ctx context.Context, _ time.Duration) {
 	}
 }
 
-func (w *inprocWorker) release() {
+func (w *inprocWorker) Release() {
 	select {
 	case <-w.relCh:
 	default:
@@ -325,9 +344,9 @@ func (w *inprocWorker) release() {
 	}
 }
 
-func (w *inprocWorker) kill() {}
+func (w *inprocWorker) Kill() {}
 
-func (w *inprocWorker) wait() verdict.WorkerResult {
+func (w *inprocWorker) Wait() verdict.WorkerResult {
 	if w.res == nil {
 		r := <-w.done
 		w.res = &r
