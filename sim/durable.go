@@ -218,6 +218,9 @@ func (r *Runner) probeDurable(ctx context.Context) ([]catalogue.DurableCall, []v
 		return nil, nil, nil
 	}
 	c := catalogue.DurableProbe()
+	if r.serviceCannot(c) {
+		return nil, nil, nil
+	}
 	res := r.RunCase(ctx, c)
 	if res.Verdict != verdict.Pass {
 		return nil, []verdict.CaseResult{res}, fmt.Errorf("probe %s: %s without any fault: %s %s", c.ID, res.Verdict, strings.Join(res.Broken(), ","), strings.Join(res.Notes, "; "))

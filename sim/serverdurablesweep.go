@@ -49,6 +49,9 @@ func (r *Runner) probeServerDurable(ctx context.Context) (map[string][]catalogue
 	var results []verdict.CaseResult
 	for _, s := range servers {
 		c := catalogue.ServerDurableCase(catalogue.DurableKill{Server: s})
+		if r.serviceCannot(c) {
+			continue
+		}
 		var runs [][]catalogue.DurableCall
 		for range serverProbeRuns {
 			res := r.RunCase(ctx, c)
