@@ -39,6 +39,9 @@ func (r *Runner) probeStaleCalls(ctx context.Context) (map[faults.Kind]int, []ve
 	}
 	for _, k := range catalogue.StaleCallKinds {
 		c := catalogue.Lease(r.cfg.LeaseTTL).StaleCallProbe(k)
+		if r.serviceCannot(c) {
+			continue
+		}
 		for n := 0; n < runs; n++ {
 			res := r.RunCase(ctx, c)
 			results = append(results, res)

@@ -20,6 +20,9 @@ func (r *Runner) probeDurable(ctx context.Context) ([]catalogue.DurableCall, []v
 		return nil, nil, nil
 	}
 	c := catalogue.DurableProbe()
+	if r.serviceCannot(c) {
+		return nil, nil, nil
+	}
 	res := r.RunCase(ctx, c)
 	if res.Verdict != verdict.Pass {
 		return nil, []verdict.CaseResult{res}, fmt.Errorf("probe %s: %s without any fault: %s %s", c.ID, res.Verdict, strings.Join(res.Broken(), ","), strings.Join(res.Notes, "; "))
@@ -39,6 +42,9 @@ func (r *Runner) probeServerDurable(ctx context.Context) (map[string][]catalogue
 	var results []verdict.CaseResult
 	for _, s := range servers {
 		c := catalogue.ServerDurableCase(catalogue.DurableKill{Server: s})
+		if r.serviceCannot(c) {
+			continue
+		}
 		var runs [][]catalogue.DurableCall
 		for range casefaults.ServerProbeRuns {
 			res := r.RunCase(ctx, c)

@@ -125,6 +125,18 @@ func (r *Runner) serviceSnapshot(ctx context.Context, c catalogue.Case, env Case
 	return snap, obs, err
 }
 
+// serviceCannot says whether the run's service cannot run probe case c
+// (a system it does not implement, a window it does not declare): such a
+// probe is left out, since it would find nothing of the service and fail
+// it for intents it never claimed to serve. False without a service.
+func (r *Runner) serviceCannot(c catalogue.Case) bool {
+	if r.cfg.Service == nil {
+		return false
+	}
+	ok, _ := r.cfg.Service.Applicable(c)
+	return !ok
+}
+
 // ServiceCases keeps the cases the run's service can run (all of them
 // without a service) and says, per reason, how many it left out.
 func (r *Runner) ServiceCases(cases []catalogue.Case) (kept []catalogue.Case, left []string) {

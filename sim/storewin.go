@@ -30,7 +30,7 @@ func (r *Runner) probeCases() []catalogue.Case {
 		cs = append(cs, catalogue.Case{ID: "probe-plansave", System: faults.PlanSave, Class: "probe", Description: "fault-free run of the plan-save script: discovers store windows",
 			Steps: []catalogue.Step{{Worker: "fault", Actions: catalogue.PlanSaveScript()}, catalogue.QuiesceStep(faults.PlanSave)}})
 	}
-	return cs
+	return slices.DeleteFunc(cs, r.serviceCannot)
 }
 
 // Probe runs the probe cases. An error means a probe case did not pass

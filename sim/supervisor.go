@@ -275,6 +275,11 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 		return verdict.CaseResult{Case: c, Verdict: verdict.NotApplicable, Notes: []string{fmt.Sprintf(
 			"backend %s does not provide System B's stores (the checkpoints and plans of the plan-save workflow: --plansave-cmd beside --store-cmd, Backend.OpenPlanSave in Go): the plan-save case is not applicable", r.backend.Name)}}
 	}
+	if r.cfg.Service != nil {
+		if ok, why := r.cfg.Service.Implements(c.System); !ok {
+			return verdict.CaseResult{Case: c, Verdict: verdict.NotApplicable, Notes: []string{why + ": the " + string(c.System) + " case is not applicable"}}
+		}
+	}
 	c = r.rescaleKills(c)
 	res := verdict.CaseResult{Case: c, Hits: map[string]int{}, Dir: dir, LeaseTTL: tm.LeaseTTL}
 	fail := func(v verdict.Verdict, note string) verdict.CaseResult {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/adapters/serviceproc/refservice"
@@ -18,13 +19,19 @@ import (
 )
 
 // The test binary is three programs: the tests, a crashmatrix worker (when
-// the supervisor re-executes it) and the service (argument "speak").
+// the supervisor re-executes it) and the service (argument "speak";
+// "speak-own" with its own stores, "speak-only-ingestion" or
+// "speak-only-plansave" with one system).
 func TestMain(m *testing.M) {
 	if path := os.Getenv(sim.WorkerSpecEnv); path != "" {
 		os.Exit(sim.WorkerMain("worker", []string{"--spec", path}))
 	}
-	if len(os.Args) > 1 && (os.Args[1] == "speak" || os.Args[1] == "speak-own") {
-		if err := (refservice.Options{OwnStores: os.Args[1] == "speak-own"}).Serve(os.Stdin, os.Stdout); err != nil {
+	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], "speak") {
+		o := refservice.Options{OwnStores: os.Args[1] == "speak-own"}
+		if sys, one := strings.CutPrefix(os.Args[1], "speak-only-"); one {
+			o.Systems = []string{sys}
+		}
+		if err := o.Serve(os.Stdin, os.Stdout); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -218,6 +225,65 @@ func TestOwnStoresThroughProtocol(t *testing.T) {
 			rep := r.RunAll(context.Background(), cases, 2, nil)
 			if rep.ExitCode != 1 || !slices.Contains(rep.Broken(), m.inv) {
 				t.Fatalf("exit %d, broke %v; want exit 1 and %s", rep.ExitCode, rep.Broken(), m.inv)
+			}
+		})
+	}
+}
+
+// TestOneSystemServiceNotProbedOnTheOther: a service that implements one
+// system only (the reference declaring systems [ingestion] or [plansave]
+// and refusing the other's intents, every store the harness's, as the
+// Java example (System A) and the LangGraph one (System B) do) is not
+// probed on the other: the fault-free probe runs to its end without the
+// other system's probes (which failed it before: I8 "checkpoint gone" for
+// System A, I5 for System B), a case of the other system run on it is not
+// applicable with the reason rather than a FAIL for intents it never
+// served, and the verdict lists the other's invariants as not judged.
+func TestOneSystemServiceNotProbedOnTheOther(t *testing.T) {
+	for _, c := range []struct {
+		sys, other faults.System
+		at         faults.Point
+		notJudged  string
+	}{
+		{faults.Ingestion, faults.PlanSave, faults.PlanSaveBeforeCheckpoint, "I8: the service has no System B"},
+		{faults.PlanSave, faults.Ingestion, faults.BeforeGraphWrite, "I1-I7: the service has no System A"},
+	} {
+		t.Run(string(c.sys), func(t *testing.T) {
+			r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), Seed: 1,
+				Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"},
+				Service:  &sim.ServiceSpec{Command: os.Args[0] + " speak-only-" + string(c.sys)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := r.Config().Service.Declared; !slices.Equal(d.Systems, []string{string(c.sys)}) || !d.HarnessStore("checkpoints") {
+				t.Fatalf("declared %+v", d)
+			}
+			pr, err := r.Probe(context.Background())
+			ran := 0
+			for _, res := range pr.Results {
+				t.Logf("probe %s: %s %v %v", res.Case.ID, res.Verdict, res.Violations, res.Notes)
+				if res.Case.System == c.other {
+					t.Errorf("probe %s ran %s on a service without it", res.Case.ID, c.other)
+				} else {
+					ran++
+				}
+			}
+			if err != nil || ran == 0 {
+				t.Errorf("probe: %v (%d of its cases ran)", err, ran)
+			}
+			if c.sys == faults.Ingestion && len(pr.StaleCalls) == 0 {
+				t.Errorf("the probe stopped before its stale-call probes: %+v", pr.StaleCalls)
+			}
+			cases := catalogue.Selection{Points: []faults.Point{c.at}, Kinds: []faults.Kind{faults.Crash}}.Cases(pr.Probe, catalogue.Lease(r.Config().LeaseTTL), 1)
+			if len(cases) != 1 {
+				t.Fatalf("%d cases at %s", len(cases), c.at)
+			}
+			res := r.RunCase(context.Background(), cases[0])
+			if res.Verdict != verdict.NotApplicable || !strings.Contains(strings.Join(res.Notes, ";"), "does not implement "+string(c.other)) {
+				t.Errorf("a case of %s on a service without it: %s %v %v, want not applicable", c.other, res.Verdict, res.Violations, res.Notes)
+			}
+			if nj := strings.Join(r.Config().Service.NotJudged(), "\n"); !strings.Contains(nj, c.notJudged) {
+				t.Errorf("not judged: %s", nj)
 			}
 		})
 	}

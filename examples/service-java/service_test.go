@@ -7,6 +7,7 @@
 package servicejava
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/internal/servicetest"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
 // The test binary is also a crashmatrix worker, when the supervisor
@@ -60,6 +62,28 @@ func TestJavaServiceCertifies(t *testing.T) {
 		t.Fatalf("declared %+v", d)
 	}
 	servicetest.Passed(t, servicetest.Run(t, r, stageWindows, faults.Crash, faults.Unknown), false)
+}
+
+// TestJavaProbeLeavesSystemBOut: the fault-free probe that precedes the
+// whole matrix runs to its end on the Java service, which implements
+// System A only (its System B stores are the harness's): no plan-save
+// probe runs on it, so nothing fails I8 for intents it never served.
+func TestJavaProbeLeavesSystemBOut(t *testing.T) {
+	cmd := service(t)
+	r := servicetest.Runner(t, cmd, here())
+	pr, err := r.Probe(context.Background())
+	for _, res := range pr.Results {
+		t.Logf("probe %s: %s %v %v", res.Case.ID, res.Verdict, res.Violations, res.Notes)
+		if res.Case.System == faults.PlanSave {
+			t.Errorf("probe %s ran System B on a service without it", res.Case.ID)
+		}
+	}
+	if err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	if !slices.ContainsFunc(pr.Results, func(res verdict.CaseResult) bool { return res.Case.ID == "probe-durable" }) {
+		t.Errorf("the probe did not reach its durable-step probe")
+	}
 }
 
 // TestJavaBrokenVariantsCaught: each broken variant, asked for with --bug

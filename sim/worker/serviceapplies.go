@@ -38,12 +38,8 @@ func WithOwn(st, o reference.Stores, own []string) reference.Stores {
 // A case left out is no pass: the verdict lists what was left out.
 func (s *ServiceSpec) Applicable(c catalogue.Case) (bool, string) {
 	d := s.Declared
-	sys := serviceproc.SystemIngestion
-	if c.System == faults.PlanSave {
-		sys = serviceproc.SystemPlanSave
-	}
-	if !slices.Contains(d.Systems, sys) {
-		return false, "the service does not implement " + sys
+	if ok, why := s.Implements(c.System); !ok {
+		return false, why
 	}
 	for _, st := range c.Steps {
 		for p, a := range st.Arms {
@@ -65,6 +61,21 @@ func (s *ServiceSpec) Applicable(c catalogue.Case) (bool, string) {
 				return false, "lease faults need the harness's clock and locks"
 			}
 		}
+	}
+	return true, ""
+}
+
+// Implements says whether the service implements system sys (declared
+// in hello's systems), and why not: a case of a system it does not
+// implement cannot run on it, and judging one would blame the service for
+// intents it never claimed to serve.
+func (s *ServiceSpec) Implements(sys faults.System) (bool, string) {
+	name := serviceproc.SystemIngestion
+	if sys == faults.PlanSave {
+		name = serviceproc.SystemPlanSave
+	}
+	if !slices.Contains(s.Declared.Systems, name) {
+		return false, "the service does not implement " + name
 	}
 	return true, ""
 }

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/adapters/serviceproc"
@@ -39,6 +40,11 @@ type Options struct {
 	// to them (call, done) and serves their read side; otherwise every
 	// store is the harness's (store callbacks).
 	OwnStores bool
+	// Systems are the systems it declares and serves (nil: both); an
+	// intent of another is refused (unsupported), as a team's service
+	// that implements only one answers, while its stores stay the
+	// harness's, System B's included.
+	Systems []string
 }
 
 // BugTwoTransactionCreate is the own-stores service's broken variant of
@@ -63,6 +69,9 @@ func (o Options) Declared() serviceproc.Declared {
 		Windows: windows, HarnessStores: everyStore, Reports: []string{serviceproc.ReportEvents}, Clock: "harness"}
 	if o.OwnStores {
 		d.Name, d.HarnessStores, d.Reports = "crashmatrix-reference-own-stores", []string{}, []string{serviceproc.ReportEvents, serviceproc.ReportCalls}
+	}
+	if o.Systems != nil {
+		d.Name, d.Systems = d.Name+"-"+strings.Join(o.Systems, "-"), o.Systems
 	}
 	return d
 }
@@ -99,6 +108,10 @@ func (o Options) Serve(in io.Reader, out io.Writer) error {
 			_ = sp.ReplyError(storeproc.WireError{Code: "unsupported", Definite: true, Message: "hello first"})
 			continue
 		}
+		if sys := systemOf(req.Op); sys != "" && !slices.Contains(o.Declared().Systems, sys) {
+			_ = sp.ReplyError(storeproc.WireError{Code: "unsupported", Definite: true, Message: req.Op + ": this service does not implement " + sys})
+			continue
+		}
 		res, err := s.do(context.Background(), req)
 		if err != nil {
 			w := storeproc.WireErrorOf(err)
@@ -110,6 +123,17 @@ func (o Options) Serve(in io.Reader, out io.Writer) error {
 		}
 		_ = sp.Reply(res)
 	}
+}
+
+// systemOf is the system whose intent op is ("" for the read side).
+func systemOf(op string) string {
+	switch {
+	case strings.HasPrefix(op, "plansave."):
+		return serviceproc.SystemPlanSave
+	case slices.Contains([]string{"ingest", "retract", "resume", "recover"}, op):
+		return serviceproc.SystemIngestion
+	}
+	return ""
 }
 
 // session is one greeted process: the reference over the harness.
