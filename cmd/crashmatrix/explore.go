@@ -146,7 +146,10 @@ func runExplore(cmd *cobra.Command, f *exploreFlags) error {
 		fmt.Fprintln(cmd.ErrOrStderr(), "crashmatrix: --server-holds: this run faults no server (it needs a server backend, --processes, and its servers' fault proxies)")
 		return exitError{2}
 	}
-	o.Backend, o.Servers, o.Replay = backend, f.server.faults, f.replay
+	o.Backend, o.Replay = backend, f.replay
+	if f.server.faults != nil { // a nil *Supervisor in the interface would not be nil
+		o.Servers = f.server.faults
+	}
 	defer tune.GC(!f.processes)()
 	code, err := explorerun.Explore(cmd.Context(), o)
 	if err == nil && code != 0 {

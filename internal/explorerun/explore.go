@@ -17,7 +17,6 @@ import (
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/explore"
 	"github.com/crashmatrix/crashmatrix/sim/initial"
-	"github.com/crashmatrix/crashmatrix/sim/servers/serverfaults"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
 
@@ -55,7 +54,7 @@ type ExploreOptions struct {
 	// request past its lease instead (explore.Shape.ServerHolds).
 	ServerHolds float64
 	// Servers carries out server faults (nil: none).
-	Servers *serverfaults.Supervisor
+	Servers ServerFaults
 	// OutDir is where the shrunk scenario is written; Replay makes the
 	// command that replays the file at a path.
 	OutDir string
@@ -179,11 +178,19 @@ func (e *exploration) serverFaults() {
 	e.shape.ServerHolds, e.shape.Holds = e.o.ServerHolds, serverHoldKinds(e.o.Servers, e.shape.Servers)
 }
 
+// ServerFaults is what carries out the server faults of the schedules
+// (serverfaults.Supervisor): an interface, so that the exploration behind
+// properties.CertifyCrashSafety links no fault proxy (toxiproxy).
+type ServerFaults interface {
+	// Names are the servers it faults.
+	Names() []string
+	// Can says whether it can carry out the fault of kind on a server.
+	Can(kind faults.Kind, server string) bool
+}
+
 // serverHoldKinds are, for each server, the faults holding a request past
 // the lease (faults.ServerOptInKinds) its supervisor can carry out.
-func serverHoldKinds(sup interface {
-	Can(faults.Kind, string) bool
-}, servers []string) map[string][]faults.Kind {
+func serverHoldKinds(sup ServerFaults, servers []string) map[string][]faults.Kind {
 	out := map[string][]faults.Kind{}
 	for _, n := range servers {
 		for _, k := range faults.ServerOptInKinds {
