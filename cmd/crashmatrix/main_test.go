@@ -47,7 +47,16 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs testdata/scripts/*.txtar: every command's exit codes,
 // flags and error messages, the report files, an interrupted run.
-func TestScripts(t *testing.T) { testscript.Run(t, scriptParams("testdata/scripts")) }
+func TestScripts(t *testing.T) { runScripts(t, scriptParams("testdata/scripts")) }
+
+// runScripts is testscript.Run with the folder it makes for the scripts'
+// work (go-test-script*) inside t.TempDir: testscript removes that folder
+// when its last script ends, so with -run selecting none of its scripts
+// it was left behind, empty, in TMPDIR.
+func runScripts(t *testing.T, p testscript.Params) {
+	t.Setenv("GOTMPDIR", t.TempDir())
+	testscript.Run(t, p)
+}
 
 // TestScriptsAlone runs testdata/alone/*.txtar after TestScripts is over,
 // one at a time: scripts that need no other crashmatrix run going on the
@@ -68,7 +77,7 @@ func TestScriptsAlone(t *testing.T) {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".txtar"), func(t *testing.T) {
 			p := scriptParams("")
 			p.Files = []string{f}
-			testscript.Run(t, p)
+			runScripts(t, p)
 		})
 	}
 }

@@ -29,7 +29,7 @@ func TestStoreCmdScripts(t *testing.T) {
 	py := strings.TrimSpace(string(out)) + " -S"
 	jar := buildJavaStore(t)
 	java := "java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData -jar " + jar
-	testscript.Run(t, testscript.Params{
+	runScripts(t, testscript.Params{
 		Dir:                 "testdata/storecmd",
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
