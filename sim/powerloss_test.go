@@ -303,3 +303,56 @@ func TestLazyDataPutsEveryCaseOnALazyMount(t *testing.T) {
 	}
 	noLazyMounts(t)
 }
+
+// fakeDisk is a server backend's ServerFaults that can cut the power and
+// fails (why == "") or cannot fail its servers' disks.
+type fakeDisk struct {
+	fakePower
+	why string
+}
+
+func (f fakeDisk) ServerDisk() (lazyfs.DiskErrors, string) {
+	if f.why != "" {
+		return nil, f.why
+	}
+	return &lazyfs.FS{}, ""
+}
+
+// On a server backend fsync-error and disk-full get their columns where
+// its ServerFaults can fail the servers' disks (ServerDisk); slow-sync is
+// refused, and so is every disk kind where the servers' disks cannot
+// fail, each naming why: never a column that cannot act.
+func TestDiskErrorsOnServersNeedServerDisk(t *testing.T) {
+	server := sim.Backend{Name: "postgres", Open: embedded.Memory().Open}
+	for _, tc := range []struct {
+		name   string
+		faults sim.ServerFaults
+		kind   faults.Kind
+		want   string // in the refusal; "" when the column runs
+	}{
+		{"power, no disk errors", fakePower{}, faults.FsyncError, "cannot fail its servers' disks"},
+		{"disk mounts that cannot fail", fakeDisk{why: "no server's data mount can fail"}, faults.DiskFull, "no server's data mount can fail"},
+		{"slow-sync", fakeDisk{}, faults.SlowSync, "only fsync-error and disk-full run"},
+		{"fsync-error", fakeDisk{}, faults.FsyncError, ""},
+		{"disk-full", fakeDisk{}, faults.DiskFull, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := sim.NewRunner(sim.Config{Use: &server, WorkDir: t.TempDir(), ServerFaults: tc.faults,
+				Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sel := catalogue.Selection{Kinds: []faults.Kind{tc.kind}}
+			_, err = r.PowerLossSelection(&sel)
+			if tc.want == "" {
+				if err != nil || !slices.Equal(sel.Disk, []faults.Kind{tc.kind}) {
+					t.Fatalf("--kind %s: %v, disk columns %v", tc.kind, err, sel.Disk)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "--kind "+string(tc.kind)) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("--kind %s: %v; want a refusal saying %q", tc.kind, err, tc.want)
+			}
+		})
+	}
+}

@@ -183,10 +183,12 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if err != nil {
 		return err
 	}
-	// Lazy mounts for the containers' data only when power loss may run;
-	// PostgreSQL's clock made movable (libfaketime) only when asked for.
+	// Lazy mounts for the containers' data only when power loss or a
+	// disk error may run; PostgreSQL's clock made movable (libfaketime)
+	// only when asked for.
 	kinds := o.Selection.Kinds
-	f.server.noPowerLoss = f.inProcess || len(kinds) > 0 && !slices.ContainsFunc(kinds, faults.Kind.IsPowerLoss)
+	onLazy := func(k faults.Kind) bool { return k.IsPowerLoss() || k.IsDisk() }
+	f.server.noPowerLoss = f.inProcess || len(kinds) > 0 && !slices.ContainsFunc(kinds, onLazy)
 	f.server.clockJump = slices.Contains(kinds, faults.ClockJump)
 	spec, backend, self, cleanup, err := setUpBackend(cmd, &f.server, &f.store, f.backend, f.inProcess)
 	if err != nil {

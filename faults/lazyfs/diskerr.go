@@ -41,6 +41,12 @@ import (
 // harness names it without linking FUSE).
 type DiskStats = cut.DiskStats
 
+// DiskErrors are the disk errors of a mount (cut.DiskErrors), as a
+// harness that holds several mounts names them.
+type DiskErrors = cut.DiskErrors
+
+var _ DiskErrors = (*FS)(nil)
+
 // diskState is the model's armed disk errors (under the model's lock).
 type diskState struct {
 	syncErr bool

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/check"
+	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
@@ -87,7 +88,31 @@ func (f *Faults) cutServerPower(ctx context.Context, pc *Power, c catalogue.Case
 	return nil
 }
 
-// isServerPowerLoss reports whether c cuts the power of a server backend.
+// isServerPowerLoss reports whether c cuts the power of a server backend
+// (a power loss, or a disk error: its case ends in one).
 func (f *Faults) isServerPowerLoss(c catalogue.Case) bool {
-	return !f.run.Backend.Embedded && armsPowerLoss(c)
+	return !f.run.Backend.Embedded && (armsPowerLoss(c) || armsDiskFault(c))
+}
+
+// ServerDisk is what a server backend's ServerFaults implements when it
+// can fail the disk of its servers' data directories (the lazy mounts of
+// ServerPower): sim/servers/serverfaults does, on PostgreSQL's.
+type ServerDisk interface {
+	// ServerDisk returns the disk errors of the servers' data mounts,
+	// armed together, or why there are none.
+	ServerDisk() (cut.DiskErrors, string)
+}
+
+// serverDiskKinds are the disk error kinds run on servers (slow-sync is
+// not: no test has run a server's fsync outliving the lease).
+var serverDiskKinds = []faults.Kind{faults.FsyncError, faults.DiskFull}
+
+// serverDisk returns the servers' disk errors, or why this runner has
+// none.
+func (f *Faults) serverDisk() (cut.DiskErrors, string) {
+	sd, ok := f.run.ServerFaults.(ServerDisk)
+	if !ok || sd == nil {
+		return nil, fmt.Sprintf("backend %s's server faults cannot fail its servers' disks (--backend containers with its server faults, the default, can on PostgreSQL's data directory)", f.run.Backend.Name)
+	}
+	return sd.ServerDisk()
 }
