@@ -353,7 +353,7 @@ func (f *Faults) selectDisk(s *catalogue.Selection) error {
 		}
 		if !f.run.Backend.Embedded {
 			if !slices.Contains(serverDiskKinds, k) {
-				return untestedKind(k, "on a server backend only fsync-error and disk-full run, on the servers' data mounts; no test has run a server's fsync outliving the lease (slow-sync)")
+				return untestedKind(k, noServerSlowSync)
 			}
 			if _, why := f.serverDisk(); why != "" {
 				return untestedKind(k, why)

@@ -157,9 +157,9 @@ func (f *Faults) MountPower(c catalogue.Case, dir string, env *worker.CaseEnv) (
 	if sp, ok := f.serverPower(); ok && !f.run.Backend.Embedded {
 		pc := &Power{server: sp}
 		if armsDiskFault(c) {
-			dm, why := f.serverDisk()
-			if why != "" {
-				return nil, fmt.Errorf("disk errors: not tested (%s)", why)
+			dm, err := f.serverDiskErrors(c)
+			if err != nil {
+				return nil, err
 			}
 			pc.serverDisk = dm
 		}

@@ -3,6 +3,7 @@ package casefaults
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/check"
@@ -106,6 +107,25 @@ type ServerDisk interface {
 // serverDiskKinds are the disk error kinds run on servers (slow-sync is
 // not: no test has run a server's fsync outliving the lease).
 var serverDiskKinds = []faults.Kind{faults.FsyncError, faults.DiskFull}
+
+// noServerSlowSync is why the other disk kinds do not run on servers.
+const noServerSlowSync = "on a server backend only fsync-error and disk-full run, on the servers' data mounts; no test has run a server's fsync outliving the lease (slow-sync)"
+
+// serverDiskErrors returns the servers' disk errors for case c, which arms
+// one, or why c cannot run (a kind servers do not run, from a scenario
+// file: the selection refuses it first).
+func (f *Faults) serverDiskErrors(c catalogue.Case) (cut.DiskErrors, error) {
+	for _, st := range c.Steps {
+		if _, a, ok := diskFaultOf(st); ok && !slices.Contains(serverDiskKinds, a.Kind) {
+			return nil, fmt.Errorf("disk error %s: not tested (%s)", a.Kind, noServerSlowSync)
+		}
+	}
+	dm, why := f.serverDisk()
+	if why != "" {
+		return nil, fmt.Errorf("disk errors: not tested (%s)", why)
+	}
+	return dm, nil
+}
 
 // serverDisk returns the servers' disk errors, or why this runner has
 // none.
