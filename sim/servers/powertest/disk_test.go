@@ -85,7 +85,7 @@ func TestPostgresDefaultsCertifyDiskErrors(t *testing.T) {
 // (every PANIC names a WAL segment), and PostgreSQL PANICs on a WAL
 // sync's failure whatever data_sync_retry says: the setting governs the
 // checkpointer's fsync of data files, which the fault would have to hit
-// (docs/power-loss.md says so).
+// (TestPostgresFsyncgate hits it; docs/power-loss.md).
 func TestPostgresDataSyncRetryUnderFsyncError(t *testing.T) {
 	st := start(t, provision.ContainerOptions{NoNeo4j: true, PostgresConfig: []string{"data_sync_retry=on"}})
 	rep, said := diskRun(t, st, faults.FsyncError)

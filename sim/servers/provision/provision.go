@@ -141,6 +141,17 @@ type Started struct {
 	// weight (cpu.go), or "" where they stay under the engine's own
 	// parent; CPUGroupWhy then says why.
 	CPUGroup, CPUGroupWhy string
+	lazy                  *lazyData
+}
+
+// DataMount is the lazy mount that holds the named server's data
+// directory (nil without power loss): a test arms disk errors on it
+// directly.
+func (s *Started) DataMount(server string) *lazyfs.FS {
+	if s.lazy == nil {
+		return nil
+	}
+	return s.lazy.mounts[server]
 }
 
 // Timings says how long each container took from Run to its first
@@ -226,7 +237,7 @@ func Start(ctx context.Context, log io.Writer, o ContainerOptions) (*Started, er
 		stop()
 		return nil, err
 	}
-	st := &Started{Env: env, Direct: maps.Clone(env), Stop: stop, CPUGroupWhy: grp.why}
+	st := &Started{Env: env, Direct: maps.Clone(env), Stop: stop, CPUGroupWhy: grp.why, lazy: lazy}
 	if grp.root != "" {
 		st.CPUGroup = "/" + CgroupParent
 	}
