@@ -335,10 +335,10 @@ func (f fakeDisk) ServerDisk() (lazyfs.DiskErrors, string) {
 	return &lazyfs.FS{}, ""
 }
 
-// On a server backend fsync-error and disk-full get their columns where
-// its ServerFaults can fail the servers' disks (ServerDisk); slow-sync is
-// refused, and so is every disk kind where the servers' disks cannot
-// fail, each naming why: never a column that cannot act.
+// On a server backend the disk error kinds get their columns where its
+// ServerFaults can fail the servers' disks (ServerDisk); where they cannot,
+// every disk kind is refused, naming why, and so is a case that arms one:
+// never a column that cannot act.
 func TestDiskErrorsOnServersNeedServerDisk(t *testing.T) {
 	server := sim.Backend{Name: "postgres", Open: embedded.Memory().Open}
 	for _, tc := range []struct {
@@ -349,9 +349,9 @@ func TestDiskErrorsOnServersNeedServerDisk(t *testing.T) {
 	}{
 		{"power, no disk errors", fakeOpen{}, faults.FsyncError, "cannot fail its servers' disks"},
 		{"disk mounts that cannot fail", fakeDisk{why: "no server's data mount can fail"}, faults.DiskFull, "no server's data mount can fail"},
-		{"slow-sync", fakeDisk{}, faults.SlowSync, "only fsync-error and disk-full run"},
 		{"fsync-error", fakeDisk{}, faults.FsyncError, ""},
 		{"disk-full", fakeDisk{}, faults.DiskFull, ""},
+		{"slow-sync", fakeDisk{}, faults.SlowSync, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := sim.NewRunner(sim.Config{Use: &server, WorkDir: t.TempDir(), ServerFaults: tc.faults,

@@ -147,8 +147,8 @@ nothing to tear: off servers it is not applicable (the power-loss case at
 the window is the same cut), on a server not exercised.
 
 Disk errors (--kind fsync-error, disk-full, slow-sync; not in the default
-matrix; where power loss runs on the store's own files, and fsync-error
-and disk-full on PostgreSQL's data directory with --backend containers):
+matrix; where power loss runs on the store's own files, and on
+PostgreSQL's data directory with --backend containers):
 at every window the worker goes on on a failing disk: the next fsync
 returns EIO and drops what it had to write, as Linux does, or writes and
 syncs fail with ENOSPC until the worker ends, or the next fsync outlasts

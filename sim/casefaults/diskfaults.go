@@ -352,9 +352,6 @@ func (f *Faults) selectDisk(s *catalogue.Selection) error {
 			continue
 		}
 		if !f.run.Backend.Embedded {
-			if !slices.Contains(serverDiskKinds, k) {
-				return untestedKind(k, noServerSlowSync)
-			}
 			if _, why := f.serverDisk(); why != "" {
 				return untestedKind(k, why)
 			}

@@ -157,7 +157,7 @@ func (f *Faults) MountPower(c catalogue.Case, dir string, env *worker.CaseEnv) (
 	if sp, ok := f.serverPower(); ok && !f.run.Backend.Embedded {
 		pc := &Power{server: sp}
 		if armsDiskFault(c) {
-			dm, err := f.serverDiskErrors(c)
+			dm, err := f.serverDiskErrors()
 			if err != nil {
 				return nil, err
 			}

@@ -3,11 +3,9 @@ package casefaults
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/check"
-	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 	"github.com/crashmatrix/crashmatrix/history"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
@@ -104,22 +102,9 @@ type ServerDisk interface {
 	ServerDisk() (cut.DiskErrors, string)
 }
 
-// serverDiskKinds are the disk error kinds run on servers (slow-sync is
-// not: no test has run a server's fsync outliving the lease).
-var serverDiskKinds = []faults.Kind{faults.FsyncError, faults.DiskFull}
-
-// noServerSlowSync is why the other disk kinds do not run on servers.
-const noServerSlowSync = "on a server backend only fsync-error and disk-full run, on the servers' data mounts; no test has run a server's fsync outliving the lease (slow-sync)"
-
-// serverDiskErrors returns the servers' disk errors for case c, which arms
-// one, or why c cannot run (a kind servers do not run, from a scenario
-// file: the selection refuses it first).
-func (f *Faults) serverDiskErrors(c catalogue.Case) (cut.DiskErrors, error) {
-	for _, st := range c.Steps {
-		if _, a, ok := diskFaultOf(st); ok && !slices.Contains(serverDiskKinds, a.Kind) {
-			return nil, fmt.Errorf("disk error %s: not tested (%s)", a.Kind, noServerSlowSync)
-		}
-	}
+// serverDiskErrors returns the servers' disk errors for a case that arms
+// one, or the error that says why there are none.
+func (f *Faults) serverDiskErrors() (cut.DiskErrors, error) {
 	dm, why := f.serverDisk()
 	if why != "" {
 		return nil, fmt.Errorf("disk errors: not tested (%s)", why)

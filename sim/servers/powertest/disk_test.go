@@ -55,7 +55,7 @@ func diskFired(t *testing.T, res verdict.CaseResult) string {
 // the data mount fails with EIO and drops the pages it had to write (as
 // Linux does), or every write and sync from then on fails with ENOSPC
 // until the worker ends; then the power is cut and PostgreSQL recovers
-// on what is left. Each error must act, PostgreSQL must say so in its log
+// on what is left. Or (slow-sync) the next fsync outlives the lease. Each error must act, PostgreSQL must say so in its log
 // (it PANICs: on the failed fdatasync of its WAL, and on a WAL write
 // without space, then restarts by its own crash recovery), and it must
 // certify: nothing it acknowledged is lost (I9), and recovery finishes
@@ -74,6 +74,17 @@ func TestPostgresDefaultsCertifyDiskErrors(t *testing.T) {
 		}
 		if !slices.ContainsFunc(said, panics.MatchString) {
 			t.Errorf("%s: PostgreSQL's log has no line matching %q", k, panics)
+		}
+	}
+	// slow-sync: PostgreSQL's next fsync makes its data durable, then the
+	// case's clock moves past the lease before it returns; no power cut.
+	for _, res := range runner(t, st).RunAll(context.Background(), diskCases(t, faults.SlowSync, diskPoints...), 2, nil).Results {
+		slow := slices.ContainsFunc(res.Notes, func(n string) bool {
+			return strings.HasPrefix(n, "slow-sync at "+string(res.Case.Point)+" (worker fault): 1 fsync took longer than the lease")
+		})
+		t.Logf("%s: %s; %v", res.Case.Label(), res.Verdict, res.Notes)
+		if res.Verdict != verdict.Pass || !slow {
+			t.Errorf("PostgreSQL with its defaults under %s: %s %v, the slow sync acted: %v (%s)", res.Case.ID, res.Verdict, res.Broken(), slow, strings.Join(res.Notes, "; "))
 		}
 	}
 }

@@ -57,7 +57,7 @@ type Server struct {
 	// Log returns the last n lines of the server's log (optional).
 	Log func(ctx context.Context, n int) string
 	// Disk, set with PowerLoss, arms disk errors (EIO on an fsync, a
-	// full disk) on the server's data mount (fsync-error, disk-full).
+	// full disk, a slow fsync) on the server's data mount.
 	Disk lazyfs.DiskErrors
 	// Pause stops every process of the server (SIGSTOP: the container's
 	// cgroup frozen) and Resume lets them go on (SIGCONT); set for the
