@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -20,12 +21,7 @@ import (
 // second replay). In-process there is no disk to fail: undecided, never
 // a pass.
 func TestDiskErrorScenarios(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real worker processes")
-	}
-	if err := lazyfs.Available(); err != nil {
-		t.Fatal(sim.PowerLossNotTested(err.Error()))
-	}
+	needLazyProcesses(t)
 	spec, _ := faults.Lookup(faults.BeforePrepare)
 	acted := map[faults.Kind]string{faults.FsyncError: "1 fsync failed with EIO", faults.DiskFull: "failed with ENOSPC", faults.SlowSync: "1 fsync took longer than the lease"}
 	for _, k := range faults.DiskKinds {
@@ -71,12 +67,7 @@ func TestDiskErrorScenarios(t *testing.T) {
 // operation as a violation of I3 and I5 of the default stores (explore
 // --processes --disk-errors 0.9 --seed 3, schedule 51).
 func TestDiskErrorOfABackgroundWorkerEndsWithIt(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real worker processes")
-	}
-	if err := lazyfs.Available(); err != nil {
-		t.Fatal(sim.PowerLossNotTested(err.Error()))
-	}
+	needLazyProcesses(t)
 	s, err := Parse("background-disk-full.yaml", []byte(`name: background-disk-full
 description: a worker pauses, then fills the disk before its lease check
 system: ingestion
@@ -111,5 +102,62 @@ expect: {verdict: pass}
 		if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, want) }) {
 			t.Errorf("no note says %q: %v", want, res.Notes)
 		}
+	}
+}
+
+// needLazyProcesses skips in -short (the test runs real worker
+// processes) and fails without FUSE (a lazy mount is needed).
+func needLazyProcesses(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs real worker processes")
+	}
+	if err := lazyfs.Available(); err != nil {
+		t.Fatal(sim.PowerLossNotTested(err.Error()))
+	}
+}
+
+// A slow-sync-takeover case is a scenario like any other: the faulted
+// worker in the background with kind slow-sync at the window, the
+// competitor's step after it, the final step resubmitting both. Written
+// and read back, it is the same case; replayed with real processes on the
+// default SQLite store it is not exercised (interleaving: SQLite holds its
+// write lock across its commit's fsync, so the competitor cannot act
+// inside the call), never a pass; the store that the class catches is
+// properties' (TestSlowSyncTakeoverFindingReplays). A bad field of its
+// slow-sync fault is an error naming the file, line and field.
+func TestSlowSyncTakeoverScenario(t *testing.T) {
+	needLazyProcesses(t)
+	c, ok := catalogue.Lease(250 * time.Millisecond).SlowSyncTakeoverCase(faults.BeforeStateCommit)
+	if !ok {
+		t.Fatal("no slow-sync-takeover case at beforeStateCommit")
+	}
+	s, err := FromCase(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Expect.Verdict = ExpectPass
+	b, err := s.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(s.Name+".yaml", b)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	got, want := back.Case(), c
+	if len(got.Steps) != len(want.Steps) || !got.Steps[0].Background || got.Steps[0].Arms[faults.BeforeStateCommit] != faults.On(faults.SlowSync, 1) ||
+		got.Steps[1].Worker != "competitor" || strings.Join(got.Steps[len(got.Steps)-1].Resubmit, ",") != "fault,competitor" {
+		t.Fatalf("read back, the case's steps differ from the class's:\n%s", b)
+	}
+	res := replay(t, back, false)
+	if res.Verdict != verdict.NotExercised || res.NotExercised == nil || res.NotExercised.Cause != verdict.CauseInterleaving {
+		t.Fatalf("on SQLite: %s %+v %v; want not exercised (%s)", res.Verdict, res.NotExercised, res.Notes, verdict.CauseInterleaving)
+	}
+	bad := strings.Replace(string(b), "kind: slow-sync}", "kind: slow-sync, tear: 512}", 1)
+	line := 1 + strings.Count(bad[:strings.Index(bad, "tear: 512")], "\n")
+	_, err = Parse("takeover.yaml", []byte(bad))
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("takeover.yaml:%d:", line)) || !strings.Contains(err.Error(), "tear applies to kind torn-write only, not slow-sync") {
+		t.Fatalf("a slow-sync fault with a tear: %v; want an error at takeover.yaml:%d naming the field", err, line)
 	}
 }

@@ -23,6 +23,8 @@ type (
 	ServerPowerLoss = casefaults.ServerPowerLoss
 	// ServerDurable is casefaults.ServerDurable.
 	ServerDurable = casefaults.ServerDurable
+	// ServerDisk is casefaults.ServerDisk.
+	ServerDisk = casefaults.ServerDisk
 	// WorkerEndpoints is casefaults.WorkerEndpoints.
 	WorkerEndpoints = casefaults.WorkerEndpoints
 )

@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"errors"
+	"github.com/crashmatrix/crashmatrix/check"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -302,4 +303,80 @@ func TestLazyDataPutsEveryCaseOnALazyMount(t *testing.T) {
 		}
 	}
 	noLazyMounts(t)
+}
+
+// fakeDisk is a server backend's ServerFaults that can cut the power and
+// fails (why == "") or cannot fail its servers' disks.
+type fakeDisk struct {
+	fakeOpen
+	why string
+}
+
+// fakeOpen is a fakePower whose cases open (fakeServers).
+type fakeOpen struct{ fakePower }
+
+// OpenCase opens servers no worker reaches: a case that gets past its
+// disk errors' checks fails at its first store call.
+func (fakeOpen) OpenCase(context.Context, sim.ServerCase) (sim.CaseServers, error) {
+	return fakeServers{}, nil
+}
+
+type fakeServers struct{}
+
+func (fakeServers) Endpoints() map[string]string { return map[string]string{} }
+func (fakeServers) StopFaults()                  {}
+func (fakeServers) Restarts() []check.Restart    { return nil }
+func (fakeServers) Close()                       {}
+
+func (f fakeDisk) ServerDisk() (lazyfs.DiskErrors, string) {
+	if f.why != "" {
+		return nil, f.why
+	}
+	return &lazyfs.FS{}, ""
+}
+
+// On a server backend the disk error kinds get their columns where its
+// ServerFaults can fail the servers' disks (ServerDisk); where they cannot,
+// every disk kind is refused, naming why, and so is a case that arms one:
+// never a column that cannot act.
+func TestDiskErrorsOnServersNeedServerDisk(t *testing.T) {
+	server := sim.Backend{Name: "postgres", Open: embedded.Memory().Open}
+	for _, tc := range []struct {
+		name   string
+		faults sim.ServerFaults
+		kind   faults.Kind
+		want   string // in the refusal; "" when the column runs
+	}{
+		{"power, no disk errors", fakeOpen{}, faults.FsyncError, "cannot fail its servers' disks"},
+		{"disk mounts that cannot fail", fakeDisk{why: "no server's data mount can fail"}, faults.DiskFull, "no server's data mount can fail"},
+		{"fsync-error", fakeDisk{}, faults.FsyncError, ""},
+		{"disk-full", fakeDisk{}, faults.DiskFull, ""},
+		{"slow-sync", fakeDisk{}, faults.SlowSync, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := sim.NewRunner(sim.Config{Use: &server, WorkDir: t.TempDir(), ServerFaults: tc.faults,
+				Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sel := catalogue.Selection{Kinds: []faults.Kind{tc.kind}}
+			_, err = r.PowerLossSelection(&sel)
+			if tc.want == "" {
+				if err != nil || !slices.Equal(sel.Disk, []faults.Kind{tc.kind}) {
+					t.Fatalf("--kind %s: %v, disk columns %v", tc.kind, err, sel.Disk)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "--kind "+string(tc.kind)) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("--kind %s: %v; want a refusal saying %q", tc.kind, err, tc.want)
+			}
+			// The case itself (a scenario file's) is refused too: undecided.
+			spec, _ := faults.Lookup(faults.BeforeCompleted)
+			c, _ := catalogue.Lease(250*time.Millisecond).DiskCase(spec, tc.kind)
+			res := r.RunCase(context.Background(), c)
+			if res.Verdict != verdict.Undecided || !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "not tested (") && strings.Contains(n, tc.want) }) {
+				t.Fatalf("the %s case: %s %v; want undecided, saying %q", tc.kind, res.Verdict, res.Notes, tc.want)
+			}
+		})
+	}
 }

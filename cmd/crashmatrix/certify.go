@@ -147,10 +147,12 @@ nothing to tear: off servers it is not applicable (the power-loss case at
 the window is the same cut), on a server not exercised.
 
 Disk errors (--kind fsync-error, disk-full, slow-sync; not in the default
-matrix; where power loss runs on the store's own files): at every window
-the worker goes on on a failing disk: the next fsync returns EIO and drops
-what it had to write, as Linux does, or writes and syncs fail with ENOSPC
-until the worker ends, or the next fsync outlasts the lease; after the
+matrix; where power loss runs on the store's own files, and on
+PostgreSQL's data directory with --backend containers):
+at every window the worker goes on on a failing disk: the next fsync
+returns EIO and drops what it had to write, as Linux does, or writes and
+syncs fail with ENOSPC until the worker ends, or the next fsync outlasts
+the lease; after the
 first two the power is cut once the worker ends, and I9 judges what the
 store acknowledged. The durable-step sweep's calls meet them right before
 each of their fsyncs too.
@@ -183,10 +185,12 @@ func runCertify(cmd *cobra.Command, f certifyFlags) error {
 	if err != nil {
 		return err
 	}
-	// Lazy mounts for the containers' data only when power loss may run;
-	// PostgreSQL's clock made movable (libfaketime) only when asked for.
+	// Lazy mounts for the containers' data only when power loss or a
+	// disk error may run; PostgreSQL's clock made movable (libfaketime)
+	// only when asked for.
 	kinds := o.Selection.Kinds
-	f.server.noPowerLoss = f.inProcess || len(kinds) > 0 && !slices.ContainsFunc(kinds, faults.Kind.IsPowerLoss)
+	onLazy := func(k faults.Kind) bool { return k.IsPowerLoss() || k.IsDisk() }
+	f.server.noPowerLoss = f.inProcess || len(kinds) > 0 && !slices.ContainsFunc(kinds, onLazy)
 	f.server.clockJump = slices.Contains(kinds, faults.ClockJump)
 	spec, backend, self, cleanup, err := setUpBackend(cmd, &f.server, &f.store, f.backend, f.inProcess)
 	if err != nil {

@@ -41,12 +41,21 @@ import (
 // harness names it without linking FUSE).
 type DiskStats = cut.DiskStats
 
+// DiskErrors are the disk errors of a mount (cut.DiskErrors), as a
+// harness that holds several mounts names them.
+type DiskErrors = cut.DiskErrors
+
+var _ DiskErrors = (*FS)(nil)
+
 // diskState is the model's armed disk errors (under the model's lock).
 type diskState struct {
 	syncErr bool
-	full    bool
-	slow    func(DurableOp)
-	stats   DiskStats
+	// syncOf, when set, narrows syncErr to the files whose path below
+	// the mount it accepts (FailNextSyncOf).
+	syncOf func(path string) bool
+	full   bool
+	slow   func(DurableOp)
+	stats  DiskStats
 }
 
 // FailNextSync arms an EIO for the next fsync or fdatasync of a regular
@@ -54,7 +63,16 @@ type diskState struct {
 func (f *FS) FailNextSync() {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
-	f.m.disk.syncErr = true
+	f.m.disk.syncErr, f.m.disk.syncOf = true, nil
+}
+
+// FailNextSyncOf is FailNextSync for the next fsync or fdatasync of a
+// regular file whose path below the mount match accepts; the syncs of
+// other files go on.
+func (f *FS) FailNextSyncOf(match func(path string) bool) {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	f.m.disk.syncErr, f.m.disk.syncOf = true, match
 }
 
 // SetFull makes the disk full (writes and syncs of un-synced data fail
@@ -79,7 +97,7 @@ func (f *FS) SlowNextSync(fn func(DurableOp)) {
 func (f *FS) DisarmDisk() {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
-	f.m.disk.syncErr, f.m.disk.full, f.m.disk.slow = false, false, nil
+	f.m.disk.syncErr, f.m.disk.syncOf, f.m.disk.full, f.m.disk.slow = false, nil, false, nil
 }
 
 // DiskStats says what the disk errors did so far.
@@ -183,12 +201,12 @@ func (n *node) drop() int64 {
 }
 
 // syncFault is the error an armed disk error gives the fsync of n, a
-// regular file (0: none), with the drop it makes.
-func (m *model) syncFault(n *node) syscall.Errno {
+// regular file at path (0: none), with the drop it makes.
+func (m *model) syncFault(n *node, path func() string) syscall.Errno {
 	d := &m.disk
 	switch {
-	case d.syncErr:
-		d.syncErr = false
+	case d.syncErr && (d.syncOf == nil || d.syncOf(path())):
+		d.syncErr, d.syncOf = false, nil
 		d.stats.SyncErrors++
 		d.stats.Dropped += n.drop()
 		return syscall.EIO

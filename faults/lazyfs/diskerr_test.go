@@ -277,3 +277,31 @@ func TestBeforeIOArmsTheNextOperation(t *testing.T) {
 		t.Fatalf("an fsync after DisarmDisk: %v", err)
 	}
 }
+
+// FailNextSyncOf fails the next fsync of a file it accepts only: the
+// fsync of another file before it succeeds and stays durable.
+func TestFailNextSyncOfSkipsOtherFiles(t *testing.T) {
+	f := mount(t)
+	open := map[string]*os.File{}
+	for _, n := range []string{"a", "b"} {
+		writeFile(t, filepath.Join(f.Dir(), n), n+" v1", true)
+		open[n] = openRW(t, filepath.Join(f.Dir(), n))
+	}
+	syncDir(t, f.Dir())
+	for n, fh := range open {
+		writeAt(t, fh, n+" v2", 0)
+	}
+	f.FailNextSyncOf(func(path string) bool { return path == "b" })
+	if err := open["a"].Sync(); err != nil {
+		t.Fatalf("the fsync of a, not accepted: %v", err)
+	}
+	if err := open["b"].Sync(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("the fsync of b returned %v, want EIO", err)
+	}
+	f.PowerLoss()
+	for n, want := range map[string]string{"a": "a v2", "b": "b v1"} {
+		if got := readOf(t, filepath.Join(f.Dir(), n)); got != want {
+			t.Errorf("%s after the power loss: %q, want %q (a's fsync succeeded, b's failed and dropped v2)", n, got, want)
+		}
+	}
+}

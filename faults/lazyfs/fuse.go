@@ -730,7 +730,7 @@ func (l *lnode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) sysca
 	}
 	var slow func(DurableOp)
 	if l.n.regular() {
-		if errno := m.syncFault(l.n); errno != 0 {
+		if errno := m.syncFault(l.n, func() string { return l.Path(nil) }); errno != 0 {
 			l.unlock()
 			return errno
 		}

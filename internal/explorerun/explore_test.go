@@ -61,3 +61,17 @@ func TestExploreWritesTheShrunkFinding(t *testing.T) {
 		t.Fatalf("reference:\n%s", out.String())
 	}
 }
+
+// Explore draws disk errors only where they run on the store's own files:
+// on a backend that is not embedded (here the in-memory one; the same for
+// a server backend) --disk-errors exits 2 and says why.
+func TestExploreDiskErrorsNeedAnEmbeddedBackend(t *testing.T) {
+	dir := t.TempDir()
+	var out, errs bytes.Buffer
+	o := exploreOptions(dir, &out, &errs)
+	o.Config.Backend.Name, o.Backend, o.DiskErrors = "memory", "memory", 0.3
+	code, err := Explore(context.Background(), o)
+	if err != nil || code != 2 || !strings.Contains(errs.String(), "--disk-errors: not tested on backend memory (") {
+		t.Fatalf("--disk-errors on the memory backend: code %d, err %v; want 2 and the reason\n%s%s", code, err, out.String(), errs.String())
+	}
+}

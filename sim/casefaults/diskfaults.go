@@ -52,15 +52,8 @@ func armsDiskFault(c catalogue.Case) bool {
 }
 
 // diskMount is what the disk errors need of the case's lazy mount (a
-// *lazyfs.FS).
-type diskMount interface {
-	FailNextSync()
-	SetFull(bool)
-	SlowNextSync(func(cut.DurableOp))
-	DisarmDisk()
-	BeforeIO(func())
-	DiskStats() cut.DiskStats
-}
+// *lazyfs.FS), or of the servers' data mounts (ServerDisk).
+type diskMount = cut.DiskErrors
 
 // Disk is the supervisor's side of one worker's disk error.
 type Disk struct {
@@ -151,12 +144,9 @@ func (f *Faults) WatchDisk(pc *Power, st catalogue.Step, dw *Durable, dir string
 	if !ok {
 		return nil, nil
 	}
-	if pc == nil || pc.fs == nil {
-		return nil, fmt.Errorf("disk error %s: the case's data is on no lazy mount", a)
-	}
-	dm, ok := pc.fs.(diskMount)
-	if !ok {
-		return nil, fmt.Errorf("disk error %s: the case's lazy mount cannot fail (%T)", a, pc.fs)
+	dm, err := pc.diskErrors()
+	if err != nil {
+		return nil, fmt.Errorf("disk error %s: %w", a, err)
 	}
 	path := fmt.Sprintf("%s/disk-%d", dir, spec.Phase)
 	if err := os.WriteFile(path, make([]byte, worker.DiskMarkSize), 0o644); err != nil {
@@ -327,9 +317,29 @@ func (f *Faults) AfterDisk(ctx context.Context, pc *Power, c catalogue.Case, env
 	// The power goes once the worker has ended, not at the window.
 	at := faults.Point(fmt.Sprintf("%s's end, after %s at %s", worker, d.action.Kind, d.point))
 	hit := history.Record{Kind: history.Hit, Worker: worker, Point: at, Fault: &faults.Action{Kind: faults.PowerLoss}}
-	f.cutLazy(ctx, pc, c, env, space, h, hit, res)
+	if pc.server != nil {
+		err = f.cutServerPower(ctx, pc, c, env, space, h, hit, res)
+	} else {
+		f.cutLazy(ctx, pc, c, env, space, h, hit, res)
+	}
 	pc.done++
-	return nil, nil
+	return nil, err
+}
+
+// diskErrors are the disk errors of the case: its lazy mount's, or the
+// servers' data mounts' (pc.serverDisk).
+func (pc *Power) diskErrors() (diskMount, error) {
+	if pc == nil || pc.fs == nil && pc.serverDisk == nil {
+		return nil, fmt.Errorf("the case's data is on no lazy mount")
+	}
+	if pc.serverDisk != nil {
+		return pc.serverDisk, nil
+	}
+	dm, ok := pc.fs.(diskMount)
+	if !ok {
+		return nil, fmt.Errorf("the case's lazy mount cannot fail (%T)", pc.fs)
+	}
+	return dm, nil
 }
 
 // selectDisk adds the disk error columns the selection's kinds ask for
@@ -342,7 +352,9 @@ func (f *Faults) selectDisk(s *catalogue.Selection) error {
 			continue
 		}
 		if !f.run.Backend.Embedded {
-			return untestedKind(k, "a database server's data directory is on a lazy mount for power loss only; disk errors need the store's own files there (an embedded backend or a store command)")
+			if _, why := f.serverDisk(); why != "" {
+				return untestedKind(k, why)
+			}
 		}
 		s.Disk = append(s.Disk, k)
 	}

@@ -106,6 +106,9 @@ type Power struct {
 	// diskMiss says why a disk error of the case never acted
 	// (sim/casefaults/diskfaults.go).
 	diskMiss *verdict.NotExercisedReason
+	// serverDisk are the servers' data mounts' disk errors (a server
+	// case that arms one; fs is nil).
+	serverDisk diskMount
 	// disks are the disk errors of the case's workers running now.
 	diskMu sync.Mutex
 	disks  []*Disk
@@ -152,7 +155,15 @@ func (f *Faults) MountPower(c catalogue.Case, dir string, env *worker.CaseEnv) (
 		return nil, fmt.Errorf("%s", PowerLossNotTested(why))
 	}
 	if sp, ok := f.serverPower(); ok && !f.run.Backend.Embedded {
-		return &Power{server: sp}, nil
+		pc := &Power{server: sp}
+		if armsDiskFault(c) {
+			dm, err := f.serverDiskErrors()
+			if err != nil {
+				return nil, err
+			}
+			pc.serverDisk = dm
+		}
+		return pc, nil
 	}
 	mnt, disk := filepath.Join(dir, "lazy"), filepath.Join(dir, "disk")
 	for _, d := range []string{mnt, disk} {

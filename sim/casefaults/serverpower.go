@@ -87,7 +87,37 @@ func (f *Faults) cutServerPower(ctx context.Context, pc *Power, c catalogue.Case
 	return nil
 }
 
-// isServerPowerLoss reports whether c cuts the power of a server backend.
+// isServerPowerLoss reports whether c cuts the power of a server backend
+// (a power loss, or a disk error: its case ends in one).
 func (f *Faults) isServerPowerLoss(c catalogue.Case) bool {
-	return !f.run.Backend.Embedded && armsPowerLoss(c)
+	return !f.run.Backend.Embedded && (armsPowerLoss(c) || armsDiskFault(c))
+}
+
+// ServerDisk is what a server backend's ServerFaults implements when it
+// can fail the disk of its servers' data directories (the lazy mounts of
+// ServerPower): sim/servers/serverfaults does, on PostgreSQL's.
+type ServerDisk interface {
+	// ServerDisk returns the disk errors of the servers' data mounts,
+	// armed together, or why there are none.
+	ServerDisk() (cut.DiskErrors, string)
+}
+
+// serverDiskErrors returns the servers' disk errors for a case that arms
+// one, or the error that says why there are none.
+func (f *Faults) serverDiskErrors() (cut.DiskErrors, error) {
+	dm, why := f.serverDisk()
+	if why != "" {
+		return nil, fmt.Errorf("disk errors: not tested (%s)", why)
+	}
+	return dm, nil
+}
+
+// serverDisk returns the servers' disk errors, or why this runner has
+// none.
+func (f *Faults) serverDisk() (cut.DiskErrors, string) {
+	sd, ok := f.run.ServerFaults.(ServerDisk)
+	if !ok || sd == nil {
+		return nil, fmt.Sprintf("backend %s's server faults cannot fail its servers' disks (--backend containers with its server faults, the default, can on PostgreSQL's data directory)", f.run.Backend.Name)
+	}
+	return sd.ServerDisk()
 }

@@ -147,3 +147,15 @@ type DiskStats struct {
 	// SlowSyncs counts the syncs that called a SlowNextSync hook.
 	SlowSyncs int
 }
+
+// DiskErrors are the disk errors a harness arms on a lazy mount
+// (*lazyfs.FS implements it; lazyfs.FS.FailNextSync says what each does):
+// named here so that a harness that links no FUSE can name a mount's.
+type DiskErrors interface {
+	FailNextSync()
+	SetFull(bool)
+	SlowNextSync(func(DurableOp))
+	DisarmDisk()
+	BeforeIO(func())
+	DiskStats() DiskStats
+}

@@ -141,6 +141,17 @@ type Started struct {
 	// weight (cpu.go), or "" where they stay under the engine's own
 	// parent; CPUGroupWhy then says why.
 	CPUGroup, CPUGroupWhy string
+	lazy                  *lazyData
+}
+
+// DataMount is the lazy mount that holds the named server's data
+// directory (nil without power loss): a test arms disk errors on it
+// directly.
+func (s *Started) DataMount(server string) *lazyfs.FS {
+	if s.lazy == nil {
+		return nil
+	}
+	return s.lazy.mounts[server]
 }
 
 // Timings says how long each container took from Run to its first
@@ -226,7 +237,7 @@ func Start(ctx context.Context, log io.Writer, o ContainerOptions) (*Started, er
 		stop()
 		return nil, err
 	}
-	st := &Started{Env: env, Direct: maps.Clone(env), Stop: stop, CPUGroupWhy: grp.why}
+	st := &Started{Env: env, Direct: maps.Clone(env), Stop: stop, CPUGroupWhy: grp.why, lazy: lazy}
 	if grp.root != "" {
 		st.CPUGroup = "/" + CgroupParent
 	}
@@ -362,6 +373,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		if lazy != nil {
 			srv.PowerLoss = lazy.powerLoss("postgres")
 			srv.OnDurable = pgClientDurable(lazy.mounts["postgres"])
+			srv.Disk = lazy.mounts["postgres"]
 		}
 		if srv.NoClock = clock.why; clock.why == "" {
 			srv.SetClock = clock.setter(func(ctx context.Context) (string, error) {
@@ -435,6 +447,9 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		}
 		if lazy != nil {
 			srv.PowerLoss = lazy.powerLoss("neo4j")
+			// Disk errors are armed on PostgreSQL's data mount only: Neo4j
+			// under them is not tested (a Neo4j restart on the lazy mount
+			// takes over a minute here, each disk error case ends in one).
 			// Neo4j's durable steps are not watched: its JVM, the process
 			// a durable-step kill SIGKILLs inside its request, is its
 			// container's main process, and in two certify runs

@@ -31,6 +31,7 @@ func containerServer(ctx context.Context, name, protocol, port string, c testcon
 	id := c.GetContainerID()
 	return &serverfaults.Server{
 		Name: name, Protocol: protocol, Addr: addr,
+		Log: func(ctx context.Context, n int) string { return logTail(ctx, c, n) },
 		Kill: func(ctx context.Context) error {
 			if _, err := cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 				// Dying already: a durable-step kill SIGKILLs the server's

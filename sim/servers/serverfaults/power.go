@@ -148,7 +148,59 @@ func (s *Supervisor) StartServer(ctx context.Context, name string) (time.Duratio
 	return s.start(ctx, name, srv, time.Now())
 }
 
+// ServerDisk implements sim.ServerDisk: the disk errors of every server
+// whose data mount can fail (PostgreSQL's; provision arms none on
+// Neo4j's), armed together as one machine's disk; or why none can.
+func (s *Supervisor) ServerDisk() (lazyfs.DiskErrors, string) {
+	if why := s.PowerUntested(); why != "" {
+		return nil, why
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ds serverDisks
+	for _, name := range s.namesLocked() {
+		if d := s.servers[name].Disk; d != nil {
+			ds = append(ds, d)
+		}
+	}
+	if len(ds) == 0 {
+		return nil, "no server's data mount can fail (disk errors are armed on PostgreSQL's data directory, and this run has no PostgreSQL started by crashmatrix)"
+	}
+	return ds, ""
+}
+
+// serverDisks are the data mounts of several servers, armed together.
+type serverDisks []lazyfs.DiskErrors
+
+func (ds serverDisks) each(fn func(lazyfs.DiskErrors)) {
+	for _, d := range ds {
+		fn(d)
+	}
+}
+
+func (ds serverDisks) FailNextSync()     { ds.each(func(d lazyfs.DiskErrors) { d.FailNextSync() }) }
+func (ds serverDisks) SetFull(on bool)   { ds.each(func(d lazyfs.DiskErrors) { d.SetFull(on) }) }
+func (ds serverDisks) DisarmDisk()       { ds.each(func(d lazyfs.DiskErrors) { d.DisarmDisk() }) }
+func (ds serverDisks) BeforeIO(f func()) { ds.each(func(d lazyfs.DiskErrors) { d.BeforeIO(f) }) }
+func (ds serverDisks) SlowNextSync(f func(lazyfs.DurableOp)) {
+	ds.each(func(d lazyfs.DiskErrors) { d.SlowNextSync(f) })
+}
+
+// DiskStats sums what the mounts' disk errors did.
+func (ds serverDisks) DiskStats() lazyfs.DiskStats {
+	var out lazyfs.DiskStats
+	for _, d := range ds {
+		st := d.DiskStats()
+		out.SyncErrors += st.SyncErrors
+		out.NoSpace += st.NoSpace
+		out.Dropped += st.Dropped
+		out.SlowSyncs += st.SlowSyncs
+	}
+	return out
+}
+
 var (
 	_ sim.ServerPower   = (*Supervisor)(nil)
 	_ sim.ServerDurable = (*Supervisor)(nil)
+	_ sim.ServerDisk    = (*Supervisor)(nil)
 )

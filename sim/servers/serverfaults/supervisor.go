@@ -54,6 +54,11 @@ type Server struct {
 	// durable file operation on the server's data mount (nil stops;
 	// lazyfs.FS.OnDurable).
 	OnDurable func(func(lazyfs.DurableOp))
+	// Log returns the last n lines of the server's log (optional).
+	Log func(ctx context.Context, n int) string
+	// Disk, set with PowerLoss, arms disk errors (EIO on an fsync, a
+	// full disk, a slow fsync) on the server's data mount.
+	Disk lazyfs.DiskErrors
 	// Pause stops every process of the server (SIGSTOP: the container's
 	// cgroup frozen) and Resume lets them go on (SIGCONT); set for the
 	// containers crashmatrix started (server-pause).
@@ -195,6 +200,18 @@ func (s *Supervisor) Crash(ctx context.Context, name string) (time.Duration, err
 }
 
 // crashable returns the named server if it can be crashed, else why not.
+// ServerLog returns the last n lines of the named server's log, or why
+// there are none.
+func (s *Supervisor) ServerLog(ctx context.Context, name string, n int) string {
+	s.mu.Lock()
+	srv := s.servers[name]
+	s.mu.Unlock()
+	if srv == nil || srv.Log == nil {
+		return fmt.Sprintf("(no log of server %q)", name)
+	}
+	return srv.Log(ctx, n)
+}
+
 func (s *Supervisor) crashable(name string) (*Server, error) {
 	s.mu.Lock()
 	srv := s.servers[name]
