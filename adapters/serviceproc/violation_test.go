@@ -22,7 +22,7 @@ import (
 // line of the argument, "\n"-separated), reading one answer after each
 // callback line.
 //
-// "slow <marker> <script>" is the same fake, slow to start: it sleeps 3 s
+// "slow <marker> <script>" is the same fake, slow to start: it sleeps 6 s
 // before it reads hello when the file marker does not exist yet (and
 // creates it), or always when marker is "always".
 func TestMain(m *testing.M) {
@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 			if os.Args[2] != "always" {
 				_ = os.WriteFile(os.Args[2], nil, 0o644)
 			}
-			time.Sleep(3 * time.Second)
+			time.Sleep(6 * time.Second)
 		}
 		fake(os.Args[3])
 		os.Exit(0)
@@ -137,7 +137,7 @@ func TestRetryStart(t *testing.T) {
 	script := `{"id":1,"ok":{"operationId":"o","outcome":"COMPLETED","revision":1}}`
 	start := func(marker string, retry bool) (*Service, int, int, error) {
 		var retries, told int
-		o := Options{Command: os.Args[0] + " slow " + marker + " '" + script + "'", Timeout: 500 * time.Millisecond, HelloTimeout: time.Second,
+		o := Options{Command: os.Args[0] + " slow " + marker + " '" + script + "'", Timeout: 2 * time.Second, HelloTimeout: 2 * time.Second,
 			OnProtocolError: func(context.Context, *storeproc.ProtocolError) { told++ },
 			Hello:           Hello{Role: RoleRead, Dir: t.TempDir(), Namespace: "n", Space: "s", Holder: "h", LeaseTTLMillis: 1, ClaimTTLMillis: 1}}
 		if retry {

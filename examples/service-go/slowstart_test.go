@@ -24,7 +24,7 @@ import (
 // supervisor's reader (role read, holder "supervisor": the read of the
 // stores after a case) on a loaded machine: the first such start of the
 // case at beforeGraphWrite ("once", noted in dir) or every one ("always")
-// sleeps 4 s before it answers hello.
+// sleeps 9 s before it answers hello.
 func speakSlow(dir, mode string) int {
 	in := bufio.NewReader(os.Stdin)
 	hello, err := in.ReadBytes('\n')
@@ -43,7 +43,7 @@ func speakSlow(dir, mode string) int {
 			f.Close()
 		}
 		if err == nil || mode == "always" {
-			time.Sleep(4 * time.Second)
+			time.Sleep(9 * time.Second)
 		}
 	}
 	if err := (refservice.Options{OwnStores: true}).Serve(io.MultiReader(bytes.NewReader(hello), in), os.Stdout); err != nil {
@@ -53,7 +53,7 @@ func speakSlow(dir, mode string) int {
 }
 
 // TestSlowReaderStartRetried: a reader of the service's own stores that
-// gives no hello within the start timeout (2 s here) is started once
+// gives no hello within the start timeout (4 s here) is started once
 // more: the case is judged (it passes), its notes and the report's start
 // line count the retry. A service whose reader never answers leaves the
 // case undecided (exit 2), retried once, not hidden.
@@ -62,7 +62,7 @@ func TestSlowReaderStartRetried(t *testing.T) {
 		dir := t.TempDir()
 		r, err := sim.NewRunner(sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, WorkDir: t.TempDir(), Seed: 1,
 			Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"},
-			Service:  &sim.ServiceSpec{Command: os.Args[0] + " speak-own-slow " + dir + " " + mode, Timeout: 2 * time.Second}})
+			Service:  &sim.ServiceSpec{Command: os.Args[0] + " speak-own-slow " + dir + " " + mode, Timeout: 4 * time.Second}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func TestSlowReaderStartRetried(t *testing.T) {
 		t.Errorf("the case's notes do not say its start was retried: %q", res.Notes)
 	}
 	rep = run("always")
-	if rep.ExitCode != 2 || rep.Results[0].Verdict != verdict.Undecided || !strings.Contains(strings.Join(rep.Results[0].Notes, "; "), "no reply to hello within 2s") {
+	if rep.ExitCode != 2 || rep.Results[0].Verdict != verdict.Undecided || !strings.Contains(strings.Join(rep.Results[0].Notes, "; "), "no reply to hello within 4s") {
 		t.Fatalf("a reader that never answers: exit %d, %s, notes %q; want undecided (exit 2) on no hello", rep.ExitCode, rep.Results[0].Verdict, rep.Results[0].Notes)
 	}
 }
