@@ -14,18 +14,20 @@ import (
 // Java example's stale-reader class was never exercised for want of it);
 // another worker's commit, or another event, does not.
 func TestCommitDeedFromEvent(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		r    history.Record
-		want bool
-	}{
-		{"seen at the store", history.Record{Worker: "other", Kind: history.Seen, Obs: &history.Observation{What: history.SeenCommit}}, true},
-		{"reported by the service", history.Record{Worker: "other", Kind: history.Event, Event: &reference.Event{Kind: reference.EvStateCommit}}, true},
-		{"another worker's", history.Record{Worker: "fault", Kind: history.Event, Event: &reference.Event{Kind: reference.EvStateCommit}}, false},
-		{"another event", history.Record{Worker: "other", Kind: history.Event, Event: &reference.Event{Kind: reference.EvLeaseAcquire}}, false},
-	} {
-		if got := catalogue.DeedCommit.Did(c.r, "other"); got != c.want {
-			t.Errorf("%s: Did = %v, want %v", c.name, got, c.want)
-		}
+	event := func(worker, kind string) history.Record {
+		return history.Record{Worker: worker, Kind: history.Event, Event: &reference.Event{Kind: kind}}
+	}
+	seen := history.Record{Worker: "other", Kind: history.Seen, Obs: &history.Observation{What: history.SeenCommit}}
+	if !catalogue.DeedCommit.Did(seen, "other") {
+		t.Error("a commit seen at the state store is not the deed commit")
+	}
+	if !catalogue.DeedCommit.Did(event("other", reference.EvStateCommit), "other") {
+		t.Error("a commit the service reported (state-commit) is not the deed commit")
+	}
+	if catalogue.DeedCommit.Did(event("fault", reference.EvStateCommit), "other") {
+		t.Error("another worker's commit counts as other's")
+	}
+	if catalogue.DeedCommit.Did(event("other", reference.EvLeaseAcquire), "other") {
+		t.Error("a lease grant counts as a commit")
 	}
 }
