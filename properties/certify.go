@@ -2,7 +2,9 @@ package properties
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/internal/explorerun"
+	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
@@ -94,6 +97,19 @@ type CrashOptions struct {
 	// in-process, on one build): certify each build on its own as well.
 	// See docs/certify-go-store.md.
 	RecoverWith *Backend
+	// Service, when set, is the command line of a service of yours, in
+	// any language, that speaks the service protocol
+	// (docs/service-protocol.md), e.g. "java -jar target/service.jar",
+	// run in the test's folder: the matrix then runs its intents on it
+	// instead of the reference (each worker starts it as its child), with
+	// backend holding the stores the service takes from the harness, and
+	// judges what the service did (what the invariants cannot see of it
+	// is listed in the report, never counted as held). ServiceBugs
+	// switches on broken variants of it, passed in hello: the service
+	// refuses a name it does not know, and the run fails saying so. Its
+	// exploration runs with worker processes.
+	Service     string
+	ServiceBugs []string
 	// ExpectBroken makes the run a negative control: the invariants
 	// ("I7", or a full name such as "I7 leases") a deliberately broken
 	// store must break. The test then passes when every one of them broke
@@ -157,7 +173,11 @@ func certified(name string, rep verdict.Report) string {
 	if rep.Subset != "" {
 		what = fmt.Sprintf("certified (a subset, %s; not the whole matrix)", rep.Subset)
 	}
-	line := fmt.Sprintf("backend %s %s: %d cases pass, %d not applicable, in %v", name, what,
+	subject := "backend " + name
+	if strings.HasPrefix(rep.Backend, "service ") {
+		subject = rep.Backend // "service NAME (harness stores: BACKEND)"
+	}
+	line := fmt.Sprintf("%s %s: %d cases pass, %d not applicable, in %v", subject, what,
 		rep.Counts[verdict.Pass], rep.Counts[verdict.NotApplicable], rep.Took.Round(time.Millisecond))
 	power, disk := 0, 0
 	for _, r := range rep.Results {
@@ -241,6 +261,20 @@ func crashOptions(opts []CrashOptions) (crashrun.Options, []string, error) {
 	case o.RecoverWith != nil && (o.RecoverWith.Name == "" || o.RecoverWith.Open == nil):
 		return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.RecoverWith: Name and Open are required, as for the backend")
 	}
+	var svc *sim.ServiceSpec
+	var bugs []reference.Bug
+	switch {
+	case o.Service != "":
+		svc = &sim.ServiceSpec{Command: o.Service}
+		for _, b := range o.ServiceBugs {
+			if !serviceBug.MatchString(b) {
+				return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.ServiceBugs %q: a service's broken variant is named in lower-case letters, digits and -", b)
+			}
+			bugs = append(bugs, reference.Bug(b))
+		}
+	case len(o.ServiceBugs) > 0:
+		return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.ServiceBugs %v without Service: they are a service's broken variants (name its command in Service)", o.ServiceBugs)
+	}
 	if o.Tear != 0 { // the default, pages
 		if err := faults.CheckTear(o.Tear); err != nil {
 			return crashrun.Options{}, nil, fmt.Errorf("CrashOptions.Tear: %w", err)
@@ -248,5 +282,7 @@ func crashOptions(opts []CrashOptions) (crashrun.Options, []string, error) {
 	}
 	return crashrun.Options{Points: o.Points, Kinds: o.Kinds, Classes: o.Classes, Tear: o.Tear, LeaseTTL: o.LeaseTTL,
 		Parallel: o.Parallel, Mutant: o.Mutant, ReportDir: o.ReportDir, RandomKills: o.RandomKills, Seed: o.Seed, WallClock: o.WallClock,
-		Explore: exploreCount(o), RecoverWith: o.RecoverWith}, expect, nil
+		Explore: exploreCount(o), RecoverWith: o.RecoverWith, Service: svc, Bugs: bugs}, expect, nil
 }
+
+var serviceBug = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)

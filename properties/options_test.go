@@ -26,6 +26,8 @@ func TestCrashOptionsAreRangeChecked(t *testing.T) {
 		{CrashOptions{RecoverWith: &Backend{Name: "v2", Open: memoryOpen}, Explore: 10}, "CrashOptions.Explore 10 with RecoverWith"},
 		{CrashOptions{RecoverWith: &Backend{Open: memoryOpen}}, "CrashOptions.RecoverWith: Name and Open are required"},
 		{CrashOptions{RecoverWith: &Backend{Name: "v2"}}, "CrashOptions.RecoverWith: Name and Open are required"},
+		{CrashOptions{ServiceBugs: []string{"resume-calls-model"}}, "CrashOptions.ServiceBugs [resume-calls-model] without Service"},
+		{CrashOptions{Service: "./svc", ServiceBugs: []string{"Resume Calls"}}, `CrashOptions.ServiceBugs "Resume Calls": a service's broken variant is named in lower-case`},
 	} {
 		if _, _, err := crashOptions([]CrashOptions{c.o}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error containing %q", c.o, err, c.want)
@@ -33,6 +35,10 @@ func TestCrashOptionsAreRangeChecked(t *testing.T) {
 	}
 	if _, _, err := crashOptions([]CrashOptions{{LeaseTTL: 300 * time.Millisecond, Parallel: 2, RandomKills: 3}}); err != nil {
 		t.Errorf("valid options: %v", err)
+	}
+	if o, _, err := crashOptions([]CrashOptions{{Service: "./svc --own-stores", ServiceBugs: []string{"resume-calls-model"}}}); err != nil || o.Service == nil ||
+		o.Service.Command != "./svc --own-stores" || len(o.Bugs) != 1 || o.Bugs[0] != "resume-calls-model" {
+		t.Errorf("Service: %+v, bugs %v, %v; want the command and its bug passed on", o.Service, o.Bugs, err)
 	}
 	if o, _, err := crashOptions([]CrashOptions{{RecoverWith: &Backend{Name: "v2", Open: memoryOpen}}}); err != nil || o.RecoverWith == nil || o.RecoverWith.Name != "v2" {
 		t.Errorf("RecoverWith: %+v, %v; want it passed on", o.RecoverWith, err)

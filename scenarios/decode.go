@@ -172,7 +172,7 @@ var Mutants = []string{sim.MutantCreateNotMerge, sim.MutantNoUniqueConstraint, s
 
 // The fields of each mapping, in canonical order.
 var (
-	topFields       = []string{"name", "description", "system", "backend", "bugs", "mutant", "seed", "leaseTTL", "documents", "initial", "steps", "expect"}
+	topFields       = []string{"name", "description", "system", "backend", "service", "bugs", "mutant", "seed", "leaseTTL", "documents", "initial", "steps", "expect"}
 	stepFields      = []string{"worker", "actions", "faults", "background", "resubmit", "expectHit", "continueOnError", "kill", "meanwhile"}
 	meanwhileFields = []string{"worker", "does"}
 	killFields      = []string{"seed", "offset", "base", "after", "afterIndex", "delta"}
@@ -180,6 +180,7 @@ var (
 	faultFields     = []string{"point", "kind", "hit", "pause", "server", "tear", "call", "step", "of", "syscall"}
 	durableFields   = []string{"call", "step", "of", "syscall"}
 	expectFields    = []string{"verdict", "holds", "breaks"}
+	serviceFields   = []string{"command", "bugs"}
 )
 
 // actionRules says, per action, which fields are required and which are
@@ -527,6 +528,7 @@ func (d *decoder) decode() *Scenario {
 		d.errPath("backend", "unknown backend %q (want one of %s, or leave it out)", s.Backend, strings.Join(Backends, ", "))
 	}
 	d.decodeBugs(s, top)
+	d.decodeService(s, top)
 	if s.Mutant = d.str(top, "mutant"); s.Mutant != "" {
 		switch {
 		case !slices.Contains(Mutants, s.Mutant):
@@ -563,6 +565,40 @@ func (d *decoder) decodeBugs(s *Scenario, top fields) {
 		default:
 			s.Bugs = append(s.Bugs, reference.Bug(b))
 		}
+	}
+}
+
+// serviceBugRE is a service's broken variant's name (as run --bug's
+// under --service-cmd).
+var serviceBugRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+
+func (d *decoder) decodeService(s *Scenario, top fields) {
+	n, ok := d.plain(top.vals["service"], "service")
+	if !ok || n == nil {
+		return
+	}
+	f, ok := d.mapping(n, "service", serviceFields)
+	if !ok {
+		return
+	}
+	s.Service = &Service{Command: d.str(f, "command")}
+	if strings.TrimSpace(s.Service.Command) == "" {
+		d.errAt(n, "service.command", "required: the service's command line (as run --service-cmd's)")
+	}
+	names, _ := d.strList(f, "bugs")
+	for i, b := range names {
+		p := index("service.bugs", i)
+		switch {
+		case !serviceBugRE.MatchString(b):
+			d.errPath(p, "bug %q: a service's broken variant is named in lower-case letters, digits and '-'", b)
+		case slices.Contains(s.Service.Bugs, reference.Bug(b)):
+			d.errPath(p, "bug %q listed twice", b)
+		default:
+			s.Service.Bugs = append(s.Service.Bugs, reference.Bug(b))
+		}
+	}
+	if len(s.Bugs) > 0 {
+		d.errPath("bugs", "a scenario with a service lists its bugs under service.bugs (they are the service's, passed in hello)")
 	}
 }
 

@@ -39,6 +39,15 @@ func FromFailure(res verdict.CaseResult, rep verdict.Report, backend string, lea
 	return sc, nil
 }
 
+// OnService makes s a scenario of the service command starts (through
+// the service protocol): the scenario's bugs become the service's. What
+// certify does to a failing case of a run with --service-cmd, so that run
+// replays it through the same service, its broken variant included.
+func (s *Scenario) OnService(command string) {
+	s.Service = &Service{Command: command, Bugs: s.Bugs}
+	s.Bugs = nil
+}
+
 // Replays runs s n times on r, a runner configured with s.Apply, and
 // counts the runs that met the scenario's expectation.
 func Replays(ctx context.Context, r *sim.Runner, s *Scenario, n int) int {

@@ -31,6 +31,13 @@ func (s *Scenario) Marshal() ([]byte, error) {
 	if n.Backend != "" {
 		kv("", "backend", scalar(n.Backend, false))
 	}
+	if n.Service != nil {
+		b.WriteString("service:\n")
+		kv("  ", "command", scalar(n.Service.Command, false))
+		if len(n.Service.Bugs) > 0 {
+			kv("  ", "bugs", flowList(n.Service.Bugs))
+		}
+	}
 	if len(n.Bugs) > 0 {
 		kv("", "bugs", flowList(n.Bugs))
 	}
@@ -136,6 +143,13 @@ func (s *Scenario) normalized() *Scenario {
 	n.System = s.system()
 	if len(n.Bugs) == 0 {
 		n.Bugs = nil
+	}
+	if n.Service != nil {
+		sv := *n.Service
+		if len(sv.Bugs) == 0 {
+			sv.Bugs = nil
+		}
+		n.Service = &sv
 	}
 	if len(n.Documents) == 0 {
 		n.Documents = nil

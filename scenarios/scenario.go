@@ -36,6 +36,10 @@ type Scenario struct {
 	Backend string
 	// Bugs are service mutants (reference.Bugs) switched on for the run.
 	Bugs []reference.Bug
+	// Service, when set, is the service the scenario runs on through the
+	// service protocol (docs/service-protocol.md) instead of the
+	// reference: what certify writes for a failing case of a service.
+	Service *Service
 	// Mutant is a backend mutant (sim.MutantCreateNotMerge,
 	// sim.MutantNoUniqueConstraint) or empty.
 	Mutant string
@@ -52,6 +56,20 @@ type Scenario struct {
 	// Steps are the worker processes, run in order.
 	Steps  []Step
 	Expect Expect
+}
+
+// Service is a service of the user's, in any language, that a scenario
+// runs on (as run --service-cmd would).
+type Service struct {
+	// Command is the service's command line, run in the current folder
+	// (as --service-cmd's; run's --service-cmd replaces it, e.g. to replay
+	// the scenario on another build of the service).
+	Command string
+	// Bugs are the service's broken variants switched on for the run
+	// (passed in hello; the service refuses a name it does not know):
+	// its own names, or the reference's defects for a service that has
+	// them. A scenario with a service has its bugs here, not in Bugs.
+	Bugs []reference.Bug
 }
 
 // Step is one worker process (catalogue.Step).
@@ -226,11 +244,18 @@ func (s *Scenario) system() faults.System {
 }
 
 // Apply returns cfg with the scenario's run settings (bugs, mutant, seed,
-// lease TTL) put in. The backend is not changed: see Backend and
-// CheckBackend.
+// lease TTL, service) put in. The backend is not changed: see Backend and
+// CheckBackend. A service cfg already names (run --service-cmd) replaces
+// the scenario's command; the scenario's service bugs are kept.
 func (s *Scenario) Apply(cfg sim.Config) sim.Config {
 	if len(s.Bugs) > 0 {
 		cfg.Bugs = slices.Clone(s.Bugs)
+	}
+	if s.Service != nil {
+		cfg.Bugs = slices.Clone(s.Service.Bugs)
+		if cfg.Service == nil {
+			cfg.Service = &sim.ServiceSpec{Command: s.Service.Command}
+		}
 	}
 	if s.Mutant != "" {
 		cfg.Mutant = s.Mutant

@@ -5,12 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 )
 
@@ -125,6 +128,41 @@ func TestMarshalRoundTrip(t *testing.T) {
 		if b2, _ := back.Marshal(); !bytes.Equal(b, b2) {
 			t.Errorf("%s: Marshal is not stable", s.Name)
 		}
+	}
+}
+
+// TestServiceRoundTrip: a scenario of a service (its command quoted, its
+// own broken variant) writes and loads back to the same scenario, and
+// Apply runs it on that service with that bug; run --service-cmd's
+// command replaces the scenario's, the bug stays.
+func TestServiceRoundTrip(t *testing.T) {
+	s, err := Parse("x.yaml", []byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Bugs = []reference.Bug{"resume-calls-model"}
+	s.OnService(`java -cp "build/classes:lib/*" Service --db 'a b'`)
+	b, err := s.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "service:\n  command: ") || !strings.Contains(string(b), "  bugs: [resume-calls-model]\n") || strings.Contains(string(b), "\nbugs:") {
+		t.Errorf("the service block is not written as expected:\n%s", b)
+	}
+	back, err := Parse("x.yaml", b)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if !reflect.DeepEqual(back, s) {
+		t.Fatalf("round trip differs\n got %+v (%+v)\nwant %+v (%+v)", back, back.Service, s, s.Service)
+	}
+	cfg := back.Apply(sim.Config{})
+	if cfg.Service == nil || cfg.Service.Command != s.Service.Command || !slices.Equal(cfg.Bugs, []reference.Bug{"resume-calls-model"}) {
+		t.Errorf("Apply: service %+v, bugs %v; want the scenario's command and its bug", cfg.Service, cfg.Bugs)
+	}
+	cfg = back.Apply(sim.Config{Service: &sim.ServiceSpec{Command: "./other-build"}})
+	if cfg.Service.Command != "./other-build" || !slices.Equal(cfg.Bugs, []reference.Bug{"resume-calls-model"}) {
+		t.Errorf("Apply under --service-cmd: service %+v, bugs %v; want --service-cmd's command and the scenario's bug", cfg.Service, cfg.Bugs)
 	}
 }
 
@@ -329,6 +367,14 @@ func TestBrokenFiles(t *testing.T) {
 			[]want{{"1:7", "name", `"Broken_Name" is not a valid name`}}},
 		{"unknown bug", "name: broken\n", "name: broken\nbugs: [forget-everything]\n",
 			[]want{{"2:8", "bugs[0]", `unknown bug "forget-everything"`}}},
+		{"service without a command", "name: broken\n", "name: broken\nservice:\n  bugs: [resume-calls-model]\n",
+			[]want{{"3:3", "service.command", "required: the service's command line"}}},
+		{"service bug badly named", "name: broken\n", "name: broken\nservice:\n  command: ./svc\n  bugs: [Resume_Calls]\n",
+			[]want{{"4:10", "service.bugs[0]", `bug "Resume_Calls": a service's broken variant is named in lower-case`}}},
+		{"service bugs beside top-level bugs", "name: broken\n", "name: broken\nservice:\n  command: ./svc\nbugs: [recall-model-on-resume]\n",
+			[]want{{"4:7", "bugs", "a scenario with a service lists its bugs under service.bugs"}}},
+		{"unknown service field", "name: broken\n", "name: broken\nservice:\n  command: ./svc\n  args: [x]\n",
+			[]want{{"4:3", "service.args", `unknown field "args" (want one of command, bugs)`}}},
 		{"wrong type", "  - worker: quiesce\n", "  - worker: quiesce\n    background: maybe\n",
 			[]want{{"12", "steps[1].background", "want true or false"}}},
 		{"tab-indented yaml", "    actions:\n      - {do: recover}", "\tactions:\n      - {do: recover}",

@@ -26,16 +26,21 @@ func TestInterleavingMissed(t *testing.T) {
 	commit := history.Record{Worker: "fault", Phase: 1, Kind: history.Seen, Obs: &history.Observation{What: history.SeenCommit, Op: "b"}}
 	lease := history.Record{Worker: "fault", Phase: 1, Kind: history.Event, Event: &reference.Event{Kind: reference.EvLeaseAcquire}}
 	woke := history.Record{Worker: "holder", Phase: 0, Kind: history.Event, Event: &reference.Event{Kind: reference.EvError}}
+	// A service whose state store is its own: the harness sees its
+	// commit only as the event it reports.
+	reported := history.Record{Worker: "fault", Phase: 1, Kind: history.Event, Event: &reference.Event{Kind: reference.EvStateCommit, OperationID: "b"}}
 	for name, tc := range map[string]struct {
 		log  history.Log
 		want string // "" for landed
 	}{
-		"inside":       {history.Log{hit, lease, commit, woke}, ""},
-		"after wake":   {history.Log{hit, lease, woke, commit}, "fault had to commit while holder stalled at beforeStateCommit, and did only after holder woke"},
-		"never":        {history.Log{hit, lease, woke}, "and never did"},
-		"before stall": {history.Log{commit, hit, woke}, "and never did"},
-		"no stall":     {history.Log{lease, commit}, "worker holder never stalled"},
-		"holder died":  {history.Log{hit, commit}, ""},
+		"inside":        {history.Log{hit, lease, commit, woke}, ""},
+		"reported":      {history.Log{hit, lease, reported, woke}, ""},
+		"reported late": {history.Log{hit, lease, woke, reported}, "did only after holder woke"},
+		"after wake":    {history.Log{hit, lease, woke, commit}, "fault had to commit while holder stalled at beforeStateCommit, and did only after holder woke"},
+		"never":         {history.Log{hit, lease, woke}, "and never did"},
+		"before stall":  {history.Log{commit, hit, woke}, "and never did"},
+		"no stall":      {history.Log{lease, commit}, "worker holder never stalled"},
+		"holder died":   {history.Log{hit, commit}, ""},
 	} {
 		got := verdict.InterleavingMissed(c, tc.log, catalogue.Timing{})
 		switch {

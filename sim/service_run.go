@@ -14,6 +14,7 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
+	"github.com/crashmatrix/crashmatrix/sim/verdict"
 	"github.com/crashmatrix/crashmatrix/sim/worker"
 )
 
@@ -55,9 +56,11 @@ func prepareService(cfg *Config, b *Backend) error {
 		cfg.Service.Declared = d
 	}
 	// A worker's service processes die with it; its start, like a store
-	// process's, does not count against the worker's deadline.
+	// process's, does not count against the worker's deadline: up to two
+	// start timeouts, as a start without hello in time is tried once more
+	// (serviceproc.Options.RetryStart).
 	b.ChildProcesses = true
-	b.StartTimeout = max(b.StartTimeout, serviceStart(*cfg.Service)+time.Second)
+	b.StartTimeout = max(b.StartTimeout, 2*serviceStart(*cfg.Service)+time.Second)
 	return nil
 }
 
@@ -103,6 +106,7 @@ func (r *Runner) serviceSnapshot(ctx context.Context, c catalogue.Case, env Case
 		}
 		svc, err := serviceproc.Start(ctx, serviceproc.Options{Command: r.cfg.Service.Command, WorkDir: r.cfg.Service.WorkDir, LogDir: env.Logs, TempDir: env.TempDir,
 			Timeout: r.cfg.Service.Timeout, HelloTimeout: r.cfg.Service.Timeout, Want: &decl,
+			RetryStart: func(*storeproc.ProtocolError) { r.noteServiceRetry(c.ID) },
 			Hello: serviceproc.Hello{Role: serviceproc.RoleRead, Dir: ServiceDir(env), Namespace: env.Namespace, Space: space, Holder: "supervisor",
 				LeaseTTLMillis: r.timing.get().LeaseTTL.Milliseconds(), ClaimTTLMillis: r.timing.get().ClaimTTL.Milliseconds(), BatchSize: r.cfg.BatchSize, Seed: r.cfg.Seed}})
 		if err != nil {
@@ -123,6 +127,31 @@ func (r *Runner) serviceSnapshot(ctx context.Context, c catalogue.Case, env Case
 	}
 	snap, err := check.Take(ctx, st, space, ps.Checkpoints, ps.Plans, obs.Threads)
 	return snap, obs, err
+}
+
+// noteServiceRetry notes that the snapshot of case id started the
+// service's reader once more (no hello in time the first time): the
+// case's result says so (serviceRetryNotes).
+func (r *Runner) noteServiceRetry(id string) {
+	r.serviceRetries.Lock()
+	defer r.serviceRetries.Unlock()
+	if r.serviceRetries.n == nil {
+		r.serviceRetries.n = map[string]int{}
+	}
+	r.serviceRetries.n[id]++
+}
+
+// serviceRetryNotes takes the notes of case id's retried reader starts.
+func (r *Runner) serviceRetryNotes(id string) []string {
+	r.serviceRetries.Lock()
+	defer r.serviceRetries.Unlock()
+	n := r.serviceRetries.n[id]
+	delete(r.serviceRetries.n, id)
+	var out []string
+	for i := 0; i < n; i++ {
+		out = append(out, verdict.ServiceStartRetried+"the supervisor's read of the service's stores got no hello within the start timeout; the second start answered")
+	}
+	return out
 }
 
 // serviceCannot says whether the run's service cannot run probe case c

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -125,6 +126,12 @@ type Runner struct {
 	// killBase is the shortest fault-free span a random kill's worker was
 	// seen to take (nanoseconds; 0: none yet), see rescaleKills.
 	killBase atomic.Int64
+	// serviceRetries counts, per case, the snapshots whose service reader
+	// was started once more (noteServiceRetry).
+	serviceRetries struct {
+		sync.Mutex
+		n map[string]int
+	}
 }
 
 // NewRunner resolves the backend and fills in defaults.
@@ -558,6 +565,12 @@ func (r *Runner) runCase(ctx context.Context, c catalogue.Case, tm catalogue.Tim
 	}
 	obs.Restarts = append(obs.Restarts, pc.Restarts()...)
 	observeInitial(c, space, &obs)
+	for _, w := range res.Workers {
+		if w.StartRetries > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("worker %s: %d of its service starts got no hello within the start timeout and were retried; the second start answered", w.Worker, w.StartRetries))
+		}
+	}
+	res.Notes = append(res.Notes, r.serviceRetryNotes(c.ID)...)
 	res.Violations = check.Check(snap, obs)
 	res.Notes = append(res.Notes, r.upgradeNote(res)...)
 	for _, op := range snap.Ops {

@@ -36,6 +36,13 @@ type Options struct {
 	// OnProtocolError is told every protocol violation before the call
 	// returns it (a worker ends itself there: the case is undecided).
 	OnProtocolError func(ctx context.Context, err *storeproc.ProtocolError)
+	// RetryStart, when set, makes a start that got no hello within
+	// HelloTimeout start once more (a start slowed by the machine's load):
+	// it is told of the first attempt's error as the second begins (to
+	// count and report it), and OnProtocolError is not. A second start
+	// that gets no hello either is the protocol error, as without it: a
+	// service that never answers stays one.
+	RetryStart func(first *storeproc.ProtocolError)
 }
 
 func (o Options) timeout() time.Duration {
@@ -64,8 +71,31 @@ type Service struct {
 
 // Start starts the service process and greets it (hello). A process that
 // exits, answers wrongly or not in time is a *storeproc.ProtocolError
-// naming the command and its stderr.
+// naming the command and its stderr. With Options.RetryStart, a start that
+// got no hello in time is tried once more.
 func Start(ctx context.Context, opts Options) (*Service, error) {
+	if opts.RetryStart == nil {
+		return start(ctx, opts)
+	}
+	first := opts
+	first.OnProtocolError = func(ctx context.Context, e *storeproc.ProtocolError) {
+		if !e.NoStart && opts.OnProtocolError != nil {
+			opts.OnProtocolError(ctx, e)
+		}
+	}
+	s, err := start(ctx, first)
+	var pe *storeproc.ProtocolError
+	if err == nil || !errors.As(err, &pe) || !pe.NoStart || ctx.Err() != nil {
+		if pe != nil && pe.NoStart && opts.OnProtocolError != nil {
+			opts.OnProtocolError(ctx, pe) // cancelled: no second start
+		}
+		return s, err
+	}
+	opts.RetryStart(pe)
+	return start(ctx, opts)
+}
+
+func start(ctx context.Context, opts Options) (*Service, error) {
 	opts.Hello.Protocol = Protocol
 	if opts.Hello.Bugs == nil {
 		opts.Hello.Bugs = []string{}

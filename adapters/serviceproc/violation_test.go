@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,9 +21,23 @@ import (
 // then answers the first intent with the lines of the script (one per
 // line of the argument, "\n"-separated), reading one answer after each
 // callback line.
+//
+// "slow <marker> <script>" is the same fake, slow to start: it sleeps 6 s
+// before it reads hello when the file marker does not exist yet (and
+// creates it), or always when marker is "always".
 func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "fake" {
 		fake(os.Args[2])
+		os.Exit(0)
+	}
+	if len(os.Args) > 3 && os.Args[1] == "slow" {
+		if _, err := os.Stat(os.Args[2]); err != nil {
+			if os.Args[2] != "always" {
+				_ = os.WriteFile(os.Args[2], nil, 0o644)
+			}
+			time.Sleep(6 * time.Second)
+		}
+		fake(os.Args[3])
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -109,5 +125,48 @@ func TestViolations(t *testing.T) {
 				t.Error("the process was not killed after the violation")
 			}
 		})
+	}
+}
+
+// TestRetryStart: a start that got no hello in time is tried once more
+// with Options.RetryStart, told of the first attempt (not as a protocol
+// error); a service that never answers hello is the protocol error
+// (NoStart) after its second start, told once; without RetryStart the
+// slow start is the error at once.
+func TestRetryStart(t *testing.T) {
+	script := `{"id":1,"ok":{"operationId":"o","outcome":"COMPLETED","revision":1}}`
+	start := func(marker string, retry bool) (*Service, int, int, error) {
+		var retries, told int
+		o := Options{Command: os.Args[0] + " slow " + marker + " '" + script + "'", Timeout: 2 * time.Second, HelloTimeout: 2 * time.Second,
+			OnProtocolError: func(context.Context, *storeproc.ProtocolError) { told++ },
+			Hello:           Hello{Role: RoleRead, Dir: t.TempDir(), Namespace: "n", Space: "s", Holder: "h", LeaseTTLMillis: 1, ClaimTTLMillis: 1}}
+		if retry {
+			o.RetryStart = func(first *storeproc.ProtocolError) {
+				if !first.NoStart {
+					t.Errorf("retried after %v, not a start without hello", first)
+				}
+				retries++
+			}
+		}
+		s, err := Start(context.Background(), o)
+		return s, retries, told, err
+	}
+	s, retries, told, err := start(filepath.Join(t.TempDir(), "started"), true)
+	if err != nil || retries != 1 || told != 0 {
+		t.Fatalf("slow first start with RetryStart: %v, %d retries, %d protocol errors told; want a service after 1 retry, none told", err, retries, told)
+	}
+	var res Result
+	if err := s.Request(context.Background(), "ingest", map[string]any{"space": "s"}, &handler{}, &res); err != nil || res.Outcome != "COMPLETED" {
+		t.Errorf("the retried service's answer: %+v, %v", res, err)
+	}
+	s.Kill()
+	var pe *storeproc.ProtocolError
+	_, retries, told, err = start("always", true)
+	if !errors.As(err, &pe) || !pe.NoStart || retries != 1 || told != 1 {
+		t.Fatalf("a service that never answers hello: %v, %d retries, %d told; want NoStart after 1 retry, told once", err, retries, told)
+	}
+	_, retries, told, err = start(filepath.Join(t.TempDir(), "started"), false)
+	if !errors.As(err, &pe) || !pe.NoStart || retries != 0 || told != 1 {
+		t.Fatalf("a slow start without RetryStart: %v, %d told; want NoStart at once, told once", err, told)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +15,9 @@ import (
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs"
 	"github.com/crashmatrix/crashmatrix/internal/certifyrun"
+	"github.com/crashmatrix/crashmatrix/internal/scenariorun"
 	"github.com/crashmatrix/crashmatrix/reference"
+	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
@@ -93,29 +97,57 @@ func TestOwnStoresDurableStepSweep(t *testing.T) {
 }
 
 // certify --service-cmd on the broken variant, --class durable-step: the
-// probe, the sweep, the verdict (exit 1, I5) and no scenario (a scenario
-// carries the reference's defects, not a service's own --bug), where a
-// written one used to fail the run (exit 2).
+// probe, the sweep, the verdict (exit 1, I5) and a scenario of each
+// failing kill that names the service and its own --bug; run replays the
+// scenario through the same service, failing as it did (I5), and on the
+// correct service (the bug taken out) the same crash passes.
 func TestCertifyOwnStoresDurableStepSweep(t *testing.T) {
 	needLazyMount(t)
 	var out, errs bytes.Buffer
+	dir := t.TempDir()
+	command := os.Args[0] + " speak-own"
 	code, err := certifyrun.Run(context.Background(), certifyrun.Options{
 		Config: sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, Seed: 1, Bugs: []reference.Bug{refservice.BugTwoTransactionCreate},
 			Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"},
-			Service:  &sim.ServiceSpec{Command: os.Args[0] + " speak-own", Timeout: 30 * time.Second}},
-		Backend: "sqlite", Label: "sqlite", WorkDir: t.TempDir(), Quiet: true, Parallel: 2,
+			Service:  &sim.ServiceSpec{Command: command, Timeout: 30 * time.Second}},
+		Backend: "sqlite", Label: "sqlite", WorkDir: dir, Quiet: true, Parallel: 2,
 		Selection: catalogue.Selection{Classes: []string{catalogue.DurableStepClass}},
 		Explore:   certifyrun.Explore{Part: true}, Stderr: io.MultiWriter(&errs, &out)}, &out)
 	if err != nil || code != 1 {
 		t.Fatalf("exit %d, %v; want 1\n%s", code, err, out.String())
 	}
+	path := filepath.Join(dir, "durable-step-ops-create-1-of-2-power-loss.yaml")
 	for _, want := range []string{
 		"ops.create after fsync 1 of 2            FAIL I5",
-		"durable-step-ops.create-1-of-2-power-loss broke I5: no scenario written: the service's --bug two-transaction-create",
+		"durable-step-ops.create-1-of-2-power-loss broke I5: replay with: crashmatrix run " + path + " --repeat 10",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
 		}
+	}
+	sc, err := scenarios.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Service == nil || sc.Service.Command != command || !slices.Equal(sc.Service.Bugs, []reference.Bug{refservice.BugTwoTransactionCreate}) || len(sc.Bugs) > 0 {
+		t.Fatalf("the scenario's service is %+v, bugs %v; want %q with its bug %s", sc.Service, sc.Bugs, command, refservice.BugTwoTransactionCreate)
+	}
+	replay := func(s *scenarios.Scenario) (int, string) {
+		var rout, rerr bytes.Buffer
+		code, err := scenariorun.Run(context.Background(), scenariorun.Options{Scenarios: []*scenarios.Scenario{s}, Paths: map[*scenarios.Scenario]string{s: path},
+			Config:  sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}},
+			Backend: "sqlite", Want: "sqlite", Repeat: 1, WorkDir: t.TempDir(), Replay: func(string) string { return "" }, Stderr: &rerr}, &rout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return code, rout.String() + rerr.String()
+	}
+	if code, got := replay(sc); code != 0 {
+		t.Errorf("the scenario replayed on the broken service: exit %d; want 0 (it fails again, I5, as it expects)\n%s", code, got)
+	}
+	sc.Service.Bugs = nil
+	if code, got := replay(sc); code != 1 || !strings.Contains(got, `verdict "pass", want "FAIL"`) {
+		t.Errorf("the scenario replayed on the correct service: exit %d; want 1, the crash passing\n%s", code, got)
 	}
 }
 

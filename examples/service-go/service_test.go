@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(sim.WorkerSpecEnv); path != "" {
 		os.Exit(sim.WorkerMain("worker", []string{"--spec", path}))
 	}
+	if len(os.Args) > 3 && os.Args[1] == "speak-own-slow" {
+		os.Exit(speakSlow(os.Args[2], os.Args[3]))
+	}
 	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], "speak") {
 		o := refservice.Options{OwnStores: os.Args[1] == "speak-own"}
 		if sys, one := strings.CutPrefix(os.Args[1], "speak-only-"); one {

@@ -5,12 +5,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/scenarios"
+	"github.com/crashmatrix/crashmatrix/sim"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
 )
@@ -19,22 +18,21 @@ import (
 // broke an invariant as a scenario (the same crash at the same store call or commit, or for a
 // wall-clock kill the same offset, expecting the same invariants to break,
 // with the run's bugs and mutant) and prints the command that replays it.
-// Under a service's broken variant of its own (a --bug that is no defect
-// of the reference) it writes none and says so: a scenario carries the
-// reference's defects only.
-func writeKillReplays(out io.Writer, workdir, backend string, leaseTTL time.Duration, rep verdict.Report, runArgs ...string) error {
-	own := ownBug(rep.Bugs)
+// On a run through the service protocol (service, the --service-cmd
+// command, not "") the scenario names the service and carries the run's
+// bugs as the service's, its own broken variants included, so that run
+// replays it through the same service.
+func writeKillReplays(out io.Writer, workdir, backend, service string, leaseTTL time.Duration, rep verdict.Report, runArgs ...string) error {
 	for _, r := range rep.Results {
 		if r.Case.Class != catalogue.RandomKillClass && !catalogue.IsDurableStep(r.Case) || r.Verdict != verdict.Fail {
-			continue
-		}
-		if own != "" {
-			fmt.Fprintf(out, "%s broke %s: no scenario written: the service's --bug %s is not one of the reference's defects, which scenarios carry (rerun the case as the report says)\n", r.Case.ID, strings.Join(r.Broken(), ","), own)
 			continue
 		}
 		sc, err := scenarios.FromFailure(r, rep, backend, leaseTTL)
 		if err != nil {
 			return err
+		}
+		if service != "" {
+			sc.OnService(service)
 		}
 		b, err := sc.Marshal()
 		if err != nil {
@@ -53,13 +51,10 @@ func writeKillReplays(out io.Writer, workdir, backend string, leaseTTL time.Dura
 	return nil
 }
 
-// ownBug is a bug of the run that is no defect of the reference (a
-// service's broken variant, --service-cmd's --bug), "" when there is none.
-func ownBug(bugs []string) string {
-	for _, b := range bugs {
-		if !slices.Contains(reference.Bugs, reference.Bug(b)) {
-			return b
-		}
+// serviceCommand is the command of a run's service ("" without one).
+func serviceCommand(s *sim.ServiceSpec) string {
+	if s == nil {
+		return ""
 	}
-	return ""
+	return s.Command
 }

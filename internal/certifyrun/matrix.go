@@ -76,7 +76,7 @@ func (r *run) finish() (int, error) {
 	if err := cmdkit.WriteReports(r.out, r.rep, r.ropt, r.o.JSON, r.o.JUnit, r.o.HTML); err != nil {
 		return 0, err
 	}
-	if err := writeKillReplays(r.out, r.workdir, cmp.Or(r.o.Replay.Backend, r.o.Backend), r.o.LeaseTTL, r.rep, r.o.Replay.Args...); err != nil {
+	if err := writeKillReplays(r.out, r.workdir, cmp.Or(r.o.Replay.Backend, r.o.Backend), serviceCommand(r.o.Config.Service), r.o.LeaseTTL, r.rep, r.o.Replay.Args...); err != nil {
 		return 0, err
 	}
 	switch {

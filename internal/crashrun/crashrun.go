@@ -52,6 +52,12 @@ type Options struct {
 	// the matrix is recovered by it (sim.Config.RecoverUse). The
 	// exploration, in-process on one build, does not run then.
 	RecoverWith *sim.Backend
+	// Service, when set, is a service of the caller's run through the
+	// service protocol instead of the reference (sim.Config.Service;
+	// Bugs are then its broken variants); backend holds the stores it
+	// takes from the harness. Its exploration runs with worker processes
+	// (a service process cannot die with an in-process worker).
+	Service *sim.ServiceSpec
 	// Explore, when positive, runs that many seeded exploration schedules
 	// (seed Seed) in-process after a matrix that certified
 	// (explorerun.Run); a finding fails the run as a case of its own. On
@@ -120,7 +126,7 @@ func Run(t *testing.T, backend sim.Backend, o Options) Result {
 	runner, err := sim.NewRunner(sim.Config{Use: &b, Backend: sim.BackendSpec{Name: backend.Name},
 		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: RunPattern(t.Name())},
 		WorkDir:  work, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: o.Seed, Adaptive: adaptive, ProcessTimeout: o.ProcessTimeout, WallClock: o.WallClock,
-		RecoverUse: o.RecoverWith})
+		RecoverUse: o.RecoverWith, Service: o.Service})
 	if err != nil {
 		os.RemoveAll(work)
 		t.Fatalf("crash matrix: %v", err)
@@ -247,8 +253,15 @@ func explored(ctx context.Context, t *testing.T, backend sim.Backend, o Options,
 		return nil
 	}
 	b := backend
-	runner, err := sim.NewRunner(sim.Config{Use: &b, Backend: sim.BackendSpec{Name: backend.Name}, WorkDir: filepath.Join(work, "explore"),
-		InProcess: true, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: o.Seed, WallClock: o.WallClock})
+	cfg := sim.Config{Use: &b, Backend: sim.BackendSpec{Name: backend.Name}, WorkDir: filepath.Join(work, "explore"),
+		InProcess: true, LeaseTTL: o.LeaseTTL, Bugs: o.Bugs, Mutant: o.Mutant, Seed: o.Seed, WallClock: o.WallClock}
+	mode, parallel := "in-process", 4*runtime.NumCPU()
+	if o.Service != nil {
+		// The service's processes die with their workers: real ones.
+		cfg.InProcess, cfg.Service, cfg.Launcher = false, o.Service, sim.ReexecLauncher{Binary: os.Args[0], Test: RunPattern(t.Name())}
+		mode, parallel = "process kills", max(o.Parallel, 2)
+	}
+	runner, err := sim.NewRunner(cfg)
 	if err != nil {
 		return fmt.Errorf("exploration: %w", err)
 	}
@@ -257,8 +270,8 @@ func explored(ctx context.Context, t *testing.T, backend sim.Backend, o Options,
 	shape.LeaseTTLMillis = o.LeaseTTL.Milliseconds()
 	rerun := ReportOptions(t).Rerun
 	start := time.Now()
-	out, err := explorerun.Run(ctx, runner, explorerun.Options{Count: o.Explore, Seed: o.Seed, Parallel: 4 * runtime.NumCPU(), Shape: shape, Dir: work,
-		Settings: explorerun.Settings{Bugs: o.Bugs, Mutant: o.Mutant, Mode: "in-process", By: fmt.Sprintf("CertifyCrashSafety's exploration (%d schedules, seed %d)", o.Explore, o.Seed)},
+	out, err := explorerun.Run(ctx, runner, explorerun.Options{Count: o.Explore, Seed: o.Seed, Parallel: parallel, Shape: shape, Dir: work,
+		Settings: explorerun.Settings{Bugs: o.Bugs, Mutant: o.Mutant, Mode: mode, By: fmt.Sprintf("CertifyCrashSafety's exploration (%d schedules, seed %d)", o.Explore, o.Seed)},
 		// The exploration is seeded: the test finds the schedule again.
 		Replay: func(string) string { return rerun }})
 	if err != nil {

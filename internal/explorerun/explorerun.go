@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/crashmatrix/crashmatrix/check"
@@ -227,23 +226,19 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) (Outcome, error) {
 	}
 	f.Shrunk.ID = fmt.Sprintf("explored-s%d-%d-%s", o.Seed, f.Index, strings.ToLower(f.Invariant))
 	o.Settings.Seed = o.Seed
-	shrunk := fmt.Sprintf("schedule %d of %s broke %s (shrunk to %s, reproduced %d/%d)", f.Index, which, f.Invariant,
-		explore.Describe(f.Shrunk), f.Reproduced, f.Reruns)
 	c := Shown(f)
 	c.Case = f.Shrunk
 	c.Case.Class = Class
 	c.Verdict = verdict.Fail
 	out.Case = &c
-	if b := serviceBug(runner, o.Settings.Bugs); b != "" {
-		// A service's broken variant is a name of its own, which a
-		// scenario cannot carry (it replays the reference's defects).
-		out.Line = fmt.Sprintf("exploration: %s; no scenario written: the service's --bug %s is not one of the reference's defects, which scenarios carry", shrunk, b)
-		c.Case.Description = fmt.Sprintf("schedule %d of the exploration (seed %d) after the matrix, shrunk", f.Index, o.Seed)
-		return out, nil
-	}
 	sc, inv, err := Scenario(f, o.Settings)
 	if err != nil {
 		return out, err
+	}
+	if svc := runner.Config().Service; svc != nil {
+		// A service's scenario names it, its bugs (its own broken
+		// variants too) the service's: run replays it through it.
+		sc.OnService(svc.Command)
 	}
 	out.Path, out.ReplayCmd, err = Write(o.Dir, sc, inv, Shown(f), "", o.Replay)
 	if err != nil {
@@ -253,20 +248,6 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) (Outcome, error) {
 		explore.Describe(f.Shrunk), f.Reproduced, f.Reruns, out.Path)
 	c.Case.Description = fmt.Sprintf("schedule %d of the exploration (seed %d) after the matrix, shrunk; scenario %s", f.Index, o.Seed, out.Path)
 	return out, nil
-}
-
-// serviceBug is the first of bugs that is no defect of the reference, on a
-// run through the service protocol ("" otherwise).
-func serviceBug(runner *sim.Runner, bugs []reference.Bug) string {
-	if runner.Config().Service == nil {
-		return ""
-	}
-	for _, b := range bugs {
-		if !slices.Contains(reference.Bugs, b) {
-			return string(b)
-		}
-	}
-	return ""
 }
 
 // AddTo puts the outcome into rep: its line, and its case among the

@@ -64,7 +64,10 @@ const (
 	DeedFreeze Deed = "freeze"
 	// DeedGraph: a graph write of the worker reached the graph.
 	DeedGraph Deed = "graph"
-	// DeedCommit: a state commit of the worker reached the state store.
+	// DeedCommit: a state commit of the worker reached the state store
+	// (seen at the store, or, for a service whose state store is its
+	// own and whose calls the harness does not see, reported by its
+	// state-commit event: a revision CAS that succeeded).
 	DeedCommit Deed = "commit"
 )
 
@@ -84,7 +87,8 @@ func (d Deed) Did(r history.Record, w string) bool {
 	case DeedGraph:
 		return r.Kind == history.Seen && r.Obs != nil && r.Obs.What == history.SeenGraph
 	case DeedCommit:
-		return r.Kind == history.Seen && r.Obs != nil && r.Obs.What == history.SeenCommit
+		return r.Kind == history.Seen && r.Obs != nil && r.Obs.What == history.SeenCommit ||
+			r.Kind == history.Event && r.Event != nil && r.Event.Kind == reference.EvStateCommit
 	}
 	return false
 }

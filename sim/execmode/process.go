@@ -233,7 +233,8 @@ func (m *Modes) start(ctx context.Context, dir string, spec worker.WorkerSpec, d
 		stop()
 		out.Close()
 		m.procs.Delete(cmd)
-		wr := verdict.WorkerResult{Worker: spec.Worker, PID: cmd.Process.Pid, Took: time.Since(t0), StoreStarts: worker.StoreStarts(spec.StartsFile)}
+		wr := verdict.WorkerResult{Worker: spec.Worker, PID: cmd.Process.Pid, Took: time.Since(t0), StoreStarts: worker.StoreStarts(spec.StartsFile),
+			StartRetries: worker.StartRetries(spec.StartsFile)}
 		var ee *exec.ExitError
 		switch {
 		case timedOut.Load():

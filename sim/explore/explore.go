@@ -99,6 +99,61 @@ type Shape struct {
 	// the time (durable.go).
 	DurableKill  float64
 	DurableCalls []catalogue.DurableCall
+	// CanArm, when set, says whether a fault of kind k may be armed at
+	// window p (a service's declarations, ForService): schedules draw
+	// only the windows and kinds it allows, so none is left out.
+	CanArm func(p faults.Point, k faults.Kind) bool
+}
+
+// ForService is shape for a run through the service protocol: schedules
+// of a system the service does not implement are not drawn, and faults
+// only at the windows (and of the kinds) it can run
+// (sim.ServiceSpec.CanArm): a window it does not declare, a store-call
+// or commit window it cannot have, a lease fault without the harness's
+// clock and locks never make a schedule that would be left out. Without a
+// service shape is returned as it is.
+func ForService(shape Shape, svc *sim.ServiceSpec) Shape {
+	if svc == nil {
+		return shape
+	}
+	// A service implements one system or both: schedules of the other
+	// would all be left out.
+	switch ingest, plan := slices.Contains(svc.Declared.Systems, serviceproc.SystemIngestion), slices.Contains(svc.Declared.Systems, serviceproc.SystemPlanSave); {
+	case !plan:
+		shape.PlanSave = 0
+	case !ingest:
+		shape.PlanSave = 1
+	}
+	shape.CanArm = func(p faults.Point, k faults.Kind) bool { ok, _ := svc.CanArm(p, k); return ok }
+	if !shape.CanArm(faults.StoreCall, faults.Crash) {
+		shape.KillCalls = 0
+	}
+	if !shape.CanArm(faults.StoreCommit, faults.Crash) {
+		shape.KillCommits = 0
+	}
+	return shape
+}
+
+// allowed keeps the windows of specs that shape.CanArm allows, each with
+// the kinds it allows there (specs as they are without CanArm). A window
+// whose schedule arms another one too (beforeMarkFailed, beforeDeadLetter)
+// needs that one allowed as well.
+func allowed(specs []faults.Spec, shape Shape) []faults.Spec {
+	if shape.CanArm == nil {
+		return specs
+	}
+	var out []faults.Spec
+	for _, s := range specs {
+		s.Kinds = slices.DeleteFunc(slices.Clone(s.Kinds), func(k faults.Kind) bool { return !shape.CanArm(s.Point, k) })
+		switch {
+		case len(s.Kinds) == 0,
+			s.Point == faults.BeforeMarkFailed && !shape.CanArm(faults.BeforeGraphWrite, faults.Transient),
+			s.Point == faults.BeforeDeadLetter && !shape.CanArm(faults.BeforeStateCommit, faults.Permanent):
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // DefaultShape is small enough to shrink fast and rich enough to find the
@@ -204,7 +259,7 @@ func arm(r *rand.Rand, spec faults.Spec, shape Shape) faults.Action {
 
 func build(r *rand.Rand, shape Shape) catalogue.Case {
 	if r.Float64() < shape.PlanSave {
-		return buildPlanSave(r)
+		return buildPlanSave(r, shape)
 	}
 	c := catalogue.Case{System: faults.Ingestion, Class: "explored", Description: "a generated fault schedule"}
 	clients := 1 + r.Intn(shape.MaxClients)
@@ -219,7 +274,8 @@ func build(r *rand.Rand, shape Shape) catalogue.Case {
 		if len(shape.StoreWindows) > 0 {
 			points = withStoreWindows(points, shape.StoreWindows)
 		}
-		for n := r.Intn(shape.MaxFaults + 1); n > 0; n-- {
+		points = allowed(points, shape)
+		for n := r.Intn(shape.MaxFaults + 1); n > 0 && len(points) > 0; n-- {
 			spec := pick(r, points)
 			switch spec.Point {
 			case faults.BeforeMarkFailed:
@@ -260,8 +316,8 @@ func build(r *rand.Rand, shape Shape) catalogue.Case {
 	}
 	if r.Intn(2) == 0 {
 		rec := catalogue.Step{Worker: "r1", Actions: []catalogue.Action{{Do: "recover", Rounds: 3}}, ContinueOnError: true}
-		if r.Intn(2) == 0 {
-			spec := pick(r, recoveryPoints())
+		if points := allowed(recoveryPoints(), shape); r.Intn(2) == 0 && len(points) > 0 {
+			spec := pick(r, points)
 			a := arm(r, spec, shape)
 			if a.Kind != faults.Pause && !a.Kind.HoldsPastLease() {
 				rec.Arms = faults.Arms{spec.Point: a}
@@ -308,7 +364,7 @@ func oneServerHold(c *catalogue.Case) {
 	}
 }
 
-func buildPlanSave(r *rand.Rand) catalogue.Case {
+func buildPlanSave(r *rand.Rand, shape Shape) catalogue.Case {
 	c := catalogue.Case{System: faults.PlanSave, Class: "explored", Description: "a generated plan-save schedule"}
 	var points []faults.Spec
 	for _, s := range faults.Catalogue {
@@ -317,8 +373,10 @@ func buildPlanSave(r *rand.Rand) catalogue.Case {
 		}
 	}
 	st := catalogue.Step{Worker: "w1", Actions: catalogue.PlanSaveScript(), Arms: faults.Arms{}}
-	spec := pick(r, points)
-	st.Arms[spec.Point] = faults.On(pick(r, spec.Kinds), 1)
+	if points = allowed(points, shape); len(points) > 0 {
+		spec := pick(r, points)
+		st.Arms[spec.Point] = faults.On(pick(r, spec.Kinds), 1)
+	}
 	c.Steps = []catalogue.Step{st,
 		{Worker: "r1", Actions: []catalogue.Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}}, ContinueOnError: true},
 		{Worker: "quiesce", Actions: []catalogue.Action{{Do: "plansave-invoke", Thread: "t1", Approve: true}, {Do: "plansave-conflict", Thread: "t1"}}, ContinueOnError: true}}
@@ -478,16 +536,7 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 		o.Shape = DefaultShape
 		o.Shape.Servers, o.Shape.NoCrash = servers, noCrash
 	}
-	if svc := runner.Config().Service; svc != nil {
-		// A service implements one system or both: schedules of the
-		// other would all be left out.
-		switch ingest, plan := slices.Contains(svc.Declared.Systems, serviceproc.SystemIngestion), slices.Contains(svc.Declared.Systems, serviceproc.SystemPlanSave); {
-		case !plan:
-			o.Shape.PlanSave = 0
-		case !ingest:
-			o.Shape.PlanSave = 1
-		}
-	}
+	o.Shape = ForService(o.Shape, runner.Config().Service)
 	if !runner.WatchesDurableSteps() {
 		// The probe's durable steps were counted on another runner (a
 		// matrix run with processes, explored in-process).
@@ -533,6 +582,8 @@ func Run(ctx context.Context, runner *sim.Runner, o Options) Result {
 					return
 				}
 				c := o.schedule(i)
+				// ForService draws no schedule the service cannot run:
+				// one that still could not is left out, never passed.
 				if svc := runner.Config().Service; svc != nil {
 					if ok, why := svc.Applicable(c); !ok {
 						ch <- out{i, verdict.CaseResult{Case: c, Verdict: verdict.NotApplicable, Notes: []string{why}}}

@@ -43,6 +43,9 @@ type WorkerResult struct {
 	// (store-cmd: its store process's start, until the hello reply), left
 	// out of its deadline (Backend.StartTimeout).
 	StoreStarts []time.Duration `json:"storeStarts,omitempty"`
+	// StartRetries counts the worker's service starts that got no hello
+	// within the start timeout and were tried once more (and answered).
+	StartRetries int `json:"startRetries,omitempty"`
 }
 
 // CaseResult is the outcome of one case.

@@ -120,7 +120,7 @@ func (w *worker) serviceRun(ctx context.Context) (*serviceRun, error) {
 	}
 	ready := NoteOpen(w.spec.StartsFile)
 	svc, err := serviceproc.Start(ctx, serviceproc.Options{Command: spec.Command, WorkDir: spec.WorkDir, LogDir: w.spec.Env.Logs, TempDir: w.spec.Env.TempDir,
-		Timeout: spec.Timeout, HelloTimeout: spec.Timeout, Want: &decl, OnProtocolError: serviceBroke,
+		Timeout: spec.Timeout, HelloTimeout: spec.Timeout, Want: &decl, OnProtocolError: serviceBroke, RetryStart: w.noteRetry,
 		Hello: serviceproc.Hello{Role: serviceproc.RoleWorker, Dir: ServiceDir(w.spec.Env), Namespace: w.spec.Env.Namespace, Space: w.spec.Space,
 			Holder: fmt.Sprintf("%s/%d", w.spec.Worker, w.pid), Bugs: bugs, LeaseTTLMillis: w.spec.LeaseTTLMillis, ClaimTTLMillis: w.spec.ClaimTTLMillis,
 			BatchSize: w.spec.BatchSize, Seed: w.spec.Seed*1000 + int64(w.spec.Phase)}})
@@ -132,6 +132,11 @@ func (w *worker) serviceRun(ctx context.Context) (*serviceRun, error) {
 	w.svcRun = run
 	return run, nil
 }
+
+// noteRetry notes a service start of the worker's that got no hello
+// within the start timeout and is tried once more (serviceproc's
+// RetryStart): the case's result counts it (WorkerResult.StartRetries).
+func (w *worker) noteRetry(*storeproc.ProtocolError) { NoteRetry(w.spec.StartsFile) }
 
 // BugNames are the mutants' names, as hello sends them.
 func BugNames(bugs []reference.Bug) []string {
@@ -199,11 +204,15 @@ func (r *serviceReader) Call(ctx context.Context, op string, args json.RawMessag
 		}
 		spec := r.w.spec.Service
 		decl := spec.Declared
+		// Its start, as the worker's service's, is out of the worker's
+		// deadline (Backend.StartTimeout).
+		ready := NoteOpen(r.w.spec.StartsFile)
 		s, err := serviceproc.Start(ctx, serviceproc.Options{Command: spec.Command, WorkDir: spec.WorkDir, LogDir: r.w.spec.Env.Logs, TempDir: r.w.spec.Env.TempDir,
-			Timeout: readTimeout, HelloTimeout: spec.Timeout, Want: &decl, OnProtocolError: serviceBroke,
+			Timeout: readTimeout, HelloTimeout: spec.Timeout, Want: &decl, OnProtocolError: serviceBroke, RetryStart: r.w.noteRetry,
 			Hello: serviceproc.Hello{Role: serviceproc.RoleRead, Dir: ServiceDir(r.w.spec.Env), Namespace: r.w.spec.Env.Namespace, Space: r.w.spec.Space,
 				Holder: fmt.Sprintf("%s/%d/reader", r.w.spec.Worker, r.w.pid), LeaseTTLMillis: r.w.spec.LeaseTTLMillis, ClaimTTLMillis: r.w.spec.ClaimTTLMillis,
 				BatchSize: r.w.spec.BatchSize, Seed: r.w.spec.Seed}})
+		ready()
 		if err != nil {
 			return nil, err
 		}

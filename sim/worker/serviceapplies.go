@@ -37,30 +37,42 @@ func WithOwn(st, o reference.Stores, own []string) reference.Stores {
 // of the harness), and a lease fault needs the harness's locks and clock.
 // A case left out is no pass: the verdict lists what was left out.
 func (s *ServiceSpec) Applicable(c catalogue.Case) (bool, string) {
-	d := s.Declared
 	if ok, why := s.Implements(c.System); !ok {
 		return false, why
 	}
 	for _, st := range c.Steps {
 		for p, a := range st.Arms {
-			switch {
-			case p == faults.StoreCall:
-				if !d.Has(serviceproc.ReportCalls) && len(d.HarnessStores) == 0 {
-					return false, "store-call windows need reports: [calls] or stores of the harness"
-				}
-			case p == faults.StoreCommit:
-				if len(d.HarnessStores) == 0 {
-					return false, "commit windows are the harness's embedded stores'"
-				}
-			case faults.IsStorePoint(p) && !strings.HasPrefix(string(p), "service/"):
-				// A window of the harness's store (the backend's own).
-			case !slices.Contains(d.Windows, string(p)):
-				return false, "window " + string(p) + " is not declared"
-			}
-			if a.Kind.IsLeaseFault() && (d.Clock != "harness" || !d.HarnessStore(storeproc.StoreLocks)) {
-				return false, "lease faults need the harness's clock and locks"
+			if ok, why := s.CanArm(p, a.Kind); !ok {
+				return false, why
 			}
 		}
+	}
+	return true, ""
+}
+
+// CanArm says whether a fault of kind k at window p can run on the
+// service, and why not (Applicable's rule for one armed fault): a window
+// of the catalogue or of the service is one it declares, a store-call
+// window needs calls it reports or stores of the harness, a commit window
+// the harness's stores, and a lease fault the harness's locks and clock.
+func (s *ServiceSpec) CanArm(p faults.Point, k faults.Kind) (bool, string) {
+	d := s.Declared
+	switch {
+	case p == faults.StoreCall:
+		if !d.Has(serviceproc.ReportCalls) && len(d.HarnessStores) == 0 {
+			return false, "store-call windows need reports: [calls] or stores of the harness"
+		}
+	case p == faults.StoreCommit:
+		if len(d.HarnessStores) == 0 {
+			return false, "commit windows are the harness's embedded stores'"
+		}
+	case faults.IsStorePoint(p) && !strings.HasPrefix(string(p), "service/"):
+		// A window of the harness's store (the backend's own).
+	case !slices.Contains(d.Windows, string(p)):
+		return false, "window " + string(p) + " is not declared"
+	}
+	if k.IsLeaseFault() && (d.Clock != "harness" || !d.HarnessStore(storeproc.StoreLocks)) {
+		return false, "lease faults need the harness's clock and locks"
 	}
 	return true, ""
 }

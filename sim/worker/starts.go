@@ -87,6 +87,24 @@ func spans(path, first, last string, each func(began int64, took time.Duration, 
 	}
 }
 
+// NoteRetry notes in path that a service start got no hello in time and
+// is tried once more (nothing when path is "").
+func NoteRetry(path string) {
+	if path != "" {
+		appendStartLine(path, "retry")
+	}
+}
+
+// StartRetries counts the retried starts path notes
+// (WorkerResult.StartRetries).
+func StartRetries(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	return bytes.Count(append([]byte("\n"), b...), []byte("\nretry "))
+}
+
 // StoreStarts lists how long each open of a worker's stores took, as its
 // starts file says (WorkerResult.StoreStarts).
 func StoreStarts(path string) []time.Duration {
