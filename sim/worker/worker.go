@@ -118,6 +118,9 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 		now = func() int64 { return time.Now().UnixMilli() }
 	}
 	pause = pausing(st, spec, pid, pause, now)
+	if InWorkerProcess() {
+		spawnNotes = spec.StartsFile
+	}
 	if spec.StartsFile != "" {
 		// The supervisor leaves the time parked out of the deadline.
 		parked := pause
