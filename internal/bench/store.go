@@ -140,17 +140,22 @@ func (s *storeSitting) matrix(round, i int) error {
 	s.cpus[i] = append(s.cpus[i], cpu)
 	extra := ""
 	if i == 1 {
-		opens := 0
+		opens, died := 0, 0
 		for _, res := range rep.Results {
 			for _, w := range res.Workers {
 				opens += len(w.StoreStarts)
+				if w.Exit != "ok" {
+					// Its store processes died with it: a start the
+					// crash needs.
+					died += len(w.StoreStarts)
+				}
 			}
 		}
 		started, handed, returned := storeproc.SpareTotals()
-		sr := storeRound{opens: opens, spares: started - started0, handed: handed - handed0, returned: returned - returned0, cpu: cpu, goCPU: s.cpus[0][round], wall: rep.Took, starts: rep.StoreStarts}
+		sr := storeRound{opens: opens, died: died, spares: started - started0, handed: handed - handed0, returned: returned - returned0, cpu: cpu, goCPU: s.cpus[0][round], wall: rep.Took, starts: rep.StoreStarts}
 		s.profiles = append(s.profiles, sr)
-		extra = fmt.Sprintf("; %d store processes started for the workers (%.1f a case; %d of them by the supervisor ahead of need), %d worker store opens took one ready (%d given back by a worker that ended without a crash; the snapshots' and initial-state loads' are pooled between cases; both when the store declares reopen), %.2fx the Go SQLite round just before; %s",
-			sr.started(), float64(sr.started())/float64(len(cases)), sr.spares, sr.handed, sr.returned, float64(rep.Took)/float64(s.walls[0][round]), rep.StoreStarts)
+		extra = fmt.Sprintf("; %d store processes started for the workers (%.1f a case; %d of them by the supervisor ahead of need; %d died with a worker that was killed or did not end cleanly, the starts a crash needs), %d worker store opens took one ready (%d given back by a worker that ended without a crash; the snapshots' and initial-state loads' are pooled between cases; both when the store declares reopen), %.2fx the Go SQLite round just before; %s",
+			sr.started(), float64(sr.started())/float64(len(cases)), sr.spares, sr.died, sr.handed, sr.returned, float64(rep.Took)/float64(s.walls[0][round]), rep.StoreStarts)
 	}
 	// CPU of the processes waited for: a store process
 	// killed with its worker is not (it is reaped by init).
