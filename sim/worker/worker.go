@@ -20,7 +20,7 @@ import (
 // WorkerOptions say how a worker injects and dies, and (in the in-process
 // mode) what it shares with the other workers of its case.
 type WorkerOptions struct {
-	// Injector decides which faults fire (pingcap/failpoint's registry,
+	// Injector decides which faults fire (faults.Failpoints' registry,
 	// armed by GO_FAILPOINTS, in a worker process).
 	Injector faults.Injector
 	// Crash ends the worker; in a process it is SIGKILL.
