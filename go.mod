@@ -13,7 +13,6 @@ require (
 	github.com/moby/moby/api v1.56.1
 	github.com/moby/moby/client v0.6.2
 	github.com/neo4j/neo4j-go-driver/v5 v5.28.4
-	github.com/pingcap/failpoint v0.0.0-20240528011301-b51a646c7c86
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/rs/zerolog v1.33.0
 	github.com/spf13/cobra v1.10.2

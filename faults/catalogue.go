@@ -74,8 +74,9 @@
 // cuts the power of the mount: what a store acknowledged must be durable
 // (I9).
 //
-// The names are pingcap/failpoint paths, so they can be armed with
-// failpoint.Enable or the GO_FAILPOINTS environment variable without any code
+// The names are failpoint paths, so they can be armed with
+// EnableFailpoint or the GO_FAILPOINTS environment variable (in
+// pingcap/failpoint's syntax, term return("action")) without any code
 // rewriting.
 package faults
 

@@ -10,15 +10,13 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/pingcap/failpoint"
 )
 
-// PathPrefix is the pingcap/failpoint path prefix of every Point.
+// PathPrefix is the failpoint path prefix of every Point.
 const PathPrefix = "github.com/crashmatrix/crashmatrix/faults/"
 
-// Path returns the pingcap/failpoint path of p, as used by failpoint.Enable
-// and GO_FAILPOINTS.
+// Path returns the failpoint path of p, as used by EnableFailpoint and
+// GO_FAILPOINTS (pingcap/failpoint's syntax: armed.go).
 func Path(p Point) string { return PathPrefix + string(p) }
 
 // Action is an armed fault: what to do, and at which hit of the point.
@@ -195,8 +193,8 @@ type Injector interface {
 	Eval(p Point) (Action, bool)
 }
 
-// Failpoints is the Injector backed by pingcap/failpoint's process-wide
-// registry: arm a point with failpoint.Enable(Path(p), `return("crash@1")`)
+// Failpoints is the Injector backed by the process-wide failpoints
+// (armed.go): arm a point with EnableFailpoint(Path(p), `return("crash@1")`)
 // or the GO_FAILPOINTS environment variable. No code rewriting is needed.
 type Failpoints struct {
 	mu   sync.Mutex
@@ -205,13 +203,9 @@ type Failpoints struct {
 
 // Eval implements Injector.
 func (f *Failpoints) Eval(p Point) (Action, bool) {
-	v, err := failpoint.Eval(Path(p))
-	if err != nil {
-		return Action{}, false
-	}
-	s, ok := v.(string)
+	s, ok := armedValue(Path(p))
 	if !ok {
-		s = fmt.Sprint(v)
+		return Action{}, false
 	}
 	a, err := ParseAction(s)
 	if err != nil {

@@ -27,7 +27,7 @@ import (
 // crashmatrix the worker puts its Runtime in the context of every service
 // call (WithRuntime); a probe run records every store point reached and from
 // which store method, and the matrix arms each discovered point with every
-// StoreKinds kind, through pingcap/failpoint's runtime registry
+// StoreKinds kind, through the process-wide failpoints (armed.go)
 // (GO_FAILPOINTS) like the catalogue's windows: nothing but `go test` is
 // needed, no code rewriting.
 

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/crashmatrix/crashmatrix/faults"
-	"github.com/pingcap/failpoint"
 )
 
 // twoStepStore is what a store author writes: one method, two durable
@@ -61,10 +60,10 @@ func TestStoreWindowIsReachedFromItsMethodAndInjects(t *testing.T) {
 
 func TestStoreWindowArmedThroughFailpoints(t *testing.T) {
 	p := faults.Point("teststore/afterRow")
-	if err := failpoint.Enable(faults.Path(p), `return("error@1")`); err != nil {
+	if err := faults.EnableFailpoint(faults.Path(p), `return("error@1")`); err != nil {
 		t.Fatal(err)
 	}
-	defer failpoint.Disable(faults.Path(p))
+	defer faults.DisableFailpoint(faults.Path(p))
 	ctx := faults.WithRuntime(context.Background(), &faults.Runtime{Injector: &faults.Failpoints{}})
 	s := &twoStepStore{}
 	if err := s.Create(ctx); !faults.IsInjected(err) || s.plans != 0 {

@@ -98,6 +98,11 @@ type Options struct {
 	// the call returns it (a crash-matrix worker ends itself there, so the
 	// case is undecided rather than judged on a broken conversation).
 	OnProtocolError func(ctx context.Context, err *ProtocolError)
+	// BeforeStart, when set, is called before each store process this
+	// client starts itself (not a spare's, not a pooled one's); its error
+	// stops the start (a crash-matrix worker notes there that it starts
+	// a process of its own: worker.NoteSpawn).
+	BeforeStart func() error
 
 	// logName and extraEnv are StartProcess's (another protocol's
 	// process): the log file's prefix ("store" when empty) and variables
@@ -263,6 +268,11 @@ func launch(opts *Options) (*proc, *os.File, error) {
 	}
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("store temporary directory: %w", err)
+	}
+	if opts.BeforeStart != nil {
+		if err := opts.BeforeStart(); err != nil {
+			return nil, nil, err
+		}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = opts.WorkDir

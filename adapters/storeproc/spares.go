@@ -53,7 +53,10 @@ type Spares struct {
 	ready    map[spareKey][]*proc
 	starting map[spareKey]int
 	failed   map[spareKey]int // consecutive spares that did not get ready
-	closed   bool
+	// waiters are the workers waiting for a spare under way (claim), the
+	// first first; each holds a claim on one of the starting ones.
+	waiters map[spareKey][]chan *proc
+	closed  bool
 	// warming are the spares between their start and their close reply;
 	// prepares counts the goroutines that start them.
 	warming  map[*proc]bool
@@ -107,7 +110,8 @@ func NewSpares(keep int, workDir string, commands ...string) (*Spares, error) {
 	if err := listenSpares(); err != nil {
 		return nil, err
 	}
-	sp := &Spares{keep: max(keep, 1), ready: map[spareKey][]*proc{}, starting: map[spareKey]int{}, failed: map[spareKey]int{}, warming: map[*proc]bool{}}
+	sp := &Spares{keep: max(keep, 1), ready: map[spareKey][]*proc{}, starting: map[spareKey]int{}, failed: map[spareKey]int{}, warming: map[*proc]bool{},
+		waiters: map[spareKey][]chan *proc{}}
 	for _, c := range commands {
 		if c != "" {
 			sp.allowed = append(sp.allowed, spareCmd{c, workDir})
@@ -150,6 +154,12 @@ func (sp *Spares) Close() error {
 	}
 	sp.ready = map[spareKey][]*proc{}
 	sp.closed = true
+	for _, ws := range sp.waiters {
+		for _, ch := range ws {
+			ch <- nil
+		}
+	}
+	sp.waiters = map[spareKey][]chan *proc{}
 	sp.mu.Unlock()
 	for _, p := range idle {
 		p.kill()
@@ -333,17 +343,59 @@ func setFor(key spareKey) *Spares {
 // a reply); a worker's wait for a spare is bounded by its hello timeout.
 const spareAsk = 10 * time.Second
 
-// await returns a ready spare of key, nil when none is (the worker then
-// starts its own: waiting for a spare to start would put its start, and
-// the others' competing for the cores, back on the critical path). A
-// worker that finds none ready makes the supervisor keep one more (grow).
+// await returns a ready spare of key; when none is ready, one already
+// under way that no other worker waits for (claim); nil when there is
+// neither (the worker then starts its own). Waiting for a spare under way
+// costs the worker no more than starting its own would (that one started
+// earlier), and saves a start: a spare comes back when its worker ends
+// without a crash and serves the next one, a process the worker started
+// dies with it. A worker that finds none ready makes the supervisor keep
+// one more (grow).
 func (sp *Spares) await(key spareKey) *proc {
 	p := sp.take(key)
 	if p == nil {
 		sp.grow()
+		p = sp.claim(key, min(time.Duration(key.HelloTimeout)*time.Millisecond, spareWait))
 	}
 	sp.fill(key)
 	return p
+}
+
+// spareWait bounds a worker's wait for a spare under way (within spareAsk,
+// the bound on the exchange).
+const spareWait = spareAsk * 4 / 5
+
+// claim waits up to limit for a spare of key that is starting and that no
+// other worker waits for: nil when there is none, or when it did not get
+// ready in time.
+func (sp *Spares) claim(key spareKey, limit time.Duration) *proc {
+	sp.mu.Lock()
+	if sp.closed || sp.starting[key] <= len(sp.waiters[key]) || limit <= 0 {
+		sp.mu.Unlock()
+		return nil
+	}
+	ch := make(chan *proc, 1)
+	sp.waiters[key] = append(sp.waiters[key], ch)
+	sp.mu.Unlock()
+	// Claimed spares are not ahead of need: others take their place.
+	sp.fill(key)
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case p := <-ch:
+		return p
+	case <-t.C:
+	}
+	sp.mu.Lock()
+	ws := sp.waiters[key]
+	if i := slices.Index(ws, ch); i >= 0 {
+		sp.waiters[key] = slices.Delete(ws, i, i+1)
+		sp.mu.Unlock()
+		return nil
+	}
+	sp.mu.Unlock()
+	// Handed over as the wait ended.
+	return <-ch
 }
 
 // grow keeps one more spare ready (up to maxKeep): a worker found none.
@@ -402,7 +454,13 @@ func takeBack(sid int, req spareRequest, fds []int) bool {
 		_ = p.spareStderr.Close()
 		return false
 	}
-	sp.ready[*p.key] = append(sp.ready[*p.key], p)
+	if ws := sp.waiters[*p.key]; len(ws) > 0 {
+		// A worker waits for one under way: this one is ready now.
+		ws[0] <- p
+		sp.waiters[*p.key] = ws[1:]
+	} else {
+		sp.ready[*p.key] = append(sp.ready[*p.key], p)
+	}
 	sp.mu.Unlock()
 	sp.returned.Add(1)
 	return true
@@ -459,7 +517,9 @@ func (sp *Spares) fill(key spareKey) {
 	// At most one start per core at a time: spares compete for the cores
 	// with the cases (and with the supervisor's own store processes,
 	// whose hello must come within the start timeout).
-	for n := len(sp.ready[key]) + sp.starting[key]; n < sp.keep && sp.starting[key] < runtime.NumCPU(); n++ {
+	// Those workers wait for (claim) do not count.
+	ahead := func() int { return sp.starting[key] - len(sp.waiters[key]) }
+	for n := len(sp.ready[key]) + ahead(); n < sp.keep && ahead() < runtime.NumCPU(); n++ {
 		sp.starting[key]++
 		sp.prepares.Add(1)
 		go sp.prepare(key)
@@ -487,10 +547,22 @@ func (sp *Spares) prepare(key spareKey) {
 	} else {
 		sp.failed[key] = 0
 	}
-	if err == nil && !sp.closed {
+	ws := sp.waiters[key]
+	switch {
+	case err == nil && !sp.closed && len(ws) > 0:
+		// To the worker that has waited longest for it (claim).
+		ws[0] <- p
+		sp.waiters[key] = ws[1:]
+		p = nil
+	case err == nil && !sp.closed:
 		// At the front: the ones given back are taken first (take).
 		sp.ready[key] = append([]*proc{p}, sp.ready[key]...)
 		p = nil
+	case len(ws) > sp.starting[key]:
+		// One fewer under way than workers waiting: the last waiter
+		// starts its own.
+		ws[len(ws)-1] <- nil
+		sp.waiters[key] = ws[:len(ws)-1]
 	}
 	sp.mu.Unlock()
 	if p != nil {

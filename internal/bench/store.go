@@ -53,7 +53,10 @@ type storeSitting struct {
 	// walls and cpus of each round, on the Go SQLite store [0] and on
 	// Command [1]; profiles of Command's rounds.
 	walls, cpus [2][]time.Duration
-	profiles    []storeRound
+	// selfs is the supervisor's own share of cpus (its children's, the
+	// workers' and their store processes', being the rest).
+	selfs    [2][]time.Duration
+	profiles []storeRound
 }
 
 // Store measures what certifying a store over the store protocol costs:
@@ -128,29 +131,35 @@ func (s *storeSitting) matrix(round, i int) error {
 		}
 	}
 	started0, handed0, returned0 := storeproc.SpareTotals()
-	cpu0 := cpuOf(syscall.RUSAGE_SELF) + cpuOf(syscall.RUSAGE_CHILDREN)
+	self0, cpu0 := cpuOf(syscall.RUSAGE_SELF), cpuOf(syscall.RUSAGE_SELF)+cpuOf(syscall.RUSAGE_CHILDREN)
 	rep := r.RunAll(s.ctx, cases, s.Parallel, nil)
 	r.CloseShared() // stops the pooled store processes: their CPU counts
-	cpu := cpuOf(syscall.RUSAGE_SELF) + cpuOf(syscall.RUSAGE_CHILDREN) - cpu0
+	self, cpu := cpuOf(syscall.RUSAGE_SELF)-self0, cpuOf(syscall.RUSAGE_SELF)+cpuOf(syscall.RUSAGE_CHILDREN)-cpu0
 	if rep.ExitCode != 0 {
 		s.keep = true
 		return notCertified(rep, spec.Name, dir)
 	}
 	s.walls[i] = append(s.walls[i], rep.Took)
 	s.cpus[i] = append(s.cpus[i], cpu)
+	s.selfs[i] = append(s.selfs[i], self)
 	extra := ""
 	if i == 1 {
-		opens := 0
+		opens, died := 0, 0
 		for _, res := range rep.Results {
 			for _, w := range res.Workers {
 				opens += len(w.StoreStarts)
+				if w.Exit != "ok" {
+					// Its store processes died with it: a start the
+					// crash needs.
+					died += len(w.StoreStarts)
+				}
 			}
 		}
 		started, handed, returned := storeproc.SpareTotals()
-		sr := storeRound{opens: opens, spares: started - started0, handed: handed - handed0, returned: returned - returned0, cpu: cpu, goCPU: s.cpus[0][round], wall: rep.Took, starts: rep.StoreStarts}
+		sr := storeRound{opens: opens, died: died, spares: started - started0, handed: handed - handed0, returned: returned - returned0, cpu: cpu, goCPU: s.cpus[0][round], self: self, goSelf: s.selfs[0][round], wall: rep.Took, starts: rep.StoreStarts}
 		s.profiles = append(s.profiles, sr)
-		extra = fmt.Sprintf("; %d store processes started for the workers (%.1f a case; %d of them by the supervisor ahead of need), %d worker store opens took one ready (%d given back by a worker that ended without a crash; the snapshots' and initial-state loads' are pooled between cases; both when the store declares reopen), %.2fx the Go SQLite round just before; %s",
-			sr.started(), float64(sr.started())/float64(len(cases)), sr.spares, sr.handed, sr.returned, float64(rep.Took)/float64(s.walls[0][round]), rep.StoreStarts)
+		extra = fmt.Sprintf("; %d store processes started for the workers (%.1f a case; %d of them by the supervisor ahead of need; %d died with a worker that was killed or did not end cleanly, the starts a crash needs), %d worker store opens took one ready (%d given back by a worker that ended without a crash; the snapshots' and initial-state loads' are pooled between cases; both when the store declares reopen), %.2fx the Go SQLite round just before; %s",
+			sr.started(), float64(sr.started())/float64(len(cases)), sr.spares, sr.died, sr.handed, sr.returned, float64(rep.Took)/float64(s.walls[0][round]), rep.StoreStarts)
 	}
 	// CPU of the processes waited for: a store process
 	// killed with its worker is not (it is reaped by init).

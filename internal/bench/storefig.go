@@ -30,10 +30,15 @@ type storeRound struct {
 	// back.
 	opens                    int
 	spares, handed, returned int64
+	// died is how many of the opens' store processes died with their
+	// worker (killed, or not ended cleanly): never given back.
+	died int
 	// cpu is the round's CPU, goCPU the Go round's just before it; wall
 	// the round's wall time.
 	cpu, goCPU, wall time.Duration
-	starts           string // the report's store-starts line
+	// self and goSelf are the supervisor's own share of cpu and goCPU.
+	self, goSelf time.Duration
+	starts       string // the report's store-starts line
 }
 
 // started is how many store processes the round started for its workers:
@@ -53,10 +58,11 @@ func storeProfile(rounds []storeRound, cost storeStartCost) string {
 	starts := time.Duration(r.started()) * cost.cpu
 	rest := r.cpu - starts
 	busy := r.cpu.Seconds() / (r.wall.Seconds() * float64(runtime.NumCPU()))
-	return fmt.Sprintf("what stands in the way (profile of round %d): the store-cmd round took %s of CPU against %s for the Go round (%.2fx); %d store processes started (%d of them ahead of need; %d worker store opens took one ready) at about %s of CPU each (the start-up above): about %s, %.0f%% of the round's CPU, spent whether or not a start waits on the critical path (the cores are shared with the cases); the rest, %s (%.2fx the Go round's CPU), is the calls on both sides of the pipe, the workers and the supervisor; its CPU filled %.0f%% of the %d cores over its wall time %s (the rest went to the machine's other load, or to waiting); a fresh store's first request after hello takes %s (a JVM runs it in its interpreter); %s",
+	return fmt.Sprintf("what stands in the way (profile of round %d): the store-cmd round took %s of CPU against %s for the Go round (%.2fx); %d store processes started (%d of them ahead of need; %d worker store opens took one ready; %d store processes died with their worker, which a crash needs, and the spares kept ready made up the other %d) at about %s of CPU each (the start-up above): about %s, %.0f%% of the round's CPU, spent whether or not a start waits on the critical path (the cores are shared with the cases); the rest, %s (%.2fx the Go round's CPU), is the calls on both sides of the pipe, the workers and the supervisor (the supervisor's own CPU %s against %s in the Go round; the workers' with their store processes %s against %s); its CPU filled %.0f%% of the %d cores over its wall time %s (the rest went to the machine's other load, or to waiting); a fresh store's first request after hello takes %s (a JVM runs it in its interpreter); %s",
 		len(rounds)/2+1, r.cpu.Round(10*time.Millisecond), r.goCPU.Round(10*time.Millisecond), r.cpu.Seconds()/r.goCPU.Seconds(),
-		r.started(), r.spares, r.handed, cost.cpu.Round(100*time.Microsecond), starts.Round(10*time.Millisecond), 100*starts.Seconds()/r.cpu.Seconds(),
-		rest.Round(10*time.Millisecond), rest.Seconds()/r.goCPU.Seconds(), 100*busy, runtime.NumCPU(), r.wall.Round(10*time.Millisecond), cost.first.Round(100*time.Microsecond), r.starts)
+		r.started(), r.spares, r.handed, r.died, max(r.started()-r.died, 0), cost.cpu.Round(100*time.Microsecond), starts.Round(10*time.Millisecond), 100*starts.Seconds()/r.cpu.Seconds(),
+		rest.Round(10*time.Millisecond), rest.Seconds()/r.goCPU.Seconds(), r.self.Round(10*time.Millisecond), r.goSelf.Round(10*time.Millisecond),
+		(r.cpu - r.self).Round(10*time.Millisecond), (r.goCPU - r.goSelf).Round(10*time.Millisecond), 100*busy, runtime.NumCPU(), r.wall.Round(10*time.Millisecond), cost.first.Round(100*time.Microsecond), r.starts)
 }
 
 // certifySummaryRE picks the lines of certify's output that say where its

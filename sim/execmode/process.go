@@ -83,6 +83,8 @@ func (p *processCase) Snapshot(ctx context.Context, c catalogue.Case, env worker
 type processWorker struct {
 	pid   int
 	sweep bool // Backend.ChildProcesses
+	// spawnsNoted is Backend.SpawnsNoted.
+	spawnsNoted bool
 	// startLimit is Backend.StartTimeout: the time spent opening the
 	// stores, up to this much per open, is not counted against limits.
 	startLimit time.Duration
@@ -101,12 +103,18 @@ func (p *processCase) Start(ctx context.Context, spec worker.WorkerSpec, deadlin
 	if err != nil {
 		return nil, err
 	}
-	return &processWorker{pid: cmd.Process.Pid, sweep: p.m.run.Backend.ChildProcesses, startLimit: b.StartTimeout, spec: spec, hist: p.histPath, done: done}, nil
+	return &processWorker{pid: cmd.Process.Pid, sweep: p.m.run.Backend.ChildProcesses, spawnsNoted: p.m.run.Backend.SpawnsNoted, startLimit: b.StartTimeout, spec: spec, hist: p.histPath, done: done}, nil
 }
 
 // kill kills the worker's session (SIGKILL): the worker's process group
 // and those of its store processes.
-func (w *processWorker) Kill() { KillSession(w.pid, w.sweep) }
+func (w *processWorker) Kill() { KillSession(w.pid, w.sweep && w.spawned()) }
+
+// spawned says whether the worker may have started a process of its own
+// (a backend whose workers note none sweeps always). Read before the
+// worker has exited, a note may yet come: the sweep after its exit
+// (Modes.start) is the one that settles it.
+func (w *processWorker) spawned() bool { return !w.spawnsNoted || worker.Spawned(w.spec.StartsFile) }
 
 func (w *processWorker) Wait() verdict.WorkerResult {
 	if w.res == nil {
@@ -221,9 +229,11 @@ func (m *Modes) start(ctx context.Context, dir string, spec worker.WorkerSpec, d
 			// Once the worker has exited, and before it is reaped (its
 			// pid, and so its session's id, stays ours until then),
 			// whatever it left running goes with it: a store process's
-			// children.
+			// children. A worker that noted no process start of its own
+			// (Backend.SpawnsNoted) left none: its spares die with its
+			// session (KillAdopted), and /proc is not looked through.
 			waitExited(cmd.Process.Pid)
-			KillSession(cmd.Process.Pid, true)
+			KillSession(cmd.Process.Pid, !m.run.Backend.SpawnsNoted || worker.Spawned(spec.StartsFile))
 		}
 		err := cmd.Wait()
 		// From now on the worker renews no lease: a worker refused by one

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,13 +22,16 @@ import (
 // start takes a second (a shell that sleeps, then execs the Python
 // example store) opens in a worker in less than that once spares are
 // ready, the cases' verdicts are what they were, and nothing of the
-// store is left running after the run. Before, every worker started its
-// own store process: each open took the whole second.
+// store is left running after the run, nor a child each store process
+// leaves behind in its group (a worker that started its own store process
+// has its session swept, one that took spares only has them killed with
+// it). Before, every worker started its own store process: each open took
+// the whole second.
 func TestWorkersTakeStoreProcessesStartedAheadOfNeed(t *testing.T) {
 	store := pythonStore(t, filepath.Join("..", "..", "examples", "python", "sqlite_store.py"))
 	const sleep = time.Second
 	pids := filepath.Join(t.TempDir(), "pids")
-	command := "sh -c " + shellQuote("echo $$ >> "+shellQuote(pids)+"; sleep 1; exec "+store)
+	command := "sh -c " + shellQuote("echo $$ >> "+shellQuote(pids)+"; sleep 600 </dev/null >/dev/null 2>&1 & echo $! >> "+shellQuote(pids)+"; sleep 1; exec "+store)
 	r, err := sim.NewRunner(sim.Config{Backend: storecmd.Spec(command, "", "", 30*time.Second), WorkDir: t.TempDir(), Seed: 1,
 		Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"}})
 	if err != nil {
@@ -61,8 +65,14 @@ func TestWorkersTakeStoreProcessesStartedAheadOfNeed(t *testing.T) {
 	}
 	for _, f := range strings.Fields(string(b)) {
 		pid, _ := strconv.Atoi(f)
-		if st, err := procstat.Read(pid); err == nil && !st.Gone() {
-			t.Errorf("store process %d (%s) still runs after the run", pid, st.Comm)
+		// A process killed a moment ago may not have ended yet.
+		st, err := procstat.Read(pid)
+		for end := time.Now().Add(2 * time.Second); err == nil && !st.Gone() && time.Now().Before(end); st, err = procstat.Read(pid) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err == nil && !st.Gone() {
+			t.Errorf("store process %d (%s, state %c, session %d, group %d, parent %d) still runs after the run", pid, st.Comm, st.State, st.Session, st.PGRP, st.PPID)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 }

@@ -108,6 +108,7 @@ func Backend(spec worker.BackendSpec) (worker.Backend, error) {
 			Timeout: timeout, HelloTimeout: timeout, Require: require, OnProtocolError: endWorker}
 		if worker.InWorkerProcess() {
 			o.Spare = true
+			o.BeforeStart = worker.NoteSpawn
 		} else {
 			o.Pool = pool
 		}
@@ -117,6 +118,7 @@ func Backend(spec worker.BackendSpec) (worker.Backend, error) {
 		Name:           Name,
 		Embedded:       true,
 		ChildProcesses: true,
+		SpawnsNoted:    true,
 		// A worker's deadline counts from its store processes' hello
 		// replies: a JVM that starts slowly on a busy machine does not
 		// make the case undecided. The start itself stays bounded (the

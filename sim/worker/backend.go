@@ -128,6 +128,12 @@ type Backend struct {
 	// outlives the case (a look through /proc; other backends' workers
 	// start no process, and their process group is all there is).
 	ChildProcesses bool
+	// SpawnsNoted: with ChildProcesses, the worker notes each process it
+	// starts in its starts file before it starts it (NoteSpawn), and the
+	// supervisor looks through /proc only after a worker that noted one
+	// (Spawned): one that took its store processes from the supervisor's
+	// spares (which die with its session all the same) started none.
+	SpawnsNoted bool
 	// StartTimeout, when positive, bounds how long a worker's stores may
 	// take to start (store-cmd: a store process until its hello reply):
 	// the time a worker spends opening its stores, up to this much per

@@ -3,6 +3,9 @@ package worker
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"time"
@@ -27,14 +30,57 @@ func NoteOpen(path string) (ready func()) {
 }
 
 func appendStartLine(path, what string) {
+	// Should it fail, the supervisor counts the start as work: the case
+	// may end undecided, never judged wrongly.
+	_ = writeStartLine(path, what)
+}
+
+func writeStartLine(path, what string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		// Then the supervisor counts the start as work: the case may end
-		// undecided, never judged wrongly.
-		return
+		return err
 	}
-	defer f.Close()
-	_, _ = f.WriteString(what + " " + strconv.FormatInt(time.Now().UnixNano(), 10) + "\n")
+	_, err = f.WriteString(what + " " + strconv.FormatInt(time.Now().UnixNano(), 10) + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// spawnNotes is this worker process's starts file (RunWorker), where
+// NoteSpawn notes the processes it starts.
+var spawnNotes string
+
+// NoteSpawn notes in this worker's starts file ("spawn <unix
+// nanoseconds>") that it is about to start a process of its own (a
+// store process: Backend.SpawnsNoted), before it does: a worker that
+// noted none started none, and the supervisor need not look through
+// /proc for what it left in its session when it ends. An error means
+// the note was not written: the process must not be started.
+func NoteSpawn() error {
+	if spawnNotes == "" {
+		return nil
+	}
+	if err := writeStartLine(spawnNotes, "spawn"); err != nil {
+		return fmt.Errorf("noting a process start in %s: %w", spawnNotes, err)
+	}
+	return nil
+}
+
+// Spawned says whether the worker whose starts file is path may have
+// started a process of its own: it has no file (""), noted one
+// (NoteSpawn), or its file cannot be read. A worker that wrote nothing
+// there has no file, and started none (NoteSpawn refuses a start it
+// could not note).
+func Spawned(path string) bool {
+	if path == "" {
+		return true
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	return err != nil || bytes.HasPrefix(b, []byte("spawn ")) || bytes.Contains(b, []byte("\nspawn "))
 }
 
 // NotePause notes in path that the worker is parked by a pause, and

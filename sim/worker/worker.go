@@ -20,7 +20,7 @@ import (
 // WorkerOptions say how a worker injects and dies, and (in the in-process
 // mode) what it shares with the other workers of its case.
 type WorkerOptions struct {
-	// Injector decides which faults fire (pingcap/failpoint's registry,
+	// Injector decides which faults fire (faults.Failpoints' registry,
 	// armed by GO_FAILPOINTS, in a worker process).
 	Injector faults.Injector
 	// Crash ends the worker; in a process it is SIGKILL.
@@ -118,6 +118,9 @@ func RunWorker(ctx context.Context, spec WorkerSpec, b Backend, opt WorkerOption
 		now = func() int64 { return time.Now().UnixMilli() }
 	}
 	pause = pausing(st, spec, pid, pause, now)
+	if InWorkerProcess() {
+		spawnNotes = spec.StartsFile
+	}
 	if spec.StartsFile != "" {
 		// The supervisor leaves the time parked out of the deadline.
 		parked := pause
