@@ -12,8 +12,6 @@ require (
 	github.com/goccy/go-yaml v1.19.2 // indirect
 	github.com/hanwen/go-fuse/v2 v2.12.1 // indirect
 	github.com/leanovate/gopter v0.2.11 // indirect
-	github.com/pingcap/errors v0.11.4 // indirect
-	github.com/pingcap/failpoint v0.0.0-20240528011301-b51a646c7c86 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )
