@@ -93,14 +93,22 @@ func DurableStepCases(calls []DurableCall) []Case {
 	for _, c := range SweptCalls(calls, 2) {
 		n := len(c.Ops)
 		for k := 1; k < n; k++ {
-			kill := DurableKill{Call: c.Call, Method: c.Method, Hit: c.Hit, Step: k, Steps: n, Op: c.Syscall(k)}
-			cut, torn := kill, kill
-			cut.Power = true
-			torn.Power, torn.Tear = true, faults.TearSector
-			out = append(out, DurableStepCase(kill), DurableStepCase(cut), DurableStepCase(torn))
+			for _, v := range withPower(DurableKill{Call: c.Call, Method: c.Method, Hit: c.Hit, Step: k, Steps: n, Op: c.Syscall(k)}) {
+				out = append(out, DurableStepCase(v))
+			}
 		}
 	}
 	return out
+}
+
+// withPower are the three variants of a kill at a durable step: the kill,
+// the kill with the power cut at that instant, and the same torn at
+// 512-byte sectors.
+func withPower(k DurableKill) []DurableKill {
+	cut, torn := k, k
+	cut.Power = true
+	torn.Power, torn.Tear = true, faults.TearSector
+	return []DurableKill{k, cut, torn}
 }
 
 // Syscall is the system call of the call's k-th durable step ("fsync").

@@ -360,7 +360,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 			return nil, stop, nil, err
 		}
 		if lazy != nil {
-			srv.PowerLoss = lazy.powerLoss("postgres")
+			srv.PowerLoss, srv.PowerOff = lazy.powerLoss("postgres"), lazy.mounts["postgres"].PowerOff
 			srv.OnDurable = pgClientDurable(lazy.mounts["postgres"])
 		}
 		if srv.NoClock = clock.why; clock.why == "" {
@@ -434,7 +434,7 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 			return nil, stop, nil, err
 		}
 		if lazy != nil {
-			srv.PowerLoss = lazy.powerLoss("neo4j")
+			srv.PowerLoss, srv.PowerOff = lazy.powerLoss("neo4j"), lazy.mounts["neo4j"].PowerOff
 			// Neo4j's durable steps are not watched: its JVM, the process
 			// a durable-step kill SIGKILLs inside its request, is its
 			// container's main process, and in two certify runs
