@@ -978,8 +978,10 @@ func (d *decoder) decodeDurable(s *Scenario, n ast.Node, f fields, path, ks stri
 	default:
 		ft.Kind = k
 	}
-	if s.System != faults.Ingestion {
-		bad("point", "point %s belongs to system %s (the stores' calls), the scenario is %s", catalogue.DurableStepPoint, faults.Ingestion, s.System)
+	// The store call's system (System B's checkpoints.* and plans.*,
+	// System A's others) is the scenario's.
+	if sys := catalogue.MethodSystem(ft.Call); s.system() != sys && f.has("call") {
+		bad("point", "point %s at store call %s belongs to system %s, the scenario is %s", catalogue.DurableStepPoint, ft.Call, sys, s.system())
 	}
 	if f.has("pause") {
 		d.errAt(d.keyAt(child(path, "pause")), child(path, "pause"), "pause does not apply at point %s", catalogue.DurableStepPoint)

@@ -124,3 +124,29 @@ func TestBadDurableStepFaults(t *testing.T) {
 		t.Fatalf("the kill read as %+v", d)
 	}
 }
+
+// A durable-step kill inside a System B store call belongs in a System B
+// scenario, and one inside System A's in an ingestion scenario.
+func TestDurableStepKillOfSystemB(t *testing.T) {
+	c := catalogue.DurableStepCase(catalogue.DurableKill{Call: 4, Method: "plans.save", Hit: 1, Step: 1, Steps: 2, Op: "fsync"})
+	sc, err := scenarios.FromCase(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Expect = scenarios.Expect{Verdict: scenarios.ExpectFail, Breaks: []check.Invariant{check.I8}}
+	text, err := sc.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := scenarios.Parse(c.ID+".yaml", text)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	if got := back.Case(); got.System != faults.PlanSave || got.Steps[0].Durable == nil || got.Steps[0].Durable.Method != "plans.save" {
+		t.Fatalf("read back: system %s, kill %+v", got.System, got.Steps[0].Durable)
+	}
+	bad := strings.Replace(string(text), "system: plansave\n", "", 1)
+	if _, err := scenarios.Parse("b.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "point durableStep at store call plans.save belongs to system plansave, the scenario is ingestion") {
+		t.Fatalf("a System B call's kill in an ingestion scenario: %v", err)
+	}
+}

@@ -79,7 +79,36 @@ type DurableCall struct {
 func DurableProbe() Case {
 	return Case{ID: "probe-durable", System: faults.Ingestion, Class: "probe",
 		Description: "fault-free run of the standard script on a lazy mount: counts the durable file operations of each store call of the worker",
-		Steps:       []Step{{Worker: "fault", Actions: StandardScript(), Durable: &DurableKill{}}, QuiesceStep(faults.Ingestion, "fault")}}
+		Steps:       durableSteps(faults.Ingestion, DurableKill{})}
+}
+
+// DurablePlanSaveProbe is DurableProbe for System B: its fault worker's
+// script (a workflow started, then invoked with the approval: its
+// checkpoint and plan stores' calls) with the durable steps counted.
+func DurablePlanSaveProbe() Case {
+	return Case{ID: "probe-durable-plansave", System: faults.PlanSave, Class: "probe",
+		Description: "fault-free run of System B's script on a lazy mount: counts the durable file operations of each checkpoint and plan store call of the worker",
+		Steps:       durableSteps(faults.PlanSave, DurableKill{})}
+}
+
+// MethodSystem is the system whose stores a store call belongs to:
+// System B's checkpoint and plan stores (checkpoints.*, plans.*), or
+// System A's.
+func MethodSystem(method string) faults.System {
+	if strings.HasPrefix(method, "checkpoints.") || strings.HasPrefix(method, "plans.") {
+		return faults.PlanSave
+	}
+	return faults.Ingestion
+}
+
+// durableSteps are the steps of a durable-step case of system: its fault
+// worker's script with the kill (or count) k, then the quiesce step.
+func durableSteps(system faults.System, k DurableKill) []Step {
+	script := StandardScript()
+	if system == faults.PlanSave {
+		script = PlanSaveScript()
+	}
+	return []Step{{Worker: "fault", Actions: script, Durable: &k}, QuiesceStep(system, "fault")}
 }
 
 // DurableStepCases is the sweep over what the probe counted: for each
@@ -187,10 +216,11 @@ func (k DurableKill) tag() string {
 // "durable-step-ops.create-1-of-2" and "…-1-of-2-power-loss".
 func DurableStepCase(k DurableKill) Case {
 	name := DurableStepClass + "-" + k.tag()
-	c := Case{ID: name, System: faults.Ingestion, Class: name, Kind: faults.Crash,
+	sys := MethodSystem(k.Method)
+	c := Case{ID: name, System: sys, Class: name, Kind: faults.Crash,
 		Description: fmt.Sprintf("%s: the standard script's worker and its store processes are SIGKILLed right after durable step %d of %d (%s) of its store call %d, found on the lazy mount, not declared by the store; recovery must finish what the store made durable",
 			DurableStepName(k), k.Step, k.Steps, k.Op, k.Call),
-		Steps: []Step{{Worker: "fault", Actions: StandardScript(), Durable: &k}, QuiesceStep(faults.Ingestion, "fault")}}
+		Steps: durableSteps(sys, k)}
 	switch {
 	case k.Power && k.Tear > 0:
 		c.ID += fmt.Sprintf("-%s-%d", faults.TornWrite, k.Tear)

@@ -155,3 +155,26 @@ func TestStableCalls(t *testing.T) {
 		t.Fatalf("stable calls %v, want ops.create/1 ops.cas/2", got)
 	}
 }
+
+// A System B store call (checkpoints.*, plans.*) is swept with System B's
+// script and quiesce step, its disk cases too; System A's keep the
+// standard script.
+func TestDurableStepCasesOfSystemB(t *testing.T) {
+	calls := []DurableCall{
+		{Call: 3, Method: "plans.save", Hit: 1, Ops: []string{"fsync data/plans.db-wal", "fsync data/plans.db-wal"}},
+		{Call: 5, Method: "ops.create", Hit: 1, Ops: []string{"fsync data/a", "fsync data/b"}},
+	}
+	cases := append(DurableStepCases(calls), DurableDiskCases(calls, faults.FsyncError)...)
+	for _, c := range cases {
+		want, do := faults.Ingestion, "ingest"
+		if strings.Contains(c.ID, "plans.save") {
+			want, do = faults.PlanSave, "plansave-start"
+		}
+		if c.System != want || c.Steps[0].Actions[0].Do != do || c.Steps[1].Worker != "quiesce" || (want == faults.PlanSave) != (c.Steps[1].Actions[0].Do == "plansave-invoke") {
+			t.Errorf("%s: system %s, script starts with %s, then %+v", c.ID, c.System, c.Steps[0].Actions[0].Do, c.Steps[1])
+		}
+	}
+	if p := DurablePlanSaveProbe(); p.System != faults.PlanSave || p.Steps[0].Durable == nil || p.Steps[0].Durable.Kills() {
+		t.Errorf("System B's probe: %+v", p)
+	}
+}
