@@ -240,8 +240,9 @@ func DurableStepCase(k DurableKill) Case {
 func IsDurableStep(c Case) bool { return strings.HasPrefix(c.Class, DurableStepClass+"-") }
 
 // durableSteps narrows the sweep as betweenCalls narrows its cases: all
-// of it for the whole matrix or the class durable-step, one case for its
-// own class, none for a point or kind.
+// of it for the whole matrix or the class durable-step, a server's for
+// durable-step-SERVER, one case for its own class, none for a point or
+// kind.
 func (s Selection) durableSteps(cases []Case) []Case {
 	if len(s.Points) > 0 || len(s.Kinds) > 0 {
 		return nil
@@ -249,5 +250,8 @@ func (s Selection) durableSteps(cases []Case) []Case {
 	if len(s.Classes) == 0 || slices.Contains(s.Classes, DurableStepClass) {
 		return cases
 	}
-	return slices.DeleteFunc(cases, func(c Case) bool { return !slices.Contains(s.Classes, c.Class) })
+	// "durable-step-postgres" selects one server's sweep.
+	return slices.DeleteFunc(cases, func(c Case) bool {
+		return !slices.Contains(s.Classes, c.Class) && (c.Server == "" || !slices.Contains(s.Classes, DurableStepClass+"-"+c.Server))
+	})
 }

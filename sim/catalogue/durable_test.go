@@ -122,6 +122,12 @@ func TestServerDurableCases(t *testing.T) {
 	if got := caseIDs(sel.Cases(pr, b, 1)); got != "durable-step-postgres-ops.create-1-of-1-power-loss" {
 		t.Errorf("its own class: %s", got)
 	}
+	// A server's whole sweep by durable-step-SERVER; no other server's.
+	pr.ServerDurable["neo4j"] = calls[:1]
+	sel.Classes = []string{DurableStepClass + "-neo4j"}
+	if got := caseIDs(sel.Cases(pr, b, 1)); got != "durable-step-neo4j-locks.tryAcquire-1-of-1 durable-step-neo4j-locks.tryAcquire-1-of-1-power-loss durable-step-neo4j-locks.tryAcquire-1-of-1-torn-write-512" {
+		t.Errorf("--class %s-neo4j: %s", DurableStepClass, got)
+	}
 	sel.Classes, sel.Points = nil, []faults.Point{faults.BeforePrepare}
 	if got := sel.Cases(pr, b, 1); slices.ContainsFunc(got, IsServerDurableStep) {
 		t.Errorf("a point selects a server's durable step: %s", caseIDs(got))

@@ -144,3 +144,54 @@ func TestPostgresFsyncOffHasNoDurableStepToCutAt(t *testing.T) {
 	}
 	t.Logf("%s: %s", res.Case.ID, strings.Join(res.Notes, "; "))
 }
+
+// neo4jNote is the note of Neo4j killed (its power cut too) at its step.
+var neo4jNote = regexp.MustCompile(`^durable-step (?:kill|power loss): server neo4j SIGKILLed(?: and the power of its data mount cut)? right after (\S+ \S+), its durable step during worker fault's store call (\d+);.* it answered again (\S+) after the kill`)
+
+// Neo4j, its data on a lazy mount, is killed right after its own first
+// durable step inside the worker's first graph.apply that makes one (the
+// fdatasync of its transaction log), twice, then with the power of its
+// mount cut at that instant: its JVM is its container's main process, so
+// the SIGKILL inside the sync takes the container down, and the kill must
+// wait for the engine to say so before starting it again (podman answered
+// "container state improper: stopped" while its inspect still said
+// running; asked once, the kill failed and Neo4j was never started again:
+// provision.untilStopped). Each time the kill fires after the same step
+// of the same call, the server answers again, and Neo4j certifies.
+func TestNeo4jKilledAfterItsDurableStep(t *testing.T) {
+	st := start(t, provision.ContainerOptions{})
+	r := runner(t, st)
+	ctx := context.Background()
+	probe := r.RunCase(ctx, catalogue.ServerDurableCase(catalogue.DurableKill{Server: "neo4j"}))
+	if probe.Verdict != verdict.Pass {
+		t.Fatalf("the probe: %s %v %v", probe.Verdict, probe.Broken(), probe.Notes)
+	}
+	i := slices.IndexFunc(probe.DurableCalls, func(c catalogue.DurableCall) bool { return c.Method == "graph.apply" })
+	if i < 0 {
+		t.Fatalf("the probe saw Neo4j make no durable step during any graph.apply: %+v", probe.DurableCalls)
+	}
+	apply := probe.DurableCalls[i]
+	t.Logf("the probe: Neo4j synced during %d store calls; the first graph.apply with a step (store call %d): %q", len(probe.DurableCalls), apply.Call, apply.Ops)
+	kill := catalogue.DurableKill{Server: "neo4j", Method: "graph.apply", Hit: apply.Hit, Step: 1, Steps: len(apply.Ops), Op: apply.Syscall(1)}
+	cut := kill
+	cut.Power = true
+	var calls []string
+	for run, k := range []catalogue.DurableKill{kill, kill, cut} {
+		kills := st.Faults.Kills("neo4j")
+		c := catalogue.ServerDurableCase(k)
+		t0 := time.Now()
+		res := r.RunCase(ctx, c)
+		j := slices.IndexFunc(res.Notes, neo4jNote.MatchString)
+		if res.Verdict != verdict.Pass || j < 0 {
+			t.Fatalf("run %d, %s: %s %v %s", run+1, c.ID, res.Verdict, res.Broken(), strings.Join(res.Notes, "; "))
+		}
+		t.Logf("run %d, %s (%s): %s", run+1, c.ID, time.Since(t0).Round(time.Millisecond), res.Notes[j])
+		calls = append(calls, neo4jNote.FindStringSubmatch(res.Notes[j])[2])
+		if got := st.Faults.Kills("neo4j") - kills; got != 1 {
+			t.Fatalf("run %d killed Neo4j %d times, want once", run+1, got)
+		}
+	}
+	if calls[0] != calls[1] || calls[1] != calls[2] {
+		t.Fatalf("the kills fell in store calls %v: not the same step", calls)
+	}
+}

@@ -435,12 +435,10 @@ func startContainers(ctx context.Context, log io.Writer, o ContainerOptions, laz
 		}
 		if lazy != nil {
 			srv.PowerLoss, srv.PowerOff = lazy.powerLoss("neo4j"), lazy.mounts["neo4j"].PowerOff
-			// Neo4j's durable steps are not watched: its JVM, the process
-			// a durable-step kill SIGKILLs inside its request, is its
-			// container's main process, and in two certify runs
-			// (2026-12-05, a load average near 40) Neo4j killed so did not
-			// answer again for the rest of the matrix (it did in two
-			// others). Its power loss stands.
+			// Every durable operation of the JVM counts (its transaction
+			// log's fdatasync in each commit); the probe's two runs leave
+			// out what its background threads sync (catalogue.StableCalls).
+			srv.OnDurable = lazy.mounts["neo4j"].OnDurable
 		}
 		srv.NoClock = "Neo4j holds no lease: clock-jump moves PostgreSQL's clock, where the leases are"
 		srvs = append(srvs, srv)
