@@ -105,18 +105,19 @@ func (f *Faults) watchServerDurable(ctx context.Context, d *Durable) (*Durable, 
 // survives), and once the server is dead what it had not synced is thrown
 // away (torn) before it starts again.
 func (s *serverWatch) crash(op cut.DurableOp) {
-	var offErr error
 	if s.power {
-		offErr = s.sd.PowerOffServer(s.name)
+		if err := s.sd.PowerOffServer(s.name); err != nil {
+			// Nothing is killed: the case is not exercised.
+			s.killErr = fmt.Errorf("cut the power of the server's data mount: %w", err)
+			close(s.done)
+			return
+		}
 	}
 	pidErr := syscall.Kill(int(op.Pid), syscall.SIGKILL)
 	go func() {
 		defer close(s.done)
 		t0 := time.Now()
 		switch {
-		case offErr != nil:
-			s.killErr = fmt.Errorf("cut the power of the server's data mount: %w", offErr)
-			return
 		case pidErr != nil:
 			s.killErr = fmt.Errorf("SIGKILL the server's process %d: %w", op.Pid, pidErr)
 		default:
