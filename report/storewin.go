@@ -91,7 +91,7 @@ func serverDurableLine(rep verdict.Report, cases int) string {
 		n := rep.ServerDurable[s]
 		counts = append(counts, fmt.Sprintf("%s synced during %d store %s of the probe", s, n, plural(n, "call", "calls")))
 	}
-	return fmt.Sprintf("durable steps of the servers (found on their data directories' lazy mounts, not declared): %s; %d %s, each killing the server right after one step of one shape of call, before it answers",
+	return fmt.Sprintf("durable steps of the servers (found on their data directories' lazy mounts, not declared): %s; %d %s, each killing the server right after one step of one shape of call, before it answers (with its data mount's power cut then, for the power-loss and torn-write ones)",
 		strings.Join(counts, ", "), cases, plural(cases, "case", "cases"))
 }
 

@@ -990,11 +990,12 @@ func (d *decoder) decodeTear(f fields, path string, kind faults.Kind) (int, bool
 }
 
 // decodeDurable decodes a durable-step kill: {point: durableStep, kind:
-// crash or power-loss, call: a store method, hit: its call (1-based, the
+// crash, power-loss or torn-write, call: a store method, hit: its call (1-based, the
 // calls of it that make a durable file operation), step: the durable file
 // operation it is killed right after; of and syscall optional; server: a
 // database server whose own durable steps during the call count, and
-// which is killed instead of the worker}.
+// which is killed instead of the worker, its power cut with it for
+// power-loss and torn-write}.
 func (d *decoder) decodeDurable(s *Scenario, n ast.Node, f fields, path, ks string) (Fault, bool) {
 	ft := Fault{Point: catalogue.DurableStepPoint, Hit: 1, Call: d.str(f, "call"), Step: int(d.integer(f, "step")), Of: int(d.integer(f, "of")), Syscall: d.str(f, "syscall")}
 	good := true
@@ -1013,8 +1014,10 @@ func (d *decoder) decodeDurable(s *Scenario, n ast.Node, f fields, path, ks stri
 	default:
 		ft.Kind = k
 	}
-	if s.System != faults.Ingestion {
-		bad("point", "point %s belongs to system %s (the stores' calls), the scenario is %s", catalogue.DurableStepPoint, faults.Ingestion, s.System)
+	// The store call's system (System B's checkpoints.* and plans.*,
+	// System A's others) is the scenario's.
+	if sys := catalogue.MethodSystem(ft.Call); s.system() != sys && f.has("call") {
+		bad("point", "point %s at store call %s belongs to system %s, the scenario is %s", catalogue.DurableStepPoint, ft.Call, sys, s.system())
 	}
 	if f.has("pause") {
 		d.errAt(d.keyAt(child(path, "pause")), child(path, "pause"), "pause does not apply at point %s", catalogue.DurableStepPoint)
@@ -1027,10 +1030,10 @@ func (d *decoder) decodeDurable(s *Scenario, n ast.Node, f fields, path, ks stri
 	if f.has("server") {
 		// The server's own durable steps during the call, the server
 		// killed (sim/casefaults/serverdurable.go).
+		// killed; with power-loss or torn-write the power of its data
+		// mount cut at that instant too.
 		if ft.Server = d.str(f, "server"); !slices.Contains(faults.Servers, ft.Server) {
 			bad("server", "unknown server %q (want one of %s)", ft.Server, strings.Join(faults.Servers, ", "))
-		} else if ft.Kind == faults.PowerLoss || ft.Kind == faults.TornWrite {
-			bad("kind", "a server's durable step is killed with kind crash (the server is killed and started again), not %s", ft.Kind)
 		}
 	}
 	switch {

@@ -15,7 +15,7 @@ import (
 // fault (point durableStep, the store call, its hit, the step), and the
 // file reads back to the same kill: the same call, step and power cut,
 // torn at sectors for the torn-write variant; a server's kill after the
-// last step of its call (1 of 1) too.
+// last step of its call (1 of 1) too, and its torn power cut.
 func TestDurableStepKillRoundTrips(t *testing.T) {
 	base := catalogue.DurableKill{Call: 8, Method: "ops.create", Hit: 2, Step: 1, Steps: 2, Op: "fdatasync"}
 	for _, tc := range []struct {
@@ -26,6 +26,11 @@ func TestDurableStepKillRoundTrips(t *testing.T) {
 		{func() catalogue.DurableKill { k := base; k.Power = true; return k }(), "{point: durableStep, kind: power-loss, hit: 2, call: ops.create, step: 1, of: 2, syscall: fdatasync}"},
 		{func() catalogue.DurableKill { k := base; k.Power, k.Tear = true, faults.TearSector; return k }(), "{point: durableStep, kind: torn-write, hit: 2, tear: 512, call: ops.create, step: 1, of: 2, syscall: fdatasync}"},
 		{func() catalogue.DurableKill { k := base; k.Steps, k.Server = 1, "postgres"; return k }(), "{point: durableStep, kind: crash, hit: 2, server: postgres, call: ops.create, step: 1, of: 1, syscall: fdatasync}"},
+		{func() catalogue.DurableKill {
+			k := base
+			k.Steps, k.Server, k.Power, k.Tear = 1, "postgres", true, faults.TearSector
+			return k
+		}(), "{point: durableStep, kind: torn-write, hit: 2, server: postgres, tear: 512, call: ops.create, step: 1, of: 1, syscall: fdatasync}"},
 	} {
 		k := tc.kill
 		c := catalogue.DurableStepCase(k)
@@ -93,7 +98,7 @@ func TestBadDurableStepFaults(t *testing.T) {
 	}
 	for _, tc := range []struct{ fault, want string }{
 		{"{point: durableStep, kind: crash, server: mysql, call: ops.create, step: 1}", `steps[0].faults[0].server: unknown server "mysql"`},
-		{"{point: durableStep, kind: power-loss, server: postgres, call: ops.create, step: 1}", "steps[0].faults[0].kind: a server's durable step is killed with kind crash"},
+		{"{point: durableStep, kind: slow-sync, server: postgres, call: ops.create, step: 1}", "steps[0].faults[0].kind: kind slow-sync does not apply at durableStep"},
 	} {
 		if _, err := scenarios.Parse("d.yaml", []byte(head+"    faults:\n      - "+tc.fault+"\n"+tail)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error with %q", tc.fault, err, tc.want)
@@ -117,5 +122,31 @@ func TestBadDurableStepFaults(t *testing.T) {
 	}
 	if d := s.Case().Steps[0].Durable; d == nil || *d != (catalogue.DurableKill{Method: "ops.create", Hit: 1, Step: 1, Power: true}) || s.Steps[0].Faults[0].Kind != faults.PowerLoss {
 		t.Fatalf("the kill read as %+v", d)
+	}
+}
+
+// A durable-step kill inside a System B store call belongs in a System B
+// scenario, and one inside System A's in an ingestion scenario.
+func TestDurableStepKillOfSystemB(t *testing.T) {
+	c := catalogue.DurableStepCase(catalogue.DurableKill{Call: 4, Method: "plans.save", Hit: 1, Step: 1, Steps: 2, Op: "fsync"})
+	sc, err := scenarios.FromCase(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Expect = scenarios.Expect{Verdict: scenarios.ExpectFail, Breaks: []check.Invariant{check.I8}}
+	text, err := sc.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := scenarios.Parse(c.ID+".yaml", text)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	if got := back.Case(); got.System != faults.PlanSave || got.Steps[0].Durable == nil || got.Steps[0].Durable.Method != "plans.save" {
+		t.Fatalf("read back: system %s, kill %+v", got.System, got.Steps[0].Durable)
+	}
+	bad := strings.Replace(string(text), "system: plansave\n", "", 1)
+	if _, err := scenarios.Parse("b.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "point durableStep at store call plans.save belongs to system plansave, the scenario is ingestion") {
+		t.Fatalf("a System B call's kill in an ingestion scenario: %v", err)
 	}
 }

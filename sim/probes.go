@@ -14,20 +14,31 @@ import (
 // sim/casefaults/serverdurablesweep.go): the standard script run without a
 // fault, its durable file operations counted per store call.
 
-// probeDurable runs the durable-step probe where the runner can.
+// probeDurable runs the durable-step probes where the runner can: System
+// A's standard script, and System B's where the backend has its stores
+// (their calls are told apart by method: catalogue.MethodSystem).
 func (r *Runner) probeDurable(ctx context.Context) ([]catalogue.DurableCall, []verdict.CaseResult, error) {
 	if !r.outside.DurableSweepable() {
 		return nil, nil, nil
 	}
-	c := catalogue.DurableProbe()
-	if r.serviceCannot(c) {
-		return nil, nil, nil
+	probes := []catalogue.Case{catalogue.DurableProbe()}
+	if r.backend.OpenPlanSave != nil {
+		probes = append(probes, catalogue.DurablePlanSaveProbe())
 	}
-	res := r.RunCase(ctx, c)
-	if res.Verdict != verdict.Pass {
-		return nil, []verdict.CaseResult{res}, fmt.Errorf("probe %s: %s without any fault: %s %s", c.ID, res.Verdict, strings.Join(res.Broken(), ","), strings.Join(res.Notes, "; "))
+	var calls []catalogue.DurableCall
+	var results []verdict.CaseResult
+	for _, c := range probes {
+		if r.serviceCannot(c) {
+			continue
+		}
+		res := r.RunCase(ctx, c)
+		results = append(results, res)
+		if res.Verdict != verdict.Pass {
+			return nil, results, fmt.Errorf("probe %s: %s without any fault: %s %s", c.ID, res.Verdict, strings.Join(res.Broken(), ","), strings.Join(res.Notes, "; "))
+		}
+		calls = append(calls, res.DurableCalls...)
 	}
-	return res.DurableCalls, []verdict.CaseResult{res}, nil
+	return calls, results, nil
 }
 
 // probeServerDurable runs the probe of each server's durable steps where

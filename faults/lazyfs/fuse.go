@@ -190,6 +190,21 @@ func (f *FS) PowerLoss() Loss {
 	return f.cut(nil)
 }
 
+// PowerOff is the instant the power goes, ahead of the power loss (Cut)
+// that the harness makes once every process of the store is dead: from
+// it on, every operation that would change the file system (a write, a
+// sync, a truncation, a fallocate, a change of attributes, a name made,
+// changed or removed) fails with EIO and changes nothing, so that nothing
+// a process writes or syncs after that instant, while the harness kills
+// it, survives; reads go on. The next power loss (PowerLoss, Cut) brings
+// the power back. An fsync reported to OnDurable is done already: fn may
+// turn the power off right after it, and the sync stays.
+func (f *FS) PowerOff() {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	f.m.off = true
+}
+
 // PowerLossTorn is PowerLoss with torn writes: of the files that survive,
 // each 4 KiB page written and not synced is kept whole or lost whole, and
 // so is a changed size; names follow the rule as always. The seed decides
@@ -430,9 +445,9 @@ func (l *lnode) Getattr(_ context.Context, fh fs.FileHandle, out *fuse.AttrOut) 
 
 // Setattr implements fs.NodeSetattrer.
 func (l *lnode) Setattr(_ context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	l.lock()
+	m := l.lock()
 	defer l.unlock()
-	if l.n.dead || l.stale(fh) {
+	if l.n.dead || l.stale(fh) || m.off {
 		return syscall.EIO
 	}
 	if sz, ok := in.GetSize(); ok {
@@ -524,6 +539,9 @@ func (l *lnode) Create(ctx context.Context, name string, flags uint32, mode uint
 	if l.n.dead {
 		return nil, nil, 0, syscall.ENOENT
 	}
+	if m.off {
+		return nil, nil, 0, syscall.EIO
+	}
 	c, ok := l.n.kids[name]
 	switch {
 	case ok && flags&syscall.O_EXCL != 0:
@@ -566,12 +584,14 @@ func (l *lnode) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 func (l *lnode) unlink(name string) syscall.Errno {
-	l.lock()
+	m := l.lock()
 	defer l.unlock()
 	c, ok := l.n.kids[name]
 	switch {
 	case !ok || l.n.dead:
 		return syscall.ENOENT
+	case m.off:
+		return syscall.EIO
 	case c.dir:
 		return syscall.EISDIR
 	}
@@ -584,12 +604,14 @@ func (l *lnode) unlink(name string) syscall.Errno {
 
 // Rmdir implements fs.NodeRmdirer.
 func (l *lnode) Rmdir(_ context.Context, name string) syscall.Errno {
-	l.lock()
+	m := l.lock()
 	defer l.unlock()
 	c, ok := l.n.kids[name]
 	switch {
 	case !ok || l.n.dead:
 		return syscall.ENOENT
+	case m.off:
+		return syscall.EIO
 	case !c.dir:
 		return syscall.ENOTDIR
 	case len(c.kids) > 0:
@@ -620,7 +642,7 @@ func (l *lnode) rename(name string, newParent fs.InodeEmbedder, newName string, 
 	if len(newName) > nameMax {
 		return syscall.ENAMETOOLONG
 	}
-	l.lock()
+	m := l.lock()
 	defer l.unlock()
 	np, ok := newParent.(*lnode)
 	if !ok {
@@ -630,6 +652,9 @@ func (l *lnode) rename(name string, newParent fs.InodeEmbedder, newName string, 
 	c, ok := src.kids[name]
 	if !ok || src.dead || dst.dead {
 		return syscall.ENOENT
+	}
+	if m.off {
+		return syscall.EIO
 	}
 	old, exists := dst.kids[newName]
 	switch {
@@ -684,6 +709,9 @@ func (l *lnode) Open(_ context.Context, flags uint32) (fs.FileHandle, uint32, sy
 		return nil, 0, syscall.ENOENT
 	}
 	if flags&syscall.O_TRUNC != 0 && l.n.regular() {
+		if m.off {
+			return nil, 0, syscall.EIO
+		}
 		l.n.truncate(0)
 	}
 	h := &handle{gen: m.gen, in: l.EmbeddedInode()}
@@ -710,7 +738,7 @@ func (l *lnode) Write(_ context.Context, fh fs.FileHandle, data []byte, off int6
 	l.f.arming()
 	m := l.lock()
 	defer l.unlock()
-	if l.n.dead || l.stale(fh) {
+	if l.n.dead || l.stale(fh) || m.off {
 		return 0, syscall.EIO
 	}
 	if m.noSpace() {
@@ -724,7 +752,7 @@ func (l *lnode) Write(_ context.Context, fh fs.FileHandle, data []byte, off int6
 func (l *lnode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
 	l.f.arming()
 	m := l.lock()
-	if l.n.dead || l.stale(fh) {
+	if l.n.dead || l.stale(fh) || m.off {
 		l.unlock()
 		return syscall.EIO
 	}
@@ -773,7 +801,7 @@ func (l *lnode) Allocate(_ context.Context, fh fs.FileHandle, off uint64, size u
 	l.f.arming()
 	m := l.lock()
 	defer l.unlock()
-	if l.n.dead || l.stale(fh) {
+	if l.n.dead || l.stale(fh) || m.off {
 		return syscall.EIO
 	}
 	if m.noSpace() {
@@ -836,6 +864,8 @@ func (l *lnode) link(target fs.InodeEmbedder, name string, out *fuse.EntryOut) (
 		return nil, syscall.ENOENT
 	case t.n.dir:
 		return nil, syscall.EPERM
+	case m.off:
+		return nil, syscall.EIO
 	case m.noSpace():
 		return nil, syscall.ENOSPC
 	}
@@ -900,6 +930,9 @@ func (l *lnode) make(ctx context.Context, name string, out *fuse.EntryOut, mk fu
 	}
 	if _, ok := l.n.kids[name]; ok {
 		return nil, syscall.EEXIST
+	}
+	if m.off {
+		return nil, syscall.EIO
 	}
 	if m.noSpace() {
 		return nil, syscall.ENOSPC

@@ -64,6 +64,20 @@ func writeFile(t *testing.T, path, data string, sync bool) {
 	}
 }
 
+// openSynced writes path with data, syncs it and its directory, and
+// opens it for reading and writing until the test ends.
+func openSynced(t *testing.T, f *FS, path, data string) *os.File {
+	t.Helper()
+	writeFile(t, path, data, true)
+	syncDir(t, f.Dir())
+	h, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
 func syncDir(t *testing.T, dir string) {
 	t.Helper()
 	d, err := os.Open(dir)
@@ -373,13 +387,7 @@ func TestTruncateWithoutFsyncIsUndone(t *testing.T) {
 func TestHandlesFromBeforePowerLossFail(t *testing.T) {
 	f := mount(t)
 	p := filepath.Join(f.Dir(), "a")
-	writeFile(t, p, "durable", true)
-	syncDir(t, f.Dir())
-	g, err := os.OpenFile(p, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := openSynced(t, f, p, "durable")
 	f.PowerLoss()
 	if _, err := g.WriteAt([]byte("zombie"), 0); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("a write through a handle opened before the power loss: %v, want EIO", err)
@@ -1057,5 +1065,48 @@ func TestOnDurableReportsEachDurableOperation(t *testing.T) {
 	defer mu.Unlock()
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("durable operations heard:\n got %q\nwant %q", got, want)
+	}
+}
+
+// From the instant the power goes (PowerOff, which a durable-step power
+// cut calls right after the step) nothing a process still alive does
+// reaches the file system: its writes, syncs, renames, new names and
+// removals fail with EIO, so a sync after the instant makes nothing
+// durable; reads go on; the power loss then keeps what was synced before
+// the instant and brings the power back.
+func TestPowerOffRefusesEveryChangeUntilThePowerLoss(t *testing.T) {
+	f := mount(t)
+	p, q := filepath.Join(f.Dir(), "a"), filepath.Join(f.Dir(), "b")
+	h := openSynced(t, f, p, "synced before")
+	if _, err := h.WriteAt([]byte("un-synced"), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.PowerOff()
+	changes := map[string]func() error{
+		"write":    func() error { _, err := h.WriteAt([]byte("after"), 0); return err },
+		"fsync":    h.Sync,
+		"truncate": func() error { return h.Truncate(1) },
+		"create":   func() error { return os.WriteFile(q, []byte("x"), 0o644) },
+		"mkdir":    func() error { return os.Mkdir(q, 0o755) },
+		"rename":   func() error { return os.Rename(p, q) },
+		"link":     func() error { return os.Link(p, q) },
+		"unlink":   func() error { return os.Remove(p) },
+		"chmod":    func() error { return os.Chmod(p, 0o600) },
+	}
+	for name, change := range changes {
+		if err := change(); !errors.Is(err, syscall.EIO) {
+			t.Errorf("%s with the power off: %v, want EIO", name, err)
+		}
+	}
+	if got := readOf(t, p); got != "un-syncedfore" {
+		t.Errorf("a read with the power off: %q, want what the live file holds", got)
+	}
+	f.Cut(Tear{})
+	if got := readOf(t, p); got != "synced before" {
+		t.Errorf("after the power loss: %q, want what was synced before the power went", got)
+	}
+	writeFile(t, q, "power back", true)
+	if got := readOf(t, q); got != "power back" {
+		t.Errorf("after the power loss the power is back: %q", got)
 	}
 }

@@ -171,6 +171,8 @@ type model struct {
 	files int64
 	// disk holds the disk errors armed and what they did (diskerr.go).
 	disk diskState
+	// off: the power is off (FS.PowerOff) until the next power loss.
+	off bool
 }
 
 func newModel() *model {
@@ -356,6 +358,7 @@ func (m *model) syncAll() {
 // stays (a server's data directory is the root of a bind mount).
 func (m *model) powerLoss(tear *tearing) (lostBytes int64, lostNames int, stale map[*node][]string, lost []LostFile) {
 	m.gen++
+	m.off = false
 	stale = map[*node][]string{}
 	kept := map[*node]bool{}
 	var keep func(n *node, path string)

@@ -192,7 +192,11 @@ func (d *Durable) Judge(worker string, exit string) (string, *verdict.NotExercis
 			took, what = len(c.Ops), what+fmt.Sprintf(" (its store call %d)", c.Call)
 		}
 	}
-	note := fmt.Sprintf("durable-step kill of worker %s never fired: %s took %d durable steps on the lazy mount, the case kills after step %d", worker, what, took, k.Step)
+	whose, where := "worker "+worker, "the lazy mount"
+	if k.Server != "" {
+		whose, where = fmt.Sprintf("server %s during worker %s's calls", k.Server, worker), fmt.Sprintf("server %s's data mount", k.Server)
+	}
+	note := fmt.Sprintf("durable-step kill of %s never fired: %s took %d durable steps on %s, the case kills after step %d", whose, what, took, where, k.Step)
 	return note, &verdict.NotExercisedReason{Cause: verdict.CauseUnreachable, Detail: note,
 		Advice: "the store took fewer file syncs, renames or unlinks in that call than in the probe run (a database checkpoint, or a call that found its work done): run the matrix again; a store that syncs a different number of times on every run moves the steps"}
 }
@@ -212,12 +216,13 @@ func (f *Faults) DurableSweepable() bool {
 }
 
 // DurablePower cuts the power of the case's lazy mount after a durable-step
-// kill that asks for it and fired (the worker's group is dead).
+// kill that asks for it and fired (the worker's group is dead). A server's
+// power cut at its step is the server watch's (serverWatch.crash).
 func (f *Faults) DurablePower(ctx context.Context, pc *Power, c catalogue.Case, env worker.CaseEnv, space string, cx execmode.Case, worker string, d *Durable, res *verdict.CaseResult) error {
 	d.mu.Lock()
 	fired := d.fired != ""
 	d.mu.Unlock()
-	if !d.kill.Power || !fired {
+	if !d.kill.Power || !fired || d.srv != nil {
 		return nil
 	}
 	h, err := cx.History()

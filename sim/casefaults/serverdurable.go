@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/faults/lazyfs/cut"
 	"github.com/crashmatrix/crashmatrix/sim/catalogue"
 	"github.com/crashmatrix/crashmatrix/sim/verdict"
@@ -38,6 +39,13 @@ type ServerDurable interface {
 	// StartServer starts the killed server again on its data, points the
 	// proxies at it and says how long it took.
 	StartServer(ctx context.Context, server string) (time.Duration, error)
+	// PowerOffServer is the instant the power of the server's data mount
+	// goes: nothing the server changes there afterwards survives the
+	// CutServer that follows (lazyfs.FS.PowerOff).
+	PowerOffServer(server string) error
+	// CutServer throws away, torn as t says, what the killed server left
+	// un-synced on its data mount, and brings the mount's power back.
+	CutServer(server string, t cut.Tear) (cut.Loss, error)
 }
 
 // serverWatch is the server side of a Durable.
@@ -45,9 +53,14 @@ type serverWatch struct {
 	ctx  context.Context
 	sd   ServerDurable
 	name string
+	// power cuts the power of the server's data mount at the step too,
+	// torn as tear says (DurableKill.Power, Tear).
+	power bool
+	tear  cut.Tear
 	// done is closed once the server killed at the step answers again.
 	done    chan struct{}
 	took    time.Duration
+	loss    cut.Loss
 	killErr error
 	err     error
 }
@@ -68,7 +81,12 @@ func (f *Faults) watchServerDurable(ctx context.Context, d *Durable) (*Durable, 
 	if !ok || f.run.InProcess {
 		return nil, nil, fmt.Errorf("durable steps of server %s: this run cannot watch its servers' files (it needs --backend containers with server faults and power loss on, FUSE, and real worker processes)", d.kill.Server)
 	}
-	d.srv = &serverWatch{ctx: ctx, sd: sd, name: d.kill.Server, done: make(chan struct{})}
+	d.srv = &serverWatch{ctx: ctx, sd: sd, name: d.kill.Server, done: make(chan struct{}), power: d.kill.Power}
+	if d.kill.Tear > 0 {
+		// The seed of the case's first torn power loss, as the worker
+		// sweep's (tearOf).
+		d.srv.tear = cut.Tear{Unit: d.kill.Tear, Seed: catalogue.TearSeed(faults.Point(catalogue.DurableStepName(d.kill)), 0)}
+	}
 	if err := sd.WatchDurable(d.kill.Server, d.op); err != nil {
 		return nil, nil, fmt.Errorf("durable steps: %w", err)
 	}
@@ -81,17 +99,38 @@ func (f *Faults) watchServerDurable(ctx context.Context, d *Durable) (*Durable, 
 // sent SIGKILL now and dies on its way out of the call, before it runs
 // another instruction of its own. The whole server is then killed (its
 // kill waits for its processes, the answered one among them), and started
-// again on its data, while the request is answered.
+// again on its data, while the request is answered. With power, the
+// power of the server's data mount goes first, at this instant (nothing
+// the server's other processes write or sync while they are killed
+// survives), and once the server is dead what it had not synced is thrown
+// away (torn) before it starts again.
 func (s *serverWatch) crash(op cut.DurableOp) {
+	if s.power {
+		if err := s.sd.PowerOffServer(s.name); err != nil {
+			// Nothing is killed: the case is not exercised.
+			s.killErr = fmt.Errorf("cut the power of the server's data mount: %w", err)
+			close(s.done)
+			return
+		}
+	}
 	pidErr := syscall.Kill(int(op.Pid), syscall.SIGKILL)
 	go func() {
 		defer close(s.done)
-		if pidErr != nil {
-			s.killErr = fmt.Errorf("SIGKILL the server's process %d: %w", op.Pid, pidErr)
-			return
-		}
 		t0 := time.Now()
-		if s.killErr = s.sd.KillServer(s.ctx, s.name); s.killErr == nil {
+		switch {
+		case pidErr != nil:
+			s.killErr = fmt.Errorf("SIGKILL the server's process %d: %w", op.Pid, pidErr)
+		default:
+			s.killErr = s.sd.KillServer(s.ctx, s.name)
+		}
+		if s.power {
+			// The power comes back even when the kill failed: a mount
+			// left off would refuse the server every write.
+			var cutErr error
+			s.loss, cutErr = s.sd.CutServer(s.name, s.tear)
+			s.killErr = cmpErr(s.killErr, cutErr)
+		}
+		if s.killErr == nil {
 			_, s.err = s.sd.StartServer(s.ctx, s.name)
 			s.took = time.Since(t0)
 		}
@@ -99,16 +138,30 @@ func (s *serverWatch) crash(op cut.DurableOp) {
 }
 
 // judge waits for the restart of a server killed at its step and says
-// what the kill did; the worker is not killed by it.
+// what the kill did; the worker is not killed by it. A torn power cut
+// that found nothing un-synced to tear was a plain one: not exercised.
 func (s *serverWatch) judge(worker, fired string, call int) (string, *verdict.NotExercisedReason) {
 	<-s.done
-	note := fmt.Sprintf("durable-step kill: server %s SIGKILLed right after %s, its durable step during worker %s's store call %d", s.name, fired, worker, call)
+	what := fmt.Sprintf("durable-step kill: server %s SIGKILLed", s.name)
+	if s.power {
+		what = fmt.Sprintf("durable-step power loss: server %s SIGKILLed and the power of its data mount cut", s.name)
+	}
+	note := fmt.Sprintf("%s right after %s, its durable step during worker %s's store call %d", what, fired, worker, call)
 	if err := cmpErr(s.killErr, s.err); err != nil {
 		note += ": " + err.Error()
 		return note, &verdict.NotExercisedReason{Cause: verdict.CauseServerFault, Detail: note,
 			Advice: "the supervisor could not kill the server or start it again on its data: see the server's log"}
 	}
-	return note + fmt.Sprintf("; it answered again %s after the kill", s.took.Round(time.Millisecond)), nil
+	if s.power {
+		note += fmt.Sprintf("; %d bytes and %d directory entries of its data directory that were not synced thrown away%s", s.loss.Bytes, s.loss.Names, tornNote(s.loss))
+	}
+	note += fmt.Sprintf("; it answered again %s after the kill", s.took.Round(time.Millisecond))
+	if s.loss.Torn && s.loss.Kept == 0 {
+		return note, &verdict.NotExercisedReason{Cause: verdict.CauseNothingToTear,
+			Detail: fmt.Sprintf("the torn power cut of server %s after %s found nothing written and not synced to tear: it was a plain power loss", s.name, fired),
+			Advice: "what a server leaves un-synced at a step changes with its background writes: the case runs again; the power-loss case at the same step covers the cut"}
+	}
+	return note, nil
 }
 
 func cmpErr(errs ...error) error {

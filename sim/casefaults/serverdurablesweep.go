@@ -13,8 +13,7 @@ import (
 
 // ServerDurableSweepable names the servers whose durable steps the runner
 // can watch and kill at (none when it cannot: an embedded backend, the
-// in-process mode, servers without lazy mounts; of the containers,
-// PostgreSQL only: sim/servers/provision says why not Neo4j).
+// in-process mode, servers without lazy mounts).
 func (f *Faults) ServerDurableSweepable() []string {
 	if _, ok := f.run.ServerFaults.(ServerDurable); !ok || f.run.InProcess || f.run.Backend.Embedded || f.PowerLossUntested() != "" {
 		return nil

@@ -71,10 +71,10 @@ func DurableDiskCases(calls []DurableCall, k faults.Kind) []Case {
 // then the restart: "durable-step-ops.create-2-of-3-fsync-error".
 func DurableDiskCase(k DurableKill) Case {
 	name := fmt.Sprintf("%s-%s-%s", DurableStepClass, k.tag(), k.Disk)
-	return Case{ID: name, System: faults.Ingestion, Class: name, Kind: k.Disk,
+	return Case{ID: name, System: MethodSystem(k.Method), Class: name, Kind: k.Disk,
 		Description: fmt.Sprintf("%s, %s: the standard script's worker meets %s right before durable step %d of %d (%s) of its store call %d, found on the lazy mount, and goes on; recovery must finish what the store made durable",
 			DurableStepName(k), k.Disk, k.Disk, k.Step, k.Steps, k.Op, k.Call),
-		Steps: []Step{{Worker: "fault", Actions: StandardScript(), Durable: &k}, QuiesceStep(faults.Ingestion, "fault")}}
+		Steps: durableSteps(MethodSystem(k.Method), k)}
 }
 
 // durableDisk are the selection's disk error columns at durable steps,

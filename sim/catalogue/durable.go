@@ -79,7 +79,36 @@ type DurableCall struct {
 func DurableProbe() Case {
 	return Case{ID: "probe-durable", System: faults.Ingestion, Class: "probe",
 		Description: "fault-free run of the standard script on a lazy mount: counts the durable file operations of each store call of the worker",
-		Steps:       []Step{{Worker: "fault", Actions: StandardScript(), Durable: &DurableKill{}}, QuiesceStep(faults.Ingestion, "fault")}}
+		Steps:       durableSteps(faults.Ingestion, DurableKill{})}
+}
+
+// DurablePlanSaveProbe is DurableProbe for System B: its fault worker's
+// script (a workflow started, then invoked with the approval: its
+// checkpoint and plan stores' calls) with the durable steps counted.
+func DurablePlanSaveProbe() Case {
+	return Case{ID: "probe-durable-plansave", System: faults.PlanSave, Class: "probe",
+		Description: "fault-free run of System B's script on a lazy mount: counts the durable file operations of each checkpoint and plan store call of the worker",
+		Steps:       durableSteps(faults.PlanSave, DurableKill{})}
+}
+
+// MethodSystem is the system whose stores a store call belongs to:
+// System B's checkpoint and plan stores (checkpoints.*, plans.*), or
+// System A's.
+func MethodSystem(method string) faults.System {
+	if strings.HasPrefix(method, "checkpoints.") || strings.HasPrefix(method, "plans.") {
+		return faults.PlanSave
+	}
+	return faults.Ingestion
+}
+
+// durableSteps are the steps of a durable-step case of system: its fault
+// worker's script with the kill (or count) k, then the quiesce step.
+func durableSteps(system faults.System, k DurableKill) []Step {
+	script := StandardScript()
+	if system == faults.PlanSave {
+		script = PlanSaveScript()
+	}
+	return []Step{{Worker: "fault", Actions: script, Durable: &k}, QuiesceStep(system, "fault")}
 }
 
 // DurableStepCases is the sweep over what the probe counted: for each
@@ -93,14 +122,22 @@ func DurableStepCases(calls []DurableCall) []Case {
 	for _, c := range SweptCalls(calls, 2) {
 		n := len(c.Ops)
 		for k := 1; k < n; k++ {
-			kill := DurableKill{Call: c.Call, Method: c.Method, Hit: c.Hit, Step: k, Steps: n, Op: c.Syscall(k)}
-			cut, torn := kill, kill
-			cut.Power = true
-			torn.Power, torn.Tear = true, faults.TearSector
-			out = append(out, DurableStepCase(kill), DurableStepCase(cut), DurableStepCase(torn))
+			for _, v := range withPower(DurableKill{Call: c.Call, Method: c.Method, Hit: c.Hit, Step: k, Steps: n, Op: c.Syscall(k)}) {
+				out = append(out, DurableStepCase(v))
+			}
 		}
 	}
 	return out
+}
+
+// withPower are the three variants of a kill at a durable step: the kill,
+// the kill with the power cut at that instant, and the same torn at
+// 512-byte sectors.
+func withPower(k DurableKill) []DurableKill {
+	cut, torn := k, k
+	cut.Power = true
+	torn.Power, torn.Tear = true, faults.TearSector
+	return []DurableKill{k, cut, torn}
 }
 
 // Syscall is the system call of the call's k-th durable step ("fsync").
@@ -179,10 +216,11 @@ func (k DurableKill) tag() string {
 // "durable-step-ops.create-1-of-2" and "…-1-of-2-power-loss".
 func DurableStepCase(k DurableKill) Case {
 	name := DurableStepClass + "-" + k.tag()
-	c := Case{ID: name, System: faults.Ingestion, Class: name, Kind: faults.Crash,
+	sys := MethodSystem(k.Method)
+	c := Case{ID: name, System: sys, Class: name, Kind: faults.Crash,
 		Description: fmt.Sprintf("%s: the standard script's worker and its store processes are SIGKILLed right after durable step %d of %d (%s) of its store call %d, found on the lazy mount, not declared by the store; recovery must finish what the store made durable",
 			DurableStepName(k), k.Step, k.Steps, k.Op, k.Call),
-		Steps: []Step{{Worker: "fault", Actions: StandardScript(), Durable: &k}, QuiesceStep(faults.Ingestion, "fault")}}
+		Steps: durableSteps(sys, k)}
 	switch {
 	case k.Power && k.Tear > 0:
 		c.ID += fmt.Sprintf("-%s-%d", faults.TornWrite, k.Tear)
@@ -202,8 +240,9 @@ func DurableStepCase(k DurableKill) Case {
 func IsDurableStep(c Case) bool { return strings.HasPrefix(c.Class, DurableStepClass+"-") }
 
 // durableSteps narrows the sweep as betweenCalls narrows its cases: all
-// of it for the whole matrix or the class durable-step, one case for its
-// own class, none for a point or kind.
+// of it for the whole matrix or the class durable-step, a server's for
+// durable-step-SERVER, one case for its own class, none for a point or
+// kind.
 func (s Selection) durableSteps(cases []Case) []Case {
 	if len(s.Points) > 0 || len(s.Kinds) > 0 {
 		return nil
@@ -211,5 +250,8 @@ func (s Selection) durableSteps(cases []Case) []Case {
 	if len(s.Classes) == 0 || slices.Contains(s.Classes, DurableStepClass) {
 		return cases
 	}
-	return slices.DeleteFunc(cases, func(c Case) bool { return !slices.Contains(s.Classes, c.Class) })
+	// "durable-step-postgres" selects one server's sweep.
+	return slices.DeleteFunc(cases, func(c Case) bool {
+		return !slices.Contains(s.Classes, c.Class) && (c.Server == "" || !slices.Contains(s.Classes, DurableStepClass+"-"+c.Server))
+	})
 }

@@ -69,8 +69,10 @@ func TestDurableStepSweepCoversEveryShapeOfCall(t *testing.T) {
 
 // A server's sweep kills it after every one of its steps, the last of a
 // call included (it dies with the commit on its disk and its answer
-// unsent), one call of each shape: a call of one step has a case here.
-// The rows name the server; the probe only counts, and is no sweep row.
+// unsent), one call of each shape: a call of one step has a case here;
+// beside each kill, the power of its data mount cut at that instant, and
+// the same torn at sectors. The rows name the server; the probe only
+// counts, and is no sweep row.
 func TestServerDurableCases(t *testing.T) {
 	calls := []DurableCall{
 		{Call: 2, Method: "locks.tryAcquire", Hit: 1, Ops: []string{"fdatasync data/pg_wal/1"}},
@@ -79,17 +81,27 @@ func TestServerDurableCases(t *testing.T) {
 		{Call: 14, Method: "ops.create", Hit: 3, Ops: []string{"fdatasync data/pg_wal/1", "fsync data/base/1"}},
 	}
 	cases := ServerDurableCases("postgres", calls)
-	want := "durable-step-postgres-locks.tryAcquire-1-of-1 durable-step-postgres-ops.create-1-of-1 durable-step-postgres-ops.create-call3-1-of-2 durable-step-postgres-ops.create-call3-2-of-2"
+	var kills []string
+	for _, k := range []string{"locks.tryAcquire-1-of-1", "ops.create-1-of-1", "ops.create-call3-1-of-2", "ops.create-call3-2-of-2"} {
+		id := "durable-step-postgres-" + k
+		kills = append(kills, id, id+"-power-loss", id+"-torn-write-512")
+	}
+	want := strings.Join(kills, " ")
 	if got := caseIDs(cases); got != want {
 		t.Fatalf("cases\n%s\nwant\n%s", got, want)
 	}
-	for _, c := range cases {
-		if c.Kind != faults.ServerCrash || c.Server != "postgres" || c.Class != c.ID || !IsDurableStep(c) || !IsServerDurableStep(c) {
-			t.Errorf("%s: kind %s server %q class %s", c.ID, c.Kind, c.Server, c.Class)
+	for i, c := range cases {
+		k := c.Steps[0].Durable
+		wantKind, power, tear := []faults.Kind{faults.ServerCrash, faults.PowerLoss, faults.TornWrite}[i%3], i%3 > 0, map[bool]int{true: faults.TearSector}[i%3 == 2]
+		if c.Kind != wantKind || k.Power != power || k.Tear != tear || c.Server != "postgres" || c.Class != c.ID || !IsDurableStep(c) || !IsServerDurableStep(c) {
+			t.Errorf("%s: kind %s (want %s) power %v tear %d server %q class %s", c.ID, c.Kind, wantKind, k.Power, k.Tear, c.Server, c.Class)
 		}
 	}
-	if name := DurableStepName(*cases[3].Steps[0].Durable); name != "ops.create (call 3) after postgres fsync 2 of 2" {
+	if name := DurableStepName(*cases[9].Steps[0].Durable); name != "ops.create (call 3) after postgres fsync 2 of 2" {
 		t.Errorf("row %q", name)
+	}
+	if d := cases[10].Description; !strings.Contains(d, "power of its data directory's lazy mount cut (what it had not synced is lost)") {
+		t.Errorf("the power-cut variant's description: %s", d)
 	}
 	if IsServerDurableStep(DurableStepCase(DurableKill{Call: 5, Method: "ops.create", Hit: 1, Step: 1, Steps: 2})) {
 		t.Error("a worker's own durable step reads as a server's")
@@ -106,9 +118,15 @@ func TestServerDurableCases(t *testing.T) {
 	if got := caseIDs(sel.Cases(pr, b, 1)); got != want {
 		t.Errorf("--class %s: %s", DurableStepClass, got)
 	}
-	sel.Classes = []string{"durable-step-postgres-ops.create-1-of-1"}
-	if got := caseIDs(sel.Cases(pr, b, 1)); got != "durable-step-postgres-ops.create-1-of-1" {
+	sel.Classes = []string{"durable-step-postgres-ops.create-1-of-1-power-loss"}
+	if got := caseIDs(sel.Cases(pr, b, 1)); got != "durable-step-postgres-ops.create-1-of-1-power-loss" {
 		t.Errorf("its own class: %s", got)
+	}
+	// A server's whole sweep by durable-step-SERVER; no other server's.
+	pr.ServerDurable["neo4j"] = calls[:1]
+	sel.Classes = []string{DurableStepClass + "-neo4j"}
+	if got := caseIDs(sel.Cases(pr, b, 1)); got != "durable-step-neo4j-locks.tryAcquire-1-of-1 durable-step-neo4j-locks.tryAcquire-1-of-1-power-loss durable-step-neo4j-locks.tryAcquire-1-of-1-torn-write-512" {
+		t.Errorf("--class %s-neo4j: %s", DurableStepClass, got)
 	}
 	sel.Classes, sel.Points = nil, []faults.Point{faults.BeforePrepare}
 	if got := sel.Cases(pr, b, 1); slices.ContainsFunc(got, IsServerDurableStep) {
@@ -141,5 +159,28 @@ func TestStableCalls(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "ops.create/1 ops.cas/2" {
 		t.Fatalf("stable calls %v, want ops.create/1 ops.cas/2", got)
+	}
+}
+
+// A System B store call (checkpoints.*, plans.*) is swept with System B's
+// script and quiesce step, its disk cases too; System A's keep the
+// standard script.
+func TestDurableStepCasesOfSystemB(t *testing.T) {
+	calls := []DurableCall{
+		{Call: 3, Method: "plans.save", Hit: 1, Ops: []string{"fsync data/plans.db-wal", "fsync data/plans.db-wal"}},
+		{Call: 5, Method: "ops.create", Hit: 1, Ops: []string{"fsync data/a", "fsync data/b"}},
+	}
+	cases := append(DurableStepCases(calls), DurableDiskCases(calls, faults.FsyncError)...)
+	for _, c := range cases {
+		want, do := faults.Ingestion, "ingest"
+		if strings.Contains(c.ID, "plans.save") {
+			want, do = faults.PlanSave, "plansave-start"
+		}
+		if c.System != want || c.Steps[0].Actions[0].Do != do || c.Steps[1].Worker != "quiesce" || (want == faults.PlanSave) != (c.Steps[1].Actions[0].Do == "plansave-invoke") {
+			t.Errorf("%s: system %s, script starts with %s, then %+v", c.ID, c.System, c.Steps[0].Actions[0].Do, c.Steps[1])
+		}
+	}
+	if p := DurablePlanSaveProbe(); p.System != faults.PlanSave || p.Steps[0].Durable == nil || p.Steps[0].Durable.Kills() {
+		t.Errorf("System B's probe: %+v", p)
 	}
 }

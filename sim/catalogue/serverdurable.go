@@ -15,6 +15,9 @@ import (
 // durable steps watched during its store calls; with k naming a call and
 // a step, the server is killed right after that step and started again,
 // then the restart (the quiesce step): "durable-step-postgres-ops.create-1-of-1".
+// With k.Power the power of the server's data mount goes at that same
+// instant (what the server had not synced is lost: "…-1-of-1-power-loss"),
+// and with k.Tear too it is torn at that unit ("…-1-of-1-torn-write-512").
 // With no call named it only counts (sim/verdict CaseResult.DurableCalls):
 // the probe "probe-durable-postgres".
 func ServerDurableCase(k DurableKill) Case {
@@ -24,22 +27,36 @@ func ServerDurableCase(k DurableKill) Case {
 			Description: fmt.Sprintf("fault-free run of the standard script: counts the durable file operations of server %s during each store call of the worker", k.Server)}
 	}
 	id := fmt.Sprintf("%s-%s-%s", DurableStepClass, k.Server, k.tag())
-	return Case{ID: id, System: faults.Ingestion, Class: id, Kind: faults.ServerCrash, Server: k.Server, Steps: steps,
-		Description: fmt.Sprintf("%s: server %s is SIGKILLed right after its durable step %d of %d (%s) during the worker's call %d of %s (found on its data directory's lazy mount, not declared), before it answers, and started again on its data; the worker sees its server fail and goes on; recovery must finish what was made durable",
-			DurableStepName(k), k.Server, k.Step, k.Steps, k.Op, k.Hit, k.Method)}
+	kind, what := faults.ServerCrash, fmt.Sprintf("server %s is SIGKILLed", k.Server)
+	switch {
+	case k.Power && k.Tear > 0:
+		id += fmt.Sprintf("-%s-%d", faults.TornWrite, k.Tear)
+		kind, what = faults.TornWrite, fmt.Sprintf("server %s is SIGKILLed and the power of its data directory's lazy mount cut (what it had not synced is torn at %s)", k.Server, faults.TearName(k.Tear))
+	case k.Power:
+		id += "-" + string(faults.PowerLoss)
+		kind, what = faults.PowerLoss, fmt.Sprintf("server %s is SIGKILLed and the power of its data directory's lazy mount cut (what it had not synced is lost)", k.Server)
+	}
+	return Case{ID: id, System: faults.Ingestion, Class: id, Kind: kind, Server: k.Server, Steps: steps,
+		Description: fmt.Sprintf("%s: %s right after its durable step %d of %d (%s) during the worker's call %d of %s (found on its data directory's lazy mount, not declared), before it answers, and started again on its data; the worker sees its server fail and goes on; recovery must finish what was made durable",
+			DurableStepName(k), what, k.Step, k.Steps, k.Op, k.Hit, k.Method)}
 }
 
 // ServerDurableCases is the sweep of a server's own durable steps, over
 // what its probe counted: for each shape of store call during which the
 // server made a durable step (SweptCalls), and each of those steps, the
-// last included, a case that kills the server right after it. Unlike a
-// store's own files, a call with one step has a window here: the server
-// dies with the commit on its disk and its answer unsent.
+// last included, a case that kills the server right after it, one that
+// cuts the power of its data mount at that instant too, and one that
+// tears what it had not synced then at 512-byte sectors, as the worker
+// sweep does (DurableStepCases). Unlike a store's own files, a call with
+// one step has a window here: the server dies with the commit on its
+// disk and its answer unsent.
 func ServerDurableCases(server string, calls []DurableCall) []Case {
 	var out []Case
 	for _, c := range SweptCalls(calls, 1) {
 		for k := 1; k <= len(c.Ops); k++ {
-			out = append(out, ServerDurableCase(DurableKill{Call: c.Call, Method: c.Method, Hit: c.Hit, Step: k, Steps: len(c.Ops), Op: c.Syscall(k), Server: server}))
+			for _, v := range withPower(DurableKill{Call: c.Call, Method: c.Method, Hit: c.Hit, Step: k, Steps: len(c.Ops), Op: c.Syscall(k), Server: server}) {
+				out = append(out, ServerDurableCase(v))
+			}
 		}
 	}
 	return out

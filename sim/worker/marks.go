@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/reference/plansave"
 )
 
 // The mark files a worker maps to tell the supervisor what it is doing
@@ -24,6 +25,8 @@ var storeMethods = []string{
 	"states.findCurrent", "states.findByOperationId", "states.cas", "states.remove", "states.recordVersion", "states.versions",
 	"states.list", "states.isReferenced", "registry.findMatches", "registry.saveAll", "registry.list", "graph.apply",
 	"graph.readRecords", "locks.tryAcquire", "locks.renew", "locks.release",
+	// System B's stores (markedPlanSave).
+	"checkpoints.load", "checkpoints.put", "plans.save", "plans.list",
 }
 
 // CallMarkSize is the mark file: the worker's process group, then its
@@ -103,3 +106,43 @@ func diskHook(path string) (func(context.Context, faults.Hit) error, func(), err
 // StoreMethods are the store calls a call mark can name (and a
 // durable-step kill with it).
 func StoreMethods() []string { return slices.Clone(storeMethods) }
+
+// markedPlanSave wraps System B's stores so that each of their calls is
+// marked as the worker's current store call (the durable-step sweep of
+// System B: sim/casefaults/durable.go); without a mark it returns ps.
+func markedPlanSave(ps PlanSaveStores, m *callMark) PlanSaveStores {
+	if m == nil {
+		return ps
+	}
+	return PlanSaveStores{Checkpoints: markedCheckpoints{ps.Checkpoints, m}, Plans: markedPlans{ps.Plans, m}, Closer: ps.Closer}
+}
+
+type markedCheckpoints struct {
+	inner plansave.CheckpointStore
+	m     *callMark
+}
+
+func (c markedCheckpoints) Load(ctx context.Context, thread string) (plansave.Checkpoint, bool, error) {
+	defer c.m.enter("checkpoints.load")()
+	return c.inner.Load(ctx, thread)
+}
+
+func (c markedCheckpoints) Put(ctx context.Context, cp plansave.Checkpoint) error {
+	defer c.m.enter("checkpoints.put")()
+	return c.inner.Put(ctx, cp)
+}
+
+type markedPlans struct {
+	inner plansave.PlanStore
+	m     *callMark
+}
+
+func (p markedPlans) Save(ctx context.Context, owner, key, question string, minutes int) (int64, error) {
+	defer p.m.enter("plans.save")()
+	return p.inner.Save(ctx, owner, key, question, minutes)
+}
+
+func (p markedPlans) List(ctx context.Context, owner string) ([]plansave.PlanRow, error) {
+	defer p.m.enter("plans.list")()
+	return p.inner.List(ctx, owner)
+}

@@ -300,6 +300,7 @@ func (w *worker) workflow(ctx context.Context) (*plansave.Workflow, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open plan-save stores: %w", err)
 		}
+		ps = markedPlanSave(ps, w.mark)
 		w.ps = &ps
 	}
 	var bugs []plansave.Bug

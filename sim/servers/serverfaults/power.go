@@ -70,10 +70,10 @@ func (s *Supervisor) PowerLoss(ctx context.Context, tear lazyfs.Tear) (sim.Serve
 	if err := errors.Join(errs...); err != nil {
 		return out, err
 	}
-	for i, srv := range srvs {
-		loss := srv.PowerLoss(tear)
-		for j := range loss.Files {
-			loss.Files[j].Path = names[i] + ":" + loss.Files[j].Path
+	for _, name := range names {
+		loss, err := s.CutServer(name, tear)
+		if err != nil {
+			return out, err
 		}
 		out.Add(loss)
 	}
@@ -197,6 +197,38 @@ func (ds serverDisks) DiskStats() lazyfs.DiskStats {
 		out.SlowSyncs += st.SlowSyncs
 	}
 	return out
+}
+
+// PowerOffServer implements sim.ServerDurable: the power of the server's
+// data mount goes at this instant (lazyfs.FS.PowerOff), until CutServer.
+func (s *Supervisor) PowerOffServer(name string) error {
+	srv, err := s.crashable(name)
+	if err != nil {
+		return err
+	}
+	if srv.PowerOff == nil || srv.PowerLoss == nil {
+		return fmt.Errorf("the data directory of server %s is not on a lazy mount (a server given by DSN/URI, or containers started without power loss): its power cannot be cut", name)
+	}
+	srv.PowerOff()
+	return nil
+}
+
+// CutServer implements sim.ServerDurable: what the server (dead) left
+// un-synced on its data mount is thrown away, torn as t says, paths named
+// "server:path", and the mount's power is back.
+func (s *Supervisor) CutServer(name string, t lazyfs.Tear) (lazyfs.Loss, error) {
+	srv, err := s.crashable(name)
+	if err != nil {
+		return lazyfs.Loss{}, err
+	}
+	if srv.PowerLoss == nil {
+		return lazyfs.Loss{}, fmt.Errorf("the data directory of server %s is not on a lazy mount: its power cannot be cut", name)
+	}
+	loss := srv.PowerLoss(t)
+	for j := range loss.Files {
+		loss.Files[j].Path = name + ":" + loss.Files[j].Path
+	}
+	return loss, nil
 }
 
 var (

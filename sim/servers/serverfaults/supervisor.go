@@ -50,6 +50,10 @@ type Server struct {
 	// (faults/lazyfs), throws away what the server wrote there and did
 	// not sync; it is called while the server is dead.
 	PowerLoss func(lazyfs.Tear) lazyfs.Loss
+	// PowerOff, set with PowerLoss, is the instant the mount's power goes
+	// (lazyfs.FS.PowerOff): nothing the server changes there afterwards
+	// survives the PowerLoss that follows.
+	PowerOff func()
 	// OnDurable, set with PowerLoss, has a function told of every
 	// durable file operation on the server's data mount (nil stops;
 	// lazyfs.FS.OnDurable).
