@@ -19,7 +19,6 @@ import (
 	"github.com/crashmatrix/crashmatrix/internal/crashrun"
 	"github.com/crashmatrix/crashmatrix/properties"
 	"github.com/crashmatrix/crashmatrix/reference"
-	"github.com/crashmatrix/crashmatrix/reference/plansave"
 	"github.com/crashmatrix/crashmatrix/report"
 	"github.com/crashmatrix/crashmatrix/scenarios"
 	"github.com/crashmatrix/crashmatrix/sim"
@@ -536,97 +535,8 @@ func TestDeclaredWindowInProcess(t *testing.T) {
 	}
 }
 
-// twoStepPlans is a System B plan store on SQLite that keeps its rows and
-// the (owner, operation_id) key of each in two tables. Broken, it commits
-// the row, then its key, in two transactions: killed between the two, the
-// row is there without its key, and the resumed save inserts a second
-// row. Correct, it commits row and key in one transaction, then an audit
-// row in a second: two durable steps too, and no window between them.
-type twoStepPlans struct {
-	db     *sql.DB
-	broken bool
-}
-
-func openTwoStepPlans(dir string, broken bool) (*twoStepPlans, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	db, err := sql.Open("sqlite", sqlite.DSN(filepath.Join(dir, "twostep-plans.db")))
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS plan_rows (id INTEGER PRIMARY KEY, owner TEXT NOT NULL, operation_id TEXT NOT NULL, question TEXT NOT NULL, minutes INTEGER NOT NULL);
-		CREATE TABLE IF NOT EXISTS plan_keys (owner TEXT NOT NULL, operation_id TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (owner, operation_id));
-		CREATE TABLE IF NOT EXISTS audit (id INTEGER NOT NULL)`); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return &twoStepPlans{db: db, broken: broken}, nil
-}
-
-func (p *twoStepPlans) Save(ctx context.Context, owner, key, question string, minutes int) (int64, error) {
-	var id int64
-	var q string
-	var m int
-	err := p.db.QueryRowContext(ctx, `SELECT r.id, r.question, r.minutes FROM plan_keys k JOIN plan_rows r ON r.id = k.id WHERE k.owner = ? AND k.operation_id = ?`, owner, key).Scan(&id, &q, &m)
-	switch {
-	case err == nil && (q != question || m != minutes):
-		return 0, fmt.Errorf("%w (stored %q/%d)", plansave.ErrConflict, q, m)
-	case err == nil:
-		return id, nil
-	case !errors.Is(err, sql.ErrNoRows):
-		return 0, err
-	}
-	if p.broken {
-		res, err := p.db.ExecContext(ctx, `INSERT INTO plan_rows (owner, operation_id, question, minutes) VALUES (?, ?, ?, ?)`, owner, key, question, minutes)
-		if err != nil {
-			return 0, err
-		}
-		if id, err = res.LastInsertId(); err != nil {
-			return 0, err
-		}
-		_, err = p.db.ExecContext(ctx, `INSERT INTO plan_keys (owner, operation_id, id) VALUES (?, ?, ?)`, owner, key, id)
-		return id, err
-	}
-	tx, err := p.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, err
-	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `INSERT INTO plan_rows (owner, operation_id, question, minutes) VALUES (?, ?, ?, ?)`, owner, key, question, minutes)
-	if err == nil {
-		id, err = res.LastInsertId()
-	}
-	if err == nil {
-		_, err = tx.ExecContext(ctx, `INSERT INTO plan_keys (owner, operation_id, id) VALUES (?, ?, ?)`, owner, key, id)
-	}
-	if err == nil {
-		err = tx.Commit()
-	}
-	if err != nil {
-		return 0, err
-	}
-	_, err = p.db.ExecContext(ctx, `INSERT INTO audit (id) VALUES (?)`, id)
-	return id, err
-}
-
-func (p *twoStepPlans) List(ctx context.Context, owner string) (out []plansave.PlanRow, err error) {
-	rows, err := p.db.QueryContext(ctx, `SELECT id, owner, operation_id, question, minutes FROM plan_rows WHERE owner = ? ORDER BY id`, owner)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for err == nil && rows.Next() {
-		var r plansave.PlanRow
-		err = rows.Scan(&r.ID, &r.Owner, &r.OperationID, &r.Question, &r.Minutes)
-		out = append(out, r)
-	}
-	return out, errors.Join(err, rows.Err())
-}
-
 // twoStepPlansBackend is the embedded SQLite default with System B's plan
-// store replaced by twoStepPlans (its checkpoints stay SQLite's).
+// store replaced by sqlite.TwoStepPlans (its checkpoints stay SQLite's).
 func twoStepPlansBackend(broken bool) sim.Backend {
 	b := embedded.SQLite()
 	b.Name = map[bool]string{true: "two-transaction-plan-save", false: "plan-save-then-audit"}[broken]
@@ -636,12 +546,12 @@ func twoStepPlansBackend(broken bool) sim.Backend {
 		if err != nil {
 			return ps, err
 		}
-		p, err := openTwoStepPlans(env.Dir, broken)
+		p, err := sqlite.OpenTwoStepPlans(env.Dir, broken)
 		if err != nil {
 			ps.Closer.Close()
 			return ps, err
 		}
-		ps.Plans, ps.Closer = p, closers{ps.Closer, p.db}
+		ps.Plans, ps.Closer = p, closers{ps.Closer, p}
 		return ps, nil
 	}
 	return b

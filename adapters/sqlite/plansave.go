@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -148,4 +149,104 @@ func (s *PlanSave) List(ctx context.Context, owner string) ([]plansave.PlanRow, 
 		return nil, fmt.Errorf("plans of %s: %w", owner, err)
 	}
 	return out, nil
+}
+
+// TwoStepPlans is a System B plan store (plansave.PlanStore) on SQLite
+// that keeps its rows and the (owner, operation_id) key of each in two
+// tables, each save taking two synced transactions: the durable-step
+// sweep's example of a plan save with a crash window inside it. Apart,
+// it commits the row, then its key, in two transactions (a deliberate
+// defect: killed between the two, the row is there without its key, and
+// the resumed save inserts a second row). Otherwise it commits row and key
+// in one transaction, then an audit row in a second: two durable steps
+// too, and no window between them.
+type TwoStepPlans struct {
+	db    *sql.DB
+	apart bool
+}
+
+var _ plansave.PlanStore = (*TwoStepPlans)(nil)
+
+// OpenTwoStepPlans opens (creating) twostep-plans.db in dir.
+func OpenTwoStepPlans(dir string, apart bool) (*TwoStepPlans, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", DSN(filepath.Join(dir, "twostep-plans.db")))
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS plan_rows (id INTEGER PRIMARY KEY, owner TEXT NOT NULL, operation_id TEXT NOT NULL, question TEXT NOT NULL, minutes INTEGER NOT NULL);
+		CREATE TABLE IF NOT EXISTS plan_keys (owner TEXT NOT NULL, operation_id TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (owner, operation_id));
+		CREATE TABLE IF NOT EXISTS audit (id INTEGER NOT NULL)`); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &TwoStepPlans{db: db, apart: apart}, nil
+}
+
+// Close closes the database.
+func (p *TwoStepPlans) Close() error { return p.db.Close() }
+
+// Save stores a plan row once per (owner, key), as plansave.PlanStore says.
+func (p *TwoStepPlans) Save(ctx context.Context, owner, key, question string, minutes int) (int64, error) {
+	var id int64
+	var q string
+	var m int
+	err := p.db.QueryRowContext(ctx, `SELECT r.id, r.question, r.minutes FROM plan_keys k JOIN plan_rows r ON r.id = k.id WHERE k.owner = ? AND k.operation_id = ?`, owner, key).Scan(&id, &q, &m)
+	switch {
+	case err == nil && (q != question || m != minutes):
+		return 0, fmt.Errorf("%w (stored %q/%d)", plansave.ErrConflict, q, m)
+	case err == nil:
+		return id, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return 0, err
+	}
+	if p.apart {
+		res, err := p.db.ExecContext(ctx, `INSERT INTO plan_rows (owner, operation_id, question, minutes) VALUES (?, ?, ?, ?)`, owner, key, question, minutes)
+		if err != nil {
+			return 0, err
+		}
+		if id, err = res.LastInsertId(); err != nil {
+			return 0, err
+		}
+		_, err = p.db.ExecContext(ctx, `INSERT INTO plan_keys (owner, operation_id, id) VALUES (?, ?, ?)`, owner, key, id)
+		return id, err
+	}
+	tx, err := p.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `INSERT INTO plan_rows (owner, operation_id, question, minutes) VALUES (?, ?, ?, ?)`, owner, key, question, minutes)
+	if err == nil {
+		id, err = res.LastInsertId()
+	}
+	if err == nil {
+		_, err = tx.ExecContext(ctx, `INSERT INTO plan_keys (owner, operation_id, id) VALUES (?, ?, ?)`, owner, key, id)
+	}
+	if err == nil {
+		err = tx.Commit()
+	}
+	if err != nil {
+		return 0, err
+	}
+	_, err = p.db.ExecContext(ctx, `INSERT INTO audit (id) VALUES (?)`, id)
+	return id, err
+}
+
+// List returns owner's rows in id order.
+func (p *TwoStepPlans) List(ctx context.Context, owner string) (out []plansave.PlanRow, err error) {
+	rows, err := p.db.QueryContext(ctx, `SELECT id, owner, operation_id, question, minutes FROM plan_rows WHERE owner = ? ORDER BY id`, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for err == nil && rows.Next() {
+		var r plansave.PlanRow
+		err = rows.Scan(&r.ID, &r.Owner, &r.OperationID, &r.Question, &r.Minutes)
+		out = append(out, r)
+	}
+	return out, errors.Join(err, rows.Err())
 }

@@ -36,34 +36,63 @@ import (
 // variant's cases, its kill fired right after its one sync; a kill after
 // a step the call never takes is not exercised, never a pass.
 func TestOwnStoresDurableStepSweep(t *testing.T) {
+	sweepOwnCall(t, ownSweepCase{method: "ops.create", bug: refservice.BugTwoTransactionCreate, invariant: "I5", file: "data/service/service.db-wal"})
+}
+
+// The same on System B, the service's own plan and checkpoint files: the
+// probe runs System B's script (probe-durable-plansave) through the
+// service, which reports its checkpoints.* and plans.* calls. The broken
+// variant (refservice.BugTwoTransactionPlanSave: a plan row and its
+// (owner, operation_id) key in two synced transactions, no window
+// declared) takes two steps in plans.save, and each case killed, cut or
+// torn right after the first is caught (I8: the resumed save finds no key
+// and inserts a second row); the correct service's plans.save syncs once,
+// passes those cases, and its second sync is not exercised.
+func TestOwnStoresDurableStepSweepSystemB(t *testing.T) {
+	sweepOwnCall(t, ownSweepCase{method: "plans.save", bug: refservice.BugTwoTransactionPlanSave, invariant: "I8", file: "data/service/plans.db-wal"})
+}
+
+// ownSweepCase is a two-step own-store call and the variant that takes it.
+type ownSweepCase struct {
+	method, bug, invariant string
+	// file is the one the correct service syncs in the call.
+	file string
+}
+
+// sweepOwnCall: the broken variant's call w.method takes two durable
+// steps, the sweep has a kill, a power loss and a torn write after the
+// first, each caught (w.invariant); the correct service takes one step,
+// has no case, passes the variant's cases (the kill fired after its one
+// sync of w.file), and a kill after a second step is not exercised.
+func sweepOwnCall(t *testing.T, w ownSweepCase) {
 	needLazyMount(t)
-	creates := func(calls []catalogue.DurableCall) (steps []int) {
+	steps := func(calls []catalogue.DurableCall) (n []int) {
 		for _, c := range calls {
-			if c.Method == "ops.create" {
-				steps = append(steps, len(c.Ops))
+			if c.Method == w.method {
+				n = append(n, len(c.Ops))
 			}
 		}
-		return steps
+		return n
 	}
 
-	broken := runnerOwn(t, reference.Bug(refservice.BugTwoTransactionCreate))
+	broken := runnerOwn(t, reference.Bug(w.bug))
 	cases, calls := ownSweep(t, broken)
-	if steps := creates(calls); len(steps) == 0 || steps[0] != 2 {
-		t.Fatalf("the broken service's ops.create took durable steps %v, want 2 (the probe saw %+v)", steps, calls)
+	if n := steps(calls); len(n) == 0 || n[0] != 2 {
+		t.Fatalf("the broken service's %s took durable steps %v, want 2 (the probe saw %+v)", w.method, n, calls)
 	}
 	if len(cases) != 3 || cases[0].Kind != faults.Crash || cases[1].Kind != faults.PowerLoss || cases[2].Kind != faults.TornWrite {
-		t.Fatalf("sweep of the broken service: %d cases, want a crash, a power loss and a torn write after ops.create's first sync", len(cases))
+		t.Fatalf("sweep of the broken service: %d cases, want a crash, a power loss and a torn write after %s's first sync", len(cases), w.method)
 	}
+	row := w.method + " after fsync 1 of 2"
 	for _, c := range cases {
-		if k := c.Steps[0].Durable; k.Method != "ops.create" || k.Step != 1 || k.Steps != 2 ||
-			!strings.HasPrefix(c.Description, "ops.create after fsync 1 of 2") {
-			t.Fatalf("%s: kill %+v, row %q; want ops.create after fsync 1 of 2", c.ID, k, c.Description)
+		if k := c.Steps[0].Durable; k.Method != w.method || k.Step != 1 || k.Steps != 2 || !strings.HasPrefix(c.Description, row) {
+			t.Fatalf("%s: kill %+v, row %q; want %s", c.ID, k, c.Description, row)
 		}
 		res := broken.RunCase(context.Background(), c)
-		if res.Verdict != verdict.Fail || !strings.Contains(strings.Join(res.Broken(), ","), "I5") {
-			t.Errorf("%s on the broken service: %s %v, notes %q; want FAIL I5", c.ID, res.Verdict, res.Broken(), res.Notes)
+		if res.Verdict != verdict.Fail || !slices.Contains(res.Broken(), w.invariant) {
+			t.Errorf("%s on the broken service: %s %v, notes %q; want FAIL %s", c.ID, res.Verdict, res.Broken(), res.Notes, w.invariant)
 		}
-		if power := strings.Contains(strings.Join(res.Notes, "; "), "power loss at ops.create after fsync 1 of 2 (worker fault)"); power != (c.Kind != faults.Crash) {
+		if power := strings.Contains(strings.Join(res.Notes, "; "), "power loss at "+row+" (worker fault)"); power != (c.Kind != faults.Crash) {
 			t.Errorf("%s: a power loss noted %v, want %v: %q", c.ID, power, c.Kind != faults.Crash, res.Notes)
 		}
 		t.Logf("broken: %s: %s %v", c.ID, res.Verdict, res.Broken())
@@ -71,23 +100,23 @@ func TestOwnStoresDurableStepSweep(t *testing.T) {
 
 	correct := runnerOwn(t)
 	own, calls := ownSweep(t, correct)
-	if steps := creates(calls); len(steps) == 0 || len(own) != 0 {
-		t.Fatalf("the correct service: ops.create durable steps %v and %d sweep cases, want one step each and none", steps, len(own))
+	if n := steps(calls); len(n) == 0 || len(own) != 0 {
+		t.Fatalf("the correct service: %s durable steps %v and %d sweep cases, want one step each and none", w.method, n, len(own))
 	}
-	for _, n := range creates(calls) {
+	for _, n := range steps(calls) {
 		if n != 1 {
-			t.Fatalf("the correct service's ops.create took %d durable steps, want 1: %+v", n, calls)
+			t.Fatalf("the correct service's %s took %d durable steps, want 1: %+v", w.method, n, calls)
 		}
 	}
 	for _, c := range cases {
 		res := correct.RunCase(context.Background(), c)
-		fired := strings.Contains(strings.Join(res.Notes, "; "), "SIGKILLed right after fsync data/service/service.db-wal, durable step 1 of its store call")
+		fired := strings.Contains(strings.Join(res.Notes, "; "), "SIGKILLed right after fsync "+w.file+", durable step 1 of its store call")
 		if res.Verdict != verdict.Pass || !fired {
 			t.Errorf("%s on the correct service: %s %v, kill fired %v, notes %q; want a pass after the kill", c.ID, res.Verdict, res.Broken(), fired, res.Notes)
 		}
 	}
-	// The correct ops.create syncs once: a kill after its second sync
-	// never fires.
+	// The correct call syncs once: a kill after its second sync never
+	// fires.
 	k := *cases[0].Steps[0].Durable
 	k.Step = 2
 	miss := correct.RunCase(context.Background(), catalogue.DurableStepCase(k))

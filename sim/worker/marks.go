@@ -109,12 +109,19 @@ func StoreMethods() []string { return slices.Clone(storeMethods) }
 
 // markedPlanSave wraps System B's stores so that each of their calls is
 // marked as the worker's current store call (the durable-step sweep of
-// System B: sim/casefaults/durable.go); without a mark it returns ps.
+// System B: sim/casefaults/durable.go); without a mark it returns ps. A
+// store ps lacks stays nil.
 func markedPlanSave(ps PlanSaveStores, m *callMark) PlanSaveStores {
 	if m == nil {
 		return ps
 	}
-	return PlanSaveStores{Checkpoints: markedCheckpoints{ps.Checkpoints, m}, Plans: markedPlans{ps.Plans, m}, Closer: ps.Closer}
+	if ps.Checkpoints != nil {
+		ps.Checkpoints = markedCheckpoints{ps.Checkpoints, m}
+	}
+	if ps.Plans != nil {
+		ps.Plans = markedPlans{ps.Plans, m}
+	}
+	return ps
 }
 
 type markedCheckpoints struct {

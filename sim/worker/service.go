@@ -426,10 +426,18 @@ func (h serviceHandler) Store(ctx context.Context, op string, args json.RawMessa
 func (h serviceHandler) Call(ctx context.Context, op string, args json.RawMessage, run func() (json.RawMessage, error)) error {
 	ran := false
 	st, cps, plans := storeproc.Over(replay(func() (json.RawMessage, error) { ran = true; return run() }), storeproc.Lax, []string{storeproc.StoreOfOp(op)})
-	served := storeproc.Served{Stores: h.run.w.observedOwn(st), Checkpoints: cps}
-	if plans != nil {
-		served.Plans = &seenPlans{PlanStore: plans, w: h.run.w, thread: &h.run.w.thread}
+	// System B's calls are marked as System A's are (observedOwn's gate),
+	// so that the durable-step sweep counts the service's own checkpoint
+	// and plan files' steps against them.
+	var ps PlanSaveStores
+	if cps != nil {
+		ps.Checkpoints = cps
 	}
+	if plans != nil {
+		ps.Plans = &seenPlans{PlanStore: plans, w: h.run.w, thread: &h.run.w.thread}
+	}
+	ps = markedPlanSave(ps, h.run.w.mark)
+	served := storeproc.Served{Stores: h.run.w.observedOwn(st), Checkpoints: ps.Checkpoints, Plans: ps.Plans}
 	_, err := storeproc.Serve(ctx, served, storeproc.Lax, op, args)
 	if !ran && err != nil && !faults.IsInjected(err) {
 		return &serviceproc.BadCall{Err: err}

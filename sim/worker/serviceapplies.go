@@ -120,5 +120,24 @@ func (s *ServiceSpec) NotJudged() []string {
 	if a && (d.Clock != "harness" || !d.HarnessStore(storeproc.StoreLocks)) {
 		out = append(out, "lease faults (split, expire): not applicable (they need the harness's clock and locks)")
 	}
+	if own := s.ownStoresInUse(); !calls && len(own) > 0 {
+		out = append(out, "durable steps of the service's own stores ("+strings.Join(own, ", ")+"): no sweep (no reports: [calls]; a sync is counted against the reported call it happens in)")
+	}
+	return out
+}
+
+// ownStoresInUse are the service's own stores of the systems it
+// implements (System A's five, System B's checkpoints and plans).
+func (s *ServiceSpec) ownStoresInUse() []string {
+	var out []string
+	for _, st := range s.Declared.OwnStores() {
+		system := serviceproc.SystemIngestion
+		if st == storeproc.StoreCheckpoints || st == storeproc.StorePlans {
+			system = serviceproc.SystemPlanSave
+		}
+		if slices.Contains(s.Declared.Systems, system) {
+			out = append(out, st)
+		}
+	}
 	return out
 }

@@ -56,6 +56,14 @@ type Options struct {
 // its plan (I5).
 const BugTwoTransactionCreate = "two-transaction-create"
 
+// BugTwoTransactionPlanSave is the own-stores service's System B defect
+// of its own: its plan store keeps each row and its (owner, operation_id)
+// key in two tables and commits them in two synced transactions, no window
+// declared between them (sqlite.TwoStepPlans apart). Only the durable-step
+// sweep of its files crashes it between the two; the resumed save then
+// finds no key and inserts a second row (I8).
+const BugTwoTransactionPlanSave = "two-transaction-plan-save"
+
 // Declared is what the service declares in hello.
 func (o Options) Declared() serviceproc.Declared {
 	var windows []string
@@ -153,13 +161,14 @@ func newSession(sp *serviceproc.Speaker, h serviceproc.Hello, o Options) (*sessi
 	}
 	var bugs []reference.Bug
 	var wfBugs []plansave.Bug
-	planApart := false
+	planApart, keyApart := false, false
 	for _, b := range h.Bugs {
-		if b == BugTwoTransactionCreate {
+		if b == BugTwoTransactionCreate || b == BugTwoTransactionPlanSave {
 			if !o.OwnStores {
-				return nil, fmt.Errorf("bug %q: a defect of the service's own operation store (--own-stores)", b)
+				return nil, fmt.Errorf("bug %q: a defect of the service's own stores (--own-stores)", b)
 			}
-			planApart = true
+			planApart = planApart || b == BugTwoTransactionCreate
+			keyApart = keyApart || b == BugTwoTransactionPlanSave
 			continue
 		}
 		if !slices.Contains(reference.Bugs, reference.Bug(b)) {
@@ -173,7 +182,7 @@ func newSession(sp *serviceproc.Speaker, h serviceproc.Hello, o Options) (*sessi
 	s := &session{hello: h, rand: rand.New(rand.NewPCG(uint64(h.Seed), 0))}
 	var via storeproc.Caller = sp
 	if o.OwnStores {
-		if err := s.openOwn(h.Dir, sqlite.Options{PlanApart: planApart}); err != nil {
+		if err := s.openOwn(h.Dir, sqlite.Options{PlanApart: planApart}, keyApart); err != nil {
 			return nil, err
 		}
 		via = ownCaller{sp: sp, served: s.own}
@@ -236,8 +245,10 @@ func (s *session) do(ctx context.Context, req serviceproc.Request) (any, error) 
 	return nil, &storeproc.Error{Op: req.Op, Code: "unsupported", Definite: true, Message: "every store of this service is the harness's: it has no read side"}
 }
 
-// openOwn opens the service's own stores in dir: SQLite files of its own.
-func (s *session) openOwn(dir string, opts sqlite.Options) error {
+// openOwn opens the service's own stores in dir: SQLite files of its own;
+// keyApart takes the plan store of BugTwoTransactionPlanSave (and a reader
+// finding its file reads it).
+func (s *session) openOwn(dir string, opts sqlite.Options, keyApart bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -250,6 +261,13 @@ func (s *session) openOwn(dir string, opts sqlite.Options) error {
 		return err
 	}
 	s.own = storeproc.Served{Stores: st, Checkpoints: ps, Plans: ps}
+	// The supervisor's reader is greeted without bugs: it reads the
+	// variant's plan store where the variant made one.
+	if _, statErr := os.Stat(filepath.Join(dir, "twostep-plans.db")); keyApart || statErr == nil {
+		if s.own.Plans, err = sqlite.OpenTwoStepPlans(dir, keyApart); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
