@@ -17,6 +17,11 @@ service's own in front of the real checkpointer's writes:
 service/checkpointer.put (a checkpoint) and service/checkpointer.put_writes
 (a node's pending writes), so the matrix crashes inside LangGraph itself.
 
+Store calls reported (section 9, reports: ["calls"]): plans.save around
+PlanStore.save, checkpoints.put around the checkpointer's put and
+put_writes, so that the durable-step sweep crashes the service between the
+fsyncs each makes in its files (section 12).
+
 Broken variants (hello's `bugs`, from `crashmatrix --bug NAME`, or the same
 name as a command-line flag --NAME):
   new-operation-id-on-retry  invoking a thread whose save did not finish
@@ -56,11 +61,13 @@ def connect(path):
 
 
 class PlanStore:
-    """The design document's PlanStore."""
+    """The design document's PlanStore. With a conv (the worker's), each save
+    is reported to the harness as the store call plans.save (section 9)."""
 
-    def __init__(self, path, unique=True, create=True):
+    def __init__(self, path, unique=True, create=True, conv=None):
         self.path = path
         self.unique = unique
+        self.conv = conv
         if create:
             constraint = ",\n                UNIQUE(owner, operation_id)" if unique else ""
             with closing(connect(path)) as connection, connection:
@@ -70,6 +77,12 @@ class PlanStore:
 
     def save(self, owner, operation_id, question, minutes):
         """A repeated save with the same operation id reads the first row."""
+        if self.conv is None:
+            return self.commit(owner, operation_id, question, minutes)
+        return self.conv.store_call("plans.save", {"owner": owner, "operationId": operation_id, "question": question, "minutes": minutes},
+                                    lambda: self.commit(owner, operation_id, question, minutes), lambda row_id: {"id": row_id})
+
+    def commit(self, owner, operation_id, question, minutes):
         insert = "INSERT INTO plans(owner,operation_id,question,minutes) VALUES (?,?,?,?)"
         select = "SELECT id,question,minutes FROM plans WHERE owner=? AND operation_id=?"
         if self.unique:
@@ -93,19 +106,46 @@ class PlanStore:
 
 class WindowedSaver(SqliteSaver):
     """LangGraph's SqliteSaver, unchanged but for a crash window declared in
-    front of each of its writes."""
+    front of each of its writes, and each write reported to the harness as
+    the store call checkpoints.put (section 9): the thread's state as the
+    checkpointer holds it after the write, in the protocol's spelling."""
 
     conv = None
+    values = None
 
     def put(self, config, checkpoint, metadata, new_versions):
-        if self.conv is not None:
-            self.conv.at("service/checkpointer.put")
-        return super().put(config, checkpoint, metadata, new_versions)
+        return self.reported("service/checkpointer.put", config, (checkpoint.get("channel_values") or {}).items(), True,
+                             lambda: super(WindowedSaver, self).put(config, checkpoint, metadata, new_versions))
 
     def put_writes(self, config, writes, task_id, task_path=""):
-        if self.conv is not None:
-            self.conv.at("service/checkpointer.put_writes")
-        return super().put_writes(config, writes, task_id, task_path)
+        return self.reported("service/checkpointer.put_writes", config, writes, False,
+                             lambda: super(WindowedSaver, self).put_writes(config, writes, task_id, task_path))
+
+    def reported(self, window, config, values, checkpoint, write):
+        """Runs write() behind its window, reported as checkpoints.put with
+        the thread's state after it: its values applied (a checkpoint's stay
+        the thread's; pending writes only show in this report)."""
+        if self.conv is None:
+            return write()
+        with self.conv.call_lock:  # LangGraph writes from more than one thread
+            self.conv.at(window)
+            tid = config["configurable"]["thread_id"]
+            state = self.state(tid) if checkpoint else dict(self.state(tid))
+            state.update({k: v for k, v in values if k in State.__annotations__})
+            return self.conv.store_call("checkpoints.put", {"checkpoint": protocol_checkpoint(tid, state)}, write, lambda _: {})
+
+    def state(self, tid):
+        if self.values is None:
+            self.values = {}
+        return self.values.setdefault(tid, {})
+
+
+def protocol_checkpoint(thread_id, values):
+    """A LangGraph thread's state in the protocol's checkpoint spelling."""
+    status = values.get("status", "started")
+    return {"threadId": thread_id, "owner": values.get("owner", ""), "question": values.get("question", ""),
+            "minutes": values.get("minutes", 0), "operationId": values.get("operation_id", ""),
+            "status": status, "next": NEXT.get(status, ""), "planId": values.get("plan_id", 0)}
 
 
 class State(TypedDict, total=False):
@@ -131,7 +171,8 @@ class Service:
         self.conv = conv
         self.bugs = bugs
         self.worker = role == "worker"
-        self.plans = PlanStore(os.path.join(directory, "plans.db"), "no-unique" not in bugs, create=self.worker)
+        self.plans = PlanStore(os.path.join(directory, "plans.db"), "no-unique" not in bugs, create=self.worker,
+                               conv=conv if self.worker else None)
         self.checkpoint_path = os.path.join(directory, "checkpoints.db")
         self.graph = None
         if self.worker or os.path.exists(self.checkpoint_path):
@@ -250,7 +291,7 @@ def declare(args, conv):
     # (section 3: a store not in harnessStores is the service's own).
     return service, {"name": "langgraph-plansave", "systems": ["plansave"], "windows": WINDOWS,
                      "harnessStores": ["operations", "states", "registry", "graph", "locks"],
-                     "reports": [], "clock": "own"}
+                     "reports": ["calls"], "clock": "own"}
 
 
 def plans_save(s, conv, a):

@@ -120,8 +120,17 @@ class Service:
             kind = next(k for k in msg if k != "id")
             if msg[kind]["step"] != step:
                 raise Violation("callback %s: step is not %d" % (line.strip(), step))
+            if kind in ("call", "done"):
+                # Its own stores' calls (section 9): only with reports: ["calls"],
+                # only System B's stores; answered continue (no fault here).
+                if "calls" not in self.hello["ok"].get("reports", []):
+                    raise Violation("callback %s: %s without reports: [calls]" % (line.strip(), kind))
+                if not msg[kind]["op"].startswith(("checkpoints.", "plans.")):
+                    raise Violation("callback %s: a plansave service calls only checkpoints.* and plans.*" % line.strip())
+                self.send("Answer", {"id": rid, "step": step, "action": "continue"})
+                continue
             if kind != "at":
-                raise Violation("callback %s: a plansave service sends only `at`" % line.strip())
+                raise Violation("callback %s: a plansave service sends only `at`, `call` and `done`" % line.strip())
             point = msg["at"]["point"]
             if point not in self.hello["ok"]["windows"]:
                 raise Violation("at %s: window not declared" % point)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -182,4 +183,67 @@ func TestCertifyCLI(t *testing.T) {
 			{Name: "new-operation-id-on-retry", Args: []string{"--bug", "new-operation-id-on-retry"}, Exit: 1, Want: "NOT CERTIFIED: broken I8"},
 			{Name: "misspelt", Args: []string{"--bug", "no-unqiue"}, Exit: 2, Want: "the service refused hello: unsupported: unknown bug no-unqiue"},
 		})
+}
+
+// TestLangGraphDurableStepSweep runs the durable-step sweep on the
+// service's own files: it reports its System B calls (reports: ["calls"]:
+// plans.save around PlanStore.save, checkpoints.put around the real
+// SqliteSaver's put and put_writes), so the probe counts the syncs each
+// takes on the lazy mount. LangGraph's checkpointer (WAL) syncs its WAL
+// once per write: no gap inside, no case. PlanStore.save (rollback
+// journal, synchronous=EXTRA) takes six steps (the journal, its
+// directory, the journal's header, the database, the journal's unlink,
+// the directory): at each of the five gaps the kill, the power cut and the
+// torn write pass (SQLite rolls the hot journal back, the resumed save
+// inserts the row once), each with its kill fired; the torn write is run
+// at the last gap only (the sweep makes one at each).
+func TestLangGraphDurableStepSweep(t *testing.T) {
+	py := python(t)
+	r := runner(t, py+" plansave_graph.py")
+	if d := r.Config().Service.Declared; !d.Has("calls") {
+		t.Fatalf("declared %+v, want reports: [calls]", d)
+	}
+	start := time.Now()
+	pr, err := r.Probe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.WatchesDurableSteps() {
+		t.Fatalf("no durable steps watched (power loss: %q)", r.PowerLossUntested())
+	}
+	steps := map[string][]int{}
+	for _, c := range pr.Durable {
+		steps[c.Method] = append(steps[c.Method], len(c.Ops))
+		t.Logf("probe: call %d %s: %v", c.Call, c.Method, c.Ops)
+	}
+	if len(steps["checkpoints.put"]) == 0 || slices.ContainsFunc(steps["checkpoints.put"], func(n int) bool { return n != 1 }) {
+		t.Errorf("the checkpointer's writes took durable steps %v, want one each (its WAL's sync)", steps["checkpoints.put"])
+	}
+	if len(steps["plans.save"]) != 1 || steps["plans.save"][0] < 2 {
+		t.Fatalf("PlanStore.save took durable steps %v, want one save of two or more", steps["plans.save"])
+	}
+	cases, left := r.ServiceCases(catalogue.DurableStepCases(pr.Durable))
+	gaps := steps["plans.save"][0] - 1
+	if len(left) != 0 || len(cases) != 3*gaps {
+		t.Fatalf("%d sweep cases (left out %v), want a kill, a power cut and a torn write at each of plans.save's %d gaps", len(cases), left, gaps)
+	}
+	// The torn write only after the journal's unlink (the last gap, where
+	// the power cut brings the journal back): a Python service's case
+	// takes seconds, and the suite's time is kept small.
+	cases = slices.DeleteFunc(cases, func(c catalogue.Case) bool {
+		return c.Kind == faults.TornWrite && c.Steps[0].Durable.Step != gaps
+	})
+	probed := time.Since(start)
+	rep := r.RunAll(context.Background(), cases, 2, nil)
+	t.Logf("probe %s, %d sweep cases in %s", probed.Round(time.Millisecond), len(rep.Results), (time.Since(start) - probed).Round(time.Millisecond))
+	if len(rep.Results) != len(cases) {
+		t.Fatalf("%d results of %d cases", len(rep.Results), len(cases))
+	}
+	for _, res := range rep.Results {
+		t.Logf("%s: %s %v", res.Case.ID, res.Verdict, res.Broken())
+		fired := slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "SIGKILLed right after") })
+		if res.Verdict != verdict.Pass || !fired || !strings.HasPrefix(res.Case.Steps[0].Durable.Method, "plans.save") {
+			t.Errorf("%s: %s %v, kill fired %v: %q", res.Case.ID, res.Verdict, res.Violations, fired, res.Notes)
+		}
+	}
 }

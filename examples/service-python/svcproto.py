@@ -42,6 +42,7 @@ class Conversation:
         # node runs: a callback is sent and answered under this lock, so the
         # service never has two callbacks open (section 2).
         self.lock = threading.Lock()
+        self.call_lock = threading.RLock()
 
     def send(self, msg):
         self.out.write(json.dumps(msg, separators=(",", ":")) + "\n")
@@ -67,14 +68,11 @@ class Conversation:
         """Declares the crash window `point` before the step it names."""
         if point not in self.windows:
             raise RuntimeError("window %s is not declared in hello" % point)
-        answer = self.callback("at", {"point": point})
-        action = answer.get("action")
-        if action == "die":
-            os._exit(137)
-        if action == "fail":
-            raise Injected(point, bool(answer.get("retryable")))
-        if action != "continue":
-            raise RuntimeError("unknown action %r at %s" % (action, point))
+        # Not while another thread's store call is open (section 9: between
+        # a call and its done only events may come): LangGraph runs a node
+        # while the previous step's checkpoint is still being written.
+        with self.call_lock:
+            self.act(self.callback("at", {"point": point}), point)
 
     def model(self, space, document_id, operation_id, content):
         answer = self.callback("model", {"space": space, "documentId": document_id,
@@ -83,6 +81,36 @@ class Conversation:
             e = answer["error"]
             raise ServiceError(e.get("code", "failed"), e.get("message", "model call failed"), e.get("definite", True))
         return answer["extraction"]
+
+    def store_call(self, op, args, run, ok=lambda result: result):
+        """Reports a call to one of the service's own stores (section 9):
+        `call` before run(), `done` with ok(result) (or the error) after.
+        While the call is open the harness counts the durable file steps of
+        the service's processes as this call's (the durable-step sweep). The
+        whole call holds call_lock, so calls (and `at`) made from two threads
+        never come between a call and its done."""
+        with self.call_lock:
+            self.act(self.callback("call", {"op": op, "args": args}), op)
+            try:
+                result = run()
+            except ServiceError as e:
+                self.act(self.callback("done", {"op": op, "error": {"code": e.code, "definite": e.definite, "message": str(e)}}), op)
+                raise
+            except Exception as e:
+                self.act(self.callback("done", {"op": op, "error": {"code": "failed", "definite": False, "message": repr(e)}}), op)
+                raise
+            self.act(self.callback("done", {"op": op, "ok": ok(result)}), op)
+            return result
+
+    def act(self, answer, what):
+        """Acts on the answer to `at` or `call`/`done`: continue, die or fail."""
+        action = answer.get("action")
+        if action == "die":
+            os._exit(137)
+        if action == "fail":
+            raise Injected(what, bool(answer.get("retryable")))
+        if action != "continue":
+            raise RuntimeError("unknown action %r at %s" % (action, what))
 
     def event(self, event):
         with self.lock:
