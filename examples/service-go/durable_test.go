@@ -126,17 +126,27 @@ func sweepOwnCall(t *testing.T, w ownSweepCase) {
 }
 
 // certify --service-cmd on the broken variant, --class durable-step: the
-// probe, the sweep, the verdict (exit 1, I5) and a scenario of each
-// failing kill that names the service and its own --bug; run replays the
-// scenario through the same service, failing as it did (I5), and on the
+// probe, the sweep, the verdict (exit 1, I5; I8 for System B's variant)
+// and a scenario of each failing kill that names the service and its own
+// --bug; run replays the
+// scenario through the same service, failing as it did, and on the
 // correct service (the bug taken out) the same crash passes.
 func TestCertifyOwnStoresDurableStepSweep(t *testing.T) {
+	t.Run("ops.create", func(t *testing.T) {
+		certifyOwnSweep(t, ownSweepCase{method: "ops.create", bug: refservice.BugTwoTransactionCreate, invariant: "I5"})
+	})
+	t.Run("plans.save", func(t *testing.T) {
+		certifyOwnSweep(t, ownSweepCase{method: "plans.save", bug: refservice.BugTwoTransactionPlanSave, invariant: "I8"})
+	})
+}
+
+func certifyOwnSweep(t *testing.T, w ownSweepCase) {
 	needLazyMount(t)
 	var out, errs bytes.Buffer
 	dir := t.TempDir()
 	command := os.Args[0] + " speak-own"
 	code, err := certifyrun.Run(context.Background(), certifyrun.Options{
-		Config: sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, Seed: 1, Bugs: []reference.Bug{refservice.BugTwoTransactionCreate},
+		Config: sim.Config{Backend: sim.BackendSpec{Name: "sqlite"}, Seed: 1, Bugs: []reference.Bug{reference.Bug(w.bug)},
 			Launcher: sim.ReexecLauncher{Binary: os.Args[0], Test: "^$"},
 			Service:  &sim.ServiceSpec{Command: command, Timeout: 30 * time.Second}},
 		Backend: "sqlite", Label: "sqlite", WorkDir: dir, Quiet: true, Parallel: 2,
@@ -145,10 +155,10 @@ func TestCertifyOwnStoresDurableStepSweep(t *testing.T) {
 	if err != nil || code != 1 {
 		t.Fatalf("exit %d, %v; want 1\n%s", code, err, out.String())
 	}
-	path := filepath.Join(dir, "durable-step-ops-create-1-of-2-power-loss.yaml")
+	path := filepath.Join(dir, "durable-step-"+strings.ReplaceAll(w.method, ".", "-")+"-1-of-2-power-loss.yaml")
 	for _, want := range []string{
-		"ops.create after fsync 1 of 2            FAIL I5",
-		"durable-step-ops.create-1-of-2-power-loss broke I5: replay with: crashmatrix run " + path + " --repeat 10",
+		w.method + " after fsync 1 of 2            FAIL " + w.invariant,
+		"durable-step-" + w.method + "-1-of-2-power-loss broke " + w.invariant + ": replay with: crashmatrix run " + path + " --repeat 10",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
@@ -158,8 +168,8 @@ func TestCertifyOwnStoresDurableStepSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.Service == nil || sc.Service.Command != command || !slices.Equal(sc.Service.Bugs, []reference.Bug{refservice.BugTwoTransactionCreate}) || len(sc.Bugs) > 0 {
-		t.Fatalf("the scenario's service is %+v, bugs %v; want %q with its bug %s", sc.Service, sc.Bugs, command, refservice.BugTwoTransactionCreate)
+	if sc.Service == nil || sc.Service.Command != command || !slices.Equal(sc.Service.Bugs, []reference.Bug{reference.Bug(w.bug)}) || len(sc.Bugs) > 0 {
+		t.Fatalf("the scenario's service is %+v, bugs %v; want %q with its bug %s", sc.Service, sc.Bugs, command, w.bug)
 	}
 	replay := func(s *scenarios.Scenario) (int, string) {
 		var rout, rerr bytes.Buffer
@@ -172,7 +182,7 @@ func TestCertifyOwnStoresDurableStepSweep(t *testing.T) {
 		return code, rout.String() + rerr.String()
 	}
 	if code, got := replay(sc); code != 0 {
-		t.Errorf("the scenario replayed on the broken service: exit %d; want 0 (it fails again, I5, as it expects)\n%s", code, got)
+		t.Errorf("the scenario replayed on the broken service: exit %d; want 0 (it fails again, %s, as it expects)\n%s", code, w.invariant, got)
 	}
 	sc.Service.Bugs = nil
 	if code, got := replay(sc); code != 1 || !strings.Contains(got, `verdict "pass", want "FAIL"`) {
