@@ -237,6 +237,20 @@ func requestLine(id int64, op string, args []byte) []byte {
 	return append(b, "}\n"...)
 }
 
+// answerLine is the answer {"id":id,"step":step,"action":action} to a
+// crash window as one line (action one of continue, fail, die: nothing to
+// escape).
+func answerLine(id int64, step int, action string) []byte {
+	b := make([]byte, 0, 64)
+	b = append(b, `{"id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"step":`...)
+	b = strconv.AppendInt(b, int64(step), 10)
+	b = append(b, `,"action":"`...)
+	b = append(b, action...)
+	return append(b, "\"}\n"...)
+}
+
 func (c *Client) protocolErr(ctx context.Context, p *proc, req, problem, got string) *ProtocolError {
 	return c.newProtocolErr(ctx, p, &ProtocolError{Request: req, Problem: problem, Got: got})
 }
@@ -617,7 +631,7 @@ func jsonTypeErr(err error) error {
 // request when the step was let run (continue), or the request's outcome.
 func (c *Client) window(ctx context.Context, p *proc, op string, id int64, at atMsg, wait time.Duration, req string) (*event, error) {
 	answer := func(action string) error {
-		if err := p.send(map[string]any{"id": id, "step": at.Step, "action": action}); err != nil {
+		if err := p.sendLine(answerLine(id, at.Step, action)); err != nil {
 			p.kill()
 			return c.protocolErr(ctx, p, req, "writing the answer to crash window "+at.Point+" failed: "+err.Error(), "")
 		}
@@ -637,7 +651,7 @@ func (c *Client) window(ctx context.Context, p *proc, op string, id int64, at at
 		sub.Crash = func(h faults.Hit) {
 			// The service's process dies here, and its store client with
 			// it: nothing after this point runs.
-			_ = p.send(map[string]any{"id": id, "step": at.Step, "action": "die"})
+			_ = p.sendLine(answerLine(id, at.Step, "die"))
 			p.kill()
 			rt.Crash(h)
 		}

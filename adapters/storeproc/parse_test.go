@@ -43,6 +43,10 @@ func TestParseMessageShapes(t *testing.T) {
 	if line := string(requestLine(7, "ops.get", []byte(`{"operationId":"a"}`))); line != `{"id":7,"op":"ops.get","args":{"operationId":"a"}}`+"\n" {
 		t.Errorf("requestLine = %q", line)
 	}
+	var answer map[string]any
+	if err := json.Unmarshal(answerLine(12, 3, "continue"), &answer); err != nil || answer["id"] != 12.0 || answer["step"] != 3.0 || answer["action"] != "continue" || len(answer) != 3 {
+		t.Errorf("answerLine = %v (%v)", answer, err)
+	}
 }
 
 // TestMissingKey checks the top-level key scan of decodeResult against a
