@@ -237,6 +237,20 @@ func requestLine(id int64, op string, args []byte) []byte {
 	return append(b, "}\n"...)
 }
 
+// answerLine is the answer {"id":id,"step":step,"action":action} to a
+// crash window as one line (action one of continue, fail, die: nothing to
+// escape).
+func answerLine(id int64, step int, action string) []byte {
+	b := make([]byte, 0, 64)
+	b = append(b, `{"id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"step":`...)
+	b = strconv.AppendInt(b, int64(step), 10)
+	b = append(b, `,"action":"`...)
+	b = append(b, action...)
+	return append(b, "\"}\n"...)
+}
+
 func (c *Client) protocolErr(ctx context.Context, p *proc, req, problem, got string) *ProtocolError {
 	return c.newProtocolErr(ctx, p, &ProtocolError{Request: req, Problem: problem, Got: got})
 }
@@ -440,17 +454,140 @@ func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
 // decodeResult decodes a result, checking the fields marked required.
 func decodeResult(raw json.RawMessage, out any) error {
 	if r, ok := out.(interface{ required() []string }); ok {
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &fields); err != nil {
-			return err
-		}
-		for _, f := range r.required() {
-			if _, ok := fields[f]; !ok {
-				return fmt.Errorf("field %q is missing", f)
+		missing, read := missingKey(raw, r.required())
+		if !read {
+			// Not an object topKeys reads (escaped keys, bad syntax):
+			// decoded in full, which says what is wrong with it.
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &fields); err != nil {
+				return err
 			}
+			missing = ""
+			for _, f := range r.required() {
+				if _, ok := fields[f]; !ok {
+					missing = f
+					break
+				}
+			}
+		}
+		if missing != "" {
+			return fmt.Errorf("field %q is missing", missing)
 		}
 	}
 	return jsonTypeErr(json.Unmarshal(raw, out))
+}
+
+// missingKey returns the first of keys that is not a key of the JSON
+// object raw ("" when it has them all), reading only the object's top
+// level, without decoding it: the result is decoded once, into its type.
+// read is false when raw is not an object it reads (a key with an escape,
+// or not an object at all): the caller decodes it to know.
+func missingKey(raw []byte, keys []string) (missing string, read bool) {
+	if len(keys) > 64 {
+		return "", false
+	}
+	var found uint64
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return "", false
+	}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(raw) || raw[i] != '"' {
+				return "", false
+			}
+			end := i + 1
+			for end < len(raw) && raw[end] != '"' && raw[end] != '\\' {
+				end++
+			}
+			if end >= len(raw) || raw[end] != '"' {
+				return "", false
+			}
+			key := raw[i+1 : end]
+			for k, want := range keys {
+				if string(key) == want {
+					found |= 1 << k
+				}
+			}
+			i = skipSpace(raw, end+1)
+			if i >= len(raw) || raw[i] != ':' {
+				return "", false
+			}
+			if i = skipValue(raw, skipSpace(raw, i+1)); i < 0 {
+				return "", false
+			}
+			i = skipSpace(raw, i)
+			if i < len(raw) && raw[i] == ',' {
+				i = skipSpace(raw, i+1)
+				continue
+			}
+			if i < len(raw) && raw[i] == '}' {
+				i++
+				break
+			}
+			return "", false
+		}
+	}
+	if skipSpace(raw, i) != len(raw) {
+		return "", false
+	}
+	for k, want := range keys {
+		if found&(1<<k) == 0 {
+			return want, true
+		}
+	}
+	return "", true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value at b[i:] (-1 when
+// it ends early). Only the nesting and the strings are followed: the
+// value's own syntax is the decoder's to judge.
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch b[i] {
+		case '"':
+			i++
+			for i < len(b) && b[i] != '"' {
+				if b[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			if i >= len(b) {
+				return -1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+		i++
+		if depth == 0 && (b[i-1] == '"' || b[i-1] == '}' || b[i-1] == ']') {
+			return i
+		}
+	}
+	if depth == 0 {
+		return i
+	}
+	return -1
 }
 
 // jsonTypeErr says a result field of the wrong JSON type in the
@@ -494,7 +631,7 @@ func jsonTypeErr(err error) error {
 // request when the step was let run (continue), or the request's outcome.
 func (c *Client) window(ctx context.Context, p *proc, op string, id int64, at atMsg, wait time.Duration, req string) (*event, error) {
 	answer := func(action string) error {
-		if err := p.send(map[string]any{"id": id, "step": at.Step, "action": action}); err != nil {
+		if err := p.sendLine(answerLine(id, at.Step, action)); err != nil {
 			p.kill()
 			return c.protocolErr(ctx, p, req, "writing the answer to crash window "+at.Point+" failed: "+err.Error(), "")
 		}
@@ -514,7 +651,7 @@ func (c *Client) window(ctx context.Context, p *proc, op string, id int64, at at
 		sub.Crash = func(h faults.Hit) {
 			// The service's process dies here, and its store client with
 			// it: nothing after this point runs.
-			_ = p.send(map[string]any{"id": id, "step": at.Step, "action": "die"})
+			_ = p.sendLine(answerLine(id, at.Step, "die"))
 			p.kill()
 			rt.Crash(h)
 		}

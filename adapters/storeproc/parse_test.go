@@ -1,6 +1,7 @@
 package storeproc
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -41,5 +42,47 @@ func TestParseMessageShapes(t *testing.T) {
 	}
 	if line := string(requestLine(7, "ops.get", []byte(`{"operationId":"a"}`))); line != `{"id":7,"op":"ops.get","args":{"operationId":"a"}}`+"\n" {
 		t.Errorf("requestLine = %q", line)
+	}
+	var answer map[string]any
+	if err := json.Unmarshal(answerLine(12, 3, "continue"), &answer); err != nil || answer["id"] != 12.0 || answer["step"] != 3.0 || answer["action"] != "continue" || len(answer) != 3 {
+		t.Errorf("answerLine = %v (%v)", answer, err)
+	}
+}
+
+// TestMissingKey checks the top-level key scan of decodeResult against a
+// full decode: the same key missing, whatever the values hold.
+func TestMissingKey(t *testing.T) {
+	keys := []string{"lease", "acquired"}
+	for _, raw := range []string{
+		`{"lease":{"space":"s","token":3},"acquired":true}`,
+		`{"acquired":false}`,
+		` { "acquired" : [1, {"lease": 2}, "}\"lease"] , "lease" : null } `,
+		`{"lease":"a,b}","x":{"acquired":1}}`,
+		`{"Lease":1,"ACQUIRED":2}`,
+		`{}`,
+		`{"acquired":-1.5e3,"lease":"\\"}`,
+		`{"lease":{"a":[[],{}]},"acquired":true}`,
+	} {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(raw), &fields); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		want := ""
+		for _, k := range keys {
+			if _, ok := fields[k]; !ok {
+				want = k
+				break
+			}
+		}
+		got, read := missingKey([]byte(raw), keys)
+		if !read || got != want {
+			t.Errorf("%s: missingKey = %q (read %v), want %q", raw, got, read, want)
+		}
+	}
+	// What it does not read, the decoder judges.
+	for _, raw := range []string{`{"le\u0061se":1,"acquired":true}`, `[1]`, `{"lease":1`, `{"lease":1} x`, `{"lease"1}`, ``} {
+		if _, read := missingKey([]byte(raw), keys); read {
+			t.Errorf("%s: missingKey read it, want it left to the decoder", raw)
+		}
 	}
 }

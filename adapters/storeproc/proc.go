@@ -225,7 +225,8 @@ type proc struct {
 	stderrFD  int
 	reopen    bool // its store declared reopen: it may be pooled
 	stdin     io.WriteCloser
-	stdout    *os.File // the read end: a pollable pipe, so reads have deadlines
+	stdout    *os.File // the read end, blocking: in reads through poll(2), with deadlines
+	in        stdoutReader
 	r         *bufio.Reader
 	ended     error // set once stdout has ended: why
 	stderr    *tail
@@ -288,7 +289,9 @@ func launch(opts *Options) (*proc, *os.File, error) {
 	}
 	// Our own pipe for stdout (not StdoutPipe, which Wait closes when the
 	// process exits): lines written just before an exit stay readable.
-	pr, pw, err := os.Pipe()
+	// Its read end stays blocking, out of the runtime's poller: a reply is
+	// awaited in poll(2) by the calling goroutine's thread (stdoutReader).
+	pr, pw, err := blockingPipe()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -330,7 +333,65 @@ func makeDirs(opts *Options) error {
 }
 
 func newProc(command, workDir string, pid int, stdin io.WriteCloser, stdout *os.File) *proc {
-	return &proc{command: command, workDir: workDir, pid: pid, stdin: stdin, stdout: stdout, r: bufio.NewReaderSize(stdout, 64<<10), stderr: &tail{max: stderrTail}, exited: make(chan struct{})}
+	p := &proc{command: command, workDir: workDir, pid: pid, stdin: stdin, stderr: &tail{max: stderrTail}, exited: make(chan struct{})}
+	p.setStdout(stdout)
+	return p
+}
+
+// setStdout makes stdout (a blocking read end, not the runtime poller's)
+// the pipe p reads its messages from.
+func (p *proc) setStdout(stdout *os.File) {
+	p.stdout = stdout
+	p.in = stdoutReader{f: stdout, fd: int32(stdout.Fd())}
+	p.r = bufio.NewReaderSize(&p.in, 64<<10)
+}
+
+// blockingPipe is os.Pipe with a blocking read end, which the runtime's
+// poller does not watch (os.NewFile leaves a blocking descriptor alone).
+func blockingPipe() (r, w *os.File, err error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "|0"), os.NewFile(uintptr(fds[1]), "|1"), nil
+}
+
+// pollSlice bounds one poll(2) wait of stdoutReader: a cancelled context
+// is seen within it.
+const pollSlice = 20 * time.Millisecond
+
+// stdoutReader reads a store's stdout until its deadline or its context's
+// end (set by next for each wait). The reply to a request is awaited in
+// poll(2) by the thread of the goroutine that sent it, then read: two
+// system calls, where a read through the runtime's poller costs a failed
+// read, a parked goroutine, an epoll wake-up on another thread and a
+// thread hand-over besides (BenchmarkStoreCall).
+type stdoutReader struct {
+	f        *os.File
+	fd       int32
+	ctx      context.Context
+	deadline time.Time
+	pfd      [1]unix.PollFd
+}
+
+func (r *stdoutReader) Read(b []byte) (int, error) {
+	for {
+		left := time.Until(r.deadline)
+		if left <= 0 || (r.ctx != nil && r.ctx.Err() != nil) {
+			return 0, os.ErrDeadlineExceeded
+		}
+		ms := int((min(left, pollSlice) + time.Millisecond - 1) / time.Millisecond)
+		r.pfd[0] = unix.PollFd{Fd: r.fd, Events: unix.POLLIN}
+		n, err := unix.Poll(r.pfd[:], ms)
+		if err == unix.EINTR || n == 0 {
+			continue
+		}
+		if err != nil {
+			return 0, os.NewSyscallError("poll", err)
+		}
+		// Readable, or its writers are gone (a read of 0: the end).
+		return r.f.Read(b)
+	}
 }
 
 // reap waits until the process (our child) has exited, kills what it
@@ -464,10 +525,9 @@ func (p *proc) next(ctx context.Context, d time.Duration) (ev event, timedOut bo
 		return event{end: p.ended}, false, nil
 	}
 	deadline := time.Now().Add(d)
-	_ = p.stdout.SetReadDeadline(deadline)
 	// A cancelled context cuts the wait short the same way.
-	stop := context.AfterFunc(ctx, func() { _ = p.stdout.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
+	p.in.ctx, p.in.deadline = ctx, deadline
+	defer func() { p.in.ctx = nil }()
 	for {
 		line, rerr := p.r.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 && rerr == nil {

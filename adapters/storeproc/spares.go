@@ -1,7 +1,6 @@
 package storeproc
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -440,10 +439,9 @@ func takeBack(sid int, req spareRequest, fds []int) bool {
 		p.killGroup()
 		return false
 	}
-	_ = unix.SetNonblock(fds[1], true)
+	_ = unix.SetNonblock(fds[1], false)
 	p.stdin = os.NewFile(uintptr(fds[0]), "store stdin")
-	p.stdout = os.NewFile(uintptr(fds[1]), "store stdout")
-	p.r = bufio.NewReaderSize(p.stdout, 64<<10)
+	p.setStdout(os.NewFile(uintptr(fds[1]), "store stdout"))
 	p.spareStderr = os.NewFile(uintptr(fds[2]), "store stderr")
 	p.closeOnce = sync.Once{}
 	p.nextID, p.ended, p.broken = req.NextID, nil, false
@@ -649,8 +647,8 @@ func (c *Client) adopt(addr string) *proc {
 		closeFDs(fds)
 		return nil
 	}
-	// Pollable (read deadlines): non-blocking before the runtime takes it.
-	_ = unix.SetNonblock(fds[1], true)
+	// Blocking, out of the runtime's poller: stdoutReader waits in poll(2).
+	_ = unix.SetNonblock(fds[1], false)
 	p := newProc(c.opts.Command, c.opts.WorkDir, r.PID, os.NewFile(uintptr(fds[0]), "store stdin"), os.NewFile(uintptr(fds[1]), "store stdout"))
 	p.nextID = r.NextID
 	p.spareOf = addr

@@ -34,6 +34,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(echoStoreEnv) != "" {
+		os.Exit(echoStore())
+	}
 	if dir := os.Getenv(spareWorkerEnv); dir != "" {
 		os.Exit(spareWorker(dir, os.Getenv(spareWorkerTmp), os.Getenv(spareWorkerCmd)))
 	}
