@@ -14,13 +14,7 @@ import (
 // A worker started under timings the run has since raised gets the raised
 // deadline: it is not killed at the one it started with.
 func TestDeadlineFollowsRaisedTiming(t *testing.T) {
-	cmd := exec.Command("sleep", "60")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start a sleep process to stand for a worker: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
+	cmd, exited := standInWorker(t)
 	var timeout atomic.Int64
 	timeout.Store(int64(300 * time.Millisecond))
 	m := New(Run{ProcessTimeout: func() time.Duration { return time.Duration(timeout.Load()) }})
@@ -53,13 +47,7 @@ func TestDeadlineFollowsRaisedTiming(t *testing.T) {
 func TestDeadlineCountsFromTheStoresStart(t *testing.T) {
 	run := func(t *testing.T, write func(path string)) time.Duration {
 		t.Helper()
-		cmd := exec.Command("sleep", "60")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start a sleep process to stand for a worker: %v", err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
+		cmd, exited := standInWorker(t)
 		m := New(Run{Backend: worker.Backend{StartTimeout: 2 * time.Second}, ProcessTimeout: func() time.Duration { return 300 * time.Millisecond }})
 		path := filepath.Join(t.TempDir(), "worker-1-w.starts")
 		var timedOut atomic.Bool
@@ -105,4 +93,18 @@ func TestDeadlineCountsFromTheStoresStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// standInWorker starts a sleep process in a group of its own to stand for
+// a worker; exited closes when it has been reaped.
+func standInWorker(t *testing.T) (*exec.Cmd, <-chan struct{}) {
+	t.Helper()
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start a sleep process to stand for a worker: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	return cmd, exited
 }
