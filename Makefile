@@ -98,8 +98,9 @@ bench: build
 # went.
 # examples/java/build.sh builds the jar, takes sqlite-jdbc's native library
 # out of it once and dumps the class-data-sharing archive the command names
-# (what each saves: docs/certify-other-language.md).
-JAVA_STORE := java -XX:SharedArchiveFile=target/jstore.jsa -Dorg.sqlite.lib.path=target/native -Dorg.sqlite.lib.name=libsqlitejdbc.so -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData -jar target/jstore.jar
+# (what each flag saves: docs/certify-other-language.md; build.sh trains the
+# archive with the same flags).
+JAVA_STORE := java -XX:SharedArchiveFile=target/jstore.jsa -Dorg.sqlite.lib.path=target/native -Dorg.sqlite.lib.name=libsqlitejdbc.so -XX:TieredStopAtLevel=1 -XX:CompileThresholdScaling=3 -Djava.locale.providers=COMPAT -XX:+UseSerialGC -XX:-UsePerfData -Xlog:disable -Xlog:all=warning:stderr -jar target/jstore.jar
 bench-python: build
 	$(PYTHON) -m compileall -q examples/python
 	cd examples/python && ../../$(BIN) bench-store --rounds 3 --target 1.5 --name python --doc ../../docs/performance.md --store-cmd "$(PYTHON) -S start.py sqlite_store"

@@ -9,14 +9,17 @@
 #       find out where it runs) at every start;
 #   target/jstore.jsa  a class-data-sharing archive of the classes a store
 #       process loads (-XX:SharedArchiveFile=target/jstore.jsa): dumped by a
-#       store that answers hello and a read, then exits. It is only valid
-#       for this jar, so it is dumped again at every build; a JVM given an
-#       archive that does not exist runs without any.
-# Run it from anywhere; the store command is then, from examples/java:
-#   java -XX:SharedArchiveFile=target/jstore.jsa -Dorg.sqlite.lib.path=target/native
-#     -Dorg.sqlite.lib.name=libsqlitejdbc.so -XX:TieredStopAtLevel=1
-#     -XX:+UseSerialGC -XX:-UsePerfData -jar target/jstore.jar
+#       store that serves cds-training.jsonl, then exits. It is only valid
+#       for this jar at this path, so it is dumped again at every build; a
+#       JVM given an archive that does not exist or does not match runs
+#       without any.
+# Run it from anywhere; the store command is then, from examples/java (the
+# Makefile's JAVA_STORE):
+#   java -XX:SharedArchiveFile=target/jstore.jsa $flags -jar target/jstore.jar
+# with the flags below, which the training store runs with too (the classes
+# it loads depend on them: the COMPAT locale provider's, for one).
 set -eu
+flags="-Dorg.sqlite.lib.path=target/native -Dorg.sqlite.lib.name=libsqlitejdbc.so -XX:TieredStopAtLevel=1 -XX:CompileThresholdScaling=3 -Djava.locale.providers=COMPAT -XX:+UseSerialGC -XX:-UsePerfData -Xlog:disable -Xlog:all=warning:stderr"
 cd "$(dirname "$0")"
 mvn -B -q package
 case "$(uname -s)/$(uname -m)" in
@@ -33,10 +36,17 @@ unzip -p target/lib/sqlite-jdbc-*.jar "org/sqlite/native/$native/libsqlitejdbc.s
 [ -s target/native/libsqlitejdbc.so ] || { echo "build.sh: org/sqlite/native/$native/libsqlitejdbc.so not in target/lib/sqlite-jdbc-*.jar" >&2; exit 1; }
 train=$(mktemp -d)
 trap 'rm -rf "$train"' EXIT
-printf '{"id":0,"op":"hello","args":{"protocol":"crashmatrix-store/1","dir":"%s","namespace":"cds-training","mutant":""}}\n{"id":1,"op":"ops.get","args":{"operationId":"cds-training"}}\n' "$train" |
-	CRASHMATRIX_STORE_DIR="$train" java -XX:ArchiveClassesAtExit=target/jstore.jsa \
-		-Dorg.sqlite.lib.path=target/native -Dorg.sqlite.lib.name=libsqlitejdbc.so \
-		-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData -jar target/jstore.jar >"$train/out" 2>&1 ||
+# The archive holds the classes the training store loaded: it serves
+# cds-training.jsonl (recorded conformance requests: every operation of the
+# protocol, its error replies and five hellos on new folders, so reopen
+# too), as a worker's store does in its life, not only a hello.
+mkdir "$train/1" "$train/2" "$train/3" "$train/4" "$train/5"
+sed "s|@DIR@|$train|g" cds-training.jsonl |
+	# shellcheck disable=SC2086 # $flags is a list of options
+	CRASHMATRIX_STORE_DIR="$train" java -XX:ArchiveClassesAtExit=target/jstore.jsa $flags -jar target/jstore.jar >"$train/out" 2>&1 ||
 	{ cat "$train/out" >&2; exit 1; }
-grep -q '"id":1,"error":{"code":"not_found"' "$train/out" || { echo "build.sh: the training store did not answer its read:" >&2; cat "$train/out" >&2; exit 1; }
+# One reply per request, none of them a failure of the store itself.
+[ "$(grep -c '^{"id":' "$train/out")" -eq "$(wc -l <cds-training.jsonl)" ] &&
+	! grep -q '"code":"\(unavailable\|unsupported\)"' "$train/out" ||
+	{ echo "build.sh: the training store did not answer every request of cds-training.jsonl:" >&2; cat "$train/out" >&2; exit 1; }
 [ -s target/jstore.jsa ] || { echo "build.sh: no archive dumped:" >&2; cat "$train/out" >&2; exit 1; }

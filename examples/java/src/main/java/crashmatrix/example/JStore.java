@@ -6,12 +6,12 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -58,6 +58,10 @@ public final class JStore {
     private final boolean twoTransactions;
     private final boolean declared;
     private Connection db;
+    /** The connection's prepared statements, one per SQL text, prepared at
+     *  first use and kept until close: a statement is parsed by SQLite (and
+     *  its driver objects made) once per connection, not once per call. */
+    private final Map<String, PreparedStatement> stmts = new HashMap<>();
     private long reqId;
     private int step;
 
@@ -150,7 +154,11 @@ public final class JStore {
         }
         if (op.equals("close")) {
             // Let go of the case's database; the next request is a hello.
-            if (db != null) db.close();
+            if (db != null) {
+                for (PreparedStatement ps : stmts.values()) ps.close();
+                stmts.clear();
+                db.close();
+            }
             db = null;
             return obj();
         }
@@ -207,7 +215,11 @@ public final class JStore {
         Properties p = new Properties();
         p.setProperty("busy_timeout", "30000");
         p.setProperty("synchronous", "FULL");
-        db = DriverManager.getConnection("jdbc:sqlite:" + path, p);
+        // The driver's own entry point rather than DriverManager, whose first
+        // use scans the class path for every JDBC driver (ServiceLoader): a
+        // fresh JVM pays that scan at its first hello
+        // (docs/certify-other-language.md, "What a Java team should set").
+        db = org.sqlite.JDBC.createConnection("jdbc:sqlite:" + path, p);
         // WAL is kept in the file; switching to it needs the file alone, and
         // the busy timeout does not cover that switch: retry while another
         // process opens the same file.
@@ -257,8 +269,8 @@ public final class JStore {
     /** Runs fn in one IMMEDIATE transaction: rolled back on any failure
      *  (definite), committed after; a failed commit is an unknown outcome. */
     <T> T tx(Tx<T> fn) throws Exception {
-        try (Statement st = db.createStatement()) {
-            st.execute("BEGIN IMMEDIATE");
+        try {
+            prepare("BEGIN IMMEDIATE").execute();
         } catch (SQLException e) {
             throw new StoreError("unavailable", "begin: " + e.getMessage(), true);
         }
@@ -266,44 +278,46 @@ public final class JStore {
         try {
             result = fn.run();
         } catch (Exception e) {
-            try (Statement st = db.createStatement()) {
-                st.execute("ROLLBACK");
-            }
+            prepare("ROLLBACK").execute();
             throw e;
         }
-        try (Statement st = db.createStatement()) {
-            st.execute("COMMIT");
+        try {
+            prepare("COMMIT").execute();
         } catch (SQLException e) {
             throw new StoreError("unavailable", "commit: " + e.getMessage(), false);
         }
         return result;
     }
 
+    /** The connection's statement for sql (prepared at its first use, then
+     *  kept: never closed by the caller) with args bound. */
     PreparedStatement prepare(String sql, Object... args) throws SQLException {
-        PreparedStatement ps = db.prepareStatement(sql);
+        PreparedStatement ps = stmts.get(sql);
+        if (ps == null) {
+            ps = db.prepareStatement(sql);
+            stmts.put(sql, ps);
+        }
         for (int k = 0; k < args.length; k++) ps.setObject(k + 1, args[k]);
         return ps;
     }
 
     int update(String sql, Object... args) throws SQLException {
-        try (PreparedStatement ps = prepare(sql, args)) {
-            return ps.executeUpdate();
-        }
+        return prepare(sql, args).executeUpdate();
     }
 
     /** The first row as a list of column values, or null. */
     List<Object> row(String sql, Object... args) throws SQLException {
-        try (PreparedStatement ps = prepare(sql, args); ResultSet rs = ps.executeQuery()) {
+        try (ResultSet rs = prepare(sql, args).executeQuery()) {
             if (!rs.next()) return null;
             List<Object> r = new ArrayList<>();
-            for (int k = 1; k <= rs.getMetaData().getColumnCount(); k++) r.add(rs.getObject(k));
+            for (int k = 1, n = rs.getMetaData().getColumnCount(); k <= n; k++) r.add(rs.getObject(k));
             return r;
         }
     }
 
     List<Object> column(String sql, Object... args) throws SQLException {
         List<Object> out = new ArrayList<>();
-        try (PreparedStatement ps = prepare(sql, args); ResultSet rs = ps.executeQuery()) {
+        try (ResultSet rs = prepare(sql, args).executeQuery()) {
             while (rs.next()) out.add(rs.getObject(1));
         }
         return out;
@@ -444,8 +458,7 @@ public final class JStore {
 
     boolean isReferenced(Map<String, Object> a) throws SQLException {
         String want = edgeKey(Json.obj(a.get("edge")));
-        try (PreparedStatement ps = prepare("SELECT document_id, record FROM states WHERE space=? AND status='ACTIVE'", s(a, "space"));
-             ResultSet rs = ps.executeQuery()) {
+        try (ResultSet rs = prepare("SELECT document_id, record FROM states WHERE space=? AND status='ACTIVE'", s(a, "space")).executeQuery()) {
             while (rs.next()) {
                 if (!s(a, "documentId").isEmpty() && rs.getString(1).equals(s(a, "documentId"))) continue;
                 for (Object k : Json.list(Json.obj(Json.parse(rs.getString(2))).get("factSources"))) {
@@ -568,10 +581,10 @@ public final class JStore {
 
     Map<String, Object> readRecords(String space) throws SQLException {
         List<Object> nodes = new ArrayList<>(), edges = new ArrayList<>();
-        try (PreparedStatement ps = prepare("SELECT id, label, properties FROM nodes WHERE space=?", space); ResultSet rs = ps.executeQuery()) {
+        try (ResultSet rs = prepare("SELECT id, label, properties FROM nodes WHERE space=?", space).executeQuery()) {
             while (rs.next()) nodes.add(obj("id", rs.getString(1), "label", rs.getString(2), "properties", Json.parse(rs.getString(3))));
         }
-        try (PreparedStatement ps = prepare("SELECT source, type, target, rank, properties FROM edges WHERE space=?", space); ResultSet rs = ps.executeQuery()) {
+        try (ResultSet rs = prepare("SELECT source, type, target, rank, properties FROM edges WHERE space=?", space).executeQuery()) {
             while (rs.next()) {
                 edges.add(obj("key", obj("source", rs.getString(1), "type", rs.getString(2), "target", rs.getString(3), "rank", rs.getLong(4)),
                         "properties", Json.parse(rs.getString(5))));
