@@ -140,12 +140,16 @@ bench-containers: build containers
 
 # Load check: certify on the embedded default and on containers, 3 runs on
 # the machine as it is, then 10 in a row while two CPU-bound processes run;
-# prints each run's verdict, not-exercised count, wall time and lease TTL,
-# then the same-verdict count and the loaded/idle wall-time ratio. Fails
-# unless every backend certified 10/10 with nothing left not exercised.
-# BACKENDS=sqlite RUNS=... IDLE_RUNS=... narrow it.
+# then the Java example store (certify --store-cmd "$(JAVA_STORE)", the
+# conformance suites and the full matrix), 1 run, then 3 loaded; prints
+# each run's verdict, not-exercised and undecided counts, wall time and
+# lease TTL, then the same-verdict count and the loaded/idle wall-time
+# ratio. Fails unless every backend certified in every loaded run with
+# nothing left not exercised. BACKENDS=sqlite RUNS=... IDLE_RUNS=...
+# JAVA_RUNS=... narrow it.
 bench-load: build containers
-	set -o pipefail && $(PODMAN_ENV) && bash ci/bench-load.sh | $(GO) run ./internal/docstest/docsgen -section bench-load docs/performance.md
+	examples/java/build.sh
+	set -o pipefail && $(PODMAN_ENV) && JAVA_STORE='$(JAVA_STORE)' bash ci/bench-load.sh | $(GO) run ./internal/docstest/docsgen -section bench-load docs/performance.md
 
 # The program output the README and the guides quote (blocks marked
 # <!-- output: COMMAND -->), run again and written in; TestDocs fails

@@ -168,3 +168,25 @@ func TestFailFastStopsStartingCasesAfterTheFirstFailure(t *testing.T) {
 		}
 	}
 }
+
+// ci/bench-load.sh reads each run's undecided count (issue 40: "0 undecided
+// at load 10", its java backend) from the run line: its pattern must match
+// what runLine prints, with and without cases not applicable.
+func TestLoadCheckReadsTheUndecidedCount(t *testing.T) {
+	script, err := os.ReadFile("../ci/bench-load.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sed = `s/.* ([0-9]+) undecided.*/\1/p`
+	if !strings.Contains(string(script), sed) {
+		t.Fatalf("ci/bench-load.sh no longer reads the undecided count with %s", sed)
+	}
+	re := regexp.MustCompile(`.* ([0-9]+) undecided`)
+	for _, c := range []struct{ undecided, na int }{{0, 0}, {3, 0}, {12, 14}} {
+		rep := verdict.Report{Backend: "store-cmd", Counts: map[verdict.Verdict]int{verdict.Pass: 5, verdict.NotExercised: 7, verdict.Undecided: c.undecided, verdict.NotApplicable: c.na}}
+		line := runLine(rep)
+		if m := re.FindStringSubmatch(line); m == nil || m[1] != strconv.Itoa(c.undecided) {
+			t.Errorf("the load check would not read %d undecided from %q", c.undecided, line)
+		}
+	}
+}
