@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -68,4 +69,32 @@ func TestJavaStoreConformance(t *testing.T) {
 	}
 	cmd := javaStore(t)
 	properties.Stores(t, protocolStores(t, cmd))
+}
+
+// The Makefile's JAVA_STORE runs the Java example with the flags
+// examples/java/build.sh dumps its class-data-sharing archive with: the
+// classes a JVM loads depend on them (-Djava.locale.providers=COMPAT loads
+// the COMPAT provider's), so an archive trained with other flags misses
+// some of what the store loads.
+func TestJavaStoreCommandRunsWithTheArchivesFlags(t *testing.T) {
+	root := filepath.Join(examples(t), "..", "..")
+	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := os.ReadFile(filepath.Join(root, "examples", "java", "build.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := regexp.MustCompile(`(?m)^JAVA_STORE := (.*)$`).FindSubmatch(mk)
+	flags := regexp.MustCompile(`(?m)^flags="([^"]*)"$`).FindSubmatch(sh)
+	if store == nil || flags == nil {
+		t.Fatalf("no JAVA_STORE := line in the Makefile (%v) or no flags=\"...\" line in examples/java/build.sh (%v)", store != nil, flags != nil)
+	}
+	if want := "java -XX:SharedArchiveFile=target/jstore.jsa " + string(flags[1]) + " -jar target/jstore.jar"; string(store[1]) != want {
+		t.Errorf("the Makefile's JAVA_STORE is\n  %s\nbut build.sh trains the archive it names with\n  %s", store[1], want)
+	}
+	if !strings.Contains(string(sh), `java -XX:ArchiveClassesAtExit=target/jstore.jsa $flags -jar target/jstore.jar`) {
+		t.Error("examples/java/build.sh no longer dumps target/jstore.jsa with $flags")
+	}
 }
