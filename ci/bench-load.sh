@@ -22,7 +22,10 @@
 # "$JAVA_STORE", the conformance suites then the full matrix, from
 # examples/java (the Makefile passes its JAVA_STORE): issue 40's "0
 # undecided at load 10". A run takes minutes, so it runs JAVA_IDLE_RUNS (1)
-# and JAVA_RUNS (3) times.
+# and JAVA_RUNS (3) times, its loaded runs beside JAVA_BURNERS (8)
+# CPU-bound processes, which on 2 cores hold the load average near 10 (the
+# issue's load); the loaded/idle ratio's 1.3 target is the BURNERS load's,
+# so for java the ratio is printed without one.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -33,11 +36,15 @@ BURNERS=${BURNERS:-2}
 BACKENDS=${BACKENDS:-sqlite containers java}
 JAVA_RUNS=${JAVA_RUNS:-3}
 JAVA_IDLE_RUNS=${JAVA_IDLE_RUNS:-1}
+JAVA_BURNERS=${JAVA_BURNERS:-8}
 # The containers runs certify the client-side matrix (worker kills, pauses,
 # lease faults): what load can change. The server faults (server-crash,
 # ack-lost, conn-reset) are measured on their own by `bench --backend
 # containers`; with them each run takes minutes. CONTAINERS_ARGS overrides.
 CONTAINERS_ARGS=${CONTAINERS_ARGS:---server-faults=false}
+# The runs' logs go to OUT; a folder of its own, made here, is removed at
+# the end when the exit status is 0 (give OUT to keep the logs).
+keep_out=${OUT:+yes}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/crashmatrix-load-XXXXXX")}
 
 [ -x "$BIN" ] || { echo "bench-load: $BIN missing (make build)" >&2; exit 2; }
@@ -58,10 +65,14 @@ stop_burners() {
 # The database containers' CPU weight: crashmatrix runs them under a
 # cgroup of its own with a raised weight where cgroup v1 would weigh them
 # as one task (sim/servers/provision/cpu.go, docs/ci.md).
-cleanup() { stop_burners; }
+cleanup() {
+	stop_burners
+	[ -n "$keep_out" ] || [ "${status:-1}" != 0 ] || rm -rf "$OUT"
+}
 trap cleanup EXIT INT TERM
+# start_burners N: N CPU-bound processes.
 start_burners() {
-	for _ in $(seq "$BURNERS"); do
+	for _ in $(seq "$1"); do
 		bash -c 'while :; do :; done' &
 		burners+=("$!")
 	done
@@ -102,16 +113,16 @@ run() {
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 status=0
-echo "bench-load: $(nproc) cores, $BURNERS CPU-bound processes during the loaded runs, logs in $OUT"
+echo "bench-load: $(nproc) cores, $BURNERS CPU-bound processes during the loaded runs ($JAVA_BURNERS for java), logs in $OUT"
 for backend in $BACKENDS; do
-	idle=() runs=$RUNS idle_runs=$IDLE_RUNS
-	[ "$backend" = java ] && runs=$JAVA_RUNS idle_runs=$JAVA_IDLE_RUNS
+	idle=() runs=$RUNS idle_runs=$IDLE_RUNS nburners=$BURNERS
+	[ "$backend" = java ] && runs=$JAVA_RUNS idle_runs=$JAVA_IDLE_RUNS nburners=$JAVA_BURNERS
 	for i in $(seq "$idle_runs"); do
 		read -r v ne secs ttl retried und < <(run "$backend" idle "$i")
 		echo "  $backend idle   run $i: $v, $ne not exercised, $und undecided, ${secs}s, lease TTL $ttl, $retried cases retried"
 		idle+=("$secs")
 	done
-	start_burners
+	start_burners "$nburners"
 	loaded=() verdicts=() nes=0 reruns=0 unds=0
 	for i in $(seq "$runs"); do
 		read -r v ne secs ttl retried und < <(run "$backend" loaded "$i")
@@ -132,9 +143,12 @@ for backend in $BACKENDS; do
 		verdict_met=met
 	fi
 	ratio_met=$(awk -v r="$ratio" 'BEGIN { if (r ~ /^[0-9.]+$/ && r <= 1.3) print "met"; else print "not met" }')
-	echo "$backend: same verdict $(awk '{print $1}' <<<"$same")/$runs ($(awk '{print $2}' <<<"$same")), $nes not exercised and $unds undecided in $runs loaded runs ($reruns cases needed a run again first), wall time median idle ${idle_med}s, loaded ${loaded_med}s, ratio loaded/idle $ratio (targets: CERTIFIED in every loaded run with nothing not exercised: $verdict_met; ratio <= 1.3: $ratio_met)"
+	ratio_target="ratio <= 1.3: $ratio_met"
+	[ "$nburners" = "$BURNERS" ] || ratio_target="no ratio target beside $nburners CPU-bound processes"
+	echo "$backend: same verdict $(awk '{print $1}' <<<"$same")/$runs ($(awk '{print $2}' <<<"$same")), $nes not exercised and $unds undecided in $runs loaded runs ($reruns cases needed a run again first), wall time median idle ${idle_med}s, loaded ${loaded_med}s, ratio loaded/idle $ratio (targets: CERTIFIED in every loaded run with nothing not exercised: $verdict_met; $ratio_target)"
 	if [ "$(awk '{print $1}' <<<"$same")" != "$runs" ] || [ "$nes" != 0 ] || [ "$(awk '{print $2}' <<<"$same")" != CERTIFIED ]; then
 		status=1
 	fi
 done
+[ -n "$keep_out" ] || [ "$status" != 0 ] || echo "bench-load: every backend gave the same verdict every time, logs removed (OUT=DIR keeps them)"
 exit $status
