@@ -86,7 +86,8 @@ func runPythonCheck(t *testing.T, what, check string, modes ...string) {
 // `python3 sqlite_store.py --write-template pystore-template.db`); a copy
 // placed by an open leaves no temporary file, is marked and has its WAL
 // made by the open (the first store call's one durable step stays its
-// commit), is what the DDL makes, and never replaces a file there.
+// commit), is what the DDL makes, and never replaces a file there; a
+// store copied without the template runs the DDL.
 func TestPythonExampleTemplateIsTheSchema(t *testing.T) {
 	const check = `
 import os, sys, tempfile
@@ -99,10 +100,8 @@ def describe(path):
     finally:
         db.close()
 d = tempfile.mkdtemp()
-os.environ[s.TEMPLATE_ENV] = "ddl"
-s.Store(d, None, False).close()
+s.Store(d, None, False, schema_from="ddl").close()
 fresh = os.path.join(d, "pystore.db")
-del os.environ[s.TEMPLATE_ENV]
 tables, (version, mode, page, free) = describe(s.TEMPLATE)
 assert version == 0, "the template's user_version is %d, want 0 (the opens mark it)" % version
 if sys.argv[1] == "ddl":
@@ -110,8 +109,8 @@ if sys.argv[1] == "ddl":
 else:
     case = os.path.join(d, "case")
     os.mkdir(case)
-    s.SCHEMA = ""  # the tables come from the copy, or not at all
-    st = s.Store(case, None, False)
+    schema, s.SCHEMA = s.SCHEMA, ""  # the tables come from the copy, or not at all
+    st = s.Store(case, None, False, schema_from="template")
     assert sorted(os.listdir(case)) == ["pystore.db", "pystore.db-shm", "pystore.db-wal"], os.listdir(case)
     assert os.path.getsize(os.path.join(case, "pystore.db-wal")) > 0, "no WAL written by the open"
     st.tx(lambda: st.db.execute("INSERT INTO leases VALUES ('s', 'd', 'h', 1, 2)"))
@@ -120,6 +119,12 @@ else:
     s.Store(case, None, False).close()  # there already: kept, rows and all
     db = s.sqlite3.connect(os.path.join(case, "pystore.db"))
     assert db.execute("SELECT count(*) FROM leases").fetchone() == (1,), "the open replaced the file"
+    # A store copied without its template (upgrade.txtar) runs the DDL.
+    s.SCHEMA, s.TEMPLATE = schema, os.path.join(d, "no-template.db")
+    other = os.path.join(d, "other")
+    os.mkdir(other)
+    s.Store(other, None, False, schema_from="template").close()
+    assert describe(os.path.join(other, "pystore.db"))[0] == tables, "no tables without a template"
 print("ok")
 `
 	runPythonCheck(t, "template", check, "ddl", "placed")

@@ -23,7 +23,7 @@ import gc
 # are a sixth of that start. serve() turns it back on.
 gc.disable()
 
-import os
+import posix
 import sys
 
 from storeproto import StoreError, import_sqlite3, loads, serve
@@ -94,8 +94,11 @@ def dumps(v):
 # by TestPythonExampleTemplateIsTheSchema) instead of running the DDL: ten
 # statements parsed and written in a write transaction at every new case
 # directory. PYSTORE_SCHEMA=ddl in the environment runs the DDL instead.
-TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pystore-template.db")
+# Through posix rather than os (see storeproto).
+_here = __file__ if __file__.startswith("/") else posix.getcwd() + "/" + __file__
+TEMPLATE = _here.rpartition("/")[0] + "/pystore-template.db"
 TEMPLATE_ENV = "PYSTORE_SCHEMA"
+SCHEMA_FROM = posix.environ.get(TEMPLATE_ENV.encode(), b"template").decode()
 
 
 def place_template(path):
@@ -104,62 +107,63 @@ def place_template(path):
     link never replaces a file: a process that got there first keeps its
     database) and the folder synced, so that a power loss leaves no file
     or the whole template. Says whether it placed it; where the folder
-    cannot link, places nothing (the DDL runs)."""
-    if os.path.lexists(path):
+    cannot link, or there is no template beside this file (the store
+    copied without it), places nothing (the DDL runs)."""
+    try:
+        posix.lstat(path)
         return False
-    with open(TEMPLATE, "rb") as f:
-        data = f.read()
-    tmp = "%s.template-%d" % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    except FileNotFoundError:
+        pass
+    try:
+        with open(TEMPLATE, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return False
+    tmp = "%s.template-%d" % (path, posix.getpid())
+    fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o644)
     try:
         while data:
-            data = data[os.write(fd, data):]
-        os.fsync(fd)
+            data = data[posix.write(fd, data):]
+        posix.fsync(fd)
     finally:
-        os.close(fd)
+        posix.close(fd)
     try:
-        os.link(tmp, path)
+        posix.link(tmp, path)
     except OSError:  # another process's file, or no links here
         return False
     finally:
-        os.unlink(tmp)
-    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+        posix.unlink(tmp)
+    fd = posix.open(path.rpartition("/")[0] or ".", posix.O_RDONLY)
     try:
-        os.fsync(fd)
+        posix.fsync(fd)
     finally:
-        os.close(fd)
+        posix.close(fd)
     return True
 
 
 def write_template(path):
     """The template: what Store makes of an empty folder by the DDL, its
     WAL folded back into the file by the close."""
+    import os
     import tempfile
-    was = os.environ.get(TEMPLATE_ENV)
-    os.environ[TEMPLATE_ENV] = "ddl"
-    try:
-        with tempfile.TemporaryDirectory() as d:
-            Store(d, None, False).close()
-            db = sqlite3.connect(os.path.join(d, "pystore.db"), isolation_level=None)
-            db.execute("PRAGMA user_version=0")  # the opens' create_schema marks it
-            db.close()
-            os.replace(os.path.join(d, "pystore.db"), path)
-    finally:
-        if was is None:
-            del os.environ[TEMPLATE_ENV]
-        else:
-            os.environ[TEMPLATE_ENV] = was
+    with tempfile.TemporaryDirectory() as d:
+        Store(d, None, False, schema_from="ddl").close()
+        db = sqlite3.connect(os.path.join(d, "pystore.db"), isolation_level=None)
+        db.execute("PRAGMA user_version=0")  # the opens' create_schema marks it
+        db.close()
+        os.replace(os.path.join(d, "pystore.db"), path)
 
 
 class Store:
-    def __init__(self, directory, conv, two_transactions, declared=True, migrate=None):
+    def __init__(self, directory, conv, two_transactions, declared=True, migrate=None, schema_from=None):
         self.conv = conv
         self.two_transactions = two_transactions
         self.declared = declared
         # migrate is version 2's migration (--v2), None for version 1.
         self.v2 = migrate is not None
-        path = os.path.join(directory, "pystore.db")
-        if os.environ.get(TEMPLATE_ENV, "template") == "template":
+        path = directory + "/pystore.db"
+        # schema_from: "template" or "ddl"; None, $PYSTORE_SCHEMA's (template by default).
+        if (schema_from or SCHEMA_FROM) == "template":
             place_template(path)
         self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
         self.db.execute("PRAGMA synchronous=FULL")
@@ -616,9 +620,9 @@ def main():
     if args[:1] == ["--write-template"] and len(args) == 2:
         write_template(args[1])
         return
-    if os.environ.get(TEMPLATE_ENV, "template") not in ("template", "ddl"):
+    if SCHEMA_FROM not in ("template", "ddl"):
         sys.exit("%s=%r: want template (the default: a new file is a copy of %s) or ddl (the schema's statements run in it)" % (
-            TEMPLATE_ENV, os.environ[TEMPLATE_ENV], TEMPLATE))
+            TEMPLATE_ENV, SCHEMA_FROM, TEMPLATE))
     two = "--two-transactions" in args
     declared = "--undeclared" not in args
     migrate, version = None, ""

@@ -7,7 +7,7 @@ docs/store-protocol.md for the protocol itself.
 """
 
 import gc
-import os
+import posix  # os itself imports posixpath, stat and _collections_abc: a tenth of a store process's start
 import sys
 
 PROTOCOL = "crashmatrix-store/1"
@@ -150,7 +150,7 @@ class Conversation:
     def send(self, msg):
         out = (dumps(msg) + "\n").encode()
         while out:  # a pipe takes a whole write unless a signal cuts it short
-            out = out[os.write(1, out):]
+            out = out[posix.write(1, out):]
 
     def at(self, point):
         """Declare a crash window before the next durable step.
@@ -161,16 +161,16 @@ class Conversation:
         self.send({"id": self.req_id, "at": {"point": point, "step": self.step}})
         line = self.stdin.readline()
         if not line:
-            os._exit(137)
+            posix._exit(137)
         answer = loads(line.decode())
         action = answer.get("action")
         if action == "die":
-            os._exit(137)
+            posix._exit(137)
         if action == "fail":
             raise Injected(point)
         if action != "continue":
             log("unexpected answer to at:", line.decode(errors="replace").strip())
-            os._exit(3)
+            posix._exit(3)
 
 
 def _profiler(conv):
@@ -182,9 +182,10 @@ def _profiler(conv):
     costs far more than a call; the profile and PID.cpu leave it out.
     $PYSTORE_CPU instead writes PID.cpu alone, without the profiler's own
     cost (examples/python/profile_round.py sums either)."""
-    folder = os.environ.get("PYSTORE_PROFILE") or os.environ.get("PYSTORE_CPU")
-    if not folder:
+    if b"PYSTORE_PROFILE" not in posix.environ and b"PYSTORE_CPU" not in posix.environ:
         return
+    import os
+    folder = os.environ.get("PYSTORE_PROFILE") or os.environ.get("PYSTORE_CPU")
     import time
     prof = None
     if os.environ.get("PYSTORE_PROFILE"):
