@@ -79,3 +79,85 @@ func runPythonCheck(t *testing.T, what, check string, modes ...string) {
 		}
 	}
 }
+
+// The Python example's new database is a copy of pystore-template.db
+// (sqlite_store.place_template): the template must be what the schema's
+// DDL makes of an empty folder but with user_version 0 (rewrite it with
+// `python3 sqlite_store.py --write-template pystore-template.db`); a copy
+// placed by an open leaves no temporary file, is marked and has its WAL
+// made by the open (the first store call's one durable step stays its
+// commit), is what the DDL makes, and never replaces a file there; a
+// store copied without the template runs the DDL.
+func TestPythonExampleTemplateIsTheSchema(t *testing.T) {
+	const check = `
+import os, sys, tempfile
+import sqlite_store as s
+def describe(path):
+    db = s.sqlite3.connect(path)
+    try:
+        return (db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name").fetchall(),
+                [db.execute("PRAGMA " + p).fetchone()[0] for p in ("user_version", "journal_mode", "page_size", "freelist_count")])
+    finally:
+        db.close()
+d = tempfile.mkdtemp()
+s.Store(d, None, False, schema_from="ddl").close()
+fresh = os.path.join(d, "pystore.db")
+tables, (version, mode, page, free) = describe(s.TEMPLATE)
+assert version == 0, "the template's user_version is %d, want 0 (the opens mark it)" % version
+if sys.argv[1] == "ddl":
+    assert (tables, [1, mode, page, free]) == describe(fresh), "pystore-template.db is not what the DDL makes:\n%r\n%r" % (describe(s.TEMPLATE), describe(fresh))
+else:
+    case = os.path.join(d, "case")
+    os.mkdir(case)
+    schema, s.SCHEMA = s.SCHEMA, ""  # the tables come from the copy, or not at all
+    st = s.Store(case, None, False, schema_from="template")
+    assert sorted(os.listdir(case)) == ["pystore.db", "pystore.db-shm", "pystore.db-wal"], os.listdir(case)
+    assert os.path.getsize(os.path.join(case, "pystore.db-wal")) > 0, "no WAL written by the open"
+    st.tx(lambda: st.db.execute("INSERT INTO leases VALUES ('s', 'd', 'h', 1, 2)"))
+    st.close()
+    assert describe(os.path.join(case, "pystore.db")) == describe(fresh)
+    s.Store(case, None, False).close()  # there already: kept, rows and all
+    db = s.sqlite3.connect(os.path.join(case, "pystore.db"))
+    assert db.execute("SELECT count(*) FROM leases").fetchone() == (1,), "the open replaced the file"
+    # A store copied without its template (upgrade.txtar) runs the DDL.
+    s.SCHEMA, s.TEMPLATE = schema, os.path.join(d, "no-template.db")
+    other = os.path.join(d, "other")
+    os.mkdir(other)
+    s.Store(other, None, False, schema_from="template").close()
+    assert describe(os.path.join(other, "pystore.db"))[0] == tables, "no tables without a template"
+print("ok")
+`
+	runPythonCheck(t, "template", check, "ddl", "placed")
+}
+
+// The reads sqlite_store.py runs without a transaction of their own
+// (ONE_STATEMENT_READS) must make one statement each: a second would read
+// another snapshot than the first.
+func TestPythonExampleOneStatementReads(t *testing.T) {
+	const check = `
+import os, sys, tempfile
+import sqlite_store as s
+from storeproto import StoreError
+st = s.Store(tempfile.mkdtemp(), None, False)
+class Counting:
+    def __init__(self, db):
+        self.db, self.n = db, 0
+    def execute(self, *a):
+        self.n += 1
+        return self.db.execute(*a)
+args = {"operationId": "op", "space": "sp", "documentId": "doc", "edge": {"source": "a", "type": "t", "target": "b"}}
+st.tx(lambda: st.db.execute("INSERT INTO states VALUES ('sp', 'doc', 1, 'op', 'ACTIVE', '{\"factSources\": []}')"))
+st.tx(lambda: st.db.execute("INSERT INTO states VALUES ('sp', 'doc2', 1, 'op', 'ACTIVE', '{\"factSources\": []}')"))
+for op in s.ONE_STATEMENT_READS:
+    st.db = Counting(st.db)
+    try:
+        s.HANDLERS[op](st, args)
+    except StoreError:
+        pass
+    assert st.db.n == 1, "%s made %d statements" % (op, st.db.n)
+    st.db = st.db.db
+assert not set(s.ONE_STATEMENT_READS) & set(s.READS)
+print("ok")
+`
+	runPythonCheck(t, "one-statement reads", check, "reads")
+}

@@ -23,7 +23,7 @@ import gc
 # are a sixth of that start. serve() turns it back on.
 gc.disable()
 
-import os
+import posix
 import sys
 
 from storeproto import StoreError, import_sqlite3, loads, serve
@@ -88,14 +88,84 @@ def dumps(v):
     return _dumps(v, sort_keys=True)
 
 
+# A new file is a copy of this one (what create_schema makes of an empty
+# file: journal mode WAL, the tables, no rows, but user_version 0; written by
+# `python3 sqlite_store.py --write-template FILE`, checked against the DDL
+# by TestPythonExampleTemplateIsTheSchema) instead of running the DDL: ten
+# statements parsed and written in a write transaction at every new case
+# directory. PYSTORE_SCHEMA=ddl in the environment runs the DDL instead.
+# Through posix rather than os (see storeproto).
+_here = __file__ if __file__.startswith("/") else posix.getcwd() + "/" + __file__
+TEMPLATE = _here.rpartition("/")[0] + "/pystore-template.db"
+TEMPLATE_ENV = "PYSTORE_SCHEMA"
+SCHEMA_FROM = posix.environ.get(TEMPLATE_ENV.encode(), b"template").decode()
+
+
+def place_template(path):
+    """Put a copy of TEMPLATE at path when nothing is there: written and
+    synced under a temporary name in the same folder, linked to path (a
+    link never replaces a file: a process that got there first keeps its
+    database) and the folder synced, so that a power loss leaves no file
+    or the whole template. Says whether it placed it; where the folder
+    cannot link, or there is no template beside this file (the store
+    copied without it), places nothing (the DDL runs)."""
+    try:
+        posix.lstat(path)
+        return False
+    except FileNotFoundError:
+        pass
+    try:
+        with open(TEMPLATE, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return False
+    tmp = "%s.template-%d" % (path, posix.getpid())
+    fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o644)
+    try:
+        while data:
+            data = data[posix.write(fd, data):]
+        posix.fsync(fd)
+    finally:
+        posix.close(fd)
+    try:
+        posix.link(tmp, path)
+    except OSError:  # another process's file, or no links here
+        return False
+    finally:
+        posix.unlink(tmp)
+    fd = posix.open(path.rpartition("/")[0] or ".", posix.O_RDONLY)
+    try:
+        posix.fsync(fd)
+    finally:
+        posix.close(fd)
+    return True
+
+
+def write_template(path):
+    """The template: what Store makes of an empty folder by the DDL, its
+    WAL folded back into the file by the close."""
+    import os
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        Store(d, None, False, schema_from="ddl").close()
+        db = sqlite3.connect(os.path.join(d, "pystore.db"), isolation_level=None)
+        db.execute("PRAGMA user_version=0")  # the opens' create_schema marks it
+        db.close()
+        os.replace(os.path.join(d, "pystore.db"), path)
+
+
 class Store:
-    def __init__(self, directory, conv, two_transactions, declared=True, migrate=None):
+    def __init__(self, directory, conv, two_transactions, declared=True, migrate=None, schema_from=None):
         self.conv = conv
         self.two_transactions = two_transactions
         self.declared = declared
         # migrate is version 2's migration (--v2), None for version 1.
         self.v2 = migrate is not None
-        self.db = sqlite3.connect(os.path.join(directory, "pystore.db"), timeout=30, isolation_level=None)
+        path = directory + "/pystore.db"
+        # schema_from: "template" or "ddl"; None, $PYSTORE_SCHEMA's (template by default).
+        if (schema_from or SCHEMA_FROM) == "template":
+            place_template(path)
+        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
         self.db.execute("PRAGMA synchronous=FULL")
         # Every worker starts a store process on the same file: the first
         # creates the tables and marks the file (user_version); the others
@@ -116,9 +186,15 @@ class Store:
     def create_schema(self):
         if self.one("PRAGMA user_version")[0] >= SCHEMA_VERSION:
             return  # another process did, after this one looked
-        for statement in SCHEMA.split(";"):
-            if statement.strip():
-                self.db.execute(statement)
+        # A copy of the template has the tables at user_version 0: the
+        # mark alone is written, which creates the WAL (and syncs its
+        # header) in this open, as the DDL's transaction does, and every
+        # process that opens the file before the mark waits for it here:
+        # the first store call's one durable step stays its commit.
+        if not self.one("SELECT 1 FROM sqlite_master WHERE type='table' AND name='operations'"):
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    self.db.execute(statement)
         self.db.execute("PRAGMA user_version=%d" % SCHEMA_VERSION)
 
     def migrate(self, copy):
@@ -528,13 +604,25 @@ HANDLERS = {
     "locks.tryAcquire": locks_try, "locks.renew": locks_renew, "locks.release": locks_release,
 }
 
-READS = ["ops.get", "ops.getPlan", "ops.listRecoverable", "ops.list", "states.findCurrent", "states.findByOperationId",
-         "states.versions", "states.list", "states.isReferenced", "registry.findMatches", "registry.list", "graph.readRecords"]
+# The reads that make more than one statement run on one snapshot (a
+# deferred read transaction, Store.read); the others make one statement,
+# which SQLite runs on a snapshot of its own, without the BEGIN and COMMIT
+# (two statements of three: a tenth of the SQLite time of a System A
+# matrix round, where two reads of three make one statement).
+READS = ["ops.listRecoverable", "ops.list", "states.findByOperationId",
+         "registry.findMatches", "registry.list", "graph.readRecords"]
+ONE_STATEMENT_READS = ["ops.get", "ops.getPlan", "states.findCurrent", "states.versions", "states.list", "states.isReferenced"]
 for _op in READS:
     HANDLERS[_op] = (lambda f: lambda s, a: s.read(lambda: f(s, a)))(HANDLERS[_op])
 
 def main():
     args = sys.argv[1:]
+    if args[:1] == ["--write-template"] and len(args) == 2:
+        write_template(args[1])
+        return
+    if SCHEMA_FROM not in ("template", "ddl"):
+        sys.exit("%s=%r: want template (the default: a new file is a copy of %s) or ddl (the schema's statements run in it)" % (
+            TEMPLATE_ENV, SCHEMA_FROM, TEMPLATE))
     two = "--two-transactions" in args
     declared = "--undeclared" not in args
     migrate, version = None, ""

@@ -7,7 +7,7 @@ docs/store-protocol.md for the protocol itself.
 """
 
 import gc
-import os
+import posix  # os itself imports posixpath, stat and _collections_abc: a tenth of a store process's start
 import sys
 
 PROTOCOL = "crashmatrix-store/1"
@@ -92,7 +92,21 @@ def import_sqlite3():
 
 
 def _statement_cache(maxsize=128, typed=False):
+    """functools.lru_cache(maxsize, typed) for _sqlite3's statement cache.
+
+    _functools, built into the interpreter, holds the C cache functools
+    wraps: a statement found there costs no Python call (a cache written
+    in Python cost one on every execute, 86,000 of them in a System A
+    matrix round). Without _functools, a dict by statement text, oldest
+    out first."""
+    try:
+        from _functools import _lru_cache_wrapper
+    except ImportError:
+        _lru_cache_wrapper = None
+
     def wrap(prepare):
+        if _lru_cache_wrapper is not None:
+            return _lru_cache_wrapper(prepare, maxsize, typed, tuple)
         cache = {}
 
         def get(sql):
@@ -125,15 +139,18 @@ class Injected(StoreError):
 class Conversation:
     """One request at a time over stdin/stdout."""
 
+    # Bytes in, bytes out: sys.stdin's text layer decodes every line
+    # through a decoder written in Python (codecs), and sys.stdout's
+    # write and flush are two layers over the one write(2) a reply needs.
     def __init__(self):
-        self.stdin = sys.stdin
-        self.stdout = sys.stdout
+        self.stdin = sys.stdin.buffer
         self.req_id = None
         self.step = 0
 
     def send(self, msg):
-        self.stdout.write(dumps(msg) + "\n")
-        self.stdout.flush()
+        out = (dumps(msg) + "\n").encode()
+        while out:  # a pipe takes a whole write unless a signal cuts it short
+            out = out[posix.write(1, out):]
 
     def at(self, point):
         """Declare a crash window before the next durable step.
@@ -144,16 +161,59 @@ class Conversation:
         self.send({"id": self.req_id, "at": {"point": point, "step": self.step}})
         line = self.stdin.readline()
         if not line:
-            os._exit(137)
-        answer = loads(line)
+            posix._exit(137)
+        answer = loads(line.decode())
         action = answer.get("action")
         if action == "die":
-            os._exit(137)
+            posix._exit(137)
         if action == "fail":
             raise Injected(point)
         if action != "continue":
-            log("unexpected answer to at:", line.strip())
-            os._exit(3)
+            log("unexpected answer to at:", line.decode(errors="replace").strip())
+            posix._exit(3)
+
+
+def _profiler(conv):
+    """With $PYSTORE_PROFILE naming a folder, the process profiles its
+    calls (cProfile, CPU time) and writes the profile there, as PID.prof,
+    after every reply, with its CPU so far (time.process_time, the
+    writing left out) in PID.cpu: crashmatrix kills the store processes of a crashed
+    worker (SIGKILL), which never reach an exit hook. Writing the profile
+    costs far more than a call; the profile and PID.cpu leave it out.
+    $PYSTORE_CPU instead writes PID.cpu alone, without the profiler's own
+    cost (examples/python/profile_round.py sums either)."""
+    if b"PYSTORE_PROFILE" not in posix.environ and b"PYSTORE_CPU" not in posix.environ:
+        return
+    import os
+    folder = os.environ.get("PYSTORE_PROFILE") or os.environ.get("PYSTORE_CPU")
+    import time
+    prof = None
+    if os.environ.get("PYSTORE_PROFILE"):
+        import cProfile
+        prof = cProfile.Profile(time.process_time)
+    path = os.path.join(folder, "%d" % os.getpid())
+    cpu = os.open(path + ".cpu", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    send = conv.send
+    spent = [0.0]  # the CPU the writing took
+    replies = [0]
+    started = time.time()
+
+    def send_and_dump(msg):
+        send(msg)
+        if prof:
+            prof.disable()
+        before = time.process_time()
+        replies[0] += 1
+        os.pwrite(cpu, b"%15.6f %9d %17.6f\n" % (before - spent[0], replies[0], started), 0)  # one write: whole, even if killed
+        if prof:
+            prof.dump_stats(path + ".prof.tmp")
+            os.replace(path + ".prof.tmp", path + ".prof")
+        spent[0] += time.process_time() - before
+        if prof:
+            prof.enable()
+    conv.send = send_and_dump
+    if prof:
+        prof.enable()
 
 
 def log(*args):
@@ -176,10 +236,11 @@ def serve(name, stores, open_store, handlers):
     gc.enable()
     conv = Conversation()
     store = None
+    _profiler(conv)
     for line in conv.stdin:
         if not line.strip():
             continue
-        req = loads(line)
+        req = loads(line.decode())
         conv.req_id, conv.step = req.get("id"), 0
         op, args = req.get("op"), req.get("args") or {}
         try:
