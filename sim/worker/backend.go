@@ -82,6 +82,12 @@ type Backend struct {
 	Name string
 	// Open opens System A's stores for a case.
 	Open func(ctx context.Context, env CaseEnv) (reference.Stores, error)
+	// OpenRead, when set, opens System A's stores only to read them back
+	// for the check once the case's processes have ended (the
+	// supervisor's snapshot), reading what Open would: an embedded
+	// backend can open its file read-only, without what a writer sets
+	// up. nil: the snapshot uses Open.
+	OpenRead func(ctx context.Context, env CaseEnv) (reference.Stores, error)
 	// OpenPlanSave opens System B's stores for a case; nil means the
 	// backend does not certify System B.
 	OpenPlanSave func(ctx context.Context, env CaseEnv) (PlanSaveStores, error)
