@@ -144,10 +144,7 @@ func EncodePlan(p Plan) ([]byte, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return nil, err
-	}
+	b := appendPlan(nil, &p)
 	// What is stored is read back (on resume, by the checks): the decoded
 	// form of these bytes is p. Its fingerprint is computed on the first
 	// read, not here: the writer has just computed it for the record.
@@ -198,11 +195,9 @@ func decodePlan(payload []byte) (Plan, error) {
 
 // EncodeState serialises a document state (JSON).
 func EncodeState(s DocumentState) ([]byte, error) {
-	b, err := json.Marshal(s)
-	if err == nil {
-		stateMemo.put(b, s.Clone(), "")
-	}
-	return b, err
+	b := appendState(nil, &s)
+	stateMemo.put(b, s.Clone(), "")
+	return b, nil
 }
 
 // DecodeState restores a document state (remembered like DecodePlan).

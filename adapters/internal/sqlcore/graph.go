@@ -11,16 +11,16 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/crashmatrix/crashmatrix/internal/strictjson"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
 // EncodeProps renders properties as a JSON object ("{}" for none).
 func EncodeProps(m map[string]string) (string, error) {
 	if m == nil {
-		m = map[string]string{}
+		return "{}", nil
 	}
-	b, err := json.Marshal(m)
-	return string(b), err
+	return string(strictjson.AppendStringMap(nil, m)), nil
 }
 
 // DecodeProps reads properties written by EncodeProps; never nil.
