@@ -1,8 +1,6 @@
 package history
 
 import (
-	"encoding/json"
-
 	"github.com/crashmatrix/crashmatrix/faults"
 	"github.com/crashmatrix/crashmatrix/internal/strictjson"
 	"github.com/crashmatrix/crashmatrix/reference"
@@ -126,12 +124,8 @@ func (d *decoder) event(e *reference.Event) bool {
 		case "detail":
 			return d.Str(&e.Detail)
 		case "batch":
-			start := d.I
-			if d.I >= len(d.B) || d.B[d.I] != '{' || !d.SkipValue() { // null would leave a Batch json.Unmarshal does not
-				return false
-			}
 			e.Batch = &reference.Mutation{}
-			return json.Unmarshal(d.B[start:d.I], e.Batch) == nil
+			return reference.ReadMutation(&d.Decoder, e.Batch)
 		case "at":
 			return d.Int64(&e.At)
 		}

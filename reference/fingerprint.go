@@ -179,6 +179,12 @@ func DecodePlan(payload []byte, want string) (Plan, error) {
 
 func decodePlan(payload []byte) (Plan, error) {
 	var p Plan
+	if readPlan(payload, &p) {
+		if err := p.Validate(); err != nil {
+			return Plan{}, fmt.Errorf("%w: %v", ErrCorruptPlan, err)
+		}
+		return p, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
@@ -206,6 +212,10 @@ func DecodeState(b []byte) (DocumentState, error) {
 		return s.Clone(), nil
 	}
 	var s DocumentState
+	if readStateBytes(b, &s) {
+		stateMemo.put(b, s, "")
+		return s.Clone(), nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {

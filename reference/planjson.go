@@ -160,3 +160,195 @@ func appendEdgeKey(b []byte, k EdgeKey) []byte {
 	b = strconv.AppendInt(append(b, `,"rank":`...), k.Rank, 10)
 	return append(b, '}')
 }
+
+// readPlan reads b, a plan as appendPlan writes it, into p without
+// reflection. It reports false for anything it is not sure
+// encoding/json would read the same way (white space, null, an unknown,
+// repeated or differently cased key, a value of another type, anything
+// after the plan), and decodePlan then leaves b to encoding/json, whose
+// reading and errors stay the stored plan's definition
+// (TestReadPlanIsJSONUnmarshal).
+func readPlan(b []byte, p *Plan) bool {
+	d := &strictjson.Decoder{B: b}
+	var out Plan
+	ok := d.Object(planKeys, func(key string) bool {
+		switch key {
+		case "kind":
+			return d.Str((*string)(&out.Kind))
+		case "operationId":
+			return d.Str(&out.OperationID)
+		case "space":
+			return d.Str(&out.Space)
+		case "documentId":
+			return d.Str(&out.DocumentID)
+		case "options":
+			return d.Object(optionKeys, func(key string) bool {
+				switch key {
+				case "space":
+					return d.Str(&out.Options.Space)
+				case "readOnly":
+					return d.Bool(&out.Options.ReadOnly)
+				}
+				return d.StringMap(&out.Options.Attributes)
+			})
+		case "mutation":
+			return ReadMutation(d, &out.Mutation)
+		case "previousState":
+			out.PreviousState = &DocumentState{}
+			return readState(d, out.PreviousState)
+		case "nextState":
+			out.NextState = &DocumentState{}
+			return readState(d, out.NextState)
+		case "staleEdges":
+			return readEdgeKeys(d, &out.StaleEdges)
+		case "registrations":
+			out.Registrations = []EntityRegistration{}
+			return d.Array(func() bool {
+				var r EntityRegistration
+				ok := d.Object(registrationKeys, func(key string) bool {
+					switch key {
+					case "nodeId":
+						return d.Str(&r.NodeID)
+					case "type":
+						return d.Str(&r.Type)
+					case "canonicalName":
+						return d.Str(&r.CanonicalName)
+					case "aliases":
+						return d.Strings(&r.Aliases)
+					}
+					return d.StringMap(&r.Properties)
+				})
+				out.Registrations = append(out.Registrations, r)
+				return ok
+			})
+		case "content":
+			return d.Str(&out.Content)
+		}
+		return d.Int(&out.ExtractionCall)
+	})
+	if !ok || d.I != len(b) {
+		return false
+	}
+	*p = out
+	return true
+}
+
+// readStateBytes reads b, a document state as appendState writes it, as
+// readPlan reads a plan.
+func readStateBytes(b []byte, s *DocumentState) bool {
+	d := &strictjson.Decoder{B: b}
+	var out DocumentState
+	if !readState(d, &out) || d.I != len(b) {
+		return false
+	}
+	*s = out
+	return true
+}
+
+var (
+	planKeys = strictjson.KeyBits("kind", "operationId", "space", "documentId", "options", "mutation", "previousState", "nextState",
+		"staleEdges", "registrations", "content", "extractionCall")
+	optionKeys       = strictjson.KeyBits("space", "readOnly", "attributes")
+	registrationKeys = strictjson.KeyBits("nodeId", "type", "canonicalName", "aliases", "properties")
+	stateKeys        = strictjson.KeyBits("space", "documentId", "revision", "operationId", "contentHash", "extractionFingerprint", "status",
+		"factSources", "nodeIds", "committedAt")
+	mutationKeys = strictjson.KeyBits("operationId", "deleteNodes", "deleteEdges", "upsertNodes", "upsertEdges")
+	nodeKeys     = strictjson.KeyBits("id", "label", "properties")
+	edgeKeys     = strictjson.KeyBits("key", "properties")
+	edgeKeyKeys  = strictjson.KeyBits("source", "type", "target", "rank")
+)
+
+func readState(d *strictjson.Decoder, s *DocumentState) bool {
+	return d.Object(stateKeys, func(key string) bool {
+		switch key {
+		case "space":
+			return d.Str(&s.Space)
+		case "documentId":
+			return d.Str(&s.DocumentID)
+		case "revision":
+			return d.Int64(&s.Revision)
+		case "operationId":
+			return d.Str(&s.OperationID)
+		case "contentHash":
+			return d.Str(&s.ContentHash)
+		case "extractionFingerprint":
+			return d.Str(&s.ExtractionFingerprint)
+		case "status":
+			return d.Str((*string)(&s.Status))
+		case "factSources":
+			return d.Null() || readEdgeKeys(d, &s.FactSources) // null: a nil slice, as written
+		case "nodeIds":
+			return d.Null() || d.Strings(&s.NodeIDs)
+		}
+		return d.Int64(&s.CommittedAt)
+	})
+}
+
+// ReadMutation reads a mutation as AppendMutation writes it (history
+// reads a graph batch with it), reporting false as readPlan does.
+func ReadMutation(d *strictjson.Decoder, m *Mutation) bool {
+	return d.Object(mutationKeys, func(key string) bool {
+		switch key {
+		case "operationId":
+			return d.Str(&m.OperationID)
+		case "deleteNodes":
+			return d.Strings(&m.DeleteNodes)
+		case "deleteEdges":
+			return readEdgeKeys(d, &m.DeleteEdges)
+		case "upsertNodes":
+			m.UpsertNodes = []NodeUpsert{}
+			return d.Array(func() bool {
+				var n NodeUpsert
+				ok := d.Object(nodeKeys, func(key string) bool {
+					switch key {
+					case "id":
+						return d.Str(&n.ID)
+					case "label":
+						return d.Str(&n.Label)
+					}
+					return d.StringMap(&n.Properties)
+				})
+				m.UpsertNodes = append(m.UpsertNodes, n)
+				return ok
+			})
+		}
+		m.UpsertEdges = []EdgeUpsert{}
+		return d.Array(func() bool {
+			var e EdgeUpsert
+			ok := d.Object(edgeKeys, func(key string) bool {
+				if key == "key" {
+					return readEdgeKey(d, &e.Key)
+				}
+				return d.StringMap(&e.Properties)
+			})
+			m.UpsertEdges = append(m.UpsertEdges, e)
+			return ok
+		})
+	})
+}
+
+func readEdgeKeys(d *strictjson.Decoder, p *[]EdgeKey) bool {
+	out := []EdgeKey{}
+	ok := d.Array(func() bool {
+		var k EdgeKey
+		ok := readEdgeKey(d, &k)
+		out = append(out, k)
+		return ok
+	})
+	*p = out
+	return ok
+}
+
+func readEdgeKey(d *strictjson.Decoder, k *EdgeKey) bool {
+	return d.Object(edgeKeyKeys, func(key string) bool {
+		switch key {
+		case "source":
+			return d.Str(&k.Source)
+		case "type":
+			return d.Str(&k.Type)
+		case "target":
+			return d.Str(&k.Target)
+		}
+		return d.Int64(&k.Rank)
+	})
+}

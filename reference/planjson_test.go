@@ -3,6 +3,7 @@ package reference
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -60,4 +61,47 @@ func TestPlanJSONIsJSONMarshal(t *testing.T) {
 	same("zero plan", appendPlan(nil, &zero), zero)
 	same("nil map", strictjson.AppendStringMap(nil, nil), map[string]string(nil))
 	same("nil strings", strictjson.AppendStrings(nil, nil), []string(nil))
+}
+
+// readPlan and readStateBytes, the readers' fast paths, read every plan
+// and state the writer writes and read them as encoding/json does; on
+// anything else (a torn prefix, a damaged copy, null, white space, an
+// unknown or recased key) they either give up, for encoding/json to have
+// its say, or agree with it. DecodePlan's answer is the same either way.
+func TestReadPlanIsJSONUnmarshal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for i := range 2000 {
+		var p Plan
+		jsontest.Fill(rng, reflect.ValueOf(&p).Elem(), 0)
+		b := appendPlan(nil, &p)
+		what := fmt.Sprintf("plan %d", i)
+		jsontest.Agree(t, what, b, true, readPlan)
+		jsontest.Agree(t, what, b[:rng.IntN(len(b))], false, readPlan)
+		for range 3 {
+			jsontest.Agree(t, what, jsontest.Damage(rng, b), false, readPlan)
+		}
+		var s DocumentState
+		jsontest.Fill(rng, reflect.ValueOf(&s).Elem(), 0)
+		b = appendState(nil, &s)
+		jsontest.Agree(t, what, b, true, readStateBytes)
+		jsontest.Agree(t, what, jsontest.Damage(rng, b), false, readStateBytes)
+	}
+	for _, s := range []string{`{"kind":"ingest","kind":"retract"}`, `{"Kind":"ingest"}`, `{"kind":"ingest","x":1}`, ` {"kind":"ingest"}`,
+		`{"kind":"ingest","nextState":null}`, `{"kind":"ingest","mutation":{"upsertNodes":[{"id":"a","properties":{"k":"1","k":"2"}}]}}`,
+		`{"kind":"ingest","extractionCall":1.5}`, `{"kind":"ingest"}{}`, `{"kind":"ingest","staleEdges":[]}`} {
+		jsontest.Agree(t, s, []byte(s), false, readPlan)
+	}
+	// A valid plan decodes the same through the fast path and encoding/json.
+	p := Plan{Kind: Ingestion, OperationID: "sp/op", Space: "sp", DocumentID: "d", Options: GraphOptions{Space: "sp"},
+		Mutation:  Mutation{OperationID: "sp/op", UpsertNodes: []NodeUpsert{{ID: "n", Label: "L"}}},
+		NextState: &DocumentState{Space: "sp", DocumentID: "d", Revision: 1, OperationID: "sp/op", Status: DocActive, NodeIDs: []string{"n"}}}
+	if err := p.Validate(); err != nil {
+		t.Fatalf("the test's plan: %v", err)
+	}
+	b := appendPlan(nil, &p)
+	fast, err := decodePlan(b)
+	spaced, serr := decodePlan(append([]byte(" "), b...)) // white space: encoding/json's path
+	if err != nil || serr != nil || !reflect.DeepEqual(fast, spaced) || !reflect.DeepEqual(fast, p) {
+		t.Fatalf("decodePlan: fast %+v (%v), encoding/json %+v (%v), want %+v", fast, err, spaced, serr, p)
+	}
 }

@@ -247,37 +247,27 @@ func (d *Decoder) Bool(p *bool) bool {
 	return false
 }
 
-// SkipValue moves past one JSON value (for json.Unmarshal to read: it
-// only has to find where the value ends).
-func (d *Decoder) SkipValue() bool {
-	depth := 0
-	for d.I < len(d.B) {
-		switch c := d.B[d.I]; c {
-		case '"':
-			var s string
-			if !d.Str(&s) {
-				return false
-			}
-		case '{', '[':
-			depth++
-			d.I++
-		case '}', ']':
-			if depth == 0 {
-				return true // the end of the enclosing object
-			}
-			depth--
-			d.I++
-		case ',':
-			if depth == 0 {
-				return true
-			}
-			d.I++
-		default:
-			d.I++
+// StringMap reads an object of strings into a new map, refusing a
+// repeated key (json.Unmarshal keeps the last).
+func (d *Decoder) StringMap(p *map[string]string) bool {
+	out := map[string]string{}
+	ok := d.Members(func(key string) bool {
+		var s string
+		if _, dup := out[key]; dup || !d.Str(&s) {
+			return false
 		}
-		if depth == 0 && d.I > 0 && (d.B[d.I-1] == '}' || d.B[d.I-1] == ']' || d.B[d.I-1] == '"') {
-			return true
-		}
+		out[key] = s
+		return true
+	})
+	*p = out
+	return ok
+}
+
+// Null reads null.
+func (d *Decoder) Null() bool {
+	if len(d.B)-d.I >= 4 && string(d.B[d.I:d.I+4]) == "null" {
+		d.I += 4
+		return true
 	}
 	return false
 }

@@ -36,7 +36,7 @@ func decodeSpec(b []byte, s *WorkerSpec) bool {
 				if key == "name" {
 					return d.Str(&out.Backend.Name)
 				}
-				return stringMap(d, &out.Backend.Args)
+				return d.StringMap(&out.Backend.Args)
 			})
 		case "env":
 			return caseEnv(d, &out.Env)
@@ -125,15 +125,14 @@ func caseEnv(d *strictjson.Decoder, e *CaseEnv) bool {
 		case "mutant":
 			return d.Str(&e.Mutant)
 		}
-		return stringMap(d, &e.Servers)
+		return d.StringMap(&e.Servers)
 	})
 }
 
 // actions reads the actions: null (the supervisor's spec always has the
 // key, and a worker without actions has none) or an array.
 func actions(d *strictjson.Decoder, p *[]catalogue.Action) bool {
-	if len(d.B)-d.I >= 4 && string(d.B[d.I:d.I+4]) == "null" {
-		d.I += 4
+	if d.Null() {
 		return true // json.Unmarshal leaves a nil slice nil
 	}
 	out := []catalogue.Action{}
@@ -179,20 +178,6 @@ func arms(d *strictjson.Decoder, p *faults.Arms) bool {
 			return false
 		}
 		out[faults.Point(key)] = a
-		return true
-	})
-	*p = out
-	return ok
-}
-
-func stringMap(d *strictjson.Decoder, p *map[string]string) bool {
-	out := map[string]string{}
-	ok := d.Members(func(key string) bool {
-		var s string
-		if _, dup := out[key]; dup || !d.Str(&s) {
-			return false
-		}
-		out[key] = s
 		return true
 	})
 	*p = out
