@@ -254,7 +254,11 @@ func (c *memo[T]) get(payload []byte) (T, string, bool) {
 func (c *memo[T]) put(payload []byte, v T, fp string) {
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= memoEntries {
-		c.m = make(map[string]memoEntry[T], memoEntries)
+		// Grown as entries come, not sized for memoEntries up front: a
+		// worker process puts a few, and a map sized for 2048 (the plan
+		// memo's first put allocated 110 KB) cost it fresh pages it
+		// never filled.
+		c.m = map[string]memoEntry[T]{}
 	}
 	c.m[string(payload)] = memoEntry[T]{v, fp}
 	c.mu.Unlock()
