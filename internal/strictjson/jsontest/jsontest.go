@@ -4,7 +4,9 @@
 package jsontest
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -98,4 +100,32 @@ func Agree[T any](t testing.TB, what string, b []byte, mustDecode bool, fast fun
 		t.Fatalf("%s: %q\nfast reader    %+v\njson.Unmarshal %+v", what, b, quick, slow)
 	}
 	return slow, err
+}
+
+// RoundTrip holds a writer and a reader of T to encoding/json on n
+// random values (Fill, from seed): write must give json.Marshal's bytes,
+// read must read them (as json.Unmarshal does, Agree), and on a prefix
+// and on damaged copies it must give up or agree. A nil read is not
+// checked.
+func RoundTrip[T any](t *testing.T, seed uint64, n int, write func([]byte, *T) []byte, read func([]byte, *T) bool) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	for i := range n {
+		var v T
+		Fill(rng, reflect.ValueOf(&v).Elem(), 0)
+		b := write(nil, &v)
+		want, err := json.Marshal(v)
+		if err != nil || !bytes.Equal(b, want) {
+			t.Fatalf("%T %d:\nwritten      %s\njson.Marshal %s (%v)", v, i, b, want, err)
+		}
+		if read == nil {
+			continue
+		}
+		what := fmt.Sprintf("%T %d", v, i)
+		Agree(t, what, b, true, read)
+		Agree(t, what, b[:rng.IntN(len(b))], false, read)
+		for range 3 {
+			Agree(t, what, Damage(rng, b), false, read)
+		}
+	}
 }
