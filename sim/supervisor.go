@@ -733,7 +733,7 @@ func Observe(h history.Log, c catalogue.Case, space string) check.Observed {
 }
 
 // snapshot opens the backend afresh (as a new process would; read-only
-// where the backend can, Backend.OpenRead) and reads the stores, and
+// where the backend can, CaseEnv.ReadOnly) and reads the stores, and
 // distils the history.
 func (r *Runner) snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
 	obs := Observe(h, c, space)
@@ -741,11 +741,9 @@ func (r *Runner) snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, sp
 		return r.serviceSnapshot(ctx, c, env, space, obs)
 	}
 	b := r.judgedBackend()
-	open := b.Open
-	if b.OpenRead != nil {
-		open = b.OpenRead
-	}
-	st, err := open(ctx, env)
+	read := env
+	read.ReadOnly = true
+	st, err := b.Open(ctx, read)
 	if err != nil {
 		return check.Snapshot{}, obs, err
 	}

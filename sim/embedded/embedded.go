@@ -58,13 +58,10 @@ func SQLite() worker.Backend {
 			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
 				return reference.Stores{}, err
 			}
-			return sqlite.Open(filepath.Join(env.Dir, "crashmatrix.db"), sqliteOptions(env))
-		},
-		OpenRead: func(_ context.Context, env worker.CaseEnv) (reference.Stores, error) {
-			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
-				return reference.Stores{}, err
+			if env.ReadOnly { // the supervisor's snapshot
+				return sqlite.OpenForCheck(filepath.Join(env.Dir, "crashmatrix.db"), sqliteOptions(env))
 			}
-			return sqlite.OpenForCheck(filepath.Join(env.Dir, "crashmatrix.db"), sqliteOptions(env))
+			return sqlite.Open(filepath.Join(env.Dir, "crashmatrix.db"), sqliteOptions(env))
 		},
 		OpenPlanSave: func(_ context.Context, env worker.CaseEnv) (worker.PlanSaveStores, error) {
 			if err := os.MkdirAll(env.Dir, 0o755); err != nil {

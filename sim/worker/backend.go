@@ -67,6 +67,12 @@ type CaseEnv struct {
 	// name to the host:port of the case's own fault proxy in front of it,
 	// and EndpointControl to the URL server faults are asked for at.
 	Servers map[string]string `json:"servers,omitempty"`
+	// ReadOnly tells Open the stores are opened only to be read back for
+	// the check, once every process of the case has ended (the
+	// supervisor's snapshot): a backend may then open them read-only,
+	// without what a writer sets up, as long as it reads what Open
+	// would. Never set for a worker.
+	ReadOnly bool `json:"-"`
 }
 
 // PlanSaveStores are the two stores of System B.
@@ -82,12 +88,6 @@ type Backend struct {
 	Name string
 	// Open opens System A's stores for a case.
 	Open func(ctx context.Context, env CaseEnv) (reference.Stores, error)
-	// OpenRead, when set, opens System A's stores only to read them back
-	// for the check once the case's processes have ended (the
-	// supervisor's snapshot), reading what Open would: an embedded
-	// backend can open its file read-only, without what a writer sets
-	// up. nil: the snapshot uses Open.
-	OpenRead func(ctx context.Context, env CaseEnv) (reference.Stores, error)
 	// OpenPlanSave opens System B's stores for a case; nil means the
 	// backend does not certify System B.
 	OpenPlanSave func(ctx context.Context, env CaseEnv) (PlanSaveStores, error)
