@@ -1,11 +1,10 @@
 package history
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/crashmatrix/crashmatrix/internal/strictjson"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -14,16 +13,16 @@ import (
 // test compares the two on every field). A worker process appends a few
 // hundred records and then exits: encoding/json's reflection, whose
 // per-type set-up every fresh process pays again, was most of what its
-// history cost it. A graph batch's mutation, the one nested value of any
-// size, is left to encoding/json.
+// history cost it. A graph batch's mutation is written by
+// reference.AppendMutation, the same way.
 func appendRecord(b []byte, r *Record) ([]byte, error) {
 	b = append(b, `{"w":`...)
-	b = appendString(b, r.Worker)
+	b = strictjson.AppendString(b, r.Worker)
 	b = append(b, `,"phase":`...)
 	b = strconv.AppendInt(b, int64(r.Phase), 10)
 	b = appendInt(b, `,"pid":`, int64(r.PID))
 	b = append(b, `,"type":`...)
-	b = appendString(b, string(r.Kind))
+	b = strictjson.AppendString(b, string(r.Kind))
 	b = appendInt(b, `,"at":`, r.At)
 	if r.Event != nil {
 		var err error
@@ -37,7 +36,7 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("json: error calling MarshalText for type faults.Action: %w", err)
 		}
-		b = appendString(append(b, `,"fault":`...), string(t))
+		b = strictjson.AppendString(append(b, `,"fault":`...), string(t))
 	}
 	b = appendInt(b, `,"i":`, int64(r.Index))
 	b = appendStr(b, `,"do":`, r.Do)
@@ -63,7 +62,7 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 	b = appendStr(b, `,"reason":`, r.Reason)
 	if o := r.Obs; o != nil {
 		b = append(b, `,"obs":{"what":`...)
-		b = appendString(b, string(o.What))
+		b = strictjson.AppendString(b, string(o.What))
 		b = appendStr(b, `,"do":`, o.Do)
 		b = appendStr(b, `,"op":`, o.Op)
 		b = appendStr(b, `,"doc":`, o.Doc)
@@ -76,7 +75,7 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = appendString(b, it)
+				b = strictjson.AppendString(b, it)
 			}
 			b = append(b, ']')
 		}
@@ -109,7 +108,7 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 
 func appendEvent(b []byte, e *reference.Event) ([]byte, error) {
 	b = append(b, `{"kind":`...)
-	b = appendString(b, e.Kind)
+	b = strictjson.AppendString(b, e.Kind)
 	b = appendStr(b, `,"op":`, e.OperationID)
 	b = appendStr(b, `,"space":`, e.Space)
 	b = appendStr(b, `,"doc":`, e.DocumentID)
@@ -122,11 +121,7 @@ func appendEvent(b []byte, e *reference.Event) ([]byte, error) {
 	b = appendInt(b, `,"expiresAt":`, e.ExpiresAt)
 	b = appendStr(b, `,"detail":`, e.Detail)
 	if e.Batch != nil {
-		m, err := json.Marshal(e.Batch)
-		if err != nil {
-			return nil, err
-		}
-		b = append(append(b, `,"batch":`...), m...)
+		b = reference.AppendMutation(append(b, `,"batch":`...), e.Batch)
 	}
 	b = append(b, `,"at":`...)
 	b = strconv.AppendInt(b, e.At, 10)
@@ -156,7 +151,7 @@ func appendStr(b []byte, key, v string) []byte {
 	if v == "" {
 		return b
 	}
-	return appendString(append(b, key...), v)
+	return strictjson.AppendString(append(b, key...), v)
 }
 
 func appendBool(b []byte, key string, v bool) []byte {
@@ -164,60 +159,4 @@ func appendBool(b []byte, key string, v bool) []byte {
 		return b
 	}
 	return append(append(b, key...), "true"...)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string the way encoding/json does
-// (HTML-safe: <, > and & escaped; invalid UTF-8 as U+FFFD; U+2028 and
-// U+2029 escaped).
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -3,10 +3,12 @@ package history
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"testing"
 
+	"github.com/crashmatrix/crashmatrix/internal/strictjson/jsontest"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -20,7 +22,7 @@ func TestAppendRecordIsJSONMarshal(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 5000 {
 		var r Record
-		fill(rng, reflect.ValueOf(&r).Elem(), 0)
+		jsontest.Fill(rng, reflect.ValueOf(&r).Elem(), 0)
 		want, werr := json.Marshal(r)
 		got, gerr := appendRecord(nil, &r)
 		if (werr != nil) != (gerr != nil) {
@@ -38,55 +40,6 @@ func TestAppendRecordIsJSONMarshal(t *testing.T) {
 	}
 }
 
-var awkward = []string{"", "a", "w", `"`, `\`, "<", ">", "&", "\x00", "\x1f", "\b", "\f", "\n", "\r", "\t", "\x7f",
-	"é", "日本", "\u2028", "\u2029", "\xff", "\xe2\x82", "😀", `{"w":"`, "crash", "pause"}
-
-func fill(rng *rand.Rand, v reflect.Value, depth int) {
-	if rng.IntN(3) == 0 && depth > 0 {
-		return // the zero value
-	}
-	switch v.Kind() {
-	case reflect.String:
-		var s string
-		for range rng.IntN(4) {
-			s += awkward[rng.IntN(len(awkward))]
-		}
-		v.SetString(s)
-	case reflect.Int, reflect.Int64, reflect.Int32:
-		v.SetInt(rng.Int64N(1<<40) - 1<<39)
-	case reflect.Bool:
-		v.SetBool(rng.IntN(2) == 0)
-	case reflect.Pointer:
-		p := reflect.New(v.Type().Elem())
-		fill(rng, p.Elem(), depth+1)
-		v.Set(p)
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				fill(rng, v.Field(i), depth+1)
-			}
-		}
-	case reflect.Slice:
-		n := rng.IntN(3)
-		s := reflect.MakeSlice(v.Type(), n, n)
-		for i := range n {
-			fill(rng, s.Index(i), depth+1)
-		}
-		v.Set(s)
-	case reflect.Map:
-		m := reflect.MakeMap(v.Type())
-		for range rng.IntN(3) {
-			k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
-			fill(rng, k, depth+1)
-			fill(rng, e, depth+1)
-			m.SetMapIndex(k, e)
-		}
-		v.Set(m)
-	default:
-		panic("fill: no case for " + v.Kind().String())
-	}
-}
-
 // decodeRecord, the supervisor's fast path, reads every record the
 // writer writes and reads it as json.Unmarshal does; on anything else
 // (a torn prefix, a damaged copy) it either gives up, for json.Unmarshal
@@ -95,21 +48,11 @@ func TestDecodeRecordIsJSONUnmarshal(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	agree := func(i int, b []byte, mustDecode bool) {
 		t.Helper()
-		var fast, slow Record
-		ok := decodeRecord(b, &fast)
-		err := json.Unmarshal(b, &slow)
-		switch {
-		case mustDecode && !ok:
-			t.Fatalf("record %d: decodeRecord gave up on what the writer wrote: %s", i, b)
-		case ok && err != nil:
-			t.Fatalf("record %d: decodeRecord read what json.Unmarshal refuses (%v): %q", i, err, b)
-		case ok && !reflect.DeepEqual(fast, slow):
-			t.Fatalf("record %d: %q\ndecodeRecord   %+v\njson.Unmarshal %+v", i, b, fast, slow)
-		}
+		jsontest.Agree(t, fmt.Sprintf("record %d", i), b, mustDecode, decodeRecord)
 	}
 	for i := range 3000 {
 		var r Record
-		fill(rng, reflect.ValueOf(&r).Elem(), 0)
+		jsontest.Fill(rng, reflect.ValueOf(&r).Elem(), 0)
 		if r.Fault != nil && r.Fault.Kind == "" {
 			r.Fault = nil // the writer panics on it
 		}
@@ -129,17 +72,7 @@ func TestDecodeRecordIsJSONUnmarshal(t *testing.T) {
 		agree(i, b, true)
 		agree(i, b[:rng.IntN(len(b))], false)
 		for range 4 {
-			c := bytes.Clone(b)
-			switch k := rng.IntN(len(c)); rng.IntN(3) {
-			case 0:
-				const junk = " \"\\{}[],:0-9etnul\x00\x01\x1f\xff"
-				c[k] = junk[rng.IntN(len(junk))]
-			case 1:
-				c = append(c[:k], c[k+1:]...)
-			default:
-				c = append(c[:k], append([]byte{c[rng.IntN(len(c))]}, c[k:]...)...)
-			}
-			agree(i, c, false)
+			agree(i, jsontest.Damage(rng, b), false)
 		}
 	}
 	for _, s := range []string{`{"w":"a","phase":1,"w":"b"}`, `{"w":"a","ev":{"kind":"x","at":1},"ev":{"at":2}}`, "{\"w\":\"a\x01\"}", `{"W":"a","phase":1}`, `{"w":"a","phase":1,"x":2}`, ` {"w":"a","phase":1}`,

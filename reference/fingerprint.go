@@ -144,10 +144,7 @@ func EncodePlan(p Plan) ([]byte, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return nil, err
-	}
+	b := appendPlan(nil, &p)
 	// What is stored is read back (on resume, by the checks): the decoded
 	// form of these bytes is p. Its fingerprint is computed on the first
 	// read, not here: the writer has just computed it for the record.
@@ -182,6 +179,12 @@ func DecodePlan(payload []byte, want string) (Plan, error) {
 
 func decodePlan(payload []byte) (Plan, error) {
 	var p Plan
+	if readPlan(payload, &p) {
+		if err := p.Validate(); err != nil {
+			return Plan{}, fmt.Errorf("%w: %v", ErrCorruptPlan, err)
+		}
+		return p, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
@@ -198,11 +201,9 @@ func decodePlan(payload []byte) (Plan, error) {
 
 // EncodeState serialises a document state (JSON).
 func EncodeState(s DocumentState) ([]byte, error) {
-	b, err := json.Marshal(s)
-	if err == nil {
-		stateMemo.put(b, s.Clone(), "")
-	}
-	return b, err
+	b := appendState(nil, &s)
+	stateMemo.put(b, s.Clone(), "")
+	return b, nil
 }
 
 // DecodeState restores a document state (remembered like DecodePlan).
@@ -211,6 +212,10 @@ func DecodeState(b []byte) (DocumentState, error) {
 		return s.Clone(), nil
 	}
 	var s DocumentState
+	if readStateBytes(b, &s) {
+		stateMemo.put(b, s, "")
+		return s.Clone(), nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
@@ -249,7 +254,11 @@ func (c *memo[T]) get(payload []byte) (T, string, bool) {
 func (c *memo[T]) put(payload []byte, v T, fp string) {
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= memoEntries {
-		c.m = make(map[string]memoEntry[T], memoEntries)
+		// Grown as entries come, not sized for memoEntries up front: a
+		// worker process puts a few, and a map sized for 2048 (the plan
+		// memo's first put allocated 110 KB) cost it fresh pages it
+		// never filled.
+		c.m = map[string]memoEntry[T]{}
 	}
 	c.m[string(payload)] = memoEntry[T]{v, fp}
 	c.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,4 +69,41 @@ func TestBinaryLauncherPicksTheBackendsWorkerBinary(t *testing.T) {
 			t.Errorf("backend %s: Command runs %q, want %q", backend, got, want)
 		}
 	}
+}
+
+// An embedded backend's worker processes, and the bare start bench
+// measures next to them, run with GOMAXPROCS=1 (worker.WorkerRuntimeEnv);
+// the others keep the runtime's default, and a GOMAXPROCS the user set
+// wins everywhere.
+func TestBinaryLauncherRuntimeEnv(t *testing.T) {
+	self := filepath.Join(t.TempDir(), "crashmatrix")
+	gomaxprocs := func(env []string) string {
+		if env == nil {
+			env = os.Environ() // the supervisor's environment, as it is
+		}
+		v := ""
+		for _, e := range env {
+			if strings.HasPrefix(e, "GOMAXPROCS=") {
+				v = e // the last one wins, as in os/exec
+			}
+		}
+		return v
+	}
+	check := func(setting string, want map[string]string) {
+		t.Helper()
+		for backend, w := range want {
+			l := sim.BinaryLauncher{Path: self, Backend: backend}
+			if got := gomaxprocs(l.Command(context.Background(), "s.json").Env); got != w {
+				t.Errorf("%s, backend %s: Command's GOMAXPROCS %q, want %q", setting, backend, got, w)
+			}
+			if got := gomaxprocs(l.FloorCommand().Env); got != w {
+				t.Errorf("%s, backend %s: FloorCommand's GOMAXPROCS %q, want %q", setting, backend, got, w)
+			}
+		}
+	}
+	t.Setenv("GOMAXPROCS", "") // restored when the test ends
+	os.Unsetenv("GOMAXPROCS")
+	check("GOMAXPROCS unset", map[string]string{"sqlite": "GOMAXPROCS=1", "memory": "GOMAXPROCS=1", "store-cmd": "", "postgres": ""})
+	t.Setenv("GOMAXPROCS", "3")
+	check("GOMAXPROCS=3", map[string]string{"sqlite": "GOMAXPROCS=3", "memory": "GOMAXPROCS=3", "store-cmd": "GOMAXPROCS=3", "postgres": "GOMAXPROCS=3"})
 }

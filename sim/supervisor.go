@@ -732,15 +732,18 @@ func Observe(h history.Log, c catalogue.Case, space string) check.Observed {
 	return obs
 }
 
-// snapshot opens the backend afresh (as a new process would) and reads the
-// stores, and distils the history.
+// snapshot opens the backend afresh (as a new process would; read-only
+// where the backend can, CaseEnv.ReadOnly) and reads the stores, and
+// distils the history.
 func (r *Runner) snapshot(ctx context.Context, c catalogue.Case, env CaseEnv, space string, h history.Log) (check.Snapshot, check.Observed, error) {
 	obs := Observe(h, c, space)
 	if r.cfg.Service != nil {
 		return r.serviceSnapshot(ctx, c, env, space, obs)
 	}
 	b := r.judgedBackend()
-	st, err := b.Open(ctx, env)
+	read := env
+	read.ReadOnly = true
+	st, err := b.Open(ctx, read)
 	if err != nil {
 		return check.Snapshot{}, obs, err
 	}

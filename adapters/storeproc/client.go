@@ -226,7 +226,10 @@ func describeRaw(id int64, op string, args []byte) string {
 
 // requestLine is the request {"id":id,"op":op,"args":args} as one line.
 func requestLine(id int64, op string, args []byte) []byte {
-	opJSON, _ := json.Marshal(op)
+	opJSON := plainString(op)
+	if opJSON == nil {
+		opJSON, _ = json.Marshal(op)
+	}
 	b := make([]byte, 0, len(args)+len(opJSON)+40)
 	b = append(b, `{"id":`...)
 	b = strconv.AppendInt(b, id, 10)
@@ -235,6 +238,18 @@ func requestLine(id int64, op string, args []byte) []byte {
 	b = append(b, `,"args":`...)
 	b = append(b, args...)
 	return append(b, "}\n"...)
+}
+
+// plainString is s as a JSON string when it needs no escape (the
+// protocol's operation names: letters, digits, '.' and '_'), nil
+// otherwise.
+func plainString(s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_') {
+			return nil
+		}
+	}
+	return append(append(append(make([]byte, 0, len(s)+2), '"'), s...), '"')
 }
 
 // answerLine is the answer {"id":id,"step":step,"action":action} to a
@@ -324,10 +339,11 @@ func (c *Client) roundTrip(ctx context.Context, p *proc, op string, args, out an
 	if err != nil {
 		return fmt.Errorf("store %s: encoding the arguments of %s: %w", c.opts.Command, op, err)
 	}
-	req := describeRaw(id, op, raw)
+	// The request as errors name it, rendered only for one.
+	req := func() string { return describeRaw(id, op, raw) }
 	fail := func(problem, got string) error {
 		p.kill()
-		return c.protocolErr(ctx, p, req, problem, got)
+		return c.protocolErr(ctx, p, req(), problem, got)
 	}
 	if err := p.sendLine(requestLine(id, op, raw)); err != nil {
 		return fail("writing the request to the store's stdin failed: "+err.Error(), "")
@@ -350,7 +366,7 @@ func (c *Client) roundTrip(ctx context.Context, p *proc, op string, args, out an
 			if timedOut {
 				if op == "hello" {
 					p.kill()
-					return c.newProtocolErr(ctx, p, &ProtocolError{Request: req, NoStart: true, Got: "nothing",
+					return c.newProtocolErr(ctx, p, &ProtocolError{Request: req(), NoStart: true, Got: "nothing",
 						Problem: fmt.Sprintf("no reply to hello within %s: the store did not start in time (the start timeout, Options.HelloTimeout: crashmatrix --store-timeout)", wait)})
 				}
 				return fail(fmt.Sprintf("no reply within %s", wait), "nothing")
@@ -364,7 +380,7 @@ func (c *Client) roundTrip(ctx context.Context, p *proc, op string, args, out an
 			return fail(problem, string(ev.line))
 		}
 		if *m.ID != id {
-			return fail(fmt.Sprintf("a message for request %d, which is not the request in progress (%d)", *m.ID, id), string(ev.line))
+			return fail(checkOK(m, ev.line, fmt.Sprintf("a message for request %d, which is not the request in progress (%d)", *m.ID, id)), string(ev.line))
 		}
 		if m.At != nil {
 			step++
@@ -374,7 +390,7 @@ func (c *Client) roundTrip(ctx context.Context, p *proc, op string, args, out an
 			if err := faults.ValidateStorePoint(faults.Point(m.At.Point)); err != nil {
 				return fail("bad crash window name: "+err.Error(), string(ev.line))
 			}
-			next, err := c.window(ctx, p, op, id, *m.At, wait, req)
+			next, err := c.window(ctx, p, op, id, *m.At, wait, req())
 			if err != nil {
 				return err
 			}
@@ -386,17 +402,127 @@ func (c *Client) roundTrip(ctx context.Context, p *proc, op string, args, out an
 		}
 		if out != nil {
 			if err := decodeResult(m.OK, out); err != nil {
-				return fail("the result does not fit "+op+": "+err.Error(), string(ev.line))
+				return fail(checkOK(m, ev.line, "the result does not fit "+op+": "+err.Error()), string(ev.line))
 			}
+		} else if m.okUnchecked && !json.Valid(m.OK) {
+			return fail(checkOK(m, ev.line, "ok must hold a JSON object"), string(ev.line))
 		}
 		return nil
 	}
 }
 
-// parseMessage checks one line against the message shapes of section 2,
+// parseMessage reads one line as a message: the common replies through
+// readEnvelope, with their ok part not yet checked (message.okUnchecked:
+// the caller that decodes it, or checkOK, judges it), anything else
+// through parseMessageFull.
+func parseMessage(line []byte) (message, string) {
+	if id, part, raw, ok := readEnvelope(line); ok {
+		switch part {
+		case "ok":
+			return message{ID: &id, OK: raw, okUnchecked: true}, ""
+		case "at":
+			var at atMsg
+			if json.Unmarshal(raw, &at) == nil && at.Point != "" {
+				return message{ID: &id, At: &at}, ""
+			}
+		}
+	}
+	return parseMessageFull(line)
+}
+
+// readEnvelope reads the two shapes nearly every reply has,
+// {"id":N,"ok":{...}} and {"id":N,"at":{...}} (in either order, with any
+// white space), without decoding the line: it returns the id, which of
+// ok and at the line holds, and that part's raw object, whose own syntax
+// it does not judge (skipValue). Anything else gives false: a key with an
+// escape, another or a repeated key, an id that is not a plain integer,
+// a part that is not an object.
+func readEnvelope(line []byte) (id int64, part string, raw []byte, ok bool) {
+	i := skipSpace(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return 0, "", nil, false
+	}
+	i++
+	seenID := false
+	for {
+		i = skipSpace(line, i)
+		if i >= len(line) || line[i] != '"' {
+			return 0, "", nil, false
+		}
+		end := i + 1
+		for end < len(line) && line[end] != '"' && line[end] != '\\' {
+			end++
+		}
+		if end >= len(line) || line[end] != '"' {
+			return 0, "", nil, false
+		}
+		key := string(line[i+1 : end])
+		i = skipSpace(line, end+1)
+		if i >= len(line) || line[i] != ':' {
+			return 0, "", nil, false
+		}
+		i = skipSpace(line, i+1)
+		switch {
+		case key == "id" && !seenID:
+			j := i
+			if j < len(line) && line[j] == '-' {
+				j++
+			}
+			digits := j
+			for j < len(line) && line[j] >= '0' && line[j] <= '9' {
+				j++
+			}
+			// JSON's integers: no leading zero, nothing of a fraction or
+			// an exponent (parseMessageFull says what is wrong with those).
+			if j == digits || line[digits] == '0' && j-digits > 1 {
+				return 0, "", nil, false
+			}
+			n, err := strconv.ParseInt(string(line[i:j]), 10, 64)
+			if err != nil {
+				return 0, "", nil, false
+			}
+			id, seenID, i = n, true, j
+		case (key == "ok" || key == "at") && part == "":
+			if i >= len(line) || line[i] != '{' {
+				return 0, "", nil, false
+			}
+			j := skipValue(line, i)
+			if j < 0 {
+				return 0, "", nil, false
+			}
+			part, raw, i = key, line[i:j], j
+		default:
+			return 0, "", nil, false
+		}
+		i = skipSpace(line, i)
+		if i < len(line) && line[i] == ',' {
+			i++
+			continue
+		}
+		if i < len(line) && line[i] == '}' && seenID && part != "" && skipSpace(line, i+1) == len(line) {
+			return id, part, raw, true
+		}
+		return 0, "", nil, false
+	}
+}
+
+// checkOK is the problem with a message whose ok part parseMessage did
+// not check, read from line, given the problem found so far (its ok part
+// does not decode, its id is not the request's): what parseMessageFull
+// says of a line that is not JSON, problem otherwise.
+func checkOK(m message, line []byte, problem string) string {
+	if m.okUnchecked && !json.Valid(line) {
+		if _, p := parseMessageFull(line); p != "" {
+			return p
+		}
+	}
+	return problem
+}
+
+// parseMessageFull checks one line against the message shapes of section 2,
 // decoding it once: ok, error and at stay raw until one is known to be
 // the message's only part.
-func parseMessage(line []byte) (message, string) {
+func parseMessageFull(line []byte) (message, string) {
 	var m message
 	var w struct {
 		ID    *int64          `json:"id"`
@@ -698,7 +824,7 @@ func (c *Client) window(ctx context.Context, p *proc, op string, id int64, at at
 		p.kill()
 		return nil, c.protocolErr(ctx, p, req, "the store process ended after the answer fail: "+ev.end.Error(), "")
 	}
-	m, problem := parseMessage(ev.line)
+	m, problem := parseMessageFull(ev.line)
 	if problem == "" && (*m.ID != id || m.Error == nil) {
 		problem = "after the answer fail at " + at.Point + " the store must reply to this request with an error (code injected)"
 	}

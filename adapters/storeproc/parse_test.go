@@ -43,6 +43,10 @@ func TestParseMessageShapes(t *testing.T) {
 	if line := string(requestLine(7, "ops.get", []byte(`{"operationId":"a"}`))); line != `{"id":7,"op":"ops.get","args":{"operationId":"a"}}`+"\n" {
 		t.Errorf("requestLine = %q", line)
 	}
+	// An operation name that needs an escape is encoded by encoding/json.
+	if line := string(requestLine(8, "a\"b<", []byte(`{}`))); line != `{"id":8,"op":"a\"b\u003c","args":{}}`+"\n" {
+		t.Errorf("requestLine with escapes = %q", line)
+	}
 	var answer map[string]any
 	if err := json.Unmarshal(answerLine(12, 3, "continue"), &answer); err != nil || answer["id"] != 12.0 || answer["step"] != 3.0 || answer["action"] != "continue" || len(answer) != 3 {
 		t.Errorf("answerLine = %v (%v)", answer, err)
@@ -84,5 +88,62 @@ func TestMissingKey(t *testing.T) {
 		if _, read := missingKey([]byte(raw), keys); read {
 			t.Errorf("%s: missingKey read it, want it left to the decoder", raw)
 		}
+	}
+}
+
+// TestReadEnvelopeAgreesWithTheFullDecoder checks the fast reading of the
+// common replies (readEnvelope) against parseMessageFull on valid replies
+// and on every line one byte away from them (a byte deleted, or one of
+// JSON's structural bytes inserted, at every position): whatever the fast
+// path accepts, the full decoder accepts with the same id and part, and
+// for a line that is not JSON the problem reported (checkOK) is the full
+// decoder's.
+func TestReadEnvelopeAgreesWithTheFullDecoder(t *testing.T) {
+	valid := []string{
+		`{"id":3,"ok":{"created":true}}`,
+		` { "ok" : {"operation":{"operationId":"a\"}b","stage":"PREPARED","attempts":1}} , "id" : 12 } `,
+		`{"id":0,"ok":{}}`,
+		`{"id":-7,"ok":{"rows":[{"id":1},{"id":2}],"s":"{[,"}}`,
+		`{"id":9,"at":{"point":"pystore/beforeCommit","step":2}}`,
+		`{"at":{"step":1,"point":"x/y"},"id":4}`,
+	}
+	lines := map[string]bool{}
+	for _, v := range valid {
+		lines[v] = true
+		for i := 0; i <= len(v); i++ {
+			if i < len(v) {
+				lines[v[:i]+v[i+1:]] = true
+			}
+			for _, c := range `{}[]":,0-1 a\` {
+				lines[v[:i]+string(c)+v[i:]] = true
+			}
+		}
+	}
+	fast := 0
+	for line := range lines {
+		id, part, raw, ok := readEnvelope([]byte(line))
+		if !ok {
+			continue
+		}
+		fast++
+		full, fullProblem := parseMessageFull([]byte(line))
+		m, problem := parseMessage([]byte(line))
+		switch {
+		case part == "at" && problem == "":
+			if fullProblem != "" || *full.ID != id || full.At == nil || *full.At != *m.At {
+				t.Errorf("%s: read as at %+v, the full decoder: %+v %q", line, *m.At, full.At, fullProblem)
+			}
+		case part == "ok":
+			if json.Valid([]byte(line)) {
+				if fullProblem != "" || *full.ID != id || string(full.OK) != string(raw) {
+					t.Errorf("%s: read as id %d ok %s, the full decoder: %s %q", line, id, raw, full.OK, fullProblem)
+				}
+			} else if got := checkOK(m, []byte(line), "the result does not fit"); got != fullProblem || fullProblem == "" {
+				t.Errorf("%s: not JSON; checkOK says %q, the full decoder %q", line, got, fullProblem)
+			}
+		}
+	}
+	if fast < len(valid) {
+		t.Errorf("only %d lines read by readEnvelope, want at least the %d valid ones", fast, len(valid))
 	}
 }

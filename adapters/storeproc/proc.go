@@ -186,6 +186,9 @@ type message struct {
 	OK    json.RawMessage `json:"ok"`
 	Error *wireError      `json:"error"`
 	At    *atMsg          `json:"at"`
+	// okUnchecked: OK was sliced out of the line unjudged (readEnvelope);
+	// decoding it, or json.Valid, judges it.
+	okUnchecked bool
 }
 
 type wireError struct {

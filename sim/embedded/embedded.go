@@ -58,8 +58,10 @@ func SQLite() worker.Backend {
 			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
 				return reference.Stores{}, err
 			}
-			return sqlite.Open(filepath.Join(env.Dir, "crashmatrix.db"), sqlite.Options{CreateInsteadOfMerge: env.Mutant == worker.MutantCreateNotMerge,
-				SynchronousOff: env.Mutant == worker.MutantSynchronousOff, RenewIgnoresHolder: env.Mutant == worker.MutantRenewIgnoresHolder})
+			if env.ReadOnly { // the supervisor's snapshot
+				return sqlite.OpenForCheck(filepath.Join(env.Dir, "crashmatrix.db"), sqliteOptions(env))
+			}
+			return sqlite.Open(filepath.Join(env.Dir, "crashmatrix.db"), sqliteOptions(env))
 		},
 		OpenPlanSave: func(_ context.Context, env worker.CaseEnv) (worker.PlanSaveStores, error) {
 			if err := os.MkdirAll(env.Dir, 0o755); err != nil {
@@ -72,6 +74,13 @@ func SQLite() worker.Backend {
 			return worker.PlanSaveStores{Checkpoints: s, Plans: s, Closer: s}, nil
 		},
 	}
+}
+
+// sqliteOptions are the SQLite stores' options of a case: its backend
+// mutant.
+func sqliteOptions(env worker.CaseEnv) sqlite.Options {
+	return sqlite.Options{CreateInsteadOfMerge: env.Mutant == worker.MutantCreateNotMerge,
+		SynchronousOff: env.Mutant == worker.MutantSynchronousOff, RenewIgnoresHolder: env.Mutant == worker.MutantRenewIgnoresHolder}
 }
 
 // Memory keeps everything in the opening process's memory: a

@@ -31,15 +31,26 @@ type BinaryLauncher struct {
 // Command implements Launcher.
 func (b BinaryLauncher) Command(ctx context.Context, spec string) *exec.Cmd {
 	bin, args := b.worker()
-	return exec.Command(bin, append(args, "--spec", spec)...)
+	return b.withRuntimeEnv(exec.Command(bin, append(args, "--spec", spec)...))
 }
 
-// FloorCommand starts the binary Command starts, told to exit as soon as
-// it has started (--floor): the cost of a worker process that does
-// nothing, which bench reports next to an empty Go binary's.
+// withRuntimeEnv gives cmd the Go runtime settings of the backend's
+// worker processes (worker.WorkerRuntimeEnv), if it has any.
+func (b BinaryLauncher) withRuntimeEnv(cmd *exec.Cmd) *exec.Cmd {
+	env := os.Environ()
+	if extra := worker.WorkerRuntimeEnv(b.Backend, env); len(extra) > 0 {
+		cmd.Env = append(env, extra...)
+	}
+	return cmd
+}
+
+// FloorCommand starts the binary Command starts, as Command starts it,
+// told to exit as soon as it has started (--floor): the cost of a worker
+// process that does nothing, which bench reports next to an empty Go
+// binary's.
 func (b BinaryLauncher) FloorCommand() *exec.Cmd {
 	bin, args := b.worker()
-	return exec.Command(bin, append(args, "--floor")...)
+	return b.withRuntimeEnv(exec.Command(bin, append(args, "--floor")...))
 }
 
 // worker returns the binary a worker runs from and the arguments before

@@ -67,6 +67,12 @@ type CaseEnv struct {
 	// name to the host:port of the case's own fault proxy in front of it,
 	// and EndpointControl to the URL server faults are asked for at.
 	Servers map[string]string `json:"servers,omitempty"`
+	// ReadOnly tells Open the stores are opened only to be read back for
+	// the check, once every process of the case has ended (the
+	// supervisor's snapshot): a backend may then open them read-only,
+	// without what a writer sets up, as long as it reads what Open
+	// would. Never set for a worker.
+	ReadOnly bool `json:"-"`
 }
 
 // PlanSaveStores are the two stores of System B.

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/check"
 	"github.com/crashmatrix/crashmatrix/history"
+	"github.com/crashmatrix/crashmatrix/internal/strictjson"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
@@ -75,10 +77,7 @@ func (f StopFile) Record(l StopLine) {
 	if f == "" {
 		return
 	}
-	b, err := json.Marshal(l)
-	if err != nil {
-		return
-	}
+	b := appendStopLine(nil, &l)
 	out, err := os.OpenFile(string(f), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return
@@ -101,12 +100,50 @@ func (f StopFile) since(holder string) (int64, bool) {
 	for sc.Scan() {
 		var l StopLine
 		// A line being written is skipped: it is read again next time.
-		if json.Unmarshal(sc.Bytes(), &l) == nil {
+		if readStopLine(sc.Bytes(), &l) || json.Unmarshal(sc.Bytes(), &l) == nil {
 			m.Record(l)
 		}
 	}
 	return m.since(holder)
 }
+
+// appendStopLine appends l as json.Marshal renders it, without
+// reflection (TestStopLineIsJSON).
+func appendStopLine(b []byte, l *StopLine) []byte {
+	b = strictjson.AppendString(append(b, `{"w":`...), l.Worker)
+	b = strconv.AppendInt(append(b, `,"phase":`...), int64(l.Phase), 10)
+	b = strconv.AppendInt(append(b, `,"pid":`...), int64(l.PID), 10)
+	b = strictjson.AppendString(append(b, `,"what":`...), l.What)
+	b = strconv.AppendInt(append(b, `,"at":`...), l.At, 10)
+	return append(b, '}')
+}
+
+// readStopLine reads a line as appendStopLine writes it; anything else
+// (false) is json.Unmarshal's.
+func readStopLine(b []byte, l *StopLine) bool {
+	d := &strictjson.Decoder{B: b}
+	var out StopLine
+	ok := d.Object(stopLineKeys, func(key string) bool {
+		switch key {
+		case "w":
+			return d.Str(&out.Worker)
+		case "phase":
+			return d.Int(&out.Phase)
+		case "pid":
+			return d.Int(&out.PID)
+		case "what":
+			return d.Str(&out.What)
+		}
+		return d.Int64(&out.At)
+	})
+	if !ok || d.I != len(b) {
+		return false
+	}
+	*l = out
+	return true
+}
+
+var stopLineKeys = strictjson.KeyBits("w", "phase", "pid", "what", "at")
 
 // StopMap is the stops of an in-process case, and what a stop file
 // reads into.

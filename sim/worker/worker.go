@@ -73,6 +73,9 @@ func ReadWorkerSpec(path string) (WorkerSpec, error) {
 	if err != nil {
 		return spec, fmt.Errorf("worker spec: %w", err)
 	}
+	if decodeSpec(b, &spec) {
+		return spec, nil
+	}
 	if err := json.Unmarshal(b, &spec); err != nil {
 		return spec, fmt.Errorf("worker spec %s: %w", path, err)
 	}

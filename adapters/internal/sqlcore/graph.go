@@ -11,16 +11,16 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/crashmatrix/crashmatrix/internal/strictjson"
 	"github.com/crashmatrix/crashmatrix/reference"
 )
 
 // EncodeProps renders properties as a JSON object ("{}" for none).
 func EncodeProps(m map[string]string) (string, error) {
 	if m == nil {
-		m = map[string]string{}
+		return "{}", nil
 	}
-	b, err := json.Marshal(m)
-	return string(b), err
+	return string(strictjson.AppendStringMap(nil, m)), nil
 }
 
 // DecodeProps reads properties written by EncodeProps; never nil.
@@ -29,6 +29,12 @@ func DecodeProps(s string) (map[string]string, error) {
 	if s == "" {
 		return m, nil
 	}
+	// EncodeProps's form read without reflection; anything else (white
+	// space, a repeated key) is encoding/json's.
+	if d := (strictjson.Decoder{B: []byte(s)}); d.StringMap(&m) && d.I == len(d.B) {
+		return m, nil
+	}
+	m = map[string]string{}
 	if err := json.Unmarshal([]byte(s), &m); err != nil {
 		return nil, fmt.Errorf("properties %q: %w", s, err)
 	}

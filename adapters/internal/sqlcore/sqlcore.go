@@ -58,28 +58,30 @@ func (d Dialect) DDL(q string) string {
 // ? a parameter of the dialect's style.
 func (d Dialect) SQL(q string) string {
 	var b strings.Builder
-	n := 0
+	b.Grow(len(q) + len(d.Prefix)*4)
+	n, from := 0, 0 // q[from:i] is copied as it is
 	for i := 0; i < len(q); i++ {
-		switch c := q[i]; c {
+		switch q[i] {
 		case '{':
 			end := strings.IndexByte(q[i:], '}')
 			if end < 0 {
 				panic(fmt.Sprintf("sqlcore: unclosed table name in %q", q))
 			}
+			b.WriteString(q[from:i])
 			b.WriteString(d.Prefix)
 			b.WriteString(q[i+1 : i+end])
 			i += end
+			from = i + 1
 		case '?':
 			n++
 			if d.Numbered {
+				b.WriteString(q[from:i])
 				b.WriteString("$" + strconv.Itoa(n))
-			} else {
-				b.WriteByte('?')
+				from = i + 1
 			}
-		default:
-			b.WriteByte(c)
 		}
 	}
+	b.WriteString(q[from:])
 	return b.String()
 }
 
