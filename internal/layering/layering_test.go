@@ -13,38 +13,40 @@ const module = "github.com/crashmatrix/crashmatrix/"
 // layers maps a package path prefix (relative to the module) to its layer;
 // the longest matching prefix wins. Keep in step with ARCHITECTURE.md.
 var layers = map[string]int{
-	"faults":              0,
-	"faults/lazyfs":       0, // the lazy FUSE file system of power loss; imports nothing of the project
-	"reference":           1,
-	"history":             2,
-	"check":               3,
-	"adapters":            4,
-	"sim/initial":         5, // a case's starting state
-	"sim/catalogue":       6, // what to run: the cases, their selection
-	"sim/verdict":         7, // what a case showed: verdicts, results, the report
-	"sim/worker":          7, // a worker and the backend registry; a worker binary links nothing above
-	"sim":                 8, // how to run it: the runner, the supervisor
-	"sim/execmode":        8, // how a case's workers run: processes or goroutines (sim imports it)
-	"sim/casefaults":      8, // the faults outside a worker: power, disk, durable steps, servers (sim imports it)
-	"sim/embedded":        9,
-	"sim/servers":         9,
-	"sim/explore":         9,
-	"sim/storecmd":        9,
-	"scenarios":           10,
-	"properties":          10,
-	"report":              10,
-	"internal":            11,
-	"cmd":                 12,
-	"examples":            12,
-	"docs":                12,
-	"ci":                  12,
-	"adapters/internal":   4,
-	"internal/procstat":   0,  // /proc/PID/stat, read by sim and sim/servers/provision
-	"internal/tune":       0,  // the GC and GOMAXPROCS a run sets, its CPU clocks
-	"internal/strictjson": 0,  // the reflection-free reader of history's records and a worker's spec
-	"internal/storetest":  4,  // store fixtures over reference, for adapters' tests and properties
-	"internal/crashrun":   10, // the crash run behind properties.CertifyCrashSafety
+	"faults":             0,
+	"faults/lazyfs":      0, // the lazy FUSE file system of power loss; imports nothing of the project
+	"reference":          1,
+	"history":            2,
+	"check":              3,
+	"adapters":           4,
+	"sim/initial":        5, // a case's starting state
+	"sim/catalogue":      6, // what to run: the cases, their selection
+	"sim/verdict":        7, // what a case showed: verdicts, results, the report
+	"sim/worker":         7, // a worker and the backend registry; a worker binary links nothing above
+	"sim":                8, // how to run it: the runner, the supervisor
+	"sim/execmode":       8, // how a case's workers run: processes or goroutines (sim imports it)
+	"sim/casefaults":     8, // the faults outside a worker: power, disk, durable steps, servers (sim imports it)
+	"sim/embedded":       9,
+	"sim/servers":        9,
+	"sim/explore":        9,
+	"sim/storecmd":       9,
+	"scenarios":          10,
+	"properties":         10,
+	"report":             10,
+	"internal":           11,
+	"cmd":                12,
+	"examples":           12,
+	"docs":               12,
+	"ci":                 12,
+	"adapters/internal":  4,
+	"internal/procstat":  0,  // /proc/PID/stat, read by sim and sim/servers/provision
+	"internal/tune":      0,  // the GC and GOMAXPROCS a run sets, its CPU clocks
+	"internal/storetest": 4,  // store fixtures over reference, for adapters' tests and properties
+	"internal/crashrun":  10, // the crash run behind properties.CertifyCrashSafety
 
+	// The reflection-free reader and writer of the strict JSON the
+	// project writes (history's records, a worker's spec, plans, states).
+	"internal/strictjson": 0,
 	// The exploration of explore, certify and CertifyCrashSafety.
 	"internal/explorerun": 10,
 	// What the commands' runs share: replay commands, report files,
