@@ -1,6 +1,7 @@
 package storeproc_test
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -73,6 +74,8 @@ func runPythonCheck(t *testing.T, what, check string, modes ...string) {
 		argv := strings.Fields(python(t, ""))
 		cmd := exec.Command(argv[0], append(argv[1:], "-c", check, mode)...)
 		cmd.Dir = examples(t)
+		// The checks' tempfile folders go where the test removes them.
+		cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 		out, err := cmd.CombinedOutput()
 		if err != nil || strings.TrimSpace(string(out)) != "ok" {
 			t.Errorf("%s %s: %v\n%s", what, mode, err, out)
