@@ -31,6 +31,7 @@ func javaStore(t *testing.T, args ...string) string {
 				argv = append([]string{"-o"}, argv...)
 			}
 			cmd := exec.Command("mvn", argv...)
+			cmd.Env = append(os.Environ(), mavenNoPerfData())
 			cmd.Dir = dir
 			return cmd.CombinedOutput()
 		}
@@ -47,7 +48,7 @@ func javaStore(t *testing.T, args ...string) string {
 	if javaErr != nil {
 		t.Fatalf("building examples/java with Maven: %v", javaErr)
 	}
-	return strings.Join(append([]string{"java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-jar", javaJar}, args...), " ")
+	return strings.Join(append([]string{"java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:-UsePerfData", "-jar", javaJar}, args...), " ")
 }
 
 type buildError struct {
@@ -97,4 +98,11 @@ func TestJavaStoreCommandRunsWithTheArchivesFlags(t *testing.T) {
 	if !strings.Contains(string(sh), `java -XX:ArchiveClassesAtExit=target/jstore.jsa $flags -jar target/jstore.jar`) {
 		t.Error("examples/java/build.sh no longer dumps target/jstore.jsa with $flags")
 	}
+}
+
+// mavenNoPerfData is MAVEN_OPTS as the environment has it plus
+// -XX:-UsePerfData: Maven's JVM would otherwise leave
+// /tmp/hsperfdata_<user> behind after the tests.
+func mavenNoPerfData() string {
+	return "MAVEN_OPTS=" + strings.TrimSpace(os.Getenv("MAVEN_OPTS")+" -XX:-UsePerfData")
 }

@@ -87,6 +87,7 @@ func buildJavaStore(t *testing.T) string {
 			argv = append([]string{"-o"}, argv...)
 		}
 		cmd := exec.Command("mvn", argv...)
+		cmd.Env = append(os.Environ(), mavenNoPerfData())
 		cmd.Dir = dir
 		return cmd.CombinedOutput()
 	}
@@ -128,4 +129,11 @@ func cmdNoStores(ts *testscript.TestScript, neg bool, args []string) {
 	if len(left) > 0 {
 		ts.Fatalf("store processes left behind:\n%s", strings.Join(left, "\n"))
 	}
+}
+
+// mavenNoPerfData is MAVEN_OPTS as the environment has it plus
+// -XX:-UsePerfData: Maven's JVM would otherwise leave
+// /tmp/hsperfdata_<user> behind after the tests.
+func mavenNoPerfData() string {
+	return "MAVEN_OPTS=" + strings.TrimSpace(os.Getenv("MAVEN_OPTS")+" -XX:-UsePerfData")
 }

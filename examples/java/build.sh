@@ -19,6 +19,9 @@
 # with the flags below, which the training store runs with too (the classes
 # it loads depend on them: the COMPAT locale provider's, for one).
 set -eu
+# No JVM of the build writes a perf data file (it would leave
+# /tmp/hsperfdata_<user> behind).
+export MAVEN_OPTS="${MAVEN_OPTS:+$MAVEN_OPTS }-XX:-UsePerfData"
 flags="-Dorg.sqlite.lib.path=target/native -Dorg.sqlite.lib.name=libsqlitejdbc.so -XX:TieredStopAtLevel=1 -XX:CompileThresholdScaling=3 -Djava.locale.providers=COMPAT -XX:+UseSerialGC -XX:-UsePerfData -Xlog:disable -Xlog:all=warning:stderr"
 cd "$(dirname "$0")"
 mvn -B -q package

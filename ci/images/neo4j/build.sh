@@ -34,7 +34,7 @@ if [[ ! -s ${libdir}/neo4j-${version}.jar ]]; then
   work=$(mktemp -d "${CM_CACHE_DIR}/neo4j-mvn.XXXXXX")
   cp "${here}/pom.xml" "$work/"
   cm_log "resolving org.neo4j:neo4j:${version} from Maven Central"
-  (cd "$work" && mvn -B -q -Dneo4j.version="$version" dependency:copy-dependencies \
+  (cd "$work" && MAVEN_OPTS="${MAVEN_OPTS:+$MAVEN_OPTS }-XX:-UsePerfData" mvn -B -q -Dneo4j.version="$version" dependency:copy-dependencies \
       -DincludeScope=runtime -DexcludeClassifiers=osx-x86_64,osx-aarch_64 \
       -DoutputDirectory="$work/lib") >&2
   [[ -s $work/lib/neo4j-${version}.jar ]] || { cm_log "ERROR: neo4j-${version}.jar not resolved"; exit 1; }
@@ -56,9 +56,9 @@ trap 'rm -rf "$ctx"' EXIT
 cp "${here}/Containerfile" "${here}/neo4j.conf" "${here}/docker-entrypoint.sh" "$ctx/"
 cp -a "$libdir" "$ctx/lib"
 mkdir -p "$ctx/launcher"
-javac --release 17 -d "$ctx/classes" "${here}/Launcher.java"
+javac -J-XX:-UsePerfData --release 17 -d "$ctx/classes" "${here}/Launcher.java"
 # a jar, not a class directory: class data sharing refuses non-empty directories
-jar --create --file "$ctx/launcher/crashmatrix-neo4j-launcher.jar" -C "$ctx/classes" .
+jar -J-XX:-UsePerfData --create --file "$ctx/launcher/crashmatrix-neo4j-launcher.jar" -C "$ctx/classes" .
 cm_log "podman build ${image} (Neo4j ${version})"
 podman build --pull=never --build-arg "BASE=${base}" --label "org.neo4j.version=${version}" \
   -t "$image" -f "$ctx/Containerfile" "$ctx" >&2
