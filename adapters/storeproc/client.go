@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/crashmatrix/crashmatrix/faults"
+	"github.com/crashmatrix/crashmatrix/internal/strictjson"
 	"github.com/crashmatrix/crashmatrix/reference"
 	"github.com/crashmatrix/crashmatrix/reference/plansave"
 )
@@ -224,32 +225,17 @@ func describeRaw(id int64, op string, args []byte) string {
 	return op + " #" + strconv.FormatInt(id, 10) + " " + string(args)
 }
 
-// requestLine is the request {"id":id,"op":op,"args":args} as one line.
+// requestLine is the request {"id":id,"op":op,"args":args} as one line,
+// op written as encoding/json writes a string (strictjson.AppendString).
 func requestLine(id int64, op string, args []byte) []byte {
-	opJSON := plainString(op)
-	if opJSON == nil {
-		opJSON, _ = json.Marshal(op)
-	}
-	b := make([]byte, 0, len(args)+len(opJSON)+40)
+	b := make([]byte, 0, len(args)+len(op)+42)
 	b = append(b, `{"id":`...)
 	b = strconv.AppendInt(b, id, 10)
 	b = append(b, `,"op":`...)
-	b = append(b, opJSON...)
+	b = strictjson.AppendString(b, op)
 	b = append(b, `,"args":`...)
 	b = append(b, args...)
 	return append(b, "}\n"...)
-}
-
-// plainString is s as a JSON string when it needs no escape (the
-// protocol's operation names: letters, digits, '.' and '_'), nil
-// otherwise.
-func plainString(s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_') {
-			return nil
-		}
-	}
-	return append(append(append(make([]byte, 0, len(s)+2), '"'), s...), '"')
 }
 
 // answerLine is the answer {"id":id,"step":step,"action":action} to a
